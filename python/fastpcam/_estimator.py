@@ -1,0 +1,398 @@
+"""The scikit-learn estimator :class:`FASTRegressor`."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import warnings
+from numbers import Integral, Real
+from typing import Any, Callable, Optional
+
+import numpy as np
+import numpy.typing as npt
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from . import _core
+
+#: Default ``lambda_f / lambda_max`` when ``lambda_f=None`` (see the README, "Defaults").
+DEFAULT_LAMBDA_RATIO = 1e-3
+#: Default number of bins per feature.
+DEFAULT_MAX_BINS = 256
+#: Default KKT tolerance (see the README, "Defaults").
+DEFAULT_TOL = 1e-2
+#: Default maximum number of block updates.
+DEFAULT_MAX_ITER = 100_000
+#: Default number of rows sampled for quantile bins.
+DEFAULT_SUBSAMPLE_FOR_BIN = 200_000
+
+
+def _n_threads(n_jobs: Optional[int]) -> Optional[int]:
+    """Map scikit-learn's ``n_jobs`` to a thread count (``None``: all cores)."""
+    if n_jobs is None or n_jobs == -1:
+        return None
+    if n_jobs > 0:
+        return int(n_jobs)
+    return max(1, (os.cpu_count() or 1) + 1 + int(n_jobs))
+
+
+_COLUMN_RE = re.compile(r"column (\d+)")
+
+
+def _name_columns(err: ValueError, names: Optional[npt.NDArray[Any]]) -> ValueError:
+    """Add the feature name to a core error that names a column by index."""
+    msg = str(err)
+    if names is not None:
+        m = _COLUMN_RE.search(msg)
+        if m is not None:
+            msg = msg.replace(m.group(0), f"{m.group(0)} ({names[int(m.group(1))]!r})", 1)
+    return ValueError(msg)
+
+
+def _as_float64_1d(a: Any, name: str) -> npt.NDArray[np.float64]:
+    arr = np.asarray(a, dtype=np.float64)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-dimensional, got an array of shape {arr.shape}")
+    return arr
+
+
+class FASTRegressor(RegressorMixin, BaseEstimator):
+    r"""Piecewise-constant additive regression fitted with FAST.
+
+    The model is :math:`f(x) = c + \sum_j \beta_j[\mathrm{bin}_j(x_j)]`: one value per bin per
+    feature. FAST minimises
+
+    .. math::
+
+        F(c, \beta) = \frac{1}{2W} \sum_i v_i \bigl(y_i - f(x_i)\bigr)^2
+                      + \lambda_f \sum_j \sum_b |\beta_{j,b+1} - \beta_{j,b}|,
+
+    with sample weights :math:`v_i` and :math:`W = \sum_i v_i`, by greedy block coordinate
+    descent: each step picks the feature with the steepest descent (the BGS-s rule) and solves
+    its block exactly with a weighted fused-lasso dynamic programme. The fit stops when the
+    KKT residual (``kkt_residual_``, a certificate of optimality) is at most ``tol``.
+
+    Parameters
+    ----------
+    lambda_f : float or None, default=None
+        Fusion penalty on the scale above (the loss is divided by the total weight, so it does
+        not grow with the number of rows). ``None`` uses ``lambda_ratio * lambda_max``, where
+        ``lambda_max`` is the smallest penalty whose fit is constant.
+    lambda_ratio : float, default=1e-3
+        Penalty relative to ``lambda_max`` when ``lambda_f`` is ``None``; the unit of the
+        target then does not matter. Chosen by measurement (README, "Defaults").
+    max_bins : int or None, default=256
+        Maximum number of bins per feature. A feature with at most ``max_bins`` distinct
+        training values gets one bin per value; others get weighted quantile bins. ``None``
+        means one bin per distinct value for every feature (exact mode).
+    selection : {"greedy", "cyclic"}, default="greedy"
+        Block selection: ``"greedy"`` is the BGS-s rule; ``"cyclic"`` updates the features in
+        turn (the paper's baseline).
+    tol : float, default=1e-2
+        KKT tolerance: stop when :math:`\max d / \lambda_f \le` ``tol``, where ``d`` is the
+        steepest-descent magnitude of every jump. ``0`` asks for an exact optimum.
+    max_iter : int, default=100000
+        Maximum number of block (dynamic programme) updates, in both selection modes.
+    max_time : float or None, default=None
+        Optional time budget in seconds; the model reached so far is kept.
+    n_jobs : int or None, default=None
+        Threads. ``None`` or ``-1`` uses every core; results do not depend on it.
+    random_state : int, default=0
+        Seed of the row sample used for quantile bins on large data.
+    subsample_for_bin : int, default=200000
+        Rows sampled to compute quantile bins (as in LightGBM).
+    verbose : int, default=0
+        ``1`` prints progress about once a second and a summary; ``2`` ten times a second.
+
+    Attributes
+    ----------
+    intercept_ : float
+        The intercept :math:`c`.
+    cuts_ : list of ndarray of shape (n_bins_j - 1,)
+        Increasing cut points per feature; ``x`` falls in bin
+        ``np.searchsorted(cuts_[j], x, side="right")``.
+    values_ : list of ndarray of shape (n_bins_j,)
+        The shape function's value per bin, centred (weighted mean 0 over training rows).
+    bin_weights_ : list of ndarray of shape (n_bins_j,)
+        Total sample weight of the training rows in each bin.
+    n_iter_ : int
+        Block updates done.
+    converged_ : bool
+        Whether ``kkt_residual_ <= tol``.
+    kkt_residual_ : float
+        :math:`\max d / \lambda_f` at the returned model (unscaled ``max d`` if ``lambda_f_ == 0``).
+    objective_ : float
+        :math:`F` at the returned model.
+    history_ : dict of str to ndarray
+        One entry per block update: ``"objective"`` (after the update), ``"feature"`` (the
+        block updated) and ``"time"`` (seconds since the start of the optimisation).
+    lambda_f_ : float
+        The penalty used.
+    lambda_max_ : float
+        The smallest penalty whose fit is constant.
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features, when ``X`` has string column names (pandas).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastpcam import FASTRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(size=(1000, 3))
+    >>> y = np.where(X[:, 0] > 0.5, 1.0, 0.0) + rng.normal(scale=0.1, size=1000)
+    >>> model = FASTRegressor().fit(X, y)
+    >>> bool(model.converged_)
+    True
+    """
+
+    _parameter_constraints: dict = {
+        "lambda_f": [Interval(Real, 0, None, closed="left"), None],
+        "lambda_ratio": [Interval(Real, 0, None, closed="left")],
+        "max_bins": [Interval(Integral, 2, None, closed="left"), None],
+        "selection": [StrOptions({"greedy", "cyclic"})],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 0, None, closed="left")],
+        "max_time": [Interval(Real, 0, None, closed="neither"), None],
+        "n_jobs": [Integral, None],
+        "random_state": [Interval(Integral, 0, None, closed="left")],
+        "subsample_for_bin": [Interval(Integral, 2, None, closed="left")],
+        "verbose": ["verbose"],
+    }
+
+    # Fitted state, with shapes.
+    intercept_: float
+    cuts_: list[npt.NDArray[np.float64]]  # [feature][cut]
+    values_: list[npt.NDArray[np.float64]]  # [feature][bin], len == len(cuts) + 1
+    bin_weights_: list[npt.NDArray[np.float64]]  # [feature][bin]
+    n_iter_: int
+    converged_: bool
+    kkt_residual_: float
+    objective_: float
+    history_: dict[str, npt.NDArray[Any]]
+    lambda_f_: float
+    lambda_max_: float
+
+    def __init__(
+        self,
+        lambda_f: Optional[float] = None,
+        *,
+        lambda_ratio: float = DEFAULT_LAMBDA_RATIO,
+        max_bins: Optional[int] = DEFAULT_MAX_BINS,
+        selection: str = "greedy",
+        tol: float = DEFAULT_TOL,
+        max_iter: int = DEFAULT_MAX_ITER,
+        max_time: Optional[float] = None,
+        n_jobs: Optional[int] = None,
+        random_state: int = 0,
+        subsample_for_bin: int = DEFAULT_SUBSAMPLE_FOR_BIN,
+        verbose: int = 0,
+    ) -> None:
+        self.lambda_f = lambda_f
+        self.lambda_ratio = lambda_ratio
+        self.max_bins = max_bins
+        self.selection = selection
+        self.tol = tol
+        self.max_iter = max_iter
+        self.max_time = max_time
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.subsample_for_bin = subsample_for_bin
+        self.verbose = verbose
+
+    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        return tags
+
+    def _progress_printer(self) -> Optional[Callable[[int, float, float, float], bool]]:
+        if not self.verbose:
+            return None
+
+        def show(n_iter: int, objective: float, kkt: float, elapsed: float) -> bool:
+            print(
+                f"[FAST] iter {n_iter:>7d}  objective {objective:.10g}  KKT {kkt:.3e}  {elapsed:7.2f} s",
+                file=sys.stdout,
+                flush=True,
+            )
+            return True
+
+        return show
+
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> "FASTRegressor":
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data. float64 numpy arrays in C or Fortran order are read in place.
+        y : array-like of shape (n_samples,)
+            Target values.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative sample weights; integer weights act like repeated rows.
+
+        Returns
+        -------
+        self : FASTRegressor
+            The fitted estimator.
+        """
+        self._validate_params()
+        X, y = validate_data(
+            self, X, y, dtype=np.float64, order=None, y_numeric=True, ensure_all_finite=False
+        )
+        if sample_weight is not None:
+            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        names = getattr(self, "feature_names_in_", None)
+        try:
+            out = _core.fit(
+                X,
+                np.ascontiguousarray(y, dtype=np.float64),
+                sample_weight,
+                lambda_f=None if self.lambda_f is None else float(self.lambda_f),
+                lambda_ratio=float(self.lambda_ratio),
+                max_bins=self.max_bins,
+                selection=self.selection,
+                tol=float(self.tol),
+                max_iter=int(self.max_iter),
+                max_time=None if self.max_time is None else float(self.max_time),
+                n_jobs=_n_threads(self.n_jobs),
+                random_state=int(self.random_state),
+                bin_sample_size=int(self.subsample_for_bin),
+                progress=self._progress_printer(),
+                progress_interval=0.1 if self.verbose and self.verbose >= 2 else 1.0,
+            )
+        except ValueError as err:
+            raise _name_columns(err, names) from None
+        self._store(out)
+        if self.verbose:
+            print(
+                f"[FAST] done: {self.n_iter_} block updates, KKT residual {self.kkt_residual_:.3e}, "
+                f"objective {self.objective_:.10g}, lambda_f {self.lambda_f_:.4g}",
+                flush=True,
+            )
+        if not self.converged_:
+            warnings.warn(
+                f"FAST stopped ({out['stop']}) after {self.n_iter_} block updates with KKT residual "
+                f"{self.kkt_residual_:.3g} > tol={self.tol}; increase max_iter or max_time, "
+                "or accept the model reached so far.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        return self
+
+    def _store(self, out: dict[str, Any]) -> None:
+        self.intercept_ = float(out["intercept"])
+        self.cuts_ = list(out["cuts"])
+        self.values_ = list(out["values"])
+        self.bin_weights_ = list(out["bin_weights"])
+        self.n_iter_ = int(out["n_iter"])
+        self.converged_ = bool(out["converged"])
+        self.kkt_residual_ = float(out["kkt_residual"])
+        self.objective_ = float(out["objective"])
+        self.lambda_f_ = float(out["lambda_f"])
+        self.lambda_max_ = float(out["lambda_max"])
+        self.history_ = {
+            "objective": out["history_objective"],
+            "feature": out["history_feature"],
+            "time": out["history_time"],
+        }
+
+    def predict(self, X: Any) -> npt.NDArray[np.float64]:
+        """Predict with the fitted additive model.
+
+        ``predict(X) == intercept_ + Σ_j values_[j][searchsorted(cuts_[j], X[:, j], "right")]``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            Predictions.
+        """
+        check_is_fitted(self, "values_")
+        X = validate_data(self, X, dtype=np.float64, order=None, reset=False, ensure_all_finite=False)
+        try:
+            return _core.predict(X, self.intercept_, self.cuts_, self.values_, n_jobs=_n_threads(self.n_jobs))
+        except ValueError as err:
+            raise _name_columns(err, getattr(self, "feature_names_in_", None)) from None
+
+
+def lambda_max(
+    X: Any,
+    y: Any,
+    sample_weight: Any = None,
+    *,
+    max_bins: Optional[int] = DEFAULT_MAX_BINS,
+    random_state: int = 0,
+    subsample_for_bin: int = DEFAULT_SUBSAMPLE_FOR_BIN,
+    n_jobs: Optional[int] = None,
+) -> float:
+    """The smallest ``lambda_f`` whose FAST fit is constant (every shape function flat).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Data, binned as :class:`FASTRegressor` bins it with the same ``max_bins``,
+        ``random_state`` and ``subsample_for_bin``.
+    y : array-like of shape (n_samples,)
+        Target.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Sample weights.
+    max_bins, random_state, subsample_for_bin, n_jobs
+        As in :class:`FASTRegressor`.
+
+    Returns
+    -------
+    lambda_max : float
+        :math:`\\max_{j,t} |\\sum_{b \\le t} R_{j,b}|` at the constant fit.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-dimensional, got an array of shape {X.shape}")
+    y = _as_float64_1d(y, "y")
+    w = None if sample_weight is None else _as_float64_1d(sample_weight, "sample_weight")
+    if max_bins is not None and max_bins < 2:
+        raise ValueError(f"max_bins must be an integer >= 2 (or None for exact bins), got {max_bins}")
+    return float(
+        _core.lambda_max(
+            X,
+            y,
+            w,
+            max_bins=max_bins,
+            random_state=int(random_state),
+            bin_sample_size=int(subsample_for_bin),
+            n_jobs=_n_threads(n_jobs),
+        )
+    )
+
+
+def flsa(y: Any, lam: float, weights: Any = None) -> npt.NDArray[np.float64]:
+    """Exact weighted fused-lasso segmentation of a 1-D signal.
+
+    Minimises ``½ Σ_i w_i (y_i − b_i)² + lam · Σ_i |b_{i+1} − b_i|`` by Johnson's O(n) dynamic
+    programme. Points with weight 0 take a neighbour's value.
+
+    Parameters
+    ----------
+    y : array-like of shape (n,)
+        The signal.
+    lam : float
+        Penalty on the jumps, ``>= 0``.
+    weights : array-like of shape (n,), default=None
+        Non-negative weights (unit weights when ``None``).
+
+    Returns
+    -------
+    b : ndarray of shape (n,)
+        The piecewise-constant fit.
+    """
+    y = _as_float64_1d(y, "y")
+    w = None if weights is None else _as_float64_1d(weights, "weights")
+    return _core.flsa(y, float(lam), w)

@@ -1,0 +1,215 @@
+//! The PyO3 layer: borrow numpy arrays → release the GIL → call the core → convert.
+//! No numerics live here.
+
+mod errors;
+
+use std::time::Instant;
+
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::prelude::*;
+
+use crate::binning::{bin_data, BinningParams};
+use crate::model::AdditiveModel;
+use crate::params::{FitParams, Penalty, Selection};
+use crate::solver::{self, Progress};
+use errors::no_panic;
+
+/// What `fit` returns to Python: a dict of numpy arrays and scalars.
+#[derive(IntoPyObject)]
+struct FitOutput<'py> {
+    intercept: f64,
+    cuts: Vec<Bound<'py, PyArray1<f64>>>,
+    values: Vec<Bound<'py, PyArray1<f64>>>,
+    bin_weights: Vec<Bound<'py, PyArray1<f64>>>,
+    lambda_f: f64,
+    lambda_max: f64,
+    n_iter: usize,
+    converged: bool,
+    kkt_residual: f64,
+    objective: f64,
+    stop: String,
+    history_objective: Bound<'py, PyArray1<f64>>,
+    history_feature: Bound<'py, PyArray1<i64>>,
+    history_time: Bound<'py, PyArray1<f64>>,
+}
+
+fn arrays<'py>(py: Python<'py>, v: Vec<Vec<f64>>) -> Vec<Bound<'py, PyArray1<f64>>> {
+    v.into_iter().map(|a| a.into_pyarray(py)).collect()
+}
+
+fn binning_params(max_bins: Option<usize>, random_state: u64, bin_sample_size: usize) -> BinningParams {
+    BinningParams { max_bins, sample_size: bin_sample_size, random_state }
+}
+
+/// Fits FAST; see `fastpcam._core.pyi`.
+#[pyfunction]
+#[pyo3(signature = (x, y, sample_weight=None, *, lambda_f, lambda_ratio, max_bins, selection, tol, max_iter,
+                    max_time, n_jobs, random_state, bin_sample_size, progress=None, progress_interval=1.0))]
+#[allow(clippy::too_many_arguments)]
+fn fit<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, f64>,
+    y: PyReadonlyArray1<'py, f64>,
+    sample_weight: Option<PyReadonlyArray1<'py, f64>>,
+    lambda_f: Option<f64>,
+    lambda_ratio: f64,
+    max_bins: Option<usize>,
+    selection: &str,
+    tol: f64,
+    max_iter: usize,
+    max_time: Option<f64>,
+    n_jobs: Option<usize>,
+    random_state: u64,
+    bin_sample_size: usize,
+    progress: Option<Py<PyAny>>,
+    progress_interval: f64,
+) -> PyResult<FitOutput<'py>> {
+    let params = FitParams {
+        lambda: lambda_f.map_or(Penalty::Relative(lambda_ratio), Penalty::Absolute),
+        selection: selection.parse::<Selection>()?,
+        tol,
+        max_iter,
+        max_time,
+        binning: binning_params(max_bins, random_state, bin_sample_size),
+    };
+    params.check()?;
+    let (x, y) = (x.as_array(), y.as_array());
+    let w: Option<Vec<f64>> = sample_weight.map(|w| w.as_array().to_vec());
+
+    // Every `progress_interval` seconds: check for Ctrl-C and call the Python callback
+    // (which may return False to stop). Any Python error is kept and raised after the fit.
+    let mut py_error: Option<PyErr> = None;
+    let mut last = Instant::now();
+    let mut callback = |p: &Progress| -> bool {
+        if last.elapsed().as_secs_f64() < progress_interval && p.n_iter > 0 {
+            return true;
+        }
+        last = Instant::now();
+        Python::attach(|py| {
+            if let Err(e) = py.check_signals() {
+                py_error = Some(e);
+                return false;
+            }
+            let Some(cb) = progress.as_ref() else { return true };
+            match cb.call1(py, (p.n_iter, p.objective, p.kkt_residual, p.elapsed)) {
+                Ok(ret) => !ret.bind(py).is(&pyo3::types::PyBool::new(py, false)),
+                Err(e) => {
+                    py_error = Some(e);
+                    false
+                }
+            }
+        })
+    };
+    let fitted = py.detach(|| {
+        no_panic("fit", || {
+            solver::with_threads(n_jobs, || solver::fit(x, y, w.as_deref(), &params, Some(&mut callback)))
+        })
+    })???;
+    if let Some(e) = py_error {
+        return Err(e);
+    }
+    let h = fitted.report.history;
+    Ok(FitOutput {
+        intercept: fitted.model.intercept,
+        cuts: arrays(py, fitted.model.cuts),
+        values: arrays(py, fitted.model.values),
+        bin_weights: arrays(py, fitted.bin_weights),
+        lambda_f: fitted.lambda_f,
+        lambda_max: fitted.lambda_max,
+        n_iter: fitted.report.n_iter,
+        converged: fitted.report.converged,
+        kkt_residual: fitted.report.kkt_residual,
+        objective: fitted.report.objective,
+        stop: format!("{:?}", fitted.report.stop).to_lowercase(),
+        history_objective: h.objective.into_pyarray(py),
+        history_feature: h.feature.into_iter().map(|k| k as i64).collect::<Vec<_>>().into_pyarray(py),
+        history_time: h.time.into_pyarray(py),
+    })
+}
+
+/// `λ_max`: the smallest `λ_f` whose fit is constant.
+#[pyfunction]
+#[pyo3(signature = (x, y, sample_weight=None, *, max_bins, random_state, bin_sample_size, n_jobs=None))]
+fn lambda_max<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, f64>,
+    y: PyReadonlyArray1<'py, f64>,
+    sample_weight: Option<PyReadonlyArray1<'py, f64>>,
+    max_bins: Option<usize>,
+    random_state: u64,
+    bin_sample_size: usize,
+    n_jobs: Option<usize>,
+) -> PyResult<f64> {
+    let params = binning_params(max_bins, random_state, bin_sample_size);
+    let (x, y) = (x.as_array(), y.as_array());
+    let w: Option<Vec<f64>> = sample_weight.map(|w| w.as_array().to_vec());
+    if y.len() != x.nrows() {
+        return Err(crate::FastError::LengthMismatch {
+            what: "y",
+            expected: x.nrows(),
+            got: y.len(),
+            reason: "one target per row of X",
+        }
+        .into());
+    }
+    let lmax = py.detach(|| {
+        no_panic("lambda_max", || {
+            solver::with_threads(n_jobs, || {
+                let data = bin_data(x, w.as_deref(), &params)?;
+                solver::lambda_max(&data, y)
+            })
+        })
+    })???;
+    Ok(lmax)
+}
+
+/// Predicts with an additive model given by its tables.
+#[pyfunction]
+#[pyo3(signature = (x, intercept, cuts, values, n_jobs=None))]
+fn predict<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, f64>,
+    intercept: f64,
+    cuts: Vec<PyReadonlyArray1<'py, f64>>,
+    values: Vec<PyReadonlyArray1<'py, f64>>,
+    n_jobs: Option<usize>,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let model = AdditiveModel {
+        intercept,
+        cuts: cuts.iter().map(|c| c.as_array().to_vec()).collect(),
+        values: values.iter().map(|v| v.as_array().to_vec()).collect(),
+    };
+    let x = x.as_array();
+    let out = py.detach(|| no_panic("predict", || solver::with_threads(n_jobs, || model.predict(x))))???;
+    Ok(out.into_pyarray(py))
+}
+
+/// Exact weighted fused-lasso signal approximator.
+#[pyfunction]
+#[pyo3(signature = (y, lam, weights=None))]
+fn flsa<'py>(
+    py: Python<'py>,
+    y: PyReadonlyArray1<'py, f64>,
+    lam: f64,
+    weights: Option<PyReadonlyArray1<'py, f64>>,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let y = y.as_array().to_vec();
+    let w = weights.map(|w| w.as_array().to_vec());
+    let out = py.detach(|| no_panic("flsa", || crate::flsa::flsa(&y, w.as_deref(), lam)))??;
+    Ok(out.into_pyarray(py))
+}
+
+/// The compiled core of fastpcam.
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(fit, m)?)?;
+    m.add_function(wrap_pyfunction!(lambda_max, m)?)?;
+    m.add_function(wrap_pyfunction!(predict, m)?)?;
+    m.add_function(wrap_pyfunction!(flsa, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("DEFAULT_TOL", crate::params::DEFAULT_TOL)?;
+    m.add("DEFAULT_MAX_ITER", crate::params::DEFAULT_MAX_ITER)?;
+    m.add("DEFAULT_LAMBDA_RATIO", crate::params::DEFAULT_LAMBDA_RATIO)?;
+    m.add("DEFAULT_BIN_SAMPLE_SIZE", crate::binning::DEFAULT_BIN_SAMPLE_SIZE)?;
+    Ok(())
+}

@@ -1,0 +1,497 @@
+//! One binned representation of the data, shared by every solver.
+//!
+//! Feature `j` is cut into ordered bins `0 … B_j−1` by increasing cut points
+//! `cuts_j[0] < … < cuts_j[B_j−2]`; a value `x` falls in bin
+//! `searchsorted(cuts_j, x, side="right")` (the number of cuts `≤ x`, so every cut is the
+//! inclusive lower bound of its bin).
+//!
+//! * **Exact** bins: a feature with at most `max_bins` distinct training values (or every
+//!   feature when `max_bins` is `None`) gets one bin per distinct value.
+//! * **Quantile** bins otherwise: weighted quantiles (integer weights act like repeated rows),
+//!   computed from a random sample of `sample_size` rows when the data are larger
+//!   (seeded by `random_state`).
+//!
+//! Ties always share a bin, and no bin is empty: cut points are midpoints between adjacent
+//! distinct training values, nudged so that `a < cut ≤ b` holds in floating point
+//! (DESIGN §1–2, §7: a cut at the minimum of a zero-inflated column leaves an empty bin and
+//! freezes the KKT residual).
+//!
+//! Codes are stored per feature, contiguously, in the narrowest unsigned type that holds
+//! them (`u8` for ≤ 256 bins). The per-bin total weights are kept next to the codes. Later
+//! additions (a missing-value bin, categorical bins, sufficient statistics, partition-wise
+//! statistics) build on [`BinnedFeature`] and [`BinnedData`].
+
+use ndarray::{ArrayView1, ArrayView2};
+use rand::SeedableRng;
+use rayon::prelude::*;
+
+use crate::error::{check_weights, FastError, Result};
+
+/// Default number of rows sampled to compute quantile cut points.
+pub const DEFAULT_BIN_SAMPLE_SIZE: usize = 200_000;
+
+/// An unsigned bin code (`u8`, `u16` or `u32`).
+pub trait Code: Copy + Send + Sync + 'static {
+    /// The code as an index.
+    fn idx(self) -> usize;
+}
+impl Code for u8 {
+    #[inline(always)]
+    fn idx(self) -> usize {
+        self as usize
+    }
+}
+impl Code for u16 {
+    #[inline(always)]
+    fn idx(self) -> usize {
+        self as usize
+    }
+}
+impl Code for u32 {
+    #[inline(always)]
+    fn idx(self) -> usize {
+        self as usize
+    }
+}
+
+/// The bin codes of one feature, one per row, in the narrowest type that holds them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Codes {
+    /// At most 256 bins.
+    U8(Vec<u8>),
+    /// At most 65,536 bins.
+    U16(Vec<u16>),
+    /// More bins.
+    U32(Vec<u32>),
+}
+
+/// Runs `$body` with `$c` bound to the typed code slice of a [`Codes`].
+#[macro_export]
+#[doc(hidden)]
+macro_rules! with_codes {
+    ($codes:expr, $c:ident => $body:expr) => {
+        match $codes {
+            $crate::binning::Codes::U8(v) => {
+                let $c: &[u8] = v.as_slice();
+                $body
+            }
+            $crate::binning::Codes::U16(v) => {
+                let $c: &[u16] = v.as_slice();
+                $body
+            }
+            $crate::binning::Codes::U32(v) => {
+                let $c: &[u32] = v.as_slice();
+                $body
+            }
+        }
+    };
+}
+
+impl Codes {
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        with_codes!(self, c => c.len())
+    }
+    /// Whether there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The code of row `i`.
+    pub fn get(&self, i: usize) -> usize {
+        with_codes!(self, c => c[i].idx())
+    }
+}
+
+/// One binned feature: its cut points, the code of every row and the total weight per bin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BinnedFeature {
+    /// Increasing cut points; `cuts[t]` is the inclusive lower bound of bin `t + 1`.
+    pub cuts: Vec<f64>,
+    /// Bin of every row.
+    pub codes: Codes,
+    /// `w_b = Σ_{code(i)=b} v_i`, one entry per bin.
+    pub bin_weights: Vec<f64>,
+}
+
+impl BinnedFeature {
+    /// Number of bins (`cuts.len() + 1`).
+    pub fn n_bins(&self) -> usize {
+        self.cuts.len() + 1
+    }
+}
+
+/// The binned data set: every feature's bins over the same rows, with the sample weights.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BinnedData {
+    /// Number of rows.
+    pub n_samples: usize,
+    /// One entry per feature.
+    pub features: Vec<BinnedFeature>,
+    /// Sample weights `v_i`, or `None` for unit weights.
+    pub weights: Option<Vec<f64>>,
+    /// `W = Σ v_i`.
+    pub total_weight: f64,
+}
+
+impl BinnedData {
+    /// Number of features.
+    pub fn n_features(&self) -> usize {
+        self.features.len()
+    }
+}
+
+/// How to bin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BinningParams {
+    /// Maximum number of bins per feature (`>= 2`), or `None` for exact bins everywhere.
+    pub max_bins: Option<usize>,
+    /// Rows sampled for quantile cut points when the data are larger.
+    pub sample_size: usize,
+    /// Seed of the sample.
+    pub random_state: u64,
+}
+
+impl Default for BinningParams {
+    fn default() -> Self {
+        Self { max_bins: Some(256), sample_size: DEFAULT_BIN_SAMPLE_SIZE, random_state: 0 }
+    }
+}
+
+impl BinningParams {
+    /// Validates the parameters.
+    ///
+    /// # Errors
+    /// [`FastError::InvalidParameter`] if `max_bins < 2` or `sample_size < 2`.
+    pub fn check(&self) -> Result<()> {
+        if let Some(b) = self.max_bins {
+            if b < 2 {
+                return Err(FastError::InvalidParameter {
+                    name: "max_bins",
+                    message: "must be an integer >= 2 (or None for exact bins)",
+                    value: b.to_string(),
+                });
+            }
+        }
+        if self.sample_size < 2 {
+            return Err(FastError::InvalidParameter {
+                name: "sample_size",
+                message: "must be >= 2",
+                value: self.sample_size.to_string(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The cut point between adjacent distinct values `a < b`: their midpoint, nudged so that
+/// `a < cut ≤ b` holds in floating point.
+#[inline]
+pub fn midpoint_cut(a: f64, b: f64) -> f64 {
+    let m = 0.5 * a + 0.5 * b;
+    if a < m && m <= b {
+        m
+    } else {
+        b
+    }
+}
+
+/// Distinct values (sorted) with their total weights, from `(value, weight)` pairs.
+fn distinct_weighted(mut pairs: Vec<(f64, f64)>) -> (Vec<f64>, Vec<f64>) {
+    pairs.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+    let mut values: Vec<f64> = Vec::new();
+    let mut weights: Vec<f64> = Vec::new();
+    for (v, w) in pairs {
+        match values.last() {
+            // -0.0 and 0.0 are one value.
+            Some(&last) if last == v => *weights.last_mut().expect("non-empty") += w,
+            _ => {
+                values.push(v);
+                weights.push(w);
+            }
+        }
+    }
+    (values, weights)
+}
+
+/// Cut points between every pair of adjacent distinct values (exact bins).
+fn exact_cuts(distinct: &[f64]) -> Vec<f64> {
+    distinct.windows(2).map(|p| midpoint_cut(p[0], p[1])).collect()
+}
+
+/// Weighted quantile cut points: at most `max_bins` bins over the distinct values, each
+/// holding about the same weight. A heavy value (a zero-inflated column) gets a bin of its
+/// own and the remaining weight is shared out again among the remaining bins.
+fn quantile_cuts(distinct: &[f64], weights: &[f64], max_bins: usize) -> Vec<f64> {
+    let m = distinct.len();
+    let mut cuts = Vec::with_capacity(max_bins - 1);
+    let mut remaining_weight: f64 = weights.iter().sum();
+    let mut remaining_bins = max_bins;
+    let mut acc = 0.0;
+    for i in 0..m - 1 {
+        acc += weights[i];
+        if remaining_bins <= 1 {
+            break;
+        }
+        // Values left must still be able to fill the remaining bins: never needed for
+        // correctness (fewer bins is fine), but keeps bins from being too coarse.
+        let target = remaining_weight / remaining_bins as f64;
+        let next = weights[i + 1];
+        let cut_here = acc > 0.0 && (acc >= target || (acc + next - target) > (target - acc));
+        if cut_here {
+            cuts.push(midpoint_cut(distinct[i], distinct[i + 1]));
+            remaining_weight -= acc;
+            remaining_bins -= 1;
+            acc = 0.0;
+        }
+    }
+    cuts
+}
+
+/// Bin of `x`: the number of cuts `≤ x` (`searchsorted(cuts, x, side="right")`).
+#[inline]
+pub fn bin_of(cuts: &[f64], x: f64) -> usize {
+    cuts.partition_point(|&c| c <= x)
+}
+
+fn codes_from_cuts(column: ArrayView1<'_, f64>, cuts: &[f64]) -> Codes {
+    let n_bins = cuts.len() + 1;
+    if n_bins <= 1 << 8 {
+        Codes::U8(column.iter().map(|&x| bin_of(cuts, x) as u8).collect())
+    } else if n_bins <= 1 << 16 {
+        Codes::U16(column.iter().map(|&x| bin_of(cuts, x) as u16).collect())
+    } else {
+        Codes::U32(column.iter().map(|&x| bin_of(cuts, x) as u32).collect())
+    }
+}
+
+/// Total weight of each bin.
+pub fn bin_weights(codes: &Codes, n_bins: usize, weights: Option<&[f64]>) -> Vec<f64> {
+    let mut out = vec![0.0; n_bins];
+    with_codes!(codes, c => match weights {
+        Some(w) => c.iter().zip(w).for_each(|(&b, &v)| out[b.idx()] += v),
+        None => c.iter().for_each(|&b| out[b.idx()] += 1.0),
+    });
+    out
+}
+
+/// Checks that a column is finite, naming the first bad entry.
+fn check_column(column: ArrayView1<'_, f64>, j: usize) -> Result<()> {
+    match column.iter().position(|v| !v.is_finite()) {
+        Some(row) => Err(FastError::NonFiniteX { row, column: j, value: column[row] }),
+        None => Ok(()),
+    }
+}
+
+/// Computes the cut points of one feature.
+///
+/// `sample` lists the rows used for quantiles (all rows when `None`).
+fn compute_cuts(
+    column: ArrayView1<'_, f64>,
+    weights: Option<&[f64]>,
+    max_bins: Option<usize>,
+    sample: Option<&[usize]>,
+) -> Vec<f64> {
+    let w_at = |i: usize| weights.map_or(1.0, |w| w[i]);
+    let all_rows = || -> Vec<(f64, f64)> { column.iter().enumerate().map(|(i, &x)| (x, w_at(i))).collect() };
+    let Some(max_bins) = max_bins else {
+        let (distinct, _) = distinct_weighted(all_rows());
+        return exact_cuts(&distinct);
+    };
+    let pairs = match sample {
+        Some(rows) => rows.iter().map(|&i| (column[i], w_at(i))).collect(),
+        None => all_rows(),
+    };
+    let (distinct, dw) = distinct_weighted(pairs);
+    if distinct.len() <= max_bins {
+        if sample.is_none() || column.iter().all(|x| distinct.binary_search_by(|d| d.total_cmp(x)).is_ok() || *x == 0.0)
+        {
+            // Exact: every training value is one of the (sampled) distinct values.
+            // (`0.0 == -0.0`: a signed zero missing from the sample still shares the bin.)
+            return exact_cuts(&distinct);
+        }
+        // The sample missed some values: count on all rows.
+        let (distinct_all, dw_all) = distinct_weighted(all_rows());
+        if distinct_all.len() <= max_bins {
+            return exact_cuts(&distinct_all);
+        }
+        return quantile_cuts(&distinct_all, &dw_all, max_bins);
+    }
+    quantile_cuts(&distinct, &dw, max_bins)
+}
+
+/// Bins one column with given cut points (which must be increasing and finite).
+///
+/// # Errors
+/// [`FastError::NonFiniteX`] for a non-finite value.
+pub fn bin_column_with_cuts(
+    column: ArrayView1<'_, f64>,
+    j: usize,
+    cuts: Vec<f64>,
+    weights: Option<&[f64]>,
+) -> Result<BinnedFeature> {
+    check_column(column, j)?;
+    let codes = codes_from_cuts(column, &cuts);
+    let bin_weights = bin_weights(&codes, cuts.len() + 1, weights);
+    Ok(BinnedFeature { cuts, codes, bin_weights })
+}
+
+/// Bins every column of `x` (rows × features, any memory order; read in place).
+///
+/// Runs in parallel over features on the current rayon pool; the result does not depend
+/// on the number of threads.
+///
+/// # Errors
+/// * [`FastError::TooFewSamples`] for an empty matrix or one without features;
+/// * [`FastError::NonFiniteX`] naming the row and column of a non-finite value;
+/// * [`FastError::LengthMismatch`] / [`FastError::BadWeight`] / [`FastError::ZeroTotalWeight`]
+///   for bad sample weights;
+/// * [`FastError::InvalidParameter`] for bad [`BinningParams`].
+pub fn bin_data(x: ArrayView2<'_, f64>, weights: Option<&[f64]>, params: &BinningParams) -> Result<BinnedData> {
+    params.check()?;
+    let (n, p) = x.dim();
+    if n == 0 {
+        return Err(FastError::TooFewSamples("X has 0 rows; at least 2 are needed".into()));
+    }
+    if p == 0 {
+        return Err(FastError::TooFewSamples("X has 0 columns; at least 1 feature is needed".into()));
+    }
+    let total_weight = match weights {
+        Some(w) => {
+            if w.len() != n {
+                return Err(FastError::LengthMismatch {
+                    what: "sample_weight",
+                    expected: n,
+                    got: w.len(),
+                    reason: "one weight per row of X",
+                });
+            }
+            check_weights("sample_weight", w)?
+        }
+        None => n as f64,
+    };
+    let sample: Option<Vec<usize>> = (params.max_bins.is_some() && n > params.sample_size).then(|| {
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(params.random_state);
+        let mut rows = rand::seq::index::sample(&mut rng, n, params.sample_size).into_vec();
+        rows.sort_unstable();
+        rows
+    });
+    let features = (0..p)
+        .into_par_iter()
+        .map(|j| {
+            let column = x.column(j);
+            check_column(column, j)?;
+            let cuts = compute_cuts(column, weights, params.max_bins, sample.as_deref());
+            bin_column_with_cuts(column, j, cuts, weights)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(BinnedData { n_samples: n, features, weights: weights.map(<[f64]>::to_vec), total_weight })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{array, Array2};
+
+    #[test]
+    fn exact_bins_one_per_distinct_value() {
+        let x = array![[3.0], [1.0], [2.0], [1.0], [3.0]];
+        let d = bin_data(x.view(), None, &BinningParams::default()).unwrap();
+        let f = &d.features[0];
+        assert_eq!(f.cuts, vec![1.5, 2.5]);
+        assert_eq!(f.codes, Codes::U8(vec![2, 0, 1, 0, 2]));
+        assert_eq!(f.bin_weights, vec![2.0, 1.0, 2.0]);
+    }
+
+    #[test]
+    fn adjacent_floats_get_a_cut_in_between() {
+        let a = 1.0_f64;
+        let b = f64::from_bits(a.to_bits() + 1);
+        let c = midpoint_cut(a, b);
+        assert!(a < c && c <= b);
+        assert_eq!(bin_of(&[c], a), 0);
+        assert_eq!(bin_of(&[c], b), 1);
+        let c = midpoint_cut(-f64::MAX, f64::MAX);
+        assert!(-f64::MAX < c && c <= f64::MAX);
+    }
+
+    #[test]
+    fn zero_inflated_column_has_no_empty_bin() {
+        // 70% zeros and a spread of positive values, 8 bins.
+        let mut col: Vec<f64> = vec![0.0; 700];
+        col.extend((1..=300).map(|i| i as f64 / 10.0));
+        let x = Array2::from_shape_vec((1000, 1), col).unwrap();
+        let params = BinningParams { max_bins: Some(8), ..BinningParams::default() };
+        let d = bin_data(x.view(), None, &params).unwrap();
+        let f = &d.features[0];
+        assert!(f.n_bins() <= 8 && f.n_bins() >= 4, "{:?}", f.cuts);
+        assert!(f.bin_weights.iter().all(|&w| w > 0.0), "{:?}", f.bin_weights);
+        assert_eq!(f.bin_weights[0], 700.0);
+        assert!(f.cuts[0] > 0.0);
+    }
+
+    #[test]
+    fn quantile_bins_are_balanced_and_ties_share() {
+        let n = 10_000;
+        let col: Vec<f64> = (0..n).map(|i| ((i * 7919) % n) as f64).collect();
+        let x = Array2::from_shape_vec((n, 1), col).unwrap();
+        let params = BinningParams { max_bins: Some(10), ..BinningParams::default() };
+        let d = bin_data(x.view(), None, &params).unwrap();
+        let f = &d.features[0];
+        assert_eq!(f.n_bins(), 10);
+        for &w in &f.bin_weights {
+            assert!((w - 1000.0).abs() <= 1.0, "{:?}", f.bin_weights);
+        }
+    }
+
+    #[test]
+    fn weights_act_like_repeated_rows_for_quantiles() {
+        let vals = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let w = [5.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+        let x = Array2::from_shape_vec((6, 1), vals.to_vec()).unwrap();
+        let params = BinningParams { max_bins: Some(2), ..BinningParams::default() };
+        let weighted = bin_data(x.view(), Some(&w), &params).unwrap();
+        let mut rep = vec![1.0; 5];
+        rep.extend_from_slice(&vals[1..]);
+        let xr = Array2::from_shape_vec((10, 1), rep).unwrap();
+        let repeated = bin_data(xr.view(), None, &params).unwrap();
+        assert_eq!(weighted.features[0].cuts, repeated.features[0].cuts);
+    }
+
+    #[test]
+    fn sampled_exact_check_falls_back_to_all_rows() {
+        // 3 distinct values, one of them rare enough to be missed by a small sample.
+        let n = 1000;
+        let mut col = vec![0.0; n];
+        for (i, v) in col.iter_mut().enumerate() {
+            *v = (i % 2) as f64;
+        }
+        col[17] = 5.0;
+        let x = Array2::from_shape_vec((n, 1), col).unwrap();
+        let params = BinningParams { max_bins: Some(4), sample_size: 10, random_state: 1 };
+        let d = bin_data(x.view(), None, &params).unwrap();
+        assert_eq!(d.features[0].cuts, vec![0.5, 3.0]);
+    }
+
+    #[test]
+    fn errors_name_the_problem() {
+        let x = array![[1.0, f64::NAN], [2.0, 1.0]];
+        let e = bin_data(x.view(), None, &BinningParams::default()).unwrap_err();
+        assert!(matches!(e, FastError::NonFiniteX { row: 0, column: 1, value } if value.is_nan()), "{e}");
+        let x = array![[1.0], [2.0]];
+        let e = bin_data(x.view(), Some(&[1.0, -1.0]), &BinningParams::default()).unwrap_err();
+        assert!(matches!(e, FastError::BadWeight { index: 1, .. }));
+        let p = BinningParams { max_bins: Some(1), ..BinningParams::default() };
+        assert!(bin_data(x.view(), None, &p).unwrap_err().to_string().contains("max_bins"));
+    }
+
+    #[test]
+    fn fortran_and_c_order_agree() {
+        let c = Array2::from_shape_fn((50, 3), |(i, j)| ((i * 31 + j * 17) % 13) as f64);
+        let mut f = Array2::zeros((50, 3).f());
+        f.assign(&c);
+        let p = BinningParams { max_bins: Some(5), ..BinningParams::default() };
+        assert_eq!(bin_data(c.view(), None, &p).unwrap(), bin_data(f.view(), None, &p).unwrap());
+    }
+
+    use ndarray::ShapeBuilder;
+}

@@ -1,0 +1,70 @@
+//! Errors of the core. Every message names the argument, the position and what was expected,
+//! so that the Python layer can pass it through unchanged.
+
+/// An invalid input or parameter. Failing to converge is *not* an error: see
+/// [`crate::solver::FitReport`].
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FastError {
+    /// Two inputs that must have the same length do not.
+    #[error("{what} has {got} entries but {expected} were expected ({reason})")]
+    LengthMismatch {
+        what: &'static str,
+        expected: usize,
+        got: usize,
+        reason: &'static str,
+    },
+    /// An input that must not be empty is empty or too small.
+    #[error("{0}")]
+    TooFewSamples(String),
+    /// A non-finite value in the feature matrix.
+    #[error("X contains a non-finite value ({value}) at row {row}, column {column}; FAST needs finite feature values")]
+    NonFiniteX { row: usize, column: usize, value: f64 },
+    /// A non-finite value in a vector argument (`y`, a signal).
+    #[error("{what} contains a non-finite value ({value}) at index {index}")]
+    NonFiniteValue { what: &'static str, index: usize, value: f64 },
+    /// A negative or non-finite sample weight.
+    #[error("{what}[{index}] is {value}; weights must be finite and >= 0")]
+    BadWeight { what: &'static str, index: usize, value: f64 },
+    /// All sample weights are zero.
+    #[error("{0} sums to zero; at least one weight must be positive")]
+    ZeroTotalWeight(&'static str),
+    /// A penalty that is negative or not finite.
+    #[error("{name} must be finite and >= 0, got {value}")]
+    InvalidPenalty { name: &'static str, value: f64 },
+    /// Any other parameter outside its range.
+    #[error("{name} {message}, got {value}")]
+    InvalidParameter {
+        name: &'static str,
+        message: &'static str,
+        value: String,
+    },
+}
+
+/// Result alias of the core.
+pub type Result<T> = std::result::Result<T, FastError>;
+
+/// Checks that every entry of `values` is finite.
+///
+/// # Errors
+/// [`FastError::NonFiniteValue`] naming `what` and the first bad index.
+pub fn check_finite(what: &'static str, values: &[f64]) -> Result<()> {
+    match values.iter().position(|v| !v.is_finite()) {
+        Some(index) => Err(FastError::NonFiniteValue { what, index, value: values[index] }),
+        None => Ok(()),
+    }
+}
+
+/// Checks sample weights (finite, `>= 0`, positive sum) and returns their sum.
+///
+/// # Errors
+/// [`FastError::BadWeight`] or [`FastError::ZeroTotalWeight`].
+pub fn check_weights(what: &'static str, weights: &[f64]) -> Result<f64> {
+    if let Some(index) = weights.iter().position(|v| !(v.is_finite() && *v >= 0.0)) {
+        return Err(FastError::BadWeight { what, index, value: weights[index] });
+    }
+    let total: f64 = weights.iter().sum();
+    if !(total > 0.0) || !total.is_finite() {
+        return Err(FastError::ZeroTotalWeight(what));
+    }
+    Ok(total)
+}

@@ -1,0 +1,797 @@
+//! # The weighted fused-lasso signal approximator (FLSA)
+//!
+//! For a signal `y ∈ R^B`, weights `w_t ≥ 0` (at least one positive) and a penalty `λ ≥ 0`
+//! this module computes the exact minimiser of
+//!
+//! ```text
+//! ½ Σ_t w_t (y_t − b_t)²  +  λ Σ_{t<B−1} |b_{t+1} − b_t|
+//! ```
+//!
+//! in `O(B)` time and memory by N. Johnson's dynamic programme ("A dynamic programming
+//! algorithm for the fused lasso and L0-segmentation", *Journal of Computational and
+//! Graphical Statistics* 22(2), 2013), in the weighted form of the `tf_dp_weight` routine of
+//! the glmgen library (Arnold, Sadhanala & Tibshirani). This is the exact block update of the
+//! FAST solver: it is called once per feature per sweep, thousands of times per fit, so the
+//! hot path ([`flsa_weighted_unchecked`]) reuses the buffers of a [`FlsaWorkspace`] and does
+//! not allocate once that workspace is large enough.
+//!
+//! ## The recursion
+//!
+//! Let `F_0(x) = ½ w_0 (x − y_0)²` and, for `k ≥ 1`,
+//! `F_k(x) = ½ w_k (x − y_k)² + H_{k−1}(x)` with `H_{k−1}(x) = min_z F_{k−1}(z) + λ|x − z|`,
+//! so that `F_k(x)` is the optimal cost of the first `k + 1` points given `b_k = x`.
+//! Every `F_k` is convex and piecewise quadratic, so its derivative `f_k` is continuous,
+//! piecewise linear and strictly increasing (slope `≥ w_k > 0`). With `t⁻_k`, `t⁺_k` the
+//! points where `f_k = −λ` and `f_k = +λ`,
+//!
+//! * `H_k'(x) = −λ` for `x ≤ t⁻_k`, `f_k(x)` on `[t⁻_k, t⁺_k]` and `+λ` for `x ≥ t⁺_k`;
+//! * the minimising `z` given `x` is `clamp(x, t⁻_k, t⁺_k)` (the back-pointer).
+//!
+//! `f_k` is stored as a deque of knots (sorted `x` positions, each carrying the change
+//! `a·x + b` that the derivative undergoes when the knot is crossed from left to right)
+//! plus the exact affine pieces left of the first and right of the last knot. Step `k`
+//! walks in from both ends to find `t⁻_k` and `t⁺_k`, pops the knots it walked over, pushes
+//! `t⁻_k` and `t⁺_k` as new knots and adds `w_{k+1}(x − y_{k+1})` to the end pieces. Each
+//! knot is pushed once and popped at most once, hence `O(B)` in total. The last value is
+//! the root of `f_{B−1}` and the rest follow by `b_k = clamp(b_{k+1}, t⁻_k, t⁺_k)`, so the
+//! points of a fused segment receive *bit-identical* values (the solver relies on this to
+//! detect fused bins by exact equality).
+//!
+//! ## Numerical safeguards
+//!
+//! * Points of zero weight are removed before the recursion and copy a neighbour afterwards
+//!   (see [`flsa_weighted`]).
+//! * The recursion runs on `y − ȳ_w` (the weighted mean), so a large common offset costs no
+//!   precision; `λ = 0` returns `y` itself and `λ ≥ λ_max` (below) the weighted mean itself.
+//! * Each new knot is clamped into the interval between the knots that bracket it, which
+//!   keeps the knots sorted and finite even when rounding makes an accumulated slope
+//!   inconsistent (possible only with weights spanning many orders of magnitude).
+//!
+//! `λ_max = max_{t<B−1} |Σ_{s≤t} w_s (y_s − ȳ_w)|` is the smallest penalty at which the
+//! solution is constant.
+
+use crate::error::{check_finite, check_weights, FastError, Result};
+
+/// Smallest ring-buffer size (a power of two).
+const MIN_RING: usize = 16;
+
+/// One knot of the piecewise-linear derivative: at `x` the derivative gains `a·x + b`
+/// (crossing from left to right).
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+struct Knot {
+    x: f64,
+    a: f64,
+    b: f64,
+}
+
+/// Reusable buffers so repeated solves (the fitting loop calls this thousands of times) do
+/// not allocate once warmed up.
+///
+/// A workspace made by [`FlsaWorkspace::with_capacity`]`(n)` never allocates in a solve of
+/// length `B ≤ n`. One made by [`FlsaWorkspace::new`] grows on demand and keeps what it
+/// grew, so repeated solves of similar problems stop allocating after the first.
+#[derive(Debug, Default, Clone)]
+pub struct FlsaWorkspace {
+    /// Ring buffer of knots; its length is 0 or a power of two.
+    knots: Vec<Knot>,
+    /// Back-pointer clamps `[t⁻_k, t⁺_k]` (centred coordinates).
+    bounds: Vec<[f64; 2]>,
+    /// Compacted `y` (points of positive weight), used only when some weight is zero.
+    y: Vec<f64>,
+    /// Compacted `w`, as `y`.
+    w: Vec<f64>,
+}
+
+impl FlsaWorkspace {
+    /// An empty workspace; it grows on the first solves.
+    ///
+    /// # Errors
+    /// None.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A workspace with room for signals of up to `n` points: no solve of length `≤ n`
+    /// allocates. Uses about `80·n` bytes.
+    ///
+    /// # Errors
+    /// None.
+    #[must_use]
+    pub fn with_capacity(n: usize) -> Self {
+        let mut ws = Self::default();
+        ws.reserve_points(n);
+        // The deque never holds more than 2(B−1) knots.
+        let ring = n.saturating_mul(2).max(MIN_RING).next_power_of_two();
+        ws.knots.resize(ring, Knot::default());
+        ws
+    }
+
+    /// Makes the per-point buffers hold at least `n` entries (the ring grows lazily).
+    fn reserve_points(&mut self, n: usize) {
+        if self.bounds.len() < n {
+            self.bounds.resize(n, [0.0; 2]);
+        }
+        if self.y.len() < n {
+            self.y.resize(n, 0.0);
+            self.w.resize(n, 0.0);
+        }
+    }
+}
+
+/// Checked entry point: the exact weighted FLSA solution of `y` written into `out`.
+///
+/// Validates lengths (`y`, `w`, `out` equal; `B ≥ 1`), finite `y`, weights finite and
+/// `≥ 0` with a positive total, and `λ` finite and `≥ 0`, then calls
+/// [`flsa_weighted_unchecked`].
+///
+/// A point of zero weight does not enter the fit: it takes the value of the preceding point
+/// of positive weight (points before the first positive weight take the value of the first
+/// one), so it adds no jump to the penalty.
+///
+/// # Errors
+/// * [`FastError::TooFewSamples`] if `y` is empty;
+/// * [`FastError::LengthMismatch`] if `w` or `out` differ in length from `y`;
+/// * [`FastError::NonFiniteValue`] for a non-finite `y`;
+/// * [`FastError::BadWeight`] / [`FastError::ZeroTotalWeight`] for bad weights;
+/// * [`FastError::InvalidPenalty`] (`name = "lambda"`) for a negative or non-finite `λ`.
+pub fn flsa_weighted(
+    y: &[f64],
+    w: &[f64],
+    lambda: f64,
+    ws: &mut FlsaWorkspace,
+    out: &mut [f64],
+) -> Result<()> {
+    if y.is_empty() {
+        return Err(FastError::TooFewSamples(
+            "y is empty; the fused lasso needs at least one point".to_string(),
+        ));
+    }
+    if w.len() != y.len() {
+        return Err(FastError::LengthMismatch {
+            what: "w",
+            expected: y.len(),
+            got: w.len(),
+            reason: "one weight per point of y",
+        });
+    }
+    if out.len() != y.len() {
+        return Err(FastError::LengthMismatch {
+            what: "out",
+            expected: y.len(),
+            got: out.len(),
+            reason: "one output per point of y",
+        });
+    }
+    check_finite("y", y)?;
+    check_weights("w", w)?;
+    if !(lambda.is_finite() && lambda >= 0.0) {
+        return Err(FastError::InvalidPenalty { name: "lambda", value: lambda });
+    }
+    flsa_weighted_unchecked(y, w, lambda, ws, out);
+    Ok(())
+}
+
+/// Hot-path entry point used by the solver: same problem and result as [`flsa_weighted`],
+/// without validation.
+///
+/// The caller guarantees finite `y`, finite weights `≥ 0` with at least one positive, a
+/// finite `λ ≥ 0`, and `w`, `out` at least as long as `y` (only the first `y.len()` entries
+/// are used). Does not allocate when `ws` came from [`FlsaWorkspace::with_capacity`]`(n)`
+/// with `n ≥ B`, or has already grown that large. Never panics when `w` and `out` are long
+/// enough, whatever their values (invalid values give a meaningless result, not a panic).
+///
+/// # Errors
+/// None (see [`flsa_weighted`] for the checked form).
+///
+/// # Panics
+/// If `w` or `out` is shorter than `y`.
+pub fn flsa_weighted_unchecked(
+    y: &[f64],
+    w: &[f64],
+    lambda: f64,
+    ws: &mut FlsaWorkspace,
+    out: &mut [f64],
+) {
+    let n = y.len();
+    if n == 0 {
+        return;
+    }
+    let w = &w[..n];
+    let out = &mut out[..n];
+
+    // Pass 1: total weight, weighted sum, number of points of positive weight.
+    let mut sw = 0.0_f64;
+    let mut swy = 0.0_f64;
+    let mut npos = 0_usize;
+    for (&yt, &wt) in y.iter().zip(w) {
+        if wt > 0.0 {
+            sw += wt;
+            swy += wt * yt;
+            npos += 1;
+        }
+    }
+    if npos == 0 || !(sw > 0.0) {
+        // Invalid input (no positive weight): nothing to fit.
+        out.copy_from_slice(y);
+        return;
+    }
+    if npos == 1 {
+        let p = w.iter().position(|&wt| wt > 0.0).unwrap_or(0);
+        out.fill(y[p]);
+        return;
+    }
+    if !(lambda > 0.0) {
+        out.copy_from_slice(y);
+        if npos < n {
+            fill_zero_weight(w, out);
+        }
+        return;
+    }
+
+    // Pass 2: λ_max; at or above it the solution is the weighted mean.
+    let ybar = swy / sw;
+    let mut u = 0.0_f64;
+    let mut lambda_max = 0.0_f64;
+    for (&yt, &wt) in y[..n - 1].iter().zip(w) {
+        if wt > 0.0 {
+            u += wt * (yt - ybar);
+            lambda_max = lambda_max.max(u.abs());
+        }
+    }
+    if lambda >= lambda_max {
+        out.fill(ybar);
+        return;
+    }
+
+    ws.reserve_points(npos);
+    let mut ring = Ring::new(std::mem::take(&mut ws.knots));
+    if npos == n {
+        dp(y, w, ybar, lambda, &mut ring, &mut ws.bounds[..n], out);
+    } else {
+        let mut m = 0;
+        for (&yt, &wt) in y.iter().zip(w) {
+            if wt > 0.0 {
+                ws.y[m] = yt;
+                ws.w[m] = wt;
+                m += 1;
+            }
+        }
+        dp(&ws.y[..m], &ws.w[..m], ybar, lambda, &mut ring, &mut ws.bounds[..m], &mut out[..m]);
+        expand_in_place(w, m, out);
+    }
+    ws.knots = ring.into_buf();
+}
+
+/// Convenience (allocating) form for the Python binding: `weights = None` means unit
+/// weights. Returns the solution as a new vector.
+///
+/// # Errors
+/// As [`flsa_weighted`]; a bad `weights` argument is reported under the name `weights`.
+pub fn flsa(y: &[f64], weights: Option<&[f64]>, lambda: f64) -> Result<Vec<f64>> {
+    let ones;
+    let w = match weights {
+        Some(w) => {
+            if w.len() != y.len() {
+                return Err(FastError::LengthMismatch {
+                    what: "weights",
+                    expected: y.len(),
+                    got: w.len(),
+                    reason: "one weight per point of y",
+                });
+            }
+            check_weights("weights", w)?;
+            w
+        }
+        None => {
+            ones = vec![1.0; y.len()];
+            &ones[..]
+        }
+    };
+    let mut out = vec![0.0; y.len()];
+    flsa_weighted(y, w, lambda, &mut FlsaWorkspace::new(), &mut out)?;
+    Ok(out)
+}
+
+/// `O(B)` optimality check of a candidate `b`.
+///
+/// With `u_t = Σ_{s≤t} w_s (y_s − b_s)`, `b` is optimal iff `u_{B−1} = 0`, `|u_t| ≤ λ` for
+/// all `t < B−1`, and `u_t = −λ·sign(b_{t+1} − b_t)` wherever `b_{t+1} ≠ b_t`. Returns the
+/// largest violation: the maximum of `|u_{B−1}|`, `max_t (|u_t| − λ)₊` and
+/// `|u_t + λ·sign(b_{t+1} − b_t)|` over the jumps. It is `0` at the exact optimum and is in
+/// the units of `w·y`, so compare it with a scale such as `Σ_t w_t |y_t − ȳ_w| + λ`.
+/// A NaN anywhere in the inputs makes the result NaN; mismatched lengths give `+∞`; an
+/// empty input gives `0`.
+///
+/// # Errors
+/// None.
+#[must_use]
+pub fn flsa_kkt_violation(y: &[f64], w: &[f64], lambda: f64, b: &[f64]) -> f64 {
+    let n = y.len();
+    if w.len() != n || b.len() != n {
+        return f64::INFINITY;
+    }
+    if n == 0 {
+        return 0.0;
+    }
+    let mut u = 0.0_f64;
+    let mut viol = 0.0_f64;
+    for t in 0..n - 1 {
+        u += w[t] * (y[t] - b[t]);
+        viol = worse(viol, u.abs() - lambda);
+        if b[t + 1] != b[t] {
+            let s = if b[t + 1] > b[t] { 1.0 } else { -1.0 };
+            viol = worse(viol, (u + lambda * s).abs());
+        }
+    }
+    u += w[n - 1] * (y[n - 1] - b[n - 1]);
+    worse(viol, u.abs())
+}
+
+/// `max(m, v)` that keeps a NaN once seen.
+#[inline]
+fn worse(m: f64, v: f64) -> f64 {
+    if v > m || v.is_nan() {
+        v
+    } else {
+        m
+    }
+}
+
+/// Gives each point of zero weight the value of the preceding point of positive weight (the
+/// first positive one for leading points). Needs at least one positive weight.
+fn fill_zero_weight(w: &[f64], out: &mut [f64]) {
+    let Some(first) = w.iter().position(|&wt| wt > 0.0) else {
+        return;
+    };
+    let mut v = out[first];
+    for (o, &wt) in out.iter_mut().zip(w) {
+        if wt > 0.0 {
+            v = *o;
+        } else {
+            *o = v;
+        }
+    }
+}
+
+/// `out[..m]` holds the solution of the compacted problem (points of positive weight, in
+/// order); spreads it over `out` so that point `t` gets the value of the last positive point
+/// at or before `t` (or the first positive one). Works backwards, which reads only entries
+/// not yet overwritten (the source index never exceeds the target).
+fn expand_in_place(w: &[f64], m: usize, out: &mut [f64]) {
+    // `cnt` = number of positive weights at indices <= t.
+    let mut cnt = m;
+    for t in (0..out.len()).rev() {
+        let src = cnt.saturating_sub(1);
+        out[t] = out[src];
+        if w[t] > 0.0 {
+            cnt -= 1;
+        }
+    }
+}
+
+/// Power-of-two ring buffer holding the knot deque.
+struct Ring {
+    buf: Vec<Knot>,
+    head: usize,
+    len: usize,
+    mask: usize,
+}
+
+impl Ring {
+    fn new(mut buf: Vec<Knot>) -> Self {
+        if buf.len() < MIN_RING || !buf.len().is_power_of_two() {
+            let cap = buf.len().max(MIN_RING).next_power_of_two();
+            buf.resize(cap, Knot::default());
+        }
+        let mask = buf.len() - 1;
+        Self { buf, head: 0, len: 0, mask }
+    }
+
+    fn into_buf(self) -> Vec<Knot> {
+        self.buf
+    }
+
+    /// The `i`-th knot from the left.
+    #[inline]
+    fn get(&self, i: usize) -> Knot {
+        self.buf[(self.head + i) & self.mask]
+    }
+
+    /// Keeps the knots `lo..hi` only.
+    #[inline]
+    fn keep(&mut self, lo: usize, hi: usize) {
+        self.head = (self.head + lo) & self.mask;
+        self.len = hi - lo;
+    }
+
+    /// Pushes one knot at each end, growing the buffer when needed.
+    #[inline]
+    fn push_both(&mut self, left: Knot, right: Knot) {
+        if self.len + 2 > self.buf.len() {
+            self.grow();
+        }
+        self.head = (self.head + self.mask) & self.mask;
+        self.buf[self.head] = left;
+        self.buf[(self.head + self.len + 1) & self.mask] = right;
+        self.len += 2;
+    }
+
+    #[cold]
+    fn grow(&mut self) {
+        let cap = self.buf.len() * 2;
+        let mut buf = Vec::with_capacity(cap);
+        buf.extend((0..self.len).map(|i| self.get(i)));
+        buf.resize(cap, Knot::default());
+        self.buf = buf;
+        self.head = 0;
+        self.mask = cap - 1;
+    }
+}
+
+/// Johnson's recursion on `n ≥ 2` points of positive weight, centred at `c`; writes
+/// `b + c` into `out`. `bounds` has length `n`.
+fn dp(
+    y: &[f64],
+    w: &[f64],
+    c: f64,
+    lam: f64,
+    ring: &mut Ring,
+    bounds: &mut [[f64; 2]],
+    out: &mut [f64],
+) {
+    let n = y.len();
+    debug_assert!(n >= 2 && w.len() == n && bounds.len() == n && out.len() == n);
+    ring.head = 0;
+    ring.len = 0;
+
+    // End pieces of f_k: f_k(x) = af·x + bf left of all knots, al·x + bl right of them.
+    let w0 = w[0];
+    let wy0 = w0 * (y[0] - c);
+    let (mut af, mut bf, mut al, mut bl) = (w0, -wy0, w0, -wy0);
+
+    for k in 0..n - 1 {
+        let len = ring.len;
+
+        // t⁻: walk in from the left while f ≤ −λ at the knot.
+        let (mut a_lo, mut b_lo) = (af, bf);
+        let mut lo = 0;
+        let mut lower = f64::NEG_INFINITY;
+        while lo < len {
+            let kn = ring.get(lo);
+            if a_lo * kn.x + b_lo > -lam {
+                break;
+            }
+            a_lo += kn.a;
+            b_lo += kn.b;
+            lower = kn.x;
+            lo += 1;
+        }
+        let upper = if lo < len {
+            ring.get(lo).x
+        } else {
+            // Right of every knot: the exact end piece.
+            a_lo = al;
+            b_lo = bl;
+            f64::INFINITY
+        };
+        // NaN-safe clamp into [lower, upper] (f64::max/min ignore a NaN operand).
+        let tm = ((-lam - b_lo) / a_lo).max(lower).min(upper);
+
+        // t⁺: walk in from the right (not past `lo`) while f ≥ λ at the knot.
+        let (mut a_hi, mut b_hi) = (al, bl);
+        let mut hi = len;
+        let mut upper2 = f64::INFINITY;
+        while hi > lo {
+            let kn = ring.get(hi - 1);
+            if a_hi * kn.x + b_hi < lam {
+                break;
+            }
+            a_hi -= kn.a;
+            b_hi -= kn.b;
+            upper2 = kn.x;
+            hi -= 1;
+        }
+        let lower2 = if hi > lo {
+            ring.get(hi - 1).x
+        } else {
+            // t⁻ and t⁺ lie on the same piece: use one set of coefficients.
+            a_hi = a_lo;
+            b_hi = b_lo;
+            tm
+        };
+        let tp = ((lam - b_hi) / a_hi).max(lower2).min(upper2);
+
+        // H_k' is −λ left of t⁻, f_k between, +λ right of t⁺.
+        ring.keep(lo, hi);
+        ring.push_both(
+            Knot { x: tm, a: a_lo, b: b_lo + lam },
+            Knot { x: tp, a: -a_hi, b: lam - b_hi },
+        );
+        bounds[k] = [tm, tp];
+
+        // f_{k+1} = H_k' + w_{k+1}(x − y_{k+1}).
+        let wk = w[k + 1];
+        let wyk = wk * (y[k + 1] - c);
+        af = wk;
+        bf = -wyk - lam;
+        al = wk;
+        bl = -wyk + lam;
+    }
+
+    // b_{n−1}: the root of f_{n−1}.
+    let len = ring.len;
+    let (mut a, mut b) = (af, bf);
+    let mut i = 0;
+    let mut lower = f64::NEG_INFINITY;
+    while i < len {
+        let kn = ring.get(i);
+        if a * kn.x + b > 0.0 {
+            break;
+        }
+        a += kn.a;
+        b += kn.b;
+        lower = kn.x;
+        i += 1;
+    }
+    let upper = if i < len {
+        ring.get(i).x
+    } else {
+        a = al;
+        b = bl;
+        f64::INFINITY
+    };
+    let mut beta = (-b / a).max(lower).min(upper);
+    out[n - 1] = beta + c;
+
+    // Back-pointers: b_k = clamp(b_{k+1}, t⁻_k, t⁺_k), copying exactly inside the interval.
+    for (o, &[tm, tp]) in out[..n - 1].iter_mut().zip(&bounds[..n - 1]).rev() {
+        if beta > tp {
+            beta = tp;
+        } else if beta < tm {
+            beta = tm;
+        }
+        *o = beta + c;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn solve(y: &[f64], w: &[f64], lambda: f64) -> Vec<f64> {
+        let mut out = vec![f64::NAN; y.len()];
+        flsa_weighted(y, w, lambda, &mut FlsaWorkspace::new(), &mut out).unwrap();
+        out
+    }
+
+    fn assert_close(got: &[f64], want: &[f64], tol: f64) {
+        assert_eq!(got.len(), want.len());
+        for (i, (g, e)) in got.iter().zip(want).enumerate() {
+            assert!((g - e).abs() <= tol, "index {i}: got {g}, want {e} (all: {got:?})");
+        }
+    }
+
+    #[test]
+    fn two_steps_unit_weights() {
+        // y = [0,0,1,1], λ = 0.25: b = [m,m,1−m,1−m] with u_1 = 2(0 − m) = −λ, so m = λ/2.
+        // KKT: u = [−m, −2m, −m, 0], |u_t| ≤ λ and u_1 = −λ at the upward jump.
+        let y = [0.0, 0.0, 1.0, 1.0];
+        let w = [1.0; 4];
+        assert_close(&solve(&y, &w, 0.25), &[0.125, 0.125, 0.875, 0.875], 1e-12);
+        assert_close(&solve(&y, &w, 0.5), &[0.25, 0.25, 0.75, 0.75], 1e-12);
+        // λ_max = max(|−0.5|, |−1|, |−0.5|) = 1: fully fused at λ = 1.
+        assert_eq!(solve(&y, &w, 1.0), vec![0.5; 4]);
+        assert_eq!(solve(&y, &w, 7.0), vec![0.5; 4]);
+    }
+
+    #[test]
+    fn weighted_pair() {
+        // Unfused: b_0 = y_0 + λ/w_0, b_1 = y_1 − λ/w_1 while b_0 < b_1 (λ < λ_max = 0.75).
+        let y = [0.0, 1.0];
+        let w = [1.0, 3.0];
+        assert_close(&solve(&y, &w, 0.5), &[0.5, 1.0 - 0.5 / 3.0], 1e-12);
+        assert_close(&solve(&y, &w, 0.6), &[0.6, 0.8], 1e-12);
+        assert_eq!(solve(&y, &w, 0.75), vec![0.75; 2]);
+    }
+
+    #[test]
+    fn spike_shrinks_symmetrically() {
+        // y = [0,3,0], λ = 0.5: b = [λ, 3 − 2λ, λ]; u = [−λ, λ, 0] matches the jump signs.
+        let y = [0.0, 3.0, 0.0];
+        let w = [1.0; 3];
+        let b = solve(&y, &w, 0.5);
+        assert_close(&b, &[0.5, 2.0, 0.5], 1e-12);
+        assert!(flsa_kkt_violation(&y, &w, 0.5, &b) < 1e-12);
+        // λ_max = 1 (u = [−1, 1] around ȳ = 1).
+        assert_eq!(solve(&y, &w, 1.0), vec![1.0; 3]);
+    }
+
+    #[test]
+    fn fused_segment_is_bit_identical() {
+        let y = [1.0, 1.3, 0.7, 1.1, 5.0, 5.2, 4.9, 5.1, 0.2, 0.1];
+        let w = [1.0, 2.0, 0.5, 1.5, 1.0, 3.0, 0.25, 1.0, 2.0, 1.0];
+        let b = solve(&y, &w, 0.8);
+        assert!(flsa_kkt_violation(&y, &w, 0.8, &b) < 1e-12);
+        // Exactly three distinct values, each run contiguous.
+        let runs = 1 + b.windows(2).filter(|p| p[0] != p[1]).count();
+        assert_eq!(runs, 3, "{b:?}");
+        assert!(b[..4].iter().all(|&v| v == b[0]));
+        assert!(b[4..8].iter().all(|&v| v == b[4]));
+    }
+
+    #[test]
+    fn single_point_returns_y() {
+        assert_eq!(solve(&[3.7], &[2.0], 5.0), vec![3.7]);
+        assert_eq!(solve(&[-1e-300], &[1e-12], 0.0), vec![-1e-300]);
+        // One positive weight among zeros: every point takes its value.
+        assert_eq!(solve(&[1.0, 2.5, 3.0], &[0.0, 4.0, 0.0], 1.0), vec![2.5; 3]);
+    }
+
+    #[test]
+    fn constant_signal() {
+        let y = [0.1; 9];
+        let w = [0.3, 1.0, 7.0, 0.01, 2.0, 2.0, 5.0, 1e-3, 1.0];
+        for lambda in [0.0, 1e-12, 0.5, 100.0] {
+            let b = solve(&y, &w, lambda);
+            assert_close(&b, &y, 1e-16);
+            assert!(b.iter().all(|&v| v == b[0]));
+        }
+    }
+
+    #[test]
+    fn lambda_zero_returns_y_exactly() {
+        let y = [0.1, -3.0, 1e8, 2.5e-8, 7.0];
+        let w = [1.0, 0.5, 3.0, 1e-12, 1e12];
+        assert_eq!(solve(&y, &w, 0.0), y.to_vec());
+        // Zero-weight points still copy their neighbours.
+        let w0 = [0.0, 0.5, 0.0, 1.0, 0.0];
+        assert_eq!(solve(&y, &w0, 0.0), vec![-3.0, -3.0, -3.0, 2.5e-8, 2.5e-8]);
+    }
+
+    #[test]
+    fn zero_weights_copy_neighbours() {
+        // The positive points form the [0,0,1,1] case above (λ = 0.25).
+        let y = [5.0, 0.0, 0.0, 7.0, 1.0, 1.0, 9.0];
+        let w = [0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0];
+        let b = solve(&y, &w, 0.25);
+        assert_close(&b, &[0.125, 0.125, 0.125, 0.125, 0.875, 0.875, 0.875], 1e-12);
+        assert_eq!(b[0], b[1]);
+        assert_eq!(b[3], b[2]);
+        assert_eq!(b[6], b[5]);
+        assert!(flsa_kkt_violation(&y, &w, 0.25, &b) < 1e-12);
+    }
+
+    #[test]
+    fn large_offset_and_scale() {
+        // The [0,0,1,1] case shifted by 1e8 and with weights scaled by 1e12 (λ scaled too).
+        let y = [1e8, 1e8, 1e8 + 1.0, 1e8 + 1.0];
+        let w = [1e12; 4];
+        let b = solve(&y, &w, 0.25e12);
+        assert_close(&b, &[1e8 + 0.125, 1e8 + 0.125, 1e8 + 0.875, 1e8 + 0.875], 1e-7);
+        // Tiny scale: y·1e-8, w·1e-12, λ·1e-20.
+        let y = [0.0, 0.0, 1e-8, 1e-8];
+        let w = [1e-12; 4];
+        let b = solve(&y, &w, 0.25e-20);
+        assert_close(&b, &[0.125e-8, 0.125e-8, 0.875e-8, 0.875e-8], 1e-22);
+    }
+
+    #[test]
+    fn convenience_form() {
+        let y = [0.0, 0.0, 1.0, 1.0];
+        assert_close(&flsa(&y, None, 0.25).unwrap(), &[0.125, 0.125, 0.875, 0.875], 1e-12);
+        let b = flsa(&[0.0, 1.0], Some(&[1.0, 3.0]), 0.6).unwrap();
+        assert_close(&b, &[0.6, 0.8], 1e-12);
+        assert!(matches!(
+            flsa(&y, Some(&[1.0]), 0.1),
+            Err(FastError::LengthMismatch { what: "weights", .. })
+        ));
+        assert!(matches!(
+            flsa(&y, Some(&[1.0, -1.0, 1.0, 1.0]), 0.1),
+            Err(FastError::BadWeight { what: "weights", index: 1, .. })
+        ));
+    }
+
+    #[test]
+    fn invalid_inputs_are_rejected() {
+        let mut ws = FlsaWorkspace::new();
+        let mut out = [0.0; 3];
+        let y = [1.0, 2.0, 3.0];
+        let w = [1.0; 3];
+        let err = |y: &[f64], w: &[f64], lambda: f64, out: &mut [f64], ws: &mut FlsaWorkspace| {
+            flsa_weighted(y, w, lambda, ws, out).unwrap_err()
+        };
+        assert!(matches!(err(&[], &[], 1.0, &mut [], &mut ws), FastError::TooFewSamples(_)));
+        assert!(matches!(
+            err(&y, &w[..2], 1.0, &mut out, &mut ws),
+            FastError::LengthMismatch { what: "w", expected: 3, got: 2, .. }
+        ));
+        assert!(matches!(
+            err(&y, &w, 1.0, &mut out[..1], &mut ws),
+            FastError::LengthMismatch { what: "out", expected: 3, got: 1, .. }
+        ));
+        assert!(matches!(
+            err(&[1.0, f64::NAN, 0.0], &w, 1.0, &mut out, &mut ws),
+            FastError::NonFiniteValue { what: "y", index: 1, .. }
+        ));
+        assert!(matches!(
+            err(&y, &[1.0, 1.0, -0.5], 1.0, &mut out, &mut ws),
+            FastError::BadWeight { what: "w", index: 2, .. }
+        ));
+        assert!(matches!(
+            err(&y, &[1.0, f64::INFINITY, 1.0], 1.0, &mut out, &mut ws),
+            FastError::BadWeight { what: "w", index: 1, .. }
+        ));
+        assert!(matches!(err(&y, &[0.0; 3], 1.0, &mut out, &mut ws), FastError::ZeroTotalWeight("w")));
+        for bad in [-1.0, f64::NAN, f64::INFINITY] {
+            match err(&y, &w, bad, &mut out, &mut ws) {
+                FastError::InvalidPenalty { name, .. } => assert_eq!(name, "lambda"),
+                e => panic!("unexpected error {e:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn warmed_workspace_does_not_reallocate() {
+        let n = 500;
+        let y: Vec<f64> = (0..n).map(|i| ((i * 37) % 11) as f64 + (i / 100) as f64 * 3.0).collect();
+        let mut w: Vec<f64> = (0..n).map(|i| 0.5 + ((i * 13) % 7) as f64).collect();
+        w[17] = 0.0; // exercise the compaction buffers too
+        let mut ws = FlsaWorkspace::with_capacity(n);
+        let ptrs = |ws: &FlsaWorkspace| {
+            (ws.knots.as_ptr(), ws.bounds.as_ptr(), ws.y.as_ptr(), ws.w.as_ptr(), ws.knots.len())
+        };
+        let before = ptrs(&ws);
+        let mut out = vec![0.0; n];
+        for lambda in [0.01, 0.5, 3.0, 50.0] {
+            flsa_weighted_unchecked(&y, &w, lambda, &mut ws, &mut out);
+            flsa_weighted_unchecked(&y[..n / 2], &w[..n / 2], lambda, &mut ws, &mut out);
+        }
+        assert_eq!(before, ptrs(&ws));
+    }
+
+    #[test]
+    fn ring_growth_keeps_order() {
+        // A workspace with the minimum ring must grow during a long solve and still agree with
+        // a presized one bit for bit.
+        let n = 4000;
+        let y: Vec<f64> = (0..n).map(|i| ((i as f64) * 0.37).sin() * (1.0 + i as f64 / 500.0)).collect();
+        let w: Vec<f64> = (0..n).map(|i| 1.0 + (i % 5) as f64).collect();
+        let mut a = vec![0.0; n];
+        let mut b = vec![0.0; n];
+        flsa_weighted_unchecked(&y, &w, 0.05, &mut FlsaWorkspace::new(), &mut a);
+        flsa_weighted_unchecked(&y, &w, 0.05, &mut FlsaWorkspace::with_capacity(n), &mut b);
+        assert_eq!(a, b);
+        let scale: f64 = w.iter().zip(&y).map(|(w, y)| w * y.abs()).sum::<f64>() + 0.05;
+        assert!(flsa_kkt_violation(&y, &w, 0.05, &a) <= 1e-12 * scale);
+    }
+
+    #[test]
+    fn unchecked_never_panics_on_bad_values() {
+        let mut ws = FlsaWorkspace::new();
+        let mut out = [0.0; 4];
+        let y = [1.0, f64::NAN, 3.0, f64::INFINITY];
+        for w in [[1.0; 4], [0.0; 4], [-1.0, 1.0, f64::NAN, 2.0]] {
+            for lambda in [-1.0, 0.0, 1.0, f64::NAN, f64::INFINITY] {
+                flsa_weighted_unchecked(&y, &w, lambda, &mut ws, &mut out);
+                flsa_weighted_unchecked(&[1.0, 2.0, 0.5, 4.0], &w, lambda, &mut ws, &mut out);
+            }
+        }
+    }
+
+    #[test]
+    fn kkt_violation_detects_non_optimal_points() {
+        let y = [0.0, 0.0, 1.0, 1.0];
+        let w = [1.0; 4];
+        assert!(flsa_kkt_violation(&y, &w, 0.25, &[0.125, 0.125, 0.875, 0.875]) < 1e-15);
+        // The (wrong) [0.25,0.25,0.75,0.75] has |u_1| = 0.5 > λ = 0.25: violation 0.25.
+        let v = flsa_kkt_violation(&y, &w, 0.25, &[0.25, 0.25, 0.75, 0.75]);
+        assert!((v - 0.25).abs() < 1e-15, "{v}");
+        // A shifted solution breaks u_{B−1} = 0.
+        let v = flsa_kkt_violation(&y, &w, 0.25, &[0.225, 0.225, 0.975, 0.975]);
+        assert!(v > 0.1, "{v}");
+        assert_eq!(flsa_kkt_violation(&y, &w[..3], 0.25, &y), f64::INFINITY);
+        assert!(flsa_kkt_violation(&y, &w, 0.25, &[0.0, f64::NAN, 1.0, 1.0]).is_nan());
+        assert_eq!(flsa_kkt_violation(&[], &[], 1.0, &[]), 0.0);
+    }
+}

@@ -1,0 +1,83 @@
+//! The fitted additive model: an intercept and, per feature, cut points and one value per bin.
+
+use ndarray::ArrayView2;
+use rayon::prelude::*;
+
+use crate::binning::bin_of;
+use crate::error::{FastError, Result};
+
+/// `f(x) = intercept + Σ_j values[j][searchsorted(cuts[j], x_j, "right")]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdditiveModel {
+    /// The intercept.
+    pub intercept: f64,
+    /// Increasing cut points per feature.
+    pub cuts: Vec<Vec<f64>>,
+    /// Values per feature, `cuts[j].len() + 1` each.
+    pub values: Vec<Vec<f64>>,
+}
+
+const PREDICT_CHUNK: usize = 1 << 12;
+
+impl AdditiveModel {
+    /// Number of features.
+    pub fn n_features(&self) -> usize {
+        self.cuts.len()
+    }
+
+    /// Checks that the model is well formed.
+    ///
+    /// # Errors
+    /// [`FastError::InvalidParameter`] if cuts and values disagree in number or length, or
+    /// cuts are not increasing.
+    pub fn check(&self) -> Result<()> {
+        let bad = |message: &'static str, j: usize| {
+            Err(FastError::InvalidParameter { name: "model", message, value: format!("feature {j}") })
+        };
+        if self.cuts.len() != self.values.len() {
+            return bad("needs as many value arrays as cut arrays", self.cuts.len());
+        }
+        for (j, (c, v)) in self.cuts.iter().zip(&self.values).enumerate() {
+            if v.len() != c.len() + 1 {
+                return bad("needs len(values) == len(cuts) + 1", j);
+            }
+            if c.windows(2).any(|w| !(w[0] < w[1])) || c.iter().any(|x| x.is_nan()) {
+                return bad("needs strictly increasing cuts", j);
+            }
+        }
+        Ok(())
+    }
+
+    /// Predicts every row of `x` (rows × features, any memory order), in parallel over row
+    /// chunks. The sum runs intercept first, then features in order.
+    ///
+    /// # Errors
+    /// [`FastError::LengthMismatch`] if `x` has the wrong number of columns;
+    /// [`FastError::NonFiniteX`] for a NaN (infinite values fall in the end bins).
+    pub fn predict(&self, x: ArrayView2<'_, f64>) -> Result<Vec<f64>> {
+        self.check()?;
+        let (n, p) = x.dim();
+        if p != self.n_features() {
+            return Err(FastError::LengthMismatch {
+                what: "X (columns)",
+                expected: self.n_features(),
+                got: p,
+                reason: "X must have as many features as the data the model was fitted on",
+            });
+        }
+        if let Some(((row, column), &value)) = x.indexed_iter().find(|(_, v)| v.is_nan()) {
+            return Err(FastError::NonFiniteX { row, column, value });
+        }
+        let mut out = vec![self.intercept; n];
+        out.par_chunks_mut(PREDICT_CHUNK).enumerate().for_each(|(ci, o)| {
+            let i0 = ci * PREDICT_CHUNK;
+            for (j, (cuts, values)) in self.cuts.iter().zip(&self.values).enumerate() {
+                let col = x.column(j);
+                for (i, oi) in o.iter_mut().enumerate() {
+                    *oi += values[bin_of(cuts, col[i0 + i])];
+                }
+            }
+        });
+        Ok(out)
+    }
+}

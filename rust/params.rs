@@ -1,0 +1,118 @@
+//! Fitting parameters.
+//!
+//! | Name | Default | Range |
+//! |---|---|---|
+//! | `lambda` | `Relative(DEFAULT_LAMBDA_RATIO)` | absolute `λ_f ≥ 0`, or a ratio `≥ 0` of `λ_max` |
+//! | `selection` | `Greedy` | `Greedy` (BGS-s) or `Cyclic` |
+//! | `tol` | [`DEFAULT_TOL`] | `≥ 0`: stop when `max d / λ_f ≤ tol` |
+//! | `max_iter` | [`DEFAULT_MAX_ITER`] | block updates, `≥ 0` |
+//! | `max_time` | `None` | seconds, `> 0` |
+//! | `binning` | [`BinningParams::default`] | see [`crate::binning`] |
+
+use crate::binning::BinningParams;
+use crate::error::{FastError, Result};
+
+/// Default `λ_f / λ_max` (DESIGN §7 and the measurements in the README).
+pub const DEFAULT_LAMBDA_RATIO: f64 = 1e-3;
+/// Default KKT tolerance.
+pub const DEFAULT_TOL: f64 = 1e-2;
+/// Default maximum number of block updates.
+pub const DEFAULT_MAX_ITER: usize = 100_000;
+
+/// Block selection rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Selection {
+    /// BGS-s: update the block with the largest squared steepest-descent norm.
+    Greedy,
+    /// Update every block in turn.
+    Cyclic,
+}
+
+impl std::str::FromStr for Selection {
+    type Err = FastError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "greedy" => Ok(Self::Greedy),
+            "cyclic" => Ok(Self::Cyclic),
+            _ => Err(FastError::InvalidParameter {
+                name: "selection",
+                message: "must be 'greedy' or 'cyclic'",
+                value: format!("{s:?}"),
+            }),
+        }
+    }
+}
+
+/// The fusion penalty, absolute or relative to `λ_max` (the smallest `λ_f` whose fit is constant).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Penalty {
+    /// `λ_f` itself.
+    Absolute(f64),
+    /// `λ_f = ratio · λ_max`.
+    Relative(f64),
+}
+
+/// Everything a fit needs besides the data.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FitParams {
+    /// The fusion penalty.
+    pub lambda: Penalty,
+    /// Block selection rule.
+    pub selection: Selection,
+    /// KKT tolerance.
+    pub tol: f64,
+    /// Maximum number of block updates.
+    pub max_iter: usize,
+    /// Optional time budget in seconds.
+    pub max_time: Option<f64>,
+    /// How the data are binned.
+    pub binning: BinningParams,
+}
+
+impl Default for FitParams {
+    fn default() -> Self {
+        Self {
+            lambda: Penalty::Relative(DEFAULT_LAMBDA_RATIO),
+            selection: Selection::Greedy,
+            tol: DEFAULT_TOL,
+            max_iter: DEFAULT_MAX_ITER,
+            max_time: None,
+            binning: BinningParams::default(),
+        }
+    }
+}
+
+impl FitParams {
+    /// Validates every parameter.
+    ///
+    /// # Errors
+    /// [`FastError::InvalidPenalty`] or [`FastError::InvalidParameter`] naming the parameter.
+    pub fn check(&self) -> Result<()> {
+        match self.lambda {
+            Penalty::Absolute(v) if !(v.is_finite() && v >= 0.0) => {
+                return Err(FastError::InvalidPenalty { name: "lambda_f", value: v })
+            }
+            Penalty::Relative(v) if !(v.is_finite() && v >= 0.0) => {
+                return Err(FastError::InvalidPenalty { name: "lambda_ratio", value: v })
+            }
+            _ => {}
+        }
+        if !(self.tol.is_finite() && self.tol >= 0.0) {
+            return Err(FastError::InvalidParameter {
+                name: "tol",
+                message: "must be finite and >= 0",
+                value: self.tol.to_string(),
+            });
+        }
+        if let Some(t) = self.max_time {
+            if !(t > 0.0) {
+                return Err(FastError::InvalidParameter {
+                    name: "max_time",
+                    message: "must be > 0 seconds (or None)",
+                    value: t.to_string(),
+                });
+            }
+        }
+        self.binning.check()
+    }
+}
