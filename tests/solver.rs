@@ -1,0 +1,261 @@
+//! Integration and property tests of the GBCD solver against an independent slow reference.
+
+use fastpcam::binning::{bin_data, BinningParams};
+use fastpcam::params::{FitParams, Penalty, Selection};
+use fastpcam::solver::{fit, fit_binned, lambda_max, with_threads, Fit};
+use ndarray::{Array1, Array2};
+use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
+
+fn data(n: usize, p: usize, seed: u64, levels: usize) -> (Array2<f64>, Array1<f64>) {
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
+    let x = Array2::from_shape_fn((n, p), |_| (rng.random_range(0..levels) as f64) / levels as f64);
+    let y = Array1::from_shape_fn(n, |i| {
+        let r = x.row(i);
+        (if r[0] > 0.5 { 1.0 } else { 0.0 }) + (6.0 * r[1.min(p - 1)]).sin() + 0.3 * rng.random::<f64>()
+    });
+    (x, y)
+}
+
+fn params(lambda: Penalty, selection: Selection, tol: f64, max_bins: Option<usize>) -> FitParams {
+    FitParams {
+        lambda,
+        selection,
+        tol,
+        max_iter: 200_000,
+        max_time: None,
+        binning: BinningParams { max_bins, ..BinningParams::default() },
+    }
+}
+
+/// The objective of a fitted model recomputed from scratch (DESIGN §1).
+fn objective(f: &Fit, x: &Array2<f64>, y: &Array1<f64>, w: Option<&[f64]>) -> f64 {
+    let pred = f.model.predict(x.view()).unwrap();
+    let (mut loss, mut wt) = (0.0, 0.0);
+    for i in 0..y.len() {
+        let v = w.map_or(1.0, |w| w[i]);
+        loss += v * (y[i] - pred[i]).powi(2);
+        wt += v;
+    }
+    let tv: f64 = f.model.values.iter().map(|b| b.windows(2).map(|d| (d[1] - d[0]).abs()).sum::<f64>()).sum();
+    0.5 * loss / wt + f.lambda_f * tv
+}
+
+/// Independent slow reference: the problem as a LASSO in the jumps θ_{k,t} (one column per
+/// jump, `[code_k(i) > t]`) plus an intercept, solved by scalar coordinate descent with
+/// soft-thresholding, sweeping until no coordinate moves by more than 1e-13. No dynamic
+/// programme, no blocks, no greedy rule.
+fn reference_objective(x: &Array2<f64>, y: &Array1<f64>, w: &[f64], lambda: f64, max_bins: Option<usize>) -> f64 {
+    let data = bin_data(x.view(), Some(w), &BinningParams { max_bins, ..BinningParams::default() }).unwrap();
+    let n = y.len();
+    let wt: f64 = w.iter().sum();
+    // Columns: (feature, t) with indicator code > t.
+    let cols: Vec<(usize, usize)> =
+        (0..data.n_features()).flat_map(|k| (0..data.features[k].n_bins() - 1).map(move |t| (k, t))).collect();
+    let ind = |i: usize, (k, t): (usize, usize)| data.features[k].codes.get(i) > t;
+    let mut theta = vec![0.0; cols.len()];
+    let mut c = y.iter().zip(w).map(|(a, b)| a * b).sum::<f64>() / wt;
+    let mut r: Vec<f64> = y.iter().map(|v| v - c).collect();
+    for _sweep in 0..20_000 {
+        let mut max_move: f64 = 0.0;
+        for (ci, &col) in cols.iter().enumerate() {
+            let (mut num, mut den) = (0.0, 0.0);
+            for i in 0..n {
+                if ind(i, col) {
+                    num += w[i] * (r[i] + theta[ci]);
+                    den += w[i];
+                }
+            }
+            if den == 0.0 {
+                continue;
+            }
+            let (num, den) = (num / wt, den / wt);
+            let new = num.signum() * (num.abs() - lambda).max(0.0) / den;
+            let d = new - theta[ci];
+            if d != 0.0 {
+                for i in 0..n {
+                    if ind(i, col) {
+                        r[i] -= d;
+                    }
+                }
+                theta[ci] = new;
+            }
+            max_move = max_move.max(d.abs());
+        }
+        let s = r.iter().zip(w).map(|(a, b)| a * b).sum::<f64>() / wt;
+        c += s;
+        r.iter_mut().for_each(|v| *v -= s);
+        if max_move < 1e-13 && s.abs() < 1e-15 {
+            break;
+        }
+    }
+    let loss: f64 = r.iter().zip(w).map(|(a, b)| b * a * a).sum::<f64>();
+    let _ = c;
+    0.5 * loss / wt + lambda * theta.iter().map(|t| t.abs()).sum::<f64>()
+}
+
+#[test]
+fn matches_the_slow_reference_on_small_problems() {
+    for (seed, lambda, max_bins) in [(1, 1e-3, None), (2, 1e-2, Some(6)), (3, 5e-2, None), (4, 0.0, Some(4))] {
+        let (x, y) = data(60, 3, seed, 7);
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed + 100);
+        let w: Vec<f64> = (0..60).map(|_| rng.random_range(0.2..3.0)).collect();
+        for selection in [Selection::Greedy, Selection::Cyclic] {
+            let f = fit(x.view(), y.view(), Some(&w), &params(Penalty::Absolute(lambda), selection, 1e-10, max_bins), None)
+                .unwrap();
+            assert!(f.report.converged, "{seed} {selection:?} kkt {}", f.report.kkt_residual);
+            let reference = reference_objective(&x, &y, &w, lambda, max_bins);
+            let ours = objective(&f, &x, &y, Some(&w));
+            assert!((ours - reference).abs() <= 1e-6 * reference.abs(), "{seed} {selection:?}: {ours} vs {reference}");
+            assert!((ours - f.report.objective).abs() <= 1e-12 * ours.abs().max(1.0), "reported objective");
+        }
+    }
+}
+
+#[test]
+fn kkt_residual_reaches_tol_and_history_is_monotone() {
+    let (x, y) = data(5_000, 6, 7, 50);
+    for selection in [Selection::Greedy, Selection::Cyclic] {
+        let f = fit(x.view(), y.view(), None, &params(Penalty::Relative(1e-3), selection, 1e-6, Some(32)), None).unwrap();
+        assert!(f.report.converged && f.report.kkt_residual <= 1e-6, "{selection:?}: {}", f.report.kkt_residual);
+        let h = &f.report.history.objective;
+        assert_eq!(h.len(), f.report.n_iter);
+        for pair in h.windows(2) {
+            assert!(pair[1] <= pair[0] + 1e-12 * pair[0].abs(), "{selection:?}: {pair:?}");
+        }
+    }
+}
+
+#[test]
+fn greedy_and_cyclic_reach_the_same_objective() {
+    let (x, y) = data(3_000, 5, 11, 40);
+    let fits: Vec<Fit> = [Selection::Greedy, Selection::Cyclic]
+        .into_iter()
+        .map(|s| fit(x.view(), y.view(), None, &params(Penalty::Relative(1e-3), s, 1e-8, None), None).unwrap())
+        .collect();
+    let (a, b) = (fits[0].report.objective, fits[1].report.objective);
+    assert!((a - b).abs() <= 1e-9 * a, "{a} vs {b}");
+}
+
+#[test]
+fn greedy_needs_fewer_updates_than_cyclic() {
+    let (x, y) = data(3_000, 8, 5, 30);
+    let n_iter = |s| fit(x.view(), y.view(), None, &params(Penalty::Relative(1e-3), s, 1e-4, None), None).unwrap().report.n_iter;
+    let (g, c) = (n_iter(Selection::Greedy), n_iter(Selection::Cyclic));
+    assert!(g < c, "greedy {g} vs cyclic {c}");
+}
+
+#[test]
+fn lambda_limits() {
+    let (x, y) = data(500, 3, 3, 20);
+    let d = bin_data(x.view(), None, &BinningParams::default()).unwrap();
+    let lmax = lambda_max(&d, y.view()).unwrap();
+    let mean = y.mean().unwrap();
+    // At λ_max and above the fit is constant.
+    let f = fit_binned(&d, y.view(), &params(Penalty::Absolute(lmax * 1.000001), Selection::Greedy, 1e-9, None), None).unwrap();
+    assert!(f.values.iter().flatten().all(|&v| v == 0.0));
+    assert!((f.intercept - mean).abs() < 1e-12);
+    assert_eq!(f.report.n_iter, 0);
+    // Slightly below it is not.
+    let f = fit_binned(&d, y.view(), &params(Penalty::Absolute(lmax * 0.99), Selection::Greedy, 1e-9, None), None).unwrap();
+    assert!(f.values.iter().flatten().any(|&v| v != 0.0));
+    // λ = 0 with one feature: the fit is the bin means (interpolation of the bin means).
+    let x1 = x.slice(ndarray::s![.., 0..1]).to_owned();
+    let f = fit(x1.view(), y.view(), None, &params(Penalty::Absolute(0.0), Selection::Greedy, 1e-12, None), None).unwrap();
+    let pred = f.model.predict(x1.view()).unwrap();
+    for level in 0..20 {
+        let rows: Vec<usize> = (0..500).filter(|&i| (x1[[i, 0]] * 20.0).round() as usize == level).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let m = rows.iter().map(|&i| y[i]).sum::<f64>() / rows.len() as f64;
+        for &i in &rows {
+            assert!((pred[i] - m).abs() < 1e-10, "{} vs {m}", pred[i]);
+        }
+    }
+}
+
+#[test]
+fn shapes_are_centred() {
+    let (x, y) = data(2_000, 4, 9, 25);
+    let f = fit(x.view(), y.view(), None, &params(Penalty::Relative(1e-3), Selection::Greedy, 1e-6, None), None).unwrap();
+    for (b, w) in f.model.values.iter().zip(&f.bin_weights) {
+        let m: f64 = b.iter().zip(w).map(|(b, w)| b * w).sum::<f64>() / 2_000.0;
+        assert!(m.abs() < 1e-12, "{m}");
+    }
+}
+
+#[test]
+fn time_budget_and_max_iter_stop_early() {
+    let (x, y) = data(2_000, 4, 9, 25);
+    let mut p = params(Penalty::Relative(1e-4), Selection::Greedy, 0.0, None);
+    p.max_iter = 3;
+    let f = fit(x.view(), y.view(), None, &p, None).unwrap();
+    assert_eq!(f.report.n_iter, 3);
+    assert!(!f.report.converged);
+    let mut stop_after = 5usize;
+    let mut cb = |pr: &fastpcam::solver::Progress| {
+        stop_after -= 1;
+        assert!(pr.kkt_residual.is_finite());
+        stop_after > 0
+    };
+    p.max_iter = 1000;
+    let f = fit(x.view(), y.view(), None, &p, Some(&mut cb)).unwrap();
+    assert_eq!(f.report.n_iter, 4);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn serial_equals_parallel_and_objective_never_increases(
+        seed in 0u64..1_000, n in 40usize..400, p in 1usize..6, levels in 2usize..40,
+        ratio in prop_oneof![Just(0.0), 1e-4f64..0.5], cyclic in any::<bool>(), weighted in any::<bool>(),
+    ) {
+        let (x, y) = data(n, p, seed, levels);
+        let w: Option<Vec<f64>> = weighted.then(|| (0..n).map(|i| ((i * 7 + seed as usize) % 5) as f64).collect());
+        prop_assume!(w.as_ref().is_none_or(|w| w.iter().sum::<f64>() > 0.0));
+        let sel = if cyclic { Selection::Cyclic } else { Selection::Greedy };
+        let mut prm = params(Penalty::Relative(ratio), sel, 1e-7, Some(16));
+        prm.max_iter = 3_000;
+        let run = |threads| with_threads(Some(threads), || fit(x.view(), y.view(), w.as_deref(), &prm, None).unwrap()).unwrap();
+        let (mut a, mut b) = (run(1), run(2));
+        // Everything but the wall-clock times must be bit-identical.
+        a.report.history.time.clear();
+        b.report.history.time.clear();
+        prop_assert_eq!(&a, &b);
+        for pair in a.report.history.objective.windows(2) {
+            prop_assert!(pair[1] <= pair[0] + 1e-12 * pair[0].abs().max(1e-300), "{:?}", pair);
+        }
+        prop_assert!(a.report.objective.is_finite());
+    }
+
+    #[test]
+    fn shifting_y_shifts_only_the_intercept(seed in 0u64..1_000, shift in -1e3f64..1e3) {
+        let (x, y) = data(200, 3, seed, 10);
+        let prm = params(Penalty::Absolute(1e-3), Selection::Greedy, 1e-9, None);
+        let a = fit(x.view(), y.view(), None, &prm, None).unwrap();
+        let ys = y.mapv(|v| v + shift);
+        let b = fit(x.view(), ys.view(), None, &prm, None).unwrap();
+        prop_assert!((b.model.intercept - a.model.intercept - shift).abs() < 1e-9 * (1.0 + shift.abs()));
+        for (va, vb) in a.model.values.iter().flatten().zip(b.model.values.iter().flatten()) {
+            prop_assert!((va - vb).abs() < 1e-6, "{} vs {}", va, vb);
+        }
+    }
+}
+
+#[test]
+fn serial_equals_parallel_across_row_chunks() {
+    // More rows than one residual-update chunk, with weights, so every parallel path runs.
+    let (x, y) = data(100_000, 5, 21, 300);
+    let w: Vec<f64> = (0..100_000).map(|i| 0.5 + (i % 7) as f64).collect();
+    let prm = params(Penalty::Relative(1e-3), Selection::Greedy, 1e-4, Some(64));
+    let run = |threads| {
+        let mut f = with_threads(Some(threads), || fit(x.view(), y.view(), Some(&w), &prm, None).unwrap()).unwrap();
+        f.report.history.time.clear();
+        f
+    };
+    let a = run(1);
+    assert!(a.report.n_iter > 10);
+    assert_eq!(a, run(2));
+}
