@@ -249,7 +249,7 @@ fn serial_equals_parallel_across_row_chunks() {
     // More rows than one residual-update chunk, with weights, so every parallel path runs.
     let (x, y) = data(100_000, 5, 21, 300);
     let w: Vec<f64> = (0..100_000).map(|i| 0.5 + (i % 7) as f64).collect();
-    let prm = params(Penalty::Relative(1e-3), Selection::Greedy, 1e-4, Some(64));
+    let prm = params(Penalty::Relative(1e-4), Selection::Greedy, 1e-9, Some(64));
     let run = |threads| {
         let mut f = with_threads(Some(threads), || fit(x.view(), y.view(), Some(&w), &prm, None).unwrap()).unwrap();
         f.report.history.time.clear();
