@@ -1,0 +1,338 @@
+"""A versioned JSON format for fitted :class:`~fastpcam.FASTRegressor` models.
+
+A model is its intercept and, per feature, the increasing cut points and the bin values
+(``len(values) == len(cuts) + 1``), so JSON holds it completely. Floats are written with
+``repr`` (shortest round-trip form), so :func:`load_model` restores every number bit for
+bit and ``load_model(path).predict(X)`` equals the original model's ``predict(X)`` exactly.
+
+Format (``schema_version`` 1)::
+
+    {
+      "format": "fastpcam.pcam",
+      "schema_version": 1,
+      "fastpcam_version": "0.1.0",
+      "task": "regression",
+      "intercept": 0.123,
+      "features": [{"name": "x0", "cuts": [...], "values": [...], "bin_weights": [...]}, ...],
+      "lambda_f": 0.001,
+      "lambda_max": 1.0,
+      "fit": {"n_iter": 1234, "converged": true, "kkt_residual": 0.0009, "objective": 0.2},
+      "params": {"max_bins": 256, ...}
+    }
+
+``bin_weights``, ``lambda_max`` and ``params`` are optional on reading. Non-finite numbers
+in ``fit`` (never in the model itself) are written as the strings ``"NaN"``,
+``"Infinity"``, ``"-Infinity"`` so the file stays strict JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence, Union
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from fastpcam._estimator import FASTRegressor
+
+__all__ = ["FORMAT", "SCHEMA_VERSION", "model_from_dict", "model_to_dict", "load_model", "save_model"]
+
+FORMAT = "fastpcam.pcam"
+SCHEMA_VERSION = 1
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+_NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def fastpcam_version() -> str:
+    """The installed fastpcam version (``"unknown"`` if it cannot be determined)."""
+    import fastpcam
+
+    version = getattr(fastpcam, "__version__", None)
+    if isinstance(version, str):
+        return version
+    try:
+        from importlib.metadata import version as _dist_version
+
+        return _dist_version("fastpcam")
+    except Exception:  # noqa: BLE001 - not installed as a distribution
+        return "unknown"
+
+
+def _default_names(n_features: int) -> list[str]:
+    return [f"x{j}" for j in range(n_features)]
+
+
+def _stat_to_json(x: Any) -> Any:
+    """A fit statistic as a JSON value; non-finite floats become strings."""
+    if x is None or isinstance(x, (bool, np.bool_)):
+        return None if x is None else bool(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    f = float(x)
+    if math.isfinite(f):
+        return f
+    return "NaN" if math.isnan(f) else ("Infinity" if f > 0 else "-Infinity")
+
+
+def _stat_from_json(x: Any, key: str) -> Any:
+    if isinstance(x, str):
+        if x not in _NONFINITE:
+            raise ValueError(f"model file: fit.{key} is the string {x!r}, expected a number")
+        return _NONFINITE[x]
+    return x
+
+
+def _finite_floats(arr: Any, what: str) -> list[float]:
+    a = np.asarray(arr, dtype=np.float64).ravel()
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{what} contains non-finite values; cannot serialise the model")
+    return [float(v) for v in a]  # Python floats: json writes their exact repr
+
+
+def _jsonable_params(est: Any) -> dict[str, Any]:
+    """The estimator's constructor parameters that are plain JSON scalars."""
+    try:
+        params = est.get_params(deep=False)
+    except AttributeError:
+        return {}
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        if value is None or isinstance(value, (bool, str)):
+            out[key] = value
+        elif isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            out[key] = int(value)
+        elif isinstance(value, (float, np.floating)) and math.isfinite(float(value)):
+            out[key] = float(value)
+        # anything else (a RandomState, an inf time budget, ...) is not stored
+    return out
+
+
+def model_to_dict(est: FASTRegressor, feature_names: Sequence[str] | None = None) -> dict[str, Any]:
+    """Describe a fitted model as a JSON-ready dict (see the module docstring).
+
+    Parameters
+    ----------
+    est : FASTRegressor
+        A fitted estimator.
+    feature_names : sequence of str, optional
+        Names to store for the features. Default: ``est.feature_names_in_`` when the
+        estimator was fitted on a DataFrame, else ``x0, x1, ...``.
+
+    Returns
+    -------
+    dict
+        Only Python ``dict``/``list``/``str``/``float``/``int``/``bool``/``None`` values.
+
+    Raises
+    ------
+    sklearn.exceptions.NotFittedError
+        If ``est`` is not fitted (a subclass of ValueError).
+    ValueError
+        If ``feature_names`` has the wrong length or the model holds non-finite numbers.
+    """
+    from sklearn.utils.validation import check_is_fitted
+
+    check_is_fitted(est, ["intercept_", "cuts_", "values_"])
+    cuts, values = list(est.cuts_), list(est.values_)
+    n_features = len(cuts)
+    if feature_names is None:
+        names_in = getattr(est, "feature_names_in_", None)
+        feature_names = _default_names(n_features) if names_in is None else list(names_in)
+    names = [str(name) for name in feature_names]
+    if len(names) != n_features:
+        raise ValueError(f"feature_names has {len(names)} names but the model has {n_features} features")
+    bin_weights = getattr(est, "bin_weights_", None)
+    features: list[dict[str, Any]] = []
+    for j, name in enumerate(names):
+        feature: dict[str, Any] = {
+            "name": name,
+            "cuts": _finite_floats(cuts[j], f"cuts_[{j}]"),
+            "values": _finite_floats(values[j], f"values_[{j}]"),
+        }
+        if bin_weights is not None:
+            feature["bin_weights"] = _finite_floats(bin_weights[j], f"bin_weights_[{j}]")
+        features.append(feature)
+    out: dict[str, Any] = {
+        "format": FORMAT,
+        "schema_version": SCHEMA_VERSION,
+        "fastpcam_version": fastpcam_version(),
+        "task": "regression",
+        "intercept": float(est.intercept_),
+        "features": features,
+        "lambda_f": _stat_to_json(getattr(est, "lambda_f_", None)),
+        "lambda_max": _stat_to_json(getattr(est, "lambda_max_", None)),
+        "fit": {
+            "n_iter": _stat_to_json(getattr(est, "n_iter_", None)),
+            "converged": _stat_to_json(getattr(est, "converged_", None)),
+            "kkt_residual": _stat_to_json(getattr(est, "kkt_residual_", None)),
+            "objective": _stat_to_json(getattr(est, "objective_", None)),
+        },
+        "params": _jsonable_params(est),
+    }
+    if not math.isfinite(out["intercept"]):
+        raise ValueError("intercept_ is not finite; cannot serialise the model")
+    return out
+
+
+def _check_header(d: Any) -> None:
+    if not isinstance(d, dict):
+        raise ValueError(f"not a fastpcam model: expected a JSON object, got {type(d).__name__}")
+    fmt = d.get("format")
+    if fmt != FORMAT:
+        raise ValueError(f"not a fastpcam model: format is {fmt!r}, expected {FORMAT!r}")
+    version = d.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ValueError(f"model file has an invalid schema_version {version!r}; expected an integer >= 1")
+    if version > SCHEMA_VERSION:
+        raise ValueError(
+            f"model file has schema_version {version}, newer than the schema_version {SCHEMA_VERSION} "
+            f"this fastpcam ({fastpcam_version()}) reads; it was written by fastpcam "
+            f"{d.get('fastpcam_version', '?')}: upgrade fastpcam to load it"
+        )
+    task = d.get("task", "regression")
+    if task != "regression":
+        raise ValueError(f"model file has task {task!r}; this fastpcam reads only 'regression' models")
+
+
+def _float_array(x: Any, what: str) -> np.ndarray:
+    if not isinstance(x, list) or not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in x
+    ):
+        raise ValueError(f"model file: {what} must be a list of numbers")
+    a = np.array(x, dtype=np.float64)
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"model file: {what} contains non-finite values")
+    return a
+
+
+def model_from_dict(d: dict[str, Any]) -> FASTRegressor:
+    """Rebuild a fitted :class:`~fastpcam.FASTRegressor` from :func:`model_to_dict` output.
+
+    Raises
+    ------
+    ValueError
+        If ``d`` is not a fastpcam model, has a newer ``schema_version`` than this version
+        of fastpcam reads, or is malformed (the message names the offending field).
+    """
+    _check_header(d)
+    from fastpcam._estimator import FASTRegressor
+
+    features = d.get("features")
+    if not isinstance(features, list) or not features:
+        raise ValueError("model file: 'features' must be a non-empty list")
+    intercept = d.get("intercept")
+    if not isinstance(intercept, (int, float)) or isinstance(intercept, bool) or not math.isfinite(intercept):
+        raise ValueError(f"model file: 'intercept' must be a finite number, got {intercept!r}")
+
+    names: list[str] = []
+    cuts: list[np.ndarray] = []
+    values: list[np.ndarray] = []
+    bin_weights: list[np.ndarray] = []
+    for j, feature in enumerate(features):
+        if not isinstance(feature, dict):
+            raise ValueError(f"model file: features[{j}] must be an object")
+        name = feature.get("name", f"x{j}")
+        if not isinstance(name, str):
+            raise ValueError(f"model file: features[{j}].name must be a string")
+        c = _float_array(feature.get("cuts"), f"features[{j}] ({name!r}).cuts")
+        v = _float_array(feature.get("values"), f"features[{j}] ({name!r}).values")
+        if v.size != c.size + 1:
+            raise ValueError(
+                f"model file: feature {name!r} has {c.size} cuts and {v.size} values; "
+                "expected len(values) == len(cuts) + 1"
+            )
+        if c.size > 1 and not np.all(np.diff(c) > 0):
+            raise ValueError(f"model file: the cuts of feature {name!r} are not strictly increasing")
+        if "bin_weights" in feature:
+            w = _float_array(feature["bin_weights"], f"features[{j}] ({name!r}).bin_weights")
+            if w.size != v.size:
+                raise ValueError(f"model file: feature {name!r} has {v.size} values but {w.size} bin_weights")
+            bin_weights.append(w)
+        names.append(name)
+        cuts.append(c)
+        values.append(v)
+    if len(set(names)) != len(names):
+        raise ValueError("model file: feature names are not unique")
+
+    est = FASTRegressor()
+    stored = d.get("params")
+    if isinstance(stored, dict):
+        known = est.get_params(deep=False)
+        est.set_params(**{k: v for k, v in stored.items() if k in known})
+
+    est.intercept_ = float(intercept)
+    est.cuts_ = cuts
+    est.values_ = values
+    if len(bin_weights) == len(cuts):
+        est.bin_weights_ = bin_weights
+    est.n_features_in_ = len(cuts)
+    if names != _default_names(len(names)):
+        est.feature_names_in_ = np.asarray(names, dtype=object)
+    fit_stats = d.get("fit")
+    fit: dict[str, Any] = fit_stats if isinstance(fit_stats, dict) else {}
+    lambda_f = _stat_from_json(d.get("lambda_f"), "lambda_f")
+    lambda_max = _stat_from_json(d.get("lambda_max"), "lambda_max")
+    if lambda_f is not None:
+        est.lambda_f_ = float(lambda_f)
+    if lambda_max is not None:
+        est.lambda_max_ = float(lambda_max)
+    n_iter = fit.get("n_iter")
+    est.n_iter_ = int(n_iter) if n_iter is not None else 0
+    est.converged_ = bool(fit.get("converged", False))
+    kkt = _stat_from_json(fit.get("kkt_residual"), "kkt_residual")
+    est.kkt_residual_ = float(kkt) if kkt is not None else math.nan
+    objective = _stat_from_json(fit.get("objective"), "objective")
+    est.objective_ = float(objective) if objective is not None else math.nan
+    return est
+
+
+def _dumps(d: dict[str, Any]) -> str:
+    """JSON text with one line per top-level key and one line per feature."""
+    parts = []
+    for key, value in d.items():
+        if key == "features" and isinstance(value, list):
+            rows = ",\n".join("  " + json.dumps(f, allow_nan=False) for f in value)
+            parts.append(f' {json.dumps(key)}: [\n{rows}\n ]')
+        else:
+            parts.append(f" {json.dumps(key)}: {json.dumps(value, allow_nan=False)}")
+    return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
+def save_model(est: FASTRegressor, path: PathLike, feature_names: Sequence[str] | None = None) -> None:
+    """Write a fitted model to ``path`` as JSON (see :func:`model_to_dict`).
+
+    Parameters
+    ----------
+    est : FASTRegressor
+        A fitted estimator.
+    path : str or path-like
+        The file to write (overwritten if it exists).
+    feature_names : sequence of str, optional
+        Names to store for the features; see :func:`model_to_dict`.
+    """
+    text = _dumps(model_to_dict(est, feature_names=feature_names))  # fails before touching path
+    Path(path).write_text(text, encoding="utf-8")
+
+
+def load_model(path: PathLike) -> FASTRegressor:
+    """Read a model written by :func:`save_model` and return a fitted FASTRegressor.
+
+    Raises
+    ------
+    ValueError
+        If the file is not JSON, not a fastpcam model, or has a ``schema_version`` newer
+        than this fastpcam reads.
+    OSError
+        If the file cannot be read.
+    """
+    with open(path, encoding="utf-8") as f:
+        try:
+            d = json.load(f)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{os.fspath(path)} is not a JSON file: {exc}") from exc
+    return model_from_dict(d)
