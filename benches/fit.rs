@@ -1,1 +1,71 @@
-fn main(){}
+//! Criterion benchmarks of the per-iteration selection pass and of full fits.
+//!
+//! * `selection/bin_sums`: the bin sums of every feature (one BGS-s selection pass) at
+//!   10⁵ and 10⁶ rows × 14 features, 256 bins;
+//! * `fit/greedy`: a whole fit (binning included, default λ ratio, tol 1e-2) at
+//!   10⁴ × 8, 10⁵ × 14 and 10⁶ × 14.
+//!
+//! Run with `cargo bench --bench fit` (all cores) or `RAYON_NUM_THREADS=1 cargo bench --bench fit`.
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use fastpcam::binning::{bin_data, BinningParams};
+use fastpcam::params::FitParams;
+use fastpcam::selection::all_bin_sums;
+use fastpcam::solver::fit;
+use ndarray::{Array1, Array2};
+use rand::{Rng, SeedableRng};
+use std::hint::black_box;
+
+/// Black-Smoke-like synthetic data: continuous, few-valued and correlated columns with
+/// piecewise and smooth effects plus noise.
+fn synthetic(n: usize, p: usize) -> (Array2<f64>, Array1<f64>) {
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(42);
+    let mut x = Array2::<f64>::zeros((n, p));
+    for i in 0..n {
+        for j in 0..p {
+            x[[i, j]] = match j % 4 {
+                0 => rng.random::<f64>(),
+                1 => (rng.random_range(0..12)) as f64,
+                2 => if rng.random::<f64>() < 0.6 { 0.0 } else { rng.random::<f64>() * 10.0 },
+                _ => x[[i, j - 3]] + 0.05 * rng.random::<f64>(),
+            };
+        }
+    }
+    let y = Array1::from_shape_fn(n, |i| {
+        let r = x.row(i);
+        (if r[0] > 0.4 { 1.0 } else { 0.0 }) + (r[1.min(p - 1)] / 2.0).sin() + 0.1 * r[2.min(p - 1)] + rng.random::<f64>()
+    });
+    (x, y)
+}
+
+fn bench_selection(c: &mut Criterion) {
+    let mut group = c.benchmark_group("selection");
+    group.sample_size(20);
+    for &n in &[100_000usize, 1_000_000] {
+        let (x, y) = synthetic(n, 14);
+        let data = bin_data(x.view(), None, &BinningParams::default()).unwrap();
+        let resid: Vec<f64> = y.iter().copied().collect();
+        let mut sums: Vec<Vec<f64>> = data.features.iter().map(|f| vec![0.0; f.n_bins()]).collect();
+        group.throughput(Throughput::Elements((n * 14) as u64));
+        group.bench_with_input(BenchmarkId::new("bin_sums", n), &n, |b, _| {
+            b.iter(|| all_bin_sums(black_box(&data), black_box(&resid), &mut sums))
+        });
+    }
+    group.finish();
+}
+
+fn bench_fit(c: &mut Criterion) {
+    let mut group = c.benchmark_group("fit");
+    group.sample_size(10);
+    for &(n, p) in &[(10_000usize, 8usize), (100_000, 14), (1_000_000, 14)] {
+        let (x, y) = synthetic(n, p);
+        let params = FitParams::default();
+        group.bench_with_input(BenchmarkId::new("greedy", format!("{n}x{p}")), &n, |b, _| {
+            b.iter(|| fit(black_box(x.view()), y.view(), None, &params, None).unwrap())
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_selection, bench_fit);
+criterion_main!(benches);

@@ -30,13 +30,21 @@ fn accumulate<C: Code>(codes: &[C], vr: &[f64], out: &mut [f64]) {
     }
 }
 
+/// Below this many code reads (rows × features) a pass runs serially: rayon's overhead
+/// would cost more than it saves.
+pub const PARALLEL_THRESHOLD: usize = 1 << 18;
+
 /// Bin sums of every feature, in parallel over features on the current rayon pool.
 pub fn all_bin_sums(data: &BinnedData, vr: &[f64], out: &mut [Vec<f64>]) {
     let inv_w = 1.0 / data.total_weight;
-    data.features
-        .par_iter()
-        .zip(out.par_iter_mut())
-        .for_each(|(f, o)| bin_sums_into(f, vr, inv_w, o));
+    if data.n_samples * data.n_features() < PARALLEL_THRESHOLD {
+        data.features.iter().zip(out.iter_mut()).for_each(|(f, o)| bin_sums_into(f, vr, inv_w, o));
+    } else {
+        data.features
+            .par_iter()
+            .zip(out.par_iter_mut())
+            .for_each(|(f, o)| bin_sums_into(f, vr, inv_w, o));
+    }
 }
 
 /// BGS-s score of one block and its largest KKT violation.

@@ -20,7 +20,7 @@ use crate::error::{FastError, Result};
 use crate::flsa::{flsa_weighted_unchecked, FlsaWorkspace};
 use crate::model::AdditiveModel;
 use crate::params::{FitParams, Penalty, Selection};
-use crate::selection::{all_bin_sums, bin_sums_into, block_score, select, BlockScore};
+use crate::selection::{all_bin_sums, bin_sums_into, block_score, select, BlockScore, PARALLEL_THRESHOLD};
 use crate::with_codes;
 
 /// Rows per chunk of the parallel residual update (fixed, so results do not depend on the
@@ -275,10 +275,18 @@ impl State {
 
     /// Scores every block from fresh sums; returns the KKT residual's unscaled `max d`.
     fn score_all(&self, lambda: f64, scores: &mut [BlockScore]) -> f64 {
-        scores
-            .par_iter_mut()
-            .zip(self.sums.par_iter().zip(self.beta.par_iter()))
-            .for_each(|(s, (r, b))| *s = block_score(r, b, lambda));
+        let total_bins: usize = self.beta.iter().map(Vec::len).sum();
+        if total_bins < PARALLEL_THRESHOLD / 8 {
+            scores
+                .iter_mut()
+                .zip(self.sums.iter().zip(&self.beta))
+                .for_each(|(s, (r, b))| *s = block_score(r, b, lambda));
+        } else {
+            scores
+                .par_iter_mut()
+                .zip(self.sums.par_iter().zip(self.beta.par_iter()))
+                .for_each(|(s, (r, b))| *s = block_score(r, b, lambda));
+        }
         let block_max = scores.iter().map(|s| s.max_d).fold(0.0, f64::max);
         block_max.max(self.intercept_gradient().abs())
     }
@@ -319,6 +327,23 @@ fn update_chunks<F>(resid: &mut [f64], vresid: &mut [f64], weights: Option<&[f64
 where
     F: Fn(usize, usize) -> f64 + Sync,
 {
+    if resid.len() <= ROW_CHUNK {
+        // One chunk: no thread hand-off.
+        let mut s = 0.0;
+        match weights {
+            None => resid.iter_mut().enumerate().for_each(|(i, ri)| {
+                *ri -= step(0, i);
+                s += *ri * *ri;
+            }),
+            Some(v) => resid.iter_mut().zip(vresid.iter_mut()).enumerate().for_each(|(i, (ri, vri))| {
+                *ri -= step(0, i);
+                *vri = v[i] * *ri;
+                s += *vri * *ri;
+            }),
+        }
+        partials[0] = s;
+        return;
+    }
     match weights {
         None => resid.par_chunks_mut(ROW_CHUNK).zip(partials.par_iter_mut()).enumerate().for_each(
             |(ci, (r, part))| {
