@@ -223,6 +223,9 @@ fn exact_cuts(distinct: &[f64]) -> Vec<f64> {
 /// own and the remaining weight is shared out again among the remaining bins.
 fn quantile_cuts(distinct: &[f64], weights: &[f64], max_bins: usize) -> Vec<f64> {
     let m = distinct.len();
+    if m < 2 {
+        return Vec::new();
+    }
     let mut cuts = Vec::with_capacity(max_bins - 1);
     let mut remaining_weight: f64 = weights.iter().sum();
     let mut remaining_bins = max_bins;
@@ -292,21 +295,28 @@ fn compute_cuts(
     sample: Option<&[usize]>,
 ) -> Vec<f64> {
     let w_at = |i: usize| weights.map_or(1.0, |w| w[i]);
-    let all_rows = || -> Vec<(f64, f64)> { column.iter().enumerate().map(|(i, &x)| (x, w_at(i))).collect() };
+    // Rows of weight 0 count as absent (integer weights act like repeated rows): they create
+    // no bin of their own and fall in the bin of their value like any new value.
+    let all_rows = || -> Vec<(f64, f64)> {
+        column.iter().enumerate().map(|(i, &x)| (x, w_at(i))).filter(|&(_, w)| w > 0.0).collect()
+    };
     let Some(max_bins) = max_bins else {
         let (distinct, _) = distinct_weighted(all_rows());
         return exact_cuts(&distinct);
     };
     let pairs = match sample {
-        Some(rows) => rows.iter().map(|&i| (column[i], w_at(i))).collect(),
+        Some(rows) => rows.iter().map(|&i| (column[i], w_at(i))).filter(|&(_, w)| w > 0.0).collect(),
         None => all_rows(),
     };
     let (distinct, dw) = distinct_weighted(pairs);
     if distinct.len() <= max_bins {
-        if sample.is_none() || column.iter().all(|x| distinct.binary_search_by(|d| d.total_cmp(x)).is_ok() || *x == 0.0)
-        {
+        // `partial_cmp`: -0.0 and 0.0 are one value (finite input, so never `None`).
+        let seen = |(i, x): (usize, &f64)| {
+            w_at(i) == 0.0
+                || distinct.binary_search_by(|d| d.partial_cmp(x).unwrap_or(std::cmp::Ordering::Less)).is_ok()
+        };
+        if sample.is_none() || column.iter().enumerate().all(seen) {
             // Exact: every training value is one of the (sampled) distinct values.
-            // (`0.0 == -0.0`: a signed zero missing from the sample still shares the bin.)
             return exact_cuts(&distinct);
         }
         // The sample missed some values: count on all rows.

@@ -53,7 +53,7 @@ impl AdditiveModel {
     ///
     /// # Errors
     /// [`FastError::LengthMismatch`] if `x` has the wrong number of columns;
-    /// [`FastError::NonFiniteX`] for a NaN (infinite values fall in the end bins).
+    /// [`FastError::NonFiniteX`] for a NaN or infinite value.
     pub fn predict(&self, x: ArrayView2<'_, f64>) -> Result<Vec<f64>> {
         self.check()?;
         let (n, p) = x.dim();
@@ -65,7 +65,7 @@ impl AdditiveModel {
                 reason: "X must have as many features as the data the model was fitted on",
             });
         }
-        if let Some(((row, column), &value)) = x.indexed_iter().find(|(_, v)| v.is_nan()) {
+        if let Some(((row, column), &value)) = x.indexed_iter().find(|(_, v)| !v.is_finite()) {
             return Err(FastError::NonFiniteX { row, column, value });
         }
         let mut out = vec![self.intercept; n];

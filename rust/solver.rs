@@ -411,6 +411,7 @@ pub fn fit_binned(
     let mut n_iter = 0usize;
     let mut fresh = true; // sums of every block are up to date
     let mut last_was_intercept = false;
+    let mut last_kkt: Option<f64> = None; // KKT residual of the current iterate, if known
 
     let stop = loop {
         // In cyclic mode, the KKT residual is evaluated at the start of each sweep.
@@ -422,6 +423,7 @@ pub fn fit_binned(
             }
             let max_d = st.score_all(lambda, &mut scores);
             let kkt = scale(max_d);
+            last_kkt = Some(kkt);
             let elapsed = start.elapsed().as_secs_f64();
             if let Some(cb) = callback.as_mut() {
                 let progress = Progress { n_iter, objective: st.objective(lambda), kkt_residual: kkt, elapsed };
@@ -455,6 +457,7 @@ pub fn fit_binned(
             }
         }
         last_was_intercept = false;
+        last_kkt = None;
 
         let k = match params.selection {
             Selection::Greedy => match select(&scores) {
@@ -501,16 +504,14 @@ pub fn fit_binned(
         history.time.push(start.elapsed().as_secs_f64());
     };
 
-    // Exact residual and objective of the final model, and its KKT residual.
-    for (ri, &yi) in st.resid.iter_mut().zip(y.iter()) {
-        *ri = yi - st.intercept;
-    }
-    for (f, beta) in data.features.iter().zip(&st.beta) {
-        with_codes!(&f.codes, c => st.resid.iter_mut().zip(c).for_each(|(r, &b)| *r -= beta[b.idx()]));
-    }
-    st.loss = weighted_resid_loss(data, &st.resid, &mut st.vresid);
-    st.refresh_all_sums(data);
-    let kkt = scale(st.score_all(lambda, &mut scores));
+    // The KKT residual of the returned model: fresh unless a cyclic sweep stopped midway.
+    let kkt = match last_kkt {
+        Some(kkt) => kkt,
+        None => {
+            st.refresh_all_sums(data);
+            scale(st.score_all(lambda, &mut scores))
+        }
+    };
     let converged = kkt <= params.tol;
     Ok(BinnedFit {
         intercept: st.intercept,

@@ -345,7 +345,13 @@ def lambda_max(
         Target.
     sample_weight : array-like of shape (n_samples,), default=None
         Sample weights.
-    max_bins, random_state, subsample_for_bin, n_jobs
+    max_bins : int or None, default=256
+        As in :class:`FASTRegressor`.
+    random_state : int, default=0
+        As in :class:`FASTRegressor`.
+    subsample_for_bin : int, default=200000
+        As in :class:`FASTRegressor`.
+    n_jobs : int or None, default=None
         As in :class:`FASTRegressor`.
 
     Returns

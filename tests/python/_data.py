@@ -1,0 +1,41 @@
+"""Shared data helpers for the fastpcam Python tests (fixed seeds everywhere)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+DATA_DIR = Path(__file__).resolve().parents[3] / "shared" / "data"
+
+
+def make_additive(n=300, p=3, seed=0, noise=0.3, ties=False):
+    """Random additive regression data: smooth, step and linear shapes plus noise."""
+    rng = np.random.default_rng(seed)
+    if ties:
+        X = rng.integers(0, 12, size=(n, p)).astype(np.float64)
+    else:
+        X = rng.normal(size=(n, p))
+    shapes = [np.sin(2 * X[:, 0])]
+    if p > 1:
+        shapes.append(np.where(X[:, 1] > 0.3, 1.0, -0.5))
+    if p > 2:
+        shapes.append(0.5 * X[:, 2])
+    y = np.sum(shapes, axis=0) + noise * rng.normal(size=n)
+    return X, y
+
+
+def load_dataset(name, n_rows=None, seed=0):
+    """Load ``<shared>/data/<name>.tsv.gz`` (target column "target"), or skip with a reason."""
+    pd = pytest.importorskip("pandas", reason="pandas is needed to read the shared datasets")
+    path = DATA_DIR / f"{name}.tsv.gz"
+    if not DATA_DIR.is_dir():
+        pytest.skip(f"shared data directory {DATA_DIR} does not exist (not in the project checkout)")
+    if not path.is_file():
+        pytest.skip(f"dataset {path} is missing from the shared data directory")
+    df = pd.read_csv(path, sep="\t")
+    if n_rows is not None and n_rows < len(df):
+        df = df.sample(n=n_rows, random_state=seed)
+    y = df.pop("target").to_numpy(dtype=np.float64)
+    return df.to_numpy(dtype=np.float64), y

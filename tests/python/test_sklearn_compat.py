@@ -1,0 +1,101 @@
+"""scikit-learn API compatibility: the estimator checks, clone, pickle, pandas input."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from fastpcam import FASTRegressor
+
+from _data import make_additive
+
+# Every entry needs a written reason; keep this short: only checks that cannot pass by design.
+EXPECTED_FAILED_CHECKS: dict[str, str] = {}
+
+
+def _expected_failed_checks(estimator):
+    return EXPECTED_FAILED_CHECKS
+
+
+@parametrize_with_checks([FASTRegressor()], expected_failed_checks=_expected_failed_checks)
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+def _fitted():
+    X, y = make_additive(n=300, p=4, seed=30)
+    return FASTRegressor(max_bins=32, lambda_ratio=1e-2).fit(X, y), X, y
+
+
+def test_clone_round_trip():
+    m, X, y = _fitted()
+    c = clone(m)
+    assert c.get_params() == m.get_params()
+    assert not hasattr(c, "intercept_")
+    c.fit(X, y)
+    np.testing.assert_array_equal(c.predict(X), m.predict(X))
+
+
+def test_pickle_round_trip():
+    m, X, y = _fitted()
+    m2 = pickle.loads(pickle.dumps(m))
+    np.testing.assert_array_equal(m2.predict(X), m.predict(X))
+    assert m2.intercept_ == m.intercept_
+    assert m2.n_iter_ == m.n_iter_
+    for a, b in zip(m.values_, m2.values_):
+        np.testing.assert_array_equal(a, b)
+    # an unfitted estimator pickles too
+    u = pickle.loads(pickle.dumps(FASTRegressor(lambda_f=0.1, selection="cyclic")))
+    assert u.get_params() == FASTRegressor(lambda_f=0.1, selection="cyclic").get_params()
+
+
+def test_get_set_params_defaults():
+    p = FASTRegressor().get_params()
+    for name in ("lambda_f", "lambda_ratio", "max_bins", "selection", "tol", "max_iter",
+                 "max_time", "n_jobs", "random_state", "verbose"):
+        assert name in p
+    assert p["lambda_f"] is None
+    assert p["lambda_ratio"] == 1e-3
+    assert p["max_bins"] == 256
+    assert p["selection"] == "greedy"
+    m = FASTRegressor().set_params(max_bins=None, selection="cyclic")
+    assert m.max_bins is None and m.selection == "cyclic"
+
+
+def test_pandas_input_sets_feature_names():
+    pd = pytest.importorskip("pandas")
+    X, y = make_additive(n=200, p=3, seed=31)
+    df = pd.DataFrame(X, columns=["age", "income", "rooms"])
+    m = FASTRegressor(max_bins=16).fit(df, pd.Series(y, name="target"))
+    np.testing.assert_array_equal(m.feature_names_in_, ["age", "income", "rooms"])
+    assert m.n_features_in_ == 3
+    np.testing.assert_array_equal(m.predict(df), FASTRegressor(max_bins=16).fit(X, y).predict(X))
+    # numpy input: no feature names
+    assert not hasattr(FASTRegressor(max_bins=16).fit(X, y), "feature_names_in_")
+    # predicting with differently named columns is an error (sklearn convention)
+    with pytest.raises(ValueError, match="feature names"):
+        m.predict(df.rename(columns={"age": "AGE"}))
+    # ... and predicting a fitted-with-names model on a bare array warns
+    with pytest.warns(UserWarning, match="feature names"):
+        m.predict(X)
+
+
+def test_sample_weight_equivalence_positive_weights():
+    """sklearn's weight/repeat equivalence check, without zero weights (see the xfail reason)."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    rng = np.random.RandomState(42)
+    X = rng.rand(15, 30)
+    y = rng.randint(0, 3, size=15).astype(np.float64)
+    sw = rng.randint(1, 5, size=15)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        a = FASTRegressor(tol=1e-12).fit(X.repeat(sw, axis=0), y.repeat(sw))
+        b = FASTRegressor(tol=1e-12).fit(X, y, sample_weight=sw.astype(np.float64))
+    np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-7, atol=1e-9)  # sklearn's tol
