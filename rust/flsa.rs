@@ -201,17 +201,8 @@ pub fn flsa_weighted_unchecked(
     let out = &mut out[..n];
 
     // Pass 1: total weight, weighted sum, number of points of positive weight.
-    let mut sw = 0.0_f64;
-    let mut swy = 0.0_f64;
-    let mut npos = 0_usize;
-    for (&yt, &wt) in y.iter().zip(w) {
-        if wt > 0.0 {
-            sw += wt;
-            swy += wt * yt;
-            npos += 1;
-        }
-    }
-    if npos == 0 || !(sw > 0.0) {
+    let (sw, swy, npos) = weighted_totals(y, w);
+    if npos == 0 || sw <= 0.0 || sw.is_nan() {
         // Invalid input (no positive weight): nothing to fit.
         out.copy_from_slice(y);
         return;
@@ -221,7 +212,7 @@ pub fn flsa_weighted_unchecked(
         out.fill(y[p]);
         return;
     }
-    if !(lambda > 0.0) {
+    if lambda <= 0.0 || lambda.is_nan() {
         out.copy_from_slice(y);
         if npos < n {
             fill_zero_weight(w, out);
@@ -231,23 +222,15 @@ pub fn flsa_weighted_unchecked(
 
     // Pass 2: λ_max; at or above it the solution is the weighted mean.
     let ybar = swy / sw;
-    let mut u = 0.0_f64;
-    let mut lambda_max = 0.0_f64;
-    for (&yt, &wt) in y[..n - 1].iter().zip(w) {
-        if wt > 0.0 {
-            u += wt * (yt - ybar);
-            lambda_max = lambda_max.max(u.abs());
-        }
-    }
+    let lambda_max = lambda_max_centred(&y[..n - 1], &w[..n - 1], ybar);
     if lambda >= lambda_max {
         out.fill(ybar);
         return;
     }
 
     ws.reserve_points(npos);
-    let mut ring = Ring::new(std::mem::take(&mut ws.knots));
     if npos == n {
-        dp(y, w, ybar, lambda, &mut ring, &mut ws.bounds[..n], out);
+        dp(y, w, ybar, lambda, &mut ws.knots, &mut ws.bounds[..n], out);
     } else {
         let mut m = 0;
         for (&yt, &wt) in y.iter().zip(w) {
@@ -257,10 +240,9 @@ pub fn flsa_weighted_unchecked(
                 m += 1;
             }
         }
-        dp(&ws.y[..m], &ws.w[..m], ybar, lambda, &mut ring, &mut ws.bounds[..m], &mut out[..m]);
+        dp(&ws.y[..m], &ws.w[..m], ybar, lambda, &mut ws.knots, &mut ws.bounds[..m], &mut out[..m]);
         expand_in_place(w, m, out);
     }
-    ws.knots = ring.into_buf();
 }
 
 /// Convenience (allocating) form for the Python binding: `weights = None` means unit
@@ -328,6 +310,68 @@ pub fn flsa_kkt_violation(y: &[f64], w: &[f64], lambda: f64, b: &[f64]) -> f64 {
     worse(viol, u.abs())
 }
 
+/// `(Σ w, Σ w·y, #{w > 0})` with four independent accumulators (no conditional: a zero
+/// weight adds exactly 0 for finite `y`).
+fn weighted_totals(y: &[f64], w: &[f64]) -> (f64, f64, usize) {
+    let mut sw = [0.0_f64; 4];
+    let mut swy = [0.0_f64; 4];
+    let mut cnt = [0_usize; 4];
+    let (yc, wc) = (y.chunks_exact(4), w.chunks_exact(4));
+    let (yr, wr) = (yc.remainder(), wc.remainder());
+    for (ys, ws) in yc.zip(wc) {
+        for j in 0..4 {
+            sw[j] += ws[j];
+            swy[j] += ws[j] * ys[j];
+            cnt[j] += usize::from(ws[j] > 0.0);
+        }
+    }
+    for (j, (&yt, &wt)) in yr.iter().zip(wr).enumerate() {
+        sw[j] += wt;
+        swy[j] += wt * yt;
+        cnt[j] += usize::from(wt > 0.0);
+    }
+    (
+        (sw[0] + sw[1]) + (sw[2] + sw[3]),
+        (swy[0] + swy[1]) + (swy[2] + swy[3]),
+        cnt.iter().sum(),
+    )
+}
+
+/// `max_t |u_t|` for the prefix sums `u_t = Σ_{s≤t} w_s (y_s − ȳ)` over all of `y`.
+///
+/// The prefix sum is a serial dependency chain, so the range is cut into four blocks whose
+/// local prefix sums advance in lockstep; each block's extremes are then shifted by the
+/// total of the blocks before it. (Zero weights add exactly 0.)
+fn lambda_max_centred(y: &[f64], w: &[f64], ybar: f64) -> f64 {
+    const K: usize = 4;
+    let m = y.len();
+    let q = m / K;
+    let mut u = [0.0_f64; K];
+    let mut hi = [0.0_f64; K];
+    let mut lo = [0.0_f64; K];
+    for i in 0..q {
+        for j in 0..K {
+            let t = j * q + i;
+            u[j] += w[t] * (y[t] - ybar);
+            hi[j] = if u[j] > hi[j] { u[j] } else { hi[j] };
+            lo[j] = if u[j] < lo[j] { u[j] } else { lo[j] };
+        }
+    }
+    // The tail continues the last block.
+    for t in K * q..m {
+        u[K - 1] += w[t] * (y[t] - ybar);
+        hi[K - 1] = if u[K - 1] > hi[K - 1] { u[K - 1] } else { hi[K - 1] };
+        lo[K - 1] = if u[K - 1] < lo[K - 1] { u[K - 1] } else { lo[K - 1] };
+    }
+    let (mut offset, mut max_u, mut min_u) = (0.0_f64, 0.0_f64, 0.0_f64);
+    for j in 0..K {
+        max_u = max_u.max(offset + hi[j]);
+        min_u = min_u.min(offset + lo[j]);
+        offset += u[j];
+    }
+    max_u.max(-min_u)
+}
+
 /// `max(m, v)` that keeps a NaN once seen.
 #[inline]
 fn worse(m: f64, v: f64) -> f64 {
@@ -370,96 +414,72 @@ fn expand_in_place(w: &[f64], m: usize, out: &mut [f64]) {
     }
 }
 
-/// Power-of-two ring buffer holding the knot deque.
-struct Ring {
-    buf: Vec<Knot>,
-    head: usize,
-    len: usize,
-    mask: usize,
+/// Doubles the power-of-two ring `buf` holding `len` knots from `head`; the knots move to
+/// the front of the new buffer (new head 0). Returns the new mask.
+#[cold]
+#[inline(never)]
+fn grow_ring(buf: &mut Vec<Knot>, head: usize, len: usize) -> usize {
+    let old = buf.len();
+    let cap = (old * 2).max(MIN_RING);
+    let mut grown = Vec::with_capacity(cap);
+    grown.extend((0..len).map(|i| buf[(head + i) & (old - 1)]));
+    grown.resize(cap, Knot::default());
+    *buf = grown;
+    cap - 1
 }
 
-impl Ring {
-    fn new(mut buf: Vec<Knot>) -> Self {
-        if buf.len() < MIN_RING || !buf.len().is_power_of_two() {
-            let cap = buf.len().max(MIN_RING).next_power_of_two();
-            buf.resize(cap, Knot::default());
-        }
-        let mask = buf.len() - 1;
-        Self { buf, head: 0, len: 0, mask }
-    }
-
-    fn into_buf(self) -> Vec<Knot> {
-        self.buf
-    }
-
-    /// The `i`-th knot from the left.
-    #[inline]
-    fn get(&self, i: usize) -> Knot {
-        self.buf[(self.head + i) & self.mask]
-    }
-
-    /// Keeps the knots `lo..hi` only.
-    #[inline]
-    fn keep(&mut self, lo: usize, hi: usize) {
-        self.head = (self.head + lo) & self.mask;
-        self.len = hi - lo;
-    }
-
-    /// Pushes one knot at each end, growing the buffer when needed.
-    #[inline]
-    fn push_both(&mut self, left: Knot, right: Knot) {
-        if self.len + 2 > self.buf.len() {
-            self.grow();
-        }
-        self.head = (self.head + self.mask) & self.mask;
-        self.buf[self.head] = left;
-        self.buf[(self.head + self.len + 1) & self.mask] = right;
-        self.len += 2;
-    }
-
-    #[cold]
-    fn grow(&mut self) {
-        let cap = self.buf.len() * 2;
-        let mut buf = Vec::with_capacity(cap);
-        buf.extend((0..self.len).map(|i| self.get(i)));
-        buf.resize(cap, Knot::default());
-        self.buf = buf;
-        self.head = 0;
-        self.mask = cap - 1;
+/// `v` clamped into `[lo, hi]` (`lo ≤ hi`); a NaN `v` gives `lo`. Two compare-selects, no
+/// panic (unlike `f64::clamp`).
+#[inline]
+fn clamp_into(v: f64, lo: f64, hi: f64) -> f64 {
+    let v = if v > lo { v } else { lo };
+    if v < hi {
+        v
+    } else {
+        hi
     }
 }
 
 /// Johnson's recursion on `n ≥ 2` points of positive weight, centred at `c`; writes
-/// `b + c` into `out`. `bounds` has length `n`.
+/// `b + c` into `out`. `bounds` has length `n`; `buf` is the knot ring (length 0 or a power
+/// of two), grown here when needed.
 fn dp(
     y: &[f64],
     w: &[f64],
     c: f64,
     lam: f64,
-    ring: &mut Ring,
+    buf: &mut Vec<Knot>,
     bounds: &mut [[f64; 2]],
     out: &mut [f64],
 ) {
     let n = y.len();
     debug_assert!(n >= 2 && w.len() == n && bounds.len() == n && out.len() == n);
-    ring.head = 0;
-    ring.len = 0;
+    if buf.len() < MIN_RING || !buf.len().is_power_of_two() {
+        let cap = buf.len().max(MIN_RING).next_power_of_two();
+        buf.resize(cap, Knot::default());
+    }
+    // The deque is buf[(head + i) & mask] for i in 0..len.
+    let mut mask = buf.len() - 1;
+    let mut head = 0_usize;
+    let mut len = 0_usize;
 
-    // End pieces of f_k: f_k(x) = af·x + bf left of all knots, al·x + bl right of them.
+    // End pieces of f_k: f_k(x) = af·x + bf left of all knots, al·x + bl right of them
+    // (the slopes are equal: both are w_k).
     let w0 = w[0];
     let wy0 = w0 * (y[0] - c);
-    let (mut af, mut bf, mut al, mut bl) = (w0, -wy0, w0, -wy0);
+    let (mut aw, mut bf, mut bl) = (w0, -wy0, -wy0);
 
-    for k in 0..n - 1 {
-        let len = ring.len;
-
+    let steps = y[1..].iter().zip(&w[1..]).zip(&mut bounds[..n - 1]);
+    for ((&y_next, &w_next), bound) in steps {
         // t⁻: walk in from the left while f ≤ −λ at the knot.
-        let (mut a_lo, mut b_lo) = (af, bf);
+        let (mut a_lo, mut b_lo) = (aw, bf);
         let mut lo = 0;
         let mut lower = f64::NEG_INFINITY;
+        let mut upper = f64::INFINITY;
         while lo < len {
-            let kn = ring.get(lo);
+            let kn = buf[(head + lo) & mask];
             if a_lo * kn.x + b_lo > -lam {
+                upper = kn.x;
                 break;
             }
             a_lo += kn.a;
@@ -467,24 +487,22 @@ fn dp(
             lower = kn.x;
             lo += 1;
         }
-        let upper = if lo < len {
-            ring.get(lo).x
-        } else {
+        if lo == len {
             // Right of every knot: the exact end piece.
-            a_lo = al;
+            a_lo = aw;
             b_lo = bl;
-            f64::INFINITY
-        };
-        // NaN-safe clamp into [lower, upper] (f64::max/min ignore a NaN operand).
-        let tm = ((-lam - b_lo) / a_lo).max(lower).min(upper);
+        }
+        let tm = clamp_into((-lam - b_lo) / a_lo, lower, upper);
 
         // t⁺: walk in from the right (not past `lo`) while f ≥ λ at the knot.
-        let (mut a_hi, mut b_hi) = (al, bl);
+        let (mut a_hi, mut b_hi) = (aw, bl);
         let mut hi = len;
+        let mut lower2 = tm;
         let mut upper2 = f64::INFINITY;
         while hi > lo {
-            let kn = ring.get(hi - 1);
+            let kn = buf[(head + hi - 1) & mask];
             if a_hi * kn.x + b_hi < lam {
+                lower2 = kn.x;
                 break;
             }
             a_hi -= kn.a;
@@ -492,41 +510,43 @@ fn dp(
             upper2 = kn.x;
             hi -= 1;
         }
-        let lower2 = if hi > lo {
-            ring.get(hi - 1).x
-        } else {
+        if hi == lo {
             // t⁻ and t⁺ lie on the same piece: use one set of coefficients.
             a_hi = a_lo;
             b_hi = b_lo;
-            tm
-        };
-        let tp = ((lam - b_hi) / a_hi).max(lower2).min(upper2);
+        }
+        let tp = clamp_into((lam - b_hi) / a_hi, lower2, upper2);
 
-        // H_k' is −λ left of t⁻, f_k between, +λ right of t⁺.
-        ring.keep(lo, hi);
-        ring.push_both(
-            Knot { x: tm, a: a_lo, b: b_lo + lam },
-            Knot { x: tp, a: -a_hi, b: lam - b_hi },
-        );
-        bounds[k] = [tm, tp];
+        // H_k' is −λ left of t⁻, f_k between, +λ right of t⁺: keep knots lo..hi and add
+        // t⁻ (derivative −λ → a_lo·x + b_lo) and t⁺ (a_hi·x + b_hi → +λ).
+        head = (head + lo) & mask;
+        len = hi - lo;
+        if len + 2 > buf.len() {
+            mask = grow_ring(buf, head, len);
+            head = 0;
+        }
+        head = (head + mask) & mask;
+        buf[head] = Knot { x: tm, a: a_lo, b: b_lo + lam };
+        buf[(head + len + 1) & mask] = Knot { x: tp, a: -a_hi, b: lam - b_hi };
+        len += 2;
+        *bound = [tm, tp];
 
         // f_{k+1} = H_k' + w_{k+1}(x − y_{k+1}).
-        let wk = w[k + 1];
-        let wyk = wk * (y[k + 1] - c);
-        af = wk;
-        bf = -wyk - lam;
-        al = wk;
-        bl = -wyk + lam;
+        let wy = w_next * (y_next - c);
+        aw = w_next;
+        bf = -wy - lam;
+        bl = -wy + lam;
     }
 
     // b_{n−1}: the root of f_{n−1}.
-    let len = ring.len;
-    let (mut a, mut b) = (af, bf);
+    let (mut a, mut b) = (aw, bf);
     let mut i = 0;
     let mut lower = f64::NEG_INFINITY;
+    let mut upper = f64::INFINITY;
     while i < len {
-        let kn = ring.get(i);
+        let kn = buf[(head + i) & mask];
         if a * kn.x + b > 0.0 {
+            upper = kn.x;
             break;
         }
         a += kn.a;
@@ -534,14 +554,11 @@ fn dp(
         lower = kn.x;
         i += 1;
     }
-    let upper = if i < len {
-        ring.get(i).x
-    } else {
-        a = al;
+    if i == len {
+        a = aw;
         b = bl;
-        f64::INFINITY
-    };
-    let mut beta = (-b / a).max(lower).min(upper);
+    }
+    let mut beta = clamp_into(-b / a, lower, upper);
     out[n - 1] = beta + c;
 
     // Back-pointers: b_k = clamp(b_{k+1}, t⁻_k, t⁺_k), copying exactly inside the interval.

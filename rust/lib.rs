@@ -19,6 +19,8 @@
 //!   programme), the exact block update;
 //! * [`binning`] — one binned representation of the data (cut points, compact per-feature
 //!   codes, bin weights) shared by every solver;
+//! * [`blocks`] — the block coordinate descent state (residual, bin sums, exact block update)
+//!   shared by every solver;
 //! * [`selection`] — per-feature bin sums of the residual and the BGS-s scores / KKT residual;
 //! * [`solver`] — greedy (BGS-s) or cyclic block coordinate descent with a KKT stopping rule;
 //! * [`model`] — the fitted additive model and its prediction.
@@ -26,6 +28,7 @@
 //! The PyO3 layer lives in `bindings` behind the `python` feature.
 
 pub mod binning;
+pub mod blocks;
 pub mod error;
 pub mod flsa;
 pub mod model;

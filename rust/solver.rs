@@ -13,19 +13,13 @@
 use std::time::Instant;
 
 use ndarray::{ArrayView1, ArrayView2};
-use rayon::prelude::*;
 
-use crate::binning::{bin_data, BinnedData, Code};
+use crate::binning::{bin_data, BinnedData};
+use crate::blocks::BlockState;
 use crate::error::{FastError, Result};
-use crate::flsa::{flsa_weighted_unchecked, FlsaWorkspace};
 use crate::model::AdditiveModel;
 use crate::params::{FitParams, Penalty, Selection};
-use crate::selection::{all_bin_sums, bin_sums_into, block_score, select, BlockScore, PARALLEL_THRESHOLD};
-use crate::with_codes;
-
-/// Rows per chunk of the parallel residual update (fixed, so results do not depend on the
-/// number of threads).
-const ROW_CHUNK: usize = 1 << 15;
+use crate::selection::{select, BlockScore};
 
 /// One entry per block update.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -191,187 +185,7 @@ pub fn fit(
 /// As [`fit_binned`] for `y`.
 pub fn lambda_max(data: &BinnedData, y: ArrayView1<'_, f64>) -> Result<f64> {
     check_target(y, data.n_samples)?;
-    let state = State::new(data, y);
-    Ok(state.lambda_max())
-}
-
-/// The optimisation state: residual, intercept, blocks, bin sums.
-struct State {
-    intercept: f64,
-    // resid = y − intercept − Σ_j β_j[code_j(i)], kept up to date after every update.
-    resid: Vec<f64>,
-    // v ∘ resid (empty for unit weights: then resid itself is used).
-    vresid: Vec<f64>,
-    beta: Vec<Vec<f64>>,
-    // sums[k][b] = Σ_{code_k(i)=b} v_i resid_i / W.
-    sums: Vec<Vec<f64>>,
-    // Normalised bin weights w_b / W.
-    wn: Vec<Vec<f64>>,
-    // Loss 1/(2W) Σ v r² as of the last pass.
-    loss: f64,
-    // Σ_b |β_{k,b+1} − β_{k,b}| per block.
-    tv: Vec<f64>,
-}
-
-fn weighted_resid_loss(data: &BinnedData, resid: &[f64], vresid: &mut [f64]) -> f64 {
-    let ss: f64 = match &data.weights {
-        Some(v) => {
-            let mut s = 0.0;
-            for ((vr, &r), &w) in vresid.iter_mut().zip(resid).zip(v) {
-                *vr = w * r;
-                s += *vr * r;
-            }
-            s
-        }
-        None => resid.iter().map(|r| r * r).sum(),
-    };
-    0.5 * ss / data.total_weight
-}
-
-impl State {
-    fn new(data: &BinnedData, y: ArrayView1<'_, f64>) -> Self {
-        let n = data.n_samples;
-        let w_total = data.total_weight;
-        let intercept = match &data.weights {
-            Some(v) => y.iter().zip(v).map(|(a, b)| a * b).sum::<f64>() / w_total,
-            None => y.iter().sum::<f64>() / w_total,
-        };
-        let resid: Vec<f64> = y.iter().map(|&yi| yi - intercept).collect();
-        let mut vresid = if data.weights.is_some() { vec![0.0; n] } else { Vec::new() };
-        let loss = weighted_resid_loss(data, &resid, &mut vresid);
-        let p = data.n_features();
-        let beta: Vec<Vec<f64>> = data.features.iter().map(|f| vec![0.0; f.n_bins()]).collect();
-        let wn = data
-            .features
-            .iter()
-            .map(|f| f.bin_weights.iter().map(|w| w / w_total).collect())
-            .collect();
-        let mut state = Self { intercept, resid, vresid, sums: beta.clone(), beta, wn, loss, tv: vec![0.0; p] };
-        state.refresh_all_sums(data);
-        state
-    }
-
-    fn refresh_all_sums(&mut self, data: &BinnedData) {
-        let vr = if self.vresid.is_empty() { &self.resid } else { &self.vresid };
-        all_bin_sums(data, vr, &mut self.sums);
-    }
-
-    fn refresh_sums(&mut self, data: &BinnedData, k: usize) {
-        let vr = if self.vresid.is_empty() { &self.resid } else { &self.vresid };
-        bin_sums_into(&data.features[k], vr, 1.0 / data.total_weight, &mut self.sums[k]);
-    }
-
-    fn lambda_max(&self) -> f64 {
-        self.sums
-            .iter()
-            .zip(&self.beta)
-            .map(|(s, b)| block_score(s, b, 0.0).max_d)
-            .fold(0.0, f64::max)
-    }
-
-    fn objective(&self, lambda: f64) -> f64 {
-        self.loss + lambda * self.tv.iter().sum::<f64>()
-    }
-
-    /// Scores every block from fresh sums; returns the KKT residual's unscaled `max d`.
-    fn score_all(&self, lambda: f64, scores: &mut [BlockScore]) -> f64 {
-        let total_bins: usize = self.beta.iter().map(Vec::len).sum();
-        if total_bins < PARALLEL_THRESHOLD / 8 {
-            scores
-                .iter_mut()
-                .zip(self.sums.iter().zip(&self.beta))
-                .for_each(|(s, (r, b))| *s = block_score(r, b, lambda));
-        } else {
-            scores
-                .par_iter_mut()
-                .zip(self.sums.par_iter().zip(self.beta.par_iter()))
-                .for_each(|(s, (r, b))| *s = block_score(r, b, lambda));
-        }
-        let block_max = scores.iter().map(|s| s.max_d).fold(0.0, f64::max);
-        block_max.max(self.intercept_gradient().abs())
-    }
-
-    /// `Σ_i v_i r_i / W` (the intercept's gradient, up to sign): any feature's bins add up to it.
-    fn intercept_gradient(&self) -> f64 {
-        self.sums.first().map_or(0.0, |s| s.iter().sum())
-    }
-
-    /// Moves the residual's weighted mean into the intercept (no pass needed for the sums).
-    fn intercept_step(&mut self, data: &BinnedData, partials: &mut [f64]) {
-        let s = self.intercept_gradient();
-        self.intercept += s;
-        self.update_resid(data, None, s, partials);
-        for (sums, wn) in self.sums.iter_mut().zip(&self.wn) {
-            sums.iter_mut().zip(wn).for_each(|(r, w)| *r -= s * w);
-        }
-    }
-
-    /// `resid_i −= delta[code_k(i)] + shift` (block `k`, or only the shift), fused with the loss.
-    fn update_resid(&mut self, data: &BinnedData, block: Option<(usize, &[f64])>, shift: f64, partials: &mut [f64]) {
-        let weights = data.weights.as_deref();
-        let vresid = &mut self.vresid;
-        let resid = &mut self.resid;
-        match block {
-            Some((k, delta)) => with_codes!(&data.features[k].codes, c => {
-                update_chunks(resid, vresid, weights, partials, |i0, i| delta[c[i0 + i].idx()] + shift)
-            }),
-            None => update_chunks(resid, vresid, weights, partials, |_, _| shift),
-        }
-        self.loss = 0.5 * partials.iter().sum::<f64>() / data.total_weight;
-    }
-}
-
-/// Parallel over fixed row chunks: `r_i −= step(chunk_start, i_in_chunk)`, `vr_i = v_i r_i`,
-/// and each chunk's `Σ v r²` into `partials` (summed in order afterwards: deterministic).
-fn update_chunks<F>(resid: &mut [f64], vresid: &mut [f64], weights: Option<&[f64]>, partials: &mut [f64], step: F)
-where
-    F: Fn(usize, usize) -> f64 + Sync,
-{
-    if resid.len() <= ROW_CHUNK {
-        // One chunk: no thread hand-off.
-        let mut s = 0.0;
-        match weights {
-            None => resid.iter_mut().enumerate().for_each(|(i, ri)| {
-                *ri -= step(0, i);
-                s += *ri * *ri;
-            }),
-            Some(v) => resid.iter_mut().zip(vresid.iter_mut()).enumerate().for_each(|(i, (ri, vri))| {
-                *ri -= step(0, i);
-                *vri = v[i] * *ri;
-                s += *vri * *ri;
-            }),
-        }
-        partials[0] = s;
-        return;
-    }
-    match weights {
-        None => resid.par_chunks_mut(ROW_CHUNK).zip(partials.par_iter_mut()).enumerate().for_each(
-            |(ci, (r, part))| {
-                let i0 = ci * ROW_CHUNK;
-                let mut s = 0.0;
-                for (i, ri) in r.iter_mut().enumerate() {
-                    *ri -= step(i0, i);
-                    s += *ri * *ri;
-                }
-                *part = s;
-            },
-        ),
-        Some(v) => resid
-            .par_chunks_mut(ROW_CHUNK)
-            .zip(vresid.par_chunks_mut(ROW_CHUNK))
-            .zip(partials.par_iter_mut())
-            .enumerate()
-            .for_each(|(ci, ((r, vr), part))| {
-                let i0 = ci * ROW_CHUNK;
-                let mut s = 0.0;
-                for (i, (ri, vri)) in r.iter_mut().zip(vr.iter_mut()).enumerate() {
-                    *ri -= step(i0, i);
-                    *vri = v[i0 + i] * *ri;
-                    s += *vri * *ri;
-                }
-                *part = s;
-            }),
-    }
+    Ok(BlockState::new(data, y).lambda_max())
 }
 
 /// Fits FAST on binned data. Runs on the current rayon pool.
@@ -389,7 +203,7 @@ pub fn fit_binned(
     check_target(y, data.n_samples)?;
     let start = Instant::now();
     let p = data.n_features();
-    let mut st = State::new(data, y);
+    let mut st = BlockState::new(data, y);
     let lambda_max = st.lambda_max();
     let lambda = match params.lambda {
         Penalty::Absolute(v) => v,
@@ -397,13 +211,7 @@ pub fn fit_binned(
     };
     let scale = |max_d: f64| if lambda > 0.0 { max_d / lambda } else { max_d };
 
-    let max_bins = data.features.iter().map(|f| f.n_bins()).max().unwrap_or(1);
-    let mut ws = FlsaWorkspace::with_capacity(max_bins);
-    let mut z = vec![0.0; max_bins];
-    let mut bnew = vec![0.0; max_bins];
-    let mut delta = vec![0.0; max_bins];
     let mut scores = vec![BlockScore::default(); p];
-    let mut partials = vec![0.0; data.n_samples.div_ceil(ROW_CHUNK)];
     let mut history = History::default();
     // Cyclic order skips one-bin blocks: they never move.
     let movable: Vec<usize> = (0..p).filter(|&k| data.features[k].n_bins() > 1).collect();
@@ -444,7 +252,7 @@ pub fn fit_binned(
             let icpt = st.intercept_gradient().abs();
             let threshold = 0.5 * params.tol * if lambda > 0.0 { lambda } else { 1.0 };
             if !last_was_intercept && icpt > threshold && icpt >= 0.5 * max_d {
-                st.intercept_step(data, &mut partials);
+                st.intercept_step(data);
                 last_was_intercept = true;
                 continue;
             }
@@ -477,26 +285,7 @@ pub fn fit_binned(
                 k
             }
         };
-
-        // Block update: z_b = β_b + (bin mean of the residual) = partial-residual bin means.
-        let nb = data.features[k].n_bins();
-        let (wn, sums, beta) = (&st.wn[k], &st.sums[k], &st.beta[k]);
-        for b in 0..nb {
-            z[b] = if wn[b] > 0.0 { beta[b] + sums[b] / wn[b] } else { beta[b] };
-        }
-        flsa_weighted_unchecked(&z[..nb], &wn[..nb], lambda, &mut ws, &mut bnew[..nb]);
-        for b in 0..nb {
-            delta[b] = bnew[b] - beta[b];
-        }
-        // Centre the block; the intercept takes its weighted mean (the residual is unchanged).
-        let mean: f64 = bnew[..nb].iter().zip(&wn[..nb]).map(|(b, w)| b * w).sum();
-        st.intercept += mean;
-        let beta = &mut st.beta[k];
-        for b in 0..nb {
-            beta[b] = bnew[b] - mean;
-        }
-        st.tv[k] = beta.windows(2).map(|w| (w[1] - w[0]).abs()).sum();
-        st.update_resid(data, Some((k, &delta[..nb])), 0.0, &mut partials);
+        st.update_block(data, k, lambda);
         fresh = false;
         n_iter += 1;
         history.objective.push(st.objective(lambda));

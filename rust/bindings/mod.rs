@@ -92,7 +92,7 @@ fn fit<'py>(
             }
             let Some(cb) = progress.as_ref() else { return true };
             match cb.call1(py, (p.n_iter, p.objective, p.kkt_residual, p.elapsed)) {
-                Ok(ret) => !ret.bind(py).is(&pyo3::types::PyBool::new(py, false)),
+                Ok(ret) => !ret.bind(py).is(pyo3::types::PyBool::new(py, false)),
                 Err(e) => {
                     py_error = Some(e);
                     false
@@ -130,6 +130,7 @@ fn fit<'py>(
 /// `λ_max`: the smallest `λ_f` whose fit is constant.
 #[pyfunction]
 #[pyo3(signature = (x, y, sample_weight=None, *, max_bins, random_state, bin_sample_size, n_jobs=None))]
+#[allow(clippy::too_many_arguments)]
 fn lambda_max<'py>(
     py: Python<'py>,
     x: PyReadonlyArray2<'py, f64>,

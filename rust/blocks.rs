@@ -1,0 +1,291 @@
+//! The block coordinate descent state shared by every FAST solver (dense GBCD, cyclic
+//! sweeps, the sparse algorithms): intercept, blocks, residual, bin sums, and the exact block
+//! update (DESIGN §2).
+//!
+//! Invariants, kept after every operation:
+//! * `resid_i = y_i − intercept − Σ_j β_j[code_j(i)]` (up to rounding);
+//! * every block is centred, `Σ_b w_b β_{j,b} = 0`: a block update moves its weighted mean
+//!   into the intercept, which leaves the residual unchanged;
+//! * `loss = 1/(2W) Σ v_i resid_i²` as of the last residual pass, `tv[j] = Σ_b |Δβ_{j,b}|`.
+//!
+//! Bin sums (`sums[j][b] = Σ_{code_j(i)=b} v_i resid_i / W`) are refreshed on demand: a block
+//! update makes every other block's sums stale.
+
+use ndarray::ArrayView1;
+use rayon::prelude::*;
+
+use crate::binning::{BinnedData, Code};
+use crate::flsa::{flsa_weighted_unchecked, FlsaWorkspace};
+use crate::selection::{all_bin_sums, bin_sums_into, block_score, BlockScore, PARALLEL_THRESHOLD};
+use crate::with_codes;
+
+/// Rows per chunk of the parallel residual update (fixed, so results do not depend on the
+/// number of threads).
+const ROW_CHUNK: usize = 1 << 15;
+
+/// The optimisation state: intercept, blocks, residual, bin sums and reusable buffers.
+#[derive(Debug, Clone)]
+pub struct BlockState {
+    /// The intercept `c`.
+    pub intercept: f64,
+    /// `β_j`, one value per bin, centred.
+    pub beta: Vec<Vec<f64>>,
+    /// `sums[j][b] = Σ_{code_j(i)=b} v_i resid_i / W` (fresh only after a refresh).
+    pub sums: Vec<Vec<f64>>,
+    /// `1/(2W) Σ v r²` as of the last residual pass.
+    pub loss: f64,
+    /// `Σ_b |β_{j,b+1} − β_{j,b}|` per block.
+    pub tv: Vec<f64>,
+    // resid = y − intercept − Σ_j β_j[code_j(i)].
+    resid: Vec<f64>,
+    // v ∘ resid (empty for unit weights: then resid itself is used).
+    vresid: Vec<f64>,
+    // Normalised bin weights w_b / W.
+    wn: Vec<Vec<f64>>,
+    // Buffers of the block update and the residual pass.
+    ws: FlsaWorkspace,
+    z: Vec<f64>,
+    bnew: Vec<f64>,
+    delta: Vec<f64>,
+    partials: Vec<f64>,
+}
+
+fn weighted_resid_loss(data: &BinnedData, resid: &[f64], vresid: &mut [f64]) -> f64 {
+    let ss: f64 = match &data.weights {
+        Some(v) => {
+            let mut s = 0.0;
+            for ((vr, &r), &w) in vresid.iter_mut().zip(resid).zip(v) {
+                *vr = w * r;
+                s += *vr * r;
+            }
+            s
+        }
+        None => resid.iter().map(|r| r * r).sum(),
+    };
+    0.5 * ss / data.total_weight
+}
+
+impl BlockState {
+    /// The constant model: intercept = weighted mean of `y`, every block 0. Sums are fresh.
+    /// `y` must have `data.n_samples` finite entries.
+    pub fn new(data: &BinnedData, y: ArrayView1<'_, f64>) -> Self {
+        let beta: Vec<Vec<f64>> = data.features.iter().map(|f| vec![0.0; f.n_bins()]).collect();
+        Self::with_start(data, y, beta)
+    }
+
+    /// A warm start from given blocks (one value per bin each; they are centred here, their
+    /// means going into the intercept). Sums are fresh.
+    pub fn with_start(data: &BinnedData, y: ArrayView1<'_, f64>, mut beta: Vec<Vec<f64>>) -> Self {
+        let n = data.n_samples;
+        let w_total = data.total_weight;
+        let wn: Vec<Vec<f64>> =
+            data.features.iter().map(|f| f.bin_weights.iter().map(|w| w / w_total).collect()).collect();
+        let warm = beta.iter().flatten().any(|&v| v != 0.0);
+        let intercept = match &data.weights {
+            Some(v) => y.iter().zip(v).map(|(a, b)| a * b).sum::<f64>() / w_total,
+            None => y.iter().sum::<f64>() / w_total,
+        };
+        for (b, w) in beta.iter_mut().zip(&wn) {
+            let m: f64 = b.iter().zip(w).map(|(b, w)| b * w).sum();
+            b.iter_mut().for_each(|v| *v -= m);
+        }
+        let mut resid: Vec<f64> = y.iter().map(|&yi| yi - intercept).collect();
+        for (f, b) in data.features.iter().zip(&beta) {
+            if b.iter().any(|&v| v != 0.0) {
+                with_codes!(&f.codes, c => resid.iter_mut().zip(c).for_each(|(r, &k)| *r -= b[k.idx()]));
+            }
+        }
+        let mut vresid = if data.weights.is_some() { vec![0.0; n] } else { Vec::new() };
+        let loss = weighted_resid_loss(data, &resid, &mut vresid);
+        let tv = beta.iter().map(|b| total_variation(b)).collect();
+        let max_bins = data.features.iter().map(|f| f.n_bins()).max().unwrap_or(1);
+        let mut state = Self {
+            intercept,
+            sums: beta.clone(),
+            beta,
+            loss,
+            tv,
+            resid,
+            vresid,
+            wn,
+            ws: FlsaWorkspace::with_capacity(max_bins),
+            z: vec![0.0; max_bins],
+            bnew: vec![0.0; max_bins],
+            delta: vec![0.0; max_bins],
+            partials: vec![0.0; n.div_ceil(ROW_CHUNK).max(1)],
+        };
+        state.refresh_all_sums(data);
+        // A warm start's residual need not have weighted mean 0: the intercept takes it.
+        if warm {
+            state.intercept_step(data);
+        }
+        state
+    }
+
+    /// Recomputes every block's bin sums (one pass per feature, parallel over features).
+    pub fn refresh_all_sums(&mut self, data: &BinnedData) {
+        let vr = if self.vresid.is_empty() { &self.resid } else { &self.vresid };
+        all_bin_sums(data, vr, &mut self.sums);
+    }
+
+    /// Recomputes block `k`'s bin sums (one pass).
+    pub fn refresh_sums(&mut self, data: &BinnedData, k: usize) {
+        let vr = if self.vresid.is_empty() { &self.resid } else { &self.vresid };
+        bin_sums_into(&data.features[k], vr, 1.0 / data.total_weight, &mut self.sums[k]);
+    }
+
+    /// `max_{k,t} |g_{k,t}|` from fresh sums: at the constant model this is `λ_max`.
+    pub fn lambda_max(&self) -> f64 {
+        self.sums.iter().zip(&self.beta).map(|(s, b)| block_score(s, b, 0.0).max_d).fold(0.0, f64::max)
+    }
+
+    /// `F = loss + λ Σ tv`.
+    pub fn objective(&self, lambda: f64) -> f64 {
+        self.loss + lambda * self.tv.iter().sum::<f64>()
+    }
+
+    /// Scores every block from fresh sums; returns the KKT residual's unscaled `max d`
+    /// (including the intercept's stationarity).
+    pub fn score_all(&self, lambda: f64, scores: &mut [BlockScore]) -> f64 {
+        let total_bins: usize = self.beta.iter().map(Vec::len).sum();
+        if total_bins < PARALLEL_THRESHOLD / 8 {
+            scores
+                .iter_mut()
+                .zip(self.sums.iter().zip(&self.beta))
+                .for_each(|(s, (r, b))| *s = block_score(r, b, lambda));
+        } else {
+            scores
+                .par_iter_mut()
+                .zip(self.sums.par_iter().zip(self.beta.par_iter()))
+                .for_each(|(s, (r, b))| *s = block_score(r, b, lambda));
+        }
+        let block_max = scores.iter().map(|s| s.max_d).fold(0.0, f64::max);
+        block_max.max(self.intercept_gradient().abs())
+    }
+
+    /// `Σ_i v_i r_i / W` from block 0's sums (every block's sums add up to it).
+    pub fn intercept_gradient(&self) -> f64 {
+        self.sums.first().map_or(0.0, |s| s.iter().sum())
+    }
+
+    /// Moves the residual's weighted mean into the intercept (sums stay fresh if they were).
+    pub fn intercept_step(&mut self, data: &BinnedData) {
+        let s = self.intercept_gradient();
+        self.intercept += s;
+        self.update_resid(data, None, s);
+        for (sums, wn) in self.sums.iter_mut().zip(&self.wn) {
+            sums.iter_mut().zip(wn).for_each(|(r, w)| *r -= s * w);
+        }
+    }
+
+    /// Exact update of block `k` (weighted FLSA on its partial-residual bin means). Needs
+    /// block `k`'s sums fresh; leaves every block's sums stale.
+    pub fn update_block(&mut self, data: &BinnedData, k: usize, lambda: f64) {
+        let nb = data.features[k].n_bins();
+        let (wn, sums, beta) = (&self.wn[k], &self.sums[k], &self.beta[k]);
+        for b in 0..nb {
+            // z_b = β_b + (bin mean of the residual) = the partial residual's bin mean.
+            self.z[b] = if wn[b] > 0.0 { beta[b] + sums[b] / wn[b] } else { beta[b] };
+        }
+        flsa_weighted_unchecked(&self.z[..nb], &wn[..nb], lambda, &mut self.ws, &mut self.bnew[..nb]);
+        let new = std::mem::take(&mut self.bnew);
+        self.set_block(data, k, &new[..nb]);
+        self.bnew = new;
+    }
+
+    /// Sets block `k` to `values` (centred here, the mean going into the intercept) and
+    /// updates the residual. Leaves every block's sums stale.
+    pub fn set_block(&mut self, data: &BinnedData, k: usize, values: &[f64]) {
+        let nb = values.len();
+        let beta = &self.beta[k];
+        for b in 0..nb {
+            self.delta[b] = values[b] - beta[b];
+        }
+        let mean: f64 = values.iter().zip(&self.wn[k]).map(|(b, w)| b * w).sum();
+        self.intercept += mean;
+        let beta = &mut self.beta[k];
+        for b in 0..nb {
+            beta[b] = values[b] - mean;
+        }
+        self.tv[k] = total_variation(beta);
+        let delta = std::mem::take(&mut self.delta);
+        self.update_resid(data, Some((k, &delta[..nb])), 0.0);
+        self.delta = delta;
+    }
+
+    /// Whether block `k` is flat (all zero once centred).
+    pub fn block_is_zero(&self, k: usize) -> bool {
+        self.beta[k].iter().all(|&v| v == 0.0)
+    }
+
+    /// `resid_i −= delta[code_k(i)] + shift` (block `k`, or only the shift), fused with the loss.
+    fn update_resid(&mut self, data: &BinnedData, block: Option<(usize, &[f64])>, shift: f64) {
+        let weights = data.weights.as_deref();
+        let (resid, vresid, partials) = (&mut self.resid, &mut self.vresid, &mut self.partials);
+        match block {
+            Some((k, delta)) => with_codes!(&data.features[k].codes, c => {
+                update_chunks(resid, vresid, weights, partials, |i0, i| delta[c[i0 + i].idx()] + shift)
+            }),
+            None => update_chunks(resid, vresid, weights, partials, |_, _| shift),
+        }
+        self.loss = 0.5 * self.partials.iter().sum::<f64>() / data.total_weight;
+    }
+}
+
+/// `Σ_b |β_{b+1} − β_b|`.
+pub fn total_variation(beta: &[f64]) -> f64 {
+    beta.windows(2).map(|w| (w[1] - w[0]).abs()).sum()
+}
+/// Parallel over fixed row chunks: `r_i −= step(chunk_start, i_in_chunk)`, `vr_i = v_i r_i`,
+/// and each chunk's `Σ v r²` into `partials` (summed in order afterwards: deterministic).
+fn update_chunks<F>(resid: &mut [f64], vresid: &mut [f64], weights: Option<&[f64]>, partials: &mut [f64], step: F)
+where
+    F: Fn(usize, usize) -> f64 + Sync,
+{
+    if resid.len() <= ROW_CHUNK {
+        // One chunk: no thread hand-off.
+        let mut s = 0.0;
+        match weights {
+            None => resid.iter_mut().enumerate().for_each(|(i, ri)| {
+                *ri -= step(0, i);
+                s += *ri * *ri;
+            }),
+            Some(v) => resid.iter_mut().zip(vresid.iter_mut()).enumerate().for_each(|(i, (ri, vri))| {
+                *ri -= step(0, i);
+                *vri = v[i] * *ri;
+                s += *vri * *ri;
+            }),
+        }
+        partials[0] = s;
+        return;
+    }
+    match weights {
+        None => resid.par_chunks_mut(ROW_CHUNK).zip(partials.par_iter_mut()).enumerate().for_each(
+            |(ci, (r, part))| {
+                let i0 = ci * ROW_CHUNK;
+                let mut s = 0.0;
+                for (i, ri) in r.iter_mut().enumerate() {
+                    *ri -= step(i0, i);
+                    s += *ri * *ri;
+                }
+                *part = s;
+            },
+        ),
+        Some(v) => resid
+            .par_chunks_mut(ROW_CHUNK)
+            .zip(vresid.par_chunks_mut(ROW_CHUNK))
+            .zip(partials.par_iter_mut())
+            .enumerate()
+            .for_each(|(ci, ((r, vr), part))| {
+                let i0 = ci * ROW_CHUNK;
+                let mut s = 0.0;
+                for (i, (ri, vri)) in r.iter_mut().zip(vr.iter_mut()).enumerate() {
+                    *ri -= step(i0, i);
+                    *vri = v[i0 + i] * *ri;
+                    s += *vri * *ri;
+                }
+                *part = s;
+            }),
+    }
+}
+
