@@ -93,7 +93,8 @@ impl FlsaWorkspace {
     }
 
     /// A workspace with room for signals of up to `n` points: no solve of length `≤ n`
-    /// allocates. Uses about `80·n` bytes.
+    /// allocates. It reserves the worst case (`2n` knots), about `80·n`–`130·n` bytes; for
+    /// very long signals a [`FlsaWorkspace::new`] warmed up by one solve is leaner.
     ///
     /// # Errors
     /// None.

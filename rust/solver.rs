@@ -197,14 +197,54 @@ pub fn fit_binned(
     data: &BinnedData,
     y: ArrayView1<'_, f64>,
     params: &FitParams,
+    callback: Option<Callback<'_>>,
+) -> Result<BinnedFit> {
+    fit_binned_from(data, y, params, None, callback)
+}
+
+/// [`fit_binned`] warm-started from given blocks `init` (one value per bin for every
+/// feature, e.g. the solution at a nearby `λ_f`); `None` starts from the constant model.
+///
+/// # Errors
+/// As [`fit_binned`], and [`FastError::LengthMismatch`] if `init` does not match the bins.
+pub fn fit_binned_from(
+    data: &BinnedData,
+    y: ArrayView1<'_, f64>,
+    params: &FitParams,
+    init: Option<Vec<Vec<f64>>>,
     mut callback: Option<Callback<'_>>,
 ) -> Result<BinnedFit> {
     params.check()?;
     check_target(y, data.n_samples)?;
     let start = Instant::now();
     let p = data.n_features();
-    let mut st = BlockState::new(data, y);
-    let lambda_max = st.lambda_max();
+    let (mut st, lambda_max) = match init {
+        None => {
+            let st = BlockState::new(data, y);
+            let lambda_max = st.lambda_max();
+            (st, lambda_max)
+        }
+        Some(init) => {
+            if init.len() != p {
+                return Err(FastError::LengthMismatch {
+                    what: "initial values",
+                    expected: p,
+                    got: init.len(),
+                    reason: "one array per feature",
+                });
+            }
+            for (j, (b, f)) in init.iter().zip(&data.features).enumerate() {
+                if b.len() != f.n_bins() || b.iter().any(|v| !v.is_finite()) {
+                    return Err(FastError::InvalidParameter {
+                        name: "initial values",
+                        message: "must hold one finite value per bin",
+                        value: format!("feature {j}: {} values for {} bins", b.len(), f.n_bins()),
+                    });
+                }
+            }
+            (BlockState::with_start(data, y, init), BlockState::new(data, y).lambda_max())
+        }
+    };
     let lambda = match params.lambda {
         Penalty::Absolute(v) => v,
         Penalty::Relative(r) => r * lambda_max,
@@ -309,4 +349,20 @@ pub fn fit_binned(
         report: FitReport { n_iter, converged, kkt_residual: kkt, objective: st.objective(lambda), stop, history },
         values: st.beta,
     })
+}
+
+/// Fits a path of penalties on the same binned data, each fit warm-started from the previous
+/// one (sort `lambdas` decreasingly for the usual path from `λ_max` down). `params.lambda`
+/// is ignored: each entry of `lambdas` is an absolute `λ_f`.
+///
+/// # Errors
+/// As [`fit_binned`]; [`FastError::InvalidPenalty`] for a negative or non-finite `λ_f`.
+pub fn fit_path(data: &BinnedData, y: ArrayView1<'_, f64>, lambdas: &[f64], params: &FitParams) -> Result<Vec<BinnedFit>> {
+    let mut out: Vec<BinnedFit> = Vec::with_capacity(lambdas.len());
+    for &lambda in lambdas {
+        let prm = FitParams { lambda: Penalty::Absolute(lambda), ..params.clone() };
+        let init = out.last().map(|f| f.values.clone());
+        out.push(fit_binned_from(data, y, &prm, init, None)?);
+    }
+    Ok(out)
 }

@@ -2,7 +2,7 @@
 
 use fastpcam::binning::{bin_data, BinningParams};
 use fastpcam::params::{FitParams, Penalty, Selection};
-use fastpcam::solver::{fit, fit_binned, lambda_max, with_threads, Fit};
+use fastpcam::solver::{fit, fit_binned, fit_binned_from, fit_path, lambda_max, with_threads, Fit};
 use ndarray::{Array1, Array2};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -258,4 +258,28 @@ fn serial_equals_parallel_across_row_chunks() {
     let a = run(1);
     assert!(a.report.n_iter > 10);
     assert_eq!(a, run(2));
+}
+
+#[test]
+fn warm_starts_reach_the_cold_optimum_faster() {
+    let (x, y) = data(4_000, 5, 13, 60);
+    let d = bin_data(x.view(), None, &BinningParams::default()).unwrap();
+    let lmax = lambda_max(&d, y.view()).unwrap();
+    let lambdas: Vec<f64> = (0..6).map(|i| lmax * 10f64.powf(-0.6 * i as f64)).collect();
+    let prm = params(Penalty::Absolute(0.0), Selection::Greedy, 1e-8, None);
+    let path = fit_path(&d, y.view(), &lambdas, &prm).unwrap();
+    assert_eq!(path.len(), lambdas.len());
+    let (mut warm_iters, mut cold_iters) = (0, 0);
+    for (f, &l) in path.iter().zip(&lambdas) {
+        let cold = fit_binned(&d, y.view(), &FitParams { lambda: Penalty::Absolute(l), ..prm.clone() }, None).unwrap();
+        assert!(f.report.converged);
+        assert!((f.lambda_max - lmax).abs() <= 1e-12 * lmax, "λ_max is the constant model's");
+        assert!((f.report.objective - cold.report.objective).abs() <= 1e-9 * cold.report.objective);
+        warm_iters += f.report.n_iter;
+        cold_iters += cold.report.n_iter;
+    }
+    assert!(warm_iters < cold_iters, "warm {warm_iters} vs cold {cold_iters}");
+    // A bad warm start is an error, not a panic.
+    let bad = vec![vec![0.0; 3]; 5];
+    assert!(fit_binned_from(&d, y.view(), &prm, Some(bad), None).is_err());
 }

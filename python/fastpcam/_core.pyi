@@ -45,6 +45,37 @@ def fit(
     progress: Optional[Callable[[int, float, float, float], object]] = None,
     progress_interval: float = 1.0,
 ) -> FitOutput: ...
+class PathFit(TypedDict):
+    lambda_f: float
+    intercept: float
+    values: list[npt.NDArray[np.float64]]
+    n_iter: int
+    converged: bool
+    kkt_residual: float
+    objective: float
+
+class PathOutput(TypedDict):
+    cuts: list[npt.NDArray[np.float64]]
+    bin_weights: list[npt.NDArray[np.float64]]
+    lambda_max: float
+    fits: list[PathFit]
+
+def fit_path(
+    x: npt.NDArray[np.float64],
+    y: npt.NDArray[np.float64],
+    sample_weight: Optional[npt.NDArray[np.float64]] = None,
+    *,
+    lambdas: list[float],
+    relative: bool,
+    max_bins: Optional[int],
+    selection: str,
+    tol: float,
+    max_iter: int,
+    max_time: Optional[float],
+    n_jobs: Optional[int],
+    random_state: int,
+    bin_sample_size: int,
+) -> PathOutput: ...
 def lambda_max(
     x: npt.NDArray[np.float64],
     y: npt.NDArray[np.float64],

@@ -127,6 +127,103 @@ fn fit<'py>(
     })
 }
 
+/// One fit of a path.
+#[derive(IntoPyObject)]
+struct PathFit<'py> {
+    lambda_f: f64,
+    intercept: f64,
+    values: Vec<Bound<'py, PyArray1<f64>>>,
+    n_iter: usize,
+    converged: bool,
+    kkt_residual: f64,
+    objective: f64,
+}
+
+/// What `fit_path` returns: the shared bins and one fit per penalty.
+#[derive(IntoPyObject)]
+struct PathOutput<'py> {
+    cuts: Vec<Bound<'py, PyArray1<f64>>>,
+    bin_weights: Vec<Bound<'py, PyArray1<f64>>>,
+    lambda_max: f64,
+    fits: Vec<PathFit<'py>>,
+}
+
+/// A warm-started path of fits over penalties (absolute, or relative to `λ_max`).
+#[pyfunction]
+#[pyo3(signature = (x, y, sample_weight=None, *, lambdas, relative, max_bins, selection, tol, max_iter,
+                    max_time, n_jobs, random_state, bin_sample_size))]
+#[allow(clippy::too_many_arguments)]
+fn fit_path<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, f64>,
+    y: PyReadonlyArray1<'py, f64>,
+    sample_weight: Option<PyReadonlyArray1<'py, f64>>,
+    lambdas: Vec<f64>,
+    relative: bool,
+    max_bins: Option<usize>,
+    selection: &str,
+    tol: f64,
+    max_iter: usize,
+    max_time: Option<f64>,
+    n_jobs: Option<usize>,
+    random_state: u64,
+    bin_sample_size: usize,
+) -> PyResult<PathOutput<'py>> {
+    let params = FitParams {
+        lambda: Penalty::Absolute(0.0),
+        selection: selection.parse::<Selection>()?,
+        tol,
+        max_iter,
+        max_time,
+        binning: binning_params(max_bins, random_state, bin_sample_size),
+    };
+    params.check()?;
+    for &l in &lambdas {
+        if !(l.is_finite() && l >= 0.0) {
+            return Err(crate::FastError::InvalidPenalty { name: "lambdas", value: l }.into());
+        }
+    }
+    let (x, y) = (x.as_array(), y.as_array());
+    let w: Option<Vec<f64>> = sample_weight.map(|w| w.as_array().to_vec());
+    if y.len() != x.nrows() {
+        return Err(crate::FastError::LengthMismatch {
+            what: "y",
+            expected: x.nrows(),
+            got: y.len(),
+            reason: "one target per row of X",
+        }
+        .into());
+    }
+    let (data, lmax, fits) = py.detach(|| {
+        no_panic("fit_path", || {
+            solver::with_threads(n_jobs, || -> crate::Result<_> {
+                let data = bin_data(x, w.as_deref(), &params.binning)?;
+                let lmax = solver::lambda_max(&data, y)?;
+                let absolute: Vec<f64> = if relative { lambdas.iter().map(|r| r * lmax).collect() } else { lambdas.clone() };
+                let fits = solver::fit_path(&data, y, &absolute, &params)?;
+                Ok((data, lmax, fits))
+            })
+        })
+    })???;
+    Ok(PathOutput {
+        cuts: arrays(py, data.features.iter().map(|f| f.cuts.clone()).collect()),
+        bin_weights: arrays(py, data.features.into_iter().map(|f| f.bin_weights).collect()),
+        lambda_max: lmax,
+        fits: fits
+            .into_iter()
+            .map(|f| PathFit {
+                lambda_f: f.lambda_f,
+                intercept: f.intercept,
+                values: arrays(py, f.values),
+                n_iter: f.report.n_iter,
+                converged: f.report.converged,
+                kkt_residual: f.report.kkt_residual,
+                objective: f.report.objective,
+            })
+            .collect(),
+    })
+}
+
 /// `λ_max`: the smallest `λ_f` whose fit is constant.
 #[pyfunction]
 #[pyo3(signature = (x, y, sample_weight=None, *, max_bins, random_state, bin_sample_size, n_jobs=None))]
@@ -205,6 +302,7 @@ fn flsa<'py>(
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fit, m)?)?;
     m.add_function(wrap_pyfunction!(lambda_max, m)?)?;
+    m.add_function(wrap_pyfunction!(fit_path, m)?)?;
     m.add_function(wrap_pyfunction!(predict, m)?)?;
     m.add_function(wrap_pyfunction!(flsa, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
