@@ -26,14 +26,23 @@ fn synthetic(n: usize, p: usize) -> (Array2<f64>, Array1<f64>) {
             x[[i, j]] = match j % 4 {
                 0 => rng.random::<f64>(),
                 1 => (rng.random_range(0..12)) as f64,
-                2 => if rng.random::<f64>() < 0.6 { 0.0 } else { rng.random::<f64>() * 10.0 },
+                2 => {
+                    if rng.random::<f64>() < 0.6 {
+                        0.0
+                    } else {
+                        rng.random::<f64>() * 10.0
+                    }
+                }
                 _ => x[[i, j - 3]] + 0.05 * rng.random::<f64>(),
             };
         }
     }
     let y = Array1::from_shape_fn(n, |i| {
         let r = x.row(i);
-        (if r[0] > 0.4 { 1.0 } else { 0.0 }) + (r[1.min(p - 1)] / 2.0).sin() + 0.1 * r[2.min(p - 1)] + rng.random::<f64>()
+        (if r[0] > 0.4 { 1.0 } else { 0.0 })
+            + (r[1.min(p - 1)] / 2.0).sin()
+            + 0.1 * r[2.min(p - 1)]
+            + rng.random::<f64>()
     });
     (x, y)
 }
@@ -45,7 +54,11 @@ fn bench_selection(c: &mut Criterion) {
         let (x, y) = synthetic(n, 14);
         let data = bin_data(x.view(), None, &BinningParams::default()).unwrap();
         let resid: Vec<f64> = y.iter().copied().collect();
-        let mut sums: Vec<Vec<f64>> = data.features.iter().map(|f| vec![0.0; f.n_bins()]).collect();
+        let mut sums: Vec<Vec<f64>> = data
+            .features
+            .iter()
+            .map(|f| vec![0.0; f.n_bins()])
+            .collect();
         group.throughput(Throughput::Elements((n * 14) as u64));
         group.bench_with_input(BenchmarkId::new("bin_sums", n), &n, |b, _| {
             b.iter(|| all_bin_sums(black_box(&data), black_box(&resid), &mut sums))
@@ -60,9 +73,11 @@ fn bench_fit(c: &mut Criterion) {
     for &(n, p) in &[(10_000usize, 8usize), (100_000, 14), (1_000_000, 14)] {
         let (x, y) = synthetic(n, p);
         let params = FitParams::default();
-        group.bench_with_input(BenchmarkId::new("greedy", format!("{n}x{p}")), &n, |b, _| {
-            b.iter(|| fit(black_box(x.view()), y.view(), None, &params, None).unwrap())
-        });
+        group.bench_with_input(
+            BenchmarkId::new("greedy", format!("{n}x{p}")),
+            &n,
+            |b, _| b.iter(|| fit(black_box(x.view()), y.view(), None, &params, None).unwrap()),
+        );
     }
     group.finish();
 }

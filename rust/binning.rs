@@ -103,19 +103,30 @@ impl Codes {
 }
 
 /// One binned feature: its cut points, the code of every row and the total weight per bin.
+///
+/// Bins `0 … cuts.len()` form the ordered *chain* of non-missing values (fused by the
+/// penalty). When the training column had missing values (NaN), one more bin, the *missing
+/// bin*, comes last (code `cuts.len() + 1`): it has its own value and no jump penalty
+/// (DESIGN §8).
 #[derive(Debug, Clone, PartialEq)]
 pub struct BinnedFeature {
     /// Increasing cut points; `cuts[t]` is the inclusive lower bound of bin `t + 1`.
     pub cuts: Vec<f64>,
     /// Bin of every row.
     pub codes: Codes,
-    /// `w_b = Σ_{code(i)=b} v_i`, one entry per bin.
+    /// `w_b = Σ_{code(i)=b} v_i`, one entry per bin (chain bins, then the missing bin).
     pub bin_weights: Vec<f64>,
+    /// Whether the last bin is the missing bin.
+    pub missing: bool,
 }
 
 impl BinnedFeature {
-    /// Number of bins (`cuts.len() + 1`).
+    /// Number of bins, the missing bin included.
     pub fn n_bins(&self) -> usize {
+        self.n_chain() + usize::from(self.missing)
+    }
+    /// Number of bins of the chain of non-missing values (`cuts.len() + 1`).
+    pub fn n_chain(&self) -> usize {
         self.cuts.len() + 1
     }
 }
@@ -149,11 +160,18 @@ pub struct BinningParams {
     pub sample_size: usize,
     /// Seed of the sample.
     pub random_state: u64,
+    /// User-supplied cut points per feature (`None` entries are computed); empty: none.
+    pub user_cuts: Vec<Option<Vec<f64>>>,
 }
 
 impl Default for BinningParams {
     fn default() -> Self {
-        Self { max_bins: Some(256), sample_size: DEFAULT_BIN_SAMPLE_SIZE, random_state: 0 }
+        Self {
+            max_bins: Some(256),
+            sample_size: DEFAULT_BIN_SAMPLE_SIZE,
+            random_state: 0,
+            user_cuts: Vec::new(),
+        }
     }
 }
 
@@ -170,6 +188,17 @@ impl BinningParams {
                     message: "must be an integer >= 2 (or None for exact bins)",
                     value: b.to_string(),
                 });
+            }
+        }
+        for (j, cuts) in self.user_cuts.iter().enumerate() {
+            if let Some(c) = cuts {
+                if c.iter().any(|v| !v.is_finite()) || c.windows(2).any(|w| !(w[0] < w[1])) {
+                    return Err(FastError::InvalidParameter {
+                        name: "bins",
+                        message: "must hold finite, strictly increasing cut points",
+                        value: format!("feature {j}: {c:?}"),
+                    });
+                }
             }
         }
         if self.sample_size < 2 {
@@ -215,7 +244,10 @@ fn distinct_weighted(mut pairs: Vec<(f64, f64)>) -> (Vec<f64>, Vec<f64>) {
 
 /// Cut points between every pair of adjacent distinct values (exact bins).
 fn exact_cuts(distinct: &[f64]) -> Vec<f64> {
-    distinct.windows(2).map(|p| midpoint_cut(p[0], p[1])).collect()
+    distinct
+        .windows(2)
+        .map(|p| midpoint_cut(p[0], p[1]))
+        .collect()
 }
 
 /// Weighted quantile cut points: at most `max_bins` bins over the distinct values, each
@@ -256,14 +288,22 @@ pub fn bin_of(cuts: &[f64], x: f64) -> usize {
     cuts.partition_point(|&c| c <= x)
 }
 
+/// Codes of a column: the chain bin of each value, `cuts.len() + 1` (the missing bin) for NaN.
 fn codes_from_cuts(column: ArrayView1<'_, f64>, cuts: &[f64]) -> Codes {
-    let n_bins = cuts.len() + 1;
-    if n_bins <= 1 << 8 {
-        Codes::U8(column.iter().map(|&x| bin_of(cuts, x) as u8).collect())
-    } else if n_bins <= 1 << 16 {
-        Codes::U16(column.iter().map(|&x| bin_of(cuts, x) as u16).collect())
+    let n_codes = cuts.len() + 2; // chain bins and a possible missing bin
+    let code = |x: f64| {
+        if x.is_nan() {
+            cuts.len() + 1
+        } else {
+            bin_of(cuts, x)
+        }
+    };
+    if n_codes <= 1 << 8 {
+        Codes::U8(column.iter().map(|&x| code(x) as u8).collect())
+    } else if n_codes <= 1 << 16 {
+        Codes::U16(column.iter().map(|&x| code(x) as u16).collect())
     } else {
-        Codes::U32(column.iter().map(|&x| bin_of(cuts, x) as u32).collect())
+        Codes::U32(column.iter().map(|&x| code(x) as u32).collect())
     }
 }
 
@@ -277,10 +317,15 @@ pub fn bin_weights(codes: &Codes, n_bins: usize, weights: Option<&[f64]>) -> Vec
     out
 }
 
-/// Checks that a column is finite, naming the first bad entry.
+/// Checks that a column holds no infinite value (NaN marks a missing value), naming the
+/// first bad entry.
 fn check_column(column: ArrayView1<'_, f64>, j: usize) -> Result<()> {
-    match column.iter().position(|v| !v.is_finite()) {
-        Some(row) => Err(FastError::NonFiniteX { row, column: j, value: column[row] }),
+    match column.iter().position(|v| v.is_infinite()) {
+        Some(row) => Err(FastError::NonFiniteX {
+            row,
+            column: j,
+            value: column[row],
+        }),
         None => Ok(()),
     }
 }
@@ -298,14 +343,23 @@ fn compute_cuts(
     // Rows of weight 0 count as absent (integer weights act like repeated rows): they create
     // no bin of their own and fall in the bin of their value like any new value.
     let all_rows = || -> Vec<(f64, f64)> {
-        column.iter().enumerate().map(|(i, &x)| (x, w_at(i))).filter(|&(_, w)| w > 0.0).collect()
+        column
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| (x, w_at(i)))
+            .filter(|&(x, w)| w > 0.0 && !x.is_nan())
+            .collect()
     };
     let Some(max_bins) = max_bins else {
         let (distinct, _) = distinct_weighted(all_rows());
         return exact_cuts(&distinct);
     };
     let pairs = match sample {
-        Some(rows) => rows.iter().map(|&i| (column[i], w_at(i))).filter(|&(_, w)| w > 0.0).collect(),
+        Some(rows) => rows
+            .iter()
+            .map(|&i| (column[i], w_at(i)))
+            .filter(|&(x, w)| w > 0.0 && !x.is_nan())
+            .collect(),
         None => all_rows(),
     };
     let (distinct, dw) = distinct_weighted(pairs);
@@ -313,7 +367,10 @@ fn compute_cuts(
         // `partial_cmp`: -0.0 and 0.0 are one value (finite input, so never `None`).
         let seen = |(i, x): (usize, &f64)| {
             w_at(i) == 0.0
-                || distinct.binary_search_by(|d| d.partial_cmp(x).unwrap_or(std::cmp::Ordering::Less)).is_ok()
+                || x.is_nan()
+                || distinct
+                    .binary_search_by(|d| d.partial_cmp(x).unwrap_or(std::cmp::Ordering::Less))
+                    .is_ok()
         };
         if sample.is_none() || column.iter().enumerate().all(seen) {
             // Exact: every training value is one of the (sampled) distinct values.
@@ -329,10 +386,11 @@ fn compute_cuts(
     quantile_cuts(&distinct, &dw, max_bins)
 }
 
-/// Bins one column with given cut points (which must be increasing and finite).
+/// Bins one column with given cut points (which must be increasing and finite). NaN values
+/// go to a missing bin, which exists when the column has any.
 ///
 /// # Errors
-/// [`FastError::NonFiniteX`] for a non-finite value.
+/// [`FastError::NonFiniteX`] for an infinite value.
 pub fn bin_column_with_cuts(
     column: ArrayView1<'_, f64>,
     j: usize,
@@ -340,9 +398,15 @@ pub fn bin_column_with_cuts(
     weights: Option<&[f64]>,
 ) -> Result<BinnedFeature> {
     check_column(column, j)?;
+    let missing = column.iter().any(|x| x.is_nan());
     let codes = codes_from_cuts(column, &cuts);
-    let bin_weights = bin_weights(&codes, cuts.len() + 1, weights);
-    Ok(BinnedFeature { cuts, codes, bin_weights })
+    let bin_weights = bin_weights(&codes, cuts.len() + 1 + usize::from(missing), weights);
+    Ok(BinnedFeature {
+        cuts,
+        codes,
+        bin_weights,
+        missing,
+    })
 }
 
 /// Bins every column of `x` (rows × features, any memory order; read in place).
@@ -352,18 +416,35 @@ pub fn bin_column_with_cuts(
 ///
 /// # Errors
 /// * [`FastError::TooFewSamples`] for an empty matrix or one without features;
-/// * [`FastError::NonFiniteX`] naming the row and column of a non-finite value;
+/// * [`FastError::NonFiniteX`] naming the row and column of an infinite value (NaN is a
+///   missing value);
 /// * [`FastError::LengthMismatch`] / [`FastError::BadWeight`] / [`FastError::ZeroTotalWeight`]
 ///   for bad sample weights;
 /// * [`FastError::InvalidParameter`] for bad [`BinningParams`].
-pub fn bin_data(x: ArrayView2<'_, f64>, weights: Option<&[f64]>, params: &BinningParams) -> Result<BinnedData> {
+pub fn bin_data(
+    x: ArrayView2<'_, f64>,
+    weights: Option<&[f64]>,
+    params: &BinningParams,
+) -> Result<BinnedData> {
     params.check()?;
     let (n, p) = x.dim();
+    if !params.user_cuts.is_empty() && params.user_cuts.len() != p {
+        return Err(FastError::LengthMismatch {
+            what: "bins",
+            expected: p,
+            got: params.user_cuts.len(),
+            reason: "one entry (cut points or None) per feature",
+        });
+    }
     if n == 0 {
-        return Err(FastError::TooFewSamples("X has 0 rows; at least 2 are needed".into()));
+        return Err(FastError::TooFewSamples(
+            "X has 0 rows; at least 2 are needed".into(),
+        ));
     }
     if p == 0 {
-        return Err(FastError::TooFewSamples("X has 0 columns; at least 1 feature is needed".into()));
+        return Err(FastError::TooFewSamples(
+            "X has 0 columns; at least 1 feature is needed".into(),
+        ));
     }
     let total_weight = match weights {
         Some(w) => {
@@ -379,22 +460,31 @@ pub fn bin_data(x: ArrayView2<'_, f64>, weights: Option<&[f64]>, params: &Binnin
         }
         None => n as f64,
     };
-    let sample: Option<Vec<usize>> = (params.max_bins.is_some() && n > params.sample_size).then(|| {
-        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(params.random_state);
-        let mut rows = rand::seq::index::sample(&mut rng, n, params.sample_size).into_vec();
-        rows.sort_unstable();
-        rows
-    });
+    let sample: Option<Vec<usize>> =
+        (params.max_bins.is_some() && n > params.sample_size).then(|| {
+            let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(params.random_state);
+            let mut rows = rand::seq::index::sample(&mut rng, n, params.sample_size).into_vec();
+            rows.sort_unstable();
+            rows
+        });
     let features = (0..p)
         .into_par_iter()
         .map(|j| {
             let column = x.column(j);
             check_column(column, j)?;
-            let cuts = compute_cuts(column, weights, params.max_bins, sample.as_deref());
+            let cuts = match params.user_cuts.get(j) {
+                Some(Some(cuts)) => cuts.clone(),
+                _ => compute_cuts(column, weights, params.max_bins, sample.as_deref()),
+            };
             bin_column_with_cuts(column, j, cuts, weights)
         })
         .collect::<Result<Vec<_>>>()?;
-    Ok(BinnedData { n_samples: n, features, weights: weights.map(<[f64]>::to_vec), total_weight })
+    Ok(BinnedData {
+        n_samples: n,
+        features,
+        weights: weights.map(<[f64]>::to_vec),
+        total_weight,
+    })
 }
 
 #[cfg(test)]
@@ -430,11 +520,18 @@ mod tests {
         let mut col: Vec<f64> = vec![0.0; 700];
         col.extend((1..=300).map(|i| i as f64 / 10.0));
         let x = Array2::from_shape_vec((1000, 1), col).unwrap();
-        let params = BinningParams { max_bins: Some(8), ..BinningParams::default() };
+        let params = BinningParams {
+            max_bins: Some(8),
+            ..BinningParams::default()
+        };
         let d = bin_data(x.view(), None, &params).unwrap();
         let f = &d.features[0];
         assert!(f.n_bins() <= 8 && f.n_bins() >= 4, "{:?}", f.cuts);
-        assert!(f.bin_weights.iter().all(|&w| w > 0.0), "{:?}", f.bin_weights);
+        assert!(
+            f.bin_weights.iter().all(|&w| w > 0.0),
+            "{:?}",
+            f.bin_weights
+        );
         assert_eq!(f.bin_weights[0], 700.0);
         assert!(f.cuts[0] > 0.0);
     }
@@ -444,7 +541,10 @@ mod tests {
         let n = 10_000;
         let col: Vec<f64> = (0..n).map(|i| ((i * 7919) % n) as f64).collect();
         let x = Array2::from_shape_vec((n, 1), col).unwrap();
-        let params = BinningParams { max_bins: Some(10), ..BinningParams::default() };
+        let params = BinningParams {
+            max_bins: Some(10),
+            ..BinningParams::default()
+        };
         let d = bin_data(x.view(), None, &params).unwrap();
         let f = &d.features[0];
         assert_eq!(f.n_bins(), 10);
@@ -458,7 +558,10 @@ mod tests {
         let vals = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
         let w = [5.0, 1.0, 1.0, 1.0, 1.0, 1.0];
         let x = Array2::from_shape_vec((6, 1), vals.to_vec()).unwrap();
-        let params = BinningParams { max_bins: Some(2), ..BinningParams::default() };
+        let params = BinningParams {
+            max_bins: Some(2),
+            ..BinningParams::default()
+        };
         let weighted = bin_data(x.view(), Some(&w), &params).unwrap();
         let mut rep = vec![1.0; 5];
         rep.extend_from_slice(&vals[1..]);
@@ -477,21 +580,35 @@ mod tests {
         }
         col[17] = 5.0;
         let x = Array2::from_shape_vec((n, 1), col).unwrap();
-        let params = BinningParams { max_bins: Some(4), sample_size: 10, random_state: 1 };
+        let params = BinningParams {
+            max_bins: Some(4),
+            sample_size: 10,
+            random_state: 1,
+            ..BinningParams::default()
+        };
         let d = bin_data(x.view(), None, &params).unwrap();
         assert_eq!(d.features[0].cuts, vec![0.5, 3.0]);
     }
 
     #[test]
     fn errors_name_the_problem() {
-        let x = array![[1.0, f64::NAN], [2.0, 1.0]];
+        let x = array![[1.0, 1.0], [2.0, f64::NEG_INFINITY]];
         let e = bin_data(x.view(), None, &BinningParams::default()).unwrap_err();
-        assert!(matches!(e, FastError::NonFiniteX { row: 0, column: 1, value } if value.is_nan()), "{e}");
+        assert!(
+            matches!(e, FastError::NonFiniteX { row: 1, column: 1, value } if value == f64::NEG_INFINITY),
+            "{e}"
+        );
         let x = array![[1.0], [2.0]];
         let e = bin_data(x.view(), Some(&[1.0, -1.0]), &BinningParams::default()).unwrap_err();
         assert!(matches!(e, FastError::BadWeight { index: 1, .. }));
-        let p = BinningParams { max_bins: Some(1), ..BinningParams::default() };
-        assert!(bin_data(x.view(), None, &p).unwrap_err().to_string().contains("max_bins"));
+        let p = BinningParams {
+            max_bins: Some(1),
+            ..BinningParams::default()
+        };
+        assert!(bin_data(x.view(), None, &p)
+            .unwrap_err()
+            .to_string()
+            .contains("max_bins"));
     }
 
     #[test]
@@ -499,9 +616,70 @@ mod tests {
         let c = Array2::from_shape_fn((50, 3), |(i, j)| ((i * 31 + j * 17) % 13) as f64);
         let mut f = Array2::zeros((50, 3).f());
         f.assign(&c);
-        let p = BinningParams { max_bins: Some(5), ..BinningParams::default() };
-        assert_eq!(bin_data(c.view(), None, &p).unwrap(), bin_data(f.view(), None, &p).unwrap());
+        let p = BinningParams {
+            max_bins: Some(5),
+            ..BinningParams::default()
+        };
+        assert_eq!(
+            bin_data(c.view(), None, &p).unwrap(),
+            bin_data(f.view(), None, &p).unwrap()
+        );
     }
 
     use ndarray::ShapeBuilder;
+
+    #[test]
+    fn nan_goes_to_a_missing_bin_after_the_chain() {
+        let x = array![
+            [1.0, f64::NAN],
+            [f64::NAN, f64::NAN],
+            [3.0, f64::NAN],
+            [1.0, f64::NAN]
+        ];
+        let d = bin_data(x.view(), None, &BinningParams::default()).unwrap();
+        let f = &d.features[0];
+        assert!(f.missing);
+        assert_eq!(f.cuts, vec![2.0]);
+        assert_eq!((f.n_chain(), f.n_bins()), (2, 3));
+        assert_eq!(f.codes, Codes::U8(vec![0, 2, 1, 0]));
+        assert_eq!(f.bin_weights, vec![2.0, 1.0, 1.0]);
+        // An all-NaN column: one empty chain bin and the missing bin.
+        let g = &d.features[1];
+        assert!(g.missing && g.cuts.is_empty());
+        assert_eq!(g.bin_weights, vec![0.0, 4.0]);
+        assert!(
+            !bin_data(array![[1.0], [2.0]].view(), None, &BinningParams::default())
+                .unwrap()
+                .features[0]
+                .missing
+        );
+    }
+
+    #[test]
+    fn user_cuts_are_used_and_checked() {
+        let x = array![[0.0, 5.0], [1.0, 6.0], [2.0, 7.0], [3.0, 8.0]];
+        let p = BinningParams {
+            user_cuts: vec![Some(vec![1.5]), None],
+            ..BinningParams::default()
+        };
+        let d = bin_data(x.view(), None, &p).unwrap();
+        assert_eq!(d.features[0].cuts, vec![1.5]);
+        assert_eq!(d.features[1].cuts, vec![5.5, 6.5, 7.5]);
+        let bad = BinningParams {
+            user_cuts: vec![Some(vec![2.0, 1.0]), None],
+            ..BinningParams::default()
+        };
+        assert!(bin_data(x.view(), None, &bad)
+            .unwrap_err()
+            .to_string()
+            .contains("bins"));
+        let short = BinningParams {
+            user_cuts: vec![None],
+            ..BinningParams::default()
+        };
+        assert!(bin_data(x.view(), None, &short)
+            .unwrap_err()
+            .to_string()
+            .contains("bins"));
+    }
 }

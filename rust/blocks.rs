@@ -16,7 +16,9 @@ use rayon::prelude::*;
 
 use crate::binning::{BinnedData, Code};
 use crate::flsa::{flsa_weighted_unchecked, FlsaWorkspace};
-use crate::selection::{all_bin_sums, bin_sums_into, block_score, BlockScore, PARALLEL_THRESHOLD};
+use crate::selection::{
+    all_bin_sums, bin_sums_into, block_score, chain_block_score, BlockScore, PARALLEL_THRESHOLD,
+};
 use crate::with_codes;
 
 /// Rows per chunk of the parallel residual update (fixed, so results do not depend on the
@@ -34,8 +36,10 @@ pub struct BlockState {
     pub sums: Vec<Vec<f64>>,
     /// `1/(2W) Σ v r²` as of the last residual pass.
     pub loss: f64,
-    /// `Σ_b |β_{j,b+1} − β_{j,b}|` per block.
+    /// `Σ_b |β_{j,b+1} − β_{j,b}|` over each block's chain.
     pub tv: Vec<f64>,
+    // Chain length of each block (its missing bin, if any, comes after).
+    n_chain: Vec<usize>,
     // resid = y − intercept − Σ_j β_j[code_j(i)].
     resid: Vec<f64>,
     // v ∘ resid (empty for unit weights: then resid itself is used).
@@ -69,7 +73,11 @@ impl BlockState {
     /// The constant model: intercept = weighted mean of `y`, every block 0. Sums are fresh.
     /// `y` must have `data.n_samples` finite entries.
     pub fn new(data: &BinnedData, y: ArrayView1<'_, f64>) -> Self {
-        let beta: Vec<Vec<f64>> = data.features.iter().map(|f| vec![0.0; f.n_bins()]).collect();
+        let beta: Vec<Vec<f64>> = data
+            .features
+            .iter()
+            .map(|f| vec![0.0; f.n_bins()])
+            .collect();
         Self::with_start(data, y, beta)
     }
 
@@ -78,8 +86,11 @@ impl BlockState {
     pub fn with_start(data: &BinnedData, y: ArrayView1<'_, f64>, mut beta: Vec<Vec<f64>>) -> Self {
         let n = data.n_samples;
         let w_total = data.total_weight;
-        let wn: Vec<Vec<f64>> =
-            data.features.iter().map(|f| f.bin_weights.iter().map(|w| w / w_total).collect()).collect();
+        let wn: Vec<Vec<f64>> = data
+            .features
+            .iter()
+            .map(|f| f.bin_weights.iter().map(|w| w / w_total).collect())
+            .collect();
         let warm = beta.iter().flatten().any(|&v| v != 0.0);
         let intercept = match &data.weights {
             Some(v) => y.iter().zip(v).map(|(a, b)| a * b).sum::<f64>() / w_total,
@@ -95,9 +106,18 @@ impl BlockState {
                 with_codes!(&f.codes, c => resid.iter_mut().zip(c).for_each(|(r, &k)| *r -= b[k.idx()]));
             }
         }
-        let mut vresid = if data.weights.is_some() { vec![0.0; n] } else { Vec::new() };
+        let mut vresid = if data.weights.is_some() {
+            vec![0.0; n]
+        } else {
+            Vec::new()
+        };
         let loss = weighted_resid_loss(data, &resid, &mut vresid);
-        let tv = beta.iter().map(|b| total_variation(b)).collect();
+        let n_chain: Vec<usize> = data.features.iter().map(|f| f.n_chain()).collect();
+        let tv = beta
+            .iter()
+            .zip(&n_chain)
+            .map(|(b, &nc)| total_variation(&b[..nc]))
+            .collect();
         let max_bins = data.features.iter().map(|f| f.n_bins()).max().unwrap_or(1);
         let mut state = Self {
             intercept,
@@ -105,6 +125,7 @@ impl BlockState {
             beta,
             loss,
             tv,
+            n_chain,
             resid,
             vresid,
             wn,
@@ -124,19 +145,72 @@ impl BlockState {
 
     /// Recomputes every block's bin sums (one pass per feature, parallel over features).
     pub fn refresh_all_sums(&mut self, data: &BinnedData) {
-        let vr = if self.vresid.is_empty() { &self.resid } else { &self.vresid };
+        let vr = if self.vresid.is_empty() {
+            &self.resid
+        } else {
+            &self.vresid
+        };
         all_bin_sums(data, vr, &mut self.sums);
     }
 
     /// Recomputes block `k`'s bin sums (one pass).
     pub fn refresh_sums(&mut self, data: &BinnedData, k: usize) {
-        let vr = if self.vresid.is_empty() { &self.resid } else { &self.vresid };
-        bin_sums_into(&data.features[k], vr, 1.0 / data.total_weight, &mut self.sums[k]);
+        let vr = if self.vresid.is_empty() {
+            &self.resid
+        } else {
+            &self.vresid
+        };
+        bin_sums_into(
+            &data.features[k],
+            vr,
+            1.0 / data.total_weight,
+            &mut self.sums[k],
+        );
     }
 
-    /// `max_{k,t} |g_{k,t}|` from fresh sums: at the constant model this is `λ_max`.
+    /// `max_{k,t} |g_{k,t}|` over the chains' jumps, from fresh sums: at the flat model
+    /// (see [`BlockState::flat_start`]) this is `λ_max`.
     pub fn lambda_max(&self) -> f64 {
-        self.sums.iter().zip(&self.beta).map(|(s, b)| block_score(s, b, 0.0).max_d).fold(0.0, f64::max)
+        self.sums
+            .iter()
+            .zip(&self.beta)
+            .zip(&self.n_chain)
+            .map(|((s, b), &nc)| block_score(&s[..nc], &b[..nc], 0.0).max_d)
+            .fold(0.0, f64::max)
+    }
+
+    /// From the constant model, fits the free levels of blocks with a missing bin (chain
+    /// level and missing value) with every chain kept flat: the optimum for every
+    /// `λ_f ≥ λ_max`, where [`BlockState::lambda_max`] is then read off. Without missing bins
+    /// the constant model already is that optimum and nothing is done. Sums end fresh.
+    pub fn flat_start(&mut self, data: &BinnedData) {
+        let with_missing: Vec<usize> = (0..self.beta.len())
+            .filter(|&k| data.features[k].missing)
+            .collect();
+        if with_missing.is_empty() {
+            return;
+        }
+        let scale = (2.0 * self.loss).sqrt().max(f64::MIN_POSITIVE);
+        for _sweep in 0..1_000 {
+            let worst = with_missing
+                .iter()
+                .map(|&k| {
+                    chain_block_score(&self.sums[k], &self.beta[k], f64::INFINITY, self.n_chain[k])
+                        .max_d
+                })
+                .fold(self.intercept_gradient().abs(), f64::max);
+            if worst <= 1e-13 * scale {
+                break;
+            }
+            for &k in &with_missing {
+                self.refresh_sums(data, k);
+                self.update_block(data, k, f64::INFINITY);
+            }
+            self.refresh_all_sums(data);
+            if self.intercept_gradient() != 0.0 {
+                self.intercept_step(data);
+            }
+        }
     }
 
     /// `F = loss + λ Σ tv`.
@@ -151,13 +225,18 @@ impl BlockState {
         if total_bins < PARALLEL_THRESHOLD / 8 {
             scores
                 .iter_mut()
-                .zip(self.sums.iter().zip(&self.beta))
-                .for_each(|(s, (r, b))| *s = block_score(r, b, lambda));
+                .zip(self.sums.iter().zip(&self.beta).zip(&self.n_chain))
+                .for_each(|(s, ((r, b), &nc))| *s = chain_block_score(r, b, lambda, nc));
         } else {
             scores
                 .par_iter_mut()
-                .zip(self.sums.par_iter().zip(self.beta.par_iter()))
-                .for_each(|(s, (r, b))| *s = block_score(r, b, lambda));
+                .zip(
+                    self.sums
+                        .par_iter()
+                        .zip(self.beta.par_iter())
+                        .zip(self.n_chain.par_iter()),
+                )
+                .for_each(|(s, ((r, b), &nc))| *s = chain_block_score(r, b, lambda, nc));
         }
         let block_max = scores.iter().map(|s| s.max_d).fold(0.0, f64::max);
         block_max.max(self.intercept_gradient().abs())
@@ -178,16 +257,46 @@ impl BlockState {
         }
     }
 
-    /// Exact update of block `k` (weighted FLSA on its partial-residual bin means). Needs
-    /// block `k`'s sums fresh; leaves every block's sums stale.
+    /// Exact update of block `k`: the weighted FLSA of its partial-residual bin means over
+    /// the chain (`λ = ∞` keeps the chain flat at its weighted mean), and the missing bin's
+    /// own mean. Needs block `k`'s sums fresh; leaves every block's sums stale.
     pub fn update_block(&mut self, data: &BinnedData, k: usize, lambda: f64) {
         let nb = data.features[k].n_bins();
+        let nc = self.n_chain[k];
         let (wn, sums, beta) = (&self.wn[k], &self.sums[k], &self.beta[k]);
         for b in 0..nb {
             // z_b = β_b + (bin mean of the residual) = the partial residual's bin mean.
-            self.z[b] = if wn[b] > 0.0 { beta[b] + sums[b] / wn[b] } else { beta[b] };
+            self.z[b] = if wn[b] > 0.0 {
+                beta[b] + sums[b] / wn[b]
+            } else {
+                beta[b]
+            };
         }
-        flsa_weighted_unchecked(&self.z[..nb], &wn[..nb], lambda, &mut self.ws, &mut self.bnew[..nb]);
+        let chain_weight: f64 = wn[..nc].iter().sum();
+        if !(chain_weight > 0.0) {
+            // No training row in the chain: it keeps its values.
+            self.bnew[..nc].copy_from_slice(&beta[..nc]);
+        } else if lambda == f64::INFINITY {
+            let m = self.z[..nc]
+                .iter()
+                .zip(&wn[..nc])
+                .map(|(z, w)| z * w)
+                .sum::<f64>()
+                / chain_weight;
+            self.bnew[..nc].iter_mut().for_each(|b| *b = m);
+        } else {
+            flsa_weighted_unchecked(
+                &self.z[..nc],
+                &wn[..nc],
+                lambda,
+                &mut self.ws,
+                &mut self.bnew[..nc],
+            );
+        }
+        if nb > nc {
+            // The missing bin has no penalty: its own mean.
+            self.bnew[nc] = self.z[nc];
+        }
         let new = std::mem::take(&mut self.bnew);
         self.set_block(data, k, &new[..nb]);
         self.bnew = new;
@@ -207,7 +316,7 @@ impl BlockState {
         for b in 0..nb {
             beta[b] = values[b] - mean;
         }
-        self.tv[k] = total_variation(beta);
+        self.tv[k] = total_variation(&beta[..self.n_chain[k]]);
         let delta = std::mem::take(&mut self.delta);
         self.update_resid(data, Some((k, &delta[..nb])), 0.0);
         self.delta = delta;
@@ -238,8 +347,13 @@ pub fn total_variation(beta: &[f64]) -> f64 {
 }
 /// Parallel over fixed row chunks: `r_i −= step(chunk_start, i_in_chunk)`, `vr_i = v_i r_i`,
 /// and each chunk's `Σ v r²` into `partials` (summed in order afterwards: deterministic).
-fn update_chunks<F>(resid: &mut [f64], vresid: &mut [f64], weights: Option<&[f64]>, partials: &mut [f64], step: F)
-where
+fn update_chunks<F>(
+    resid: &mut [f64],
+    vresid: &mut [f64],
+    weights: Option<&[f64]>,
+    partials: &mut [f64],
+    step: F,
+) where
     F: Fn(usize, usize) -> f64 + Sync,
 {
     if resid.len() <= ROW_CHUNK {
@@ -250,18 +364,25 @@ where
                 *ri -= step(0, i);
                 s += *ri * *ri;
             }),
-            Some(v) => resid.iter_mut().zip(vresid.iter_mut()).enumerate().for_each(|(i, (ri, vri))| {
-                *ri -= step(0, i);
-                *vri = v[i] * *ri;
-                s += *vri * *ri;
-            }),
+            Some(v) => resid
+                .iter_mut()
+                .zip(vresid.iter_mut())
+                .enumerate()
+                .for_each(|(i, (ri, vri))| {
+                    *ri -= step(0, i);
+                    *vri = v[i] * *ri;
+                    s += *vri * *ri;
+                }),
         }
         partials[0] = s;
         return;
     }
     match weights {
-        None => resid.par_chunks_mut(ROW_CHUNK).zip(partials.par_iter_mut()).enumerate().for_each(
-            |(ci, (r, part))| {
+        None => resid
+            .par_chunks_mut(ROW_CHUNK)
+            .zip(partials.par_iter_mut())
+            .enumerate()
+            .for_each(|(ci, (r, part))| {
                 let i0 = ci * ROW_CHUNK;
                 let mut s = 0.0;
                 for (i, ri) in r.iter_mut().enumerate() {
@@ -269,8 +390,7 @@ where
                     s += *ri * *ri;
                 }
                 *part = s;
-            },
-        ),
+            }),
         Some(v) => resid
             .par_chunks_mut(ROW_CHUNK)
             .zip(vresid.par_chunks_mut(ROW_CHUNK))
@@ -288,4 +408,3 @@ where
             }),
     }
 }
-

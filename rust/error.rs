@@ -17,14 +17,26 @@ pub enum FastError {
     #[error("{0}")]
     TooFewSamples(String),
     /// A non-finite value in the feature matrix.
-    #[error("X contains a non-finite value ({value}) at row {row}, column {column}; FAST needs finite feature values")]
-    NonFiniteX { row: usize, column: usize, value: f64 },
+    #[error("X contains {value} at row {row}, column {column}; feature values must be finite (NaN marks a missing value)")]
+    NonFiniteX {
+        row: usize,
+        column: usize,
+        value: f64,
+    },
     /// A non-finite value in a vector argument (`y`, a signal).
     #[error("{what} contains a non-finite value ({value}) at index {index}")]
-    NonFiniteValue { what: &'static str, index: usize, value: f64 },
+    NonFiniteValue {
+        what: &'static str,
+        index: usize,
+        value: f64,
+    },
     /// A negative or non-finite sample weight.
     #[error("{what}[{index}] is {value}; weights must be finite and >= 0")]
-    BadWeight { what: &'static str, index: usize, value: f64 },
+    BadWeight {
+        what: &'static str,
+        index: usize,
+        value: f64,
+    },
     /// All sample weights are zero.
     #[error("{0} sums to zero; at least one weight must be positive")]
     ZeroTotalWeight(&'static str),
@@ -49,7 +61,11 @@ pub type Result<T> = std::result::Result<T, FastError>;
 /// [`FastError::NonFiniteValue`] naming `what` and the first bad index.
 pub fn check_finite(what: &'static str, values: &[f64]) -> Result<()> {
     match values.iter().position(|v| !v.is_finite()) {
-        Some(index) => Err(FastError::NonFiniteValue { what, index, value: values[index] }),
+        Some(index) => Err(FastError::NonFiniteValue {
+            what,
+            index,
+            value: values[index],
+        }),
         None => Ok(()),
     }
 }
@@ -60,7 +76,11 @@ pub fn check_finite(what: &'static str, values: &[f64]) -> Result<()> {
 /// [`FastError::BadWeight`] or [`FastError::ZeroTotalWeight`].
 pub fn check_weights(what: &'static str, weights: &[f64]) -> Result<f64> {
     if let Some(index) = weights.iter().position(|v| !(v.is_finite() && *v >= 0.0)) {
-        return Err(FastError::BadWeight { what, index, value: weights[index] });
+        return Err(FastError::BadWeight {
+            what,
+            index,
+            value: weights[index],
+        });
     }
     let total: f64 = weights.iter().sum();
     if !(total > 0.0) || !total.is_finite() {

@@ -167,7 +167,10 @@ pub fn flsa_weighted(
     check_finite("y", y)?;
     check_weights("w", w)?;
     if !(lambda.is_finite() && lambda >= 0.0) {
-        return Err(FastError::InvalidPenalty { name: "lambda", value: lambda });
+        return Err(FastError::InvalidPenalty {
+            name: "lambda",
+            value: lambda,
+        });
     }
     flsa_weighted_unchecked(y, w, lambda, ws, out);
     Ok(())
@@ -241,7 +244,15 @@ pub fn flsa_weighted_unchecked(
                 m += 1;
             }
         }
-        dp(&ws.y[..m], &ws.w[..m], ybar, lambda, &mut ws.knots, &mut ws.bounds[..m], &mut out[..m]);
+        dp(
+            &ws.y[..m],
+            &ws.w[..m],
+            ybar,
+            lambda,
+            &mut ws.knots,
+            &mut ws.bounds[..m],
+            &mut out[..m],
+        );
         expand_in_place(w, m, out);
     }
 }
@@ -361,8 +372,16 @@ fn lambda_max_centred(y: &[f64], w: &[f64], ybar: f64) -> f64 {
     // The tail continues the last block.
     for t in K * q..m {
         u[K - 1] += w[t] * (y[t] - ybar);
-        hi[K - 1] = if u[K - 1] > hi[K - 1] { u[K - 1] } else { hi[K - 1] };
-        lo[K - 1] = if u[K - 1] < lo[K - 1] { u[K - 1] } else { lo[K - 1] };
+        hi[K - 1] = if u[K - 1] > hi[K - 1] {
+            u[K - 1]
+        } else {
+            hi[K - 1]
+        };
+        lo[K - 1] = if u[K - 1] < lo[K - 1] {
+            u[K - 1]
+        } else {
+            lo[K - 1]
+        };
     }
     let (mut offset, mut max_u, mut min_u) = (0.0_f64, 0.0_f64, 0.0_f64);
     for j in 0..K {
@@ -527,8 +546,16 @@ fn dp(
             head = 0;
         }
         head = (head + mask) & mask;
-        buf[head] = Knot { x: tm, a: a_lo, b: b_lo + lam };
-        buf[(head + len + 1) & mask] = Knot { x: tp, a: -a_hi, b: lam - b_hi };
+        buf[head] = Knot {
+            x: tm,
+            a: a_lo,
+            b: b_lo + lam,
+        };
+        buf[(head + len + 1) & mask] = Knot {
+            x: tp,
+            a: -a_hi,
+            b: lam - b_hi,
+        };
         len += 2;
         *bound = [tm, tp];
 
@@ -586,7 +613,10 @@ mod tests {
     fn assert_close(got: &[f64], want: &[f64], tol: f64) {
         assert_eq!(got.len(), want.len());
         for (i, (g, e)) in got.iter().zip(want).enumerate() {
-            assert!((g - e).abs() <= tol, "index {i}: got {g}, want {e} (all: {got:?})");
+            assert!(
+                (g - e).abs() <= tol,
+                "index {i}: got {g}, want {e} (all: {got:?})"
+            );
         }
     }
 
@@ -673,7 +703,11 @@ mod tests {
         let y = [5.0, 0.0, 0.0, 7.0, 1.0, 1.0, 9.0];
         let w = [0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0];
         let b = solve(&y, &w, 0.25);
-        assert_close(&b, &[0.125, 0.125, 0.125, 0.125, 0.875, 0.875, 0.875], 1e-12);
+        assert_close(
+            &b,
+            &[0.125, 0.125, 0.125, 0.125, 0.875, 0.875, 0.875],
+            1e-12,
+        );
         assert_eq!(b[0], b[1]);
         assert_eq!(b[3], b[2]);
         assert_eq!(b[6], b[5]);
@@ -686,7 +720,11 @@ mod tests {
         let y = [1e8, 1e8, 1e8 + 1.0, 1e8 + 1.0];
         let w = [1e12; 4];
         let b = solve(&y, &w, 0.25e12);
-        assert_close(&b, &[1e8 + 0.125, 1e8 + 0.125, 1e8 + 0.875, 1e8 + 0.875], 1e-7);
+        assert_close(
+            &b,
+            &[1e8 + 0.125, 1e8 + 0.125, 1e8 + 0.875, 1e8 + 0.875],
+            1e-7,
+        );
         // Tiny scale: y·1e-8, w·1e-12, λ·1e-20.
         let y = [0.0, 0.0, 1e-8, 1e-8];
         let w = [1e-12; 4];
@@ -697,16 +735,27 @@ mod tests {
     #[test]
     fn convenience_form() {
         let y = [0.0, 0.0, 1.0, 1.0];
-        assert_close(&flsa(&y, None, 0.25).unwrap(), &[0.125, 0.125, 0.875, 0.875], 1e-12);
+        assert_close(
+            &flsa(&y, None, 0.25).unwrap(),
+            &[0.125, 0.125, 0.875, 0.875],
+            1e-12,
+        );
         let b = flsa(&[0.0, 1.0], Some(&[1.0, 3.0]), 0.6).unwrap();
         assert_close(&b, &[0.6, 0.8], 1e-12);
         assert!(matches!(
             flsa(&y, Some(&[1.0]), 0.1),
-            Err(FastError::LengthMismatch { what: "weights", .. })
+            Err(FastError::LengthMismatch {
+                what: "weights",
+                ..
+            })
         ));
         assert!(matches!(
             flsa(&y, Some(&[1.0, -1.0, 1.0, 1.0]), 0.1),
-            Err(FastError::BadWeight { what: "weights", index: 1, .. })
+            Err(FastError::BadWeight {
+                what: "weights",
+                index: 1,
+                ..
+            })
         ));
     }
 
@@ -719,28 +768,56 @@ mod tests {
         let err = |y: &[f64], w: &[f64], lambda: f64, out: &mut [f64], ws: &mut FlsaWorkspace| {
             flsa_weighted(y, w, lambda, ws, out).unwrap_err()
         };
-        assert!(matches!(err(&[], &[], 1.0, &mut [], &mut ws), FastError::TooFewSamples(_)));
+        assert!(matches!(
+            err(&[], &[], 1.0, &mut [], &mut ws),
+            FastError::TooFewSamples(_)
+        ));
         assert!(matches!(
             err(&y, &w[..2], 1.0, &mut out, &mut ws),
-            FastError::LengthMismatch { what: "w", expected: 3, got: 2, .. }
+            FastError::LengthMismatch {
+                what: "w",
+                expected: 3,
+                got: 2,
+                ..
+            }
         ));
         assert!(matches!(
             err(&y, &w, 1.0, &mut out[..1], &mut ws),
-            FastError::LengthMismatch { what: "out", expected: 3, got: 1, .. }
+            FastError::LengthMismatch {
+                what: "out",
+                expected: 3,
+                got: 1,
+                ..
+            }
         ));
         assert!(matches!(
             err(&[1.0, f64::NAN, 0.0], &w, 1.0, &mut out, &mut ws),
-            FastError::NonFiniteValue { what: "y", index: 1, .. }
+            FastError::NonFiniteValue {
+                what: "y",
+                index: 1,
+                ..
+            }
         ));
         assert!(matches!(
             err(&y, &[1.0, 1.0, -0.5], 1.0, &mut out, &mut ws),
-            FastError::BadWeight { what: "w", index: 2, .. }
+            FastError::BadWeight {
+                what: "w",
+                index: 2,
+                ..
+            }
         ));
         assert!(matches!(
             err(&y, &[1.0, f64::INFINITY, 1.0], 1.0, &mut out, &mut ws),
-            FastError::BadWeight { what: "w", index: 1, .. }
+            FastError::BadWeight {
+                what: "w",
+                index: 1,
+                ..
+            }
         ));
-        assert!(matches!(err(&y, &[0.0; 3], 1.0, &mut out, &mut ws), FastError::ZeroTotalWeight("w")));
+        assert!(matches!(
+            err(&y, &[0.0; 3], 1.0, &mut out, &mut ws),
+            FastError::ZeroTotalWeight("w")
+        ));
         for bad in [-1.0, f64::NAN, f64::INFINITY] {
             match err(&y, &w, bad, &mut out, &mut ws) {
                 FastError::InvalidPenalty { name, .. } => assert_eq!(name, "lambda"),
@@ -752,12 +829,20 @@ mod tests {
     #[test]
     fn warmed_workspace_does_not_reallocate() {
         let n = 500;
-        let y: Vec<f64> = (0..n).map(|i| ((i * 37) % 11) as f64 + (i / 100) as f64 * 3.0).collect();
+        let y: Vec<f64> = (0..n)
+            .map(|i| ((i * 37) % 11) as f64 + (i / 100) as f64 * 3.0)
+            .collect();
         let mut w: Vec<f64> = (0..n).map(|i| 0.5 + ((i * 13) % 7) as f64).collect();
         w[17] = 0.0; // exercise the compaction buffers too
         let mut ws = FlsaWorkspace::with_capacity(n);
         let ptrs = |ws: &FlsaWorkspace| {
-            (ws.knots.as_ptr(), ws.bounds.as_ptr(), ws.y.as_ptr(), ws.w.as_ptr(), ws.knots.len())
+            (
+                ws.knots.as_ptr(),
+                ws.bounds.as_ptr(),
+                ws.y.as_ptr(),
+                ws.w.as_ptr(),
+                ws.knots.len(),
+            )
         };
         let before = ptrs(&ws);
         let mut out = vec![0.0; n];
@@ -773,14 +858,20 @@ mod tests {
         // A slow ramp under a large penalty keeps hundreds of knots alive: a workspace with the
         // minimum ring must grow during the solve and still agree bit for bit with a presized one.
         let n = 4000;
-        let y: Vec<f64> = (0..n).map(|i| i as f64 * 1e-3 + ((i as f64) * 0.37).sin() * 1e-4).collect();
+        let y: Vec<f64> = (0..n)
+            .map(|i| i as f64 * 1e-3 + ((i as f64) * 0.37).sin() * 1e-4)
+            .collect();
         let w: Vec<f64> = (0..n).map(|i| 1.0 + (i % 5) as f64).collect();
         let lambda = 30.0;
         let mut a = vec![0.0; n];
         let mut b = vec![0.0; n];
         let mut grown = FlsaWorkspace::new();
         flsa_weighted_unchecked(&y, &w, lambda, &mut grown, &mut a);
-        assert!(grown.knots.len() > 4 * MIN_RING, "ring did not grow: {}", grown.knots.len());
+        assert!(
+            grown.knots.len() > 4 * MIN_RING,
+            "ring did not grow: {}",
+            grown.knots.len()
+        );
         flsa_weighted_unchecked(&y, &w, lambda, &mut FlsaWorkspace::with_capacity(n), &mut b);
         assert_eq!(a, b);
         let scale: f64 = w.iter().zip(&y).map(|(w, y)| w * y.abs()).sum::<f64>() + lambda;

@@ -23,7 +23,7 @@
 //!   shared by every solver;
 //! * [`selection`] — per-feature bin sums of the residual and the BGS-s scores / KKT residual;
 //! * [`solver`] — greedy (BGS-s) or cyclic block coordinate descent with a KKT stopping rule;
-//! * [`model`] — the fitted additive model and its prediction.
+//! * [`model`] — the fitted additive model and its prediction;
 //!
 //! The PyO3 layer lives in `bindings` behind the `python` feature.
 

@@ -6,7 +6,9 @@ use rayon::prelude::*;
 use crate::binning::bin_of;
 use crate::error::{FastError, Result};
 
-/// `f(x) = intercept + Σ_j values[j][searchsorted(cuts[j], x_j, "right")]`.
+/// `f(x) = intercept + Σ_j f_j(x_j)` with `f_j(x) = values[j][searchsorted(cuts[j], x, "right")]`
+/// for a value and `f_j(NaN) = missing_values[j]` for a missing one (0 when the feature had no
+/// missing value in training: the average contribution, since every shape is centred).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AdditiveModel {
     /// The intercept.
@@ -15,6 +17,8 @@ pub struct AdditiveModel {
     pub cuts: Vec<Vec<f64>>,
     /// Values per feature, `cuts[j].len() + 1` each.
     pub values: Vec<Vec<f64>>,
+    /// Value of a missing (NaN) entry per feature.
+    pub missing_values: Vec<f64>,
 }
 
 const PREDICT_CHUNK: usize = 1 << 12;
@@ -32,10 +36,17 @@ impl AdditiveModel {
     /// cuts are not increasing.
     pub fn check(&self) -> Result<()> {
         let bad = |message: &'static str, j: usize| {
-            Err(FastError::InvalidParameter { name: "model", message, value: format!("feature {j}") })
+            Err(FastError::InvalidParameter {
+                name: "model",
+                message,
+                value: format!("feature {j}"),
+            })
         };
-        if self.cuts.len() != self.values.len() {
-            return bad("needs as many value arrays as cut arrays", self.cuts.len());
+        if self.cuts.len() != self.values.len() || self.missing_values.len() != self.cuts.len() {
+            return bad(
+                "needs as many value arrays and missing values as cut arrays",
+                self.cuts.len(),
+            );
         }
         for (j, (c, v)) in self.cuts.iter().zip(&self.values).enumerate() {
             if v.len() != c.len() + 1 {
@@ -53,7 +64,7 @@ impl AdditiveModel {
     ///
     /// # Errors
     /// [`FastError::LengthMismatch`] if `x` has the wrong number of columns;
-    /// [`FastError::NonFiniteX`] for a NaN or infinite value.
+    /// [`FastError::NonFiniteX`] for an infinite value.
     pub fn predict(&self, x: ArrayView2<'_, f64>) -> Result<Vec<f64>> {
         self.check()?;
         let (n, p) = x.dim();
@@ -65,19 +76,27 @@ impl AdditiveModel {
                 reason: "X must have as many features as the data the model was fitted on",
             });
         }
-        if let Some(((row, column), &value)) = x.indexed_iter().find(|(_, v)| !v.is_finite()) {
+        if let Some(((row, column), &value)) = x.indexed_iter().find(|(_, v)| v.is_infinite()) {
             return Err(FastError::NonFiniteX { row, column, value });
         }
         let mut out = vec![self.intercept; n];
-        out.par_chunks_mut(PREDICT_CHUNK).enumerate().for_each(|(ci, o)| {
-            let i0 = ci * PREDICT_CHUNK;
-            for (j, (cuts, values)) in self.cuts.iter().zip(&self.values).enumerate() {
-                let col = x.column(j);
-                for (i, oi) in o.iter_mut().enumerate() {
-                    *oi += values[bin_of(cuts, col[i0 + i])];
+        out.par_chunks_mut(PREDICT_CHUNK)
+            .enumerate()
+            .for_each(|(ci, o)| {
+                let i0 = ci * PREDICT_CHUNK;
+                for (j, (cuts, values)) in self.cuts.iter().zip(&self.values).enumerate() {
+                    let col = x.column(j);
+                    let missing = self.missing_values[j];
+                    for (i, oi) in o.iter_mut().enumerate() {
+                        let v = col[i0 + i];
+                        *oi += if v.is_nan() {
+                            missing
+                        } else {
+                            values[bin_of(cuts, v)]
+                        };
+                    }
                 }
-            }
-        });
+            });
         Ok(out)
     }
 }

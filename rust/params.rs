@@ -90,10 +90,16 @@ impl FitParams {
     pub fn check(&self) -> Result<()> {
         match self.lambda {
             Penalty::Absolute(v) if !(v.is_finite() && v >= 0.0) => {
-                return Err(FastError::InvalidPenalty { name: "lambda_f", value: v })
+                return Err(FastError::InvalidPenalty {
+                    name: "lambda_f",
+                    value: v,
+                })
             }
             Penalty::Relative(v) if !(v.is_finite() && v >= 0.0) => {
-                return Err(FastError::InvalidPenalty { name: "lambda_ratio", value: v })
+                return Err(FastError::InvalidPenalty {
+                    name: "lambda_ratio",
+                    value: v,
+                })
             }
             _ => {}
         }

@@ -38,7 +38,10 @@ pub const PARALLEL_THRESHOLD: usize = 1 << 18;
 pub fn all_bin_sums(data: &BinnedData, vr: &[f64], out: &mut [Vec<f64>]) {
     let inv_w = 1.0 / data.total_weight;
     if data.n_samples * data.n_features() < PARALLEL_THRESHOLD {
-        data.features.iter().zip(out.iter_mut()).for_each(|(f, o)| bin_sums_into(f, vr, inv_w, o));
+        data.features
+            .iter()
+            .zip(out.iter_mut())
+            .for_each(|(f, o)| bin_sums_into(f, vr, inv_w, o));
     } else {
         data.features
             .par_iter()
@@ -76,6 +79,24 @@ pub fn block_score(sums: &[f64], beta: &[f64], lambda: f64) -> BlockScore {
     out
 }
 
+/// Scores a block whose first `n_chain` bins form the fused chain and whose remaining bin
+/// (if any) is the missing bin (DESIGN §8): the chain's jumps as in [`block_score`], plus the
+/// stationarity of the two free levels, `|Σ_{b∈chain} R_b|` and `|R_miss|`. Without a
+/// missing bin this is [`block_score`] (the chain's level is the intercept's).
+pub fn chain_block_score(sums: &[f64], beta: &[f64], lambda: f64, n_chain: usize) -> BlockScore {
+    let mut out = block_score(&sums[..n_chain], &beta[..n_chain], lambda);
+    if sums.len() > n_chain {
+        for d in [
+            sums[..n_chain].iter().sum::<f64>().abs(),
+            sums[n_chain].abs(),
+        ] {
+            out.score += d * d;
+            out.max_d = out.max_d.max(d);
+        }
+    }
+    out
+}
+
 /// The block with the largest score; ties go to the lowest index. `None` when no block can
 /// move (every score is zero).
 pub fn select(scores: &[BlockScore]) -> Option<usize> {
@@ -102,8 +123,23 @@ mod tests {
     }
 
     #[test]
+    fn missing_bin_levels_count_in_the_score() {
+        // Chain sums add up to 0.1 and the missing bin has -0.1: both free levels move.
+        let s = chain_block_score(&[0.3, -0.2, -0.1], &[0.0; 3], 0.5, 2);
+        assert!((s.max_d - 0.1).abs() < 1e-15);
+        assert!((s.score - 0.02).abs() < 1e-15);
+        assert_eq!(
+            chain_block_score(&[0.3, -0.3], &[0.0; 2], 0.1, 2),
+            block_score(&[0.3, -0.3], &[0.0; 2], 0.1)
+        );
+    }
+
+    #[test]
     fn ties_go_to_the_lowest_index() {
-        let a = BlockScore { score: 1.0, max_d: 1.0 };
+        let a = BlockScore {
+            score: 1.0,
+            max_d: 1.0,
+        };
         assert_eq!(select(&[BlockScore::default(), a, a]), Some(1));
         assert_eq!(select(&[BlockScore::default(); 3]), None);
     }

@@ -85,7 +85,8 @@ pub type Callback<'a> = &'a mut (dyn FnMut(&Progress) -> bool + Send);
 pub struct BinnedFit {
     /// The intercept `c`.
     pub intercept: f64,
-    /// `β_j`, one value per bin, centred (`Σ_b w_b β_b = 0`).
+    /// `β_j`, one value per bin (chain bins, then the missing bin if any), centred
+    /// (`Σ_b w_b β_b = 0`).
     pub values: Vec<Vec<f64>>,
     /// The `λ_f` used.
     pub lambda_f: f64,
@@ -100,8 +101,10 @@ pub struct BinnedFit {
 pub struct Fit {
     /// The fitted model (cut points and values).
     pub model: AdditiveModel,
-    /// Total sample weight of the training rows in each bin.
+    /// Total sample weight of the training rows in each chain bin.
     pub bin_weights: Vec<Vec<f64>>,
+    /// Total sample weight of the training rows with a missing value, per feature.
+    pub missing_weights: Vec<f64>,
     /// The `λ_f` used.
     pub lambda_f: f64,
     /// The smallest `λ_f` whose fit is constant.
@@ -141,7 +144,11 @@ fn check_target(y: ArrayView1<'_, f64>, n: usize) -> Result<()> {
         )));
     }
     match y.iter().position(|v| !v.is_finite()) {
-        Some(index) => Err(FastError::NonFiniteValue { what: "y", index, value: y[index] }),
+        Some(index) => Err(FastError::NonFiniteValue {
+            what: "y",
+            index,
+            value: y[index],
+        }),
         None => Ok(()),
     }
 }
@@ -169,23 +176,62 @@ pub fn fit(
     }
     let data = bin_data(x, weights, &params.binning)?;
     let fitted = fit_binned(&data, y, params, callback)?;
-    let cuts: Vec<Vec<f64>> = data.features.iter().map(|f| f.cuts.clone()).collect();
+    let model = to_model(&data, fitted.intercept, &fitted.values);
+    let (bin_weights, missing_weights) = chain_weights(&data);
     Ok(Fit {
-        model: AdditiveModel { intercept: fitted.intercept, cuts, values: fitted.values },
-        bin_weights: data.features.into_iter().map(|f| f.bin_weights).collect(),
+        model,
+        bin_weights,
+        missing_weights,
         lambda_f: fitted.lambda_f,
         lambda_max: fitted.lambda_max,
         report: fitted.report,
     })
 }
 
-/// `λ_max` of binned data: the smallest `λ_f` whose fit is constant, `max_{k,t} |g_{k,t}|` at `β = 0`.
+/// The model of blocks fitted on `data` (chain values, then the missing bin's value if any).
+pub fn to_model(data: &BinnedData, intercept: f64, blocks: &[Vec<f64>]) -> AdditiveModel {
+    let mut model = AdditiveModel {
+        intercept,
+        cuts: Vec::new(),
+        values: Vec::new(),
+        missing_values: Vec::new(),
+    };
+    for (beta, f) in blocks.iter().zip(&data.features) {
+        let nc = f.n_chain();
+        model.cuts.push(f.cuts.clone());
+        model.values.push(beta[..nc].to_vec());
+        model
+            .missing_values
+            .push(if f.missing { beta[nc] } else { 0.0 });
+    }
+    model
+}
+
+/// Total weight per chain bin, and of the missing rows, of every feature.
+pub fn chain_weights(data: &BinnedData) -> (Vec<Vec<f64>>, Vec<f64>) {
+    data.features
+        .iter()
+        .map(|f| {
+            let nc = f.n_chain();
+            (
+                f.bin_weights[..nc].to_vec(),
+                if f.missing { f.bin_weights[nc] } else { 0.0 },
+            )
+        })
+        .unzip()
+}
+
+/// `λ_max` of binned data: the smallest `λ_f` whose fit has flat shape functions over the
+/// non-missing values (`max_{k,t} |g_{k,t}|` at that fit; without missing values it is the
+/// constant model).
 ///
 /// # Errors
 /// As [`fit_binned`] for `y`.
 pub fn lambda_max(data: &BinnedData, y: ArrayView1<'_, f64>) -> Result<f64> {
     check_target(y, data.n_samples)?;
-    Ok(BlockState::new(data, y).lambda_max())
+    let mut st = BlockState::new(data, y);
+    st.flat_start(data);
+    Ok(st.lambda_max())
 }
 
 /// Fits FAST on binned data. Runs on the current rayon pool.
@@ -220,7 +266,8 @@ pub fn fit_binned_from(
     let p = data.n_features();
     let (mut st, lambda_max) = match init {
         None => {
-            let st = BlockState::new(data, y);
+            let mut st = BlockState::new(data, y);
+            st.flat_start(data);
             let lambda_max = st.lambda_max();
             (st, lambda_max)
         }
@@ -242,7 +289,9 @@ pub fn fit_binned_from(
                     });
                 }
             }
-            (BlockState::with_start(data, y, init), BlockState::new(data, y).lambda_max())
+            let mut flat = BlockState::new(data, y);
+            flat.flat_start(data);
+            (BlockState::with_start(data, y, init), flat.lambda_max())
         }
     };
     let lambda = match params.lambda {
@@ -274,7 +323,12 @@ pub fn fit_binned_from(
             last_kkt = Some(kkt);
             let elapsed = start.elapsed().as_secs_f64();
             if let Some(cb) = callback.as_mut() {
-                let progress = Progress { n_iter, objective: st.objective(lambda), kkt_residual: kkt, elapsed };
+                let progress = Progress {
+                    n_iter,
+                    objective: st.objective(lambda),
+                    kkt_residual: kkt,
+                    elapsed,
+                };
                 if !cb(&progress) {
                     break StopReason::Callback;
                 }
@@ -300,7 +354,10 @@ pub fn fit_binned_from(
             if n_iter >= params.max_iter {
                 break StopReason::MaxIter;
             }
-            if params.max_time.is_some_and(|t| start.elapsed().as_secs_f64() >= t) {
+            if params
+                .max_time
+                .is_some_and(|t| start.elapsed().as_secs_f64() >= t)
+            {
                 break StopReason::MaxTime;
             }
         }
@@ -346,7 +403,14 @@ pub fn fit_binned_from(
         intercept: st.intercept,
         lambda_f: lambda,
         lambda_max,
-        report: FitReport { n_iter, converged, kkt_residual: kkt, objective: st.objective(lambda), stop, history },
+        report: FitReport {
+            n_iter,
+            converged,
+            kkt_residual: kkt,
+            objective: st.objective(lambda),
+            stop,
+            history,
+        },
         values: st.beta,
     })
 }
@@ -357,10 +421,18 @@ pub fn fit_binned_from(
 ///
 /// # Errors
 /// As [`fit_binned`]; [`FastError::InvalidPenalty`] for a negative or non-finite `λ_f`.
-pub fn fit_path(data: &BinnedData, y: ArrayView1<'_, f64>, lambdas: &[f64], params: &FitParams) -> Result<Vec<BinnedFit>> {
+pub fn fit_path(
+    data: &BinnedData,
+    y: ArrayView1<'_, f64>,
+    lambdas: &[f64],
+    params: &FitParams,
+) -> Result<Vec<BinnedFit>> {
     let mut out: Vec<BinnedFit> = Vec::with_capacity(lambdas.len());
     for &lambda in lambdas {
-        let prm = FitParams { lambda: Penalty::Absolute(lambda), ..params.clone() };
+        let prm = FitParams {
+            lambda: Penalty::Absolute(lambda),
+            ..params.clone()
+        };
         let init = out.last().map(|f| f.values.clone());
         out.push(fit_binned_from(data, y, &prm, init, None)?);
     }

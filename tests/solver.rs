@@ -9,10 +9,14 @@ use rand::{Rng, SeedableRng};
 
 fn data(n: usize, p: usize, seed: u64, levels: usize) -> (Array2<f64>, Array1<f64>) {
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
-    let x = Array2::from_shape_fn((n, p), |_| (rng.random_range(0..levels) as f64) / levels as f64);
+    let x = Array2::from_shape_fn((n, p), |_| {
+        (rng.random_range(0..levels) as f64) / levels as f64
+    });
     let y = Array1::from_shape_fn(n, |i| {
         let r = x.row(i);
-        (if r[0] > 0.5 { 1.0 } else { 0.0 }) + (6.0 * r[1.min(p - 1)]).sin() + 0.3 * rng.random::<f64>()
+        (if r[0] > 0.5 { 1.0 } else { 0.0 })
+            + (6.0 * r[1.min(p - 1)]).sin()
+            + 0.3 * rng.random::<f64>()
     });
     (x, y)
 }
@@ -24,7 +28,10 @@ fn params(lambda: Penalty, selection: Selection, tol: f64, max_bins: Option<usiz
         tol,
         max_iter: 200_000,
         max_time: None,
-        binning: BinningParams { max_bins, ..BinningParams::default() },
+        binning: BinningParams {
+            max_bins,
+            ..BinningParams::default()
+        },
     }
 }
 
@@ -37,7 +44,12 @@ fn objective(f: &Fit, x: &Array2<f64>, y: &Array1<f64>, w: Option<&[f64]>) -> f6
         loss += v * (y[i] - pred[i]).powi(2);
         wt += v;
     }
-    let tv: f64 = f.model.values.iter().map(|b| b.windows(2).map(|d| (d[1] - d[0]).abs()).sum::<f64>()).sum();
+    let tv: f64 = f
+        .model
+        .values
+        .iter()
+        .map(|b| b.windows(2).map(|d| (d[1] - d[0]).abs()).sum::<f64>())
+        .sum();
     0.5 * loss / wt + f.lambda_f * tv
 }
 
@@ -45,13 +57,28 @@ fn objective(f: &Fit, x: &Array2<f64>, y: &Array1<f64>, w: Option<&[f64]>) -> f6
 /// jump, `[code_k(i) > t]`) plus an intercept, solved by scalar coordinate descent with
 /// soft-thresholding, sweeping until no coordinate moves by more than 1e-13. No dynamic
 /// programme, no blocks, no greedy rule.
-fn reference_objective(x: &Array2<f64>, y: &Array1<f64>, w: &[f64], lambda: f64, max_bins: Option<usize>) -> f64 {
-    let data = bin_data(x.view(), Some(w), &BinningParams { max_bins, ..BinningParams::default() }).unwrap();
+fn reference_objective(
+    x: &Array2<f64>,
+    y: &Array1<f64>,
+    w: &[f64],
+    lambda: f64,
+    max_bins: Option<usize>,
+) -> f64 {
+    let data = bin_data(
+        x.view(),
+        Some(w),
+        &BinningParams {
+            max_bins,
+            ..BinningParams::default()
+        },
+    )
+    .unwrap();
     let n = y.len();
     let wt: f64 = w.iter().sum();
     // Columns: (feature, t) with indicator code > t.
-    let cols: Vec<(usize, usize)> =
-        (0..data.n_features()).flat_map(|k| (0..data.features[k].n_bins() - 1).map(move |t| (k, t))).collect();
+    let cols: Vec<(usize, usize)> = (0..data.n_features())
+        .flat_map(|k| (0..data.features[k].n_bins() - 1).map(move |t| (k, t)))
+        .collect();
     let ind = |i: usize, (k, t): (usize, usize)| data.features[k].codes.get(i) > t;
     let mut theta = vec![0.0; cols.len()];
     let mut c = y.iter().zip(w).map(|(a, b)| a * b).sum::<f64>() / wt;
@@ -96,18 +123,39 @@ fn reference_objective(x: &Array2<f64>, y: &Array1<f64>, w: &[f64], lambda: f64,
 
 #[test]
 fn matches_the_slow_reference_on_small_problems() {
-    for (seed, lambda, max_bins) in [(1, 1e-3, None), (2, 1e-2, Some(6)), (3, 5e-2, None), (4, 0.0, Some(4))] {
+    for (seed, lambda, max_bins) in [
+        (1, 1e-3, None),
+        (2, 1e-2, Some(6)),
+        (3, 5e-2, None),
+        (4, 0.0, Some(4)),
+    ] {
         let (x, y) = data(60, 3, seed, 7);
         let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed + 100);
         let w: Vec<f64> = (0..60).map(|_| rng.random_range(0.2..3.0)).collect();
         for selection in [Selection::Greedy, Selection::Cyclic] {
-            let f = fit(x.view(), y.view(), Some(&w), &params(Penalty::Absolute(lambda), selection, 1e-10, max_bins), None)
-                .unwrap();
-            assert!(f.report.converged, "{seed} {selection:?} kkt {}", f.report.kkt_residual);
+            let f = fit(
+                x.view(),
+                y.view(),
+                Some(&w),
+                &params(Penalty::Absolute(lambda), selection, 1e-10, max_bins),
+                None,
+            )
+            .unwrap();
+            assert!(
+                f.report.converged,
+                "{seed} {selection:?} kkt {}",
+                f.report.kkt_residual
+            );
             let reference = reference_objective(&x, &y, &w, lambda, max_bins);
             let ours = objective(&f, &x, &y, Some(&w));
-            assert!((ours - reference).abs() <= 1e-6 * reference.abs(), "{seed} {selection:?}: {ours} vs {reference}");
-            assert!((ours - f.report.objective).abs() <= 1e-12 * ours.abs().max(1.0), "reported objective");
+            assert!(
+                (ours - reference).abs() <= 1e-6 * reference.abs(),
+                "{seed} {selection:?}: {ours} vs {reference}"
+            );
+            assert!(
+                (ours - f.report.objective).abs() <= 1e-12 * ours.abs().max(1.0),
+                "reported objective"
+            );
         }
     }
 }
@@ -116,12 +164,26 @@ fn matches_the_slow_reference_on_small_problems() {
 fn kkt_residual_reaches_tol_and_history_is_monotone() {
     let (x, y) = data(5_000, 6, 7, 50);
     for selection in [Selection::Greedy, Selection::Cyclic] {
-        let f = fit(x.view(), y.view(), None, &params(Penalty::Relative(1e-3), selection, 1e-6, Some(32)), None).unwrap();
-        assert!(f.report.converged && f.report.kkt_residual <= 1e-6, "{selection:?}: {}", f.report.kkt_residual);
+        let f = fit(
+            x.view(),
+            y.view(),
+            None,
+            &params(Penalty::Relative(1e-3), selection, 1e-6, Some(32)),
+            None,
+        )
+        .unwrap();
+        assert!(
+            f.report.converged && f.report.kkt_residual <= 1e-6,
+            "{selection:?}: {}",
+            f.report.kkt_residual
+        );
         let h = &f.report.history.objective;
         assert_eq!(h.len(), f.report.n_iter);
         for pair in h.windows(2) {
-            assert!(pair[1] <= pair[0] + 1e-12 * pair[0].abs(), "{selection:?}: {pair:?}");
+            assert!(
+                pair[1] <= pair[0] + 1e-12 * pair[0].abs(),
+                "{selection:?}: {pair:?}"
+            );
         }
     }
 }
@@ -131,7 +193,16 @@ fn greedy_and_cyclic_reach_the_same_objective() {
     let (x, y) = data(3_000, 5, 11, 40);
     let fits: Vec<Fit> = [Selection::Greedy, Selection::Cyclic]
         .into_iter()
-        .map(|s| fit(x.view(), y.view(), None, &params(Penalty::Relative(1e-3), s, 1e-8, None), None).unwrap())
+        .map(|s| {
+            fit(
+                x.view(),
+                y.view(),
+                None,
+                &params(Penalty::Relative(1e-3), s, 1e-8, None),
+                None,
+            )
+            .unwrap()
+        })
         .collect();
     let (a, b) = (fits[0].report.objective, fits[1].report.objective);
     assert!((a - b).abs() <= 1e-9 * a, "{a} vs {b}");
@@ -140,7 +211,18 @@ fn greedy_and_cyclic_reach_the_same_objective() {
 #[test]
 fn greedy_needs_fewer_updates_than_cyclic() {
     let (x, y) = data(3_000, 8, 5, 30);
-    let n_iter = |s| fit(x.view(), y.view(), None, &params(Penalty::Relative(1e-3), s, 1e-4, None), None).unwrap().report.n_iter;
+    let n_iter = |s| {
+        fit(
+            x.view(),
+            y.view(),
+            None,
+            &params(Penalty::Relative(1e-3), s, 1e-4, None),
+            None,
+        )
+        .unwrap()
+        .report
+        .n_iter
+    };
     let (g, c) = (n_iter(Selection::Greedy), n_iter(Selection::Cyclic));
     assert!(g < c, "greedy {g} vs cyclic {c}");
 }
@@ -152,19 +234,50 @@ fn lambda_limits() {
     let lmax = lambda_max(&d, y.view()).unwrap();
     let mean = y.mean().unwrap();
     // At λ_max and above the fit is constant.
-    let f = fit_binned(&d, y.view(), &params(Penalty::Absolute(lmax * 1.000001), Selection::Greedy, 1e-9, None), None).unwrap();
+    let f = fit_binned(
+        &d,
+        y.view(),
+        &params(
+            Penalty::Absolute(lmax * 1.000001),
+            Selection::Greedy,
+            1e-9,
+            None,
+        ),
+        None,
+    )
+    .unwrap();
     assert!(f.values.iter().flatten().all(|&v| v == 0.0));
     assert!((f.intercept - mean).abs() < 1e-12);
     assert_eq!(f.report.n_iter, 0);
     // Slightly below it is not.
-    let f = fit_binned(&d, y.view(), &params(Penalty::Absolute(lmax * 0.99), Selection::Greedy, 1e-9, None), None).unwrap();
+    let f = fit_binned(
+        &d,
+        y.view(),
+        &params(
+            Penalty::Absolute(lmax * 0.99),
+            Selection::Greedy,
+            1e-9,
+            None,
+        ),
+        None,
+    )
+    .unwrap();
     assert!(f.values.iter().flatten().any(|&v| v != 0.0));
     // λ = 0 with one feature: the fit is the bin means (interpolation of the bin means).
     let x1 = x.slice(ndarray::s![.., 0..1]).to_owned();
-    let f = fit(x1.view(), y.view(), None, &params(Penalty::Absolute(0.0), Selection::Greedy, 1e-12, None), None).unwrap();
+    let f = fit(
+        x1.view(),
+        y.view(),
+        None,
+        &params(Penalty::Absolute(0.0), Selection::Greedy, 1e-12, None),
+        None,
+    )
+    .unwrap();
     let pred = f.model.predict(x1.view()).unwrap();
     for level in 0..20 {
-        let rows: Vec<usize> = (0..500).filter(|&i| (x1[[i, 0]] * 20.0).round() as usize == level).collect();
+        let rows: Vec<usize> = (0..500)
+            .filter(|&i| (x1[[i, 0]] * 20.0).round() as usize == level)
+            .collect();
         if rows.is_empty() {
             continue;
         }
@@ -178,7 +291,14 @@ fn lambda_limits() {
 #[test]
 fn shapes_are_centred() {
     let (x, y) = data(2_000, 4, 9, 25);
-    let f = fit(x.view(), y.view(), None, &params(Penalty::Relative(1e-3), Selection::Greedy, 1e-6, None), None).unwrap();
+    let f = fit(
+        x.view(),
+        y.view(),
+        None,
+        &params(Penalty::Relative(1e-3), Selection::Greedy, 1e-6, None),
+        None,
+    )
+    .unwrap();
     for (b, w) in f.model.values.iter().zip(&f.bin_weights) {
         let m: f64 = b.iter().zip(w).map(|(b, w)| b * w).sum::<f64>() / 2_000.0;
         assert!(m.abs() < 1e-12, "{m}");
@@ -251,7 +371,10 @@ fn serial_equals_parallel_across_row_chunks() {
     let w: Vec<f64> = (0..100_000).map(|i| 0.5 + (i % 7) as f64).collect();
     let prm = params(Penalty::Relative(1e-4), Selection::Greedy, 1e-9, Some(64));
     let run = |threads| {
-        let mut f = with_threads(Some(threads), || fit(x.view(), y.view(), Some(&w), &prm, None).unwrap()).unwrap();
+        let mut f = with_threads(Some(threads), || {
+            fit(x.view(), y.view(), Some(&w), &prm, None).unwrap()
+        })
+        .unwrap();
         f.report.history.time.clear();
         f
     };
@@ -271,14 +394,29 @@ fn warm_starts_reach_the_cold_optimum_faster() {
     assert_eq!(path.len(), lambdas.len());
     let (mut warm_iters, mut cold_iters) = (0, 0);
     for (f, &l) in path.iter().zip(&lambdas) {
-        let cold = fit_binned(&d, y.view(), &FitParams { lambda: Penalty::Absolute(l), ..prm.clone() }, None).unwrap();
+        let cold = fit_binned(
+            &d,
+            y.view(),
+            &FitParams {
+                lambda: Penalty::Absolute(l),
+                ..prm.clone()
+            },
+            None,
+        )
+        .unwrap();
         assert!(f.report.converged);
-        assert!((f.lambda_max - lmax).abs() <= 1e-12 * lmax, "λ_max is the constant model's");
+        assert!(
+            (f.lambda_max - lmax).abs() <= 1e-12 * lmax,
+            "λ_max is the constant model's"
+        );
         assert!((f.report.objective - cold.report.objective).abs() <= 1e-9 * cold.report.objective);
         warm_iters += f.report.n_iter;
         cold_iters += cold.report.n_iter;
     }
-    assert!(warm_iters < cold_iters, "warm {warm_iters} vs cold {cold_iters}");
+    assert!(
+        warm_iters < cold_iters,
+        "warm {warm_iters} vs cold {cold_iters}"
+    );
     // A bad warm start is an error, not a panic.
     let bad = vec![vec![0.0; 3]; 5];
     assert!(fit_binned_from(&d, y.view(), &prm, Some(bad), None).is_err());

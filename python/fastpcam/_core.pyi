@@ -16,6 +16,8 @@ class FitOutput(TypedDict):
     cuts: list[npt.NDArray[np.float64]]
     values: list[npt.NDArray[np.float64]]
     bin_weights: list[npt.NDArray[np.float64]]
+    missing_values: npt.NDArray[np.float64]
+    missing_weights: npt.NDArray[np.float64]
     lambda_f: float
     lambda_max: float
     n_iter: int
@@ -49,6 +51,7 @@ class PathFit(TypedDict):
     lambda_f: float
     intercept: float
     values: list[npt.NDArray[np.float64]]
+    missing_values: npt.NDArray[np.float64]
     n_iter: int
     converged: bool
     kkt_residual: float
@@ -57,6 +60,7 @@ class PathFit(TypedDict):
 class PathOutput(TypedDict):
     cuts: list[npt.NDArray[np.float64]]
     bin_weights: list[npt.NDArray[np.float64]]
+    missing_weights: npt.NDArray[np.float64]
     lambda_max: float
     fits: list[PathFit]
 
@@ -91,8 +95,83 @@ def predict(
     intercept: float,
     cuts: list[npt.NDArray[np.float64]],
     values: list[npt.NDArray[np.float64]],
+    missing_values: Optional[npt.NDArray[np.float64]] = None,
     n_jobs: Optional[int] = None,
 ) -> npt.NDArray[np.float64]: ...
 def flsa(
     y: npt.NDArray[np.float64], lam: float, weights: Optional[npt.NDArray[np.float64]] = None
 ) -> npt.NDArray[np.float64]: ...
+
+# --- feature-sparse FAST (rust/bindings/sparse.rs) ---
+
+DEFAULT_MAX_SWAPS: int
+DEFAULT_SCALE_DOWN: float
+DEFAULT_N_LAMBDA_S: int
+
+class SparseModelOutput(TypedDict):
+    intercept: float
+    values: list[npt.NDArray[np.float64]]
+    missing_values: npt.NDArray[np.float64]
+    support: npt.NDArray[np.int64]
+    selected: npt.NDArray[np.int64]
+    flat: npt.NDArray[np.int64]
+    objective: float
+    fast_objective: float
+    loss: float
+    lambda_s: float
+    n_iter: int
+    n_swaps: int
+    converged: bool
+    kkt_residual: float
+
+class SparseOutput(TypedDict):
+    cuts: list[npt.NDArray[np.float64]]
+    bin_weights: list[npt.NDArray[np.float64]]
+    missing_weights: npt.NDArray[np.float64]
+    lambda_f: float
+    lambda_max: float
+    lambda_s_max: float
+    stop: str
+    models: list[SparseModelOutput]
+    history_objective: npt.NDArray[np.float64]
+    history_feature: npt.NDArray[np.int64]
+    history_time: npt.NDArray[np.float64]
+    history_lambda_s: npt.NDArray[np.float64]
+
+def fit_agis(
+    x: npt.NDArray[np.float64],
+    y: npt.NDArray[np.float64],
+    sample_weight: Optional[npt.NDArray[np.float64]] = None,
+    *,
+    max_features: int,
+    lambda_f: Optional[float],
+    lambda_ratio: float,
+    max_bins: Optional[int],
+    tol: float,
+    max_iter: int,
+    local_search: bool,
+    max_swaps: int,
+    n_jobs: Optional[int],
+    random_state: int,
+    bin_sample_size: int,
+) -> SparseOutput: ...
+def fit_l0(
+    x: npt.NDArray[np.float64],
+    y: npt.NDArray[np.float64],
+    sample_weight: Optional[npt.NDArray[np.float64]] = None,
+    *,
+    max_features: int,
+    lambda_s: Optional[list[float]],
+    n_lambda_s: int,
+    scale_down_factor: float,
+    lambda_f: Optional[float],
+    lambda_ratio: float,
+    max_bins: Optional[int],
+    tol: float,
+    max_iter: int,
+    local_search: bool,
+    max_swaps: int,
+    n_jobs: Optional[int],
+    random_state: int,
+    bin_sample_size: int,
+) -> SparseOutput: ...

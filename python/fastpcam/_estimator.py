@@ -118,6 +118,13 @@ class FASTRegressor(RegressorMixin, BaseEstimator):
         The shape function's value per bin, centred (weighted mean 0 over training rows).
     bin_weights_ : list of ndarray of shape (n_bins_j,)
         Total sample weight of the training rows in each bin.
+    missing_values_ : ndarray of shape (n_features_in_,)
+        Value of a missing (NaN) entry per feature: the fitted value of the feature's missing
+        bin, which has its own value and no jump penalty (it is not fused to its neighbours).
+        A feature without missing values in training has 0 here: NaN at prediction time
+        then contributes the average (every shape function is centred).
+    missing_weights_ : ndarray of shape (n_features_in_,)
+        Total sample weight of the training rows with a missing value, per feature.
     n_iter_ : int
         Block updates done.
     converged_ : bool
@@ -169,6 +176,8 @@ class FASTRegressor(RegressorMixin, BaseEstimator):
     cuts_: list[npt.NDArray[np.float64]]  # [feature][cut]
     values_: list[npt.NDArray[np.float64]]  # [feature][bin], len == len(cuts) + 1
     bin_weights_: list[npt.NDArray[np.float64]]  # [feature][bin]
+    missing_values_: npt.NDArray[np.float64]  # [feature]
+    missing_weights_: npt.NDArray[np.float64]  # [feature]
     n_iter_: int
     converged_: bool
     kkt_residual_: float
@@ -206,7 +215,7 @@ class FASTRegressor(RegressorMixin, BaseEstimator):
 
     def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
         tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = False
+        tags.input_tags.allow_nan = True
         return tags
 
     def _progress_printer(self) -> Optional[Callable[[int, float, float, float], bool]]:
@@ -230,6 +239,7 @@ class FASTRegressor(RegressorMixin, BaseEstimator):
         ----------
         X : array-like of shape (n_samples, n_features)
             Training data. float64 numpy arrays in C or Fortran order are read in place.
+            NaN marks a missing value (it gets a bin of its own); infinite values are errors.
         y : array-like of shape (n_samples,)
             Target values.
         sample_weight : array-like of shape (n_samples,), default=None
@@ -289,6 +299,8 @@ class FASTRegressor(RegressorMixin, BaseEstimator):
         self.cuts_ = list(out["cuts"])
         self.values_ = list(out["values"])
         self.bin_weights_ = list(out["bin_weights"])
+        self.missing_values_ = np.asarray(out["missing_values"], dtype=np.float64)
+        self.missing_weights_ = np.asarray(out["missing_weights"], dtype=np.float64)
         self.n_iter_ = int(out["n_iter"])
         self.converged_ = bool(out["converged"])
         self.kkt_residual_ = float(out["kkt_residual"])
@@ -304,7 +316,8 @@ class FASTRegressor(RegressorMixin, BaseEstimator):
     def predict(self, X: Any) -> npt.NDArray[np.float64]:
         """Predict with the fitted additive model.
 
-        ``predict(X) == intercept_ + Σ_j values_[j][searchsorted(cuts_[j], X[:, j], "right")]``.
+        ``predict(X) == intercept_ + Σ_j values_[j][searchsorted(cuts_[j], X[:, j], "right")]``
+        for non-missing entries; a NaN entry of feature ``j`` contributes ``missing_values_[j]``.
 
         Parameters
         ----------
@@ -319,7 +332,14 @@ class FASTRegressor(RegressorMixin, BaseEstimator):
         check_is_fitted(self, "values_")
         X = validate_data(self, X, dtype=np.float64, order=None, reset=False, ensure_all_finite=False)
         try:
-            return _core.predict(X, self.intercept_, self.cuts_, self.values_, n_jobs=_n_threads(self.n_jobs))
+            return _core.predict(
+                X,
+                self.intercept_,
+                self.cuts_,
+                self.values_,
+                getattr(self, "missing_values_", None),
+                n_jobs=_n_threads(self.n_jobs),
+            )
         except ValueError as err:
             raise _name_columns(err, getattr(self, "feature_names_in_", None)) from None
 

@@ -2,6 +2,7 @@
 //! No numerics live here.
 
 mod errors;
+mod sparse;
 
 use std::time::Instant;
 
@@ -21,6 +22,8 @@ struct FitOutput<'py> {
     cuts: Vec<Bound<'py, PyArray1<f64>>>,
     values: Vec<Bound<'py, PyArray1<f64>>>,
     bin_weights: Vec<Bound<'py, PyArray1<f64>>>,
+    missing_values: Bound<'py, PyArray1<f64>>,
+    missing_weights: Bound<'py, PyArray1<f64>>,
     lambda_f: f64,
     lambda_max: f64,
     n_iter: usize,
@@ -37,8 +40,17 @@ fn arrays<'py>(py: Python<'py>, v: Vec<Vec<f64>>) -> Vec<Bound<'py, PyArray1<f64
     v.into_iter().map(|a| a.into_pyarray(py)).collect()
 }
 
-fn binning_params(max_bins: Option<usize>, random_state: u64, bin_sample_size: usize) -> BinningParams {
-    BinningParams { max_bins, sample_size: bin_sample_size, random_state }
+fn binning_params(
+    max_bins: Option<usize>,
+    random_state: u64,
+    bin_sample_size: usize,
+) -> BinningParams {
+    BinningParams {
+        max_bins,
+        sample_size: bin_sample_size,
+        random_state,
+        user_cuts: Vec::new(),
+    }
 }
 
 /// Fits FAST; see `fastpcam._core.pyi`.
@@ -90,7 +102,9 @@ fn fit<'py>(
                 py_error = Some(e);
                 return false;
             }
-            let Some(cb) = progress.as_ref() else { return true };
+            let Some(cb) = progress.as_ref() else {
+                return true;
+            };
             match cb.call1(py, (p.n_iter, p.objective, p.kkt_residual, p.elapsed)) {
                 Ok(ret) => !ret.bind(py).is(pyo3::types::PyBool::new(py, false)),
                 Err(e) => {
@@ -102,7 +116,9 @@ fn fit<'py>(
     };
     let fitted = py.detach(|| {
         no_panic("fit", || {
-            solver::with_threads(n_jobs, || solver::fit(x, y, w.as_deref(), &params, Some(&mut callback)))
+            solver::with_threads(n_jobs, || {
+                solver::fit(x, y, w.as_deref(), &params, Some(&mut callback))
+            })
         })
     })???;
     if let Some(e) = py_error {
@@ -114,6 +130,8 @@ fn fit<'py>(
         cuts: arrays(py, fitted.model.cuts),
         values: arrays(py, fitted.model.values),
         bin_weights: arrays(py, fitted.bin_weights),
+        missing_values: fitted.model.missing_values.into_pyarray(py),
+        missing_weights: fitted.missing_weights.into_pyarray(py),
         lambda_f: fitted.lambda_f,
         lambda_max: fitted.lambda_max,
         n_iter: fitted.report.n_iter,
@@ -122,7 +140,12 @@ fn fit<'py>(
         objective: fitted.report.objective,
         stop: format!("{:?}", fitted.report.stop).to_lowercase(),
         history_objective: h.objective.into_pyarray(py),
-        history_feature: h.feature.into_iter().map(|k| k as i64).collect::<Vec<_>>().into_pyarray(py),
+        history_feature: h
+            .feature
+            .into_iter()
+            .map(|k| k as i64)
+            .collect::<Vec<_>>()
+            .into_pyarray(py),
         history_time: h.time.into_pyarray(py),
     })
 }
@@ -133,6 +156,7 @@ struct PathFit<'py> {
     lambda_f: f64,
     intercept: f64,
     values: Vec<Bound<'py, PyArray1<f64>>>,
+    missing_values: Bound<'py, PyArray1<f64>>,
     n_iter: usize,
     converged: bool,
     kkt_residual: f64,
@@ -144,6 +168,7 @@ struct PathFit<'py> {
 struct PathOutput<'py> {
     cuts: Vec<Bound<'py, PyArray1<f64>>>,
     bin_weights: Vec<Bound<'py, PyArray1<f64>>>,
+    missing_weights: Bound<'py, PyArray1<f64>>,
     lambda_max: f64,
     fits: Vec<PathFit<'py>>,
 }
@@ -180,7 +205,11 @@ fn fit_path<'py>(
     params.check()?;
     for &l in &lambdas {
         if !(l.is_finite() && l >= 0.0) {
-            return Err(crate::FastError::InvalidPenalty { name: "lambdas", value: l }.into());
+            return Err(crate::FastError::InvalidPenalty {
+                name: "lambdas",
+                value: l,
+            }
+            .into());
         }
     }
     let (x, y) = (x.as_array(), y.as_array());
@@ -199,26 +228,36 @@ fn fit_path<'py>(
             solver::with_threads(n_jobs, || -> crate::Result<_> {
                 let data = bin_data(x, w.as_deref(), &params.binning)?;
                 let lmax = solver::lambda_max(&data, y)?;
-                let absolute: Vec<f64> = if relative { lambdas.iter().map(|r| r * lmax).collect() } else { lambdas.clone() };
+                let absolute: Vec<f64> = if relative {
+                    lambdas.iter().map(|r| r * lmax).collect()
+                } else {
+                    lambdas.clone()
+                };
                 let fits = solver::fit_path(&data, y, &absolute, &params)?;
                 Ok((data, lmax, fits))
             })
         })
     })???;
+    let (bin_weights, missing_weights) = solver::chain_weights(&data);
     Ok(PathOutput {
         cuts: arrays(py, data.features.iter().map(|f| f.cuts.clone()).collect()),
-        bin_weights: arrays(py, data.features.into_iter().map(|f| f.bin_weights).collect()),
+        bin_weights: arrays(py, bin_weights),
+        missing_weights: missing_weights.into_pyarray(py),
         lambda_max: lmax,
         fits: fits
             .into_iter()
-            .map(|f| PathFit {
-                lambda_f: f.lambda_f,
-                intercept: f.intercept,
-                values: arrays(py, f.values),
-                n_iter: f.report.n_iter,
-                converged: f.report.converged,
-                kkt_residual: f.report.kkt_residual,
-                objective: f.report.objective,
+            .map(|f| {
+                let model = solver::to_model(&data, f.intercept, &f.values);
+                PathFit {
+                    lambda_f: f.lambda_f,
+                    intercept: f.intercept,
+                    values: arrays(py, model.values),
+                    missing_values: model.missing_values.into_pyarray(py),
+                    n_iter: f.report.n_iter,
+                    converged: f.report.converged,
+                    kkt_residual: f.report.kkt_residual,
+                    objective: f.report.objective,
+                }
             })
             .collect(),
     })
@@ -263,22 +302,29 @@ fn lambda_max<'py>(
 
 /// Predicts with an additive model given by its tables.
 #[pyfunction]
-#[pyo3(signature = (x, intercept, cuts, values, n_jobs=None))]
+#[pyo3(signature = (x, intercept, cuts, values, missing_values=None, n_jobs=None))]
 fn predict<'py>(
     py: Python<'py>,
     x: PyReadonlyArray2<'py, f64>,
     intercept: f64,
     cuts: Vec<PyReadonlyArray1<'py, f64>>,
     values: Vec<PyReadonlyArray1<'py, f64>>,
+    missing_values: Option<PyReadonlyArray1<'py, f64>>,
     n_jobs: Option<usize>,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
     let model = AdditiveModel {
         intercept,
+        missing_values: missing_values
+            .map_or_else(|| vec![0.0; cuts.len()], |m| m.as_array().to_vec()),
         cuts: cuts.iter().map(|c| c.as_array().to_vec()).collect(),
         values: values.iter().map(|v| v.as_array().to_vec()).collect(),
     };
     let x = x.as_array();
-    let out = py.detach(|| no_panic("predict", || solver::with_threads(n_jobs, || model.predict(x))))???;
+    let out = py.detach(|| {
+        no_panic("predict", || {
+            solver::with_threads(n_jobs, || model.predict(x))
+        })
+    })???;
     Ok(out.into_pyarray(py))
 }
 
@@ -305,10 +351,14 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fit_path, m)?)?;
     m.add_function(wrap_pyfunction!(predict, m)?)?;
     m.add_function(wrap_pyfunction!(flsa, m)?)?;
+    sparse::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_TOL", crate::params::DEFAULT_TOL)?;
     m.add("DEFAULT_MAX_ITER", crate::params::DEFAULT_MAX_ITER)?;
     m.add("DEFAULT_LAMBDA_RATIO", crate::params::DEFAULT_LAMBDA_RATIO)?;
-    m.add("DEFAULT_BIN_SAMPLE_SIZE", crate::binning::DEFAULT_BIN_SAMPLE_SIZE)?;
+    m.add(
+        "DEFAULT_BIN_SAMPLE_SIZE",
+        crate::binning::DEFAULT_BIN_SAMPLE_SIZE,
+    )?;
     Ok(())
 }
