@@ -2,7 +2,6 @@
 //! No numerics live here.
 
 mod errors;
-mod sparse;
 
 use std::time::Instant;
 
@@ -351,7 +350,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fit_path, m)?)?;
     m.add_function(wrap_pyfunction!(predict, m)?)?;
     m.add_function(wrap_pyfunction!(flsa, m)?)?;
-    sparse::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_TOL", crate::params::DEFAULT_TOL)?;
     m.add("DEFAULT_MAX_ITER", crate::params::DEFAULT_MAX_ITER)?;
