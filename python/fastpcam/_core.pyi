@@ -102,9 +102,3 @@ def flsa(
     y: npt.NDArray[np.float64], lam: float, weights: Optional[npt.NDArray[np.float64]] = None
 ) -> npt.NDArray[np.float64]: ...
 
-# --- feature-sparse FAST (rust/bindings/sparse.rs) ---
-
-DEFAULT_MAX_SWAPS: int
-DEFAULT_SCALE_DOWN: float
-DEFAULT_N_LAMBDA_S: int
-
