@@ -467,24 +467,222 @@ pub fn bin_data(
             rows.sort_unstable();
             rows
         });
-    let features = (0..p)
+    // Phase 1: cut points per feature (from the sample when there is one).
+    let plans: Vec<CutPlan> = (0..p)
         .into_par_iter()
-        .map(|j| {
-            let column = x.column(j);
-            check_column(column, j)?;
-            let cuts = match params.user_cuts.get(j) {
-                Some(Some(cuts)) => cuts.clone(),
-                _ => compute_cuts(column, weights, params.max_bins, sample.as_deref()),
-            };
-            bin_column_with_cuts(column, j, cuts, weights)
+        .map(|j| match params.user_cuts.get(j) {
+            Some(Some(cuts)) => CutPlan::Done(cuts.clone()),
+            _ => plan_cuts(x.column(j), weights, params.max_bins, sample.as_deref()),
         })
-        .collect::<Result<Vec<_>>>()?;
+        .collect();
+    let cuts: Vec<Vec<f64>> = plans
+        .iter()
+        .map(|plan| match plan {
+            CutPlan::Done(c) => c.clone(),
+            CutPlan::Verify(distinct) => exact_cuts(distinct),
+        })
+        .collect();
+    let verify: Vec<Option<&[f64]>> = plans
+        .iter()
+        .map(|plan| match plan {
+            CutPlan::Verify(d) => Some(d.as_slice()),
+            CutPlan::Done(_) => None,
+        })
+        .collect();
+    // Phase 2: codes, missing flags, and the check of exact bins found from the sample.
+    let (mut codes, flags) = assign_codes(x, &cuts, &verify, weights)?;
+    let mut cuts = cuts;
+    for j in 0..p {
+        if flags[j].unseen {
+            // The sample missed some values: cut points from all rows, and this column again.
+            let column = x.column(j);
+            cuts[j] = compute_cuts(column, weights, params.max_bins, None);
+            codes[j] = codes_from_cuts(column, &cuts[j]);
+        }
+    }
+    let features = cuts
+        .into_par_iter()
+        .zip(codes)
+        .zip(flags)
+        .map(|((cuts, codes), flag)| {
+            let bin_weights = bin_weights(&codes, cuts.len() + 1 + usize::from(flag.nan), weights);
+            BinnedFeature { cuts, codes, bin_weights, missing: flag.nan }
+        })
+        .collect();
     Ok(BinnedData {
         n_samples: n,
         features,
         weights: weights.map(<[f64]>::to_vec),
         total_weight,
     })
+}
+
+/// Cut points of one feature, or the distinct values of a sample still to be checked
+/// against every row (exact bins found from a sample).
+enum CutPlan {
+    Done(Vec<f64>),
+    Verify(Vec<f64>),
+}
+
+fn plan_cuts(column: ArrayView1<'_, f64>, weights: Option<&[f64]>, max_bins: Option<usize>, sample: Option<&[usize]>) -> CutPlan {
+    let (Some(max_bins), Some(rows)) = (max_bins, sample) else {
+        return CutPlan::Done(compute_cuts(column, weights, max_bins, None));
+    };
+    let w_at = |i: usize| weights.map_or(1.0, |w| w[i]);
+    let pairs = rows.iter().map(|&i| (column[i], w_at(i))).filter(|&(x, w)| w > 0.0 && !x.is_nan()).collect();
+    let (distinct, dw) = distinct_weighted(pairs);
+    if distinct.len() <= max_bins {
+        CutPlan::Verify(distinct)
+    } else {
+        CutPlan::Done(quantile_cuts(&distinct, &dw, max_bins))
+    }
+}
+
+/// What the code pass learnt about one column.
+#[derive(Debug, Clone, Copy, Default)]
+struct ColumnFlags {
+    nan: bool,
+    unseen: bool,
+}
+
+/// A chunk of one feature's codes, writable.
+enum CodesMut<'a> {
+    U8(&'a mut [u8]),
+    U16(&'a mut [u16]),
+    U32(&'a mut [u32]),
+}
+
+impl CodesMut<'_> {
+    #[inline]
+    fn set(&mut self, i: usize, code: usize) {
+        match self {
+            CodesMut::U8(s) => s[i] = code as u8,
+            CodesMut::U16(s) => s[i] = code as u16,
+            CodesMut::U32(s) => s[i] = code as u32,
+        }
+    }
+}
+
+impl Codes {
+    fn zeros(n: usize, n_codes: usize) -> Codes {
+        if n_codes <= 1 << 8 {
+            Codes::U8(vec![0; n])
+        } else if n_codes <= 1 << 16 {
+            Codes::U16(vec![0; n])
+        } else {
+            Codes::U32(vec![0; n])
+        }
+    }
+
+    fn chunks_mut(&mut self, size: usize) -> Vec<CodesMut<'_>> {
+        match self {
+            Codes::U8(v) => v.chunks_mut(size).map(CodesMut::U8).collect(),
+            Codes::U16(v) => v.chunks_mut(size).map(CodesMut::U16).collect(),
+            Codes::U32(v) => v.chunks_mut(size).map(CodesMut::U32).collect(),
+        }
+    }
+}
+
+/// Rows per chunk of the row-major code pass.
+const CODE_CHUNK: usize = 1 << 14;
+
+/// Codes of every feature with the given cut points. A row-major matrix is read once, row
+/// chunk by row chunk (in parallel), so every value is read where it lies; other layouts
+/// column by column. Also flags NaN (a missing bin) and, for exact bins found from a sample
+/// (`verify[j]`), values that are not one of the sample's distinct values.
+///
+/// # Errors
+/// [`FastError::NonFiniteX`] for the first infinite value (in row-major order).
+fn assign_codes(
+    x: ArrayView2<'_, f64>,
+    cuts: &[Vec<f64>],
+    verify: &[Option<&[f64]>],
+    weights: Option<&[f64]>,
+) -> Result<(Vec<Codes>, Vec<ColumnFlags>)> {
+    let (n, p) = x.dim();
+    let code_of = |j: usize, v: f64, i: usize, flag: &mut ColumnFlags| -> std::result::Result<usize, FastError> {
+        if v.is_nan() {
+            flag.nan = true;
+            return Ok(cuts[j].len() + 1);
+        }
+        if v.is_infinite() {
+            return Err(FastError::NonFiniteX { row: i, column: j, value: v });
+        }
+        let b = bin_of(&cuts[j], v);
+        if let Some(distinct) = verify[j] {
+            // Exact bins: bin b holds exactly the distinct value b (-0.0 == 0.0).
+            if distinct[b] != v && weights.is_none_or(|w| w[i] > 0.0) {
+                flag.unseen = true;
+            }
+        }
+        Ok(b)
+    };
+    let mut codes: Vec<Codes> = cuts.iter().map(|c| Codes::zeros(n, c.len() + 2)).collect();
+    match x.as_slice() {
+        Some(flat) if p > 1 => {
+            let mut per_feature: Vec<std::vec::IntoIter<CodesMut<'_>>> =
+                codes.iter_mut().map(|c| c.chunks_mut(CODE_CHUNK).into_iter()).collect();
+            let n_chunks = n.div_ceil(CODE_CHUNK);
+            let chunks: Vec<Vec<CodesMut<'_>>> =
+                (0..n_chunks).map(|_| per_feature.iter_mut().filter_map(Iterator::next).collect()).collect();
+            let results: Vec<Result<Vec<ColumnFlags>>> = chunks
+                .into_par_iter()
+                .enumerate()
+                .map(|(ci, mut out)| {
+                    let mut flags = vec![ColumnFlags::default(); p];
+                    let i0 = ci * CODE_CHUNK;
+                    let rows = (n - i0).min(CODE_CHUNK);
+                    for r in 0..rows {
+                        let i = i0 + r;
+                        let row = &flat[i * p..(i + 1) * p];
+                        for j in 0..p {
+                            let b = code_of(j, row[j], i, &mut flags[j])?;
+                            out[j].set(r, b);
+                        }
+                    }
+                    Ok(flags)
+                })
+                .collect();
+            let mut flags = vec![ColumnFlags::default(); p];
+            for chunk in results {
+                for (f, c) in flags.iter_mut().zip(chunk?) {
+                    f.nan |= c.nan;
+                    f.unseen |= c.unseen;
+                }
+            }
+            Ok((codes, flags))
+        }
+        _ => {
+            let flags = codes
+                .par_iter_mut()
+                .enumerate()
+                .map(|(j, c)| {
+                    let mut flag = ColumnFlags::default();
+                    let mut out = c.chunks_mut(n.max(1));
+                    if let Some(out) = out.first_mut() {
+                        for (i, &v) in x.column(j).iter().enumerate() {
+                            let b = code_of(j, v, i, &mut flag)?;
+                            out.set(i, b);
+                        }
+                    }
+                    Ok(flag)
+                })
+                .collect::<Result<Vec<_>>>();
+            // Report the first infinite value in row-major order, as the other path does.
+            match flags {
+                Ok(f) => Ok((codes, f)),
+                Err(_) => Err(first_infinite(x)),
+            }
+        }
+    }
+}
+
+fn first_infinite(x: ArrayView2<'_, f64>) -> FastError {
+    let ((row, column), &value) = x
+        .indexed_iter()
+        .find(|(_, v)| v.is_infinite())
+        .unwrap_or(((0, 0), &f64::INFINITY));
+    FastError::NonFiniteX { row, column, value }
 }
 
 #[cfg(test)]

@@ -8,8 +8,15 @@
 //!   into the intercept, which leaves the residual unchanged;
 //! * `loss = 1/(2W) Σ v_i resid_i²` as of the last residual pass, `tv[j] = Σ_b |Δβ_{j,b}|`.
 //!
-//! Bin sums (`sums[j][b] = Σ_{code_j(i)=b} v_i resid_i / W`) are refreshed on demand: a block
-//! update makes every other block's sums stale.
+//! Bin sums (`sums[j][b] = Σ_{code_j(i)=b} v_i resid_i / W`) come from one of two engines:
+//! * **rows**: the residual is kept per row; a block update is one pass over the rows and
+//!   makes every other block's sums stale until a refresh (one pass per feature);
+//! * **tables**: the sufficient statistics of [`crate::tables`]; a block update moves every
+//!   block's sums through the co-occurrence tables in `O(Σ_j B_j·B_k)`, so sums are always
+//!   fresh and the rows are never touched. Every [`SYNC_EVERY`] updates the sums and the loss
+//!   are recomputed exactly from the tables, so rounding cannot accumulate.
+
+use std::sync::Arc;
 
 use ndarray::ArrayView1;
 use rayon::prelude::*;
@@ -19,7 +26,28 @@ use crate::flsa::{flsa_weighted_unchecked, FlsaWorkspace};
 use crate::selection::{
     all_bin_sums, bin_sums_into, block_score, chain_block_score, BlockScore, PARALLEL_THRESHOLD,
 };
+use crate::tables::Tables;
 use crate::with_codes;
+
+/// Updates between exact recomputations of the sums and the loss in the tables engine.
+pub const SYNC_EVERY: usize = 128;
+
+/// Where the residual information lives.
+#[derive(Debug, Clone)]
+enum Backend {
+    Rows {
+        // resid = y − intercept − Σ_j β_j[code_j(i)].
+        resid: Vec<f64>,
+        // v ∘ resid (empty for unit weights: then resid itself is used).
+        vresid: Vec<f64>,
+        // Per-chunk partial sums of the residual pass.
+        partials: Vec<f64>,
+    },
+    Tables {
+        tables: Arc<Tables>,
+        since_sync: usize,
+    },
+}
 
 /// Rows per chunk of the parallel residual update (fixed, so results do not depend on the
 /// number of threads).
@@ -40,10 +68,7 @@ pub struct BlockState {
     pub tv: Vec<f64>,
     // Chain length of each block (its missing bin, if any, comes after).
     n_chain: Vec<usize>,
-    // resid = y − intercept − Σ_j β_j[code_j(i)].
-    resid: Vec<f64>,
-    // v ∘ resid (empty for unit weights: then resid itself is used).
-    vresid: Vec<f64>,
+    backend: Backend,
     // Normalised bin weights w_b / W.
     wn: Vec<Vec<f64>>,
     // Buffers of the block update and the residual pass.
@@ -51,7 +76,6 @@ pub struct BlockState {
     z: Vec<f64>,
     bnew: Vec<f64>,
     delta: Vec<f64>,
-    partials: Vec<f64>,
 }
 
 fn weighted_resid_loss(data: &BinnedData, resid: &[f64], vresid: &mut [f64]) -> f64 {
@@ -83,23 +107,13 @@ impl BlockState {
 
     /// A warm start from given blocks (one value per bin each; they are centred here, their
     /// means going into the intercept). Sums are fresh.
-    pub fn with_start(data: &BinnedData, y: ArrayView1<'_, f64>, mut beta: Vec<Vec<f64>>) -> Self {
-        let n = data.n_samples;
-        let w_total = data.total_weight;
-        let wn: Vec<Vec<f64>> = data
-            .features
-            .iter()
-            .map(|f| f.bin_weights.iter().map(|w| w / w_total).collect())
-            .collect();
-        let warm = beta.iter().flatten().any(|&v| v != 0.0);
+    pub fn with_start(data: &BinnedData, y: ArrayView1<'_, f64>, beta: Vec<Vec<f64>>) -> Self {
         let intercept = match &data.weights {
-            Some(v) => y.iter().zip(v).map(|(a, b)| a * b).sum::<f64>() / w_total,
-            None => y.iter().sum::<f64>() / w_total,
+            Some(v) => y.iter().zip(v).map(|(a, b)| a * b).sum::<f64>() / data.total_weight,
+            None => y.iter().sum::<f64>() / data.total_weight,
         };
-        for (b, w) in beta.iter_mut().zip(&wn) {
-            let m: f64 = b.iter().zip(w).map(|(b, w)| b * w).sum();
-            b.iter_mut().for_each(|v| *v -= m);
-        }
+        let n = data.n_samples;
+        let (wn, beta) = Self::centred(data, beta);
         let mut resid: Vec<f64> = y.iter().map(|&yi| yi - intercept).collect();
         for (f, b) in data.features.iter().zip(&beta) {
             if b.iter().any(|&v| v != 0.0) {
@@ -112,6 +126,47 @@ impl BlockState {
             Vec::new()
         };
         let loss = weighted_resid_loss(data, &resid, &mut vresid);
+        let partials = vec![0.0; n.div_ceil(ROW_CHUNK).max(1)];
+        Self::assemble(data, intercept, beta, wn, loss, Backend::Rows { resid, vresid, partials })
+    }
+
+    /// The tables engine from sufficient statistics built on `data` (see [`Tables::build`]),
+    /// started from `beta` (all zeros: the constant model). Sums are fresh.
+    pub fn with_tables(data: &BinnedData, tables: Arc<Tables>, beta: Vec<Vec<f64>>) -> Self {
+        let (wn, beta) = Self::centred(data, beta);
+        let intercept = tables.y_mean;
+        let backend = Backend::Tables { tables, since_sync: 0 };
+        Self::assemble(data, intercept, beta, wn, 0.0, backend)
+    }
+
+    /// Whether this state runs on the tables engine.
+    pub fn uses_tables(&self) -> bool {
+        matches!(self.backend, Backend::Tables { .. })
+    }
+
+    fn centred(data: &BinnedData, mut beta: Vec<Vec<f64>>) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+        let w_total = data.total_weight;
+        let wn: Vec<Vec<f64>> = data
+            .features
+            .iter()
+            .map(|f| f.bin_weights.iter().map(|w| w / w_total).collect())
+            .collect();
+        for (b, w) in beta.iter_mut().zip(&wn) {
+            let m: f64 = b.iter().zip(w).map(|(b, w)| b * w).sum();
+            b.iter_mut().for_each(|v| *v -= m);
+        }
+        (wn, beta)
+    }
+
+    fn assemble(
+        data: &BinnedData,
+        intercept: f64,
+        beta: Vec<Vec<f64>>,
+        wn: Vec<Vec<f64>>,
+        loss: f64,
+        backend: Backend,
+    ) -> Self {
+        let warm = beta.iter().flatten().any(|&v| v != 0.0);
         let n_chain: Vec<usize> = data.features.iter().map(|f| f.n_chain()).collect();
         let tv = beta
             .iter()
@@ -126,16 +181,14 @@ impl BlockState {
             loss,
             tv,
             n_chain,
-            resid,
-            vresid,
+            backend,
             wn,
             ws: FlsaWorkspace::with_capacity(max_bins),
             z: vec![0.0; max_bins],
             bnew: vec![0.0; max_bins],
             delta: vec![0.0; max_bins],
-            partials: vec![0.0; n.div_ceil(ROW_CHUNK).max(1)],
         };
-        state.refresh_all_sums(data);
+        state.sync(data);
         // A warm start's residual need not have weighted mean 0: the intercept takes it.
         if warm {
             state.intercept_step(data);
@@ -143,29 +196,46 @@ impl BlockState {
         state
     }
 
-    /// Recomputes every block's bin sums (one pass per feature, parallel over features).
+    /// Makes every block's bin sums fresh: one pass per feature (rows engine); nothing to do
+    /// with tables, whose sums are always fresh.
     pub fn refresh_all_sums(&mut self, data: &BinnedData) {
-        let vr = if self.vresid.is_empty() {
-            &self.resid
-        } else {
-            &self.vresid
-        };
-        all_bin_sums(data, vr, &mut self.sums);
+        if let Backend::Rows { resid, vresid, .. } = &self.backend {
+            let vr = if vresid.is_empty() { resid } else { vresid };
+            all_bin_sums(data, vr, &mut self.sums);
+        }
     }
 
-    /// Recomputes block `k`'s bin sums (one pass).
+    /// Makes block `k`'s bin sums fresh (one pass with rows, nothing with tables).
     pub fn refresh_sums(&mut self, data: &BinnedData, k: usize) {
-        let vr = if self.vresid.is_empty() {
-            &self.resid
-        } else {
-            &self.vresid
-        };
-        bin_sums_into(
-            &data.features[k],
-            vr,
-            1.0 / data.total_weight,
-            &mut self.sums[k],
-        );
+        if let Backend::Rows { resid, vresid, .. } = &self.backend {
+            let vr = if vresid.is_empty() { resid } else { vresid };
+            bin_sums_into(&data.features[k], vr, 1.0 / data.total_weight, &mut self.sums[k]);
+        }
+    }
+
+    /// Recomputes sums and loss exactly: from the residual (rows; the loss is exact already)
+    /// or from the tables (`O((Σ B)²)`).
+    pub fn sync(&mut self, data: &BinnedData) {
+        match &mut self.backend {
+            Backend::Rows { .. } => self.refresh_all_sums(data),
+            Backend::Tables { tables, since_sync } => {
+                *since_sync = 0;
+                let t = Arc::clone(tables);
+                let w = t.total_weight;
+                let cb = t.cross_products(&self.beta);
+                let d = self.intercept - t.y_mean;
+                // Σ v r² with r = (y − ȳ) − d − Σ_k β_k[code_k].
+                let mut ss = t.yy + d * d * w;
+                for j in 0..self.beta.len() {
+                    let (b, ys, wj, c) = (&self.beta[j], &t.ysum[j], &t.weights[j], &cb[j]);
+                    for q in 0..b.len() {
+                        ss += -2.0 * b[q] * ys[q] + 2.0 * d * wj[q] * b[q] + wj[q] * b[q] * b[q] + b[q] * c[q];
+                        self.sums[j][q] = (ys[q] - d * wj[q] - wj[q] * b[q] - c[q]) / w;
+                    }
+                }
+                self.loss = 0.5 * ss.max(0.0) / w;
+            }
+        }
     }
 
     /// `max_{k,t} |g_{k,t}|` over the chains' jumps, from fresh sums: at the flat model
@@ -251,7 +321,12 @@ impl BlockState {
     pub fn intercept_step(&mut self, data: &BinnedData) {
         let s = self.intercept_gradient();
         self.intercept += s;
-        self.update_resid(data, None, s);
+        if self.uses_tables() {
+            // Σ v (r − s)² = Σ v r² − W s², since Σ v r = W s.
+            self.loss -= 0.5 * s * s;
+        } else {
+            self.update_resid(data, None, s);
+        }
         for (sums, wn) in self.sums.iter_mut().zip(&self.wn) {
             sums.iter_mut().zip(wn).for_each(|(r, w)| *r -= s * w);
         }
@@ -318,7 +393,21 @@ impl BlockState {
         }
         self.tv[k] = total_variation(&beta[..self.n_chain[k]]);
         let delta = std::mem::take(&mut self.delta);
-        self.update_resid(data, Some((k, &delta[..nb])), 0.0);
+        if let Backend::Tables { tables, since_sync } = &mut self.backend {
+            // Block k's sums are fresh: Δloss = −Σ_b Δ_b R_kb + ½ Σ_b (w_b/W) Δ_b².
+            let (d, r, wn) = (&delta[..nb], &self.sums[k], &self.wn[k]);
+            self.loss += d.iter().zip(r).zip(wn).map(|((d, r), w)| -d * r + 0.5 * w * d * d).sum::<f64>();
+            self.sums[k].iter_mut().zip(wn).zip(d).for_each(|((s, w), d)| *s -= w * d);
+            tables.apply(k, d, 1.0 / tables.total_weight, &mut self.sums);
+            *since_sync += 1;
+            if *since_sync >= SYNC_EVERY {
+                self.delta = delta;
+                self.sync(data);
+                return;
+            }
+        } else {
+            self.update_resid(data, Some((k, &delta[..nb])), 0.0);
+        }
         self.delta = delta;
     }
 
@@ -330,14 +419,16 @@ impl BlockState {
     /// `resid_i −= delta[code_k(i)] + shift` (block `k`, or only the shift), fused with the loss.
     fn update_resid(&mut self, data: &BinnedData, block: Option<(usize, &[f64])>, shift: f64) {
         let weights = data.weights.as_deref();
-        let (resid, vresid, partials) = (&mut self.resid, &mut self.vresid, &mut self.partials);
+        let Backend::Rows { resid, vresid, partials } = &mut self.backend else {
+            return;
+        };
         match block {
             Some((k, delta)) => with_codes!(&data.features[k].codes, c => {
                 update_chunks(resid, vresid, weights, partials, |i0, i| delta[c[i0 + i].idx()] + shift)
             }),
             None => update_chunks(resid, vresid, weights, partials, |_, _| shift),
         }
-        self.loss = 0.5 * self.partials.iter().sum::<f64>() / data.total_weight;
+        self.loss = 0.5 * partials.iter().sum::<f64>() / data.total_weight;
     }
 }
 
@@ -345,6 +436,7 @@ impl BlockState {
 pub fn total_variation(beta: &[f64]) -> f64 {
     beta.windows(2).map(|w| (w[1] - w[0]).abs()).sum()
 }
+
 /// Parallel over fixed row chunks: `r_i −= step(chunk_start, i_in_chunk)`, `vr_i = v_i r_i`,
 /// and each chunk's `Σ v r²` into `partials` (summed in order afterwards: deterministic).
 fn update_chunks<F>(

@@ -23,7 +23,11 @@
 //!   shared by every solver;
 //! * [`selection`] — per-feature bin sums of the residual and the BGS-s scores / KKT residual;
 //! * [`solver`] — greedy (BGS-s) or cyclic block coordinate descent with a KKT stopping rule;
+//! * [`tables`] — sufficient statistics (co-occurrence tables): iterations that never touch
+//!   the rows;
 //! * [`model`] — the fitted additive model and its prediction;
+//! * [`logistic`] — the same greedy solver for the logistic loss (binary classification);
+//! * [`sparse`] — feature-sparse FAST: AGIS, group-ℓ0 FAST and the BGS local search.
 //!
 //! The PyO3 layer lives in `bindings` behind the `python` feature.
 
@@ -31,10 +35,13 @@ pub mod binning;
 pub mod blocks;
 pub mod error;
 pub mod flsa;
+pub mod logistic;
 pub mod model;
 pub mod params;
 pub mod selection;
 pub mod solver;
+pub mod tables;
+pub mod sparse;
 
 #[cfg(feature = "python")]
 mod bindings;

@@ -43,6 +43,33 @@ impl std::str::FromStr for Selection {
     }
 }
 
+/// Where the residual information lives during a fit (see [`crate::blocks`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    /// Choose from a cost model (see [`crate::solver::choose_engine`]).
+    Auto,
+    /// A residual per row: each iteration makes passes over the rows.
+    Rows,
+    /// Sufficient statistics: each iteration works on co-occurrence tables only.
+    Tables,
+}
+
+impl std::str::FromStr for Engine {
+    type Err = FastError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "auto" => Ok(Self::Auto),
+            "rows" => Ok(Self::Rows),
+            "tables" => Ok(Self::Tables),
+            _ => Err(FastError::InvalidParameter {
+                name: "engine",
+                message: "must be 'auto', 'rows' or 'tables'",
+                value: format!("{s:?}"),
+            }),
+        }
+    }
+}
+
 /// The fusion penalty, absolute or relative to `λ_max` (the smallest `λ_f` whose fit is constant).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Penalty {

@@ -10,6 +10,7 @@
 //! Stops when the KKT residual `max d / λ_f ≤ tol` (unscaled `max d` when `λ_f = 0`), at
 //! `max_iter` block updates, at the time budget, or when a callback asks to.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use ndarray::{ArrayView1, ArrayView2};
@@ -18,7 +19,8 @@ use crate::binning::{bin_data, BinnedData};
 use crate::blocks::BlockState;
 use crate::error::{FastError, Result};
 use crate::model::AdditiveModel;
-use crate::params::{FitParams, Penalty, Selection};
+use crate::params::{Engine, FitParams, Penalty, Selection};
+use crate::tables::{table_bytes, Tables};
 use crate::selection::{select, BlockScore};
 
 /// One entry per block update.
@@ -99,6 +101,8 @@ pub struct BinnedFit {
 /// The result of a fit on a feature matrix.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fit {
+    /// The engine that ran the optimisation.
+    pub engine: Engine,
     /// The fitted model (cut points and values).
     pub model: AdditiveModel,
     /// Total sample weight of the training rows in each chain bin.
@@ -165,6 +169,21 @@ pub fn fit(
     params: &FitParams,
     callback: Option<Callback<'_>>,
 ) -> Result<Fit> {
+    fit_with_engine(x, y, weights, params, Engine::Auto, callback)
+}
+
+/// [`fit`] with a chosen engine ([`Engine::Auto`]: [`choose_engine`]).
+///
+/// # Errors
+/// As [`fit`].
+pub fn fit_with_engine(
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    weights: Option<&[f64]>,
+    params: &FitParams,
+    engine: Engine,
+    callback: Option<Callback<'_>>,
+) -> Result<Fit> {
     params.check()?;
     if y.len() != x.nrows() {
         return Err(FastError::LengthMismatch {
@@ -175,10 +194,15 @@ pub fn fit(
         });
     }
     let data = bin_data(x, weights, &params.binning)?;
-    let fitted = fit_binned(&data, y, params, callback)?;
+    let engine = match engine {
+        Engine::Auto => choose_engine(&data),
+        e => e,
+    };
+    let fitted = fit_binned_engine(&data, y, params, None, engine, callback)?;
     let model = to_model(&data, fitted.intercept, &fitted.values);
     let (bin_weights, missing_weights) = chain_weights(&data);
     Ok(Fit {
+        engine,
         model,
         bin_weights,
         missing_weights,
@@ -258,15 +282,117 @@ pub fn fit_binned_from(
     y: ArrayView1<'_, f64>,
     params: &FitParams,
     init: Option<Vec<Vec<f64>>>,
-    mut callback: Option<Callback<'_>>,
+    callback: Option<Callback<'_>>,
+) -> Result<BinnedFit> {
+    fit_binned_engine(data, y, params, init, Engine::Rows, callback)
+}
+
+/// Picks the engine from a cost model. One iteration of the rows engine reads every code and
+/// the residual (`≈ n·(p+1)`); one of the tables engine costs `≈ B̄·Σ_j B_j`, after a build of
+/// `≈ n·p²/2`. Since fits take at least a few times `p` iterations, the tables pay off when
+/// an iteration is at least twice cheaper with them, and their memory stays below
+/// `max(256 MiB, the codes' bytes × 4)` (so below half of X's bytes for 8-bit codes).
+pub fn choose_engine(data: &BinnedData) -> Engine {
+    let n = data.n_samples as f64;
+    let p = data.n_features();
+    let total_bins: usize = data.features.iter().map(|f| f.n_bins()).sum();
+    let mean_bins = total_bins as f64 / p.max(1) as f64;
+    let rows_cost = n * (p as f64 + 1.0);
+    let tables_cost = mean_bins * total_bins as f64;
+    let budget = (256usize << 20).max(4 * data.n_samples * p);
+    if p >= 2 && rows_cost > 2.0 * tables_cost && table_bytes(data) <= budget {
+        Engine::Tables
+    } else {
+        Engine::Rows
+    }
+}
+
+/// [`fit_binned_from`] on a chosen engine (`Auto` is resolved with [`choose_engine`]).
+///
+/// # Errors
+/// As [`fit_binned_from`].
+pub fn fit_binned_engine(
+    data: &BinnedData,
+    y: ArrayView1<'_, f64>,
+    params: &FitParams,
+    init: Option<Vec<Vec<f64>>>,
+    engine: Engine,
+    callback: Option<Callback<'_>>,
 ) -> Result<BinnedFit> {
     params.check()?;
     check_target(y, data.n_samples)?;
+    let tables = match engine {
+        Engine::Auto if choose_engine(data) == Engine::Tables => Some(Arc::new(Tables::build(data, y)?)),
+        Engine::Tables => Some(Arc::new(Tables::build(data, y)?)),
+        _ => None,
+    };
+    let state = |beta: Vec<Vec<f64>>| match &tables {
+        Some(t) => BlockState::with_tables(data, Arc::clone(t), beta),
+        None => BlockState::with_start(data, y, beta),
+    };
+    optimise(data, params, init, state, callback)
+}
+
+/// Fits FAST from sufficient statistics alone (for example tables added up over the
+/// partitions of a data set too large for one machine's memory): the rows are never needed.
+/// `cuts[j]` and `missing[j]` describe feature `j`'s bins as the tables were built with them.
+///
+/// # Errors
+/// As [`fit_binned`] for the parameters; [`FastError::InvalidParameter`] if the cuts or
+/// missing flags do not match the tables' bins.
+pub fn fit_tables(tables: Arc<Tables>, cuts: Vec<Vec<f64>>, missing: Vec<bool>, params: &FitParams) -> Result<Fit> {
+    params.check()?;
+    let p = tables.n_features();
+    if cuts.len() != p || missing.len() != p {
+        return Err(FastError::LengthMismatch {
+            what: "cuts / missing flags",
+            expected: p,
+            got: cuts.len().min(missing.len()),
+            reason: "one entry per feature of the tables",
+        });
+    }
+    let mut features = Vec::with_capacity(p);
+    for (j, (c, m)) in cuts.into_iter().zip(missing).enumerate() {
+        if c.len() + 1 + usize::from(m) != tables.n_bins[j] {
+            return Err(FastError::InvalidParameter {
+                name: "cuts",
+                message: "must give the tables' number of bins (len(cuts) + 1, plus 1 with a missing bin)",
+                value: format!("feature {j}: {} cuts, missing={m}, {} bins", c.len(), tables.n_bins[j]),
+            });
+        }
+        let bin_weights = tables.weights[j].clone();
+        features.push(crate::binning::BinnedFeature { cuts: c, codes: crate::binning::Codes::U8(Vec::new()), bin_weights, missing: m });
+    }
+    // A shell without rows: the tables engine reads only the bins' sizes and weights.
+    let data = BinnedData { n_samples: 0, features, weights: None, total_weight: tables.total_weight };
+    let state = |beta: Vec<Vec<f64>>| BlockState::with_tables(&data, Arc::clone(&tables), beta);
+    let fitted = optimise(&data, params, None, state, None)?;
+    let (bin_weights, missing_weights) = chain_weights(&data);
+    Ok(Fit {
+        engine: Engine::Tables,
+        model: to_model(&data, fitted.intercept, &fitted.values),
+        bin_weights,
+        missing_weights,
+        lambda_f: fitted.lambda_f,
+        lambda_max: fitted.lambda_max,
+        report: fitted.report,
+    })
+}
+
+/// The optimisation loop shared by every entry point, on states made by `state`.
+fn optimise(
+    data: &BinnedData,
+    params: &FitParams,
+    init: Option<Vec<Vec<f64>>>,
+    state: impl Fn(Vec<Vec<f64>>) -> BlockState,
+    mut callback: Option<Callback<'_>>,
+) -> Result<BinnedFit> {
     let start = Instant::now();
     let p = data.n_features();
+    let zeros = || data.features.iter().map(|f| vec![0.0; f.n_bins()]).collect::<Vec<_>>();
     let (mut st, lambda_max) = match init {
         None => {
-            let mut st = BlockState::new(data, y);
+            let mut st = state(zeros());
             st.flat_start(data);
             let lambda_max = st.lambda_max();
             (st, lambda_max)
@@ -289,9 +415,9 @@ pub fn fit_binned_from(
                     });
                 }
             }
-            let mut flat = BlockState::new(data, y);
+            let mut flat = state(zeros());
             flat.flat_start(data);
-            (BlockState::with_start(data, y, init), flat.lambda_max())
+            (state(init), flat.lambda_max())
         }
     };
     let lambda = match params.lambda {
@@ -399,6 +525,10 @@ pub fn fit_binned_from(
         }
     };
     let converged = kkt <= params.tol;
+    if st.uses_tables() {
+        // The reported objective is recomputed exactly from the tables.
+        st.sync(data);
+    }
     Ok(BinnedFit {
         intercept: st.intercept,
         lambda_f: lambda,

@@ -323,9 +323,9 @@ proptest! {
         let w: Vec<f64> = m.iter().map(|&k| k as f64).collect();
         let lambda = f * lambda_max(&y, &w);
         let b = solve(&y, &w, lambda);
-        let y_rep: Vec<f64> = y.iter().zip(&m).flat_map(|(&v, &k)| std::iter::repeat(v).take(k)).collect();
+        let y_rep: Vec<f64> = y.iter().zip(&m).flat_map(|(&v, &k)| std::iter::repeat_n(v, k)).collect();
         let b_rep = solve(&y_rep, &vec![1.0; y_rep.len()], lambda);
-        let b_expected: Vec<f64> = b.iter().zip(&m).flat_map(|(&v, &k)| std::iter::repeat(v).take(k)).collect();
+        let b_expected: Vec<f64> = b.iter().zip(&m).flat_map(|(&v, &k)| std::iter::repeat_n(v, k)).collect();
         prop_assert!(max_abs_diff(&b_rep, &b_expected) <= 1e-9 * (1.0 + max_abs(&y)), "{:?} vs {:?}", b_rep, b_expected);
     }
 

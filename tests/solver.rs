@@ -421,3 +421,80 @@ fn warm_starts_reach_the_cold_optimum_faster() {
     let bad = vec![vec![0.0; 3]; 5];
     assert!(fit_binned_from(&d, y.view(), &prm, Some(bad), None).is_err());
 }
+
+#[test]
+fn tables_and_rows_engines_give_the_same_model() {
+    use fastpcam::params::Engine;
+    use fastpcam::solver::fit_with_engine;
+    let (mut x, y) = data(20_000, 5, 17, 200);
+    for i in (0..20_000).step_by(13) {
+        x[[i, 2]] = f64::NAN; // a missing bin too
+    }
+    let w: Vec<f64> = (0..20_000).map(|i| 0.5 + (i % 3) as f64).collect();
+    for selection in [Selection::Greedy, Selection::Cyclic] {
+        let prm = params(Penalty::Relative(1e-3), selection, 1e-7, Some(64));
+        let rows = fit_with_engine(x.view(), y.view(), Some(&w), &prm, Engine::Rows, None).unwrap();
+        let tabs = fit_with_engine(x.view(), y.view(), Some(&w), &prm, Engine::Tables, None).unwrap();
+        assert_eq!((rows.engine, tabs.engine), (Engine::Rows, Engine::Tables));
+        assert!(rows.report.converged && tabs.report.converged);
+        let (a, b) = (rows.report.objective, tabs.report.objective);
+        assert!((a - b).abs() <= 1e-9 * a, "{selection:?}: {a} vs {b}");
+        assert!((objective(&tabs, &x, &y, Some(&w)) - b).abs() <= 1e-10 * b, "exact objective from tables");
+        let (pa, pb) = (rows.model.predict(x.view()).unwrap(), tabs.model.predict(x.view()).unwrap());
+        let worst = pa.iter().zip(&pb).map(|(u, v)| (u - v).abs()).fold(0.0, f64::max);
+        assert!(worst <= 1e-6, "{selection:?}: predictions differ by {worst}");
+        for pair in tabs.report.history.objective.windows(2) {
+            assert!(pair[1] <= pair[0] + 1e-12 * pair[0].abs(), "{pair:?}");
+        }
+    }
+}
+
+#[test]
+fn tables_engine_is_deterministic_across_threads() {
+    use fastpcam::params::Engine;
+    use fastpcam::solver::fit_with_engine;
+    let (x, y) = data(30_000, 6, 19, 100);
+    let prm = params(Penalty::Relative(1e-3), Selection::Greedy, 1e-6, Some(100));
+    let run = |threads| {
+        let mut f = with_threads(Some(threads), || fit_with_engine(x.view(), y.view(), None, &prm, Engine::Tables, None).unwrap()).unwrap();
+        f.report.history.time.clear();
+        f
+    };
+    assert_eq!(run(1), run(2));
+}
+
+#[test]
+fn fit_from_partition_tables_equals_the_in_memory_fit() {
+    use fastpcam::params::Engine;
+    use fastpcam::solver::{fit_tables, fit_with_engine};
+    use fastpcam::tables::Tables;
+    use std::sync::Arc;
+    let (mut x, y) = data(9_000, 4, 23, 50);
+    for i in (0..9_000).step_by(11) {
+        x[[i, 1]] = f64::NAN;
+    }
+    let prm = params(Penalty::Relative(1e-3), Selection::Greedy, 1e-8, Some(32));
+    let whole = fit_with_engine(x.view(), y.view(), None, &prm, Engine::Tables, None).unwrap();
+    // Three partitions binned with the whole data's cut points, their tables added up.
+    let cuts = whole.model.cuts.clone();
+    let missing = vec![false, true, false, false];
+    let mut total: Option<Tables> = None;
+    for r in [0..2_000, 2_000..7_000, 7_000..9_000, 9_000..9_000] {
+        let xs = x.slice(ndarray::s![r.clone(), ..]).to_owned();
+        let ys = y.slice(ndarray::s![r]).to_owned();
+        let t = fastpcam::tables::partition_tables(xs.view(), ys.view(), None, &cuts, &missing).unwrap();
+        match total.as_mut() {
+            None => total = Some(t),
+            Some(a) => a.add(&t).unwrap(),
+        }
+    }
+    // NaN where the flags say there is none is an error.
+    let bad = fastpcam::tables::partition_tables(x.view(), y.view(), None, &cuts, &[false; 4]);
+    assert!(bad.unwrap_err().to_string().contains("missing"));
+    let fitted = fit_tables(Arc::new(total.unwrap()), cuts, missing, &prm).unwrap();
+    let (a, b) = (whole.report.objective, fitted.report.objective);
+    assert!((a - b).abs() <= 1e-9 * a, "{a} vs {b}");
+    let (pa, pb) = (whole.model.predict(x.view()).unwrap(), fitted.model.predict(x.view()).unwrap());
+    let worst = pa.iter().zip(&pb).map(|(u, v)| (u - v).abs()).fold(0.0, f64::max);
+    assert!(worst <= 1e-9, "predictions differ by {worst}");
+}

@@ -7,5 +7,11 @@ block coordinate descent whose every step is an exact dynamic programme.
 
 from ._core import __version__
 from ._estimator import FASTRegressor, flsa, lambda_max
+from ._classifier import FASTClassifier
+from ._cv import FASTRegressorCV, lambda_path
+from ._sparse import SparseFASTRegressor, agis_path, l0_path
+from ._stats import SufficientStatistics, sufficient_statistics
+from ._dask import fit_from_parquet
 
-__all__ = ["FASTRegressor", "flsa", "lambda_max", "__version__"]
+__all__ = ["FASTRegressor", "FASTClassifier", "FASTRegressorCV", "lambda_path", "SparseFASTRegressor", "agis_path", "flsa", "l0_path", "lambda_max", "__version__"]
+__all__ += ["SufficientStatistics", "sufficient_statistics", "fit_from_parquet"]

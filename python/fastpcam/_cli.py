@@ -253,7 +253,33 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     if args.out:
         save_model(est, args.out, feature_names=names)
         print(f"\nmodel saved to {args.out} (shape functions on the standardised y scale)")
+    if args.plot is not None:
+        _save_demo_plot(est, names, args.plot)
     return 0
+
+
+def _save_demo_plot(est: Any, names: Sequence[str], path: str) -> None:
+    """Save the demo's shape functions as an image, or say why not (matplotlib missing)."""
+    try:
+        import matplotlib
+    except ImportError:
+        print(
+            "\nplot skipped: matplotlib is not installed (pip install 'fastpcam[plot]' for the `plot` extra)"
+        )
+        return
+    if "matplotlib.pyplot" not in sys.modules:
+        matplotlib.use("Agg")  # no window: the figure only goes to a file
+    import matplotlib.pyplot as plt
+
+    from fastpcam.plot import shape_functions
+
+    fig = shape_functions(est, ncols=4, feature_names=names,
+                          title="California housing: shape functions (y standardised)")
+    try:
+        fig.savefig(path, dpi=110)
+    finally:
+        plt.close(fig)
+    print(f"\nshape functions plotted to {path}")
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
@@ -338,6 +364,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--max-segments", type=_pos_int, default=8, metavar="K",
                       help="segments to list per shape function (default: 8)")
     demo.add_argument("--out", metavar="MODEL.json", help="also save the fitted model as JSON")
+    demo.add_argument("--plot", metavar="PATH", default="fastpcam_demo_shapes.png",
+                      help="save a plot of the shape functions here (default: fastpcam_demo_shapes.png; "
+                      "needs matplotlib, the `plot` extra)")
+    demo.add_argument("--no-plot", dest="plot", action="store_const", const=None,
+                      help="do not save the plot")
     demo.set_defaults(func=_cmd_demo)
 
     fit = sub.add_parser("fit", help="fit a model to a CSV file and save it as JSON",

@@ -14,9 +14,18 @@ import numpy.typing as npt
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils import check_array
+from sklearn.utils.validation import (
+    _check_feature_names,
+    _check_n_features,
+    _check_sample_weight,
+    check_is_fitted,
+    validate_data,
+)
 
+from . import _categorical as cat
 from . import _core
+from ._inspect import AdditiveModelMixin
 
 #: Default ``lambda_f / lambda_max`` when ``lambda_f=None`` (see the README, "Defaults").
 DEFAULT_LAMBDA_RATIO = 1e-3
@@ -59,7 +68,7 @@ def _as_float64_1d(a: Any, name: str) -> npt.NDArray[np.float64]:
     return arr
 
 
-class FASTRegressor(RegressorMixin, BaseEstimator):
+class FASTRegressor(AdditiveModelMixin, RegressorMixin, BaseEstimator):
     r"""Piecewise-constant additive regression fitted with FAST.
 
     The model is :math:`f(x) = c + \sum_j \beta_j[\mathrm{bin}_j(x_j)]`: one value per bin per
@@ -106,6 +115,28 @@ class FASTRegressor(RegressorMixin, BaseEstimator):
         Rows sampled to compute quantile bins (as in LightGBM).
     verbose : int, default=0
         ``1`` prints progress about once a second and a summary; ``2`` ten times a second.
+    callback : callable or None, default=None
+        Called about every 0.1 s during the fit as ``callback(n_iter, objective,
+        kkt_residual, elapsed)``; returning ``False`` stops the fit early and keeps the model
+        reached so far (``converged_`` then tells whether it met ``tol``). Any other return
+        value (``None``, ``True``) continues. An exception raised inside it stops the fit and
+        propagates.
+    categorical_features : "from_dtype", array-like or None, default="from_dtype"
+        Categorical features: ``"from_dtype"`` takes pandas ``category``, object and string
+        columns; or a list of column indices or names, or a boolean mask; ``None`` for none.
+        Each category gets a bin; the categories are ordered by the weighted mean of the
+        training target and fused along that order (see :mod:`fastpcam._categorical`).
+        ``categories_[j]`` lists them in that order, aligned with ``values_[j]``. A category
+        unseen in training contributes 0; None/NaN is a missing value.
+    bins : dict, list or None, default=None
+        User-supplied cut points for numeric features: ``{feature index or name: cuts}`` or
+        one entry (cuts or None) per feature. Other features are binned as usual.
+    engine : {"auto", "rows", "tables"}, default="auto"
+        Where the optimisation keeps its residual information: ``"rows"`` keeps a residual
+        per row (each iteration passes over the rows); ``"tables"`` builds co-occurrence
+        tables of every pair of features once (sufficient statistics, DESIGN §4) and then never
+        touches the rows; ``"auto"`` picks by a cost model (tables for many rows and few
+        features). Both give the same model.
 
     Attributes
     ----------
@@ -139,7 +170,15 @@ class FASTRegressor(RegressorMixin, BaseEstimator):
     lambda_f_ : float
         The penalty used.
     lambda_max_ : float
-        The smallest penalty whose fit is constant.
+        The smallest penalty whose chains are all flat (the constant model without missing
+        values).
+    engine_ : str
+        The engine that ran the fit: ``"rows"`` or ``"tables"``.
+    is_categorical_ : ndarray of shape (n_features_in_,)
+        Which features were treated as categorical.
+    categories_ : list of (ndarray or None)
+        For a categorical feature, its categories in chain order (aligned with ``values_``);
+        None for a numeric feature.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -169,6 +208,10 @@ class FASTRegressor(RegressorMixin, BaseEstimator):
         "random_state": [Interval(Integral, 0, None, closed="left")],
         "subsample_for_bin": [Interval(Integral, 2, None, closed="left")],
         "verbose": ["verbose"],
+        "categorical_features": [StrOptions({"from_dtype"}), "array-like", None],
+        "bins": [dict, list, None],
+        "engine": [StrOptions({"auto", "rows", "tables"})],
+        "callback": [callable, None],
     }
 
     # Fitted state, with shapes.
@@ -200,6 +243,10 @@ class FASTRegressor(RegressorMixin, BaseEstimator):
         random_state: int = 0,
         subsample_for_bin: int = DEFAULT_SUBSAMPLE_FOR_BIN,
         verbose: int = 0,
+        callback: Optional[Callable[[int, float, float, float], Optional[bool]]] = None,
+        categorical_features: Any = "from_dtype",
+        bins: Any = None,
+        engine: str = "auto",
     ) -> None:
         self.lambda_f = lambda_f
         self.lambda_ratio = lambda_ratio
@@ -212,6 +259,10 @@ class FASTRegressor(RegressorMixin, BaseEstimator):
         self.random_state = random_state
         self.subsample_for_bin = subsample_for_bin
         self.verbose = verbose
+        self.callback = callback
+        self.categorical_features = categorical_features
+        self.bins = bins
+        self.engine = engine
 
     def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
         tags = super().__sklearn_tags__()
@@ -219,15 +270,24 @@ class FASTRegressor(RegressorMixin, BaseEstimator):
         return tags
 
     def _progress_printer(self) -> Optional[Callable[[int, float, float, float], bool]]:
-        if not self.verbose:
+        """Verbose printing and the user's ``callback`` as one progress function."""
+        callback = self.callback
+        if not self.verbose and callback is None:
             return None
+        # the core calls this every 0.1 s with a callback; print at the verbose rate only
+        every = 0.1 if self.verbose and self.verbose >= 2 else 1.0
+        last_print = [-1e300]
 
         def show(n_iter: int, objective: float, kkt: float, elapsed: float) -> bool:
-            print(
-                f"[FAST] iter {n_iter:>7d}  objective {objective:.10g}  KKT {kkt:.3e}  {elapsed:7.2f} s",
-                file=sys.stdout,
-                flush=True,
-            )
+            if self.verbose and elapsed - last_print[0] >= 0.9 * every:
+                last_print[0] = elapsed
+                print(
+                    f"[FAST] iter {n_iter:>7d}  objective {objective:.10g}  KKT {kkt:.3e}  {elapsed:7.2f} s",
+                    file=sys.stdout,
+                    flush=True,
+                )
+            if callback is not None:
+                return callback(n_iter, objective, kkt, elapsed) is not False
             return True
 
         return show
@@ -240,6 +300,9 @@ class FASTRegressor(RegressorMixin, BaseEstimator):
         X : array-like of shape (n_samples, n_features)
             Training data. float64 numpy arrays in C or Fortran order are read in place.
             NaN marks a missing value (it gets a bin of its own); infinite values are errors.
+            A Dask DataFrame or Array is fitted through sufficient statistics computed
+            partition by partition (``y`` and ``sample_weight`` then partitioned like ``X``
+            or in memory; see :mod:`fastpcam._dask`).
         y : array-like of shape (n_samples,)
             Target values.
         sample_weight : array-like of shape (n_samples,), default=None
@@ -251,11 +314,11 @@ class FASTRegressor(RegressorMixin, BaseEstimator):
             The fitted estimator.
         """
         self._validate_params()
-        X, y = validate_data(
-            self, X, y, dtype=np.float64, order=None, y_numeric=True, ensure_all_finite=False
-        )
-        if sample_weight is not None:
-            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        from . import _dask  # imports Dask only when X is a Dask collection
+
+        if _dask.is_dask_collection(X):
+            return _dask.fit_dask(self, X, y, sample_weight)
+        X, y, sample_weight, bins = self._prepare_fit(X, y, sample_weight)
         names = getattr(self, "feature_names_in_", None)
         try:
             out = _core.fit(
@@ -273,7 +336,9 @@ class FASTRegressor(RegressorMixin, BaseEstimator):
                 random_state=int(self.random_state),
                 bin_sample_size=int(self.subsample_for_bin),
                 progress=self._progress_printer(),
-                progress_interval=0.1 if self.verbose and self.verbose >= 2 else 1.0,
+                progress_interval=0.1 if self.callback is not None or (self.verbose and self.verbose >= 2) else 1.0,
+                bins=bins,
+                engine=self.engine,
             )
         except ValueError as err:
             raise _name_columns(err, names) from None
@@ -294,6 +359,102 @@ class FASTRegressor(RegressorMixin, BaseEstimator):
             )
         return self
 
+    def _prepare_fit(
+        self, X: Any, y: Any, sample_weight: Any
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], Any, Optional[list[Optional[list[float]]]]]:
+        """Validate the training data; encode categorical columns; resolve ``bins``."""
+        is_df = cat.is_dataframe(X)
+        explicit = self.categorical_features is not None and not isinstance(self.categorical_features, str)
+        mask = None
+        if is_df or explicit:
+            if not is_df:
+                X = np.asarray(X, dtype=object)
+            if X.ndim == 2:
+                names = np.asarray(X.columns, dtype=object) if is_df else None
+                mask = cat.resolve_mask(X, self.categorical_features, X.shape[1], names)
+        if mask is None or not mask.any():
+            X, y = validate_data(
+                self, X, y, dtype=np.float64, order=None, y_numeric=True, ensure_all_finite=False
+            )
+            self.is_categorical_ = np.zeros(X.shape[1], dtype=bool)
+            self.categories_ = [None] * X.shape[1]
+        else:
+            _check_feature_names(self, X, reset=True)
+            _check_n_features(self, X, reset=True)
+            y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
+            if y.ndim != 1 or len(y) != len(X):
+                raise ValueError(f"y must be 1-dimensional with one entry per row of X, got shape {y.shape}")
+        if sample_weight is not None:
+            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        if mask is not None and mask.any():
+            X = self._encode(X, mask, fit_y=y, fit_w=sample_weight)
+        return X, np.ascontiguousarray(y, dtype=np.float64), sample_weight, self._resolve_bins()
+
+    def _encode(
+        self, X: Any, mask: npt.NDArray[np.bool_], fit_y: Any = None, fit_w: Any = None
+    ) -> npt.NDArray[np.float64]:
+        """Float matrix with categorical columns replaced by category ranks (fit: learn them)."""
+        n, p = X.shape
+        names = getattr(self, "feature_names_in_", None)
+        out = np.empty((n, p), dtype=np.float64, order="F")
+        if fit_y is not None:
+            self.is_categorical_ = mask
+            self.categories_ = [None] * p
+        for j in range(p):
+            col = cat._column(X, j)
+            label = repr(names[j]) if names is not None else str(j)
+            if mask[j]:
+                if fit_y is not None:
+                    self.categories_[j] = cat.fit_categories(col, fit_y, fit_w)
+                out[:, j] = cat.encode(col, self.categories_[j])
+            elif cat.is_dataframe(X):
+                try:
+                    out[:, j] = X.iloc[:, j].to_numpy(dtype=np.float64, na_value=np.nan)
+                except (TypeError, ValueError) as err:
+                    raise ValueError(
+                        f"column {label} is not numeric ({err}); list it in categorical_features"
+                    ) from None
+            else:
+                out[:, j] = cat.numeric_column(col, label)
+        return out
+
+    def _prepare_predict(self, X: Any) -> npt.NDArray[np.float64]:
+        mask = getattr(self, "is_categorical_", None)
+        if mask is None or not mask.any():
+            return validate_data(self, X, dtype=np.float64, order=None, reset=False, ensure_all_finite=False)
+        _check_feature_names(self, X, reset=False)
+        _check_n_features(self, X, reset=False)
+        return self._encode(X, mask)
+
+    def _resolve_bins(self) -> Optional[list[Optional[list[float]]]]:
+        """Per-feature cut points for the core: categories' rank cuts and user ``bins``."""
+        p = self.n_features_in_
+        out: list[Optional[list[float]]] = [None] * p
+        names = list(getattr(self, "feature_names_in_", []))
+        if self.bins is not None:
+            items = self.bins.items() if isinstance(self.bins, dict) else enumerate(self.bins)
+            if not isinstance(self.bins, dict) and len(self.bins) != p:
+                raise ValueError(f"bins has {len(self.bins)} entries but X has {p} features")
+            for key, cuts in items:
+                if isinstance(key, str):
+                    if key not in names:
+                        raise ValueError(f"bins names column {key!r}, which is not a column of X")
+                    key = names.index(key)
+                if not isinstance(key, (int, np.integer)) or not 0 <= int(key) < p:
+                    raise ValueError(f"bins has key {key!r}; expected a feature index in [0, {p}) or name")
+                if cuts is None:
+                    continue
+                arr = np.asarray(cuts, dtype=np.float64).ravel()
+                if not np.all(np.isfinite(arr)) or np.any(np.diff(arr) <= 0):
+                    raise ValueError(
+                        f"bins for feature {key} must be finite, strictly increasing cut points, got {arr}"
+                    )
+                out[int(key)] = arr.tolist()
+        for j, c in enumerate(getattr(self, "categories_", [None] * p)):
+            if c is not None:
+                out[j] = cat.category_cuts(len(c))
+        return out if any(o is not None for o in out) else None
+
     def _store(self, out: dict[str, Any]) -> None:
         self.intercept_ = float(out["intercept"])
         self.cuts_ = list(out["cuts"])
@@ -307,6 +468,7 @@ class FASTRegressor(RegressorMixin, BaseEstimator):
         self.objective_ = float(out["objective"])
         self.lambda_f_ = float(out["lambda_f"])
         self.lambda_max_ = float(out["lambda_max"])
+        self.engine_ = str(out.get("engine", "rows"))
         self.history_ = {
             "objective": out["history_objective"],
             "feature": out["history_feature"],
@@ -330,13 +492,22 @@ class FASTRegressor(RegressorMixin, BaseEstimator):
             Predictions.
         """
         check_is_fitted(self, "values_")
-        X = validate_data(self, X, dtype=np.float64, order=None, reset=False, ensure_all_finite=False)
+        X = self._prepare_predict(X)
+        cuts, values = self.cuts_, self.values_
+        categories = getattr(self, "categories_", None)
+        if categories is not None and any(c is not None for c in categories):
+            # An unseen category has rank len(categories) and falls in an extra bin of value 0.
+            cuts, values = list(cuts), list(values)
+            for j, c in enumerate(categories):
+                if c is not None:
+                    cuts[j] = np.append(cuts[j], len(c) - 0.5)
+                    values[j] = np.append(values[j], 0.0)
         try:
             return _core.predict(
                 X,
                 self.intercept_,
-                self.cuts_,
-                self.values_,
+                cuts,
+                values,
                 getattr(self, "missing_values_", None),
                 n_jobs=_n_threads(self.n_jobs),
             )

@@ -13,14 +13,18 @@ Format (``schema_version`` 1)::
       "fastpcam_version": "0.1.0",
       "task": "regression",
       "intercept": 0.123,
-      "features": [{"name": "x0", "cuts": [...], "values": [...], "bin_weights": [...]}, ...],
+      "features": [{"name": "x0", "cuts": [...], "values": [...], "bin_weights": [...],
+                    "missing_value": 0.5, "missing_weight": 12.0, "categories": [...]}, ...],
       "lambda_f": 0.001,
       "lambda_max": 1.0,
       "fit": {"n_iter": 1234, "converged": true, "kkt_residual": 0.0009, "objective": 0.2},
       "params": {"max_bins": 256, ...}
     }
 
-``bin_weights``, ``lambda_max`` and ``params`` are optional on reading. Non-finite numbers
+``bin_weights``, ``lambda_max`` and ``params`` are optional on reading, and so are a
+feature's ``missing_value`` (the value of a missing entry, 0 when absent),
+``missing_weight`` and ``categories`` (a categorical feature's categories in chain order,
+aligned with ``values``; a category not listed contributes 0). Non-finite numbers
 in ``fit`` (never in the model itself) are written as the strings ``"NaN"``,
 ``"Infinity"``, ``"-Infinity"`` so the file stays strict JSON.
 """
@@ -156,6 +160,22 @@ def model_to_dict(est: FASTRegressor, feature_names: Sequence[str] | None = None
         }
         if bin_weights is not None:
             feature["bin_weights"] = _finite_floats(bin_weights[j], f"bin_weights_[{j}]")
+        missing_values = getattr(est, "missing_values_", None)
+        if missing_values is not None and float(missing_values[j]) != 0.0:
+            feature["missing_value"] = _finite_floats([missing_values[j]], f"missing_values_[{j}]")[0]
+        missing_weights = getattr(est, "missing_weights_", None)
+        if missing_weights is not None and float(missing_weights[j]) != 0.0:
+            feature["missing_weight"] = _finite_floats([missing_weights[j]], f"missing_weights_[{j}]")[0]
+        categories = getattr(est, "categories_", None)
+        if categories is not None and categories[j] is not None:
+            labels = list(categories[j])
+            for label in labels:
+                if not isinstance(label, (str, int, float, bool)) or isinstance(label, float) and not math.isfinite(label):
+                    raise ValueError(
+                        f"feature {name!r} has category {label!r} of type {type(label).__name__}; "
+                        "the model file stores str, int, float or bool categories"
+                    )
+            feature["categories"] = [label.item() if hasattr(label, "item") else label for label in labels]
         features.append(feature)
     out: dict[str, Any] = {
         "format": FORMAT,
@@ -231,6 +251,9 @@ def model_from_dict(d: dict[str, Any]) -> FASTRegressor:
 
     names: list[str] = []
     cuts: list[np.ndarray] = []
+    missing_values: list[float] = []
+    missing_weights: list[float] = []
+    categories: list[Any] = []
     values: list[np.ndarray] = []
     bin_weights: list[np.ndarray] = []
     for j, feature in enumerate(features):
@@ -256,6 +279,17 @@ def model_from_dict(d: dict[str, Any]) -> FASTRegressor:
         names.append(name)
         cuts.append(c)
         values.append(v)
+        missing_values.append(float(feature.get("missing_value", 0.0)))
+        missing_weights.append(float(feature.get("missing_weight", 0.0)))
+        cats = feature.get("categories")
+        if cats is not None:
+            if not isinstance(cats, list) or len(cats) != v.size:
+                raise ValueError(
+                    f"model file: feature {name!r} has {v.size} values but categories is not a list of {v.size}"
+                )
+            categories.append(np.asarray(cats, dtype=object))
+        else:
+            categories.append(None)
     if len(set(names)) != len(names):
         raise ValueError("model file: feature names are not unique")
 
@@ -268,6 +302,10 @@ def model_from_dict(d: dict[str, Any]) -> FASTRegressor:
     est.intercept_ = float(intercept)
     est.cuts_ = cuts
     est.values_ = values
+    est.missing_values_ = np.asarray(missing_values, dtype=np.float64)
+    est.missing_weights_ = np.asarray(missing_weights, dtype=np.float64)
+    est.categories_ = categories
+    est.is_categorical_ = np.asarray([c is not None for c in categories], dtype=bool)
     if len(bin_weights) == len(cuts):
         est.bin_weights_ = bin_weights
     est.n_features_in_ = len(cuts)

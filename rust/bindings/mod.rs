@@ -1,7 +1,10 @@
 //! The PyO3 layer: borrow numpy arrays → release the GIL → call the core → convert.
 //! No numerics live here.
 
+mod dask;
 mod errors;
+mod logistic;
+mod sparse;
 
 use std::time::Instant;
 
@@ -10,7 +13,7 @@ use pyo3::prelude::*;
 
 use crate::binning::{bin_data, BinningParams};
 use crate::model::AdditiveModel;
-use crate::params::{FitParams, Penalty, Selection};
+use crate::params::{Engine, FitParams, Penalty, Selection};
 use crate::solver::{self, Progress};
 use errors::no_panic;
 
@@ -30,6 +33,7 @@ struct FitOutput<'py> {
     kkt_residual: f64,
     objective: f64,
     stop: String,
+    engine: String,
     history_objective: Bound<'py, PyArray1<f64>>,
     history_feature: Bound<'py, PyArray1<i64>>,
     history_time: Bound<'py, PyArray1<f64>>,
@@ -39,23 +43,25 @@ fn arrays<'py>(py: Python<'py>, v: Vec<Vec<f64>>) -> Vec<Bound<'py, PyArray1<f64
     v.into_iter().map(|a| a.into_pyarray(py)).collect()
 }
 
-fn binning_params(
+fn binning_params(max_bins: Option<usize>, random_state: u64, bin_sample_size: usize) -> BinningParams {
+    binning_params_with_cuts(max_bins, random_state, bin_sample_size, None)
+}
+
+/// Binning parameters with optional user-supplied cut points per feature.
+fn binning_params_with_cuts(
     max_bins: Option<usize>,
     random_state: u64,
     bin_sample_size: usize,
+    bins: Option<Vec<Option<Vec<f64>>>>,
 ) -> BinningParams {
-    BinningParams {
-        max_bins,
-        sample_size: bin_sample_size,
-        random_state,
-        user_cuts: Vec::new(),
-    }
+    BinningParams { max_bins, sample_size: bin_sample_size, random_state, user_cuts: bins.unwrap_or_default() }
 }
 
 /// Fits FAST; see `fastpcam._core.pyi`.
 #[pyfunction]
 #[pyo3(signature = (x, y, sample_weight=None, *, lambda_f, lambda_ratio, max_bins, selection, tol, max_iter,
-                    max_time, n_jobs, random_state, bin_sample_size, progress=None, progress_interval=1.0))]
+                    max_time, n_jobs, random_state, bin_sample_size, progress=None, progress_interval=1.0,
+                    bins=None, engine="auto"))]
 #[allow(clippy::too_many_arguments)]
 fn fit<'py>(
     py: Python<'py>,
@@ -74,14 +80,17 @@ fn fit<'py>(
     bin_sample_size: usize,
     progress: Option<Py<PyAny>>,
     progress_interval: f64,
+    bins: Option<Vec<Option<Vec<f64>>>>,
+    engine: &str,
 ) -> PyResult<FitOutput<'py>> {
+    let engine = engine.parse::<Engine>()?;
     let params = FitParams {
         lambda: lambda_f.map_or(Penalty::Relative(lambda_ratio), Penalty::Absolute),
         selection: selection.parse::<Selection>()?,
         tol,
         max_iter,
         max_time,
-        binning: binning_params(max_bins, random_state, bin_sample_size),
+        binning: binning_params_with_cuts(max_bins, random_state, bin_sample_size, bins),
     };
     params.check()?;
     let (x, y) = (x.as_array(), y.as_array());
@@ -116,7 +125,7 @@ fn fit<'py>(
     let fitted = py.detach(|| {
         no_panic("fit", || {
             solver::with_threads(n_jobs, || {
-                solver::fit(x, y, w.as_deref(), &params, Some(&mut callback))
+                solver::fit_with_engine(x, y, w.as_deref(), &params, engine, Some(&mut callback))
             })
         })
     })???;
@@ -138,6 +147,7 @@ fn fit<'py>(
         kkt_residual: fitted.report.kkt_residual,
         objective: fitted.report.objective,
         stop: format!("{:?}", fitted.report.stop).to_lowercase(),
+        engine: format!("{:?}", fitted.engine).to_lowercase(),
         history_objective: h.objective.into_pyarray(py),
         history_feature: h
             .feature
@@ -175,7 +185,7 @@ struct PathOutput<'py> {
 /// A warm-started path of fits over penalties (absolute, or relative to `λ_max`).
 #[pyfunction]
 #[pyo3(signature = (x, y, sample_weight=None, *, lambdas, relative, max_bins, selection, tol, max_iter,
-                    max_time, n_jobs, random_state, bin_sample_size))]
+                    max_time, n_jobs, random_state, bin_sample_size, bins=None))]
 #[allow(clippy::too_many_arguments)]
 fn fit_path<'py>(
     py: Python<'py>,
@@ -192,6 +202,7 @@ fn fit_path<'py>(
     n_jobs: Option<usize>,
     random_state: u64,
     bin_sample_size: usize,
+    bins: Option<Vec<Option<Vec<f64>>>>,
 ) -> PyResult<PathOutput<'py>> {
     let params = FitParams {
         lambda: Penalty::Absolute(0.0),
@@ -199,7 +210,7 @@ fn fit_path<'py>(
         tol,
         max_iter,
         max_time,
-        binning: binning_params(max_bins, random_state, bin_sample_size),
+        binning: binning_params_with_cuts(max_bins, random_state, bin_sample_size, bins),
     };
     params.check()?;
     for &l in &lambdas {
@@ -350,6 +361,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fit_path, m)?)?;
     m.add_function(wrap_pyfunction!(predict, m)?)?;
     m.add_function(wrap_pyfunction!(flsa, m)?)?;
+    sparse::register(m)?;
+    logistic::register(m)?;
+    dask::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_TOL", crate::params::DEFAULT_TOL)?;
     m.add("DEFAULT_MAX_ITER", crate::params::DEFAULT_MAX_ITER)?;

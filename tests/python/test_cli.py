@@ -66,9 +66,9 @@ def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None
     assert "fastpcam: error:" in capsys.readouterr().err
 
 
-def test_demo_subprocess() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "fastpcam", "demo"], capture_output=True, text=True, timeout=600
+def test_demo_subprocess(tmp_path: Path) -> None:
+    proc = subprocess.run(  # in tmp_path: the demo saves its plot in the current directory
+        [sys.executable, "-m", "fastpcam", "demo"], capture_output=True, text=True, timeout=600, cwd=tmp_path
     )
     assert proc.returncode == 0, proc.stderr
     assert "KKT" in proc.stdout
@@ -79,7 +79,7 @@ def test_demo_subprocess() -> None:
 
 def test_demo_in_process_saves_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "houses.json"
-    assert main(["demo", "--lambda-f", "0.01", "--max-bins", "32", "--out", str(out)]) == 0
+    assert main(["demo", "--lambda-f", "0.01", "--max-bins", "32", "--out", str(out), "--no-plot"]) == 0
     text = capsys.readouterr().out
     assert "lambda_f_ = 0.01" in text and "test MSE" in text
     est = load_model(out)

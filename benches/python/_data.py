@@ -1,0 +1,268 @@
+"""Shared data loading and split protocol for the Python bench scripts.
+
+Datasets live in ``/work/shared/data`` (override with the environment variable
+``FASTPCAM_DATA_DIR``) and are listed in ``catalog.csv`` (``name,file,n,p,target,origin``).
+Files are gzip'd tables: tab-separated ``.tsv.gz`` or comma-separated ``.csv.gz``.
+
+Protocol (DESIGN.md §6): 80/20 split with ``train_test_split(test_size=0.2,
+random_state=0)``; ``y`` is standardised with the training part's mean and standard
+deviation (so a test MSE of 1 is the constant predictor's).
+
+Missing values: FAST does not accept NaN yet (DESIGN.md §8), so :func:`load` drops every
+column that is more than half missing, then every row with a missing value left. Only
+``gamair_chicago`` is affected (``pm25median`` is 86% missing and is dropped; then 276 rows
+with a missing ``pm10median``/``so2median`` go); :func:`load` reports what it dropped.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+from sklearn.model_selection import train_test_split
+
+DATA_DIR = Path(os.environ.get("FASTPCAM_DATA_DIR", "/work/shared/data"))
+OUT_DIR = Path(__file__).resolve().parent / "out"
+
+
+@dataclass
+class Entry:
+    name: str
+    file: str
+    n: int
+    p: int
+    target: str
+    origin: str
+
+
+@dataclass
+class Split:
+    name: str
+    X_train: np.ndarray
+    X_test: np.ndarray
+    y_train: np.ndarray
+    y_test: np.ndarray
+    feature_names: list[str]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def n(self) -> int:
+        return self.X_train.shape[0] + self.X_test.shape[0]
+
+    @property
+    def p(self) -> int:
+        return self.X_train.shape[1]
+
+
+def catalog() -> dict[str, Entry]:
+    """The catalog as an ordered dict name -> Entry (catalog order)."""
+    with open(DATA_DIR / "catalog.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    return {
+        r["name"]: Entry(r["name"], r["file"], int(r["n"]), int(r["p"]), r["target"], r["origin"])
+        for r in rows
+    }
+
+
+def read_frame(entry: Entry) -> pd.DataFrame:
+    sep = "\t" if entry.file.endswith(".tsv.gz") or entry.file.endswith(".tsv") else ","
+    return pd.read_csv(DATA_DIR / entry.file, sep=sep, compression="infer")
+
+
+def load(name: str, test_size: float = 0.2, random_state: int = 0) -> Split:
+    """Load ``name`` and return the standardised 80/20 split (float64, C order)."""
+    entry = catalog()[name]
+    df = read_frame(entry)
+    if entry.target not in df.columns:
+        raise KeyError(f"{name}: target column {entry.target!r} not in {list(df.columns)}")
+    notes: list[str] = []
+    y_all = df.pop(entry.target)
+    frac_missing = df.isna().mean()
+    drop_cols = [c for c in df.columns if frac_missing[c] > 0.5]
+    if drop_cols:
+        df = df.drop(columns=drop_cols)
+        notes.append(
+            "dropped mostly-missing columns "
+            + ", ".join(f"{c} ({100 * frac_missing[c]:.0f}% NaN)" for c in drop_cols)
+        )
+    keep = df.notna().all(axis=1) & y_all.notna()
+    if not keep.all():
+        notes.append(f"dropped {int((~keep).sum())} rows with missing values")
+        df = df[keep]
+        y_all = y_all[keep]
+    X = np.ascontiguousarray(df.to_numpy(dtype=np.float64))
+    y = y_all.to_numpy(dtype=np.float64)
+    X_tr, X_te, y_tr, y_te = train_test_split(
+        X, y, test_size=test_size, random_state=random_state
+    )
+    mu = float(np.mean(y_tr))
+    sd = float(np.std(y_tr))
+    if sd == 0.0:
+        sd = 1.0
+    return Split(
+        name=name,
+        X_train=np.ascontiguousarray(X_tr),
+        X_test=np.ascontiguousarray(X_te),
+        y_train=(y_tr - mu) / sd,
+        y_test=(y_te - mu) / sd,
+        feature_names=[str(c) for c in df.columns],
+        notes=notes,
+    )
+
+
+def mse(y: np.ndarray, pred: np.ndarray) -> float:
+    return float(np.mean((np.asarray(y) - np.asarray(pred)) ** 2))
+
+
+def _git_state(path: Path) -> list[str]:
+    import subprocess
+
+    def run(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=path, capture_output=True, text=True, check=False
+        ).stdout.strip()
+
+    import hashlib
+
+    head = run("rev-parse", "HEAD")
+    diff = run("diff", "HEAD")
+    return [f"HEAD {head}", f"uncommitted diff sha1 {hashlib.sha1(diff.encode()).hexdigest()}"
+            if diff else "clean"]
+
+
+def machine_info() -> dict[str, object]:
+    """Cores, CPU model and library versions, for the record."""
+    model: Optional[str] = None
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count() or 0
+    info: dict[str, object] = {
+        "cpu_model": model,
+        "logical_cores": os.cpu_count(),
+        "usable_cores": usable,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+    try:
+        info["loadavg_1_5_15"] = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        pass
+    try:
+        import fastpcam
+
+        info["fastpcam"] = fastpcam.__version__
+        pkg = Path(fastpcam.__file__).resolve().parent
+        info["fastpcam_path"] = str(pkg)
+        snap = pkg.parent / "SNAPSHOT_INFO"
+        if snap.exists():  # a frozen copy of the package (see the scripts' docstrings)
+            info["code_state"] = snap.read_text().strip().splitlines()
+        else:
+            info["code_state"] = _git_state(pkg)
+    except Exception:  # pragma: no cover - record, don't fail
+        pass
+    import sklearn
+
+    info["sklearn"] = sklearn.__version__
+    info["numpy"] = np.__version__
+    return info
+
+
+def machine_line(info: dict[str, object]) -> str:
+    return (
+        f"Machine: {info.get('cpu_model')}, {info.get('usable_cores')} usable cores "
+        f"({info.get('logical_cores')} logical); Python {info.get('python')}, "
+        f"fastpcam {info.get('fastpcam')}, scikit-learn {info.get('sklearn')}"
+        + (f", interpret {info['interpret']}" if "interpret" in info else "")
+        + "."
+    )
+
+
+# --------------------------------------------------------------------------------------
+# Additive EBM reference, with a small JSON cache shared by the bench scripts.
+# --------------------------------------------------------------------------------------
+EBM_CACHE = OUT_DIR / "ebm_cache.json"
+
+
+def _ebm_key(name: str, n_jobs: int) -> str:
+    import interpret  # imported only by bench scripts, never by the package
+
+    return f"{name}|interactions=0|n_jobs={n_jobs}|interpret={interpret.__version__}|split=0.2/0"
+
+
+def load_ebm_cache() -> dict[str, dict[str, object]]:
+    import json
+
+    if EBM_CACHE.exists():
+        with open(EBM_CACHE) as f:
+            return dict(json.load(f))
+    return {}
+
+
+def save_ebm_cache(cache: dict[str, dict[str, object]]) -> None:
+    import json
+
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    tmp = EBM_CACHE.with_suffix(".json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(cache, f, indent=1, sort_keys=True)
+    os.replace(tmp, EBM_CACHE)
+
+
+def fit_ebm(split: Split, n_jobs: int = 2) -> dict[str, object]:
+    """Fit the additive EBM (``interactions=0``, otherwise defaults); return mse and time."""
+    import time
+    import warnings
+
+    from interpret.glassbox import ExplainableBoostingRegressor
+
+    model = ExplainableBoostingRegressor(interactions=0, n_jobs=n_jobs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0 = time.perf_counter()
+        model.fit(split.X_train, split.y_train)
+        elapsed = time.perf_counter() - t0
+    return {"mse": mse(split.y_test, model.predict(split.X_test)), "time": elapsed}
+
+
+def ebm_result(
+    split: Split, n_jobs: int = 2, repeats: int = 1, use_cache: bool = True
+) -> dict[str, object]:
+    """The additive EBM's test MSE and median fit time over ``repeats`` fits.
+
+    With ``use_cache`` a cached entry holding at least ``repeats`` timings is returned
+    without fitting (``cached=True``); otherwise the EBM is fitted ``repeats`` times and the
+    cache entry is replaced.
+    """
+    cache = load_ebm_cache()
+    key = _ebm_key(split.name, n_jobs)
+    entry = cache.get(key)
+    if use_cache and entry is not None and len(entry.get("times", [])) >= repeats:  # type: ignore[arg-type]
+        return dict(entry, cached=True)
+    fits = [fit_ebm(split, n_jobs=n_jobs) for _ in range(max(1, repeats))]
+    times = [float(r["time"]) for r in fits]  # type: ignore[arg-type]
+    entry = {
+        "mse": fits[-1]["mse"],
+        "time": float(np.median(times)),
+        "times": times,
+        "n": split.n,
+        "p": split.p,
+    }
+    cache = load_ebm_cache()  # re-read: another script may have written meanwhile
+    cache[key] = entry
+    save_ebm_cache(cache)
+    return dict(entry, cached=False)

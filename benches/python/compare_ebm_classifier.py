@@ -1,0 +1,162 @@
+"""Binary classification: :class:`fastpcam.FASTClassifier` against the additive EBM classifier.
+
+Run by hand (not in CI)::
+
+    python benches/python/compare_ebm_classifier.py            # the comparison table
+    python benches/python/compare_ebm_classifier.py --sweep    # how the default lambda_ratio was chosen
+
+Tasks: scikit-learn's breast-cancer data, and the regression datasets of the shared data
+directory (``_data.load``: 80/20 split, ``random_state=0``) with the target binarised at the
+training median (``y > median(y_train)``; standardising ``y`` does not move that split).
+Each model is fitted on the training part; the table reports the fit time (wall clock, 2
+threads for both), and the test log-loss and ROC AUC.
+
+FAST runs with its defaults (``FASTClassifier(n_jobs=2)``); EBM is
+``interpret.glassbox.ExplainableBoostingClassifier(interactions=0, n_jobs=2)`` (additive,
+like FAST; otherwise InterpretML's defaults).
+
+``--sweep`` fits FAST over a grid of ``lambda_ratio`` on a validation split of each training
+part (75/25, ``random_state=0``; the test parts are not touched) and reports the validation
+log-loss, which is how the classifier's default ``lambda_ratio`` was picked. The table goes to
+``benches/python/out/classifier_lambda_sweep.md``; the comparison to
+``benches/python/out/compare_ebm_classifier.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from sklearn.datasets import load_breast_cancer
+from sklearn.metrics import log_loss, roc_auc_score
+from sklearn.model_selection import train_test_split
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _data import OUT_DIR, load, machine_info, machine_line  # noqa: E402
+
+from fastpcam import FASTClassifier  # noqa: E402
+
+DEFAULT_DATASETS = ["537_houses", "elevators", "564_fried", "1201_BNG_breastTumor"]
+SWEEP_RATIOS = [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2]
+
+
+def tasks(names: list[str]):
+    """``(name, X_train, X_test, y_train, y_test)`` with 0/1 labels."""
+    X, y = load_breast_cancer(return_X_y=True)
+    X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.2, random_state=0)
+    yield "breast_cancer", np.ascontiguousarray(X_tr), np.ascontiguousarray(X_te), y_tr, y_te
+    for name in names:
+        s = load(name)
+        median = float(np.median(s.y_train))
+        yield name, s.X_train, s.X_test, (s.y_train > median).astype(int), (s.y_test > median).astype(int)
+
+
+def fit_fast(X, y, **params):
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a ConvergenceWarning is reported in the table
+        model = FASTClassifier(n_jobs=2, **params).fit(X, y)
+    return model, time.perf_counter() - t0
+
+
+def fit_ebm(X, y):
+    from interpret.glassbox import ExplainableBoostingClassifier
+
+    t0 = time.perf_counter()
+    model = ExplainableBoostingClassifier(interactions=0, n_jobs=2).fit(X, y)
+    return model, time.perf_counter() - t0
+
+
+def scores(model, X, y):
+    p = model.predict_proba(X)[:, 1]
+    return log_loss(y, p, labels=[0, 1]), roc_auc_score(y, p)
+
+
+def compare(names: list[str], with_ebm: bool) -> str:
+    rows = []
+    for name, X_tr, X_te, y_tr, y_te in tasks(names):
+        fast, t_fast = fit_fast(X_tr, y_tr)
+        ll_f, auc_f = scores(fast, X_te, y_te)
+        row = {
+            "name": name,
+            "n": len(y_tr) + len(y_te),
+            "p": X_tr.shape[1],
+            "pos": float(np.mean(y_tr)),
+            "t_fast": t_fast,
+            "ll_fast": ll_f,
+            "auc_fast": auc_f,
+            "iter": fast.n_iter_,
+            "conv": fast.converged_,
+        }
+        if with_ebm:
+            ebm, t_ebm = fit_ebm(X_tr, y_tr)
+            row["t_ebm"], (row["ll_ebm"], row["auc_ebm"]) = t_ebm, scores(ebm, X_te, y_te)
+        rows.append(row)
+        print(row, flush=True)
+    head = "| dataset | n | p | positive rate | FAST fit (s) | EBM fit (s) | FAST log-loss | EBM log-loss | FAST AUC | EBM AUC | FAST updates |"
+    lines = [head, "|---|" + "---:|" * 10]
+    for r in rows:
+        ebm = (
+            (f"{r['t_ebm']:.2f}", f"{r['ll_ebm']:.4f}", f"{r['auc_ebm']:.4f}") if "t_ebm" in r else ("–", "–", "–")
+        )
+        conv = "" if r["conv"] else " (not converged)"
+        lines.append(
+            f"| {r['name']} | {r['n']} | {r['p']} | {r['pos']:.2f} | {r['t_fast']:.2f} | {ebm[0]} | "
+            f"{r['ll_fast']:.4f} | {ebm[1]} | {r['auc_fast']:.4f} | {ebm[2]} | {r['iter']}{conv} |"
+        )
+    return "\n".join(lines)
+
+
+def sweep(names: list[str]) -> str:
+    results: dict[str, list[float]] = {}
+    for name, X_tr, _, y_tr, _ in tasks(names):
+        X_fit, X_val, y_fit, y_val = train_test_split(X_tr, y_tr, test_size=0.25, random_state=0)
+        results[name] = []
+        for ratio in SWEEP_RATIOS:
+            model, t = fit_fast(X_fit, y_fit, lambda_ratio=ratio)
+            ll, _ = scores(model, X_val, y_val)
+            results[name].append(ll)
+            print(f"{name} ratio {ratio:g}: validation log-loss {ll:.4f} ({t:.2f} s, {model.n_iter_} updates)", flush=True)
+    head = "| dataset | " + " | ".join(f"{r:g}" for r in SWEEP_RATIOS) + " |"
+    lines = [head, "|---|" + "---:|" * len(SWEEP_RATIOS)]
+    excess = np.zeros(len(SWEEP_RATIOS))
+    for name, lls in results.items():
+        best = min(lls)
+        excess += (np.array(lls) - best) / best / len(results)
+        lines.append(f"| {name} | " + " | ".join(f"**{v:.4f}**" if v == best else f"{v:.4f}" for v in lls) + " |")
+    lines.append("| mean excess over the best | " + " | ".join(f"{100 * e:.1f}%" for e in excess) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--datasets", default=",".join(DEFAULT_DATASETS), help="comma-separated names from catalog.csv")
+    ap.add_argument("--no-ebm", action="store_true", help="skip EBM")
+    ap.add_argument("--sweep", action="store_true", help="validation log-loss over a grid of lambda_ratio")
+    args = ap.parse_args()
+    names = [n for n in args.datasets.split(",") if n]
+    info = machine_info()
+    if not args.no_ebm and not args.sweep:
+        import interpret
+
+        info["interpret"] = interpret.__version__
+    table = sweep(names) if args.sweep else compare(names, with_ebm=not args.no_ebm)
+    title = (
+        "Validation log-loss of FASTClassifier by lambda_ratio (75/25 split of the training part)"
+        if args.sweep
+        else "FASTClassifier vs ExplainableBoostingClassifier(interactions=0): 80/20 split, random_state=0"
+    )
+    text = f"## {title}\n\n{table}\n\n{machine_line(info)}\n"
+    print("\n" + text)
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    out = OUT_DIR / ("classifier_lambda_sweep.md" if args.sweep else "compare_ebm_classifier.md")
+    out.write_text(text)
+    print(f"written to {out}")
+
+
+if __name__ == "__main__":
+    main()

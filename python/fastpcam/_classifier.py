@@ -1,0 +1,449 @@
+"""The scikit-learn estimator :class:`FASTClassifier` (binary classification)."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable, Optional
+
+import numpy as np
+import numpy.typing as npt
+from scipy.special import expit
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, column_or_1d
+
+from . import _core
+from ._estimator import (
+    DEFAULT_MAX_BINS,
+    DEFAULT_MAX_ITER,
+    DEFAULT_SUBSAMPLE_FOR_BIN,
+    DEFAULT_TOL,
+    FASTRegressor,
+    _n_threads,
+    _name_columns,
+)
+
+#: Default ``lambda_f / lambda_max`` of the classifier when ``lambda_f=None``, measured on the
+#: tasks of ``benches/python/compare_ebm_classifier.py`` (see ``docs/classification.md``).
+DEFAULT_LAMBDA_RATIO_CLASSIFIER = 3e-3
+
+_PARAMETERS = (
+    "lambda_f",
+    "lambda_ratio",
+    "max_bins",
+    "selection",
+    "tol",
+    "max_iter",
+    "max_time",
+    "n_jobs",
+    "random_state",
+    "subsample_for_bin",
+    "verbose",
+    "callback",
+    "categorical_features",
+    "bins",
+)
+
+
+def _label(c: Any) -> str:
+    """A class label as the user wrote it (``1``, ``'a'``; not ``np.int64(1)``)."""
+    return repr(c.item() if isinstance(c, np.generic) else c)
+
+
+class FASTClassifier(ClassifierMixin, BaseEstimator):
+    r"""Piecewise-constant additive binary classification fitted with FAST.
+
+    The model is additive on the log-odds scale,
+    :math:`\eta(x) = c + \sum_j \beta_j[\mathrm{bin}_j(x_j)]` and
+    :math:`P(y = \texttt{classes\_[1]} \mid x) = \sigma(\eta(x)) = 1 / (1 + e^{-\eta(x)})`.
+    FAST minimises the penalised log-loss
+
+    .. math::
+
+        F(c, \beta) = \frac{1}{W} \sum_i v_i \bigl(\log(1 + e^{\eta_i}) - y_i \eta_i\bigr)
+                      + \lambda_f \sum_j \sum_b |\beta_{j,b+1} - \beta_{j,b}|,
+
+    with :math:`y_i \in \{0, 1\}` (``1`` for ``classes_[1]``), sample weights :math:`v_i` and
+    :math:`W = \sum_i v_i`, by greedy block coordinate descent: each step picks the feature
+    with the steepest descent (the BGS-s rule, from the bin sums of :math:`v (y - p)`) and
+    takes a proximal-Newton step on its block, a weighted fused-lasso problem solved exactly
+    by dynamic programming, with a line search so that the objective never increases. The
+    fit stops when the KKT residual (``kkt_residual_``) is at most ``tol``.
+
+    Parameters
+    ----------
+    lambda_f : float or None, default=None
+        Fusion penalty on the scale above (the loss is divided by the total weight). ``None``
+        uses ``lambda_ratio * lambda_max``, where ``lambda_max`` is the smallest penalty whose
+        fit is constant.
+    lambda_ratio : float, default=3e-3
+        Penalty relative to ``lambda_max`` when ``lambda_f`` is ``None``. Chosen by the
+        validation log-loss on five binary tasks (``docs/classification.md``): larger than the
+        regressor's, since log-loss overfits sooner than squared error.
+    max_bins : int or None, default=256
+        Maximum number of bins per feature, as in :class:`FASTRegressor`; ``None`` means one
+        bin per distinct training value.
+    selection : {"greedy", "cyclic"}, default="greedy"
+        Block selection: ``"greedy"`` (BGS-s) or ``"cyclic"``.
+    tol : float, default=1e-2
+        KKT tolerance: stop when :math:`\max d / \lambda_f \le` ``tol`` (unscaled
+        :math:`\max d` when ``lambda_f_ == 0``).
+    max_iter : int, default=100000
+        Maximum number of block updates.
+    max_time : float or None, default=None
+        Optional time budget in seconds; the model reached so far is kept.
+    n_jobs : int or None, default=None
+        Threads. ``None`` or ``-1`` uses every core; results do not depend on it.
+    random_state : int, default=0
+        Seed of the row sample used for quantile bins on large data.
+    subsample_for_bin : int, default=200000
+        Rows sampled to compute quantile bins.
+    verbose : int, default=0
+        ``1`` prints progress about once a second and a summary; ``2`` ten times a second.
+    callback : callable or None, default=None
+        Called about every 0.1 s as ``callback(n_iter, objective, kkt_residual, elapsed)``;
+        returning ``False`` stops the fit early and keeps the model reached so far.
+    categorical_features : "from_dtype", array-like or None, default="from_dtype"
+        Categorical features, as in :class:`FASTRegressor`; categories are ordered by the
+        weighted fraction of ``classes_[1]`` among their training rows.
+    bins : dict, list or None, default=None
+        User-supplied cut points for numeric features, as in :class:`FASTRegressor`.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        The two class labels; ``classes_[1]`` is the positive class.
+    intercept_ : float
+        The intercept :math:`c` (log-odds).
+    cuts_ : list of ndarray of shape (n_bins_j - 1,)
+        Increasing cut points per feature; ``x`` falls in bin
+        ``np.searchsorted(cuts_[j], x, side="right")``.
+    values_ : list of ndarray of shape (n_bins_j,)
+        The shape function's value per bin on the log-odds scale, centred (weighted mean 0
+        over the training rows).
+    bin_weights_ : list of ndarray of shape (n_bins_j,)
+        Total sample weight of the training rows in each bin.
+    missing_values_ : ndarray of shape (n_features_in_,)
+        Log-odds contribution of a missing (NaN) entry per feature (0 for a feature without
+        missing values in training).
+    missing_weights_ : ndarray of shape (n_features_in_,)
+        Total sample weight of the training rows with a missing value, per feature.
+    n_iter_ : int
+        Block updates done.
+    converged_ : bool
+        Whether ``kkt_residual_ <= tol``.
+    kkt_residual_ : float
+        :math:`\max d / \lambda_f` at the returned model (unscaled if ``lambda_f_ == 0``).
+    objective_ : float
+        :math:`F` at the returned model.
+    history_ : dict of str to ndarray
+        One entry per block update: ``"objective"`` (after the update, never increasing),
+        ``"feature"`` (the block updated) and ``"time"`` (seconds since the start).
+    lambda_f_ : float
+        The penalty used.
+    lambda_max_ : float
+        The smallest penalty whose fit is constant.
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features, when ``X`` has string column names (pandas).
+    is_categorical_ : ndarray of shape (n_features_in_,)
+        Which features were treated as categorical.
+    categories_ : list of (ndarray or None)
+        For a categorical feature, its categories in chain order (aligned with ``values_``);
+        ``None`` for a numeric feature.
+
+    See Also
+    --------
+    FASTRegressor : The same model and solver for the squared loss.
+
+    Notes
+    -----
+    Only two classes are supported; for more, wrap the estimator in
+    :class:`sklearn.multiclass.OneVsRestClassifier`. With ``lambda_f=0`` and classes that
+    some bin (or the whole model) separates perfectly, the log-odds have no finite
+    maximum-likelihood value: the fit stops at the tolerance or ``max_iter`` with large but
+    finite values and warns.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from fastpcam import FASTClassifier
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> clf = FASTClassifier().fit(X, y)
+    >>> clf.predict_proba(X[:2]).shape
+    (2, 2)
+    >>> bool(clf.score(X, y) > 0.95)
+    True
+    """
+
+    _parameter_constraints: dict = {
+        k: v for k, v in FASTRegressor._parameter_constraints.items() if k in _PARAMETERS
+    }
+
+    # Fitted state, with shapes.
+    classes_: npt.NDArray[Any]  # [2]
+    intercept_: float
+    cuts_: list[npt.NDArray[np.float64]]  # [feature][cut]
+    values_: list[npt.NDArray[np.float64]]  # [feature][bin], len == len(cuts) + 1
+    bin_weights_: list[npt.NDArray[np.float64]]  # [feature][bin]
+    missing_values_: npt.NDArray[np.float64]  # [feature]
+    missing_weights_: npt.NDArray[np.float64]  # [feature]
+    n_iter_: int
+    converged_: bool
+    kkt_residual_: float
+    objective_: float
+    history_: dict[str, npt.NDArray[Any]]
+    lambda_f_: float
+    lambda_max_: float
+
+    def __init__(
+        self,
+        lambda_f: Optional[float] = None,
+        *,
+        lambda_ratio: float = DEFAULT_LAMBDA_RATIO_CLASSIFIER,
+        max_bins: Optional[int] = DEFAULT_MAX_BINS,
+        selection: str = "greedy",
+        tol: float = DEFAULT_TOL,
+        max_iter: int = DEFAULT_MAX_ITER,
+        max_time: Optional[float] = None,
+        n_jobs: Optional[int] = None,
+        random_state: int = 0,
+        subsample_for_bin: int = DEFAULT_SUBSAMPLE_FOR_BIN,
+        verbose: int = 0,
+        callback: Optional[Callable[[int, float, float, float], Optional[bool]]] = None,
+        categorical_features: Any = "from_dtype",
+        bins: Any = None,
+    ) -> None:
+        self.lambda_f = lambda_f
+        self.lambda_ratio = lambda_ratio
+        self.max_bins = max_bins
+        self.selection = selection
+        self.tol = tol
+        self.max_iter = max_iter
+        self.max_time = max_time
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.subsample_for_bin = subsample_for_bin
+        self.verbose = verbose
+        self.callback = callback
+        self.categorical_features = categorical_features
+        self.bins = bins
+
+    # Input handling (validation, categorical encoding, user bins, progress printing) is the
+    # regressor's: one implementation for both estimators.
+    _prepare_fit = FASTRegressor._prepare_fit
+    _encode = FASTRegressor._encode
+    _prepare_predict = FASTRegressor._prepare_predict
+    _resolve_bins = FASTRegressor._resolve_bins
+    _progress_printer = FASTRegressor._progress_printer
+
+    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    def _encode_labels(self, y: Any, sample_weight: Any) -> npt.NDArray[np.float64]:
+        """``classes_`` and the 0/1 labels; clear errors for missing labels and != 2 classes."""
+        y = column_or_1d(y, warn=True)
+        if y.dtype.kind == "f" and np.isnan(y).any():
+            i = int(np.flatnonzero(np.isnan(y))[0])
+            raise ValueError(f"y contains NaN at index {i}; class labels must not be missing")
+        if y.dtype.kind == "O":
+            bad = [i for i, v in enumerate(y) if v is None or (isinstance(v, float) and np.isnan(v))]
+            if bad:
+                raise ValueError(f"y contains a missing label (None/NaN) at index {bad[0]}")
+        check_classification_targets(y)
+        classes, y_idx = np.unique(y, return_inverse=True)
+        if len(classes) > 2:
+            shown = ", ".join(_label(c) for c in classes[:5]) + (", ..." if len(classes) > 5 else "")
+            raise ValueError(
+                f"Only binary classification is supported. y has {len(classes)} classes ({shown}); "
+                "multiclass is not supported: wrap FASTClassifier in "
+                "sklearn.multiclass.OneVsRestClassifier for one-vs-rest models"
+            )
+        if len(classes) < 2:
+            raise ValueError(
+                f"y has only one class ({_label(classes[0])}); FASTClassifier needs two classes"
+                if len(classes) == 1
+                else "y is empty; FASTClassifier needs samples of two classes"
+            )
+        if sample_weight is not None:
+            w = np.asarray(sample_weight, dtype=np.float64)
+            if w.shape == y_idx.shape:
+                for k in (0, 1):
+                    if not np.sum(w[y_idx == k]) > 0:
+                        raise ValueError(
+                            f"class {_label(classes[k])} has zero total sample weight; FASTClassifier "
+                            "needs both classes with positive weight"
+                        )
+        self.classes_ = classes
+        return y_idx.astype(np.float64)
+
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> "FASTClassifier":
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data. float64 numpy arrays in C or Fortran order are read in place.
+            NaN marks a missing value (it gets a bin of its own); infinite values are errors.
+        y : array-like of shape (n_samples,)
+            Class labels: exactly two distinct values (any type); ``classes_[1]``, the larger
+            in sort order, is the positive class.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative sample weights; integer weights act like repeated rows.
+
+        Returns
+        -------
+        self : FASTClassifier
+            The fitted estimator.
+        """
+        self._validate_params()
+        y01 = self._encode_labels(y, sample_weight)
+        X, y01, sample_weight, bins = self._prepare_fit(X, y01, sample_weight)
+        names = getattr(self, "feature_names_in_", None)
+        try:
+            out = _core.fit_logistic(
+                X,
+                y01,
+                sample_weight,
+                lambda_f=None if self.lambda_f is None else float(self.lambda_f),
+                lambda_ratio=float(self.lambda_ratio),
+                max_bins=self.max_bins,
+                selection=self.selection,
+                tol=float(self.tol),
+                max_iter=int(self.max_iter),
+                max_time=None if self.max_time is None else float(self.max_time),
+                n_jobs=_n_threads(self.n_jobs),
+                random_state=int(self.random_state),
+                bin_sample_size=int(self.subsample_for_bin),
+                progress=self._progress_printer(),
+                progress_interval=0.1 if self.callback is not None or (self.verbose and self.verbose >= 2) else 1.0,
+                bins=bins,
+            )
+        except ValueError as err:
+            raise _name_columns(err, names) from None
+        self._store(out)
+        if self.verbose:
+            print(
+                f"[FAST] done: {self.n_iter_} block updates, KKT residual {self.kkt_residual_:.3e}, "
+                f"objective {self.objective_:.10g}, lambda_f {self.lambda_f_:.4g}",
+                flush=True,
+            )
+        if not self.converged_:
+            warnings.warn(
+                f"FAST stopped ({out['stop']}) after {self.n_iter_} block updates with KKT residual "
+                f"{self.kkt_residual_:.3g} > tol={self.tol}; increase max_iter or max_time, "
+                "or accept the model reached so far.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        if self.lambda_f_ == 0.0:
+            self._warn_if_separated(X, y01, sample_weight)
+        return self
+
+    def _store(self, out: dict[str, Any]) -> None:
+        self.intercept_ = float(out["intercept"])
+        self.cuts_ = list(out["cuts"])
+        self.values_ = list(out["values"])
+        self.bin_weights_ = list(out["bin_weights"])
+        self.missing_values_ = np.asarray(out["missing_values"], dtype=np.float64)
+        self.missing_weights_ = np.asarray(out["missing_weights"], dtype=np.float64)
+        self.n_iter_ = int(out["n_iter"])
+        self.converged_ = bool(out["converged"])
+        self.kkt_residual_ = float(out["kkt_residual"])
+        self.objective_ = float(out["objective"])
+        self.lambda_f_ = float(out["lambda_f"])
+        self.lambda_max_ = float(out["lambda_max"])
+        self.history_ = {
+            "objective": out["history_objective"],
+            "feature": out["history_feature"],
+            "time": out["history_time"],
+        }
+
+    def _warn_if_separated(self, X: npt.NDArray[np.float64], y01: npt.NDArray[np.float64], w: Any) -> None:
+        """At ``lambda_f = 0``: warn when a bin holds one class only, or the model separates the
+        training classes, since the log-odds then have no finite maximum-likelihood value."""
+        v = np.ones(len(y01)) if w is None else np.asarray(w, dtype=np.float64)
+        pure = 0
+        for j, cuts in enumerate(self.cuts_):
+            col = X[:, j]
+            codes = np.where(np.isnan(col), len(cuts) + 1, np.searchsorted(cuts, col, side="right"))
+            pos = np.bincount(codes, weights=v * y01, minlength=len(cuts) + 2)
+            tot = np.bincount(codes, weights=v, minlength=len(cuts) + 2)
+            pure += int(np.sum((tot > 0) & ((pos == 0) | (pos == tot))))
+        margin = (2.0 * y01 - 1.0) * self._decision(X)
+        separated = bool(np.all(margin[v > 0] > 0))
+        if pure or separated:
+            what = "the model separates the two classes on the training data" if separated else (
+                f"{pure} bins hold a single class"
+            )
+            warnings.warn(
+                f"lambda_f=0 and {what}: the log-odds have no finite maximum-likelihood value, so "
+                f"the fitted values (largest |log-odds| {np.max(np.abs(self._decision(X))):.3g}) only "
+                "reflect where the solver stopped. Use lambda_f > 0 (or the default lambda_ratio).",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+
+    def _decision(self, X: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """Log-odds of already encoded ``X``."""
+        return _core.predict(
+            X, self.intercept_, self.cuts_, self.values_, self.missing_values_, n_jobs=_n_threads(self.n_jobs)
+        )
+
+    def decision_function(self, X: Any) -> npt.NDArray[np.float64]:
+        """Compute the log-odds of ``classes_[1]``.
+
+        ``decision_function(X) == intercept_ + Σ_j values_[j][searchsorted(cuts_[j], X[:, j],
+        "right")]`` for non-missing entries; a NaN entry of feature ``j`` contributes
+        ``missing_values_[j]``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        log_odds : ndarray of shape (n_samples,)
+            The additive score :math:`\\eta(x)`; positive means ``classes_[1]`` is predicted.
+        """
+        check_is_fitted(self, "values_")
+        return FASTRegressor.predict(self, X)  # type: ignore[arg-type]
+
+    def predict_proba(self, X: Any) -> npt.NDArray[np.float64]:
+        """Class probabilities.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, 2)
+            Column ``k`` is the probability of ``classes_[k]``: :math:`1 - \\sigma(\\eta)` and
+            :math:`\\sigma(\\eta)`, each computed without cancellation.
+        """
+        eta = self.decision_function(X)
+        return np.column_stack([expit(-eta), expit(eta)])
+
+    def predict(self, X: Any) -> npt.NDArray[Any]:
+        """Predict class labels.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            ``classes_[1]`` where the log-odds are positive, else ``classes_[0]``.
+        """
+        eta = self.decision_function(X)
+        return self.classes_[(eta > 0).astype(np.intp)]

@@ -1,0 +1,691 @@
+"""Fits beyond one machine's memory, through exact sufficient statistics (DESIGN §4).
+
+Two entry points, both ending in a fit on :class:`~fastpcam._stats.SufficientStatistics`:
+
+* ``FASTRegressor().fit(X, y)`` with a Dask DataFrame or Array ``X`` (and ``y``,
+  ``sample_weight`` partitioned like ``X``, or in memory): one distributed pass computes the
+  missing-value flags (any NaN per column) and a seeded uniform sample of rows (bottom-k of
+  per-row random keys drawn from ``random_state`` and the partition's index, so reproducible
+  for a given partitioning); the sample's quantile cut points are computed exactly as the
+  in-memory fit computes them (so with at most ``subsample_for_bin`` rows the bins are those of
+  an in-memory fit); a second pass maps the core's partition kernel over the partitions and
+  adds the results in a tree; the optimisation then runs on the client. Runs on the active
+  Dask scheduler (a ``distributed.Client`` if one is active). ``with
+  dask.annotate(retries=2): model.fit(X, y)`` lets every task (reading the partitions
+  included) fail twice; the kernels are pure, so a retried task gives the same statistics.
+  Predict partition by partition: ``X.map_partitions(model.predict)``.
+* :func:`fit_from_parquet`: the same two passes streamed batch by batch through Parquet
+  files with pyarrow, without Dask and without ever holding the whole table.
+
+Dask (``dask[dataframe,array]``, ``distributed``) and pyarrow are optional
+(``pip install fastpcam[dask]``); this module imports them only when used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import glob
+import os
+import sys
+import warnings
+from pathlib import Path
+from typing import Any, Iterator, NamedTuple, Optional, Sequence, Union
+
+import numpy as np
+import numpy.typing as npt
+
+from ._stats import (
+    SufficientStatistics,
+    _check_cuts,
+    _check_missing,
+    _set_input_attributes,
+    as_vector,
+    fit_estimator,
+    frame_matrix,
+    name_error,
+    partition_statistics,
+)
+
+#: Rows per Parquet batch read by :func:`fit_from_parquet`.
+DEFAULT_BATCH_ROWS = 1 << 18
+#: Partial results combined per task in the tree reductions.
+SPLIT_EVERY = 8
+
+
+def is_dask_collection(X: Any) -> bool:
+    """Whether ``X`` is a Dask collection (without importing Dask if it is not loaded)."""
+    if "dask" not in sys.modules:
+        return False
+    import dask
+
+    return bool(dask.is_dask_collection(X))
+
+
+# --------------------------------------------------------------------------------------
+# Partition kernels (module level: they are pickled to the workers).
+# --------------------------------------------------------------------------------------
+class _Layout(NamedTuple):
+    """How to read a partition of X: a frame's columns and dtypes, or an array's dtype."""
+
+    columns: Optional[list[Any]]
+    dtypes: Optional[list[Any]]
+    n_features: int
+
+
+class _Sample(NamedTuple):
+    keys: npt.NDArray[np.float64]
+    x: npt.NDArray[np.float64]
+    w: Optional[npt.NDArray[np.float64]]
+    nan: npt.NDArray[np.bool_]
+    n_rows: int
+
+
+def _matrix(part: Any, i: int, layout: _Layout) -> npt.NDArray[np.float64]:
+    where = f"partition {i}"
+    if layout.columns is not None:
+        return frame_matrix(part, layout.columns, layout.dtypes, where)
+    arr = np.asarray(part)
+    if arr.ndim != 2 or arr.shape[1] != layout.n_features:
+        raise ValueError(f"{where} has shape {arr.shape}, expected (n_rows, {layout.n_features})")
+    if layout.dtypes is not None and arr.dtype != layout.dtypes[0]:
+        raise ValueError(f"{where} has dtype {arr.dtype}, but {layout.dtypes[0]} in the other partitions (the array's metadata)")
+    if arr.dtype.kind not in "biuf":
+        raise ValueError(f"{where} has dtype {arr.dtype}; X must be numeric")
+    return arr.astype(np.float64, copy=False)
+
+
+def _bottom_k(keys: npt.NDArray[np.float64], k: int) -> npt.NDArray[np.intp]:
+    if len(keys) <= k:
+        return np.arange(len(keys))
+    return np.argpartition(keys, k - 1)[:k]
+
+
+def _sample_partition(xp: Any, wp: Any, i: int, layout: _Layout, k: int, seed: int) -> _Sample:
+    """Missing flags, row count and the ``k`` rows of smallest random key of one partition."""
+    x = _matrix(xp, i, layout)
+    n = x.shape[0]
+    w = None if wp is None else as_vector(wp, "sample_weight", f" (partition {i})")
+    if w is not None and len(w) != n:
+        raise ValueError(f"partition {i}: sample_weight has {len(w)} entries, expected {n} (one per row of X)")
+    nan = np.asarray(np.isnan(x).any(axis=0), dtype=np.bool_)
+    keys = np.asarray(np.random.default_rng([seed, i]).random(n) if k > 0 else np.empty(0), dtype=np.float64)
+    idx = _bottom_k(keys, k)
+    return _Sample(keys[idx], x[idx], None if w is None else w[idx], nan, n)
+
+
+def _merge_samples(*samples: _Sample, k: int) -> _Sample:
+    keys = np.concatenate([s.keys for s in samples])
+    idx = _bottom_k(keys, k)
+    x = np.concatenate([s.x for s in samples])[idx]
+    w = None if samples[0].w is None else np.concatenate([s.w for s in samples if s.w is not None])[idx]
+    nan = functools.reduce(np.logical_or, [s.nan for s in samples])
+    return _Sample(keys[idx], x, w, nan, sum(s.n_rows for s in samples))
+
+
+def _stats_partition(
+    xp: Any,
+    yp: Any,
+    wp: Any,
+    i: int,
+    layout: _Layout,
+    cuts: list[npt.NDArray[np.float64]],
+    missing: npt.NDArray[np.bool_],
+    names: Optional[npt.NDArray[Any]],
+) -> SufficientStatistics:
+    """The statistics of one partition (one thread: Dask runs partitions in parallel)."""
+    where = f" (partition {i})"
+    x = _matrix(xp, i, layout)
+    y = as_vector(yp, "y", where)
+    w = None if wp is None else as_vector(wp, "sample_weight", where)
+    labels = None if layout.columns is None else np.asarray(layout.columns, dtype=object)
+    stats = partition_statistics(x, y, w, cuts, missing, names=labels, n_jobs=1, where=f"partition {i}: ")
+    stats.feature_names = names
+    return stats
+
+
+def _add_all(*stats: SufficientStatistics) -> SufficientStatistics:
+    # the inputs may be held by Dask (and reused on a retry): add into a copy
+    total = stats[0].copy()
+    for s in stats[1:]:
+        total._iadd(s)
+    return total
+
+
+def _tree(parts: list[Any], combine: Any) -> Any:
+    """Reduce delayed values with ``combine`` in a tree of fan-in :data:`SPLIT_EVERY`."""
+    from dask import delayed
+
+    while len(parts) > 1:
+        parts = [
+            delayed(combine)(*parts[i : i + SPLIT_EVERY]) if len(parts[i : i + SPLIT_EVERY]) > 1 else parts[i]
+            for i in range(0, len(parts), SPLIT_EVERY)
+        ]
+    return parts[0]
+
+
+# --------------------------------------------------------------------------------------
+# Dask input
+# --------------------------------------------------------------------------------------
+class _DaskInput(NamedTuple):
+    x_parts: list[Any]
+    y_parts: list[Any]
+    w_parts: Optional[list[Any]]
+    layout: _Layout
+    names: Optional[npt.NDArray[Any]]  # string column names, for feature_names_in_
+    meta: Any  # an empty frame / array shaped like X, for scikit-learn's input checks
+
+
+def _is_frame_collection(X: Any) -> bool:
+    try:
+        import dask.dataframe as dd
+    except ImportError:  # pragma: no cover - dask without its dataframe extra
+        return False
+    return isinstance(X, dd.DataFrame)
+
+
+def _is_series_collection(X: Any) -> bool:
+    try:
+        import dask.dataframe as dd
+    except ImportError:  # pragma: no cover
+        return False
+    return isinstance(X, dd.Series)
+
+
+def _check_meta_dtypes(meta: Any) -> None:
+    import pandas as pd
+
+    for c, dt in meta.dtypes.items():
+        if not (pd.api.types.is_numeric_dtype(dt) or pd.api.types.is_bool_dtype(dt)) or isinstance(
+            dt, pd.CategoricalDtype
+        ):
+            raise ValueError(
+                f"column {c!r} has dtype {dt}; fits on Dask collections take numeric columns only "
+                "(encode a categorical column as numbers, e.g. category codes, and pass its cut "
+                "points in bins)"
+            )
+
+
+def _row_lengths(x_parts: list[Any], X: Any) -> list[int]:
+    import dask
+
+    chunks = getattr(X, "chunks", None)
+    if chunks is not None and not any(np.isnan(c) for c in chunks[0]):
+        return [int(c) for c in chunks[0]]
+    return [int(n) for n in _compute([dask.delayed(len)(p) for p in x_parts])]
+
+
+def _vector_parts(v: Any, name: str, X: Any, x_parts: list[Any]) -> list[Any]:
+    """Partitions of ``y`` / ``sample_weight`` aligned with those of X."""
+    import dask
+
+    if is_dask_collection(v):
+        if hasattr(v, "to_delayed") and hasattr(v, "chunks"):  # dask Array
+            if v.ndim != 1:
+                if v.ndim == 2 and v.shape[1] == 1:
+                    v = v[:, 0]
+                else:
+                    raise ValueError(f"{name} must be 1-dimensional, got a dask array of shape {v.shape}")
+            xc = getattr(X, "chunks", None)
+            if xc is not None and v.chunks[0] != xc[0] and not any(np.isnan(c) for c in (*xc[0], *v.chunks[0])):
+                if v.shape[0] != X.shape[0]:
+                    raise ValueError(f"{name} has {v.shape[0]} entries but X has {X.shape[0]} rows")
+                v = v.rechunk((xc[0],))
+            parts = list(v.to_delayed().ravel())
+        elif _is_frame_collection(v) or _is_series_collection(v):
+            if _is_frame_collection(v) and len(v.columns) != 1:
+                raise ValueError(f"{name} must be 1-dimensional, got a dask DataFrame with {len(v.columns)} columns")
+            parts = list(v.to_delayed())
+        else:
+            raise ValueError(f"{name} is a {type(v).__name__}; expected a dask Series or Array, or an in-memory array")
+        if len(parts) != len(x_parts):
+            raise ValueError(
+                f"{name} has {len(parts)} partitions but X has {len(x_parts)}; give {name} "
+                "partitioned like X (for example a column of the same dask DataFrame)"
+            )
+        return parts
+    arr = as_vector(v, name)
+    lengths = _row_lengths(x_parts, X)
+    if len(arr) != sum(lengths):
+        raise ValueError(f"{name} has {len(arr)} entries but X has {sum(lengths)} rows")
+    return [dask.delayed(a) for a in np.split(arr, np.cumsum(lengths)[:-1])]
+
+
+def _co_aligned(X: Any, v: Any) -> bool:
+    """Whether dask Series ``v`` comes from the same source as X modulo blockwise operations
+    (then ``X.assign`` joins them partition by partition, without a shuffle)."""
+    try:
+        from dask.dataframe.dask_expr._expr import are_co_aligned
+    except ImportError:  # pragma: no cover - a Dask without the query planner
+        return False
+    try:
+        return bool(are_co_aligned(X.expr, v.expr))
+    except AttributeError:  # pragma: no cover
+        return False
+
+
+def _prepare(X: Any, y: Any, sample_weight: Any) -> _DaskInput:
+    if _is_frame_collection(X):
+        meta = X._meta
+        _check_meta_dtypes(meta)
+        columns = list(X.columns)
+        if len(set(columns)) != len(columns):
+            raise ValueError(f"X has duplicate column names: {columns}")
+        layout = _Layout(columns, [meta[c].dtype for c in columns], len(columns))
+        names = np.asarray(columns, dtype=object) if all(isinstance(c, str) for c in columns) else None
+        x_parts = list(X.to_delayed())
+    elif hasattr(X, "chunks") and hasattr(X, "to_delayed"):
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-dimensional, got a dask array of shape {X.shape}")
+        if X.dtype.kind not in "biuf":
+            raise ValueError(f"X must be numeric, got a dask array of dtype {X.dtype}")
+        X = X.rechunk({1: -1})
+        layout = _Layout(None, [X.dtype], int(X.shape[1]))
+        names = None
+        meta = np.empty((0, X.shape[1]))
+        x_parts = list(X.to_delayed().ravel())
+    else:
+        raise ValueError(f"X is a {type(X).__name__}; expected a dask DataFrame or a 2-D dask Array")
+    if layout.n_features == 0:
+        raise ValueError("X has 0 columns; at least 1 feature is needed")
+    if layout.columns is not None:
+        # y / weights from the same dask DataFrame: one collection, so that the query planner
+        # partitions them like X (it may partition each projection differently)
+        inline = {
+            key: v[v.columns[0]] if _is_frame_collection(v) and len(v.columns) == 1 else v
+            for key, v in (("y", y), ("sample_weight", sample_weight))
+            if _is_series_collection(v) or (_is_frame_collection(v) and len(v.columns) == 1)
+        }
+        inline = {k: v for k, v in inline.items() if _co_aligned(X, v)}
+        if inline:
+            cols = {}
+            for key in inline:
+                col = f"__fastpcam_{key}__"
+                while col in layout.columns:
+                    col += "_"
+                cols[key] = col
+            combined = X.assign(**{cols[k]: v for k, v in inline.items()})
+            x_parts = list(combined.to_delayed())
+            picked = {k: [xp[cols[k]] for xp in x_parts] for k in inline}
+            y_parts = picked["y"] if "y" in picked else _vector_parts(y, "y", X, x_parts)
+            w_parts = picked.get("sample_weight")
+            if w_parts is None and sample_weight is not None:
+                w_parts = _vector_parts(sample_weight, "sample_weight", X, x_parts)
+            return _DaskInput(x_parts, y_parts, w_parts, layout, names, meta)
+    y_parts = _vector_parts(y, "y", X, x_parts)
+    w_parts = None if sample_weight is None else _vector_parts(sample_weight, "sample_weight", X, x_parts)
+    return _DaskInput(x_parts, y_parts, w_parts, layout, names, meta)
+
+
+def _compute(value: Any) -> Any:
+    """``dask.compute`` on the active scheduler, with the ``retries`` of ``dask.annotate``
+    applied to every task (reading the partitions included)."""
+    import dask
+
+    retries = dask.get_annotations().get("retries")
+    kwargs = {"retries": int(retries)} if isinstance(retries, (int, np.integer)) and retries > 0 else {}
+    (out,) = dask.compute(value, **kwargs)
+    return out
+
+
+@contextlib.contextmanager
+def _quiet_annotations() -> Iterator[None]:
+    """Silence dask-expr's "annotations will be ignored": :func:`_compute` applies retries."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Dask annotations .* detected")
+        yield
+
+
+def _first_pass(inp: _DaskInput, k: int, seed: int) -> _Sample:
+    from dask import delayed
+
+    w_parts: Sequence[Any] = inp.w_parts if inp.w_parts is not None else [None] * len(inp.x_parts)
+    samples = [
+        delayed(_sample_partition)(xp, wp, i, inp.layout, k, seed)
+        for i, (xp, wp) in enumerate(zip(inp.x_parts, w_parts))
+    ]
+    return _compute(_tree(samples, functools.partial(_merge_samples, k=k)))
+
+
+def _second_pass(inp: _DaskInput, cuts: list[npt.NDArray[np.float64]], missing: npt.NDArray[np.bool_]) -> SufficientStatistics:
+    from dask import delayed
+
+    w_parts: Sequence[Any] = inp.w_parts if inp.w_parts is not None else [None] * len(inp.x_parts)
+    parts = [
+        delayed(_stats_partition)(xp, yp, wp, i, inp.layout, cuts, missing, inp.names)
+        for i, (xp, yp, wp) in enumerate(zip(inp.x_parts, inp.y_parts, w_parts))
+    ]
+    stats: SufficientStatistics = _compute(_tree(parts, _add_all))
+    return stats
+
+
+def _cuts_from_sample(
+    sample: _Sample,
+    bins: Optional[list[Optional[list[float]]]],
+    *,
+    max_bins: Optional[int],
+    random_state: int,
+    labels: Optional[Sequence[Any]],
+) -> list[npt.NDArray[np.float64]]:
+    """Cut points of the sample, by the in-memory fit's binning (user ``bins`` kept)."""
+    from . import _core
+
+    if sample.n_rows == 0:
+        raise ValueError("X has 0 rows; at least 2 are needed to fit")
+    if max_bins is None and sample.n_rows > len(sample.keys) and (bins is None or any(b is None for b in bins)):
+        raise ValueError(
+            f"max_bins=None (one bin per distinct value) needs every row, but the cut points come "
+            f"from a sample of {len(sample.keys)} of {sample.n_rows} rows; set max_bins, raise "
+            "subsample_for_bin above the number of rows, or pass every feature's cut points in bins"
+        )
+    try:
+        cuts = _core.bin_edges(
+            np.asfortranarray(sample.x),
+            sample.w,
+            max_bins=max_bins,
+            random_state=int(random_state),
+            bin_sample_size=max(2, len(sample.keys)),
+            bins=bins,
+        )
+    except ValueError as err:
+        raise name_error(err, labels, "computing cut points from the sample of rows: ") from None
+    return [np.ascontiguousarray(c) for c in cuts]
+
+
+def dask_statistics(X: Any, y: Any, sample_weight: Any = None, *, cuts: Any, missing: Any = None) -> SufficientStatistics:
+    """:func:`fastpcam.sufficient_statistics` of a Dask collection (given cut points)."""
+    with _quiet_annotations():
+        inp = _prepare(X, y, sample_weight)
+        cut_list = _check_cuts(cuts, inp.layout.n_features)
+        if missing is None:
+            flags = _first_pass(inp, 0, 0).nan
+        else:
+            flags = _check_missing(missing, inp.layout.n_features)
+        return _second_pass(inp, cut_list, flags)
+
+
+def fit_dask(est: Any, X: Any, y: Any, sample_weight: Any = None) -> Any:
+    """``est.fit(X, y, sample_weight)`` for a Dask ``X``: statistics by partition, fit on them."""
+    from sklearn.utils.validation import _check_feature_names, _check_n_features
+
+    from . import _categorical as cat
+
+    est._validate_params()
+    with _quiet_annotations():
+        inp = _prepare(X, y, sample_weight)
+    p = inp.layout.n_features
+    _check_feature_names(est, inp.meta, reset=True)
+    _check_n_features(est, inp.meta, reset=True)
+    if est.categorical_features is not None and not isinstance(est.categorical_features, str):
+        mask = cat.resolve_mask(inp.meta, est.categorical_features, p, getattr(est, "feature_names_in_", None))
+        if mask.any():
+            raise ValueError(
+                "categorical_features is not supported for Dask input; encode the categorical "
+                "columns as numbers and pass their cut points in bins"
+            )
+    _set_input_attributes(est, p, inp.names)
+    bins = est._resolve_bins()
+    need_sample = bins is None or any(b is None for b in bins)
+    with _quiet_annotations():
+        sample = _first_pass(inp, int(est.subsample_for_bin) if need_sample else 0, int(est.random_state))
+        labels = inp.layout.columns
+        if need_sample:
+            cuts = _cuts_from_sample(sample, bins, max_bins=est.max_bins, random_state=est.random_state, labels=labels)
+        else:
+            assert bins is not None
+            cuts = [np.asarray(b, dtype=np.float64) for b in bins]
+        stats = _second_pass(inp, cuts, sample.nan)
+    return fit_estimator(est, stats)
+
+
+# --------------------------------------------------------------------------------------
+# Parquet, streamed with pyarrow
+# --------------------------------------------------------------------------------------
+def _parquet_files(paths: Any) -> list[str]:
+    """Files from a path, a directory (its ``*.parquet`` files, recursively), a glob or a list."""
+    items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    files: list[str] = []
+    for item in items:
+        s = os.fspath(item)
+        if os.path.isdir(s):
+            found = sorted(str(f) for f in Path(s).rglob("*.parquet"))
+            if not found:
+                raise ValueError(f"paths: directory {s!r} holds no *.parquet file")
+            files.extend(found)
+        elif os.path.exists(s):
+            files.append(s)
+        else:
+            found = sorted(glob.glob(s))
+            if not found:
+                raise ValueError(f"paths: {s!r} is neither a file, a directory nor a glob matching files")
+            files.extend(found)
+    if not files:
+        raise ValueError("paths names no Parquet file")
+    return files
+
+
+def _check_parquet_schemas(
+    files: list[str], target: str, columns: Optional[Sequence[str]], sample_weight: Optional[str]
+) -> tuple[list[str], dict[str, Any]]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    first = pq.read_schema(files[0])
+    if columns is None:
+        columns = [n for n in first.names if n not in (target, sample_weight)]
+    columns = list(columns)
+    if not columns:
+        raise ValueError("columns is empty: at least 1 feature is needed")
+    for c in (target, sample_weight):
+        if c is not None and c in columns:
+            raise ValueError(f"column {c!r} is both a feature and the target or sample weight")
+    need = [*columns, target] + ([sample_weight] if sample_weight is not None else [])
+    numeric = lambda t: pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t) or pa.types.is_decimal(t)  # noqa: E731
+    types: dict[str, Any] = {}
+    for f in files:
+        schema = first if f == files[0] else pq.read_schema(f)
+        for c in need:
+            if c not in schema.names:
+                raise ValueError(f"Parquet file {f} has no column {c!r} (it has {schema.names})")
+            t = schema.field(c).type
+            if not numeric(t):
+                raise ValueError(f"column {c!r} has type {t} in {f}; features, target and weights must be numeric")
+            if c not in types:
+                types[c] = t
+            elif t != types[c]:
+                raise ValueError(
+                    f"column {c!r} has type {t} in {f} but {types[c]} in {files[0]}; "
+                    "write every file with the same schema"
+                )
+    return columns, types
+
+
+def _batches(files: list[str], names: list[str], batch_rows: int) -> Any:
+    import pyarrow.parquet as pq
+
+    for f in files:
+        start = 0
+        with pq.ParquetFile(f) as pf:
+            for batch in pf.iter_batches(batch_size=batch_rows, columns=names):
+                yield f, start, batch
+                start += batch.num_rows
+
+
+def _batch_nan(batch: Any, names: list[str]) -> npt.NDArray[np.bool_]:
+    """Which columns of an Arrow record batch hold a null or NaN."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    out = np.zeros(len(names), dtype=np.bool_)
+    for j, c in enumerate(names):
+        col = batch.column(c)
+        out[j] = col.null_count > 0 or (pa.types.is_floating(col.type) and bool(pc.any(pc.is_nan(col)).as_py()))
+    return out
+
+
+def _batch_columns(batch: Any, names: list[str]) -> npt.NDArray[np.float64]:
+    """Columns of an Arrow record batch as a Fortran float64 matrix (null → NaN)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    out = np.empty((batch.num_rows, len(names)), dtype=np.float64, order="F")
+    for j, c in enumerate(names):
+        col = batch.column(c)
+        if col.type != pa.float64():
+            col = pc.cast(col, pa.float64())
+        out[:, j] = col.to_numpy(zero_copy_only=False)
+    return out
+
+
+def parquet_statistics(
+    paths: Any,
+    target: str,
+    *,
+    columns: Optional[Sequence[str]] = None,
+    sample_weight: Optional[str] = None,
+    cuts: Any = None,
+    missing: Any = None,
+    bins: Optional[list[Optional[list[float]]]] = None,
+    max_bins: Optional[int] = 256,
+    random_state: int = 0,
+    subsample_for_bin: int = 200_000,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    n_jobs: Optional[int] = None,
+) -> SufficientStatistics:
+    """Sufficient statistics of Parquet files, streamed in batches of ``batch_rows`` rows.
+
+    Without ``cuts`` a first pass draws a seeded uniform sample of ``subsample_for_bin`` rows
+    (bottom-k of random keys, reproducible with ``random_state``) and the missing flags, and
+    computes the cut points from the sample as an in-memory fit would (keeping user ``bins``);
+    the second pass adds up the statistics batch by batch.
+    """
+    from . import _core
+
+    files = _parquet_files(paths)
+    if not (isinstance(batch_rows, (int, np.integer)) and batch_rows >= 1):
+        raise ValueError(f"batch_rows must be a positive integer, got {batch_rows!r}")
+    feats, _ = _check_parquet_schemas(files, target, columns, sample_weight)
+    p = len(feats)
+    labels = np.asarray(feats, dtype=object)
+    read = [*feats, target] + ([sample_weight] if sample_weight is not None else [])
+    if bins is not None and len(bins) != p:
+        raise ValueError(f"bins has {len(bins)} entries but there are {p} feature columns")
+    cut_list = None if cuts is None else _check_cuts(cuts, p)
+    need_sample = cut_list is None and (bins is None or any(b is None for b in bins))
+    if cut_list is None or missing is None:
+        k = int(subsample_for_bin) if need_sample else 0
+        rng = np.random.default_rng(int(random_state))
+        keys = np.empty(0)
+        xs = np.empty((0, p))
+        ws: Optional[npt.NDArray[np.float64]] = None if sample_weight is None else np.empty(0)
+        nan = np.zeros(p, dtype=np.bool_)
+        n_rows = 0
+        for _, _, batch in _batches(files, read, batch_rows):
+            nan |= _batch_nan(batch, feats)
+            n_rows += batch.num_rows
+            if k == 0:
+                continue
+            bk = np.asarray(rng.random(batch.num_rows), dtype=np.float64)
+            cand = np.flatnonzero(bk < keys.max()) if len(keys) >= k else np.arange(len(bk))
+            if len(cand) == 0:
+                continue
+            cand = cand[_bottom_k(bk[cand], k)]
+            taken = batch.take(cand)  # convert only the candidate rows
+            keys = np.concatenate([keys, bk[cand]])
+            xs = np.concatenate([xs, _batch_columns(taken, feats)])
+            if ws is not None:
+                ws = np.concatenate([ws, _batch_columns(taken, [sample_weight])[:, 0]])  # type: ignore[list-item]
+            idx = _bottom_k(keys, k)
+            keys, xs = keys[idx], xs[idx]
+            if ws is not None:
+                ws = ws[idx]
+        sample = _Sample(keys, xs, ws, nan, n_rows)
+        flags = nan if missing is None else _check_missing(missing, p)
+        if cut_list is None:
+            if need_sample:
+                cut_list = _cuts_from_sample(sample, bins, max_bins=max_bins, random_state=random_state, labels=feats)
+            else:
+                assert bins is not None
+                cut_list = [np.asarray(b, dtype=np.float64) for b in bins]
+        del sample, xs, keys, ws
+    else:
+        flags = _check_missing(missing, p)
+    total: Optional[SufficientStatistics] = None
+    names = labels if all(isinstance(c, str) for c in feats) else None
+    for f, start, batch in _batches(files, read, batch_rows):
+        x = _batch_columns(batch, feats)
+        y = _batch_columns(batch, [target])[:, 0]
+        w = None if sample_weight is None else _batch_columns(batch, [sample_weight])[:, 0]
+        where = f"{f}, batch of rows {start}-{start + x.shape[0] - 1}: "
+        s = partition_statistics(x, y, w, cut_list, flags, names=labels, n_jobs=n_jobs, where=where)
+        s.feature_names = names
+        if total is None:
+            total = s
+        else:
+            total._iadd(s)
+    if total is None:
+        raise ValueError("the Parquet files hold no rows")
+    return total
+
+
+def fit_from_parquet(
+    paths: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]],
+    target: str,
+    *,
+    columns: Optional[Sequence[str]] = None,
+    sample_weight: Optional[str] = None,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    **params: Any,
+) -> Any:
+    """Fit a :class:`~fastpcam.FASTRegressor` on Parquet files too large for memory.
+
+    The files are streamed in batches with pyarrow, twice: first for a seeded uniform sample
+    of ``subsample_for_bin`` rows (cut points, computed as an in-memory fit computes them)
+    and the columns' missing values; then for the sufficient statistics, added up batch by
+    batch. The optimisation runs on the statistics alone. Peak memory is about two batches
+    plus the statistics (``8 · Σ_{j<k} n_bins[j] n_bins[k]`` bytes), whatever the number of
+    rows.
+
+    Parameters
+    ----------
+    paths : str, path-like or list of them
+        Parquet files, directories (their ``*.parquet`` files, recursively) or glob patterns.
+    target : str
+        Name of the target column.
+    columns : list of str or None, default=None
+        Feature columns; ``None``: every column except ``target`` and ``sample_weight``.
+    sample_weight : str or None, default=None
+        Name of a column of non-negative sample weights.
+    batch_rows : int, default=262144
+        Rows read per batch.
+    **params : dict
+        :class:`~fastpcam.FASTRegressor` parameters (``bins`` by feature index or name,
+        ``max_bins``, ``random_state``, ``subsample_for_bin``, ``lambda_f``, ``tol``, …).
+
+    Returns
+    -------
+    model : FASTRegressor
+        The fitted estimator; ``feature_names_in_`` are the feature columns.
+    """
+    from ._estimator import FASTRegressor, _n_threads
+
+    est = FASTRegressor(**params)
+    est._validate_params()
+    if est.categorical_features is not None and not isinstance(est.categorical_features, str) and len(est.categorical_features):
+        raise ValueError("categorical_features is not supported by fit_from_parquet; encode them as numbers")
+    files = _parquet_files(paths)
+    feats, _ = _check_parquet_schemas(files, target, columns, sample_weight)
+    _set_input_attributes(est, len(feats), np.asarray(feats, dtype=object))
+    stats = parquet_statistics(
+        files,
+        target,
+        columns=feats,
+        sample_weight=sample_weight,
+        bins=est._resolve_bins(),
+        max_bins=est.max_bins,
+        random_state=int(est.random_state),
+        subsample_for_bin=int(est.subsample_for_bin),
+        batch_rows=batch_rows,
+        n_jobs=_n_threads(est.n_jobs),
+    )
+    return fit_estimator(est, stats)

@@ -1,0 +1,640 @@
+"""Feature-sparse FAST: :class:`SparseFASTRegressor`, :func:`agis_path` and :func:`l0_path`."""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from numbers import Integral, Real
+from typing import Any, Optional, Sequence, Union
+
+import numpy as np
+import numpy.typing as npt
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from . import _core
+from ._estimator import (
+    DEFAULT_LAMBDA_RATIO,
+    DEFAULT_MAX_BINS,
+    DEFAULT_MAX_ITER,
+    DEFAULT_SUBSAMPLE_FOR_BIN,
+    DEFAULT_TOL,
+    _n_threads,
+    _name_columns,
+)
+
+#: Default number of features of a sparse model.
+DEFAULT_MAX_FEATURES = 10
+#: Default bound on the local-search swaps per model.
+DEFAULT_MAX_SWAPS = int(_core.DEFAULT_MAX_SWAPS)
+#: Default factor between successive automatic ``lambda_s`` values.
+DEFAULT_SCALE_DOWN_FACTOR = float(_core.DEFAULT_SCALE_DOWN)
+#: Default maximum number of automatic ``lambda_s`` values.
+DEFAULT_N_LAMBDA_S = int(_core.DEFAULT_N_LAMBDA_S)
+
+
+class SparseFASTRegressor(RegressorMixin, BaseEstimator):
+    r"""Piecewise-constant additive regression with at most ``max_features`` shape functions.
+
+    Fits the FAST model :math:`f(x) = c + \sum_j \beta_j[\mathrm{bin}_j(x_j)]` (see
+    :class:`FASTRegressor`) under the constraint that at most ``max_features`` shape functions
+    are not flat, with one of the two algorithms of Liu & Mazumder (FAST, §4):
+
+    * ``method="agis"`` (approximate greedy iterative selection): start from the constant model;
+      repeatedly add the feature outside the support with the steepest descent (the BGS-s rule),
+      sweep the support cyclically until the KKT residual of the fused lasso restricted to it is
+      at most ``tol``, then run the BGS local search. Fast, and gives a model for every size
+      ``1 … max_features`` (see :func:`agis_path`).
+    * ``method="l0"`` (group ℓ0-FAST): minimise
+      :math:`F(c, \beta) + \lambda_s \cdot \#\{j : \beta_j \neq 0\}` by cyclic block coordinate
+      descent whose block update keeps a shape function only if it pays for its
+      :math:`\lambda_s`, interlaced with the local search until the objective stops improving.
+      The estimator searches for the :math:`\lambda_s` itself: a warm-started path over
+      decreasing :math:`\lambda_s` (bisecting when a step jumps over ``max_features``); the
+      model kept is the one with the most features within the budget (the lowest :math:`F`
+      among those). Often better than AGIS, and slower (see :func:`l0_path`).
+
+    The BGS local search takes the best feature outside the support by BGS-s, tries swapping it
+    for each feature in the support (that feature's shape set to 0, then an exact update of
+    the new one), and keeps the swap that lowers the objective most, only if it does.
+
+    These problems are not convex, so no fit is certified optimal. ``converged_`` and
+    ``kkt_residual_`` refer to the *convex problem restricted to the selected features* (the
+    fused lasso over ``selected_features_`` with every other shape function fixed at 0):
+    ``converged_`` means that the returned shape functions are optimal for their support up to
+    ``tol`` (and, for ``"l0"``, that a full sweep over all features changed no membership); it
+    says nothing about whether another support would be better.
+
+    Parameters
+    ----------
+    max_features : int, default=10
+        The most shape functions that may be non-flat; ``1 <= max_features <= n_features``.
+    method : {"agis", "l0"}, default="agis"
+        The algorithm (see above).
+    lambda_f : float or None, default=None
+        Fusion penalty, as in :class:`FASTRegressor`. ``None`` uses
+        ``lambda_ratio * lambda_max``.
+    lambda_ratio : float, default=1e-3
+        Penalty relative to ``lambda_max`` when ``lambda_f`` is ``None``.
+    local_search : bool, default=True
+        Whether to run the BGS local search.
+    max_swaps : int, default=20
+        Maximum number of local-search swaps per model.
+    max_bins : int or None, default=256
+        Maximum number of bins per feature, as in :class:`FASTRegressor`.
+    tol : float, default=1e-2
+        KKT tolerance of the sweeps over the support (:math:`\max d / \lambda_f`).
+    max_iter : int, default=100000
+        Maximum number of block (dynamic programme) updates spent on each model of the path
+        (each support size for ``"agis"``, each :math:`\lambda_s` for ``"l0"``).
+    n_lambda_s : int, default=100
+        ``"l0"`` only: maximum number of :math:`\lambda_s` values of the search.
+    scale_down_factor : float, default=0.8
+        ``"l0"`` only: factor in ``(0, 1)`` between successive :math:`\lambda_s` values (each
+        is also below the gain of the best feature outside the support, so that one can enter).
+    n_jobs : int or None, default=None
+        Threads. ``None`` or ``-1`` uses every core; results do not depend on it.
+    random_state : int, default=0
+        Seed of the row sample used for quantile bins on large data.
+    subsample_for_bin : int, default=200000
+        Rows sampled to compute quantile bins.
+
+    Attributes
+    ----------
+    support_ : ndarray of shape (n_support,)
+        Indices of the features whose shape function is not flat, increasing;
+        ``len(support_) <= max_features``.
+    selected_features_ : ndarray of shape (n_selected,)
+        The working set of the algorithm: for ``"agis"`` the selected features in order of
+        entry (a swap takes the place of the feature it replaced), for ``"l0"`` the support.
+    flat_features_ : ndarray of shape (n_flat,)
+        Selected features whose shape function is flat at this ``lambda_f`` (``"agis"`` only,
+        normally empty: the local search swaps such a feature out when it can).
+    intercept_ : float
+        The intercept :math:`c`.
+    cuts_ : list of ndarray of shape (n_bins_j - 1,)
+        Increasing cut points per feature, as in :class:`FASTRegressor`.
+    values_ : list of ndarray of shape (n_bins_j,)
+        The shape function's value per bin, centred; all zeros outside ``support_``.
+    bin_weights_ : list of ndarray of shape (n_bins_j,)
+        Total sample weight of the training rows in each bin.
+    missing_values_ : ndarray of shape (n_features_in_,)
+        Value of a missing (NaN) entry per feature, as in :class:`FASTRegressor`.
+    missing_weights_ : ndarray of shape (n_features_in_,)
+        Total sample weight of the training rows with a missing value, per feature.
+    n_iter_ : int
+        Block updates done by the run up to this model (for ``"l0"`` including the
+        :math:`\lambda_s` search).
+    converged_ : bool
+        Whether the shape functions are optimal for their support up to ``tol`` (see above).
+    kkt_residual_ : float
+        KKT residual of the convex problem restricted to ``selected_features_``,
+        :math:`\max d / \lambda_f` over their jumps (unscaled if ``lambda_f_ == 0``).
+    objective_ : float
+        :math:`F` (loss plus fusion penalty) at the returned model, as in
+        :class:`FASTRegressor`; for ``"l0"`` the penalised objective is
+        ``objective_ + lambda_s_ * len(support_)``.
+    lambda_s_ : float
+        The sparsity penalty of the returned model (0 for ``"agis"``).
+    n_swaps_ : int
+        Local-search swaps taken for the returned model.
+    history_ : dict of str to ndarray
+        One entry per block update of the run up to this model: ``"objective"`` (after the
+        update; for ``"l0"`` including :math:`\lambda_s` times the support size),
+        ``"feature"``, ``"time"`` (seconds), ``"lambda_s"`` and ``"segment"`` (the fit the
+        update belongs to: a support size for ``"agis"``, whose objective never rises along the
+        run; one solve at one :math:`\lambda_s` from one warm start for ``"l0"``, within
+        which the penalised objective never rises).
+    lambda_f_ : float
+        The fusion penalty used.
+    lambda_max_ : float
+        The smallest fusion penalty whose (dense) fit is constant.
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features, when ``X`` has string column names (pandas).
+
+    See Also
+    --------
+    FASTRegressor : The dense model (every feature may have a shape function).
+    agis_path : Every AGIS model of sizes ``1 … max_features`` from one run.
+    l0_path : Group ℓ0-FAST models over a path of :math:`\lambda_s` values.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastpcam import SparseFASTRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(size=(1000, 8))
+    >>> y = np.where(X[:, 2] > 0.5, 1.0, 0.0) + np.sin(6 * X[:, 5]) + rng.normal(scale=0.1, size=1000)
+    >>> model = SparseFASTRegressor(max_features=2).fit(X, y)
+    >>> model.support_.tolist()
+    [2, 5]
+    """
+
+    _parameter_constraints: dict = {
+        "max_features": [Interval(Integral, 1, None, closed="left")],
+        "method": [StrOptions({"agis", "l0"})],
+        "lambda_f": [Interval(Real, 0, None, closed="left"), None],
+        "lambda_ratio": [Interval(Real, 0, None, closed="left")],
+        "local_search": ["boolean"],
+        "max_swaps": [Interval(Integral, 0, None, closed="left")],
+        "max_bins": [Interval(Integral, 2, None, closed="left"), None],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 0, None, closed="left")],
+        "n_lambda_s": [Interval(Integral, 1, None, closed="left")],
+        "scale_down_factor": [Interval(Real, 0, 1, closed="neither")],
+        "n_jobs": [Integral, None],
+        "random_state": [Interval(Integral, 0, None, closed="left")],
+        "subsample_for_bin": [Interval(Integral, 2, None, closed="left")],
+    }
+
+    # Fitted state, with shapes.
+    support_: npt.NDArray[np.intp]
+    selected_features_: npt.NDArray[np.intp]
+    flat_features_: npt.NDArray[np.intp]
+    intercept_: float
+    cuts_: list[npt.NDArray[np.float64]]  # [feature][cut]
+    values_: list[npt.NDArray[np.float64]]  # [feature][bin]
+    bin_weights_: list[npt.NDArray[np.float64]]  # [feature][bin]
+    missing_values_: npt.NDArray[np.float64]  # [feature]
+    missing_weights_: npt.NDArray[np.float64]  # [feature]
+    n_iter_: int
+    converged_: bool
+    kkt_residual_: float
+    objective_: float
+    lambda_s_: float
+    n_swaps_: int
+    history_: dict[str, npt.NDArray[Any]]
+    lambda_f_: float
+    lambda_max_: float
+
+    def __init__(
+        self,
+        max_features: int = DEFAULT_MAX_FEATURES,
+        *,
+        method: str = "agis",
+        lambda_f: Optional[float] = None,
+        lambda_ratio: float = DEFAULT_LAMBDA_RATIO,
+        local_search: bool = True,
+        max_swaps: int = DEFAULT_MAX_SWAPS,
+        max_bins: Optional[int] = DEFAULT_MAX_BINS,
+        tol: float = DEFAULT_TOL,
+        max_iter: int = DEFAULT_MAX_ITER,
+        n_lambda_s: int = DEFAULT_N_LAMBDA_S,
+        scale_down_factor: float = DEFAULT_SCALE_DOWN_FACTOR,
+        n_jobs: Optional[int] = None,
+        random_state: int = 0,
+        subsample_for_bin: int = DEFAULT_SUBSAMPLE_FOR_BIN,
+    ) -> None:
+        self.max_features = max_features
+        self.method = method
+        self.lambda_f = lambda_f
+        self.lambda_ratio = lambda_ratio
+        self.local_search = local_search
+        self.max_swaps = max_swaps
+        self.max_bins = max_bins
+        self.tol = tol
+        self.max_iter = max_iter
+        self.n_lambda_s = n_lambda_s
+        self.scale_down_factor = scale_down_factor
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.subsample_for_bin = subsample_for_bin
+
+    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
+    # ------------------------------------------------------------------ fitting machinery
+
+    def _run(
+        self,
+        X: Any,
+        y: Any,
+        sample_weight: Any,
+        *,
+        method: str,
+        max_features: Optional[int],
+        lambda_s: Optional[Sequence[float]] = None,
+    ) -> tuple[npt.NDArray[np.float64], Optional[npt.NDArray[np.float64]], dict[str, Any]]:
+        """Validate, run the core; return (y, sample_weight, core output)."""
+        self._validate_params()
+        X, y = validate_data(
+            self, X, y, dtype=np.float64, order=None, y_numeric=True, ensure_all_finite=False
+        )
+        y = np.ascontiguousarray(y, dtype=np.float64)
+        if sample_weight is not None:
+            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        p = X.shape[1]
+        if max_features is None:
+            max_features = p
+        elif max_features > p:
+            raise ValueError(
+                f"max_features={max_features} must be <= the number of features; X has {p} features"
+            )
+        common = dict(
+            lambda_f=None if self.lambda_f is None else float(self.lambda_f),
+            lambda_ratio=float(self.lambda_ratio),
+            max_bins=self.max_bins,
+            tol=float(self.tol),
+            max_iter=int(self.max_iter),
+            local_search=bool(self.local_search),
+            max_swaps=int(self.max_swaps),
+            n_jobs=_n_threads(self.n_jobs),
+            random_state=int(self.random_state),
+            bin_sample_size=int(self.subsample_for_bin),
+        )
+        names = getattr(self, "feature_names_in_", None)
+        try:
+            if method == "agis":
+                out = _core.fit_agis(X, y, sample_weight, max_features=int(max_features), **common)
+            else:
+                out = _core.fit_l0(
+                    X,
+                    y,
+                    sample_weight,
+                    max_features=int(max_features),
+                    lambda_s=None if lambda_s is None else [float(v) for v in lambda_s],
+                    n_lambda_s=int(self.n_lambda_s),
+                    scale_down_factor=float(self.scale_down_factor),
+                    **common,
+                )
+        except ValueError as err:
+            raise _name_columns(err, names) from None
+        return y, sample_weight, dict(out)
+
+    def _store(self, out: dict[str, Any], model: dict[str, Any]) -> None:
+        """Set the fitted attributes from one model of a core output."""
+        self.support_ = np.asarray(model["support"], dtype=np.intp)
+        self.selected_features_ = np.asarray(model["selected"], dtype=np.intp)
+        self.flat_features_ = np.asarray(model["flat"], dtype=np.intp)
+        self.intercept_ = float(model["intercept"])
+        self.cuts_ = list(out["cuts"])
+        self.values_ = list(model["values"])
+        self.bin_weights_ = list(out["bin_weights"])
+        self.missing_values_ = np.asarray(model["missing_values"], dtype=np.float64)
+        self.missing_weights_ = np.asarray(out["missing_weights"], dtype=np.float64)
+        self.n_iter_ = int(model["n_iter"])
+        self.converged_ = bool(model["converged"])
+        self.kkt_residual_ = float(model["kkt_residual"])
+        self.objective_ = float(model["fast_objective"])
+        self.lambda_s_ = float(model["lambda_s"])
+        self.n_swaps_ = int(model["n_swaps"])
+        self.lambda_f_ = float(out["lambda_f"])
+        self.lambda_max_ = float(out["lambda_max"])
+        n = self.n_iter_
+        self.history_ = {
+            key: np.asarray(out[f"history_{key}"])[:n]
+            for key in ("objective", "feature", "time", "lambda_s", "segment")
+        }
+
+    @staticmethod
+    def _constant_model(
+        out: dict[str, Any], y: npt.NDArray[np.float64], sample_weight: Optional[npt.NDArray[np.float64]]
+    ) -> dict[str, Any]:
+        """The constant model, when no feature can enter (a constant target, a huge ``lambda_f``)."""
+        c = float(np.average(y, weights=sample_weight))
+        loss = 0.5 * float(np.average((y - c) ** 2, weights=sample_weight))
+        empty = np.zeros(0, dtype=np.int64)
+        return {
+            "intercept": c,
+            "values": [np.zeros(len(cuts) + 1) for cuts in out["cuts"]],
+            "missing_values": np.zeros(len(out["cuts"])),
+            "support": empty,
+            "selected": empty,
+            "flat": empty,
+            "objective": loss,
+            "fast_objective": loss,
+            "loss": loss,
+            "lambda_s": 0.0,
+            "n_iter": 0,
+            "n_swaps": 0,
+            "converged": True,
+            "kkt_residual": 0.0,
+        }
+
+    def _warn_if_not_converged(self) -> None:
+        if not self.converged_:
+            warnings.warn(
+                f"the sweeps over the support stopped at max_iter={self.max_iter} block updates with "
+                f"KKT residual {self.kkt_residual_:.3g} > tol={self.tol} (restricted to the "
+                f"{len(self.selected_features_)} selected features); increase max_iter or accept "
+                "the model reached so far.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+
+    # ------------------------------------------------------------------ public API
+
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> "SparseFASTRegressor":
+        """Fit a model with at most ``max_features`` non-flat shape functions.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data. NaN marks a missing value (it gets a bin of its own); infinite
+            values are errors.
+        y : array-like of shape (n_samples,)
+            Target values.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative sample weights; integer weights act like repeated rows.
+
+        Returns
+        -------
+        self : SparseFASTRegressor
+            The fitted estimator.
+        """
+        y_arr, sw, out = self._run(X, y, sample_weight, method=self.method, max_features=self.max_features)
+        models = out["models"]
+        if not models:
+            chosen = self._constant_model(out, y_arr, sw)
+        elif self.method == "agis":
+            chosen = models[-1]
+        else:
+            within = [m for m in models if len(m["support"]) <= self.max_features]
+            best_size = max(len(m["support"]) for m in within)
+            chosen = min(
+                (m for m in within if len(m["support"]) == best_size), key=lambda m: m["fast_objective"]
+            )
+        self._store(out, chosen)
+        self._warn_if_not_converged()
+        return self
+
+    def predict(self, X: Any) -> npt.NDArray[np.float64]:
+        """Predict with the fitted sparse additive model.
+
+        ``predict(X) == intercept_ + Σ_{j in support_} values_[j][searchsorted(cuts_[j], X[:, j], "right")]``
+        for non-missing entries; a NaN entry of feature ``j`` contributes ``missing_values_[j]``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples (all ``n_features_in_`` columns; those outside ``support_`` are ignored).
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            Predictions.
+        """
+        check_is_fitted(self, "values_")
+        X = validate_data(self, X, dtype=np.float64, order=None, reset=False, ensure_all_finite=False)
+        try:
+            return _core.predict(
+                X,
+                self.intercept_,
+                self.cuts_,
+                self.values_,
+                self.missing_values_,
+                n_jobs=_n_threads(self.n_jobs),
+            )
+        except ValueError as err:
+            raise _name_columns(err, getattr(self, "feature_names_in_", None)) from None
+
+
+def _path_models(
+    est: SparseFASTRegressor, out: dict[str, Any], method: str
+) -> list[SparseFASTRegressor]:
+    """One fitted estimator per model of a core output."""
+    fitted = []
+    for model in out["models"]:
+        m = copy.deepcopy(est)
+        m.set_params(method=method, max_features=max(1, len(model["selected"])))
+        m._store(out, model)
+        fitted.append(m)
+    return fitted
+
+
+def agis_path(
+    X: Any,
+    y: Any,
+    max_features: int,
+    *,
+    sample_weight: Any = None,
+    lambda_f: Optional[float] = None,
+    lambda_ratio: float = DEFAULT_LAMBDA_RATIO,
+    local_search: bool = True,
+    max_swaps: int = DEFAULT_MAX_SWAPS,
+    max_bins: Optional[int] = DEFAULT_MAX_BINS,
+    tol: float = DEFAULT_TOL,
+    max_iter: int = DEFAULT_MAX_ITER,
+    n_jobs: Optional[int] = None,
+    random_state: int = 0,
+    subsample_for_bin: int = DEFAULT_SUBSAMPLE_FOR_BIN,
+) -> list[SparseFASTRegressor]:
+    """AGIS models of every support size ``1 … max_features``, from one run.
+
+    AGIS (approximate greedy iterative selection, Algorithm 1 of the FAST paper) adds one
+    feature at a time by the BGS-s rule, sweeps the support to convergence and runs the BGS
+    local search; the model after each addition is recorded. Model ``s`` selects ``s``
+    features; all of them have non-flat shape functions unless ``flat_features_`` says
+    otherwise. The path is shorter than ``max_features`` when no feature outside the support
+    can improve the fit.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Training data (NaN marks a missing value).
+    y : array-like of shape (n_samples,)
+        Target values.
+    max_features : int
+        The largest support size, ``1 <= max_features <= n_features``.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative sample weights.
+    lambda_f : float or None, default=None
+        As in :class:`SparseFASTRegressor`.
+    lambda_ratio : float, default=1e-3
+        As in :class:`SparseFASTRegressor`.
+    local_search : bool, default=True
+        As in :class:`SparseFASTRegressor`.
+    max_swaps : int, default=20
+        As in :class:`SparseFASTRegressor`.
+    max_bins : int or None, default=256
+        As in :class:`SparseFASTRegressor`.
+    tol : float, default=1e-2
+        As in :class:`SparseFASTRegressor`.
+    max_iter : int, default=100000
+        Block updates per support size.
+    n_jobs : int or None, default=None
+        As in :class:`SparseFASTRegressor`.
+    random_state : int, default=0
+        As in :class:`SparseFASTRegressor`.
+    subsample_for_bin : int, default=200000
+        As in :class:`SparseFASTRegressor`.
+
+    Returns
+    -------
+    models : list of SparseFASTRegressor
+        ``models[s - 1]`` is the fitted model of size ``s`` (with ``support_``,
+        ``objective_`` and every attribute of :class:`SparseFASTRegressor`; its
+        ``max_features`` is ``s``). The same model as
+        ``SparseFASTRegressor(max_features=s).fit(X, y)``.
+    """
+    est = SparseFASTRegressor(
+        max_features,
+        method="agis",
+        lambda_f=lambda_f,
+        lambda_ratio=lambda_ratio,
+        local_search=local_search,
+        max_swaps=max_swaps,
+        max_bins=max_bins,
+        tol=tol,
+        max_iter=max_iter,
+        n_jobs=n_jobs,
+        random_state=random_state,
+        subsample_for_bin=subsample_for_bin,
+    )
+    _, _, out = est._run(X, y, sample_weight, method="agis", max_features=max_features)
+    return _path_models(est, out, "agis")
+
+
+def l0_path(
+    X: Any,
+    y: Any,
+    max_features: Optional[int] = None,
+    *,
+    lambda_s: Union[None, float, Sequence[float]] = None,
+    n_lambda_s: int = DEFAULT_N_LAMBDA_S,
+    scale_down_factor: float = DEFAULT_SCALE_DOWN_FACTOR,
+    sample_weight: Any = None,
+    lambda_f: Optional[float] = None,
+    lambda_ratio: float = DEFAULT_LAMBDA_RATIO,
+    local_search: bool = True,
+    max_swaps: int = DEFAULT_MAX_SWAPS,
+    max_bins: Optional[int] = DEFAULT_MAX_BINS,
+    tol: float = DEFAULT_TOL,
+    max_iter: int = DEFAULT_MAX_ITER,
+    n_jobs: Optional[int] = None,
+    random_state: int = 0,
+    subsample_for_bin: int = DEFAULT_SUBSAMPLE_FOR_BIN,
+) -> list[SparseFASTRegressor]:
+    r"""Group ℓ0-FAST models over a warm-started path of decreasing :math:`\lambda_s`.
+
+    Each model minimises :math:`F + \lambda_s \cdot \#\{j : \beta_j \neq 0\}` approximately
+    (cyclic block coordinate descent with the block threshold test, interlaced with the BGS
+    local search), warm-started from the previous one.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Training data (NaN marks a missing value).
+    y : array-like of shape (n_samples,)
+        Target values.
+    max_features : int or None, default=None
+        Automatic grid: stop once the support has this many features (``None``: all
+        features). Ignored when ``lambda_s`` is given.
+    lambda_s : float, sequence of float or None, default=None
+        Sparsity penalties (``>= 0``, on the scale of :math:`F`), fitted in the given order.
+        ``None`` chooses them: starting from the smallest :math:`\lambda_s` whose fit is
+        empty, each next value is ``scale_down_factor`` times the smaller of the previous
+        value and the gain of the best feature outside the support; when a step jumps over
+        ``max_features`` the path bisects on :math:`\lambda_s`.
+    n_lambda_s : int, default=100
+        Maximum number of automatic values.
+    scale_down_factor : float, default=0.8
+        Factor in ``(0, 1)`` between automatic values.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative sample weights.
+    lambda_f : float or None, default=None
+        As in :class:`SparseFASTRegressor`.
+    lambda_ratio : float, default=1e-3
+        As in :class:`SparseFASTRegressor`.
+    local_search : bool, default=True
+        As in :class:`SparseFASTRegressor`.
+    max_swaps : int, default=20
+        As in :class:`SparseFASTRegressor`.
+    max_bins : int or None, default=256
+        As in :class:`SparseFASTRegressor`.
+    tol : float, default=1e-2
+        As in :class:`SparseFASTRegressor`.
+    max_iter : int, default=100000
+        Block updates per :math:`\lambda_s`.
+    n_jobs : int or None, default=None
+        As in :class:`SparseFASTRegressor`.
+    random_state : int, default=0
+        As in :class:`SparseFASTRegressor`.
+    subsample_for_bin : int, default=200000
+        As in :class:`SparseFASTRegressor`.
+
+    Returns
+    -------
+    models : list of SparseFASTRegressor
+        Automatic grid: one fitted model per support size reached, by increasing size (the
+        lowest :math:`F` among the fits of that size); sizes may be skipped, since the
+        problem is not convex. Given ``lambda_s``: one model per value, in order. Each has
+        ``support_``, ``objective_``, ``lambda_s_`` and every attribute of
+        :class:`SparseFASTRegressor` (``method="l0"``, ``max_features`` its support size,
+        at least 1).
+    """
+    if lambda_s is not None:
+        values = np.atleast_1d(np.asarray(lambda_s, dtype=np.float64))
+        if values.ndim != 1 or values.size == 0:
+            raise ValueError(f"lambda_s must be a number or a non-empty 1-D sequence, got {lambda_s!r}")
+        bad = values[~(np.isfinite(values) & (values >= 0))]
+        if bad.size:
+            raise ValueError(f"lambda_s must be finite and >= 0, got {bad[0]}")
+        lambda_s = values.tolist()
+    est = SparseFASTRegressor(
+        max_features if max_features is not None else DEFAULT_MAX_FEATURES,
+        method="l0",
+        lambda_f=lambda_f,
+        lambda_ratio=lambda_ratio,
+        local_search=local_search,
+        max_swaps=max_swaps,
+        max_bins=max_bins,
+        tol=tol,
+        max_iter=max_iter,
+        n_lambda_s=n_lambda_s,
+        scale_down_factor=scale_down_factor,
+        n_jobs=n_jobs,
+        random_state=random_state,
+        subsample_for_bin=subsample_for_bin,
+    )
+    _, _, out = est._run(
+        X, y, sample_weight, method="l0", max_features=None if lambda_s is not None else max_features,
+        lambda_s=lambda_s,
+    )
+    return _path_models(est, out, "l0")

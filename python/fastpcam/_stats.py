@@ -1,0 +1,562 @@
+"""Sufficient statistics of binned data (DESIGN §4): compute, add, save, fit.
+
+In binned mode the FAST objective depends on the rows only through a few sums over rows:
+the total weight, the weighted mean and sum of squares of the target, per-bin weights and
+target sums of every feature, and the co-occurrence table of the bins of every pair of
+features. Sums over rows can be computed partition by partition (on a Dask cluster, file by
+file, batch by batch) and added up exactly; the fit then runs on one machine on the
+statistics alone and gives the same model as a fit on all the rows binned with the same cut
+points (``FASTRegressor(bins=cuts, engine="tables")``).
+
+:class:`SufficientStatistics` holds them with the bins they were computed with;
+:func:`sufficient_statistics` computes them for an in-memory table or a Dask collection.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
+
+import numpy as np
+import numpy.typing as npt
+from sklearn.exceptions import ConvergenceWarning
+
+from . import _core
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._estimator import FASTRegressor
+
+#: Version of the ``.npz`` layout written by :meth:`SufficientStatistics.to_npz`.
+NPZ_FORMAT = 1
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def _n_bins(cuts: list[FloatArray], missing: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
+    return np.array([len(c) + 1 + int(m) for c, m in zip(cuts, missing)], dtype=np.int64)
+
+
+def _check_cuts(cuts: Any, n_features: Optional[int] = None) -> list[FloatArray]:
+    """One finite, strictly increasing float64 array of cut points per feature."""
+    if isinstance(cuts, (str, bytes)) or not hasattr(cuts, "__len__"):
+        raise ValueError(f"cuts must be a list with one array of cut points per feature, got {type(cuts).__name__}")
+    if n_features is not None and len(cuts) != n_features:
+        raise ValueError(f"cuts has {len(cuts)} entries but X has {n_features} features; give one array of cut points per feature")
+    out = []
+    for j, c in enumerate(cuts):
+        if c is None:
+            raise ValueError(f"cuts[{j}] is None; every feature needs its cut points (possibly empty)")
+        arr = np.ascontiguousarray(np.asarray(c, dtype=np.float64).ravel())
+        if not np.all(np.isfinite(arr)) or np.any(np.diff(arr) <= 0):
+            raise ValueError(f"cuts[{j}] must hold finite, strictly increasing cut points, got {arr}")
+        out.append(arr)
+    return out
+
+
+def _check_missing(missing: Any, n_features: int) -> npt.NDArray[np.bool_]:
+    arr = np.asarray(missing)
+    if arr.ndim != 1 or len(arr) != n_features or arr.dtype.kind not in "bui":
+        raise ValueError(f"missing must hold one bool per feature ({n_features}), got {missing!r}")
+    return arr.astype(bool)
+
+
+@dataclass(eq=False)
+class SufficientStatistics:
+    r"""The sufficient statistics of a binned data set and target (DESIGN §4).
+
+    With sample weights :math:`v_i`, feature codes :math:`\mathrm{code}_j(i)` (the bin of
+    row :math:`i`: ``searchsorted(cuts[j], x, side="right")``, or the last bin for NaN when
+    ``missing[j]``) and target :math:`y`:
+
+    * ``total_weight`` :math:`W = \sum_i v_i`; ``y_mean`` :math:`\bar y = \sum_i v_i y_i / W`;
+      ``yy`` :math:`\sum_i v_i (y_i - \bar y)^2`;
+    * ``weights[j][b]`` :math:`= \sum_{\mathrm{code}_j(i)=b} v_i` and ``ysum[j][b]``
+      :math:`= \sum_{\mathrm{code}_j(i)=b} v_i (y_i - \bar y)`, one array of ``n_bins[j]``
+      entries per feature;
+    * ``pairs``: the co-occurrence tables
+      :math:`C_{jk}(b, b') = \sum_i v_i [\mathrm{code}_j(i)=b][\mathrm{code}_k(i)=b']` for
+      :math:`j < k`, each row-major ``n_bins[j] × n_bins[k]``, concatenated in the order
+      ``(0, 1), (0, 2), …, (1, 2), …``.
+
+    Statistics with the same bins add up exactly (``a + b``: the pooled mean and sum of
+    squares are recombined), so partitions of a data set can be reduced in any tree.
+    ``n_bins[j] = len(cuts[j]) + 1 + missing[j]``. The object pickles (for Dask) and saves to
+    ``.npz`` (:meth:`to_npz` / :meth:`from_npz`, no pickle involved). Memory:
+    ``8 · Σ_{j<k} n_bins[j] n_bins[k]`` bytes for ``pairs``.
+
+    Parameters
+    ----------
+    cuts : list of ndarray
+        Cut points of every feature.
+    missing : ndarray of bool
+        Whether each feature has a missing-value bin (the last bin).
+    total_weight : float
+        Total sample weight.
+    y_mean : float
+        Weighted mean of the target.
+    yy : float
+        Weighted sum of squares of the centred target.
+    ysum : list of ndarray
+        Per-bin weighted sums of the centred target, per feature.
+    weights : list of ndarray
+        Per-bin weights, per feature.
+    pairs : ndarray
+        Co-occurrence tables of every pair of features, concatenated.
+    n_rows : int, default=0
+        Number of rows summed (weight-0 rows included).
+    feature_names : ndarray of str or None, default=None
+        Column names, when the data had string column names.
+    """
+
+    cuts: list[FloatArray]
+    missing: npt.NDArray[np.bool_]
+    total_weight: float
+    y_mean: float
+    yy: float
+    ysum: list[FloatArray]
+    weights: list[FloatArray]
+    pairs: FloatArray
+    n_rows: int = 0
+    feature_names: Optional[npt.NDArray[Any]] = field(default=None)
+
+    @property
+    def n_features(self) -> int:
+        """Number of features."""
+        return len(self.cuts)
+
+    @property
+    def n_bins(self) -> npt.NDArray[np.int64]:
+        """Bins per feature, the missing-value bin included."""
+        return _n_bins(self.cuts, self.missing)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the arrays."""
+        arrays = [*self.cuts, *self.ysum, *self.weights, self.pairs]
+        return int(sum(a.nbytes for a in arrays))
+
+    # ----------------------------------------------------------------------------------
+    @classmethod
+    def _from_core(
+        cls,
+        d: Mapping[str, Any],
+        cuts: list[FloatArray],
+        missing: npt.NDArray[np.bool_],
+        n_rows: int,
+        feature_names: Optional[npt.NDArray[Any]] = None,
+    ) -> "SufficientStatistics":
+        return cls(
+            cuts=cuts,
+            missing=missing,
+            total_weight=float(d["total_weight"]),
+            y_mean=float(d["y_mean"]),
+            yy=float(d["yy"]),
+            ysum=list(d["ysum"]),
+            weights=list(d["weights"]),
+            pairs=d["pairs"],
+            n_rows=int(n_rows),
+            feature_names=feature_names,
+        )
+
+    def _to_core(self) -> "_core.StatsOutput":
+        """The dict the core's ``add_stats`` / ``fit_stats`` take."""
+        f64 = lambda a: np.ascontiguousarray(a, dtype=np.float64)  # noqa: E731
+        return {
+            "n_bins": self.n_bins,
+            "total_weight": float(self.total_weight),
+            "y_mean": float(self.y_mean),
+            "yy": float(self.yy),
+            "ysum": [f64(a) for a in self.ysum],
+            "weights": [f64(a) for a in self.weights],
+            "pairs": f64(self.pairs),
+        }
+
+    def _check_same_bins(self, other: "SufficientStatistics") -> None:
+        if self.n_features != other.n_features:
+            raise ValueError(
+                f"cannot add statistics of {self.n_features} and {other.n_features} features"
+            )
+        names_a, names_b = self.feature_names, other.feature_names
+        if (names_a is None) != (names_b is None) or (
+            names_a is not None and names_b is not None and list(names_a) != list(names_b)
+        ):
+            raise ValueError(f"cannot add statistics of different columns: {names_a} vs {names_b}")
+        for j in range(self.n_features):
+            label = repr(names_a[j]) if names_a is not None else str(j)
+            if not np.array_equal(self.cuts[j], other.cuts[j]):
+                raise ValueError(
+                    f"cannot add statistics binned with different cut points (feature {label}); "
+                    "compute every partition with the same cuts"
+                )
+            if bool(self.missing[j]) != bool(other.missing[j]):
+                raise ValueError(
+                    f"cannot add statistics with different missing flags (feature {label}: "
+                    f"{bool(self.missing[j])} vs {bool(other.missing[j])}); compute every "
+                    "partition with the same missing flags"
+                )
+
+    def __add__(self, other: object) -> "SufficientStatistics":
+        """Statistics of the union of the rows of both (exact; same bins required)."""
+        if not isinstance(other, SufficientStatistics):
+            return NotImplemented
+        self._check_same_bins(other)
+        d = _core.add_stats(self._to_core(), other._to_core())
+        return SufficientStatistics._from_core(
+            d, self.cuts, self.missing, self.n_rows + other.n_rows, self.feature_names
+        )
+
+    def copy(self) -> "SufficientStatistics":
+        """A deep copy (the arrays copied)."""
+        return SufficientStatistics(
+            cuts=[c.copy() for c in self.cuts],
+            missing=self.missing.copy(),
+            total_weight=self.total_weight,
+            y_mean=self.y_mean,
+            yy=self.yy,
+            ysum=[a.copy() for a in self.ysum],
+            weights=[a.copy() for a in self.weights],
+            pairs=self.pairs.copy(),
+            n_rows=self.n_rows,
+            feature_names=None if self.feature_names is None else self.feature_names.copy(),
+        )
+
+    def _iadd(self, other: "SufficientStatistics") -> None:
+        """``self += other`` in place, without copying the tables: the pooled formula of the
+        core's ``Tables::add`` (``rust/tables.rs``), operation for operation, so the result is
+        bit for bit that of ``self + other`` (tested)."""
+        self._check_same_bins(other)
+        self.n_rows += other.n_rows
+        w1, w2 = self.total_weight, other.total_weight
+        if w2 == 0.0:  # statistics without weight are the identity (as in the core's add_stats)
+            return
+        if w1 == 0.0:
+            self.total_weight, self.y_mean, self.yy = w2, other.y_mean, other.yy
+            for mine, theirs in ((self.ysum, other.ysum), (self.weights, other.weights)):
+                for a, b in zip(mine, theirs):
+                    a[...] = b
+            self.pairs[...] = other.pairs
+            return
+        w = w1 + w2
+        mean = (w1 * self.y_mean + w2 * other.y_mean) / w
+        d1, d2 = self.y_mean - mean, other.y_mean - mean
+        self.yy += other.yy + w1 * d1 * d1 + w2 * d2 * d2
+        for s, o, a, b in zip(self.ysum, other.ysum, self.weights, other.weights):
+            s += o + a * d1 + b * d2
+        for a, b in zip(self.weights, other.weights):
+            a += b
+        self.pairs += other.pairs
+        self.total_weight = w
+        self.y_mean = mean
+
+    def __radd__(self, other: object) -> "SufficientStatistics":
+        """``0 + stats``, so that ``sum(list_of_stats)`` works."""
+        if isinstance(other, (int, float)) and other == 0:
+            return self
+        return NotImplemented
+
+    # ----------------------------------------------------------------------------------
+    def to_npz(self, path: Union[str, Path]) -> None:
+        """Save to a NumPy ``.npz`` file (no pickle: read with :meth:`from_npz`).
+
+        Parameters
+        ----------
+        path : str or Path
+            File to write.
+        """
+        arrays: dict[str, Any] = {
+            "format": np.int64(NPZ_FORMAT),
+            "missing": np.asarray(self.missing, dtype=bool),
+            "n_cuts": np.array([len(c) for c in self.cuts], dtype=np.int64),
+            "cuts": np.concatenate([np.empty(0), *self.cuts]),
+            "total_weight": np.float64(self.total_weight),
+            "y_mean": np.float64(self.y_mean),
+            "yy": np.float64(self.yy),
+            "ysum": np.concatenate([np.empty(0), *self.ysum]),
+            "weights": np.concatenate([np.empty(0), *self.weights]),
+            "pairs": np.asarray(self.pairs, dtype=np.float64),
+            "n_rows": np.int64(self.n_rows),
+        }
+        if self.feature_names is not None:
+            arrays["feature_names"] = np.asarray([str(n) for n in self.feature_names], dtype=str)
+        np.savez(path, **arrays)
+
+    @classmethod
+    def from_npz(cls, path: Union[str, Path]) -> "SufficientStatistics":
+        """Load statistics saved by :meth:`to_npz`.
+
+        Parameters
+        ----------
+        path : str or Path
+            File to read.
+
+        Returns
+        -------
+        stats : SufficientStatistics
+            The statistics, checked for consistent shapes.
+        """
+        with np.load(path, allow_pickle=False) as f:
+            keys = set(f.files)
+            need = {"format", "missing", "n_cuts", "cuts", "total_weight", "y_mean", "yy", "ysum", "weights", "pairs", "n_rows"}
+            if not need <= keys:
+                raise ValueError(f"{path} is not a fastpcam statistics file: it lacks {sorted(need - keys)}")
+            if int(f["format"]) != NPZ_FORMAT:
+                raise ValueError(f"{path} has statistics format {int(f['format'])}; this fastpcam reads format {NPZ_FORMAT}")
+            missing = f["missing"].astype(bool)
+            n_cuts = f["n_cuts"].astype(np.int64)
+            if len(n_cuts) != len(missing) or np.any(n_cuts < 0) or int(n_cuts.sum()) != len(f["cuts"]):
+                raise ValueError(f"{path}: cuts do not match n_cuts / missing")
+            cuts = list(np.split(f["cuts"], np.cumsum(n_cuts)[:-1])) if len(n_cuts) else []
+            n_bins = _n_bins(cuts, missing)
+            split = np.cumsum(n_bins)[:-1]
+            total = int(n_bins.sum())
+            for key in ("ysum", "weights"):
+                if len(f[key]) != total:
+                    raise ValueError(f"{path}: {key} has {len(f[key])} entries, expected {total} (sum of n_bins)")
+            n_pairs = int((total**2 - int((n_bins**2).sum())) // 2)
+            if len(f["pairs"]) != n_pairs:
+                raise ValueError(f"{path}: pairs has {len(f['pairs'])} entries, expected {n_pairs}")
+            names = f["feature_names"].astype(object) if "feature_names" in keys else None
+            return cls(
+                cuts=[np.ascontiguousarray(c) for c in cuts],
+                missing=missing,
+                total_weight=float(f["total_weight"]),
+                y_mean=float(f["y_mean"]),
+                yy=float(f["yy"]),
+                ysum=[np.ascontiguousarray(a) for a in np.split(f["ysum"], split)],
+                weights=[np.ascontiguousarray(a) for a in np.split(f["weights"], split)],
+                pairs=np.ascontiguousarray(f["pairs"]),
+                n_rows=int(f["n_rows"]),
+                feature_names=names,
+            )
+
+    # ----------------------------------------------------------------------------------
+    def fit(self, **params: Any) -> "FASTRegressor":
+        """Fit a :class:`~fastpcam.FASTRegressor` on the statistics alone.
+
+        Parameters
+        ----------
+        **params : dict
+            :class:`~fastpcam.FASTRegressor` parameters. The optimisation ones
+            (``lambda_f``, ``lambda_ratio``, ``selection``, ``tol``, ``max_iter``,
+            ``max_time``, ``n_jobs``, ``verbose``) apply; the binning is that of the
+            statistics; ``callback`` is not called.
+
+        Returns
+        -------
+        model : FASTRegressor
+            The fitted estimator (``engine_ == "tables"``), equal to a fit on the rows binned
+            with the same cut points.
+        """
+        from ._estimator import FASTRegressor
+
+        est = FASTRegressor(**params)
+        est._validate_params()
+        _set_input_attributes(est, self.n_features, self.feature_names)
+        return fit_estimator(est, self)
+
+
+def _set_input_attributes(est: Any, n_features: int, feature_names: Optional[npt.NDArray[Any]]) -> None:
+    """The scikit-learn input attributes of a fit whose rows are not in memory."""
+    est.n_features_in_ = int(n_features)
+    if feature_names is not None:
+        est.feature_names_in_ = np.asarray(feature_names, dtype=object)
+    elif hasattr(est, "feature_names_in_"):
+        del est.feature_names_in_
+    est.is_categorical_ = np.zeros(n_features, dtype=bool)
+    est.categories_ = [None] * n_features
+
+
+def fit_estimator(est: Any, stats: SufficientStatistics) -> Any:
+    """Fit ``est`` (validated, input attributes set) on ``stats``: store the model as ``fit`` does."""
+    from ._estimator import _n_threads
+
+    if not stats.total_weight > 0:
+        raise ValueError(
+            f"the statistics have a total weight of {stats.total_weight} ({stats.n_rows} rows); "
+            "at least one row with a positive sample weight is needed"
+        )
+    if stats.n_rows < 2:
+        raise ValueError(f"X has {stats.n_rows} sample (n_samples = {stats.n_rows}); at least 2 are needed to fit")
+    out = _core.fit_stats(
+        stats._to_core(),
+        [c.tolist() for c in stats.cuts],
+        [bool(m) for m in stats.missing],
+        lambda_f=None if est.lambda_f is None else float(est.lambda_f),
+        lambda_ratio=float(est.lambda_ratio),
+        selection=est.selection,
+        tol=float(est.tol),
+        max_iter=int(est.max_iter),
+        max_time=None if est.max_time is None else float(est.max_time),
+        n_jobs=_n_threads(est.n_jobs),
+    )
+    est._store(out)
+    if est.verbose:
+        print(
+            f"[FAST] done on sufficient statistics of {stats.n_rows} rows: {est.n_iter_} block updates, "
+            f"KKT residual {est.kkt_residual_:.3e}, objective {est.objective_:.10g}, lambda_f {est.lambda_f_:.4g}",
+            flush=True,
+        )
+    if not est.converged_:
+        warnings.warn(
+            f"FAST stopped ({out['stop']}) after {est.n_iter_} block updates with KKT residual "
+            f"{est.kkt_residual_:.3g} > tol={est.tol}; increase max_iter or max_time, "
+            "or accept the model reached so far.",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    return est
+
+
+# --------------------------------------------------------------------------------------
+# Converting a partition (pandas frame or array) to the core's float64 matrix.
+# --------------------------------------------------------------------------------------
+def _is_frame(x: Any) -> bool:
+    return hasattr(x, "columns") and hasattr(x, "dtypes") and hasattr(x, "iloc")
+
+
+def frame_matrix(
+    frame: Any, columns: list[Any], dtypes: Optional[list[Any]] = None, where: str = "X"
+) -> FloatArray:
+    """``frame[columns]`` as a float64 matrix (NaN for missing), checking columns and dtypes.
+
+    ``dtypes``: the dtype every column must have (the collection's metadata); a partition
+    lacking a column or holding another dtype is an error naming the column.
+    """
+    if not _is_frame(frame):
+        raise ValueError(f"{where} is a {type(frame).__name__}, expected a pandas DataFrame with columns {columns}")
+    have = set(frame.columns)
+    for c in columns:
+        if c not in have:
+            raise ValueError(f"{where} has no column {c!r} (it has {list(frame.columns)})")
+    out = np.empty((len(frame), len(columns)), dtype=np.float64, order="F")
+    for j, c in enumerate(columns):
+        col = frame[c]
+        if dtypes is not None and col.dtype != dtypes[j]:
+            raise ValueError(
+                f"{where}: column {c!r} has dtype {col.dtype}, but {dtypes[j]} in the other "
+                "partitions (the collection's metadata); cast every partition to one dtype"
+            )
+        try:
+            out[:, j] = col.to_numpy(dtype=np.float64, na_value=np.nan)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{where}: column {c!r} (dtype {col.dtype}) is not numeric ({err})") from None
+    return out
+
+
+def as_vector(v: Any, name: str, where: str = "") -> FloatArray:
+    """A 1-D float64 array from a numpy array, list or pandas Series / one-column frame."""
+    if _is_frame(v):
+        if v.shape[1] != 1:
+            raise ValueError(f"{name}{where} must be 1-dimensional, got a frame with {v.shape[1]} columns")
+        v = v.iloc[:, 0]
+    if hasattr(v, "to_numpy"):
+        try:
+            v = v.to_numpy(dtype=np.float64, na_value=np.nan)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{name}{where} is not numeric ({err})") from None
+    arr = np.asarray(v)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim != 1:
+        raise ValueError(f"{name}{where} must be 1-dimensional, got an array of shape {arr.shape}")
+    if arr.dtype.kind not in "biuf":
+        raise ValueError(f"{name}{where} must be numeric, got dtype {arr.dtype}")
+    return np.ascontiguousarray(arr, dtype=np.float64)
+
+
+def as_matrix(X: Any) -> tuple[FloatArray, Optional[npt.NDArray[Any]]]:
+    """An in-memory ``X`` (numpy or pandas) as a float64 matrix, and its string column names."""
+    if _is_frame(X):
+        columns = list(X.columns)
+        names = np.asarray(columns, dtype=object) if all(isinstance(c, str) for c in columns) else None
+        return frame_matrix(X, columns), names
+    arr = np.asarray(X)
+    if arr.ndim != 2:
+        raise ValueError(f"X must be 2-dimensional, got an array of shape {arr.shape}")
+    if arr.dtype.kind not in "biuf":
+        raise ValueError(f"X must be numeric, got dtype {arr.dtype}")
+    return arr.astype(np.float64, copy=False), None
+
+
+def name_error(err: ValueError, names: Optional[Any], prefix: str = "") -> ValueError:
+    """A core error with the column named (``column 3`` → ``column 3 ('temp')``) and a prefix."""
+    from ._estimator import _name_columns
+
+    named = _name_columns(err, None if names is None else np.asarray(names, dtype=object))
+    return ValueError(prefix + str(named))
+
+
+def partition_statistics(
+    x: FloatArray,
+    y: FloatArray,
+    w: Optional[FloatArray],
+    cuts: list[FloatArray],
+    missing: npt.NDArray[np.bool_],
+    *,
+    names: Optional[npt.NDArray[Any]] = None,
+    n_jobs: Optional[int] = 1,
+    where: str = "",
+) -> SufficientStatistics:
+    """The statistics of one in-memory partition (float64 arrays), errors naming columns."""
+    try:
+        d = _core.partition_stats(
+            x, y, w, [c.tolist() for c in cuts], [bool(m) for m in missing], n_jobs=n_jobs
+        )
+    except ValueError as err:
+        raise name_error(err, names, where) from None
+    return SufficientStatistics._from_core(d, cuts, missing, x.shape[0], names)
+
+
+def sufficient_statistics(
+    X: Any,
+    y: Any,
+    sample_weight: Any = None,
+    *,
+    cuts: Any,
+    missing: Any = None,
+    n_jobs: Optional[int] = None,
+) -> SufficientStatistics:
+    """Sufficient statistics of a data set binned with given cut points.
+
+    Computes the statistics of :class:`SufficientStatistics` for an in-memory table, or, for
+    a Dask DataFrame or Array, partition by partition on the active Dask scheduler (reduced
+    with ``+`` in a tree). Statistics of parts of a data set computed with the same ``cuts``
+    and ``missing`` add up to those of the whole; fit on them with
+    :meth:`SufficientStatistics.fit`.
+
+    Parameters
+    ----------
+    X : array-like, pandas DataFrame, dask DataFrame or dask Array of shape (n_samples, n_features)
+        Numeric features; NaN is a missing value.
+    y : array-like, pandas Series, dask Series or dask Array of shape (n_samples,)
+        Target (partitioned like ``X`` for Dask input).
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative sample weights (partitioned like ``X`` for Dask input).
+    cuts : list of array-like
+        Strictly increasing cut points of every feature (for example a fitted model's
+        ``cuts_``).
+    missing : array-like of bool or None, default=None
+        Whether each feature gets a missing-value bin; ``None``: the features with a NaN in
+        ``X``. Parts that are to be added up need the same flags.
+    n_jobs : int or None, default=None
+        Threads for an in-memory ``X`` (``None``: all cores); Dask partitions use one each.
+
+    Returns
+    -------
+    stats : SufficientStatistics
+        The statistics.
+    """
+    from ._estimator import _n_threads
+
+    from . import _dask
+
+    if _dask.is_dask_collection(X):
+        return _dask.dask_statistics(X, y, sample_weight, cuts=cuts, missing=missing)
+    x, names = as_matrix(X)
+    cut_list = _check_cuts(cuts, x.shape[1])
+    flags = np.asarray(np.isnan(x).any(axis=0), dtype=np.bool_) if missing is None else _check_missing(missing, x.shape[1])
+    yv = as_vector(y, "y")
+    w = None if sample_weight is None else as_vector(sample_weight, "sample_weight")
+    return partition_statistics(x, yv, w, cut_list, flags, names=names, n_jobs=_n_threads(n_jobs))

@@ -1,0 +1,1118 @@
+//! Feature-sparse FAST (DESIGN §5, the paper's §4): models with at most `K` non-flat shape
+//! functions.
+//!
+//! * **Restricted sweeps**: cyclic block coordinate descent over a support set `S` until the
+//!   KKT residual of the convex problem restricted to `S` is at most `tol`.
+//! * **BGS local search**: `j*` = the best block outside `S` by BGS-s; for every `j ∈ S` try
+//!   `β_j ← 0` then an exact update of `j*`, and keep the swap that lowers the objective most,
+//!   only if it does; sweep `S` again; repeat while it improves (at most `max_swaps` times).
+//! * **AGIS** (the paper's Algorithm 1): add the BGS-s best block outside `S`, sweep `S`,
+//!   local search; one model for every support size `1 … K`.
+//! * **Group ℓ0-FAST**: `F + λ_s · #{j : β_j ≠ 0}` by cyclic BCD whose block update keeps the
+//!   FLSA solution `β*` only if it pays for its `λ_s`,
+//!   `L(r⁽ᵏ⁾, 0) − [L(r⁽ᵏ⁾, β*) + λ_f ‖Dβ*‖₁] > λ_s`, interlaced with the local search until the
+//!   objective stops improving; a warm-started path over decreasing `λ_s`, and a search for
+//!   the `λ_s` that gives at most `K` features. CBCD runs with an active set (sweeps over the
+//!   support to convergence, then a full sweep); a full sweep visits the support, then the
+//!   blocks that could pay for `λ_s` by decreasing gain, then the rest, so that of several
+//!   blocks that could enter, the best does first whatever the column order (a plain
+//!   index-order sweep let the first column that pays enter, and the rest of the path
+//!   inherited it).
+//!
+//! Everything runs on [`BlockState`] (residual, bin sums, exact block update); the results are
+//! the same for any number of threads. These problems are not convex: `converged` and
+//! `kkt_residual` certify the convex problem *restricted to the selected blocks* (the fused
+//! lasso over `S` with every other block at 0), and for group ℓ0 also that a full sweep
+//! changed no block's membership in the support.
+
+use std::time::Instant;
+
+use ndarray::{ArrayView1, ArrayView2};
+
+use crate::binning::{bin_data, BinnedData, BinningParams};
+use crate::blocks::BlockState;
+use crate::error::{FastError, Result};
+use crate::model::AdditiveModel;
+use crate::params::{
+    FitParams, Penalty, Selection, DEFAULT_LAMBDA_RATIO, DEFAULT_MAX_ITER, DEFAULT_TOL,
+};
+use crate::selection::{chain_block_score, BlockScore};
+use crate::solver;
+
+/// Default bound on the number of local-search swaps per model.
+pub const DEFAULT_MAX_SWAPS: usize = 20;
+/// Default factor between successive automatic `λ_s` values (as L0Learn's `ScaleDownFactor`).
+pub const DEFAULT_SCALE_DOWN: f64 = 0.8;
+/// Default maximum number of automatic `λ_s` values.
+pub const DEFAULT_N_LAMBDA_S: usize = 100;
+/// Bisection steps spent looking for exactly `K` features when the path jumps over `K`.
+const N_BISECT: usize = 8;
+
+/// Parameters shared by AGIS and group ℓ0-FAST.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SparseParams {
+    /// The fusion penalty `λ_f`, absolute or relative to `λ_max`.
+    pub lambda: Penalty,
+    /// KKT tolerance of the sweeps over the support (`max d / λ_f`, unscaled when `λ_f = 0`).
+    pub tol: f64,
+    /// Maximum number of block updates (exact dynamic programmes) spent on each model.
+    pub max_iter: usize,
+    /// Whether to run the BGS local search.
+    pub local_search: bool,
+    /// Maximum number of swaps of the local search per model.
+    pub max_swaps: usize,
+    /// How the data are binned.
+    pub binning: BinningParams,
+}
+
+impl Default for SparseParams {
+    fn default() -> Self {
+        Self {
+            lambda: Penalty::Relative(DEFAULT_LAMBDA_RATIO),
+            tol: DEFAULT_TOL,
+            max_iter: DEFAULT_MAX_ITER,
+            local_search: true,
+            max_swaps: DEFAULT_MAX_SWAPS,
+            binning: BinningParams::default(),
+        }
+    }
+}
+
+impl SparseParams {
+    /// Validates every parameter.
+    ///
+    /// # Errors
+    /// [`FastError::InvalidPenalty`] or [`FastError::InvalidParameter`] naming the parameter.
+    pub fn check(&self) -> Result<()> {
+        self.as_fit_params().check()
+    }
+
+    fn as_fit_params(&self) -> FitParams {
+        FitParams {
+            lambda: self.lambda,
+            selection: Selection::Cyclic,
+            tol: self.tol,
+            max_iter: self.max_iter,
+            max_time: None,
+            binning: self.binning.clone(),
+        }
+    }
+}
+
+/// The `λ_s` values of a group ℓ0-FAST path.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LambdaS {
+    /// These values, in this order, each fit warm-started from the previous one; one model
+    /// per value.
+    Values(Vec<f64>),
+    /// An automatic decreasing grid: `λ_s⁰ = max_j gain_j` at the constant model (the
+    /// smallest `λ_s` whose fit is empty), then `λ_s ← scale_down · min(λ_s, max_{j∉S} gain_j)`
+    /// so that a new block can enter at every step, until the support reaches
+    /// `max_features` (bisecting on `λ_s` when a step jumps over it), no block outside the
+    /// support can pay for itself, or `n_lambda` values were fitted. One model per support
+    /// size reached (the lowest `F` among the fits of that size).
+    Auto {
+        /// Stop once the support has this many features.
+        max_features: usize,
+        /// Maximum number of grid values (bisection steps not counted).
+        n_lambda: usize,
+        /// Factor in `(0, 1)` between successive values.
+        scale_down: f64,
+    },
+}
+
+impl LambdaS {
+    /// The automatic grid up to `max_features`, with the default settings.
+    pub fn auto(max_features: usize) -> Self {
+        Self::Auto {
+            max_features,
+            n_lambda: DEFAULT_N_LAMBDA_S,
+            scale_down: DEFAULT_SCALE_DOWN,
+        }
+    }
+}
+
+/// One sparse model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SparseModel {
+    /// The intercept `c`.
+    pub intercept: f64,
+    /// `β_j` over the chain of non-missing bins for every feature (zeros outside the
+    /// support); shapes are centred (with the missing bin) over the training rows.
+    pub values: Vec<Vec<f64>>,
+    /// The missing bin's value per feature (0 for a feature without missing values, DESIGN §8).
+    pub missing_values: Vec<f64>,
+    /// Features whose shape function is not flat, increasing.
+    pub support: Vec<usize>,
+    /// The working set `S` (AGIS: in order of entry, a swap taking its place; ℓ0: the support).
+    pub selected: Vec<usize>,
+    /// Selected features whose shape function is flat at this `λ_f` (AGIS only; reported,
+    /// not an error).
+    pub flat: Vec<usize>,
+    /// The objective of the problem solved: `F` for AGIS, `F + λ_s·|support|` for ℓ0.
+    pub objective: f64,
+    /// `F = loss + λ_f Σ_j TV(β_j)` (DESIGN §1), comparable across methods.
+    pub fast_objective: f64,
+    /// `1/(2W) Σ v_i (y_i − f(x_i))²`.
+    pub loss: f64,
+    /// `λ_s` (0 for AGIS).
+    pub lambda_s: f64,
+    /// Block updates done in the whole run when this model was recorded (its history is the
+    /// first `n_iter` entries of the path's history).
+    pub n_iter: usize,
+    /// Local-search swaps taken for this model.
+    pub n_swaps: usize,
+    /// Whether `kkt_residual ≤ tol` (and, for ℓ0, a full sweep left the support unchanged).
+    pub converged: bool,
+    /// KKT residual of the convex problem restricted to `selected` (`max d / λ_f`, unscaled
+    /// when `λ_f = 0`, with the intercept's stationarity).
+    pub kkt_residual: f64,
+}
+
+/// Why a path ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathStop {
+    /// Every size up to `K` reached (AGIS), the support reached `K` or every given `λ_s`
+    /// was fitted (ℓ0).
+    Complete,
+    /// No block outside the support can move (AGIS) or pay for itself (ℓ0) at this `λ_f`.
+    NoCandidate,
+    /// The automatic `λ_s` grid ran out (`n_lambda` values) before the support reached `K`.
+    GridExhausted,
+}
+
+/// One entry per block update (exact dynamic programme) of the run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SparseHistory {
+    /// The objective after the update (with `λ_s·|support|` for ℓ0).
+    pub objective: Vec<f64>,
+    /// The block updated.
+    pub feature: Vec<usize>,
+    /// Seconds since the start.
+    pub time: Vec<f64>,
+    /// `λ_s` in force (0 for AGIS).
+    pub lambda_s: Vec<f64>,
+    /// The fit the update belongs to: AGIS counts support sizes (the objective never rises
+    /// along the whole run); ℓ0 counts solves at one `λ_s` from one warm start (the penalised
+    /// objective never rises within one).
+    pub segment: Vec<usize>,
+}
+
+/// A sequence of sparse models on binned data.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SparsePath {
+    /// The models, by increasing support size (AGIS, automatic ℓ0 grid) or in the order of the
+    /// given `λ_s` values.
+    pub models: Vec<SparseModel>,
+    /// The `λ_f` used.
+    pub lambda_f: f64,
+    /// The smallest `λ_f` whose (dense) fit is constant.
+    pub lambda_max: f64,
+    /// ℓ0: the smallest `λ_s` whose fit is empty (0 for AGIS).
+    pub lambda_s_max: f64,
+    /// Why the path ended.
+    pub stop: PathStop,
+    /// One entry per block update.
+    pub history: SparseHistory,
+}
+
+/// A sparse path fitted on a feature matrix: the path plus the binning.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SparseFit {
+    /// Cut points per feature.
+    pub cuts: Vec<Vec<f64>>,
+    /// Total sample weight of the training rows in each chain bin.
+    pub bin_weights: Vec<Vec<f64>>,
+    /// Total sample weight of the training rows with a missing value, per feature.
+    pub missing_weights: Vec<f64>,
+    /// The models.
+    pub path: SparsePath,
+}
+
+impl SparseFit {
+    /// Model `i` of the path as an [`AdditiveModel`] (for prediction).
+    pub fn model(&self, i: usize) -> AdditiveModel {
+        let m = &self.path.models[i];
+        AdditiveModel {
+            intercept: m.intercept,
+            cuts: self.cuts.clone(),
+            values: m.values.clone(),
+            missing_values: m.missing_values.clone(),
+        }
+    }
+}
+
+/// Outcome of one block step.
+#[derive(Debug, Clone, Copy, Default)]
+struct Step {
+    /// Largest KKT violation of the block before the update (if it was and stays in `S`).
+    max_d: f64,
+    /// Whether the block entered or left the support (ℓ0 only).
+    changed: bool,
+}
+
+/// What a solver can be reset to (ℓ0 bisection).
+#[derive(Debug, Clone)]
+struct Snapshot {
+    st: BlockState,
+    nonzero: Vec<bool>,
+    support: Vec<usize>,
+}
+
+/// The sparse solver's state: a [`BlockState`] plus freshness of the bin sums, the support,
+/// the block-update count and the history. Public so that tests (and other solvers) can drive
+/// the sweeps and the local search on a support of their choice.
+///
+/// Every block update is [`BlockState::update_block`]; the group-ℓ0 threshold test compares
+/// objectives (`F` with the block at 0, from fresh bin sums, against `F` after the update)
+/// and undoes a block that does not pay with [`BlockState::set_block`].
+#[derive(Debug)]
+pub struct SparseSolver<'a> {
+    data: &'a BinnedData,
+    st: BlockState,
+    lambda: f64,
+    tol: f64,
+    wn: Vec<Vec<f64>>,
+    movable: Vec<usize>,
+    // Bin sums of block k are fresh iff fresh[k] == gen (gen moves with every residual change).
+    gen: u64,
+    fresh: Vec<u64>,
+    nonzero: Vec<bool>,
+    n_iter: usize,
+    history: SparseHistory,
+    segment: usize,
+    start: Instant,
+    zeros: Vec<f64>,
+}
+
+impl<'a> SparseSolver<'a> {
+    /// The constant model at fusion penalty `lambda_f ≥ 0` with KKT tolerance `tol`.
+    /// `y` must have `data.n_samples` finite entries.
+    pub fn new(data: &'a BinnedData, y: ArrayView1<'_, f64>, lambda_f: f64, tol: f64) -> Self {
+        let st = BlockState::new(data, y);
+        let p = data.n_features();
+        let w_total = data.total_weight;
+        let wn: Vec<Vec<f64>> = data
+            .features
+            .iter()
+            .map(|f| f.bin_weights.iter().map(|w| w / w_total).collect())
+            .collect();
+        let max_bins = data.features.iter().map(|f| f.n_bins()).max().unwrap_or(1);
+        Self {
+            data,
+            st,
+            lambda: lambda_f,
+            tol,
+            wn,
+            movable: (0..p).filter(|&k| data.features[k].n_bins() > 1).collect(),
+            gen: 0,
+            fresh: vec![0; p], // BlockState::new leaves every sum fresh
+            nonzero: vec![false; p],
+            n_iter: 0,
+            history: SparseHistory::default(),
+            segment: 0,
+            start: Instant::now(),
+            zeros: vec![0.0; max_bins],
+        }
+    }
+
+    /// The underlying block state.
+    pub fn state(&self) -> &BlockState {
+        &self.st
+    }
+
+    /// Block updates done so far.
+    pub fn n_iter(&self) -> usize {
+        self.n_iter
+    }
+
+    /// The history so far.
+    pub fn history(&self) -> &SparseHistory {
+        &self.history
+    }
+
+    /// Features whose shape function is not flat, increasing.
+    pub fn support(&self) -> Vec<usize> {
+        (0..self.nonzero.len())
+            .filter(|&k| self.nonzero[k])
+            .collect()
+    }
+
+    /// `F = loss + λ_f Σ TV`, plus `λ_s·|support|` when `lambda_s` is given.
+    pub fn objective(&self, lambda_s: Option<f64>) -> f64 {
+        let f = self.st.objective(self.lambda);
+        match lambda_s {
+            Some(ls) => f + ls * self.nonzero.iter().filter(|&&b| b).count() as f64,
+            None => f,
+        }
+    }
+
+    fn tol_abs(&self) -> f64 {
+        if self.lambda > 0.0 {
+            self.tol * self.lambda
+        } else {
+            self.tol
+        }
+    }
+
+    fn scale(&self, max_d: f64) -> f64 {
+        if self.lambda > 0.0 {
+            max_d / self.lambda
+        } else {
+            max_d
+        }
+    }
+
+    fn ensure_fresh(&mut self, k: usize) {
+        if self.fresh[k] != self.gen {
+            self.st.refresh_sums(self.data, k);
+            self.fresh[k] = self.gen;
+        }
+    }
+
+    fn refresh_all(&mut self) {
+        if self.fresh.iter().any(|&g| g != self.gen) {
+            self.st.refresh_all_sums(self.data);
+            self.fresh.iter_mut().for_each(|g| *g = self.gen);
+        }
+    }
+
+    /// BGS-s score of block `k` from its (fresh) sums: over the chain's jumps, with the free
+    /// levels of a missing bin (DESIGN §8).
+    fn score(&self, k: usize) -> BlockScore {
+        chain_block_score(
+            &self.st.sums[k],
+            &self.st.beta[k],
+            self.lambda,
+            self.data.features[k].n_chain(),
+        )
+    }
+
+    /// Whether block `k`'s values are all equal (its shape function is flat).
+    fn is_flat(&self, k: usize) -> bool {
+        let b = &self.st.beta[k];
+        b.iter().all(|&v| v == b[0])
+    }
+
+    /// Sets block `k` to exactly 0 (a flat block keeps a rounding-level constant otherwise).
+    fn zero_block(&mut self, k: usize) {
+        if !self.st.block_is_zero(k) {
+            let nb = self.data.features[k].n_bins();
+            self.st.set_block(self.data, k, &self.zeros[..nb]);
+            self.gen += 1;
+        }
+        self.nonzero[k] = false;
+    }
+
+    /// `F` with block `k` set to 0 and everything else as is, from block `k`'s fresh sums:
+    /// `r + β_k[code_k]` in place of `r` gives `loss + Σ_b β_b R_b + ½ Σ_b (w_b/W) β_b²`.
+    fn objective_without(&self, k: usize) -> f64 {
+        let (beta, sums, wn) = (&self.st.beta[k], &self.st.sums[k], &self.wn[k]);
+        let dl: f64 = (0..beta.len())
+            .map(|b| beta[b] * (sums[b] + 0.5 * wn[b] * beta[b]))
+            .sum();
+        self.st.loss + dl + self.lambda * (self.st.tv.iter().sum::<f64>() - self.st.tv[k])
+    }
+
+    /// An upper bound on what block `k` at 0 can gain: the loss drop of its unpenalised
+    /// fit, `½ Σ_b R_b² / (w_b/W)` (fresh sums).
+    fn gain_bound(&self, k: usize) -> f64 {
+        let (sums, wn) = (&self.st.sums[k], &self.wn[k]);
+        0.5 * (0..sums.len())
+            .filter(|&b| wn[b] > 0.0)
+            .map(|b| sums[b] * sums[b] / wn[b])
+            .sum::<f64>()
+    }
+
+    fn push_history(&mut self, k: usize, lambda_s: Option<f64>) {
+        let obj = self.objective(lambda_s);
+        self.history.objective.push(obj);
+        self.history.feature.push(k);
+        self.history.time.push(self.start.elapsed().as_secs_f64());
+        self.history.lambda_s.push(lambda_s.unwrap_or(0.0));
+        self.history.segment.push(self.segment);
+    }
+
+    /// One block step on `k`. AGIS (`lambda_s = None`): the exact update (a flat result becomes
+    /// exactly 0). Group ℓ0: the exact update, kept only if it pays for its `λ_s`,
+    /// `F(β_k = 0) − F(β_k = β*) > λ_s`; a block at 0 that cannot pay (BGS-s score 0, or the
+    /// loss drop of its unpenalised fit at most `λ_s`) is left without an update.
+    fn step(&mut self, k: usize, lambda_s: Option<f64>) -> Step {
+        self.ensure_fresh(k);
+        let was = self.nonzero[k];
+        let sc = self.score(k);
+        let Some(ls) = lambda_s else {
+            self.st.update_block(self.data, k, self.lambda);
+            self.gen += 1;
+            self.nonzero[k] = true;
+            if self.is_flat(k) {
+                self.zero_block(k);
+            }
+            self.n_iter += 1;
+            self.push_history(k, None);
+            return Step {
+                max_d: sc.max_d,
+                changed: false,
+            };
+        };
+        if !was && self.st.block_is_zero(k) && (sc.score == 0.0 || self.gain_bound(k) <= ls) {
+            return Step::default();
+        }
+        let f_zero = if was {
+            self.objective_without(k)
+        } else {
+            self.st.objective(self.lambda)
+        };
+        self.st.update_block(self.data, k, self.lambda);
+        self.gen += 1;
+        let gain = f_zero - self.st.objective(self.lambda);
+        if !self.is_flat(k) && gain > ls {
+            self.nonzero[k] = true;
+        } else {
+            self.zero_block(k);
+        }
+        self.n_iter += 1;
+        self.push_history(k, lambda_s);
+        Step {
+            max_d: if was && self.nonzero[k] {
+                sc.max_d
+            } else {
+                0.0
+            },
+            changed: was != self.nonzero[k],
+        }
+    }
+
+    /// The KKT residual of the convex problem restricted to `s` (with the intercept's
+    /// stationarity), from fresh sums.
+    pub fn kkt(&mut self, s: &[usize]) -> f64 {
+        let first = s.first().copied().unwrap_or(0);
+        self.ensure_fresh(first);
+        if self.st.sums[first].iter().sum::<f64>().abs() > 0.5 * self.tol_abs() {
+            // Rounding moved the residual's mean off zero: the intercept takes it
+            // (BlockState::intercept_step reads block 0's sums; the loss can only drop).
+            self.ensure_fresh(0);
+            self.st.intercept_step(self.data);
+            self.gen += 1;
+            self.ensure_fresh(first);
+        }
+        let mut max_d = self.st.sums[first].iter().sum::<f64>().abs();
+        for &k in s {
+            self.ensure_fresh(k);
+            max_d = max_d.max(self.score(k).max_d);
+        }
+        self.scale(max_d)
+    }
+
+    /// Cyclic sweeps over `s` until the KKT residual restricted to `s` is at most `tol` (and,
+    /// for ℓ0, a sweep changed no membership; blocks that leave are removed from `s`), or
+    /// until `n_iter` reaches `budget_end`. Returns whether it converged.
+    pub fn converge(
+        &mut self,
+        s: &mut Vec<usize>,
+        lambda_s: Option<f64>,
+        budget_end: usize,
+    ) -> bool {
+        loop {
+            if s.is_empty() {
+                return true;
+            }
+            let mut max_d: f64 = 0.0;
+            let mut changed = false;
+            for i in 0..s.len() {
+                if self.n_iter >= budget_end {
+                    if lambda_s.is_some() {
+                        s.retain(|&k| self.nonzero[k]);
+                    }
+                    return false;
+                }
+                let r = self.step(s[i], lambda_s);
+                max_d = max_d.max(r.max_d);
+                changed |= r.changed;
+            }
+            if lambda_s.is_some() {
+                s.retain(|&k| self.nonzero[k]);
+            }
+            if !changed && max_d <= self.tol_abs() && self.kkt(s) <= self.tol {
+                return true;
+            }
+        }
+    }
+
+    /// The best block outside `s` by BGS-s (ties to the lowest index), from fresh sums;
+    /// `None` when no such block can move.
+    pub fn best_outside(&mut self, s: &[usize]) -> Option<usize> {
+        self.refresh_all();
+        let mut best: Option<(usize, f64)> = None;
+        for &k in &self.movable {
+            if s.contains(&k) {
+                continue;
+            }
+            let sc = self.score(k).score;
+            let better = match best {
+                Some((_, b)) => sc > b,
+                None => true,
+            };
+            if sc > 0.0 && better {
+                best = Some((k, sc));
+            }
+        }
+        best.map(|(k, _)| k)
+    }
+
+    /// One step of the BGS local search on the working set `s`: `j*` = [`Self::best_outside`];
+    /// for every `j ∈ s`, `β_j ← 0` then an exact update of `j*` on a copy of the state; the
+    /// swap that lowers the objective (with `λ_s·|support|` for ℓ0) most is taken, only if it
+    /// lowers it. Returns the swap `(out, in)` taken.
+    pub fn local_search_step(
+        &mut self,
+        s: &mut [usize],
+        lambda_s: Option<f64>,
+    ) -> Option<(usize, usize)> {
+        if s.is_empty() {
+            return None;
+        }
+        let jstar = self.best_outside(s)?;
+        let current = self.objective(lambda_s);
+        let nnz = self.nonzero.iter().filter(|&&b| b).count();
+        let mut best: Option<(usize, f64, BlockState)> = None;
+        for (pos, &j) in s.iter().enumerate() {
+            let mut trial = self.st.clone();
+            let nb = self.data.features[j].n_bins();
+            trial.set_block(self.data, j, &self.zeros[..nb]);
+            trial.refresh_sums(self.data, jstar);
+            trial.update_block(self.data, jstar, self.lambda);
+            let mut obj = trial.objective(self.lambda);
+            if let Some(ls) = lambda_s {
+                let count =
+                    nnz - usize::from(self.nonzero[j]) + usize::from(!trial.block_is_zero(jstar));
+                obj += ls * count as f64;
+            }
+            let better = match &best {
+                Some((_, b, _)) => obj < *b,
+                None => true,
+            };
+            if better {
+                best = Some((pos, obj, trial));
+            }
+        }
+        let (pos, obj, trial) = best?;
+        // Strictly lower, beyond rounding.
+        if !(obj < current - 1e-12 * current.abs()) {
+            return None;
+        }
+        let out = s[pos];
+        self.st = trial;
+        self.gen += 1;
+        self.nonzero[out] = false;
+        self.nonzero[jstar] = true;
+        if self.is_flat(jstar) {
+            self.zero_block(jstar);
+        }
+        s[pos] = jstar;
+        self.n_iter += 1;
+        self.push_history(jstar, lambda_s);
+        Some((out, jstar))
+    }
+
+    /// Group ℓ0 cyclic BCD at `λ_s`: sweeps over the support to convergence, then a sweep over
+    /// every block, until a full sweep changes no membership and the restricted KKT residual
+    /// is at most `tol`. `s` is the support on return.
+    fn cbcd(&mut self, s: &mut Vec<usize>, lambda_s: f64, budget_end: usize) -> bool {
+        loop {
+            if !self.converge(s, Some(lambda_s), budget_end) {
+                return false;
+            }
+            let order = self.sweep_order(s, lambda_s);
+            let mut max_d: f64 = 0.0;
+            let mut changed = false;
+            for k in order {
+                if self.n_iter >= budget_end {
+                    self.sync_support(s);
+                    return false;
+                }
+                let r = self.step(k, Some(lambda_s));
+                max_d = max_d.max(r.max_d);
+                changed |= r.changed;
+            }
+            self.sync_support(s);
+            if !changed && max_d <= self.tol_abs() && self.kkt(s) <= self.tol {
+                return true;
+            }
+        }
+    }
+
+    /// `s` ← the current support, keeping the order of those that stay and appending new ones.
+    fn sync_support(&self, s: &mut Vec<usize>) {
+        s.retain(|&k| self.nonzero[k]);
+        for k in 0..self.nonzero.len() {
+            if self.nonzero[k] && !s.contains(&k) {
+                s.push(k);
+            }
+        }
+    }
+
+    /// Group ℓ0-FAST at `λ_s` from the current state: CBCD interlaced with the local search
+    /// until the objective stops improving. Returns (converged, swaps).
+    fn solve_l0(
+        &mut self,
+        s: &mut Vec<usize>,
+        lambda_s: f64,
+        params: &SparseParams,
+    ) -> (bool, usize) {
+        self.segment += 1;
+        let budget_end = self.n_iter.saturating_add(params.max_iter);
+        let mut swaps = 0;
+        loop {
+            let converged = self.cbcd(s, lambda_s, budget_end);
+            if !params.local_search || swaps >= params.max_swaps || self.n_iter >= budget_end {
+                return (converged, swaps);
+            }
+            if self.local_search_step(s, Some(lambda_s)).is_none() {
+                return (converged, swaps);
+            }
+            swaps += 1;
+        }
+    }
+
+    /// The largest gain `F(β_k = 0) − F(β_k = β*)` among blocks outside `s` (what `λ_s` must
+    /// drop below for one to enter), each tried on a copy of the state; blocks whose gain
+    /// bound cannot beat the best so far are skipped.
+    fn max_gain_outside(&mut self, s: &[usize]) -> f64 {
+        self.outside_gains(s, 0.0, true)
+            .first()
+            .map_or(0.0, |&(g, _)| g)
+    }
+
+    /// Gains `F(β_k = 0) − F(β_k = β*)` of the blocks outside `s` whose gain bound exceeds
+    /// `threshold`, each from an exact update on a copy of the state, by decreasing gain (ties
+    /// to the lowest index). With `best_only`, stops once no bound can beat the best gain.
+    fn outside_gains(&mut self, s: &[usize], threshold: f64, best_only: bool) -> Vec<(f64, usize)> {
+        self.refresh_all();
+        let mut cands: Vec<(f64, usize)> = self
+            .movable
+            .iter()
+            .copied()
+            .filter(|k| !s.contains(k) && self.score(*k).score > 0.0)
+            .map(|k| (self.gain_bound(k), k))
+            .filter(|&(bound, _)| bound > threshold)
+            .collect();
+        cands.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let f0 = self.st.objective(self.lambda);
+        let mut gains: Vec<(f64, usize)> = Vec::new();
+        let mut best: f64 = 0.0;
+        for (bound, k) in cands {
+            if best_only && bound <= best {
+                break;
+            }
+            let mut trial = self.st.clone();
+            trial.update_block(self.data, k, self.lambda);
+            let g = f0 - trial.objective(self.lambda);
+            best = best.max(g);
+            gains.push((g, k));
+        }
+        gains.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        gains
+    }
+
+    /// The order of a full ℓ0 sweep: the support first (refitted), then the blocks that could
+    /// pay for `λ_s` by decreasing gain (so that, of several that could enter, the best does
+    /// first, whatever the column order), then every other block.
+    fn sweep_order(&mut self, s: &[usize], lambda_s: f64) -> Vec<usize> {
+        let mut order: Vec<usize> = s.to_vec();
+        let outside = self.outside_gains(s, lambda_s, false);
+        order.extend(
+            outside
+                .iter()
+                .filter(|&&(g, _)| g > lambda_s)
+                .map(|&(_, k)| k),
+        );
+        let rest: Vec<usize> = self
+            .movable
+            .iter()
+            .copied()
+            .filter(|k| !order.contains(k))
+            .collect();
+        order.extend(rest);
+        order
+    }
+
+    fn record(
+        &mut self,
+        s: &[usize],
+        lambda_s: f64,
+        n_swaps: usize,
+        converged: bool,
+        l0: bool,
+    ) -> SparseModel {
+        let kkt = self.kkt(s);
+        let support = self.support();
+        let flat = s.iter().copied().filter(|&k| !self.nonzero[k]).collect();
+        let fast_objective = self.st.objective(self.lambda);
+        let model = solver::to_model(self.data, self.st.intercept, &self.st.beta);
+        SparseModel {
+            intercept: model.intercept,
+            values: model.values,
+            missing_values: model.missing_values,
+            objective: if l0 {
+                fast_objective + lambda_s * support.len() as f64
+            } else {
+                fast_objective
+            },
+            support,
+            selected: s.to_vec(),
+            flat,
+            fast_objective,
+            loss: self.st.loss,
+            lambda_s,
+            n_iter: self.n_iter,
+            n_swaps,
+            converged: converged && kkt <= self.tol,
+            kkt_residual: kkt,
+        }
+    }
+
+    fn snapshot(&self, s: &[usize]) -> Snapshot {
+        Snapshot {
+            st: self.st.clone(),
+            nonzero: self.nonzero.clone(),
+            support: s.to_vec(),
+        }
+    }
+
+    fn restore(&mut self, snap: &Snapshot, s: &mut Vec<usize>) {
+        self.st = snap.st.clone();
+        self.nonzero.clone_from(&snap.nonzero);
+        s.clone_from(&snap.support);
+        self.gen += 1;
+    }
+}
+
+fn check_max_features(k: usize, p: usize) -> Result<()> {
+    if k < 1 {
+        return Err(FastError::InvalidParameter {
+            name: "max_features",
+            message: "must be an integer >= 1",
+            value: k.to_string(),
+        });
+    }
+    if k > p {
+        return Err(FastError::InvalidParameter {
+            name: "max_features",
+            message: "must be <= the number of features",
+            value: format!("{k} (X has {p} features)"),
+        });
+    }
+    Ok(())
+}
+
+fn check_lambda_s(grid: &LambdaS, p: usize) -> Result<()> {
+    match grid {
+        LambdaS::Values(v) => {
+            if v.is_empty() {
+                return Err(FastError::InvalidParameter {
+                    name: "lambda_s",
+                    message: "must hold at least one value",
+                    value: "[]".into(),
+                });
+            }
+            if let Some(&bad) = v.iter().find(|x| !(x.is_finite() && **x >= 0.0)) {
+                return Err(FastError::InvalidPenalty {
+                    name: "lambda_s",
+                    value: bad,
+                });
+            }
+            Ok(())
+        }
+        LambdaS::Auto {
+            max_features,
+            n_lambda,
+            scale_down,
+        } => {
+            check_max_features(*max_features, p)?;
+            if *n_lambda < 1 {
+                return Err(FastError::InvalidParameter {
+                    name: "n_lambda_s",
+                    message: "must be an integer >= 1",
+                    value: n_lambda.to_string(),
+                });
+            }
+            if !(*scale_down > 0.0 && *scale_down < 1.0) {
+                return Err(FastError::InvalidParameter {
+                    name: "scale_down_factor",
+                    message: "must be in (0, 1)",
+                    value: scale_down.to_string(),
+                });
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Checks the parameters and `y`; returns `(λ_f, λ_max)`.
+fn prepare(data: &BinnedData, y: ArrayView1<'_, f64>, params: &SparseParams) -> Result<(f64, f64)> {
+    params.check()?;
+    // Validates y (length, finiteness, at least two rows) and gives λ_max.
+    let lambda_max = solver::lambda_max(data, y)?;
+    let lambda = match params.lambda {
+        Penalty::Absolute(v) => v,
+        Penalty::Relative(r) => r * lambda_max,
+    };
+    Ok((lambda, lambda_max))
+}
+
+/// AGIS on binned data: one model for every support size `1 … max_features` (fewer if no
+/// block outside the support can move). Runs on the current rayon pool.
+///
+/// # Errors
+/// Bad parameters, `max_features` outside `1 ..= p`, `y` of the wrong length or non-finite.
+pub fn agis_binned(
+    data: &BinnedData,
+    y: ArrayView1<'_, f64>,
+    params: &SparseParams,
+    max_features: usize,
+) -> Result<SparsePath> {
+    let (lambda, lambda_max) = prepare(data, y, params)?;
+    check_max_features(max_features, data.n_features())?;
+    let mut sv = SparseSolver::new(data, y, lambda, params.tol);
+    let mut s: Vec<usize> = Vec::new();
+    let mut models = Vec::new();
+    let stop = loop {
+        if s.len() >= max_features {
+            break PathStop::Complete;
+        }
+        let Some(k) = sv.best_outside(&s) else {
+            break PathStop::NoCandidate;
+        };
+        let budget_end = sv.n_iter.saturating_add(params.max_iter);
+        sv.segment = models.len();
+        sv.step(k, None);
+        s.push(k);
+        let mut converged = sv.converge(&mut s, None, budget_end);
+        let mut swaps = 0;
+        while params.local_search && swaps < params.max_swaps && sv.n_iter < budget_end {
+            if sv.local_search_step(&mut s, None).is_none() {
+                break;
+            }
+            swaps += 1;
+            converged = sv.converge(&mut s, None, budget_end);
+        }
+        models.push(sv.record(&s, 0.0, swaps, converged, false));
+    };
+    Ok(SparsePath {
+        models,
+        lambda_f: lambda,
+        lambda_max,
+        lambda_s_max: 0.0,
+        stop,
+        history: sv.history,
+    })
+}
+
+/// Group ℓ0-FAST on binned data over a `λ_s` path (see [`LambdaS`]). Runs on the current
+/// rayon pool.
+///
+/// # Errors
+/// Bad parameters, a negative or non-finite `λ_s`, `max_features` outside `1 ..= p`, `y` of
+/// the wrong length or non-finite.
+pub fn l0_binned(
+    data: &BinnedData,
+    y: ArrayView1<'_, f64>,
+    params: &SparseParams,
+    grid: &LambdaS,
+) -> Result<SparsePath> {
+    let (lambda, lambda_max) = prepare(data, y, params)?;
+    check_lambda_s(grid, data.n_features())?;
+    let mut sv = SparseSolver::new(data, y, lambda, params.tol);
+    let mut s: Vec<usize> = Vec::new();
+    let lambda_s_max = sv.max_gain_outside(&[]);
+    let (models, stop) = match grid {
+        LambdaS::Values(values) => {
+            let mut models = Vec::with_capacity(values.len());
+            for &ls in values {
+                let (converged, swaps) = sv.solve_l0(&mut s, ls, params);
+                models.push(sv.record(&s, ls, swaps, converged, true));
+            }
+            (models, PathStop::Complete)
+        }
+        &LambdaS::Auto {
+            max_features,
+            n_lambda,
+            scale_down,
+        } => l0_auto(
+            &mut sv,
+            &mut s,
+            params,
+            lambda_s_max,
+            max_features,
+            n_lambda,
+            scale_down,
+        ),
+    };
+    Ok(SparsePath {
+        models,
+        lambda_f: lambda,
+        lambda_max,
+        lambda_s_max,
+        stop,
+        history: sv.history,
+    })
+}
+
+fn l0_auto(
+    sv: &mut SparseSolver<'_>,
+    s: &mut Vec<usize>,
+    params: &SparseParams,
+    lambda_s_max: f64,
+    max_features: usize,
+    n_lambda: usize,
+    scale_down: f64,
+) -> (Vec<SparseModel>, PathStop) {
+    let mut fitted: Vec<SparseModel> = Vec::new();
+    if !(lambda_s_max > 0.0) {
+        return (fitted, PathStop::NoCandidate);
+    }
+    // The last fit within the budget (initially the empty model at λ_s_max) and its λ_s.
+    let mut lo = (lambda_s_max, sv.snapshot(s));
+    let mut ls = scale_down * lambda_s_max;
+    let mut stop = PathStop::GridExhausted;
+    for _ in 0..n_lambda {
+        let (converged, swaps) = sv.solve_l0(s, ls, params);
+        let size = s.len();
+        if size <= max_features {
+            fitted.push(sv.record(s, ls, swaps, converged, true));
+            if size == max_features {
+                stop = PathStop::Complete;
+                break;
+            }
+            lo = (ls, sv.snapshot(s));
+            let g = sv.max_gain_outside(s);
+            if !(g > 0.0) {
+                stop = PathStop::NoCandidate;
+                break;
+            }
+            ls = scale_down * ls.min(g);
+        } else {
+            // Jumped over max_features: bisect (geometrically) between the last fit within the
+            // budget (`lo`) and this one (`hi`). The problem is not convex and the fit depends
+            // on the warm start: at each midpoint, start from the sparser side; unless that hits
+            // max_features exactly, also start from the denser side (raising λ_s can drop
+            // features one by one where lowering it added a group at once).
+            let mut hi = (ls, sv.snapshot(s));
+            for _ in 0..N_BISECT {
+                let mid = (lo.0 * hi.0).sqrt();
+                sv.restore(&lo.1, s);
+                let (converged, swaps) = sv.solve_l0(s, mid, params);
+                let size_lo = s.len();
+                if size_lo <= max_features {
+                    fitted.push(sv.record(s, mid, swaps, converged, true));
+                    if size_lo == max_features {
+                        break;
+                    }
+                }
+                let from_lo = sv.snapshot(s);
+                sv.restore(&hi.1, s);
+                let (converged, swaps) = sv.solve_l0(s, mid, params);
+                let size_hi = s.len();
+                if size_hi <= max_features {
+                    fitted.push(sv.record(s, mid, swaps, converged, true));
+                    if size_hi == max_features {
+                        break;
+                    }
+                }
+                if size_lo <= max_features {
+                    lo = (mid, from_lo);
+                } else if size_hi <= max_features {
+                    lo = (mid, sv.snapshot(s));
+                } else {
+                    hi = (mid, sv.snapshot(s));
+                }
+            }
+            stop = PathStop::Complete;
+            break;
+        }
+    }
+    // One model per support size: the lowest F among that size's fits; the empty model only
+    // if nothing else was reached.
+    let mut by_size: Vec<SparseModel> = Vec::new();
+    for m in fitted {
+        match by_size
+            .iter_mut()
+            .find(|b| b.support.len() == m.support.len())
+        {
+            Some(b) => {
+                if m.fast_objective < b.fast_objective {
+                    *b = m;
+                }
+            }
+            None => by_size.push(m),
+        }
+    }
+    if by_size.iter().any(|m| !m.support.is_empty()) {
+        by_size.retain(|m| !m.support.is_empty());
+    }
+    by_size.sort_by_key(|m| m.support.len());
+    (by_size, stop)
+}
+
+fn bin_and<F>(
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    weights: Option<&[f64]>,
+    params: &SparseParams,
+    run: F,
+) -> Result<SparseFit>
+where
+    F: FnOnce(&BinnedData) -> Result<SparsePath>,
+{
+    params.check()?;
+    if y.len() != x.nrows() {
+        return Err(FastError::LengthMismatch {
+            what: "y",
+            expected: x.nrows(),
+            got: y.len(),
+            reason: "one target per row of X",
+        });
+    }
+    let data = bin_data(x, weights, &params.binning)?;
+    let path = run(&data)?;
+    let (bin_weights, missing_weights) = solver::chain_weights(&data);
+    Ok(SparseFit {
+        cuts: data.features.into_iter().map(|f| f.cuts).collect(),
+        bin_weights,
+        missing_weights,
+        path,
+    })
+}
+
+/// Bins `x` and runs AGIS (see [`agis_binned`]).
+///
+/// # Errors
+/// As [`agis_binned`], plus bad `x` or weights.
+pub fn agis(
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    weights: Option<&[f64]>,
+    params: &SparseParams,
+    max_features: usize,
+) -> Result<SparseFit> {
+    check_max_features(max_features, x.ncols())?;
+    bin_and(x, y, weights, params, |d| {
+        agis_binned(d, y, params, max_features)
+    })
+}
+
+/// Bins `x` and runs group ℓ0-FAST (see [`l0_binned`]).
+///
+/// # Errors
+/// As [`l0_binned`], plus bad `x` or weights.
+pub fn l0(
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    weights: Option<&[f64]>,
+    params: &SparseParams,
+    grid: &LambdaS,
+) -> Result<SparseFit> {
+    check_lambda_s(grid, x.ncols())?;
+    bin_and(x, y, weights, params, |d| l0_binned(d, y, params, grid))
+}

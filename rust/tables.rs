@@ -1,0 +1,373 @@
+//! Sufficient statistics of binned data (DESIGN §4).
+//!
+//! In binned mode the loss depends on the rows only through `W`, `Σ v y²`, the bin weights,
+//! the per-bin sums of `v·y` and the co-occurrence tables
+//! `C_{jk}(b, b') = Σ_i v_i [code_j(i)=b][code_k(i)=b']` of every pair of features. After a
+//! block update `Δ` of feature `k`, every feature's bin sums move by `R_j −= C_{jk} Δ / W`: an
+//! iteration costs `O(Σ_j B_j · B_k)` and never touches the `n` rows. Building the tables is
+//! one `O(n·p²/2)` pass; they take `8·Σ_{j<k} B_j B_k` bytes.
+//!
+//! The tables are sums over rows, so partitions of the data can be reduced by adding them
+//! ([`Tables::add`]).
+
+use ndarray::ArrayView1;
+use rayon::prelude::*;
+
+use crate::binning::{BinnedData, Code};
+use crate::error::{FastError, Result};
+use crate::with_codes;
+
+/// The sufficient statistics of one binned data set and target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tables {
+    /// Bins per feature (the missing bin included).
+    pub n_bins: Vec<usize>,
+    /// `W = Σ v`.
+    pub total_weight: f64,
+    /// The weighted mean `ȳ` of the target; the sums below are of `y − ȳ`.
+    pub y_mean: f64,
+    /// `Σ v (y − ȳ)²`.
+    pub yy: f64,
+    /// `Σ_{code_j(i)=b} v_i (y_i − ȳ)` per feature and bin.
+    pub ysum: Vec<Vec<f64>>,
+    /// `Σ_{code_j(i)=b} v_i` per feature and bin.
+    pub weights: Vec<Vec<f64>>,
+    // C_jk for j < k, row-major B_j × B_k, concatenated in (j, k) order.
+    pairs: Vec<f64>,
+    // Start of pair (j, k) in `pairs`, at index j * p + k (j < k).
+    pair_start: Vec<usize>,
+}
+
+/// Bytes the co-occurrence tables of `data` would take.
+pub fn table_bytes(data: &BinnedData) -> usize {
+    let b: Vec<usize> = data.features.iter().map(|f| f.n_bins()).collect();
+    let total: usize = b.iter().sum();
+    let diag: usize = b.iter().map(|x| x * x).sum();
+    8 * (total * total - diag) / 2
+}
+
+fn pair_table<A: Code, B: Code>(a: &[A], b: &[B], v: Option<&[f64]>, nb: usize, out: &mut [f64]) {
+    match v {
+        Some(v) => {
+            for ((&x, &z), &w) in a.iter().zip(b).zip(v) {
+                out[x.idx() * nb + z.idx()] += w;
+            }
+        }
+        None => {
+            for (&x, &z) in a.iter().zip(b) {
+                out[x.idx() * nb + z.idx()] += 1.0;
+            }
+        }
+    }
+}
+
+impl Tables {
+    /// Builds the statistics in one pass per pair of features, in parallel over pairs (each
+    /// pair accumulated in row order: the same numbers for any number of threads).
+    ///
+    /// # Errors
+    /// [`FastError::LengthMismatch`] if `y` does not have one entry per row.
+    pub fn build(data: &BinnedData, y: ArrayView1<'_, f64>) -> Result<Self> {
+        if y.len() != data.n_samples {
+            return Err(FastError::LengthMismatch {
+                what: "y",
+                expected: data.n_samples,
+                got: y.len(),
+                reason: "one target per row of X",
+            });
+        }
+        let p = data.n_features();
+        let v = data.weights.as_deref();
+        let w_total = data.total_weight;
+        let n_bins: Vec<usize> = data.features.iter().map(|f| f.n_bins()).collect();
+        let y_mean = match v {
+            Some(v) => y.iter().zip(v).map(|(a, b)| a * b).sum::<f64>() / w_total,
+            None => y.iter().sum::<f64>() / w_total,
+        };
+        let yc: Vec<f64> = match v {
+            Some(v) => y.iter().zip(v).map(|(&a, &b)| b * (a - y_mean)).collect(),
+            None => y.iter().map(|&a| a - y_mean).collect(),
+        };
+        let yy: f64 = match v {
+            Some(v) => y.iter().zip(v).map(|(&a, &b)| b * (a - y_mean) * (a - y_mean)).sum(),
+            None => yc.iter().map(|a| a * a).sum(),
+        };
+        let ysum: Vec<Vec<f64>> = data
+            .features
+            .par_iter()
+            .map(|f| {
+                let mut s = vec![0.0; f.n_bins()];
+                with_codes!(&f.codes, c => c.iter().zip(&yc).for_each(|(&b, &r)| s[b.idx()] += r));
+                s
+            })
+            .collect();
+        let weights: Vec<Vec<f64>> = data.features.iter().map(|f| f.bin_weights.clone()).collect();
+        let mut pair_start = vec![usize::MAX; p * p];
+        let mut jobs: Vec<(usize, usize, usize)> = Vec::new();
+        let mut len = 0;
+        for j in 0..p {
+            for k in j + 1..p {
+                pair_start[j * p + k] = len;
+                jobs.push((j, k, len));
+                len += n_bins[j] * n_bins[k];
+            }
+        }
+        let mut pairs = vec![0.0; len];
+        // Split the buffer into one disjoint slice per pair, then fill them in parallel.
+        let mut slices: Vec<(usize, usize, &mut [f64])> = Vec::with_capacity(jobs.len());
+        let mut rest: &mut [f64] = &mut pairs;
+        for &(j, k, _) in &jobs {
+            let (head, tail) = rest.split_at_mut(n_bins[j] * n_bins[k]);
+            slices.push((j, k, head));
+            rest = tail;
+        }
+        slices.into_par_iter().for_each(|(j, k, out)| {
+            let nb = n_bins[k];
+            with_codes!(&data.features[j].codes, a => with_codes!(&data.features[k].codes, b => {
+                pair_table(a, b, v, nb, out)
+            }));
+        });
+        Ok(Self { n_bins, total_weight: w_total, y_mean, yy, ysum, weights, pairs, pair_start })
+    }
+
+    /// Number of features.
+    pub fn n_features(&self) -> usize {
+        self.n_bins.len()
+    }
+
+    /// The co-occurrence tables `C_{jk}` for `j < k`, each row-major `B_j × B_k`, concatenated
+    /// in `(j, k)` order (`(0,1), (0,2), …, (1,2), …`): the serialisable form.
+    pub fn pairs(&self) -> &[f64] {
+        &self.pairs
+    }
+
+    /// Rebuilds statistics from their parts (the inverse of the public fields and [`Tables::pairs`]).
+    ///
+    /// # Errors
+    /// [`FastError::InvalidParameter`] if the parts do not fit together or are not finite.
+    pub fn from_parts(
+        n_bins: Vec<usize>,
+        total_weight: f64,
+        y_mean: f64,
+        yy: f64,
+        ysum: Vec<Vec<f64>>,
+        weights: Vec<Vec<f64>>,
+        pairs: Vec<f64>,
+    ) -> Result<Self> {
+        let p = n_bins.len();
+        let bad = |message: &'static str, value: String| Err(FastError::InvalidParameter { name: "tables", message, value });
+        if ysum.len() != p || weights.len() != p {
+            return bad("need one ysum and one weights array per feature", format!("{p} features"));
+        }
+        for j in 0..p {
+            if ysum[j].len() != n_bins[j] || weights[j].len() != n_bins[j] {
+                return bad("need n_bins[j] entries in ysum[j] and weights[j]", format!("feature {j}"));
+            }
+        }
+        let mut pair_start = vec![usize::MAX; p * p];
+        let mut len = 0;
+        for j in 0..p {
+            for k in j + 1..p {
+                pair_start[j * p + k] = len;
+                len += n_bins[j] * n_bins[k];
+            }
+        }
+        if pairs.len() != len {
+            return bad("pairs has the wrong length", format!("{} for {len}", pairs.len()));
+        }
+        let finite = [total_weight, y_mean, yy].iter().all(|v| v.is_finite())
+            && ysum.iter().chain(&weights).flatten().chain(&pairs).all(|v| v.is_finite());
+        if !finite || !(total_weight > 0.0) {
+            return bad("must be finite with a positive total weight", format!("W = {total_weight}"));
+        }
+        Ok(Self { n_bins, total_weight, y_mean, yy, ysum, weights, pairs, pair_start })
+    }
+
+    /// Adds another partition's statistics (same bins); `y_mean` and `yy` are recombined
+    /// exactly (pooled mean and sum of squares).
+    ///
+    /// # Errors
+    /// [`FastError::InvalidParameter`] if the bins differ.
+    pub fn add(&mut self, other: &Tables) -> Result<()> {
+        if self.n_bins != other.n_bins {
+            return Err(FastError::InvalidParameter {
+                name: "tables",
+                message: "can only be added for the same bins",
+                value: format!("{:?} vs {:?}", self.n_bins, other.n_bins),
+            });
+        }
+        let (w1, w2) = (self.total_weight, other.total_weight);
+        let w = w1 + w2;
+        let mean = if w > 0.0 { (w1 * self.y_mean + w2 * other.y_mean) / w } else { 0.0 };
+        let (d1, d2) = (self.y_mean - mean, other.y_mean - mean);
+        self.yy += other.yy + w1 * d1 * d1 + w2 * d2 * d2;
+        for (j, (s, o)) in self.ysum.iter_mut().zip(&other.ysum).enumerate() {
+            for (b, (a, c)) in s.iter_mut().zip(o).enumerate() {
+                *a += c + self.weights[j][b] * d1 + other.weights[j][b] * d2;
+            }
+        }
+        for (a, c) in self.weights.iter_mut().flatten().zip(other.weights.iter().flatten()) {
+            *a += c;
+        }
+        for (a, c) in self.pairs.iter_mut().zip(&other.pairs) {
+            *a += c;
+        }
+        self.total_weight = w;
+        self.y_mean = mean;
+        Ok(())
+    }
+
+    /// `out[j] −= scale · C_{jk} · delta` for every feature `j ≠ k` (in parallel over `j`).
+    pub fn apply(&self, k: usize, delta: &[f64], scale: f64, out: &mut [Vec<f64>]) {
+        let p = self.n_features();
+        let nk = self.n_bins[k];
+        let work = |(j, o): (usize, &mut Vec<f64>)| {
+            if j == k {
+                return;
+            }
+            if j < k {
+                // C_jk is B_j × B_k: o_b −= scale Σ_b' C[b, b'] Δ_b'.
+                let t = &self.pairs[self.pair_start[j * p + k]..][..self.n_bins[j] * nk];
+                for (ob, row) in o.iter_mut().zip(t.chunks_exact(nk)) {
+                    let dot: f64 = row.iter().zip(delta).map(|(c, d)| c * d).sum();
+                    *ob -= scale * dot;
+                }
+            } else {
+                // C_kj is B_k × B_j: o −= scale Σ_b Δ_b C[b, ·].
+                let nj = self.n_bins[j];
+                let t = &self.pairs[self.pair_start[k * p + j]..][..nk * nj];
+                for (row, &d) in t.chunks_exact(nj).zip(delta) {
+                    if d != 0.0 {
+                        let f = scale * d;
+                        o.iter_mut().zip(row).for_each(|(ob, c)| *ob -= f * c);
+                    }
+                }
+            }
+        };
+        let flops: usize = self.n_bins.iter().sum::<usize>() * nk;
+        if flops < 1 << 16 {
+            out.iter_mut().enumerate().for_each(work);
+        } else {
+            out.par_iter_mut().enumerate().for_each(work);
+        }
+    }
+
+    /// `Σ_{k≠j} C_{jk} β_k` for every `j` (`O((Σ B)²)`).
+    pub fn cross_products(&self, beta: &[Vec<f64>]) -> Vec<Vec<f64>> {
+        let mut out: Vec<Vec<f64>> = self.n_bins.iter().map(|&b| vec![0.0; b]).collect();
+        for (k, b) in beta.iter().enumerate() {
+            if b.iter().any(|&v| v != 0.0) {
+                self.apply(k, b, -1.0, &mut out);
+            }
+        }
+        out
+    }
+}
+
+/// The statistics of one partition of a data set, binned with given cut points and missing
+/// flags shared by every partition (so that partitions' tables can be added up).
+///
+/// # Errors
+/// As [`crate::binning::bin_data`]; [`FastError::InvalidParameter`] if a column holds NaN where
+/// `missing[j]` is false, or the lengths disagree.
+pub fn partition_tables(
+    x: ndarray::ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    weights: Option<&[f64]>,
+    cuts: &[Vec<f64>],
+    missing: &[bool],
+) -> Result<Tables> {
+    if cuts.len() != x.ncols() || missing.len() != x.ncols() {
+        return Err(FastError::LengthMismatch {
+            what: "cuts / missing flags",
+            expected: x.ncols(),
+            got: cuts.len().min(missing.len()),
+            reason: "one entry per column of the partition",
+        });
+    }
+    let params = crate::binning::BinningParams {
+        user_cuts: cuts.iter().cloned().map(Some).collect(),
+        ..crate::binning::BinningParams::default()
+    };
+    let mut data = if x.nrows() == 0 {
+        // An empty partition: no rows, zero statistics.
+        let features = cuts
+            .iter()
+            .map(|c| crate::binning::BinnedFeature {
+                cuts: c.clone(),
+                codes: crate::binning::Codes::U8(Vec::new()),
+                bin_weights: vec![0.0; c.len() + 1],
+                missing: false,
+            })
+            .collect();
+        BinnedData { n_samples: 0, features, weights: None, total_weight: 0.0 }
+    } else {
+        crate::binning::bin_data(x, weights, &params)?
+    };
+    for (j, (f, &m)) in data.features.iter_mut().zip(missing).enumerate() {
+        if f.missing && !m {
+            return Err(FastError::InvalidParameter {
+                name: "missing",
+                message: "is false for a column that holds NaN in this partition",
+                value: format!("column {j}"),
+            });
+        }
+        if m && !f.missing {
+            f.missing = true;
+            f.bin_weights.push(0.0);
+        }
+    }
+    if data.n_samples == 0 {
+        let n_bins = data.features.iter().map(|f| f.n_bins()).collect::<Vec<_>>();
+        let zeros: Vec<Vec<f64>> = n_bins.iter().map(|&b| vec![0.0; b]).collect();
+        let len: usize = (0..n_bins.len()).flat_map(|j| (j + 1..n_bins.len()).map(move |k| (j, k))).map(|(j, k)| n_bins[j] * n_bins[k]).sum();
+        let mut pair_start = vec![usize::MAX; n_bins.len() * n_bins.len()];
+        let mut at = 0;
+        for j in 0..n_bins.len() {
+            for k in j + 1..n_bins.len() {
+                pair_start[j * n_bins.len() + k] = at;
+                at += n_bins[j] * n_bins[k];
+            }
+        }
+        return Ok(Tables { n_bins, total_weight: 0.0, y_mean: 0.0, yy: 0.0, ysum: zeros.clone(), weights: zeros, pairs: vec![0.0; len], pair_start });
+    }
+    Tables::build(&data, y)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::binning::{bin_data, BinningParams};
+    use ndarray::{array, Array1, Array2};
+
+    #[test]
+    fn tables_count_pairs_and_partitions_add_up() {
+        let x = array![[0.0, 1.0, 5.0], [1.0, 1.0, 6.0], [0.0, 2.0, 5.0], [1.0, 2.0, 6.0], [1.0, 1.0, 5.0]];
+        let y = array![1.0, 2.0, 3.0, 4.0, 5.0];
+        let d = bin_data(x.view(), None, &BinningParams::default()).unwrap();
+        let t = Tables::build(&d, y.view()).unwrap();
+        // Pair (0, 1): rows (0,0), (1,0), (0,1), (1,1), (1,0).
+        assert_eq!(&t.pairs[..4], &[1.0, 1.0, 2.0, 1.0]);
+        assert!((t.y_mean - 3.0).abs() < 1e-15);
+        assert!((t.yy - 10.0).abs() < 1e-12);
+        assert_eq!(t.ysum[0], vec![-2.0, 2.0]);
+        assert_eq!(table_bytes(&d), 8 * (2 * 2 + 2 * 2 + 2 * 2));
+        // Two partitions (rows 0–1 and 2–4) with the same cuts add up to the whole.
+        let params = BinningParams {
+            user_cuts: d.features.iter().map(|f| Some(f.cuts.clone())).collect(),
+            ..BinningParams::default()
+        };
+        let part = |rows: std::ops::Range<usize>| {
+            let xs: Array2<f64> = x.slice(ndarray::s![rows.clone(), ..]).to_owned();
+            let ys: Array1<f64> = y.slice(ndarray::s![rows]).to_owned();
+            Tables::build(&bin_data(xs.view(), None, &params).unwrap(), ys.view()).unwrap()
+        };
+        let mut a = part(0..2);
+        a.add(&part(2..5)).unwrap();
+        assert!((a.yy - t.yy).abs() < 1e-12 && (a.y_mean - t.y_mean).abs() < 1e-15);
+        assert_eq!(a.pairs, t.pairs);
+        for (s, u) in a.ysum.iter().flatten().zip(t.ysum.iter().flatten()) {
+            assert!((s - u).abs() < 1e-12);
+        }
+    }
+}

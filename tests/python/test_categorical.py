@@ -1,0 +1,107 @@
+"""Categorical features (one bin per category, fused in mean-response order) and user cut points."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fastpcam import FASTRegressor
+
+pd = pytest.importorskip("pandas", reason="categorical columns are tested through pandas DataFrames")
+
+
+def _frame(n=1500, seed=0):
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame(
+        {
+            "a": rng.uniform(size=n),
+            "c": pd.Categorical(rng.choice(["x", "y", "z", "w"], size=n)),
+            "s": rng.choice(np.array(["p", "q", None], dtype=object), size=n),
+        }
+    )
+    effect = {"x": 1.0, "y": 0.0, "z": 0.0, "w": -1.0}
+    y = df["a"].to_numpy() + df["c"].map(effect).astype(float).to_numpy()
+    y = y + np.where(df["s"] == "q", 0.5, 0.0) + 0.05 * rng.normal(size=n)
+    return df, y
+
+
+def test_categories_from_dtype_ordered_by_mean_and_fused():
+    df, y = _frame()
+    # A penalty large enough to fuse y and z (equal true effects, means apart by noise only).
+    m = FASTRegressor(lambda_ratio=0.02, tol=1e-8, max_iter=10**6).fit(df, y)
+    assert list(m.is_categorical_) == [False, True, True]
+    assert m.categories_[0] is None
+    assert list(m.categories_[1]) == ["w", "y", "z", "x"] or list(m.categories_[1]) == ["w", "z", "y", "x"]
+    v = m.values_[1]
+    assert len(v) == 4 == len(m.cuts_[1]) + 1
+    assert np.all(np.diff(v) >= 0)  # the chain follows the mean-response order
+    assert v[1] == v[2]  # y and z have the same effect: fused
+    assert v[3] - v[0] > 1.8
+    # None in an object column is a missing value with its own bin
+    assert m.missing_weights_[2] == df["s"].isna().sum()
+
+
+def test_predict_matches_the_tables_and_unseen_categories_contribute_zero():
+    df, y = _frame(seed=1)
+    m = FASTRegressor(tol=1e-8).fit(df, y)
+    test = df.head(5).copy()
+    pred = m.predict(test)
+    rank = {c: r for r, c in enumerate(m.categories_[1])}
+    contrib_c = np.array([m.values_[1][rank[c]] for c in test["c"]])
+    test2 = test.copy()
+    test2["c"] = pd.Categorical(["never-seen"] * 5)
+    np.testing.assert_allclose(m.predict(test2), pred - contrib_c, rtol=0, atol=1e-12)
+
+
+def test_explicit_categorical_features_on_numpy_and_by_name():
+    df, y = _frame(seed=2)
+    X = df.to_numpy(dtype=object)
+    a = FASTRegressor(categorical_features=[1, 2], tol=1e-8).fit(X, y)
+    b = FASTRegressor(categorical_features=["c", "s"], tol=1e-8).fit(df, y)
+    np.testing.assert_allclose(a.predict(X), b.predict(df), rtol=0, atol=1e-12)
+    # An integer-coded column treated as categorical gets one bin per code.
+    codes = df["c"].cat.codes.to_numpy().astype(float)
+    Xn = np.column_stack([df["a"].to_numpy(), codes])
+    m = FASTRegressor(categorical_features=[1]).fit(Xn, y)
+    assert len(m.values_[1]) == 4 and m.is_categorical_[1]
+
+
+def test_single_category_is_flat_and_weights_act_like_repeats():
+    df, y = _frame(seed=3)
+    df["one"] = pd.Categorical(["only"] * len(df))
+    w = np.random.default_rng(0).integers(1, 4, size=len(df))
+    m = FASTRegressor(max_bins=None, tol=1e-10, max_iter=10**6).fit(df, y, sample_weight=w)
+    assert np.all(m.values_[3] == 0.0)
+    rep = df.loc[df.index.repeat(w)].reset_index(drop=True)
+    r = FASTRegressor(max_bins=None, tol=1e-10, max_iter=10**6).fit(rep, np.repeat(y, w))
+    assert [list(c) if c is not None else None for c in r.categories_] == [
+        list(c) if c is not None else None for c in m.categories_
+    ]
+    np.testing.assert_allclose(r.predict(df), m.predict(df), rtol=0, atol=1e-8)
+
+
+def test_bad_categorical_specs_name_the_problem():
+    df, y = _frame(seed=4)
+    with pytest.raises(ValueError, match="categorical_features"):
+        FASTRegressor(categorical_features=[7]).fit(df, y)
+    with pytest.raises(ValueError, match="nope"):
+        FASTRegressor(categorical_features=["nope"]).fit(df, y)
+    with pytest.raises(ValueError, match=r"column 's'.*not numeric|'s'"):
+        FASTRegressor(categorical_features=["c"]).fit(df, y)
+
+
+def test_user_bins_are_used_and_checked():
+    rng = np.random.default_rng(5)
+    X = rng.uniform(size=(500, 2))
+    y = X[:, 0] + rng.normal(size=500) * 0.1
+    m = FASTRegressor(bins={0: [0.25, 0.5, 0.75]}).fit(X, y)
+    np.testing.assert_array_equal(m.cuts_[0], [0.25, 0.5, 0.75])
+    assert len(m.cuts_[1]) > 10
+    m2 = FASTRegressor(bins=[[0.5], None]).fit(X, y)
+    np.testing.assert_array_equal(m2.cuts_[0], [0.5])
+    with pytest.raises(ValueError, match="bins"):
+        FASTRegressor(bins={0: [0.5, 0.25]}).fit(X, y)
+    with pytest.raises(ValueError, match="bins"):
+        FASTRegressor(bins=[[0.5]]).fit(X, y)
+    with pytest.raises(ValueError, match="bins"):
+        FASTRegressor(bins={"zz": [0.5]}).fit(X, y)
