@@ -84,79 +84,113 @@ fn fit<'py>(
     engine: &str,
 ) -> PyResult<FitOutput<'py>> {
     let engine = engine.parse::<Engine>()?;
+    let binning = binning_params_with_cuts(max_bins, random_state, bin_sample_size, bins);
+    let params = fit_params(lambda_f, lambda_ratio, selection, tol, max_iter, max_time, binning)?;
+    let (x, y) = (x.as_array(), y.as_array());
+    let w: Option<Vec<f64>> = sample_weight.map(|w| w.as_array().to_vec());
+    let mut bridge = ProgressBridge::new(progress, progress_interval);
+    let fitted = py.detach(|| {
+        no_panic("fit", || {
+            solver::with_threads(n_jobs, || {
+                solver::fit_with_engine(x, y, w.as_deref(), &params, engine, Some(&mut |p: &Progress| bridge.call(p)))
+            })
+        })
+    })???;
+    bridge.finish()?;
+    Ok(FitOutput::new(py, fitted))
+}
+
+/// Checked fit parameters from the binding's arguments.
+pub(crate) fn fit_params(
+    lambda_f: Option<f64>,
+    lambda_ratio: f64,
+    selection: &str,
+    tol: f64,
+    max_iter: usize,
+    max_time: Option<f64>,
+    binning: BinningParams,
+) -> PyResult<FitParams> {
     let params = FitParams {
         lambda: lambda_f.map_or(Penalty::Relative(lambda_ratio), Penalty::Absolute),
         selection: selection.parse::<Selection>()?,
         tol,
         max_iter,
         max_time,
-        binning: binning_params_with_cuts(max_bins, random_state, bin_sample_size, bins),
+        binning,
     };
     params.check()?;
-    let (x, y) = (x.as_array(), y.as_array());
-    let w: Option<Vec<f64>> = sample_weight.map(|w| w.as_array().to_vec());
+    Ok(params)
+}
 
-    // Every `progress_interval` seconds: check for Ctrl-C and call the Python callback
-    // (which may return False to stop). Any Python error is kept and raised after the fit.
-    let mut py_error: Option<PyErr> = None;
-    let mut last = Instant::now();
-    let mut callback = |p: &Progress| -> bool {
-        if last.elapsed().as_secs_f64() < progress_interval && p.n_iter > 0 {
+/// Calls back into Python during a fit: every `interval` seconds it checks for Ctrl-C and
+/// calls the user's progress function (which may return False to stop). A Python error is
+/// kept and raised by [`ProgressBridge::finish`] after the fit.
+pub(crate) struct ProgressBridge {
+    progress: Option<Py<PyAny>>,
+    interval: f64,
+    last: Instant,
+    error: Option<PyErr>,
+}
+
+impl ProgressBridge {
+    pub(crate) fn new(progress: Option<Py<PyAny>>, interval: f64) -> Self {
+        Self { progress, interval, last: Instant::now(), error: None }
+    }
+
+    /// The core's callback: `false` stops the fit.
+    pub(crate) fn call(&mut self, p: &Progress) -> bool {
+        if self.last.elapsed().as_secs_f64() < self.interval && p.n_iter > 0 {
             return true;
         }
-        last = Instant::now();
+        self.last = Instant::now();
         Python::attach(|py| {
             if let Err(e) = py.check_signals() {
-                py_error = Some(e);
+                self.error = Some(e);
                 return false;
             }
-            let Some(cb) = progress.as_ref() else {
+            let Some(cb) = self.progress.as_ref() else {
                 return true;
             };
             match cb.call1(py, (p.n_iter, p.objective, p.kkt_residual, p.elapsed)) {
                 Ok(ret) => !ret.bind(py).is(pyo3::types::PyBool::new(py, false)),
                 Err(e) => {
-                    py_error = Some(e);
+                    self.error = Some(e);
                     false
                 }
             }
         })
-    };
-    let fitted = py.detach(|| {
-        no_panic("fit", || {
-            solver::with_threads(n_jobs, || {
-                solver::fit_with_engine(x, y, w.as_deref(), &params, engine, Some(&mut callback))
-            })
-        })
-    })???;
-    if let Some(e) = py_error {
-        return Err(e);
     }
-    let h = fitted.report.history;
-    Ok(FitOutput {
-        intercept: fitted.model.intercept,
-        cuts: arrays(py, fitted.model.cuts),
-        values: arrays(py, fitted.model.values),
-        bin_weights: arrays(py, fitted.bin_weights),
-        missing_values: fitted.model.missing_values.into_pyarray(py),
-        missing_weights: fitted.missing_weights.into_pyarray(py),
-        lambda_f: fitted.lambda_f,
-        lambda_max: fitted.lambda_max,
-        n_iter: fitted.report.n_iter,
-        converged: fitted.report.converged,
-        kkt_residual: fitted.report.kkt_residual,
-        objective: fitted.report.objective,
-        stop: format!("{:?}", fitted.report.stop).to_lowercase(),
-        engine: format!("{:?}", fitted.engine).to_lowercase(),
-        history_objective: h.objective.into_pyarray(py),
-        history_feature: h
-            .feature
-            .into_iter()
-            .map(|k| k as i64)
-            .collect::<Vec<_>>()
-            .into_pyarray(py),
-        history_time: h.time.into_pyarray(py),
-    })
+
+    /// Raises the Python error met during the fit, if any.
+    pub(crate) fn finish(self) -> PyResult<()> {
+        self.error.map_or(Ok(()), Err)
+    }
+}
+
+impl<'py> FitOutput<'py> {
+    /// The dict returned to Python for a fit.
+    pub(crate) fn new(py: Python<'py>, fitted: solver::Fit) -> Self {
+        let h = fitted.report.history;
+        FitOutput {
+            intercept: fitted.model.intercept,
+            cuts: arrays(py, fitted.model.cuts),
+            values: arrays(py, fitted.model.values),
+            bin_weights: arrays(py, fitted.bin_weights),
+            missing_values: fitted.model.missing_values.into_pyarray(py),
+            missing_weights: fitted.missing_weights.into_pyarray(py),
+            lambda_f: fitted.lambda_f,
+            lambda_max: fitted.lambda_max,
+            n_iter: fitted.report.n_iter,
+            converged: fitted.report.converged,
+            kkt_residual: fitted.report.kkt_residual,
+            objective: fitted.report.objective,
+            stop: format!("{:?}", fitted.report.stop).to_lowercase(),
+            engine: format!("{:?}", fitted.engine).to_lowercase(),
+            history_objective: h.objective.into_pyarray(py),
+            history_feature: h.feature.into_iter().map(|k| k as i64).collect::<Vec<_>>().into_pyarray(py),
+            history_time: h.time.into_pyarray(py),
+        }
+    }
 }
 
 /// One fit of a path.
@@ -204,15 +238,8 @@ fn fit_path<'py>(
     bin_sample_size: usize,
     bins: Option<Vec<Option<Vec<f64>>>>,
 ) -> PyResult<PathOutput<'py>> {
-    let params = FitParams {
-        lambda: Penalty::Absolute(0.0),
-        selection: selection.parse::<Selection>()?,
-        tol,
-        max_iter,
-        max_time,
-        binning: binning_params_with_cuts(max_bins, random_state, bin_sample_size, bins),
-    };
-    params.check()?;
+    let binning = binning_params_with_cuts(max_bins, random_state, bin_sample_size, bins);
+    let params = fit_params(Some(0.0), 0.0, selection, tol, max_iter, max_time, binning)?;
     for &l in &lambdas {
         if !(l.is_finite() && l >= 0.0) {
             return Err(crate::FastError::InvalidPenalty {
