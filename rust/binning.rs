@@ -27,6 +27,23 @@ use rayon::prelude::*;
 
 use crate::error::{check_weights, FastError, Result};
 
+/// `max_bins="auto"`: this many bins for data with at most [`AUTO_MAX_BINS_ROWS`] rows …
+pub const AUTO_MAX_BINS_SMALL: usize = 4096;
+/// … and this many above (each bin then holds hundreds of rows, and the co-occurrence tables
+/// of the sufficient-statistics engine stay small). Chosen by measurement (README, "Defaults").
+pub const AUTO_MAX_BINS_LARGE: usize = 256;
+/// Row count up to which `max_bins="auto"` uses [`AUTO_MAX_BINS_SMALL`].
+pub const AUTO_MAX_BINS_ROWS: usize = 200_000;
+
+/// The `max_bins` that `"auto"` means for `n_rows` rows.
+pub fn auto_max_bins(n_rows: usize) -> usize {
+    if n_rows <= AUTO_MAX_BINS_ROWS {
+        AUTO_MAX_BINS_SMALL
+    } else {
+        AUTO_MAX_BINS_LARGE
+    }
+}
+
 /// Default number of rows sampled to compute quantile cut points.
 pub const DEFAULT_BIN_SAMPLE_SIZE: usize = 200_000;
 

@@ -13,7 +13,7 @@ use crate::binning::BinningParams;
 use crate::error::{FastError, Result};
 
 /// Default `λ_f / λ_max` (DESIGN §7 and the measurements in the README).
-pub const DEFAULT_LAMBDA_RATIO: f64 = 1e-3;
+pub const DEFAULT_LAMBDA_RATIO: f64 = 3e-3;
 /// Default KKT tolerance.
 pub const DEFAULT_TOL: f64 = 1e-2;
 /// Default maximum number of block updates.

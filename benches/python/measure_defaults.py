@@ -195,6 +195,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--skip-grid", action="store_true", help="tol phase only (needs --best)")
     ap.add_argument("--budget", type=float, default=2700.0, help="soft budget in seconds")
     ap.add_argument("--resume", action="store_true", help="reuse fits in the output JSON")
+    ap.add_argument(
+        "--render-only", action="store_true", help="rewrite the markdown from the JSON, no fits"
+    )
     ap.add_argument("--out", default=str(_data.OUT_DIR / "measure_defaults.md"))
     args = ap.parse_args(argv)
 
@@ -223,9 +226,18 @@ def main(argv: Optional[list[str]] = None) -> int:
     info = _data.machine_info()
     info["interpret"] = interpret.__version__
     state: dict[str, Any] = {}
-    if args.resume and out_json.exists():
+    if (args.resume or args.render_only) and out_json.exists():
         with open(out_json) as f:
             state = json.load(f)
+    if args.render_only:
+        settings = [skey(r, m) for r in ratios for m in bins]
+        complete = [
+            n for n in state["grid"] if all(k in state["grid"][n] for k in settings)
+        ]
+        tol_rows = [n for n in state["tol"] if "reference" in state["tol"][n]]
+        out_md.write_text(render(state, ratios, bins, tols, complete, tol_rows, args))
+        print(out_md.read_text())
+        return 0
     state["machine"] = info
     state["args"] = vars(args)
     state.setdefault("ebm", {})
@@ -415,6 +427,16 @@ def main(argv: Optional[list[str]] = None) -> int:
     state["wall_time_s"] = elapsed()
     info_end = _data.machine_info()
     state["loadavg_end"] = info_end.get("loadavg_1_5_15")
+    state.setdefault("runs", []).append(
+        {
+            "wall_time_s": elapsed(),
+            "resume": bool(args.resume),
+            "bins": args.bins,
+            "ratios": args.ratios,
+            "loadavg_start": info.get("loadavg_1_5_15"),
+            "loadavg_end": state["loadavg_end"],
+        }
+    )
     save(out_json, state)
     text = render(state, ratios, bins, tols, complete, tol_rows, args)
     out_md.write_text(text)
@@ -441,11 +463,16 @@ def render(
         md.append(f"Code: {' '.join(str(c) for c in code[:2])} (full state in the JSON).")
     md.append("")
     md.append(
-        f"Split 80/20 (random_state=0), y standardised on the training part; FAST n_jobs=2; "
-        f"EBM = ExplainableBoostingRegressor(interactions=0, n_jobs=2). Load average at start "
-        f"{state['machine'].get('loadavg_1_5_15')}, at end {state.get('loadavg_end')}; "
-        f"wall time {state.get('wall_time_s', 0) / 60:.1f} min."
+        "Split 80/20 (random_state=0), y standardised on the training part; FAST n_jobs=2; "
+        "EBM = ExplainableBoostingRegressor(interactions=0, n_jobs=2)."
     )
+    for i, run in enumerate(state.get("runs", []), 1):
+        md.append(
+            f"- run {i}{' (--resume: only fits missing from the JSON)' if run['resume'] else ''}"
+            f": ratios {run['ratios']}, bins {run['bins']}; {run['wall_time_s'] / 60:.1f} min; "
+            f"load average (1/5/15 min) at start {run['loadavg_start']}, at end "
+            f"{run['loadavg_end']} (2 cores: fit times above ~2 include contention)."
+        )
     if state.get("skipped"):
         md.append("")
         md.append("Skipped for the time budget: " + ", ".join(state["skipped"]) + ".")
@@ -540,6 +567,16 @@ def render(
             f"(worst {100 * s['worst_rel']:+.3f}%, {s['worst_dataset']}); largest with every "
             f"tighter tol also within: {rec['tol_all_tighter_within']}."
         )
+        tighter = [t for t in tols if t < rec["tol"] and f"{t:g}" in ts]
+        if tighter:
+            t2 = max(tighter)
+            s2 = ts[f"{t2:g}"]
+            md.append(
+                f"  Margin: the next tighter tol={t2:g} has worst {100 * s2['worst_rel']:+.3f}% "
+                f"({s2['worst_dataset']}) for median n_iter {s2['median_iter']:.0f} vs "
+                f"{s['median_iter']:.0f} (total {s2['total_time']:.1f} s vs "
+                f"{s['total_time']:.1f} s over {len(tol_rows)} datasets)."
+            )
     else:
         md.append("- tol: no tol in the sweep is within 0.1% on every dataset.")
     return "\n".join(md) + "\n"

@@ -81,7 +81,7 @@ class FASTClassifier(ClassifierMixin, BaseEstimator):
         Penalty relative to ``lambda_max`` when ``lambda_f`` is ``None``. Chosen by the
         validation log-loss on five binary tasks (``docs/classification.md``): larger than the
         regressor's, since log-loss overfits sooner than squared error.
-    max_bins : int or None, default=256
+    max_bins : int, "auto" or None, default="auto"
         Maximum number of bins per feature, as in :class:`FASTRegressor`; ``None`` means one
         bin per distinct training value.
     selection : {"greedy", "cyclic"}, default="greedy"

@@ -1,6 +1,6 @@
 """Type stubs of the compiled core (``rust/bindings``)."""
 
-from typing import Callable, Optional, TypedDict
+from typing import Callable, Optional, TypedDict, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -37,7 +37,7 @@ def fit(
     *,
     lambda_f: Optional[float],
     lambda_ratio: float,
-    max_bins: Optional[int],
+    max_bins: Union[int, str, None],
     selection: str,
     tol: float,
     max_iter: int,
@@ -57,7 +57,7 @@ def fit_logistic(
     *,
     lambda_f: Optional[float],
     lambda_ratio: float,
-    max_bins: Optional[int],
+    max_bins: Union[int, str, None],
     selection: str,
     tol: float,
     max_iter: int,
@@ -94,7 +94,7 @@ def fit_path(
     *,
     lambdas: list[float],
     relative: bool,
-    max_bins: Optional[int],
+    max_bins: Union[int, str, None],
     selection: str,
     tol: float,
     max_iter: int,
@@ -109,7 +109,7 @@ def lambda_max(
     y: npt.NDArray[np.float64],
     sample_weight: Optional[npt.NDArray[np.float64]] = None,
     *,
-    max_bins: Optional[int],
+    max_bins: Union[int, str, None],
     random_state: int,
     bin_sample_size: int,
     n_jobs: Optional[int] = None,
@@ -171,7 +171,7 @@ def fit_agis(
     max_features: int,
     lambda_f: Optional[float],
     lambda_ratio: float,
-    max_bins: Optional[int],
+    max_bins: Union[int, str, None],
     tol: float,
     max_iter: int,
     local_search: bool,
@@ -191,7 +191,7 @@ def fit_l0(
     scale_down_factor: float,
     lambda_f: Optional[float],
     lambda_ratio: float,
-    max_bins: Optional[int],
+    max_bins: Union[int, str, None],
     tol: float,
     max_iter: int,
     local_search: bool,
@@ -224,10 +224,11 @@ def bin_edges(
     x: npt.NDArray[np.float64],
     sample_weight: Optional[npt.NDArray[np.float64]] = None,
     *,
-    max_bins: Optional[int],
+    max_bins: Union[int, str, None],
     random_state: int,
     bin_sample_size: int,
     bins: Optional[list[Optional[list[float]]]] = None,
+    n_rows: Optional[int] = None,
     n_jobs: Optional[int] = None,
 ) -> list[npt.NDArray[np.float64]]: ...
 def fit_stats(

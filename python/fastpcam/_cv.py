@@ -328,7 +328,7 @@ class FASTRegressorCV(AdditiveModelMixin, RegressorMixin, BaseEstimator):
     one_standard_error : bool, default=False
         Pick the largest penalty (the simplest model) whose mean validation MSE is at most
         the lowest mean plus its standard error, ``std(ddof=1) / sqrt(n_splits)``.
-    max_bins : int or None, default=256
+    max_bins : int, "auto" or None, default="auto"
         As in :class:`FASTRegressor`.
     selection : {"greedy", "cyclic"}, default="greedy"
         As in :class:`FASTRegressor`.

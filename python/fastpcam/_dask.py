@@ -49,8 +49,9 @@ from ._stats import (
 
 #: Rows per Parquet batch read by :func:`fit_from_parquet`.
 DEFAULT_BATCH_ROWS = 1 << 18
-#: Partial results combined per task in the tree reductions.
-SPLIT_EVERY = 8
+#: Partial results combined per task in the tree reductions (a combining task holds its
+#: inputs and one result: samples of up to ``subsample_for_bin`` rows, or statistics).
+SPLIT_EVERY = 4
 
 
 def is_dask_collection(X: Any) -> bool:
@@ -116,11 +117,13 @@ def _sample_partition(xp: Any, wp: Any, i: int, layout: _Layout, k: int, seed: i
 
 def _merge_samples(*samples: _Sample, k: int) -> _Sample:
     keys = np.concatenate([s.keys for s in samples])
-    idx = _bottom_k(keys, k)
-    x = np.concatenate([s.x for s in samples])[idx]
-    w = None if samples[0].w is None else np.concatenate([s.w for s in samples if s.w is not None])[idx]
+    keep = np.zeros(len(keys), dtype=np.bool_)
+    keep[_bottom_k(keys, k)] = True
+    parts = np.split(keep, np.cumsum([len(s.keys) for s in samples])[:-1])
+    x = np.concatenate([s.x[m] for s, m in zip(samples, parts)])  # only the kept rows are copied
+    w = None if samples[0].w is None else np.concatenate([s.w[m] for s, m in zip(samples, parts) if s.w is not None])
     nan = functools.reduce(np.logical_or, [s.nan for s in samples])
-    return _Sample(keys[idx], x, w, nan, sum(s.n_rows for s in samples))
+    return _Sample(keys[keep], x, w, nan, sum(s.n_rows for s in samples))
 
 
 def _stats_partition(
@@ -363,7 +366,7 @@ def _cuts_from_sample(
     sample: _Sample,
     bins: Optional[list[Optional[list[float]]]],
     *,
-    max_bins: Optional[int],
+    max_bins: Union[int, str, None],
     random_state: int,
     labels: Optional[Sequence[Any]],
 ) -> list[npt.NDArray[np.float64]]:
@@ -386,6 +389,7 @@ def _cuts_from_sample(
             random_state=int(random_state),
             bin_sample_size=max(2, len(sample.keys)),
             bins=bins,
+            n_rows=sample.n_rows,  # max_bins="auto" resolves for the whole data, as in memory
         )
     except ValueError as err:
         raise name_error(err, labels, "computing cut points from the sample of rows: ") from None
@@ -546,7 +550,7 @@ def parquet_statistics(
     cuts: Any = None,
     missing: Any = None,
     bins: Optional[list[Optional[list[float]]]] = None,
-    max_bins: Optional[int] = 256,
+    max_bins: Union[int, str, None] = "auto",
     random_state: int = 0,
     subsample_for_bin: int = 200_000,
     batch_rows: int = DEFAULT_BATCH_ROWS,

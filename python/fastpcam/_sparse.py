@@ -17,7 +17,6 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from . import _core
 from ._estimator import (
     DEFAULT_LAMBDA_RATIO,
-    DEFAULT_MAX_BINS,
     DEFAULT_MAX_ITER,
     DEFAULT_SUBSAMPLE_FOR_BIN,
     DEFAULT_TOL,
@@ -34,6 +33,13 @@ DEFAULT_SCALE_DOWN_FACTOR = float(_core.DEFAULT_SCALE_DOWN)
 #: Default maximum number of automatic ``lambda_s`` values.
 DEFAULT_N_LAMBDA_S = int(_core.DEFAULT_N_LAMBDA_S)
 
+
+
+#: Default ``lambda_f / lambda_max`` of the sparse fits (the value the feature-selection
+#: benchmark was run with; the dense regressor's default is tuned separately).
+SPARSE_LAMBDA_RATIO = 1e-3
+#: Default ``max_bins`` of the sparse fits (likewise).
+SPARSE_MAX_BINS = 256
 
 class SparseFASTRegressor(RegressorMixin, BaseEstimator):
     r"""Piecewise-constant additive regression with at most ``max_features`` shape functions.
@@ -82,7 +88,7 @@ class SparseFASTRegressor(RegressorMixin, BaseEstimator):
         Whether to run the BGS local search.
     max_swaps : int, default=20
         Maximum number of local-search swaps per model.
-    max_bins : int or None, default=256
+    max_bins : int, "auto" or None, default=256
         Maximum number of bins per feature, as in :class:`FASTRegressor`.
     tol : float, default=1e-2
         KKT tolerance of the sweeps over the support (:math:`\max d / \lambda_f`).
@@ -181,7 +187,7 @@ class SparseFASTRegressor(RegressorMixin, BaseEstimator):
         "lambda_ratio": [Interval(Real, 0, None, closed="left")],
         "local_search": ["boolean"],
         "max_swaps": [Interval(Integral, 0, None, closed="left")],
-        "max_bins": [Interval(Integral, 2, None, closed="left"), None],
+        "max_bins": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"}), None],
         "tol": [Interval(Real, 0, None, closed="left")],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
         "n_lambda_s": [Interval(Integral, 1, None, closed="left")],
@@ -217,10 +223,10 @@ class SparseFASTRegressor(RegressorMixin, BaseEstimator):
         *,
         method: str = "agis",
         lambda_f: Optional[float] = None,
-        lambda_ratio: float = DEFAULT_LAMBDA_RATIO,
+        lambda_ratio: float = SPARSE_LAMBDA_RATIO,
         local_search: bool = True,
         max_swaps: int = DEFAULT_MAX_SWAPS,
-        max_bins: Optional[int] = DEFAULT_MAX_BINS,
+        max_bins: Union[int, str, None] = SPARSE_MAX_BINS,
         tol: float = DEFAULT_TOL,
         max_iter: int = DEFAULT_MAX_ITER,
         n_lambda_s: int = DEFAULT_N_LAMBDA_S,
@@ -455,10 +461,10 @@ def agis_path(
     *,
     sample_weight: Any = None,
     lambda_f: Optional[float] = None,
-    lambda_ratio: float = DEFAULT_LAMBDA_RATIO,
+    lambda_ratio: float = SPARSE_LAMBDA_RATIO,
     local_search: bool = True,
     max_swaps: int = DEFAULT_MAX_SWAPS,
-    max_bins: Optional[int] = DEFAULT_MAX_BINS,
+    max_bins: Union[int, str, None] = SPARSE_MAX_BINS,
     tol: float = DEFAULT_TOL,
     max_iter: int = DEFAULT_MAX_ITER,
     n_jobs: Optional[int] = None,
@@ -492,7 +498,7 @@ def agis_path(
         As in :class:`SparseFASTRegressor`.
     max_swaps : int, default=20
         As in :class:`SparseFASTRegressor`.
-    max_bins : int or None, default=256
+    max_bins : int, "auto" or None, default=256
         As in :class:`SparseFASTRegressor`.
     tol : float, default=1e-2
         As in :class:`SparseFASTRegressor`.
@@ -541,10 +547,10 @@ def l0_path(
     scale_down_factor: float = DEFAULT_SCALE_DOWN_FACTOR,
     sample_weight: Any = None,
     lambda_f: Optional[float] = None,
-    lambda_ratio: float = DEFAULT_LAMBDA_RATIO,
+    lambda_ratio: float = SPARSE_LAMBDA_RATIO,
     local_search: bool = True,
     max_swaps: int = DEFAULT_MAX_SWAPS,
-    max_bins: Optional[int] = DEFAULT_MAX_BINS,
+    max_bins: Union[int, str, None] = SPARSE_MAX_BINS,
     tol: float = DEFAULT_TOL,
     max_iter: int = DEFAULT_MAX_ITER,
     n_jobs: Optional[int] = None,
@@ -586,7 +592,7 @@ def l0_path(
         As in :class:`SparseFASTRegressor`.
     max_swaps : int, default=20
         As in :class:`SparseFASTRegressor`.
-    max_bins : int or None, default=256
+    max_bins : int, "auto" or None, default=256
         As in :class:`SparseFASTRegressor`.
     tol : float, default=1e-2
         As in :class:`SparseFASTRegressor`.

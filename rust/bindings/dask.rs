@@ -8,7 +8,7 @@ use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 
 use super::errors::no_panic;
-use super::{arrays, binning_params_with_cuts, FitOutput};
+use super::{arrays, binning_params_with_cuts, FitOutput, MaxBinsArg};
 use crate::binning::bin_data;
 use crate::error::{check_weights, FastError};
 use crate::params::{FitParams, Penalty, Selection};
@@ -201,22 +201,25 @@ fn add_stats<'py>(py: Python<'py>, a: StatsInput<'py>, b: StatsInput<'py>) -> Py
     Ok(stats_output(py, ta))
 }
 
-/// Cut points of every feature of `x` (a sample), exactly as `fit` bins.
+/// Cut points of every feature of `x` (a sample), exactly as `fit` bins; `max_bins="auto"`
+/// resolves for `n_rows` rows (the whole data's; default: the sample's).
 #[pyfunction]
-#[pyo3(signature = (x, sample_weight=None, *, max_bins, random_state, bin_sample_size, bins=None, n_jobs=None))]
+#[pyo3(signature = (x, sample_weight=None, *, max_bins, random_state, bin_sample_size, bins=None, n_rows=None, n_jobs=None))]
 #[allow(clippy::too_many_arguments)]
 fn bin_edges<'py>(
     py: Python<'py>,
     x: PyReadonlyArray2<'py, f64>,
     sample_weight: Option<PyReadonlyArray1<'py, f64>>,
-    max_bins: Option<usize>,
+    max_bins: MaxBinsArg,
     random_state: u64,
     bin_sample_size: usize,
     bins: Option<Vec<Option<Vec<f64>>>>,
+    n_rows: Option<usize>,
     n_jobs: Option<usize>,
 ) -> PyResult<Vec<Bound<'py, PyArray1<f64>>>> {
-    let params = binning_params_with_cuts(max_bins, random_state, bin_sample_size, bins);
     let x = x.as_array();
+    let max_bins = max_bins.resolve(n_rows.unwrap_or(x.nrows()));
+    let params = binning_params_with_cuts(max_bins, random_state, bin_sample_size, bins);
     let w: Option<Vec<f64>> = sample_weight.map(|w| w.as_array().to_vec());
     let cuts = py.detach(|| {
         no_panic("bin_edges", || {

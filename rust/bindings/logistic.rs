@@ -6,6 +6,7 @@ use numpy::{PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 
 use super::errors::no_panic;
+use super::MaxBinsArg;
 use super::{binning_params_with_cuts, fit_params, FitOutput, ProgressBridge};
 use crate::logistic;
 use crate::params::Engine;
@@ -24,7 +25,7 @@ fn fit_logistic<'py>(
     sample_weight: Option<PyReadonlyArray1<'py, f64>>,
     lambda_f: Option<f64>,
     lambda_ratio: f64,
-    max_bins: Option<usize>,
+    max_bins: MaxBinsArg,
     selection: &str,
     tol: f64,
     max_iter: usize,
@@ -37,6 +38,7 @@ fn fit_logistic<'py>(
     bins: Option<Vec<Option<Vec<f64>>>>,
     engine: &str,
 ) -> PyResult<FitOutput<'py>> {
+    let max_bins = max_bins.resolve(x.as_array().nrows());
     // Sufficient statistics (the tables engine) exist for the squared loss only.
     if engine.parse::<Engine>()? == Engine::Tables {
         return Err(crate::FastError::InvalidParameter {

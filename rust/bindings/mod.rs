@@ -43,6 +43,38 @@ fn arrays<'py>(py: Python<'py>, v: Vec<Vec<f64>>) -> Vec<Bound<'py, PyArray1<f64
     v.into_iter().map(|a| a.into_pyarray(py)).collect()
 }
 
+/// `max_bins` as Python passes it: an int, None (exact bins), or "auto" (by the number of rows).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum MaxBinsArg {
+    Bins(Option<usize>),
+    Auto,
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for MaxBinsArg {
+    type Error = PyErr;
+    fn extract(ob: pyo3::Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        if let Ok(s) = ob.extract::<String>() {
+            if s == "auto" {
+                return Ok(MaxBinsArg::Auto);
+            }
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "max_bins must be an integer >= 2, None or 'auto', got {s:?}"
+            )));
+        }
+        Ok(MaxBinsArg::Bins(ob.extract::<Option<usize>>()?))
+    }
+}
+
+impl MaxBinsArg {
+    /// The bin cap for data with `n_rows` rows.
+    pub(crate) fn resolve(self, n_rows: usize) -> Option<usize> {
+        match self {
+            MaxBinsArg::Bins(b) => b,
+            MaxBinsArg::Auto => Some(crate::binning::auto_max_bins(n_rows)),
+        }
+    }
+}
+
 fn binning_params(max_bins: Option<usize>, random_state: u64, bin_sample_size: usize) -> BinningParams {
     binning_params_with_cuts(max_bins, random_state, bin_sample_size, None)
 }
@@ -70,7 +102,7 @@ fn fit<'py>(
     sample_weight: Option<PyReadonlyArray1<'py, f64>>,
     lambda_f: Option<f64>,
     lambda_ratio: f64,
-    max_bins: Option<usize>,
+    max_bins: MaxBinsArg,
     selection: &str,
     tol: f64,
     max_iter: usize,
@@ -83,6 +115,7 @@ fn fit<'py>(
     bins: Option<Vec<Option<Vec<f64>>>>,
     engine: &str,
 ) -> PyResult<FitOutput<'py>> {
+    let max_bins = max_bins.resolve(x.as_array().nrows());
     let engine = engine.parse::<Engine>()?;
     let binning = binning_params_with_cuts(max_bins, random_state, bin_sample_size, bins);
     let params = fit_params(lambda_f, lambda_ratio, selection, tol, max_iter, max_time, binning)?;
@@ -228,7 +261,7 @@ fn fit_path<'py>(
     sample_weight: Option<PyReadonlyArray1<'py, f64>>,
     lambdas: Vec<f64>,
     relative: bool,
-    max_bins: Option<usize>,
+    max_bins: MaxBinsArg,
     selection: &str,
     tol: f64,
     max_iter: usize,
@@ -238,6 +271,7 @@ fn fit_path<'py>(
     bin_sample_size: usize,
     bins: Option<Vec<Option<Vec<f64>>>>,
 ) -> PyResult<PathOutput<'py>> {
+    let max_bins = max_bins.resolve(x.as_array().nrows());
     let binning = binning_params_with_cuts(max_bins, random_state, bin_sample_size, bins);
     let params = fit_params(Some(0.0), 0.0, selection, tol, max_iter, max_time, binning)?;
     for &l in &lambdas {
@@ -309,11 +343,12 @@ fn lambda_max<'py>(
     x: PyReadonlyArray2<'py, f64>,
     y: PyReadonlyArray1<'py, f64>,
     sample_weight: Option<PyReadonlyArray1<'py, f64>>,
-    max_bins: Option<usize>,
+    max_bins: MaxBinsArg,
     random_state: u64,
     bin_sample_size: usize,
     n_jobs: Option<usize>,
 ) -> PyResult<f64> {
+    let max_bins = max_bins.resolve(x.as_array().nrows());
     let params = binning_params(max_bins, random_state, bin_sample_size);
     let (x, y) = (x.as_array(), y.as_array());
     let w: Option<Vec<f64>> = sample_weight.map(|w| w.as_array().to_vec());

@@ -4,6 +4,7 @@ use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 
 use super::errors::no_panic;
+use super::MaxBinsArg;
 use super::{arrays, binning_params};
 use crate::params::Penalty;
 use crate::solver;
@@ -135,7 +136,7 @@ fn fit_agis<'py>(
     max_features: usize,
     lambda_f: Option<f64>,
     lambda_ratio: f64,
-    max_bins: Option<usize>,
+    max_bins: MaxBinsArg,
     tol: f64,
     max_iter: usize,
     local_search: bool,
@@ -144,6 +145,7 @@ fn fit_agis<'py>(
     random_state: u64,
     bin_sample_size: usize,
 ) -> PyResult<SparseOutput<'py>> {
+    let max_bins = max_bins.resolve(x.as_array().nrows());
     let params = sparse_params(
         lambda_f,
         lambda_ratio,
@@ -185,7 +187,7 @@ fn fit_l0<'py>(
     scale_down_factor: f64,
     lambda_f: Option<f64>,
     lambda_ratio: f64,
-    max_bins: Option<usize>,
+    max_bins: MaxBinsArg,
     tol: f64,
     max_iter: usize,
     local_search: bool,
@@ -194,6 +196,7 @@ fn fit_l0<'py>(
     random_state: u64,
     bin_sample_size: usize,
 ) -> PyResult<SparseOutput<'py>> {
+    let max_bins = max_bins.resolve(x.as_array().nrows());
     let params = sparse_params(
         lambda_f,
         lambda_ratio,

@@ -153,6 +153,8 @@ def test_dask_bins_from_sample(client, data, reference):
     # all rows fit in the sample: the cut points are exactly the in-memory fit's
     md = FASTRegressor(max_bins=32, tol=1e-9).fit(X, dy, sample_weight=dw)
     assert_same_fit(m, md, df)
+    # the default max_bins too
+    assert_same_fit(FASTRegressor(tol=1e-9).fit(df, y), FASTRegressor(tol=1e-9).fit(X, dy), df)
     # a seeded sample of 500 rows: reproducible, seed-dependent, not the full data's bins
     fit = lambda seed: FASTRegressor(max_bins=32, subsample_for_bin=500, random_state=seed, max_iter=5).fit(X, dy)  # noqa: E731
     with pytest.warns(ConvergenceWarning):

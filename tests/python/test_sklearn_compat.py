@@ -59,11 +59,24 @@ def test_get_set_params_defaults():
                  "max_time", "n_jobs", "random_state", "verbose"):
         assert name in p
     assert p["lambda_f"] is None
-    assert p["lambda_ratio"] == 1e-3
-    assert p["max_bins"] == 256
+    assert p["lambda_ratio"] == 3e-3
+    assert p["max_bins"] == "auto"
     assert p["selection"] == "greedy"
     m = FASTRegressor().set_params(max_bins=None, selection="cyclic")
     assert m.max_bins is None and m.selection == "cyclic"
+
+
+def test_auto_max_bins_depends_on_the_number_of_rows():
+    """max_bins="auto": 4096 bins up to 200,000 rows, 256 above (README, "Defaults")."""
+    rng = np.random.default_rng(0)
+    for n, bins in [(20_000, 4096), (200_001, 256)]:
+        X = rng.uniform(size=(n, 1))
+        y = X[:, 0] + rng.normal(size=n)
+        m = FASTRegressor(max_iter=5, tol=1.0).fit(X, y)
+        expected = min(bins, n)
+        assert len(m.cuts_[0]) + 1 == expected, (n, len(m.cuts_[0]) + 1)
+    with pytest.raises(ValueError, match="max_bins"):
+        FASTRegressor(max_bins="many").fit(X[:10], y[:10])
 
 
 def test_pandas_input_sets_feature_names():
