@@ -37,6 +37,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -96,7 +97,7 @@ def synthetic(n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
     return cols
 
 
-def write(args: argparse.Namespace) -> dict[str, object]:
+def write(args: argparse.Namespace) -> dict[str, Any]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -126,7 +127,7 @@ def write(args: argparse.Namespace) -> dict[str, object]:
     return info
 
 
-def run_parquet(args: argparse.Namespace) -> dict[str, object]:
+def run_parquet(args: argparse.Namespace) -> dict[str, Any]:
     import fastpcam
 
     base = rss_mib()
@@ -150,7 +151,7 @@ def run_parquet(args: argparse.Namespace) -> dict[str, object]:
     }
 
 
-def run_dask(args: argparse.Namespace) -> dict[str, object]:
+def run_dask(args: argparse.Namespace) -> dict[str, Any]:
     import dask
     import dask.dataframe as dd
     from distributed import Client, LocalCluster
@@ -172,7 +173,7 @@ def run_dask(args: argparse.Namespace) -> dict[str, object]:
         t0 = time.perf_counter()
         model = fastpcam.FASTRegressor(n_jobs=2).fit(X, y)
         t1 = time.perf_counter()
-        out: dict[str, object] = {
+        out: dict[str, Any] = {
             "rows": None,
             "partitions": frame.npartitions,
             "seconds": t1 - t0,
@@ -201,7 +202,7 @@ def run_dask(args: argparse.Namespace) -> dict[str, object]:
         cluster.close()
 
 
-def child(mode: str, args: argparse.Namespace) -> dict[str, object]:
+def child(mode: str, args: argparse.Namespace) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--child", mode, "--data", args.data, "--rows", str(args.rows),
            "--file-rows", str(args.file_rows), "--batch-rows", str(args.batch_rows),
            "--memory-limit", args.memory_limit]

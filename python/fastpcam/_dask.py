@@ -109,6 +109,11 @@ def _sample_partition(xp: Any, wp: Any, i: int, layout: _Layout, k: int, seed: i
     w = None if wp is None else as_vector(wp, "sample_weight", f" (partition {i})")
     if w is not None and len(w) != n:
         raise ValueError(f"partition {i}: sample_weight has {len(w)} entries, expected {n} (one per row of X)")
+    inf = np.isinf(x)
+    if inf.any():
+        row, j = (int(v[0]) for v in np.nonzero(inf))
+        label = f"column {j}" + ("" if layout.columns is None else f" ({layout.columns[j]!r})")
+        raise ValueError(f"partition {i}: X contains {x[row, j]} at row {row}, {label}; only finite values and NaN (missing) are accepted")
     nan = np.asarray(np.isnan(x).any(axis=0), dtype=np.bool_)
     keys = np.asarray(np.random.default_rng([seed, i]).random(n) if k > 0 else np.empty(0), dtype=np.float64)
     idx = _bottom_k(keys, k)

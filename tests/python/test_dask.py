@@ -202,6 +202,8 @@ def test_bad_partitions_name_the_column(client, data):
     bad.iloc[5, 3] = np.inf
     with pytest.raises(ValueError, match=r"partition 1.*column 3 \('day'\)"):
         FASTRegressor(bins=[np.array([0.5])] * P).fit(_from_parts([parts[0], bad, parts[2]], df.head(0)), dy)
+    with pytest.raises(ValueError, match=r"partition 1: X contains inf at row 5, column 3 \('day'\)"):
+        FASTRegressor().fit(_from_parts([parts[0], bad, parts[2]], df.head(0)), dy)
     # y partitioned differently, non-numeric columns
     X = dd.from_pandas(df, npartitions=3, sort=False)
     with pytest.raises(ValueError, match="y has 2 partitions but X has 3"):
