@@ -882,9 +882,10 @@ pub fn fit_logistic_binned_with(
     let mut last_was_intercept = false;
     let mut last_kkt: Option<f64> = None; // KKT residual of the current iterate, if known
 
+    let selection = params.selection;
     let stop = loop {
         // In cyclic mode, the KKT residual is evaluated at the start of each sweep.
-        let evaluate = params.selection == Selection::Greedy || sweep_pos == 0;
+        let evaluate = selection != Selection::Cyclic || sweep_pos == 0;
         if evaluate {
             if !fresh {
                 st.refresh_all_sums(data);
@@ -937,8 +938,9 @@ pub fn fit_logistic_binned_with(
         }
         last_was_intercept = false;
 
-        let k = match params.selection {
-            Selection::Greedy => match select(&scores) {
+        let k = match selection {
+            // The logistic solver runs greedy or cyclic; "auto" and "sweep" mean greedy here.
+            Selection::Greedy | Selection::Auto | Selection::Sweep => match select(&scores) {
                 Some(k) => k,
                 // No block can move and the intercept step did not help: rounding level.
                 None => break StopReason::Stalled,
@@ -959,7 +961,7 @@ pub fn fit_logistic_binned_with(
         if moved {
             fresh = false;
             last_kkt = None;
-        } else if params.selection == Selection::Greedy {
+        } else if selection != Selection::Cyclic {
             // The steepest block cannot decrease F any further: rounding level.
             break StopReason::Stalled;
         }
@@ -967,7 +969,7 @@ pub fn fit_logistic_binned_with(
         history.objective.push(st.objective);
         history.feature.push(k);
         history.time.push(start.elapsed().as_secs_f64());
-        if params.selection == Selection::Cyclic {
+        if selection == Selection::Cyclic {
             sweep_moved |= moved;
             if sweep_pos == 0 {
                 if !sweep_moved {

@@ -26,6 +26,12 @@ pub enum Selection {
     Greedy,
     /// Update every block in turn.
     Cyclic,
+    /// Scored sweeps: score every block once (BGS-s), then update every block that can move,
+    /// steepest first, each on its own fresh sums; repeat. Greedy ordering at cyclic cost.
+    Sweep,
+    /// `Greedy` where its per-update cost is small (the tables engine, or few features),
+    /// `Sweep` otherwise.
+    Auto,
 }
 
 impl std::str::FromStr for Selection {
@@ -34,9 +40,11 @@ impl std::str::FromStr for Selection {
         match s {
             "greedy" => Ok(Self::Greedy),
             "cyclic" => Ok(Self::Cyclic),
+            "sweep" => Ok(Self::Sweep),
+            "auto" => Ok(Self::Auto),
             _ => Err(FastError::InvalidParameter {
                 name: "selection",
-                message: "must be 'greedy' or 'cyclic'",
+                message: "must be 'greedy', 'cyclic', 'sweep' or 'auto'",
                 value: format!("{s:?}"),
             }),
         }

@@ -23,6 +23,10 @@ use crate::params::{Engine, FitParams, Penalty, Selection};
 use crate::tables::{table_bytes, Tables};
 use crate::selection::{select, BlockScore};
 
+/// With `selection = Auto` on the rows engine, greedy BGS-s for at most this many features,
+/// scored sweeps above (measured: README, "Defaults").
+pub const AUTO_GREEDY_MAX_FEATURES: usize = 64;
+
 /// One entry per block update.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct History {
@@ -430,6 +434,15 @@ fn optimise(
     let mut history = History::default();
     // Cyclic order skips one-bin blocks: they never move.
     let movable: Vec<usize> = (0..p).filter(|&k| data.features[k].n_bins() > 1).collect();
+    let selection = match params.selection {
+        // Greedy pays when an update is cheap next to a refresh of every block's sums (the
+        // tables engine, or few features); otherwise scored sweeps (README, "Defaults").
+        Selection::Auto if st.uses_tables() || p <= AUTO_GREEDY_MAX_FEATURES => Selection::Greedy,
+        Selection::Auto => Selection::Sweep,
+        s => s,
+    };
+    // The blocks of the current sweep, in update order (cyclic and sweep modes).
+    let mut order: Vec<usize> = movable.clone();
     let mut sweep_pos = 0usize;
     let mut n_iter = 0usize;
     let mut fresh = true; // sums of every block are up to date
@@ -437,8 +450,8 @@ fn optimise(
     let mut last_kkt: Option<f64> = None; // KKT residual of the current iterate, if known
 
     let stop = loop {
-        // In cyclic mode, the KKT residual is evaluated at the start of each sweep.
-        let evaluate = params.selection == Selection::Greedy || sweep_pos == 0;
+        // In cyclic and sweep modes, the KKT residual is evaluated at the start of each sweep.
+        let evaluate = selection == Selection::Greedy || sweep_pos == 0;
         if evaluate {
             if !fresh {
                 st.refresh_all_sums(data);
@@ -490,21 +503,27 @@ fn optimise(
         last_was_intercept = false;
         last_kkt = None;
 
-        let k = match params.selection {
-            Selection::Greedy => match select(&scores) {
+        let k = match selection {
+            Selection::Greedy | Selection::Auto => match select(&scores) {
                 Some(k) => k,
                 // No block can move and the intercept step did not help: rounding level.
                 None => break StopReason::Stalled,
             },
-            Selection::Cyclic => {
-                if movable.is_empty() {
-                    break StopReason::Converged;
+            Selection::Cyclic | Selection::Sweep => {
+                if sweep_pos == 0 && selection == Selection::Sweep {
+                    // Every block that can move, steepest first (ties: lowest index).
+                    order.clear();
+                    order.extend(movable.iter().copied().filter(|&k| scores[k].score > 0.0));
+                    order.sort_by(|&a, &b| scores[b].score.total_cmp(&scores[a].score).then(a.cmp(&b)));
                 }
-                let k = movable[sweep_pos];
+                if order.is_empty() {
+                    break if movable.is_empty() { StopReason::Converged } else { StopReason::Stalled };
+                }
+                let k = order[sweep_pos];
                 if !(sweep_pos == 0 && fresh) {
                     st.refresh_sums(data, k);
                 }
-                sweep_pos = (sweep_pos + 1) % movable.len();
+                sweep_pos = (sweep_pos + 1) % order.len();
                 k
             }
         };

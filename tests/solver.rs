@@ -191,6 +191,12 @@ fn kkt_residual_reaches_tol_and_history_is_monotone() {
 #[test]
 fn greedy_and_cyclic_reach_the_same_objective() {
     let (x, y) = data(3_000, 5, 11, 40);
+    let sweep = fit(x.view(), y.view(), None, &params(Penalty::Relative(1e-3), Selection::Sweep, 1e-8, None), None).unwrap();
+    let auto = fit(x.view(), y.view(), None, &params(Penalty::Relative(1e-3), Selection::Auto, 1e-8, None), None).unwrap();
+    assert!(sweep.report.converged && auto.report.converged);
+    for pair in sweep.report.history.objective.windows(2) {
+        assert!(pair[1] <= pair[0] + 1e-12 * pair[0].abs(), "{pair:?}");
+    }
     let fits: Vec<Fit> = [Selection::Greedy, Selection::Cyclic]
         .into_iter()
         .map(|s| {
@@ -206,6 +212,9 @@ fn greedy_and_cyclic_reach_the_same_objective() {
         .collect();
     let (a, b) = (fits[0].report.objective, fits[1].report.objective);
     assert!((a - b).abs() <= 1e-9 * a, "{a} vs {b}");
+    for c in [sweep.report.objective, auto.report.objective] {
+        assert!((a - c).abs() <= 1e-9 * a, "{a} vs {c}");
+    }
 }
 
 #[test]

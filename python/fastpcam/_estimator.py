@@ -100,9 +100,13 @@ class FASTRegressor(AdditiveModelMixin, RegressorMixin, BaseEstimator):
         bins for data of up to 200,000 rows and 256 above (fine bins matter on small data;
         on large data each bin still holds hundreds of rows and the sufficient-statistics
         engine stays small); chosen by measurement (README, "Defaults").
-    selection : {"greedy", "cyclic"}, default="greedy"
-        Block selection: ``"greedy"`` is the BGS-s rule; ``"cyclic"`` updates the features in
-        turn (the paper's baseline).
+    selection : {"auto", "greedy", "sweep", "cyclic"}, default="auto"
+        Block selection: ``"greedy"`` is the BGS-s rule (update the steepest block, then
+        rescore every block); ``"sweep"`` scores every block once and then updates, steepest
+        first, every block that can move (greedy order at the cost of a cyclic sweep);
+        ``"cyclic"`` updates the features in turn (the paper's baseline). ``"auto"`` is
+        greedy on the tables engine or with at most 64 features and sweep otherwise: on wide
+        data a greedy update costs a pass over every feature (measured in the README).
     tol : float, default=1e-2
         KKT tolerance: stop when :math:`\max d / \lambda_f \le` ``tol``, where ``d`` is the
         steepest-descent magnitude of every jump. ``0`` asks for an exact optimum.
@@ -203,7 +207,7 @@ class FASTRegressor(AdditiveModelMixin, RegressorMixin, BaseEstimator):
         "lambda_f": [Interval(Real, 0, None, closed="left"), None],
         "lambda_ratio": [Interval(Real, 0, None, closed="left")],
         "max_bins": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"}), None],
-        "selection": [StrOptions({"greedy", "cyclic"})],
+        "selection": [StrOptions({"greedy", "cyclic", "sweep", "auto"})],
         "tol": [Interval(Real, 0, None, closed="left")],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
         "max_time": [Interval(Real, 0, None, closed="neither"), None],
@@ -238,7 +242,7 @@ class FASTRegressor(AdditiveModelMixin, RegressorMixin, BaseEstimator):
         *,
         lambda_ratio: float = DEFAULT_LAMBDA_RATIO,
         max_bins: Union[int, str, None] = DEFAULT_MAX_BINS,
-        selection: str = "greedy",
+        selection: str = "auto",
         tol: float = DEFAULT_TOL,
         max_iter: int = DEFAULT_MAX_ITER,
         max_time: Optional[float] = None,

@@ -61,7 +61,7 @@ def test_get_set_params_defaults():
     assert p["lambda_f"] is None
     assert p["lambda_ratio"] == 3e-3
     assert p["max_bins"] == "auto"
-    assert p["selection"] == "greedy"
+    assert p["selection"] == "auto"
     m = FASTRegressor().set_params(max_bins=None, selection="cyclic")
     assert m.max_bins is None and m.selection == "cyclic"
 
