@@ -346,6 +346,9 @@ pub fn fit_binned_engine(
 /// missing flags do not match the tables' bins.
 pub fn fit_tables(tables: Arc<Tables>, cuts: Vec<Vec<f64>>, missing: Vec<bool>, params: &FitParams) -> Result<Fit> {
     params.check()?;
+    if !(tables.total_weight > 0.0) {
+        return Err(FastError::ZeroTotalWeight("the statistics' total weight"));
+    }
     let p = tables.n_features();
     if cuts.len() != p || missing.len() != p {
         return Err(FastError::LengthMismatch {

@@ -177,8 +177,9 @@ impl Tables {
         }
         let finite = [total_weight, y_mean, yy].iter().all(|v| v.is_finite())
             && ysum.iter().chain(&weights).flatten().chain(&pairs).all(|v| v.is_finite());
-        if !finite || !(total_weight > 0.0) {
-            return bad("must be finite with a positive total weight", format!("W = {total_weight}"));
+        // W = 0 is the statistics of an empty (or all-zero-weight) partition: valid to add.
+        if !finite || total_weight < 0.0 {
+            return bad("must be finite with a total weight >= 0", format!("W = {total_weight}"));
         }
         Ok(Self { n_bins, total_weight, y_mean, yy, ysum, weights, pairs, pair_start })
     }
@@ -195,6 +196,14 @@ impl Tables {
                 message: "can only be added for the same bins",
                 value: format!("{:?} vs {:?}", self.n_bins, other.n_bins),
             });
+        }
+        if other.total_weight == 0.0 {
+            // Nothing to pool: zero-weight statistics are zero everywhere.
+            return Ok(());
+        }
+        if self.total_weight == 0.0 {
+            *self = other.clone();
+            return Ok(());
         }
         let (w1, w2) = (self.total_weight, other.total_weight);
         let w = w1 + w2;
@@ -289,8 +298,9 @@ pub fn partition_tables(
         user_cuts: cuts.iter().cloned().map(Some).collect(),
         ..crate::binning::BinningParams::default()
     };
-    let mut data = if x.nrows() == 0 {
-        // An empty partition: no rows, zero statistics.
+    let weightless = weights.is_some_and(|w| w.len() == x.nrows() && w.iter().all(|&v| v == 0.0));
+    let mut data = if x.nrows() == 0 || weightless {
+        // An empty (or all-zero-weight) partition: zero statistics.
         let features = cuts
             .iter()
             .map(|c| crate::binning::BinnedFeature {

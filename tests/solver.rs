@@ -497,6 +497,14 @@ fn fit_from_partition_tables_equals_the_in_memory_fit() {
             Some(a) => a.add(&t).unwrap(),
         }
     }
+    // An all-zero-weight partition adds nothing; statistics without weight cannot be fitted.
+    let (x0, y0) = (x.slice(ndarray::s![0..10, ..]).to_owned(), y.slice(ndarray::s![0..10]).to_owned());
+    let empty = fastpcam::tables::partition_tables(x0.view(), y0.view(), Some(&[0.0; 10]), &cuts, &missing).unwrap();
+    assert_eq!(empty.total_weight, 0.0);
+    let before = total.clone().unwrap();
+    total.as_mut().unwrap().add(&empty).unwrap();
+    assert_eq!(total.as_ref().unwrap(), &before);
+    assert!(fit_tables(Arc::new(empty), cuts.clone(), missing.clone(), &prm).unwrap_err().to_string().contains("sums to zero"));
     // NaN where the flags say there is none is an error.
     let bad = fastpcam::tables::partition_tables(x.view(), y.view(), None, &cuts, &[false; 4]);
     assert!(bad.unwrap_err().to_string().contains("missing"));
