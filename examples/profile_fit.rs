@@ -11,32 +11,57 @@ use std::time::Instant;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let n: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
+    let n: usize = args
+        .get(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000_000);
     let p: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(14);
     let fortran = args.get(3).is_some_and(|s| s == "f");
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(7);
-    let mut x = if fortran { Array2::<f64>::zeros((n, p).f()) } else { Array2::<f64>::zeros((n, p)) };
+    let mut x = if fortran {
+        Array2::<f64>::zeros((n, p).f())
+    } else {
+        Array2::<f64>::zeros((n, p))
+    };
     for i in 0..n {
         for j in 0..p {
             x[[i, j]] = match j % 4 {
                 0 => rng.random::<f64>(),
                 1 => rng.random_range(0..12) as f64,
-                2 => if rng.random::<f64>() < 0.6 { 0.0 } else { rng.random::<f64>() * 10.0 },
+                2 => {
+                    if rng.random::<f64>() < 0.6 {
+                        0.0
+                    } else {
+                        rng.random::<f64>() * 10.0
+                    }
+                }
                 _ => x[[i, j - 3]] + 0.05 * rng.random::<f64>(),
             };
         }
     }
-    let y = Array1::from_shape_fn(n, |i| (if x[[i, 0]] > 0.4 { 1.0 } else { 0.0 }) + (x[[i, 1]] / 2.0).sin() + rng.random::<f64>());
+    let y = Array1::from_shape_fn(n, |i| {
+        (if x[[i, 0]] > 0.4 { 1.0 } else { 0.0 }) + (x[[i, 1]] / 2.0).sin() + rng.random::<f64>()
+    });
     let t = Instant::now();
     let data = bin_data(x.view(), None, &BinningParams::default()).unwrap();
     println!("binning      {:8.3} s", t.elapsed().as_secs_f64());
     let t = Instant::now();
     let tables = Tables::build(&data, y.view()).unwrap();
-    println!("tables       {:8.3} s ({} MB)", t.elapsed().as_secs_f64(), (tables.pairs().len() * 8) >> 20);
+    println!(
+        "tables       {:8.3} s ({} MB)",
+        t.elapsed().as_secs_f64(),
+        (tables.pairs().len() * 8) >> 20
+    );
     for engine in [Engine::Tables, Engine::Rows] {
         let t = Instant::now();
-        let f = fit_binned_engine(&data, y.view(), &FitParams::default(), None, engine, None).unwrap();
+        let f =
+            fit_binned_engine(&data, y.view(), &FitParams::default(), None, engine, None).unwrap();
         let dt = t.elapsed().as_secs_f64();
-        println!("{engine:?} fit {dt:8.3} s, {} updates ({:.3} ms/update incl. setup), kkt {:.4}", f.report.n_iter, 1e3 * dt / f.report.n_iter.max(1) as f64, f.report.kkt_residual);
+        println!(
+            "{engine:?} fit {dt:8.3} s, {} updates ({:.3} ms/update incl. setup), kkt {:.4}",
+            f.report.n_iter,
+            1e3 * dt / f.report.n_iter.max(1) as f64,
+            f.report.kkt_residual
+        );
     }
 }

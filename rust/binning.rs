@@ -523,7 +523,12 @@ pub fn bin_data(
         .zip(flags)
         .map(|((cuts, codes), flag)| {
             let bin_weights = bin_weights(&codes, cuts.len() + 1 + usize::from(flag.nan), weights);
-            BinnedFeature { cuts, codes, bin_weights, missing: flag.nan }
+            BinnedFeature {
+                cuts,
+                codes,
+                bin_weights,
+                missing: flag.nan,
+            }
         })
         .collect();
     Ok(BinnedData {
@@ -541,12 +546,21 @@ enum CutPlan {
     Verify(Vec<f64>),
 }
 
-fn plan_cuts(column: ArrayView1<'_, f64>, weights: Option<&[f64]>, max_bins: Option<usize>, sample: Option<&[usize]>) -> CutPlan {
+fn plan_cuts(
+    column: ArrayView1<'_, f64>,
+    weights: Option<&[f64]>,
+    max_bins: Option<usize>,
+    sample: Option<&[usize]>,
+) -> CutPlan {
     let (Some(max_bins), Some(rows)) = (max_bins, sample) else {
         return CutPlan::Done(compute_cuts(column, weights, max_bins, None));
     };
     let w_at = |i: usize| weights.map_or(1.0, |w| w[i]);
-    let pairs = rows.iter().map(|&i| (column[i], w_at(i))).filter(|&(x, w)| w > 0.0 && !x.is_nan()).collect();
+    let pairs = rows
+        .iter()
+        .map(|&i| (column[i], w_at(i)))
+        .filter(|&(x, w)| w > 0.0 && !x.is_nan())
+        .collect();
     let (distinct, dw) = distinct_weighted(pairs);
     if distinct.len() <= max_bins {
         CutPlan::Verify(distinct)
@@ -617,13 +631,21 @@ fn assign_codes(
     weights: Option<&[f64]>,
 ) -> Result<(Vec<Codes>, Vec<ColumnFlags>)> {
     let (n, p) = x.dim();
-    let code_of = |j: usize, v: f64, i: usize, flag: &mut ColumnFlags| -> std::result::Result<usize, FastError> {
+    let code_of = |j: usize,
+                   v: f64,
+                   i: usize,
+                   flag: &mut ColumnFlags|
+     -> std::result::Result<usize, FastError> {
         if v.is_nan() {
             flag.nan = true;
             return Ok(cuts[j].len() + 1);
         }
         if v.is_infinite() {
-            return Err(FastError::NonFiniteX { row: i, column: j, value: v });
+            return Err(FastError::NonFiniteX {
+                row: i,
+                column: j,
+                value: v,
+            });
         }
         let b = bin_of(&cuts[j], v);
         if let Some(distinct) = verify[j] {
@@ -637,11 +659,14 @@ fn assign_codes(
     let mut codes: Vec<Codes> = cuts.iter().map(|c| Codes::zeros(n, c.len() + 2)).collect();
     match x.as_slice() {
         Some(flat) if p > 1 => {
-            let mut per_feature: Vec<std::vec::IntoIter<CodesMut<'_>>> =
-                codes.iter_mut().map(|c| c.chunks_mut(CODE_CHUNK).into_iter()).collect();
+            let mut per_feature: Vec<std::vec::IntoIter<CodesMut<'_>>> = codes
+                .iter_mut()
+                .map(|c| c.chunks_mut(CODE_CHUNK).into_iter())
+                .collect();
             let n_chunks = n.div_ceil(CODE_CHUNK);
-            let chunks: Vec<Vec<CodesMut<'_>>> =
-                (0..n_chunks).map(|_| per_feature.iter_mut().filter_map(Iterator::next).collect()).collect();
+            let chunks: Vec<Vec<CodesMut<'_>>> = (0..n_chunks)
+                .map(|_| per_feature.iter_mut().filter_map(Iterator::next).collect())
+                .collect();
             let results: Vec<Result<Vec<ColumnFlags>>> = chunks
                 .into_par_iter()
                 .enumerate()

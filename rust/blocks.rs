@@ -127,7 +127,18 @@ impl BlockState {
         };
         let loss = weighted_resid_loss(data, &resid, &mut vresid);
         let partials = vec![0.0; n.div_ceil(ROW_CHUNK).max(1)];
-        Self::assemble(data, intercept, beta, wn, loss, Backend::Rows { resid, vresid, partials })
+        Self::assemble(
+            data,
+            intercept,
+            beta,
+            wn,
+            loss,
+            Backend::Rows {
+                resid,
+                vresid,
+                partials,
+            },
+        )
     }
 
     /// The tables engine from sufficient statistics built on `data` (see [`Tables::build`]),
@@ -135,7 +146,10 @@ impl BlockState {
     pub fn with_tables(data: &BinnedData, tables: Arc<Tables>, beta: Vec<Vec<f64>>) -> Self {
         let (wn, beta) = Self::centred(data, beta);
         let intercept = tables.y_mean;
-        let backend = Backend::Tables { tables, since_sync: 0 };
+        let backend = Backend::Tables {
+            tables,
+            since_sync: 0,
+        };
         Self::assemble(data, intercept, beta, wn, 0.0, backend)
     }
 
@@ -209,7 +223,12 @@ impl BlockState {
     pub fn refresh_sums(&mut self, data: &BinnedData, k: usize) {
         if let Backend::Rows { resid, vresid, .. } = &self.backend {
             let vr = if vresid.is_empty() { resid } else { vresid };
-            bin_sums_into(&data.features[k], vr, 1.0 / data.total_weight, &mut self.sums[k]);
+            bin_sums_into(
+                &data.features[k],
+                vr,
+                1.0 / data.total_weight,
+                &mut self.sums[k],
+            );
         }
     }
 
@@ -229,7 +248,10 @@ impl BlockState {
                 for j in 0..self.beta.len() {
                     let (b, ys, wj, c) = (&self.beta[j], &t.ysum[j], &t.weights[j], &cb[j]);
                     for q in 0..b.len() {
-                        ss += -2.0 * b[q] * ys[q] + 2.0 * d * wj[q] * b[q] + wj[q] * b[q] * b[q] + b[q] * c[q];
+                        ss += -2.0 * b[q] * ys[q]
+                            + 2.0 * d * wj[q] * b[q]
+                            + wj[q] * b[q] * b[q]
+                            + b[q] * c[q];
                         self.sums[j][q] = (ys[q] - d * wj[q] - wj[q] * b[q] - c[q]) / w;
                     }
                 }
@@ -338,40 +360,16 @@ impl BlockState {
     pub fn update_block(&mut self, data: &BinnedData, k: usize, lambda: f64) {
         let nb = data.features[k].n_bins();
         let nc = self.n_chain[k];
-        let (wn, sums, beta) = (&self.wn[k], &self.sums[k], &self.beta[k]);
-        for b in 0..nb {
-            // z_b = β_b + (bin mean of the residual) = the partial residual's bin mean.
-            self.z[b] = if wn[b] > 0.0 {
-                beta[b] + sums[b] / wn[b]
-            } else {
-                beta[b]
-            };
-        }
-        let chain_weight: f64 = wn[..nc].iter().sum();
-        if !(chain_weight > 0.0) {
-            // No training row in the chain: it keeps its values.
-            self.bnew[..nc].copy_from_slice(&beta[..nc]);
-        } else if lambda == f64::INFINITY {
-            let m = self.z[..nc]
-                .iter()
-                .zip(&wn[..nc])
-                .map(|(z, w)| z * w)
-                .sum::<f64>()
-                / chain_weight;
-            self.bnew[..nc].iter_mut().for_each(|b| *b = m);
-        } else {
-            flsa_weighted_unchecked(
-                &self.z[..nc],
-                &wn[..nc],
-                lambda,
-                &mut self.ws,
-                &mut self.bnew[..nc],
-            );
-        }
-        if nb > nc {
-            // The missing bin has no penalty: its own mean.
-            self.bnew[nc] = self.z[nc];
-        }
+        solve_block(
+            &self.sums[k][..nb],
+            &self.beta[k][..nb],
+            &self.wn[k][..nb],
+            nc,
+            lambda,
+            &mut self.ws,
+            &mut self.z,
+            &mut self.bnew,
+        );
         let new = std::mem::take(&mut self.bnew);
         self.set_block(data, k, &new[..nb]);
         self.bnew = new;
@@ -396,8 +394,17 @@ impl BlockState {
         if let Backend::Tables { tables, since_sync } = &mut self.backend {
             // Block k's sums are fresh: Δloss = −Σ_b Δ_b R_kb + ½ Σ_b (w_b/W) Δ_b².
             let (d, r, wn) = (&delta[..nb], &self.sums[k], &self.wn[k]);
-            self.loss += d.iter().zip(r).zip(wn).map(|((d, r), w)| -d * r + 0.5 * w * d * d).sum::<f64>();
-            self.sums[k].iter_mut().zip(wn).zip(d).for_each(|((s, w), d)| *s -= w * d);
+            self.loss += d
+                .iter()
+                .zip(r)
+                .zip(wn)
+                .map(|((d, r), w)| -d * r + 0.5 * w * d * d)
+                .sum::<f64>();
+            self.sums[k]
+                .iter_mut()
+                .zip(wn)
+                .zip(d)
+                .for_each(|((s, w), d)| *s -= w * d);
             tables.apply(k, d, 1.0 / tables.total_weight, &mut self.sums);
             *since_sync += 1;
             if *since_sync >= SYNC_EVERY {
@@ -419,7 +426,12 @@ impl BlockState {
     /// `resid_i −= delta[code_k(i)] + shift` (block `k`, or only the shift), fused with the loss.
     fn update_resid(&mut self, data: &BinnedData, block: Option<(usize, &[f64])>, shift: f64) {
         let weights = data.weights.as_deref();
-        let Backend::Rows { resid, vresid, partials } = &mut self.backend else {
+        let Backend::Rows {
+            resid,
+            vresid,
+            partials,
+        } = &mut self.backend
+        else {
             return;
         };
         match block {
@@ -429,6 +441,51 @@ impl BlockState {
             None => update_chunks(resid, vresid, weights, partials, |_, _| shift),
         }
         self.loss = 0.5 * partials.iter().sum::<f64>() / data.total_weight;
+    }
+}
+
+/// The exact block minimiser behind every block update: with curvature weights `h` and the
+/// working response `z_b = β_b + R_b / h_b` (the partial residual's bin mean when `h` are the
+/// bin weights), `out` minimises `½ Σ_b h_b (z_b − out_b)² + λ Σ_{b<n_chain−1} |out_{b+1} − out_b|`:
+/// a weighted FLSA over the chain (`λ = ∞`: the chain flat at its `h`-weighted mean; a chain
+/// without weight keeps `β`), and `z` itself in the missing bin, which has no penalty.
+/// `z` and `out` are scratch buffers of at least `sums.len()` entries.
+#[allow(clippy::too_many_arguments)]
+pub fn solve_block(
+    sums: &[f64],
+    beta: &[f64],
+    h: &[f64],
+    n_chain: usize,
+    lambda: f64,
+    ws: &mut FlsaWorkspace,
+    z: &mut [f64],
+    out: &mut [f64],
+) {
+    let (nb, nc) = (sums.len(), n_chain);
+    for b in 0..nb {
+        z[b] = if h[b] > 0.0 {
+            beta[b] + sums[b] / h[b]
+        } else {
+            beta[b]
+        };
+    }
+    let chain_weight: f64 = h[..nc].iter().sum();
+    if !(chain_weight > 0.0) {
+        // No training row in the chain: it keeps its values.
+        out[..nc].copy_from_slice(&beta[..nc]);
+    } else if lambda == f64::INFINITY {
+        let m = z[..nc]
+            .iter()
+            .zip(&h[..nc])
+            .map(|(z, h)| z * h)
+            .sum::<f64>()
+            / chain_weight;
+        out[..nc].iter_mut().for_each(|b| *b = m);
+    } else {
+        flsa_weighted_unchecked(&z[..nc], &h[..nc], lambda, ws, &mut out[..nc]);
+    }
+    if nb > nc {
+        out[nc] = z[nc];
     }
 }
 

@@ -40,8 +40,8 @@ pub mod model;
 pub mod params;
 pub mod selection;
 pub mod solver;
-pub mod tables;
 pub mod sparse;
+pub mod tables;
 
 #[cfg(feature = "python")]
 mod bindings;

@@ -55,7 +55,7 @@ use rayon::prelude::*;
 
 use crate::binning::{bin_data, BinnedData, Code};
 use crate::error::{FastError, Result};
-use crate::flsa::{flsa_weighted_unchecked, FlsaWorkspace};
+use crate::flsa::FlsaWorkspace;
 use crate::params::{FitParams, Penalty, Selection};
 use crate::selection::{
     all_bin_sums, bin_sums_into, block_score, chain_block_score, select, BlockScore,
@@ -604,37 +604,16 @@ impl LogisticState {
     fn direction(&mut self, k: usize, nb: usize, lambda: f64) -> Option<f64> {
         let nc = self.n_chain[k];
         let (sums, beta, h) = (&self.sums[k], &self.beta[k], &self.h);
-        for b in 0..nb {
-            self.z[b] = if h[b] > 0.0 {
-                beta[b] + sums[b] / h[b]
-            } else {
-                beta[b]
-            };
-        }
-        let chain_weight: f64 = h[..nc].iter().sum();
-        if !(chain_weight > 0.0) {
-            // No training row in the chain: it keeps its values.
-            self.bnew[..nc].copy_from_slice(&beta[..nc]);
-        } else if lambda == f64::INFINITY {
-            let m = self.z[..nc]
-                .iter()
-                .zip(&h[..nc])
-                .map(|(z, h)| z * h)
-                .sum::<f64>()
-                / chain_weight;
-            self.bnew[..nc].iter_mut().for_each(|b| *b = m);
-        } else {
-            flsa_weighted_unchecked(
-                &self.z[..nc],
-                &h[..nc],
-                lambda,
-                &mut self.ws,
-                &mut self.bnew[..nc],
-            );
-        }
-        if nb > nc {
-            self.bnew[nc] = self.z[nc];
-        }
+        crate::blocks::solve_block(
+            &sums[..nb],
+            &beta[..nb],
+            &h[..nb],
+            nc,
+            lambda,
+            &mut self.ws,
+            &mut self.z,
+            &mut self.bnew,
+        );
         let mut linear = 0.0;
         let mut moved = false;
         for b in 0..nb {

@@ -20,8 +20,8 @@ use crate::blocks::BlockState;
 use crate::error::{FastError, Result};
 use crate::model::AdditiveModel;
 use crate::params::{Engine, FitParams, Penalty, Selection};
-use crate::tables::{table_bytes, Tables};
 use crate::selection::{select, BlockScore};
+use crate::tables::{table_bytes, Tables};
 
 /// With `selection = Auto` on the rows engine, greedy BGS-s for at most this many features,
 /// scored sweeps above (measured: README, "Defaults").
@@ -326,7 +326,9 @@ pub fn fit_binned_engine(
     params.check()?;
     check_target(y, data.n_samples)?;
     let tables = match engine {
-        Engine::Auto if choose_engine(data) == Engine::Tables => Some(Arc::new(Tables::build(data, y)?)),
+        Engine::Auto if choose_engine(data) == Engine::Tables => {
+            Some(Arc::new(Tables::build(data, y)?))
+        }
         Engine::Tables => Some(Arc::new(Tables::build(data, y)?)),
         _ => None,
     };
@@ -344,7 +346,12 @@ pub fn fit_binned_engine(
 /// # Errors
 /// As [`fit_binned`] for the parameters; [`FastError::InvalidParameter`] if the cuts or
 /// missing flags do not match the tables' bins.
-pub fn fit_tables(tables: Arc<Tables>, cuts: Vec<Vec<f64>>, missing: Vec<bool>, params: &FitParams) -> Result<Fit> {
+pub fn fit_tables(
+    tables: Arc<Tables>,
+    cuts: Vec<Vec<f64>>,
+    missing: Vec<bool>,
+    params: &FitParams,
+) -> Result<Fit> {
     params.check()?;
     if !(tables.total_weight > 0.0) {
         return Err(FastError::ZeroTotalWeight("the statistics' total weight"));
@@ -368,10 +375,20 @@ pub fn fit_tables(tables: Arc<Tables>, cuts: Vec<Vec<f64>>, missing: Vec<bool>, 
             });
         }
         let bin_weights = tables.weights[j].clone();
-        features.push(crate::binning::BinnedFeature { cuts: c, codes: crate::binning::Codes::U8(Vec::new()), bin_weights, missing: m });
+        features.push(crate::binning::BinnedFeature {
+            cuts: c,
+            codes: crate::binning::Codes::U8(Vec::new()),
+            bin_weights,
+            missing: m,
+        });
     }
     // A shell without rows: the tables engine reads only the bins' sizes and weights.
-    let data = BinnedData { n_samples: 0, features, weights: None, total_weight: tables.total_weight };
+    let data = BinnedData {
+        n_samples: 0,
+        features,
+        weights: None,
+        total_weight: tables.total_weight,
+    };
     let state = |beta: Vec<Vec<f64>>| BlockState::with_tables(&data, Arc::clone(&tables), beta);
     let fitted = optimise(&data, params, None, state, None)?;
     let (bin_weights, missing_weights) = chain_weights(&data);
@@ -396,7 +413,12 @@ fn optimise(
 ) -> Result<BinnedFit> {
     let start = Instant::now();
     let p = data.n_features();
-    let zeros = || data.features.iter().map(|f| vec![0.0; f.n_bins()]).collect::<Vec<_>>();
+    let zeros = || {
+        data.features
+            .iter()
+            .map(|f| vec![0.0; f.n_bins()])
+            .collect::<Vec<_>>()
+    };
     let (mut st, lambda_max) = match init {
         None => {
             let mut st = state(zeros());
@@ -517,10 +539,16 @@ fn optimise(
                     // Every block that can move, steepest first (ties: lowest index).
                     order.clear();
                     order.extend(movable.iter().copied().filter(|&k| scores[k].score > 0.0));
-                    order.sort_by(|&a, &b| scores[b].score.total_cmp(&scores[a].score).then(a.cmp(&b)));
+                    order.sort_by(|&a, &b| {
+                        scores[b].score.total_cmp(&scores[a].score).then(a.cmp(&b))
+                    });
                 }
                 if order.is_empty() {
-                    break if movable.is_empty() { StopReason::Converged } else { StopReason::Stalled };
+                    break if movable.is_empty() {
+                        StopReason::Converged
+                    } else {
+                        StopReason::Stalled
+                    };
                 }
                 let k = order[sweep_pos];
                 if !(sweep_pos == 0 && fresh) {

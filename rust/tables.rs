@@ -89,7 +89,11 @@ impl Tables {
             None => y.iter().map(|&a| a - y_mean).collect(),
         };
         let yy: f64 = match v {
-            Some(v) => y.iter().zip(v).map(|(&a, &b)| b * (a - y_mean) * (a - y_mean)).sum(),
+            Some(v) => y
+                .iter()
+                .zip(v)
+                .map(|(&a, &b)| b * (a - y_mean) * (a - y_mean))
+                .sum(),
             None => yc.iter().map(|a| a * a).sum(),
         };
         let ysum: Vec<Vec<f64>> = data
@@ -101,7 +105,11 @@ impl Tables {
                 s
             })
             .collect();
-        let weights: Vec<Vec<f64>> = data.features.iter().map(|f| f.bin_weights.clone()).collect();
+        let weights: Vec<Vec<f64>> = data
+            .features
+            .iter()
+            .map(|f| f.bin_weights.clone())
+            .collect();
         let mut pair_start = vec![usize::MAX; p * p];
         let mut jobs: Vec<(usize, usize, usize)> = Vec::new();
         let mut len = 0;
@@ -127,7 +135,16 @@ impl Tables {
                 pair_table(a, b, v, nb, out)
             }));
         });
-        Ok(Self { n_bins, total_weight: w_total, y_mean, yy, ysum, weights, pairs, pair_start })
+        Ok(Self {
+            n_bins,
+            total_weight: w_total,
+            y_mean,
+            yy,
+            ysum,
+            weights,
+            pairs,
+            pair_start,
+        })
     }
 
     /// Number of features.
@@ -155,13 +172,25 @@ impl Tables {
         pairs: Vec<f64>,
     ) -> Result<Self> {
         let p = n_bins.len();
-        let bad = |message: &'static str, value: String| Err(FastError::InvalidParameter { name: "tables", message, value });
+        let bad = |message: &'static str, value: String| {
+            Err(FastError::InvalidParameter {
+                name: "tables",
+                message,
+                value,
+            })
+        };
         if ysum.len() != p || weights.len() != p {
-            return bad("need one ysum and one weights array per feature", format!("{p} features"));
+            return bad(
+                "need one ysum and one weights array per feature",
+                format!("{p} features"),
+            );
         }
         for j in 0..p {
             if ysum[j].len() != n_bins[j] || weights[j].len() != n_bins[j] {
-                return bad("need n_bins[j] entries in ysum[j] and weights[j]", format!("feature {j}"));
+                return bad(
+                    "need n_bins[j] entries in ysum[j] and weights[j]",
+                    format!("feature {j}"),
+                );
             }
         }
         let mut pair_start = vec![usize::MAX; p * p];
@@ -173,15 +202,35 @@ impl Tables {
             }
         }
         if pairs.len() != len {
-            return bad("pairs has the wrong length", format!("{} for {len}", pairs.len()));
+            return bad(
+                "pairs has the wrong length",
+                format!("{} for {len}", pairs.len()),
+            );
         }
         let finite = [total_weight, y_mean, yy].iter().all(|v| v.is_finite())
-            && ysum.iter().chain(&weights).flatten().chain(&pairs).all(|v| v.is_finite());
+            && ysum
+                .iter()
+                .chain(&weights)
+                .flatten()
+                .chain(&pairs)
+                .all(|v| v.is_finite());
         // W = 0 is the statistics of an empty (or all-zero-weight) partition: valid to add.
         if !finite || total_weight < 0.0 {
-            return bad("must be finite with a total weight >= 0", format!("W = {total_weight}"));
+            return bad(
+                "must be finite with a total weight >= 0",
+                format!("W = {total_weight}"),
+            );
         }
-        Ok(Self { n_bins, total_weight, y_mean, yy, ysum, weights, pairs, pair_start })
+        Ok(Self {
+            n_bins,
+            total_weight,
+            y_mean,
+            yy,
+            ysum,
+            weights,
+            pairs,
+            pair_start,
+        })
     }
 
     /// Adds another partition's statistics (same bins); `y_mean` and `yy` are recombined
@@ -207,7 +256,11 @@ impl Tables {
         }
         let (w1, w2) = (self.total_weight, other.total_weight);
         let w = w1 + w2;
-        let mean = if w > 0.0 { (w1 * self.y_mean + w2 * other.y_mean) / w } else { 0.0 };
+        let mean = if w > 0.0 {
+            (w1 * self.y_mean + w2 * other.y_mean) / w
+        } else {
+            0.0
+        };
         let (d1, d2) = (self.y_mean - mean, other.y_mean - mean);
         self.yy += other.yy + w1 * d1 * d1 + w2 * d2 * d2;
         for (j, (s, o)) in self.ysum.iter_mut().zip(&other.ysum).enumerate() {
@@ -215,7 +268,12 @@ impl Tables {
                 *a += c + self.weights[j][b] * d1 + other.weights[j][b] * d2;
             }
         }
-        for (a, c) in self.weights.iter_mut().flatten().zip(other.weights.iter().flatten()) {
+        for (a, c) in self
+            .weights
+            .iter_mut()
+            .flatten()
+            .zip(other.weights.iter().flatten())
+        {
             *a += c;
         }
         for (a, c) in self.pairs.iter_mut().zip(&other.pairs) {
@@ -310,7 +368,12 @@ pub fn partition_tables(
                 missing: false,
             })
             .collect();
-        BinnedData { n_samples: 0, features, weights: None, total_weight: 0.0 }
+        BinnedData {
+            n_samples: 0,
+            features,
+            weights: None,
+            total_weight: 0.0,
+        }
     } else {
         crate::binning::bin_data(x, weights, &params)?
     };
@@ -330,7 +393,10 @@ pub fn partition_tables(
     if data.n_samples == 0 {
         let n_bins = data.features.iter().map(|f| f.n_bins()).collect::<Vec<_>>();
         let zeros: Vec<Vec<f64>> = n_bins.iter().map(|&b| vec![0.0; b]).collect();
-        let len: usize = (0..n_bins.len()).flat_map(|j| (j + 1..n_bins.len()).map(move |k| (j, k))).map(|(j, k)| n_bins[j] * n_bins[k]).sum();
+        let len: usize = (0..n_bins.len())
+            .flat_map(|j| (j + 1..n_bins.len()).map(move |k| (j, k)))
+            .map(|(j, k)| n_bins[j] * n_bins[k])
+            .sum();
         let mut pair_start = vec![usize::MAX; n_bins.len() * n_bins.len()];
         let mut at = 0;
         for j in 0..n_bins.len() {
@@ -339,7 +405,16 @@ pub fn partition_tables(
                 at += n_bins[j] * n_bins[k];
             }
         }
-        return Ok(Tables { n_bins, total_weight: 0.0, y_mean: 0.0, yy: 0.0, ysum: zeros.clone(), weights: zeros, pairs: vec![0.0; len], pair_start });
+        return Ok(Tables {
+            n_bins,
+            total_weight: 0.0,
+            y_mean: 0.0,
+            yy: 0.0,
+            ysum: zeros.clone(),
+            weights: zeros,
+            pairs: vec![0.0; len],
+            pair_start,
+        });
     }
     Tables::build(&data, y)
 }
@@ -352,7 +427,13 @@ mod tests {
 
     #[test]
     fn tables_count_pairs_and_partitions_add_up() {
-        let x = array![[0.0, 1.0, 5.0], [1.0, 1.0, 6.0], [0.0, 2.0, 5.0], [1.0, 2.0, 6.0], [1.0, 1.0, 5.0]];
+        let x = array![
+            [0.0, 1.0, 5.0],
+            [1.0, 1.0, 6.0],
+            [0.0, 2.0, 5.0],
+            [1.0, 2.0, 6.0],
+            [1.0, 1.0, 5.0]
+        ];
         let y = array![1.0, 2.0, 3.0, 4.0, 5.0];
         let d = bin_data(x.view(), None, &BinningParams::default()).unwrap();
         let t = Tables::build(&d, y.view()).unwrap();

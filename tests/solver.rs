@@ -191,8 +191,22 @@ fn kkt_residual_reaches_tol_and_history_is_monotone() {
 #[test]
 fn greedy_and_cyclic_reach_the_same_objective() {
     let (x, y) = data(3_000, 5, 11, 40);
-    let sweep = fit(x.view(), y.view(), None, &params(Penalty::Relative(1e-3), Selection::Sweep, 1e-8, None), None).unwrap();
-    let auto = fit(x.view(), y.view(), None, &params(Penalty::Relative(1e-3), Selection::Auto, 1e-8, None), None).unwrap();
+    let sweep = fit(
+        x.view(),
+        y.view(),
+        None,
+        &params(Penalty::Relative(1e-3), Selection::Sweep, 1e-8, None),
+        None,
+    )
+    .unwrap();
+    let auto = fit(
+        x.view(),
+        y.view(),
+        None,
+        &params(Penalty::Relative(1e-3), Selection::Auto, 1e-8, None),
+        None,
+    )
+    .unwrap();
     assert!(sweep.report.converged && auto.report.converged);
     for pair in sweep.report.history.objective.windows(2) {
         assert!(pair[1] <= pair[0] + 1e-12 * pair[0].abs(), "{pair:?}");
@@ -443,15 +457,29 @@ fn tables_and_rows_engines_give_the_same_model() {
     for selection in [Selection::Greedy, Selection::Cyclic] {
         let prm = params(Penalty::Relative(1e-3), selection, 1e-7, Some(64));
         let rows = fit_with_engine(x.view(), y.view(), Some(&w), &prm, Engine::Rows, None).unwrap();
-        let tabs = fit_with_engine(x.view(), y.view(), Some(&w), &prm, Engine::Tables, None).unwrap();
+        let tabs =
+            fit_with_engine(x.view(), y.view(), Some(&w), &prm, Engine::Tables, None).unwrap();
         assert_eq!((rows.engine, tabs.engine), (Engine::Rows, Engine::Tables));
         assert!(rows.report.converged && tabs.report.converged);
         let (a, b) = (rows.report.objective, tabs.report.objective);
         assert!((a - b).abs() <= 1e-9 * a, "{selection:?}: {a} vs {b}");
-        assert!((objective(&tabs, &x, &y, Some(&w)) - b).abs() <= 1e-10 * b, "exact objective from tables");
-        let (pa, pb) = (rows.model.predict(x.view()).unwrap(), tabs.model.predict(x.view()).unwrap());
-        let worst = pa.iter().zip(&pb).map(|(u, v)| (u - v).abs()).fold(0.0, f64::max);
-        assert!(worst <= 1e-6, "{selection:?}: predictions differ by {worst}");
+        assert!(
+            (objective(&tabs, &x, &y, Some(&w)) - b).abs() <= 1e-10 * b,
+            "exact objective from tables"
+        );
+        let (pa, pb) = (
+            rows.model.predict(x.view()).unwrap(),
+            tabs.model.predict(x.view()).unwrap(),
+        );
+        let worst = pa
+            .iter()
+            .zip(&pb)
+            .map(|(u, v)| (u - v).abs())
+            .fold(0.0, f64::max);
+        assert!(
+            worst <= 1e-6,
+            "{selection:?}: predictions differ by {worst}"
+        );
         for pair in tabs.report.history.objective.windows(2) {
             assert!(pair[1] <= pair[0] + 1e-12 * pair[0].abs(), "{pair:?}");
         }
@@ -465,7 +493,10 @@ fn tables_engine_is_deterministic_across_threads() {
     let (x, y) = data(30_000, 6, 19, 100);
     let prm = params(Penalty::Relative(1e-3), Selection::Greedy, 1e-6, Some(100));
     let run = |threads| {
-        let mut f = with_threads(Some(threads), || fit_with_engine(x.view(), y.view(), None, &prm, Engine::Tables, None).unwrap()).unwrap();
+        let mut f = with_threads(Some(threads), || {
+            fit_with_engine(x.view(), y.view(), None, &prm, Engine::Tables, None).unwrap()
+        })
+        .unwrap();
         f.report.history.time.clear();
         f
     };
@@ -491,27 +522,45 @@ fn fit_from_partition_tables_equals_the_in_memory_fit() {
     for r in [0..2_000, 2_000..7_000, 7_000..9_000, 9_000..9_000] {
         let xs = x.slice(ndarray::s![r.clone(), ..]).to_owned();
         let ys = y.slice(ndarray::s![r]).to_owned();
-        let t = fastpcam::tables::partition_tables(xs.view(), ys.view(), None, &cuts, &missing).unwrap();
+        let t = fastpcam::tables::partition_tables(xs.view(), ys.view(), None, &cuts, &missing)
+            .unwrap();
         match total.as_mut() {
             None => total = Some(t),
             Some(a) => a.add(&t).unwrap(),
         }
     }
     // An all-zero-weight partition adds nothing; statistics without weight cannot be fitted.
-    let (x0, y0) = (x.slice(ndarray::s![0..10, ..]).to_owned(), y.slice(ndarray::s![0..10]).to_owned());
-    let empty = fastpcam::tables::partition_tables(x0.view(), y0.view(), Some(&[0.0; 10]), &cuts, &missing).unwrap();
+    let (x0, y0) = (
+        x.slice(ndarray::s![0..10, ..]).to_owned(),
+        y.slice(ndarray::s![0..10]).to_owned(),
+    );
+    let empty =
+        fastpcam::tables::partition_tables(x0.view(), y0.view(), Some(&[0.0; 10]), &cuts, &missing)
+            .unwrap();
     assert_eq!(empty.total_weight, 0.0);
     let before = total.clone().unwrap();
     total.as_mut().unwrap().add(&empty).unwrap();
     assert_eq!(total.as_ref().unwrap(), &before);
-    assert!(fit_tables(Arc::new(empty), cuts.clone(), missing.clone(), &prm).unwrap_err().to_string().contains("sums to zero"));
+    assert!(
+        fit_tables(Arc::new(empty), cuts.clone(), missing.clone(), &prm)
+            .unwrap_err()
+            .to_string()
+            .contains("sums to zero")
+    );
     // NaN where the flags say there is none is an error.
     let bad = fastpcam::tables::partition_tables(x.view(), y.view(), None, &cuts, &[false; 4]);
     assert!(bad.unwrap_err().to_string().contains("missing"));
     let fitted = fit_tables(Arc::new(total.unwrap()), cuts, missing, &prm).unwrap();
     let (a, b) = (whole.report.objective, fitted.report.objective);
     assert!((a - b).abs() <= 1e-9 * a, "{a} vs {b}");
-    let (pa, pb) = (whole.model.predict(x.view()).unwrap(), fitted.model.predict(x.view()).unwrap());
-    let worst = pa.iter().zip(&pb).map(|(u, v)| (u - v).abs()).fold(0.0, f64::max);
+    let (pa, pb) = (
+        whole.model.predict(x.view()).unwrap(),
+        fitted.model.predict(x.view()).unwrap(),
+    );
+    let worst = pa
+        .iter()
+        .zip(&pb)
+        .map(|(u, v)| (u - v).abs())
+        .fold(0.0, f64::max);
     assert!(worst <= 1e-9, "predictions differ by {worst}");
 }

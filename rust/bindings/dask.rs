@@ -54,7 +54,12 @@ fn to_tables(s: &StatsInput<'_>) -> crate::Result<Tables> {
 
 fn stats_output(py: Python<'_>, t: Tables) -> StatsOutput<'_> {
     StatsOutput {
-        n_bins: t.n_bins.iter().map(|&b| b as i64).collect::<Vec<_>>().into_pyarray(py),
+        n_bins: t
+            .n_bins
+            .iter()
+            .map(|&b| b as i64)
+            .collect::<Vec<_>>()
+            .into_pyarray(py),
         total_weight: t.total_weight,
         y_mean: t.y_mean,
         yy: t.yy,
@@ -74,7 +79,11 @@ fn zero_weight_partition(
 ) -> crate::Result<Tables> {
     for (j, column) in x.columns().into_iter().enumerate() {
         if let Some(row) = column.iter().position(|v| v.is_infinite()) {
-            return Err(FastError::NonFiniteX { row, column: j, value: column[row] });
+            return Err(FastError::NonFiniteX {
+                row,
+                column: j,
+                value: column[row],
+            });
         }
         if !missing.get(j).copied().unwrap_or(true) && column.iter().any(|v| v.is_nan()) {
             return Err(FastError::InvalidParameter {
@@ -84,7 +93,13 @@ fn zero_weight_partition(
             });
         }
     }
-    partition_tables(x.slice(ndarray::s![0..0, ..]), y.slice(ndarray::s![0..0]), None, cuts, missing)
+    partition_tables(
+        x.slice(ndarray::s![0..0, ..]),
+        y.slice(ndarray::s![0..0]),
+        None,
+        cuts,
+        missing,
+    )
 }
 
 /// The sufficient statistics of one partition binned with shared cut points and missing flags.
@@ -101,10 +116,21 @@ fn partition_stats<'py>(
 ) -> PyResult<StatsOutput<'py>> {
     let (x, y) = (x.as_array(), y.as_array());
     if y.len() != x.nrows() {
-        return Err(FastError::LengthMismatch { what: "y", expected: x.nrows(), got: y.len(), reason: "one target per row of X" }.into());
+        return Err(FastError::LengthMismatch {
+            what: "y",
+            expected: x.nrows(),
+            got: y.len(),
+            reason: "one target per row of X",
+        }
+        .into());
     }
     if let Some(index) = y.iter().position(|v| !v.is_finite()) {
-        return Err(FastError::NonFiniteValue { what: "y", index, value: y[index] }.into());
+        return Err(FastError::NonFiniteValue {
+            what: "y",
+            index,
+            value: y[index],
+        }
+        .into());
     }
     for (j, c) in cuts.iter().enumerate() {
         if c.iter().any(|v| !v.is_finite()) || c.windows(2).any(|w| !(w[0] < w[1])) {
@@ -120,7 +146,13 @@ fn partition_stats<'py>(
     let zero_weight = match &w {
         Some(w) if !w.is_empty() => {
             if w.len() != x.nrows() {
-                return Err(FastError::LengthMismatch { what: "sample_weight", expected: x.nrows(), got: w.len(), reason: "one weight per row of X" }.into());
+                return Err(FastError::LengthMismatch {
+                    what: "sample_weight",
+                    expected: x.nrows(),
+                    got: w.len(),
+                    reason: "one weight per row of X",
+                }
+                .into());
             }
             match check_weights("sample_weight", w) {
                 Err(FastError::ZeroTotalWeight(_)) => true,
@@ -150,27 +182,50 @@ fn is_empty(s: &StatsInput<'_>) -> crate::Result<bool> {
     if s.total_weight != 0.0 {
         return Ok(false);
     }
-    let bad = |message: &'static str| FastError::InvalidParameter { name: "tables", message, value: format!("n_bins {:?}", s.n_bins) };
+    let bad = |message: &'static str| FastError::InvalidParameter {
+        name: "tables",
+        message,
+        value: format!("n_bins {:?}", s.n_bins),
+    };
     let p = s.n_bins.len();
-    let pairs: usize = (0..p).flat_map(|j| (j + 1..p).map(move |k| (j, k))).map(|(j, k)| s.n_bins[j] * s.n_bins[k]).sum();
+    let pairs: usize = (0..p)
+        .flat_map(|j| (j + 1..p).map(move |k| (j, k)))
+        .map(|(j, k)| s.n_bins[j] * s.n_bins[k])
+        .sum();
     let shapes = s.ysum.len() == p
         && s.weights.len() == p
-        && (0..p).all(|j| s.ysum[j].as_array().len() == s.n_bins[j] && s.weights[j].as_array().len() == s.n_bins[j])
+        && (0..p).all(|j| {
+            s.ysum[j].as_array().len() == s.n_bins[j]
+                && s.weights[j].as_array().len() == s.n_bins[j]
+        })
         && s.pairs.as_array().len() == pairs;
     if !shapes {
         return Err(bad("need one ysum and weights array of n_bins[j] entries per feature and the pairs of every two features"));
     }
     let zero = |a: &PyReadonlyArray1<'_, f64>| a.as_array().iter().all(|&v| v == 0.0);
-    if s.y_mean != 0.0 || s.yy != 0.0 || !s.ysum.iter().chain(&s.weights).all(zero) || !zero(&s.pairs) {
+    if s.y_mean != 0.0
+        || s.yy != 0.0
+        || !s.ysum.iter().chain(&s.weights).all(zero)
+        || !zero(&s.pairs)
+    {
         return Err(bad("with a total weight of 0 must be all zeros"));
     }
     Ok(true)
 }
 
 fn copy_output<'py>(py: Python<'py>, s: &StatsInput<'py>) -> StatsOutput<'py> {
-    let copy = |v: &[PyReadonlyArray1<'py, f64>]| v.iter().map(|a| a.as_array().to_owned().into_pyarray(py)).collect();
+    let copy = |v: &[PyReadonlyArray1<'py, f64>]| {
+        v.iter()
+            .map(|a| a.as_array().to_owned().into_pyarray(py))
+            .collect()
+    };
     StatsOutput {
-        n_bins: s.n_bins.iter().map(|&b| b as i64).collect::<Vec<_>>().into_pyarray(py),
+        n_bins: s
+            .n_bins
+            .iter()
+            .map(|&b| b as i64)
+            .collect::<Vec<_>>()
+            .into_pyarray(py),
         total_weight: s.total_weight,
         y_mean: s.y_mean,
         yy: s.yy,
@@ -182,7 +237,11 @@ fn copy_output<'py>(py: Python<'py>, s: &StatsInput<'py>) -> StatsOutput<'py> {
 
 /// `a + b`: the statistics of the union of two partitions with the same bins (pooled exactly).
 #[pyfunction]
-fn add_stats<'py>(py: Python<'py>, a: StatsInput<'py>, b: StatsInput<'py>) -> PyResult<StatsOutput<'py>> {
+fn add_stats<'py>(
+    py: Python<'py>,
+    a: StatsInput<'py>,
+    b: StatsInput<'py>,
+) -> PyResult<StatsOutput<'py>> {
     if a.n_bins != b.n_bins {
         return Err(FastError::InvalidParameter {
             name: "tables",
@@ -224,7 +283,8 @@ fn bin_edges<'py>(
     let cuts = py.detach(|| {
         no_panic("bin_edges", || {
             solver::with_threads(n_jobs, || {
-                bin_data(x, w.as_deref(), &params).map(|d| d.features.into_iter().map(|f| f.cuts).collect::<Vec<_>>())
+                bin_data(x, w.as_deref(), &params)
+                    .map(|d| d.features.into_iter().map(|f| f.cuts).collect::<Vec<_>>())
             })
         })
     })???;
@@ -260,7 +320,11 @@ fn fit_stats<'py>(
     let tables = Arc::new(to_tables(&stats)?);
     drop(stats);
     let fitted = py.detach(|| {
-        no_panic("fit_stats", || solver::with_threads(n_jobs, || solver::fit_tables(tables, cuts, missing, &params)))
+        no_panic("fit_stats", || {
+            solver::with_threads(n_jobs, || {
+                solver::fit_tables(tables, cuts, missing, &params)
+            })
+        })
     })???;
     let h = fitted.report.history;
     Ok(FitOutput {
@@ -279,7 +343,12 @@ fn fit_stats<'py>(
         stop: format!("{:?}", fitted.report.stop).to_lowercase(),
         engine: format!("{:?}", fitted.engine).to_lowercase(),
         history_objective: h.objective.into_pyarray(py),
-        history_feature: h.feature.into_iter().map(|k| k as i64).collect::<Vec<_>>().into_pyarray(py),
+        history_feature: h
+            .feature
+            .into_iter()
+            .map(|k| k as i64)
+            .collect::<Vec<_>>()
+            .into_pyarray(py),
         history_time: h.time.into_pyarray(py),
     })
 }

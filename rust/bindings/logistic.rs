@@ -49,14 +49,28 @@ fn fit_logistic<'py>(
         .into());
     }
     let binning = binning_params_with_cuts(max_bins, random_state, bin_sample_size, bins);
-    let params = fit_params(lambda_f, lambda_ratio, selection, tol, max_iter, max_time, binning)?;
+    let params = fit_params(
+        lambda_f,
+        lambda_ratio,
+        selection,
+        tol,
+        max_iter,
+        max_time,
+        binning,
+    )?;
     let (x, y) = (x.as_array(), y.as_array());
     let w: Option<Vec<f64>> = sample_weight.map(|w| w.as_array().to_vec());
     let mut bridge = ProgressBridge::new(progress, progress_interval);
     let fitted = py.detach(|| {
         no_panic("fit_logistic", || {
             solver::with_threads(n_jobs, || {
-                logistic::fit_logistic(x, y, w.as_deref(), &params, Some(&mut |p: &Progress| bridge.call(p)))
+                logistic::fit_logistic(
+                    x,
+                    y,
+                    w.as_deref(),
+                    &params,
+                    Some(&mut |p: &Progress| bridge.call(p)),
+                )
             })
         })
     })???;

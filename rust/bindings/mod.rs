@@ -75,7 +75,11 @@ impl MaxBinsArg {
     }
 }
 
-fn binning_params(max_bins: Option<usize>, random_state: u64, bin_sample_size: usize) -> BinningParams {
+fn binning_params(
+    max_bins: Option<usize>,
+    random_state: u64,
+    bin_sample_size: usize,
+) -> BinningParams {
     binning_params_with_cuts(max_bins, random_state, bin_sample_size, None)
 }
 
@@ -86,7 +90,12 @@ fn binning_params_with_cuts(
     bin_sample_size: usize,
     bins: Option<Vec<Option<Vec<f64>>>>,
 ) -> BinningParams {
-    BinningParams { max_bins, sample_size: bin_sample_size, random_state, user_cuts: bins.unwrap_or_default() }
+    BinningParams {
+        max_bins,
+        sample_size: bin_sample_size,
+        random_state,
+        user_cuts: bins.unwrap_or_default(),
+    }
 }
 
 /// Fits FAST; see `fastpcam._core.pyi`.
@@ -118,14 +127,29 @@ fn fit<'py>(
     let max_bins = max_bins.resolve(x.as_array().nrows());
     let engine = engine.parse::<Engine>()?;
     let binning = binning_params_with_cuts(max_bins, random_state, bin_sample_size, bins);
-    let params = fit_params(lambda_f, lambda_ratio, selection, tol, max_iter, max_time, binning)?;
+    let params = fit_params(
+        lambda_f,
+        lambda_ratio,
+        selection,
+        tol,
+        max_iter,
+        max_time,
+        binning,
+    )?;
     let (x, y) = (x.as_array(), y.as_array());
     let w: Option<Vec<f64>> = sample_weight.map(|w| w.as_array().to_vec());
     let mut bridge = ProgressBridge::new(progress, progress_interval);
     let fitted = py.detach(|| {
         no_panic("fit", || {
             solver::with_threads(n_jobs, || {
-                solver::fit_with_engine(x, y, w.as_deref(), &params, engine, Some(&mut |p: &Progress| bridge.call(p)))
+                solver::fit_with_engine(
+                    x,
+                    y,
+                    w.as_deref(),
+                    &params,
+                    engine,
+                    Some(&mut |p: &Progress| bridge.call(p)),
+                )
             })
         })
     })???;
@@ -167,7 +191,12 @@ pub(crate) struct ProgressBridge {
 
 impl ProgressBridge {
     pub(crate) fn new(progress: Option<Py<PyAny>>, interval: f64) -> Self {
-        Self { progress, interval, last: Instant::now(), error: None }
+        Self {
+            progress,
+            interval,
+            last: Instant::now(),
+            error: None,
+        }
     }
 
     /// The core's callback: `false` stops the fit.
@@ -220,7 +249,12 @@ impl<'py> FitOutput<'py> {
             stop: format!("{:?}", fitted.report.stop).to_lowercase(),
             engine: format!("{:?}", fitted.engine).to_lowercase(),
             history_objective: h.objective.into_pyarray(py),
-            history_feature: h.feature.into_iter().map(|k| k as i64).collect::<Vec<_>>().into_pyarray(py),
+            history_feature: h
+                .feature
+                .into_iter()
+                .map(|k| k as i64)
+                .collect::<Vec<_>>()
+                .into_pyarray(py),
             history_time: h.time.into_pyarray(py),
         }
     }
