@@ -2,12 +2,15 @@
 //! jump formulation), plus its invariants: the objective never increases, the KKT residual
 //! reaches tol, 1 and 2 threads agree bit for bit, separable data stay finite.
 
+mod common;
+
+use common::{grid_features, params, penalty};
 use fastpcam::binning::{bin_data, BinningParams};
 use fastpcam::logistic::{
     fit_logistic, fit_logistic_binned, fit_logistic_binned_with, lambda_max_logistic, log_loss,
     Curvature,
 };
-use fastpcam::params::{FitParams, Penalty, Selection};
+use fastpcam::params::{Penalty, Selection};
 use fastpcam::solver::{with_threads, Fit, StopReason};
 use ndarray::{Array1, Array2};
 use proptest::prelude::*;
@@ -17,9 +20,7 @@ use rand::{Rng, SeedableRng};
 /// additive log-odds (a step, a sine) so that the classes overlap.
 fn data(n: usize, p: usize, seed: u64, levels: usize) -> (Array2<f64>, Array1<f64>) {
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
-    let x = Array2::from_shape_fn((n, p), |_| {
-        (rng.random_range(0..levels) as f64) / levels as f64
-    });
+    let x = grid_features(&mut rng, n, p, levels);
     let y = Array1::from_shape_fn(n, |i| {
         let r = x.row(i);
         let eta = (if r[0] > 0.5 { 1.5 } else { -1.0 }) + 2.0 * (6.0 * r[1.min(p - 1)]).sin();
@@ -27,20 +28,6 @@ fn data(n: usize, p: usize, seed: u64, levels: usize) -> (Array2<f64>, Array1<f6
         f64::from(rng.random::<f64>() < prob)
     });
     (x, y)
-}
-
-fn params(lambda: Penalty, selection: Selection, tol: f64, max_bins: Option<usize>) -> FitParams {
-    FitParams {
-        lambda,
-        selection,
-        tol,
-        max_iter: 200_000,
-        max_time: None,
-        binning: BinningParams {
-            max_bins,
-            ..BinningParams::default()
-        },
-    }
 }
 
 /// The objective of a fitted model recomputed from scratch.
@@ -52,13 +39,7 @@ fn objective(f: &Fit, x: &Array2<f64>, y: &Array1<f64>, w: Option<&[f64]>) -> f6
         loss += v * log_loss(y[i], eta[i]);
         wt += v;
     }
-    let tv: f64 = f
-        .model
-        .values
-        .iter()
-        .map(|b| b.windows(2).map(|d| (d[1] - d[0]).abs()).sum::<f64>())
-        .sum();
-    loss / wt + f.lambda_f * tv
+    loss / wt + penalty(f)
 }
 
 /// Independent slow reference: the problem written over jumps `θ_{k,t}` (one column

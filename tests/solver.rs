@@ -1,5 +1,8 @@
 //! Integration and property tests of the GBCD solver against an independent slow reference.
 
+mod common;
+
+use common::{grid_features, params, penalty};
 use fastpcam::binning::{bin_data, BinningParams};
 use fastpcam::params::{FitParams, Penalty, Selection};
 use fastpcam::solver::{fit, fit_binned, fit_binned_from, fit_path, lambda_max, with_threads, Fit};
@@ -9,9 +12,7 @@ use rand::{Rng, SeedableRng};
 
 fn data(n: usize, p: usize, seed: u64, levels: usize) -> (Array2<f64>, Array1<f64>) {
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
-    let x = Array2::from_shape_fn((n, p), |_| {
-        (rng.random_range(0..levels) as f64) / levels as f64
-    });
+    let x = grid_features(&mut rng, n, p, levels);
     let y = Array1::from_shape_fn(n, |i| {
         let r = x.row(i);
         (if r[0] > 0.5 { 1.0 } else { 0.0 })
@@ -19,20 +20,6 @@ fn data(n: usize, p: usize, seed: u64, levels: usize) -> (Array2<f64>, Array1<f6
             + 0.3 * rng.random::<f64>()
     });
     (x, y)
-}
-
-fn params(lambda: Penalty, selection: Selection, tol: f64, max_bins: Option<usize>) -> FitParams {
-    FitParams {
-        lambda,
-        selection,
-        tol,
-        max_iter: 200_000,
-        max_time: None,
-        binning: BinningParams {
-            max_bins,
-            ..BinningParams::default()
-        },
-    }
 }
 
 /// The objective of a fitted model recomputed from scratch (DESIGN §1).
@@ -44,13 +31,7 @@ fn objective(f: &Fit, x: &Array2<f64>, y: &Array1<f64>, w: Option<&[f64]>) -> f6
         loss += v * (y[i] - pred[i]).powi(2);
         wt += v;
     }
-    let tv: f64 = f
-        .model
-        .values
-        .iter()
-        .map(|b| b.windows(2).map(|d| (d[1] - d[0]).abs()).sum::<f64>())
-        .sum();
-    0.5 * loss / wt + f.lambda_f * tv
+    0.5 * loss / wt + penalty(f)
 }
 
 /// Independent slow reference: the problem as a LASSO in the jumps θ_{k,t} (one column per
