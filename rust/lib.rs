@@ -23,6 +23,7 @@
 //!   shared by every solver;
 //! * [`selection`] — per-feature bin sums of the residual and the BGS-s scores / KKT residual;
 //! * [`solver`] — greedy (BGS-s) or cyclic block coordinate descent with a KKT stopping rule;
+//! * [`validation`] — the penalty chosen on held-out rows along a warm-started path;
 //! * [`tables`] — sufficient statistics (co-occurrence tables): iterations that never touch
 //!   the rows;
 //! * [`model`] — the fitted additive model and its prediction;
@@ -42,6 +43,7 @@ pub mod selection;
 pub mod solver;
 pub mod sparse;
 pub mod tables;
+pub mod validation;
 
 #[cfg(feature = "python")]
 mod bindings;

@@ -56,7 +56,7 @@ use rayon::prelude::*;
 use crate::binning::{bin_data, BinnedData, Code};
 use crate::error::{FastError, Result};
 use crate::flsa::FlsaWorkspace;
-use crate::params::{FitParams, Penalty, Selection};
+use crate::params::{FitParams, Selection};
 use crate::selection::{
     all_bin_sums, bin_sums_into, block_score, chain_block_score, select, BlockScore,
     PARALLEL_THRESHOLD,
@@ -787,7 +787,7 @@ pub fn fit_logistic(
     let fitted = fit_logistic_binned(&data, y, params, callback)?;
     let (bin_weights, missing_weights) = chain_weights(&data);
     Ok(Fit {
-        // Lead: the regressor's Fit now records its engine; the logistic solver runs on rows.
+        // The logistic solver runs on rows, with the penalty it was given.
         engine: crate::params::Engine::Rows,
         model: to_model(&data, fitted.intercept, &fitted.values),
         bin_weights,
@@ -795,6 +795,7 @@ pub fn fit_logistic(
         lambda_f: fitted.lambda_f,
         lambda_max: fitted.lambda_max,
         report: fitted.report,
+        search: None,
     })
 }
 
@@ -843,10 +844,7 @@ pub fn fit_logistic_binned_with(
     let mut st = LogisticState::new(data, y, mean, curvature);
     st.flat_start(data);
     let lambda_max = st.lambda_max();
-    let lambda = match params.lambda {
-        Penalty::Absolute(v) => v,
-        Penalty::Relative(r) => r * lambda_max,
-    };
+    let lambda = params.lambda.resolve(lambda_max)?;
     let scale = |max_d: f64| if lambda > 0.0 { max_d / lambda } else { max_d };
     let threshold = 0.5 * params.tol * if lambda > 0.0 { lambda } else { 1.0 };
 

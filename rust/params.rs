@@ -2,7 +2,7 @@
 //!
 //! | Name | Default | Range |
 //! |---|---|---|
-//! | `lambda` | `Relative(DEFAULT_LAMBDA_RATIO)` | absolute `λ_f ≥ 0`, or a ratio `≥ 0` of `λ_max` |
+//! | `lambda` | `Relative(DEFAULT_LAMBDA_RATIO)` | absolute `λ_f ≥ 0`, a ratio `≥ 0` of `λ_max`, or a ratio chosen on held-out rows |
 //! | `selection` | `Greedy` | `Greedy` (BGS-s) or `Cyclic` |
 //! | `tol` | [`DEFAULT_TOL`] | `≥ 0`: stop when `max d / λ_f ≤ tol` |
 //! | `max_iter` | [`DEFAULT_MAX_ITER`] | block updates, `≥ 0` |
@@ -85,7 +85,42 @@ pub enum Penalty {
     Absolute(f64),
     /// `λ_f = ratio · λ_max`.
     Relative(f64),
+    /// The ratio chosen on held-out rows (see [`crate::validation`]).
+    Validated(Validation),
 }
+
+impl Penalty {
+    /// `λ_f` on data whose `λ_max` is given.
+    ///
+    /// # Errors
+    /// [`FastError::InvalidParameter`] for [`Penalty::Validated`], which needs held-out rows
+    /// (see [`crate::validation::fit_validated`]).
+    pub fn resolve(self, lambda_max: f64) -> Result<f64> {
+        match self {
+            Self::Absolute(v) => Ok(v),
+            Self::Relative(r) => Ok(r * lambda_max),
+            Self::Validated(_) => Err(FastError::InvalidParameter {
+                name: "lambda",
+                message:
+                    "a penalty chosen on held-out rows is available for regression fits from rows \
+                          only (solver::fit); give an absolute penalty or a ratio here",
+                value: format!("{self:?}"),
+            }),
+        }
+    }
+}
+
+/// How [`Penalty::Validated`] holds rows out.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Validation {
+    /// Share of the rows held out, in `(0, 1)`.
+    pub fraction: f64,
+    /// Seed of the draw of the held-out rows.
+    pub seed: u64,
+}
+
+/// Default share of held-out rows of [`Penalty::Validated`] (as EBM's `validation_size`).
+pub const DEFAULT_VALIDATION_FRACTION: f64 = 0.15;
 
 /// Everything a fit needs besides the data.
 #[derive(Debug, Clone, PartialEq)]
@@ -134,6 +169,15 @@ impl FitParams {
                 return Err(FastError::InvalidPenalty {
                     name: "lambda_ratio",
                     value: v,
+                })
+            }
+            Penalty::Validated(Validation { fraction, .. })
+                if !(fraction > 0.0 && fraction < 1.0) =>
+            {
+                return Err(FastError::InvalidParameter {
+                    name: "validation_fraction",
+                    message: "must be in (0, 1)",
+                    value: fraction.to_string(),
                 })
             }
             _ => {}

@@ -22,6 +22,7 @@ use crate::model::AdditiveModel;
 use crate::params::{Engine, FitParams, Penalty, Selection};
 use crate::selection::{select, BlockScore};
 use crate::tables::{table_bytes, Tables};
+use crate::validation::{fit_validated, PenaltySearch};
 
 /// With `selection = Auto` on the rows engine, greedy BGS-s for at most this many features,
 /// scored sweeps above (measured: README, "Defaults").
@@ -119,6 +120,8 @@ pub struct Fit {
     pub lambda_max: f64,
     /// How it went.
     pub report: FitReport,
+    /// The held-out penalty search, for [`Penalty::Validated`].
+    pub search: Option<PenaltySearch>,
 }
 
 /// Runs `f` on a rayon pool of `n_threads` threads (`None`: all cores).
@@ -197,12 +200,21 @@ pub fn fit_with_engine(
             reason: "one target per row of X",
         });
     }
-    let data = bin_data(x, weights, &params.binning)?;
+    let mut data = bin_data(x, weights, &params.binning)?;
     let engine = match engine {
         Engine::Auto => choose_engine(&data),
         e => e,
     };
-    let fitted = fit_binned_engine(&data, y, params, None, engine, callback)?;
+    let (fitted, search) = match params.lambda {
+        Penalty::Validated(_) => {
+            let (fit, search) = fit_validated(&mut data, y, params, engine, callback)?;
+            (fit, Some(search))
+        }
+        _ => (
+            fit_binned_engine(&data, y, params, None, engine, callback)?,
+            None,
+        ),
+    };
     let model = to_model(&data, fitted.intercept, &fitted.values);
     let (bin_weights, missing_weights) = chain_weights(&data);
     Ok(Fit {
@@ -213,6 +225,7 @@ pub fn fit_with_engine(
         lambda_f: fitted.lambda_f,
         lambda_max: fitted.lambda_max,
         report: fitted.report,
+        search,
     })
 }
 
@@ -339,6 +352,23 @@ pub fn fit_binned_engine(
     optimise(data, params, init, state, callback)
 }
 
+/// [`fit_binned_from`] on the tables engine with statistics already built on `data` (so a
+/// path of fits builds them once).
+///
+/// # Errors
+/// As [`fit_binned_from`].
+pub fn fit_binned_tables(
+    data: &BinnedData,
+    tables: Arc<Tables>,
+    params: &FitParams,
+    init: Option<Vec<Vec<f64>>>,
+    callback: Option<Callback<'_>>,
+) -> Result<BinnedFit> {
+    params.check()?;
+    let state = |beta: Vec<Vec<f64>>| BlockState::with_tables(data, Arc::clone(&tables), beta);
+    optimise(data, params, init, state, callback)
+}
+
 /// Fits FAST from sufficient statistics alone (for example tables added up over the
 /// partitions of a data set too large for one machine's memory): the rows are never needed.
 /// `cuts[j]` and `missing[j]` describe feature `j`'s bins as the tables were built with them.
@@ -400,6 +430,7 @@ pub fn fit_tables(
         lambda_f: fitted.lambda_f,
         lambda_max: fitted.lambda_max,
         report: fitted.report,
+        search: None,
     })
 }
 
@@ -409,7 +440,7 @@ fn optimise(
     params: &FitParams,
     init: Option<Vec<Vec<f64>>>,
     state: impl Fn(Vec<Vec<f64>>) -> BlockState,
-    mut callback: Option<Callback<'_>>,
+    callback: Option<Callback<'_>>,
 ) -> Result<BinnedFit> {
     let start = Instant::now();
     let p = data.n_features();
@@ -449,10 +480,24 @@ fn optimise(
             (state(init), flat.lambda_max())
         }
     };
-    let lambda = match params.lambda {
-        Penalty::Absolute(v) => v,
-        Penalty::Relative(r) => r * lambda_max,
-    };
+    let lambda = params.lambda.resolve(lambda_max)?;
+    descend(data, params, &mut st, lambda, lambda_max, start, callback)
+}
+
+/// Block coordinate descent from the state `st` at the penalty `lambda` until the stopping
+/// rule of `params` (`params.lambda` is not read). `st` is left at the returned model, so
+/// a path of penalties can continue from it without rebuilding it; `lambda_max` is only
+/// reported. `max_time` counts from `start`.
+pub(crate) fn descend(
+    data: &BinnedData,
+    params: &FitParams,
+    st: &mut BlockState,
+    lambda: f64,
+    lambda_max: f64,
+    start: Instant,
+    mut callback: Option<Callback<'_>>,
+) -> Result<BinnedFit> {
+    let p = data.n_features();
     let scale = |max_d: f64| if lambda > 0.0 { max_d / lambda } else { max_d };
 
     let mut scores = vec![BlockScore::default(); p];
@@ -591,7 +636,7 @@ fn optimise(
             stop,
             history,
         },
-        values: st.beta,
+        values: st.beta.clone(),
     })
 }
 

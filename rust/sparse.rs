@@ -854,10 +854,7 @@ fn prepare(data: &BinnedData, y: ArrayView1<'_, f64>, params: &SparseParams) -> 
     params.check()?;
     // Validates y (length, finiteness, at least two rows) and gives λ_max.
     let lambda_max = solver::lambda_max(data, y)?;
-    let lambda = match params.lambda {
-        Penalty::Absolute(v) => v,
-        Penalty::Relative(r) => r * lambda_max,
-    };
+    let lambda = params.lambda.resolve(lambda_max)?;
     Ok((lambda, lambda_max))
 }
 

@@ -29,6 +29,11 @@ class FitOutput(TypedDict):
     history_objective: npt.NDArray[np.float64]
     history_feature: npt.NDArray[np.int64]
     history_time: npt.NDArray[np.float64]
+    lambda_ratio: float
+    search_ratios: npt.NDArray[np.float64]
+    search_loss: npt.NDArray[np.float64]
+    search_n_iter: npt.NDArray[np.int64]
+    search_n_validation: int
 
 def fit(
     x: npt.NDArray[np.float64],
@@ -49,6 +54,7 @@ def fit(
     progress_interval: float = 1.0,
     bins: Optional[list[Optional[list[float]]]] = None,
     engine: str = "auto",
+    validation_fraction: Optional[float] = None,
 ) -> FitOutput: ...
 def fit_logistic(
     x: npt.NDArray[np.float64],

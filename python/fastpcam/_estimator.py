@@ -27,8 +27,11 @@ from . import _categorical as cat
 from . import _core
 from ._inspect import AdditiveModelMixin
 
-#: Default ``lambda_f / lambda_max`` when ``lambda_f=None`` (see the README, "Defaults").
+#: ``lambda_f / lambda_max`` that ``lambda_ratio="auto"`` falls back to without enough rows
+#: to hold out (see the README, "Defaults").
 DEFAULT_LAMBDA_RATIO = 3e-3
+#: Default share of rows held out by ``lambda_ratio="auto"``.
+DEFAULT_VALIDATION_FRACTION = 0.15
 #: Default number of bins per feature.
 DEFAULT_MAX_BINS = "auto"
 #: Default KKT tolerance (see the README, "Defaults").
@@ -90,9 +93,21 @@ class FASTRegressor(AdditiveModelMixin, RegressorMixin, BaseEstimator):
         Fusion penalty on the scale above (the loss is divided by the total weight, so it does
         not grow with the number of rows). ``None`` uses ``lambda_ratio * lambda_max``, where
         ``lambda_max`` is the smallest penalty whose fit is constant.
-    lambda_ratio : float, default=3e-3
+    lambda_ratio : float or "auto", default="auto"
         Penalty relative to ``lambda_max`` when ``lambda_f`` is ``None``; the unit of the
-        target then does not matter. Chosen by measurement (README, "Defaults").
+        target then does not matter. ``"auto"`` chooses it on held-out rows, the way boosting
+        chooses its number of rounds: a share ``validation_fraction`` of the rows is held out,
+        FAST is fitted on the rest along a decreasing path of ratios (0.25, 0.25/√2, ...,
+        each fit warm-started from the previous), the path stops once the held-out MSE has
+        not improved for 2 ratios in a row, and the model is refitted on **all** rows at the
+        best ratio. The search is in ``validation_path_``; the ratio used in
+        ``lambda_ratio_``. With fewer than 50 rows on either side, or on sufficient
+        statistics (Dask input), ``"auto"`` uses the fixed ratio 3e-3. On 20 real data sets
+        ``"auto"`` was within 1.2% of the best ratio in hindsight on every one, where 3e-3
+        was up to 32% worse on noise-heavy data (README, "Defaults").
+    validation_fraction : float, default=0.15
+        Share of the rows held out by ``lambda_ratio="auto"``, in (0, 1) (as EBM's
+        ``validation_size``). The rows are drawn with ``random_state``.
     max_bins : int, "auto" or None, default="auto"
         Maximum number of bins per feature. A feature with at most ``max_bins`` distinct
         training values gets one bin per value; others get weighted quantile bins. ``None``
@@ -179,6 +194,16 @@ class FASTRegressor(AdditiveModelMixin, RegressorMixin, BaseEstimator):
     lambda_max_ : float
         The smallest penalty whose chains are all flat (the constant model without missing
         values).
+    lambda_ratio_ : float
+        ``lambda_f_ / lambda_max_``: with ``lambda_ratio="auto"``, the ratio chosen on
+        held-out rows.
+    validation_path_ : dict of str to ndarray
+        The held-out search of ``lambda_ratio="auto"``, one entry per ratio tried
+        (decreasing): ``"lambda_ratio"``, ``"validation_mse"`` (weighted MSE on the held-out
+        rows of the fit on the others) and ``"n_iter"`` (block updates of that fit). Empty
+        when no search ran.
+    n_validation_ : int
+        Number of held-out rows (0 when no search ran).
     engine_ : str
         The engine that ran the fit: ``"rows"`` or ``"tables"``.
     is_categorical_ : ndarray of shape (n_features_in_,)
@@ -205,7 +230,8 @@ class FASTRegressor(AdditiveModelMixin, RegressorMixin, BaseEstimator):
 
     _parameter_constraints: dict = {
         "lambda_f": [Interval(Real, 0, None, closed="left"), None],
-        "lambda_ratio": [Interval(Real, 0, None, closed="left")],
+        "lambda_ratio": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "max_bins": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"}), None],
         "selection": [StrOptions({"greedy", "cyclic", "sweep", "auto"})],
         "tol": [Interval(Real, 0, None, closed="left")],
@@ -235,12 +261,16 @@ class FASTRegressor(AdditiveModelMixin, RegressorMixin, BaseEstimator):
     history_: dict[str, npt.NDArray[Any]]
     lambda_f_: float
     lambda_max_: float
+    lambda_ratio_: float
+    validation_path_: dict[str, npt.NDArray[Any]]
+    n_validation_: int
 
     def __init__(
         self,
         lambda_f: Optional[float] = None,
         *,
-        lambda_ratio: float = DEFAULT_LAMBDA_RATIO,
+        lambda_ratio: Union[float, str] = "auto",
+        validation_fraction: float = DEFAULT_VALIDATION_FRACTION,
         max_bins: Union[int, str, None] = DEFAULT_MAX_BINS,
         selection: str = "auto",
         tol: float = DEFAULT_TOL,
@@ -257,6 +287,7 @@ class FASTRegressor(AdditiveModelMixin, RegressorMixin, BaseEstimator):
     ) -> None:
         self.lambda_f = lambda_f
         self.lambda_ratio = lambda_ratio
+        self.validation_fraction = validation_fraction
         self.max_bins = max_bins
         self.selection = selection
         self.tol = tol
@@ -333,7 +364,7 @@ class FASTRegressor(AdditiveModelMixin, RegressorMixin, BaseEstimator):
                 np.ascontiguousarray(y, dtype=np.float64),
                 sample_weight,
                 lambda_f=None if self.lambda_f is None else float(self.lambda_f),
-                lambda_ratio=float(self.lambda_ratio),
+                lambda_ratio=self._fixed_ratio(),
                 max_bins=self.max_bins,
                 selection=self.selection,
                 tol=float(self.tol),
@@ -346,6 +377,7 @@ class FASTRegressor(AdditiveModelMixin, RegressorMixin, BaseEstimator):
                 progress_interval=0.1 if self.callback is not None or (self.verbose and self.verbose >= 2) else 1.0,
                 bins=bins,
                 engine=self.engine,
+                validation_fraction=float(self.validation_fraction) if self._validated() else None,
             )
         except ValueError as err:
             raise _name_columns(err, names) from None
@@ -462,6 +494,14 @@ class FASTRegressor(AdditiveModelMixin, RegressorMixin, BaseEstimator):
                 out[j] = cat.category_cuts(len(c))
         return out if any(o is not None for o in out) else None
 
+    def _validated(self) -> bool:
+        """Whether the penalty is chosen on held-out rows."""
+        return self.lambda_f is None and isinstance(self.lambda_ratio, str)
+
+    def _fixed_ratio(self) -> float:
+        """The ratio given, or the fixed default that ``"auto"`` falls back to."""
+        return DEFAULT_LAMBDA_RATIO if isinstance(self.lambda_ratio, str) else float(self.lambda_ratio)
+
     def _store(self, out: dict[str, Any]) -> None:
         self.intercept_ = float(out["intercept"])
         self.cuts_ = list(out["cuts"])
@@ -476,6 +516,14 @@ class FASTRegressor(AdditiveModelMixin, RegressorMixin, BaseEstimator):
         self.lambda_f_ = float(out["lambda_f"])
         self.lambda_max_ = float(out["lambda_max"])
         self.engine_ = str(out.get("engine", "rows"))
+        self.lambda_ratio_ = float(out.get("lambda_ratio", self.lambda_f_ / self.lambda_max_ if self.lambda_max_ > 0 else 0.0))
+        empty = np.zeros(0)
+        self.validation_path_ = {
+            "lambda_ratio": np.asarray(out.get("search_ratios", empty), dtype=np.float64),
+            "validation_mse": np.asarray(out.get("search_loss", empty), dtype=np.float64),
+            "n_iter": np.asarray(out.get("search_n_iter", empty), dtype=np.int64),
+        }
+        self.n_validation_ = int(out.get("search_n_validation", 0))
         self.history_ = {
             "objective": out["history_objective"],
             "feature": out["history_feature"],

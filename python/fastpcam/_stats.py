@@ -384,7 +384,7 @@ def fit_estimator(est: Any, stats: SufficientStatistics) -> Any:
         [c.tolist() for c in stats.cuts],
         [bool(m) for m in stats.missing],
         lambda_f=None if est.lambda_f is None else float(est.lambda_f),
-        lambda_ratio=float(est.lambda_ratio),
+        lambda_ratio=est._fixed_ratio(),
         selection=est.selection,
         tol=float(est.tol),
         max_iter=int(est.max_iter),

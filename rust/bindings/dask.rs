@@ -326,31 +326,7 @@ fn fit_stats<'py>(
             })
         })
     })???;
-    let h = fitted.report.history;
-    Ok(FitOutput {
-        intercept: fitted.model.intercept,
-        cuts: arrays(py, fitted.model.cuts),
-        values: arrays(py, fitted.model.values),
-        bin_weights: arrays(py, fitted.bin_weights),
-        missing_values: fitted.model.missing_values.into_pyarray(py),
-        missing_weights: fitted.missing_weights.into_pyarray(py),
-        lambda_f: fitted.lambda_f,
-        lambda_max: fitted.lambda_max,
-        n_iter: fitted.report.n_iter,
-        converged: fitted.report.converged,
-        kkt_residual: fitted.report.kkt_residual,
-        objective: fitted.report.objective,
-        stop: format!("{:?}", fitted.report.stop).to_lowercase(),
-        engine: format!("{:?}", fitted.engine).to_lowercase(),
-        history_objective: h.objective.into_pyarray(py),
-        history_feature: h
-            .feature
-            .into_iter()
-            .map(|k| k as i64)
-            .collect::<Vec<_>>()
-            .into_pyarray(py),
-        history_time: h.time.into_pyarray(py),
-    })
+    Ok(FitOutput::new(py, fitted))
 }
 
 /// Adds this module's functions to `_core`.

@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 
 use crate::binning::{bin_data, BinningParams};
 use crate::model::AdditiveModel;
-use crate::params::{Engine, FitParams, Penalty, Selection};
+use crate::params::{Engine, FitParams, Penalty, Selection, Validation};
 use crate::solver::{self, Progress};
 use errors::no_panic;
 
@@ -37,6 +37,11 @@ struct FitOutput<'py> {
     history_objective: Bound<'py, PyArray1<f64>>,
     history_feature: Bound<'py, PyArray1<i64>>,
     history_time: Bound<'py, PyArray1<f64>>,
+    lambda_ratio: f64,
+    search_ratios: Bound<'py, PyArray1<f64>>,
+    search_loss: Bound<'py, PyArray1<f64>>,
+    search_n_iter: Bound<'py, PyArray1<i64>>,
+    search_n_validation: usize,
 }
 
 fn arrays<'py>(py: Python<'py>, v: Vec<Vec<f64>>) -> Vec<Bound<'py, PyArray1<f64>>> {
@@ -102,7 +107,7 @@ fn binning_params_with_cuts(
 #[pyfunction]
 #[pyo3(signature = (x, y, sample_weight=None, *, lambda_f, lambda_ratio, max_bins, selection, tol, max_iter,
                     max_time, n_jobs, random_state, bin_sample_size, progress=None, progress_interval=1.0,
-                    bins=None, engine="auto"))]
+                    bins=None, engine="auto", validation_fraction=None))]
 #[allow(clippy::too_many_arguments)]
 fn fit<'py>(
     py: Python<'py>,
@@ -123,11 +128,12 @@ fn fit<'py>(
     progress_interval: f64,
     bins: Option<Vec<Option<Vec<f64>>>>,
     engine: &str,
+    validation_fraction: Option<f64>,
 ) -> PyResult<FitOutput<'py>> {
     let max_bins = max_bins.resolve(x.as_array().nrows());
     let engine = engine.parse::<Engine>()?;
     let binning = binning_params_with_cuts(max_bins, random_state, bin_sample_size, bins);
-    let params = fit_params(
+    let mut params = fit_params(
         lambda_f,
         lambda_ratio,
         selection,
@@ -136,6 +142,13 @@ fn fit<'py>(
         max_time,
         binning,
     )?;
+    if let (None, Some(fraction)) = (lambda_f, validation_fraction) {
+        params.lambda = Penalty::Validated(Validation {
+            fraction,
+            seed: random_state,
+        });
+        params.check()?;
+    }
     let (x, y) = (x.as_array(), y.as_array());
     let w: Option<Vec<f64>> = sample_weight.map(|w| w.as_array().to_vec());
     let mut bridge = ProgressBridge::new(progress, progress_interval);
@@ -233,6 +246,7 @@ impl<'py> FitOutput<'py> {
     /// The dict returned to Python for a fit.
     pub(crate) fn new(py: Python<'py>, fitted: solver::Fit) -> Self {
         let h = fitted.report.history;
+        let search = fitted.search.unwrap_or_default();
         FitOutput {
             intercept: fitted.model.intercept,
             cuts: arrays(py, fitted.model.cuts),
@@ -256,6 +270,20 @@ impl<'py> FitOutput<'py> {
                 .collect::<Vec<_>>()
                 .into_pyarray(py),
             history_time: h.time.into_pyarray(py),
+            lambda_ratio: if fitted.lambda_max > 0.0 {
+                fitted.lambda_f / fitted.lambda_max
+            } else {
+                0.0
+            },
+            search_ratios: search.ratios.into_pyarray(py),
+            search_loss: search.validation_loss.into_pyarray(py),
+            search_n_iter: search
+                .n_iter
+                .into_iter()
+                .map(|k| k as i64)
+                .collect::<Vec<_>>()
+                .into_pyarray(py),
+            search_n_validation: search.n_validation,
         }
     }
 }

@@ -111,7 +111,7 @@ def data():
 def reference(data):
     """The in-memory fit (tables engine) and its cut points."""
     df, y, w = data
-    m = FASTRegressor(max_bins=32, tol=1e-9, engine="tables").fit(df, y, sample_weight=w)
+    m = FASTRegressor(max_bins=32, tol=1e-9, lambda_ratio=3e-3, engine="tables").fit(df, y, sample_weight=w)
     return m, [c.copy() for c in m.cuts_]
 
 
@@ -134,14 +134,14 @@ def test_dask_fit_equals_in_memory_fit(client, data, reference):
     df, y, w = data
     m, cuts = reference
     X, dy, dw = collections(df, y, w)
-    md = FASTRegressor(max_bins=32, tol=1e-9, bins=cuts).fit(X, dy, sample_weight=dw)
+    md = FASTRegressor(max_bins=32, tol=1e-9, lambda_ratio=3e-3, bins=cuts).fit(X, dy, sample_weight=dw)
     assert md.engine_ == "tables" and md.converged_
     assert_same_fit(m, md, df)
     assert list(md.feature_names_in_) == COLS and md.n_features_in_ == P
     np.testing.assert_allclose(md.missing_values_, m.missing_values_, atol=1e-9)
     # a dask Array with column chunks, and y in memory: the same model
     xa = da.from_array(df.to_numpy(), chunks=(700, 2))
-    ma = FASTRegressor(max_bins=32, tol=1e-9, bins=cuts).fit(xa, y, sample_weight=w)
+    ma = FASTRegressor(max_bins=32, tol=1e-9, lambda_ratio=3e-3, bins=cuts).fit(xa, y, sample_weight=w)
     assert not hasattr(ma, "feature_names_in_")
     assert_same_fit(m, ma, df, df.to_numpy())
 
@@ -151,10 +151,15 @@ def test_dask_bins_from_sample(client, data, reference):
     m, _ = reference
     X, dy, dw = collections(df, y, w)
     # all rows fit in the sample: the cut points are exactly the in-memory fit's
-    md = FASTRegressor(max_bins=32, tol=1e-9).fit(X, dy, sample_weight=dw)
+    md = FASTRegressor(max_bins=32, tol=1e-9, lambda_ratio=3e-3).fit(X, dy, sample_weight=dw)
     assert_same_fit(m, md, df)
     # the default max_bins too
-    assert_same_fit(FASTRegressor(tol=1e-9).fit(df, y), FASTRegressor(tol=1e-9).fit(X, dy), df)
+    assert_same_fit(FASTRegressor(tol=1e-9, lambda_ratio=3e-3).fit(df, y), FASTRegressor(tol=1e-9, lambda_ratio=3e-3).fit(X, dy), df)
+    # sufficient statistics hold no rows to hold out: "auto" uses the fixed ratio 3e-3
+    auto = FASTRegressor(tol=1e-9).fit(X, dy)
+    assert auto.lambda_ratio_ == pytest.approx(3e-3, rel=1e-12) and auto.n_validation_ == 0
+    assert all(len(v) == 0 for v in auto.validation_path_.values())
+    assert_same_fit(auto, FASTRegressor(tol=1e-9, lambda_ratio=3e-3).fit(df, y), df)
     # a seeded sample of 500 rows: reproducible, seed-dependent, not the full data's bins
     fit = lambda seed: FASTRegressor(max_bins=32, subsample_for_bin=500, random_state=seed, max_iter=5).fit(X, dy)  # noqa: E731
     with pytest.warns(ConvergenceWarning):
@@ -174,12 +179,12 @@ def test_failed_task_is_retried_without_corrupting_the_result(client, data, refe
     marker = str(tmp_path / "failed_once")
     monkeypatch.setattr(_dask, "_stats_partition", Flaky(marker, _dask._stats_partition))
     with dask.annotate(retries=1):
-        md = FASTRegressor(max_bins=32, tol=1e-9, bins=cuts).fit(X, dy, sample_weight=dw)
+        md = FASTRegressor(max_bins=32, tol=1e-9, lambda_ratio=3e-3, bins=cuts).fit(X, dy, sample_weight=dw)
     assert os.path.exists(marker)  # a partition task did fail once
     assert_same_fit(m, md, df)
     os.remove(marker)
     with pytest.raises(RuntimeError, match="injected worker failure"):  # and fails without retries
-        FASTRegressor(max_bins=32, tol=1e-9, bins=cuts).fit(X, dy, sample_weight=dw)
+        FASTRegressor(max_bins=32, tol=1e-9, lambda_ratio=3e-3, bins=cuts).fit(X, dy, sample_weight=dw)
 
 
 def _from_parts(frames, meta):
@@ -227,11 +232,11 @@ def test_fit_from_parquet_equals_in_memory_fit(data, reference, tmp_path):
     df, y, w = data
     m, cuts = reference
     write_parquet(df, y, w, tmp_path)
-    mp = fit_from_parquet(tmp_path, "target", sample_weight="weight", batch_rows=256, max_bins=32, tol=1e-9, bins=cuts)
+    mp = fit_from_parquet(tmp_path, "target", sample_weight="weight", batch_rows=256, max_bins=32, tol=1e-9, lambda_ratio=3e-3, bins=cuts)
     assert_same_fit(m, mp, df)
     assert list(mp.feature_names_in_) == COLS
     # bins from the streamed sample (all rows fit in it): the in-memory fit's bins
-    mq = fit_from_parquet(sorted(tmp_path.glob("*.parquet")), "target", sample_weight="weight", max_bins=32, tol=1e-9)
+    mq = fit_from_parquet(sorted(tmp_path.glob("*.parquet")), "target", sample_weight="weight", max_bins=32, tol=1e-9, lambda_ratio=3e-3)
     assert_same_fit(m, mq, df)
     # a 500-row sample: the same whatever the batch size
     with pytest.warns(ConvergenceWarning):
@@ -248,7 +253,7 @@ def test_dask_read_parquet_equals_in_memory_fit(client, data, reference, tmp_pat
     m, cuts = reference
     write_parquet(df, y, w, tmp_path)
     frame = dd.read_parquet(str(tmp_path / "*.parquet"))
-    md = FASTRegressor(max_bins=32, tol=1e-9).fit(frame[COLS], frame["target"], sample_weight=frame["weight"])
+    md = FASTRegressor(max_bins=32, tol=1e-9, lambda_ratio=3e-3).fit(frame[COLS], frame["target"], sample_weight=frame["weight"])
     assert_same_fit(m, md, df)
 
 
@@ -295,7 +300,7 @@ def test_statistics_add_save_and_fit(data, reference, tmp_path):
     assert list(loaded.feature_names) == COLS
     assert_stats_equal(pickle.loads(pickle.dumps(whole)), whole, rtol=0.0)
     # the fit on statistics alone is the in-memory fit
-    assert_same_fit(m, loaded.fit(tol=1e-9), df)
+    assert_same_fit(m, loaded.fit(tol=1e-9, lambda_ratio=3e-3), df)
     # parts binned differently cannot be added
     other = sufficient_statistics(df, y, w, cuts=[c[:-1] for c in cuts])
     with pytest.raises(ValueError, match="different cut points"):

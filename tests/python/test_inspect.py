@@ -258,7 +258,7 @@ def test_callback_stops_early_and_keeps_a_usable_model():
         return n_iter < 3
 
     with pytest.warns(ConvergenceWarning, match="callback"):
-        model = FASTRegressor(tol=0.0, callback=stop_after_three).fit(X, y)
+        model = FASTRegressor(lambda_ratio=3e-3, tol=0.0, callback=stop_after_three).fit(X, y)
     assert model.n_iter_ == 3 and [c[0] for c in calls] == [0, 1, 2, 3]
     assert not model.converged_ and model.kkt_residual_ > 0
     objectives = [c[1] for c in calls]
@@ -297,7 +297,7 @@ def test_callback_with_verbose_prints_at_the_verbose_rate(capsys):
         return n_iter < 5
 
     with pytest.warns(ConvergenceWarning):
-        FASTRegressor(tol=0.0, callback=slow, verbose=1).fit(X, y)
+        FASTRegressor(lambda_ratio=3e-3, tol=0.0, callback=slow, verbose=1).fit(X, y)
     out = capsys.readouterr().out
     iter_lines = [line for line in out.splitlines() if line.startswith("[FAST] iter")]
     assert len(n_calls) == 6  # every 0.1 s

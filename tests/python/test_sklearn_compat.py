@@ -59,7 +59,7 @@ def test_get_set_params_defaults():
                  "max_time", "n_jobs", "random_state", "verbose"):
         assert name in p
     assert p["lambda_f"] is None
-    assert p["lambda_ratio"] == 3e-3
+    assert p["lambda_ratio"] == "auto" and p["validation_fraction"] == 0.15
     assert p["max_bins"] == "auto"
     assert p["selection"] == "auto"
     m = FASTRegressor().set_params(max_bins=None, selection="cyclic")

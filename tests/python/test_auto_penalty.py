@@ -1,0 +1,106 @@
+"""The default ``lambda_ratio="auto"``: the penalty chosen on held-out rows."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from fastpcam import FASTRegressor
+
+from _data import make_additive
+
+
+def _noisy(n: int, p: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two informative features among ``p``, and noise twice the signal's scale."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(size=(n, p))
+    y = np.where(X[:, 0] > 0.5, 1.0, 0.0) + np.sin(4 * X[:, 1]) + rng.normal(scale=2.0, size=n)
+    return X, y
+
+
+def test_default_chooses_the_ratio_with_the_smallest_held_out_error():
+    X, y = make_additive(n=3000, p=3, seed=1, noise=1.0)
+    m = FASTRegressor().fit(X, y)
+    path = m.validation_path_
+    assert set(path) == {"lambda_ratio", "validation_mse", "n_iter"}
+    k = len(path["lambda_ratio"])
+    assert k >= 3 and all(len(v) == k for v in path.values())
+    best = int(np.argmin(path["validation_mse"]))
+    assert m.lambda_ratio_ == pytest.approx(path["lambda_ratio"][best], rel=1e-12)
+    assert m.lambda_f_ == pytest.approx(m.lambda_ratio_ * m.lambda_max_, rel=1e-12)
+    assert m.n_validation_ == round(0.15 * 3000)
+    assert np.all(np.diff(path["lambda_ratio"][:-1]) < 0)  # the path, then one refinement
+    assert np.all(path["n_iter"] >= 0) and m.converged_
+
+
+def test_the_model_is_the_full_data_fit_at_the_chosen_ratio():
+    X, y = make_additive(n=2000, p=3, seed=2, noise=0.8)
+    auto = FASTRegressor(tol=1e-9, max_iter=10**6).fit(X, y)
+    plain = FASTRegressor(lambda_ratio=auto.lambda_ratio_, tol=1e-9, max_iter=10**6).fit(X, y)
+    assert auto.objective_ == pytest.approx(plain.objective_, rel=1e-9)
+    np.testing.assert_allclose(auto.predict(X), plain.predict(X), rtol=0, atol=1e-6)
+    assert plain.validation_path_["lambda_ratio"].size == 0 and plain.n_validation_ == 0
+
+
+def test_noise_heavy_data_get_a_larger_penalty_and_a_better_test_error():
+    X, y = _noisy(6000, 24, seed=3)
+    Xt, yt = _noisy(20000, 24, seed=4)
+    auto = FASTRegressor().fit(X, y)
+    fixed = FASTRegressor(lambda_ratio=3e-3).fit(X, y)
+    assert auto.lambda_ratio_ > 3 * 3e-3
+    mse = lambda m: float(np.mean((m.predict(Xt) - yt) ** 2))  # noqa: E731
+    assert mse(auto) < mse(fixed)
+    # fewer features carry a shape: the larger penalty flattens most pure-noise features
+    active = lambda m: sum(np.ptp(v) > 0 for v in m.values_)  # noqa: E731
+    assert active(auto) < active(fixed)
+
+
+def test_random_state_draws_the_held_out_rows():
+    X, y = make_additive(n=1500, p=3, seed=5, noise=1.0)
+    a = FASTRegressor(random_state=0).fit(X, y)
+    b = FASTRegressor(random_state=0).fit(X, y)
+    c = FASTRegressor(random_state=1).fit(X, y)
+    np.testing.assert_array_equal(a.validation_path_["validation_mse"], b.validation_path_["validation_mse"])
+    assert not np.array_equal(a.validation_path_["validation_mse"][:3], c.validation_path_["validation_mse"][:3])
+
+
+def test_validation_fraction_is_used_and_checked():
+    X, y = make_additive(n=1000, p=2, seed=6)
+    assert FASTRegressor(validation_fraction=0.3).fit(X, y).n_validation_ == 300
+    for bad in (0.0, 1.0, 1.5, -0.1):
+        with pytest.raises(ValueError, match="validation_fraction"):
+            FASTRegressor(validation_fraction=bad).fit(X, y)
+    with pytest.raises(ValueError, match="lambda_ratio"):
+        FASTRegressor(lambda_ratio="best").fit(X, y)
+
+
+def test_an_explicit_penalty_or_few_rows_skip_the_search():
+    X, y = make_additive(n=1000, p=2, seed=7)
+    m = FASTRegressor(lambda_f=0.01).fit(X, y)
+    assert m.lambda_f_ == 0.01 and m.n_validation_ == 0 and m.validation_path_["lambda_ratio"].size == 0
+    # 300 rows hold out 45 < 50: the fixed ratio 3e-3
+    small = FASTRegressor().fit(X[:300], y[:300])
+    assert small.n_validation_ == 0 and small.lambda_ratio_ == pytest.approx(3e-3, rel=1e-12)
+
+
+def test_the_callback_sees_the_search_and_the_final_fit_as_one_fit():
+    X, y = make_additive(n=3000, p=3, seed=8, noise=1.0)
+    seen = []
+    FASTRegressor(callback=lambda n, *_: seen.append(n)).fit(X, y)
+    assert seen[0] == 0 and np.all(np.diff(seen) >= 0)  # counts never restart
+    calls = []
+
+    def stop_after_five(n_iter, objective, kkt, elapsed):
+        calls.append(n_iter)
+        time.sleep(0.11)  # > the 0.1 s call interval: called after every update
+        return n_iter < 5
+
+    with pytest.warns(ConvergenceWarning, match="callback"):
+        m = FASTRegressor(tol=0.0, callback=stop_after_five).fit(X, y)
+    # updates count across the fits of the search (a fit's last count is the next one's
+    # first), and the callback is not called again once it said stop
+    assert calls == sorted(calls) and calls[-1] == 5 and calls.count(5) == 1
+    assert np.all(np.isfinite(m.predict(X))) and not m.converged_

@@ -1,0 +1,232 @@
+//! Tests of the penalty chosen on held-out rows (`Penalty::Validated`).
+
+mod common;
+
+use common::{grid_features, params};
+use fastpcam::binning::{bin_data, BinningParams};
+use fastpcam::params::{
+    Engine, Penalty, Selection, Validation, DEFAULT_LAMBDA_RATIO, DEFAULT_VALIDATION_FRACTION,
+};
+use fastpcam::solver::{fit, fit_binned, fit_with_engine, Fit};
+use fastpcam::validation::{fit_validated, validation_rows, PATIENCE, START_RATIO, STEP};
+use fastpcam::FastError;
+use ndarray::{Array1, Array2};
+use rand::{Rng, SeedableRng};
+
+const HELD_OUT: Penalty = Penalty::Validated(Validation {
+    fraction: DEFAULT_VALIDATION_FRACTION,
+    seed: 0,
+});
+
+/// A step, a sine wave and Gaussian-ish noise of scale `noise`.
+fn data(n: usize, p: usize, seed: u64, noise: f64) -> (Array2<f64>, Array1<f64>) {
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
+    let x = grid_features(&mut rng, n, p, 100);
+    let y = Array1::from_shape_fn(n, |i| {
+        let r = x.row(i);
+        let e: f64 = (0..4).map(|_| rng.random::<f64>() - 0.5).sum();
+        (if r[0] > 0.5 { 1.0 } else { 0.0 }) + (6.0 * r[1]).sin() + noise * e
+    });
+    (x, y)
+}
+
+fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(u, v)| (u - v).abs())
+        .fold(0.0, f64::max)
+}
+
+#[test]
+fn the_model_is_the_plain_fit_at_the_chosen_ratio() {
+    let (x, y) = data(3_000, 4, 1, 1.0);
+    let held = fit(
+        x.view(),
+        y.view(),
+        None,
+        &params(HELD_OUT, Selection::Greedy, 1e-9, Some(64)),
+        None,
+    )
+    .unwrap();
+    let search = held.search.clone().expect("a held-out search ran");
+    assert!(search.ratios.len() >= 3, "{search:?}");
+    assert!(held.report.converged);
+    let ratio = search.ratio;
+    assert!((held.lambda_f / held.lambda_max - ratio).abs() <= 1e-12 * ratio);
+    let plain = fit(
+        x.view(),
+        y.view(),
+        None,
+        &params(Penalty::Relative(ratio), Selection::Greedy, 1e-9, Some(64)),
+        None,
+    )
+    .unwrap();
+    let (a, b) = (held.report.objective, plain.report.objective);
+    assert!((a - b).abs() <= 1e-9 * a, "objective {a} vs {b}");
+    let (pa, pb) = (
+        held.model.predict(x.view()).unwrap(),
+        plain.model.predict(x.view()).unwrap(),
+    );
+    assert!(max_abs_diff(&pa, &pb) <= 1e-6);
+}
+
+#[test]
+fn the_search_follows_the_path_and_picks_its_best_ratio() {
+    let (x, y) = data(4_000, 3, 2, 0.5);
+    let f = fit(
+        x.view(),
+        y.view(),
+        None,
+        &params(HELD_OUT, Selection::Greedy, 1e-2, Some(256)),
+        None,
+    )
+    .unwrap();
+    let s = f.search.unwrap();
+    assert_eq!(s.n_validation, 600);
+    let (path, refined) = s.ratios.split_at(s.ratios.len() - 1);
+    // The coarse path: START_RATIO · STEP^k.
+    for (k, r) in path.iter().enumerate() {
+        let want = START_RATIO * STEP.powi(k as i32);
+        assert!((r - want).abs() <= 1e-12 * want, "ratio {k}: {r} vs {want}");
+    }
+    // It stopped PATIENCE ratios after its best one, and the refinement lies between the
+    // best coarse ratio's neighbours.
+    let losses = &s.validation_loss;
+    let best_coarse = (0..path.len())
+        .min_by(|&a, &b| losses[a].total_cmp(&losses[b]))
+        .unwrap();
+    assert_eq!(best_coarse + PATIENCE + 1, path.len(), "{s:?}");
+    let t = refined[0];
+    assert!(
+        t < path[best_coarse.saturating_sub(1)] && t > path[best_coarse + 1],
+        "{s:?}"
+    );
+    // The chosen ratio has the smallest held-out loss of all tried.
+    let k = s.ratios.iter().position(|&r| r == s.ratio).unwrap();
+    assert!(losses.iter().all(|&l| l >= losses[k]), "{s:?}");
+    assert_eq!(s.n_iter.len(), s.ratios.len());
+}
+
+#[test]
+fn noise_gets_a_larger_penalty_than_signal() {
+    let (x, y_signal) = data(4_000, 3, 3, 0.05);
+    // The same features with a target of pure noise.
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(9);
+    let y_noise = Array1::from_shape_fn(4_000, |_| rng.random::<f64>());
+    let prm = params(HELD_OUT, Selection::Greedy, 1e-2, Some(256));
+    let signal = fit(x.view(), y_signal.view(), None, &prm, None).unwrap();
+    let noise = fit(x.view(), y_noise.view(), None, &prm, None).unwrap();
+    let (rs, rn) = (signal.search.unwrap().ratio, noise.search.unwrap().ratio);
+    assert!(rs < 0.01, "signal: {rs}");
+    assert!(rn >= 0.03, "noise: {rn}");
+}
+
+#[test]
+fn the_data_are_left_as_they_were() {
+    let (x, y) = data(2_000, 3, 4, 1.0);
+    let w: Vec<f64> = (0..2_000).map(|i| 0.5 + (i % 4) as f64).collect();
+    let mut binned = bin_data(x.view(), Some(&w), &BinningParams::default()).unwrap();
+    let before = binned.clone();
+    let prm = params(HELD_OUT, Selection::Greedy, 1e-2, None);
+    let (fitted, search) = fit_validated(&mut binned, y.view(), &prm, Engine::Rows, None).unwrap();
+    assert_eq!(binned, before);
+    assert!(search.ratios.len() >= 2 && fitted.report.converged);
+}
+
+#[test]
+fn held_out_rows_are_reproducible_and_weighted() {
+    let rows = validation_rows(1_000, 0.2, 7);
+    assert_eq!(rows.len(), 200);
+    assert!(rows.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(rows, validation_rows(1_000, 0.2, 7));
+    // Uniform weights 2 give the same choice and model as unit weights: the held-out loss
+    // and the objective are weighted means.
+    let (x, y) = data(1_500, 3, 5, 1.0);
+    let w: Vec<f64> = vec![2.0; 1_500];
+    let prm = params(HELD_OUT, Selection::Greedy, 1e-9, Some(64));
+    let a = fit(x.view(), y.view(), Some(&w), &prm, None).unwrap();
+    let b = fit(x.view(), y.view(), None, &prm, None).unwrap();
+    assert_eq!(
+        a.search.as_ref().unwrap().ratios,
+        b.search.as_ref().unwrap().ratios
+    );
+    assert!((a.report.objective - b.report.objective).abs() <= 1e-9 * b.report.objective);
+}
+
+#[test]
+fn tables_and_rows_engines_make_the_same_choice() {
+    let (x, y) = data(20_000, 4, 6, 1.0);
+    let prm = params(HELD_OUT, Selection::Greedy, 1e-8, Some(32));
+    let rows = fit_with_engine(x.view(), y.view(), None, &prm, Engine::Rows, None).unwrap();
+    let tabs = fit_with_engine(x.view(), y.view(), None, &prm, Engine::Tables, None).unwrap();
+    let (sr, st) = (rows.search.unwrap(), tabs.search.unwrap());
+    assert_eq!(sr.ratio, st.ratio);
+    assert_eq!(sr.ratios.len(), st.ratios.len());
+    assert!(max_abs_diff(&sr.validation_loss, &st.validation_loss) <= 1e-6);
+    let (a, b) = (rows.report.objective, tabs.report.objective);
+    assert!((a - b).abs() <= 1e-9 * a, "{a} vs {b}");
+}
+
+#[test]
+fn few_rows_use_the_fixed_ratio() {
+    let (x, y) = data(200, 2, 7, 1.0);
+    let f: Fit = fit(
+        x.view(),
+        y.view(),
+        None,
+        &params(HELD_OUT, Selection::Greedy, 1e-6, None),
+        None,
+    )
+    .unwrap();
+    let s = f.search.unwrap();
+    assert!(s.ratios.is_empty() && s.n_validation == 0);
+    assert_eq!(s.ratio, DEFAULT_LAMBDA_RATIO);
+    assert!((f.lambda_f - DEFAULT_LAMBDA_RATIO * f.lambda_max).abs() <= 1e-15);
+}
+
+#[test]
+fn a_stopping_callback_ends_the_search() {
+    let (x, y) = data(3_000, 3, 8, 1.0);
+    let mut calls = 0;
+    let mut cb = |_: &fastpcam::solver::Progress| {
+        calls += 1;
+        calls < 2
+    };
+    let f = fit(
+        x.view(),
+        y.view(),
+        None,
+        &params(HELD_OUT, Selection::Greedy, 1e-6, None),
+        Some(&mut cb),
+    )
+    .unwrap();
+    let s = f.search.unwrap();
+    assert_eq!(s.ratios.len(), 1, "{s:?}");
+    assert!(!f.report.converged);
+}
+
+#[test]
+fn bad_fractions_and_other_solvers_are_errors() {
+    let (x, y) = data(300, 2, 9, 1.0);
+    for fraction in [0.0, 1.0, -0.1, f64::NAN] {
+        let prm = params(
+            Penalty::Validated(Validation { fraction, seed: 0 }),
+            Selection::Greedy,
+            1e-2,
+            None,
+        );
+        match fit(x.view(), y.view(), None, &prm, None) {
+            Err(FastError::InvalidParameter { name, .. }) => {
+                assert_eq!(name, "validation_fraction")
+            }
+            other => panic!("fraction {fraction}: {other:?}"),
+        }
+    }
+    // The binned entry points need the rows to hold some out: a clear error.
+    let binned = bin_data(x.view(), None, &BinningParams::default()).unwrap();
+    let prm = params(HELD_OUT, Selection::Greedy, 1e-2, None);
+    match fit_binned(&binned, y.view(), &prm, None) {
+        Err(FastError::InvalidParameter { name, .. }) => assert_eq!(name, "lambda"),
+        other => panic!("{other:?}"),
+    }
+}
