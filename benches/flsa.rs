@@ -6,7 +6,11 @@
 //! for B = 1e3 … 1e7 points:
 //!
 //! * `flsa_weighted/flsa/B` — random positive weights, uniform on [0.5, 2];
-//! * `flsa_weighted/flsa_unit_weights/B` — the same signal with w = 1, for comparison.
+//! * `flsa_weighted/flsa_unit_weights/B` — the same signal with w = 1, for comparison;
+//! * `flsa_weighted/condat_unit_weights/B` — the same unweighted problem solved by
+//!   L. Condat's direct algorithm (`reference/condat.rs`, the method of prox_tv's `tv1_1d`),
+//!   the yardstick for `flsa_unit_weights`. The setup checks that both give the same
+//!   solution (to 1e-9) before timing them.
 //!
 //! λ = 10 leaves roughly one fitted segment per 70 points (about 15 000 segments at
 //! B = 1e6), well below λ_max, so the dynamic programme does its full work. Throughput is
@@ -22,6 +26,10 @@ use criterion::{
     criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
 };
 use fastpcam::flsa::{flsa_weighted_unchecked, FlsaWorkspace};
+
+#[path = "reference/condat.rs"]
+mod condat;
+use condat::condat_tv1d;
 
 const LAMBDA: f64 = 10.0;
 
@@ -70,6 +78,17 @@ fn bench_flsa(c: &mut Criterion) {
         let mut ws = FlsaWorkspace::new();
         flsa_weighted_unchecked(&y, &w, LAMBDA, &mut ws, &mut out);
 
+        // The unweighted DP and Condat's algorithm solve the same problem.
+        let mut reference = vec![0.0; n];
+        flsa_weighted_unchecked(&y, &ones, LAMBDA, &mut ws, &mut out);
+        condat_tv1d(&y, LAMBDA, &mut reference);
+        let diff = out
+            .iter()
+            .zip(&reference)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        assert!(diff <= 1e-9, "B = {n}: max |flsa − condat| = {diff:e}");
+
         group.throughput(Throughput::Elements(n as u64));
         if n >= 1_000_000 {
             // One solve takes 20–400 ms here: a few flat samples are plenty.
@@ -94,6 +113,12 @@ fn bench_flsa(c: &mut Criterion) {
             b.iter(|| {
                 flsa_weighted_unchecked(black_box(&y), black_box(&ones), LAMBDA, &mut ws, &mut out);
                 black_box(&out);
+            });
+        });
+        group.bench_with_input(BenchmarkId::new("condat_unit_weights", n), &n, |b, _| {
+            b.iter(|| {
+                condat_tv1d(black_box(&y), LAMBDA, &mut reference);
+                black_box(&reference);
             });
         });
     }

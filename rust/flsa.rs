@@ -49,6 +49,20 @@
 //!
 //! `λ_max = max_{t<B−1} |Σ_{s≤t} w_s (y_s − ȳ_w)|` is the smallest penalty at which the
 //! solution is constant.
+//!
+//! ## Performance
+//!
+//! About 14 ns per point on cache-resident signals and 20–30 ns per point at `B = 10⁶–10⁷`
+//! (`benches/flsa.rs`, λ = 10 on a noisy piecewise-constant signal), against 13–22 ns for
+//! Condat's direct algorithm on the unweighted problem in the same run. The two
+//! preliminary passes (totals and `λ_max`) cost about 1–1.5 ns per point; the rest is the
+//! recursion, whose cost is set by the number of knots each walk pops (0, 1, 2 or more with
+//! probabilities of roughly 0.3, 0.47, 0.19 and 0.05 on each side on that signal, with at
+//! most ~17 knots alive): the walks' exits are mispredicted about once per step, and the
+//! test on the newest knot waits on the previous step's division. Branch-free walks (pop
+//! counts selected rather than jumped to, bit-identical results) were measured at about
+//! twice the time of this branchy form, because they put the compare, the division and the
+//! clamp of every step on one loop-carried dependency chain.
 
 use crate::error::{check_finite, check_weights, FastError, Result};
 
