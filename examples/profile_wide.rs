@@ -8,7 +8,7 @@
 
 use fastpcam::binning::{bin_data, BinningParams};
 use fastpcam::params::{FitParams, Selection};
-use fastpcam::solver::{choose_engine, fit_binned_engine};
+use fastpcam::solver::{choose_engine, fit_binned_engine, with_threads};
 use ndarray::{Array1, Array2};
 use rand::{Rng, SeedableRng};
 use std::time::Instant;
@@ -60,7 +60,7 @@ fn main() {
     let mut data = None;
     for _ in 0..repeats {
         let (t, c) = (Instant::now(), cpu());
-        data = Some(bin_data(x.view(), None, &binning).unwrap());
+        data = Some(with_threads(None, || bin_data(x.view(), None, &binning).unwrap()).unwrap());
         println!(
             "binning {:.3} s (cpu {:.2} s)",
             t.elapsed().as_secs_f64(),
@@ -72,7 +72,11 @@ fn main() {
     let bins: usize = data.features.iter().map(|f| f.n_bins()).sum();
     for _ in 0..repeats {
         let (t, c) = (Instant::now(), cpu());
-        let f = fit_binned_engine(&data, y.view(), &params, None, engine, None).unwrap();
+        // On a pool, as the Python package runs it (a join from outside a pool is costly).
+        let f = with_threads(None, || {
+            fit_binned_engine(&data, y.view(), &params, None, engine, None).unwrap()
+        })
+        .unwrap();
         let t_fit = t.elapsed().as_secs_f64();
         println!(
             "{n} x {p} ({:.0} bins/feature, {engine:?}): fit {t_fit:.3} s (cpu {:.2} s), \
