@@ -617,6 +617,9 @@ impl Codes {
 /// Rows per chunk of the row-major code pass.
 const CODE_CHUNK: usize = 1 << 14;
 
+/// Columns per tile of the row-major code pass (their cut points stay in cache together).
+const CODE_COLUMNS: usize = 16;
+
 /// Codes of every feature with the given cut points. A row-major matrix is read once, row
 /// chunk by row chunk (in parallel), so every value is read where it lies; other layouts
 /// column by column. Also flags NaN (a missing bin) and, for exact bins found from a sample
@@ -659,37 +662,56 @@ fn assign_codes(
     let mut codes: Vec<Codes> = cuts.iter().map(|c| Codes::zeros(n, c.len() + 2)).collect();
     match x.as_slice() {
         Some(flat) if p > 1 => {
+            // Tiles of CODE_CHUNK rows × CODE_COLUMNS columns: each tile's cut points stay in
+            // cache while its rows are read, and wide matrices with few rows still split
+            // into enough tiles to keep every thread busy.
             let mut per_feature: Vec<std::vec::IntoIter<CodesMut<'_>>> = codes
                 .iter_mut()
                 .map(|c| c.chunks_mut(CODE_CHUNK).into_iter())
                 .collect();
             let n_chunks = n.div_ceil(CODE_CHUNK);
-            let chunks: Vec<Vec<CodesMut<'_>>> = (0..n_chunks)
-                .map(|_| per_feature.iter_mut().filter_map(Iterator::next).collect())
-                .collect();
-            let results: Vec<Result<Vec<ColumnFlags>>> = chunks
+            let mut tiles: Vec<(usize, usize, Vec<CodesMut<'_>>)> = Vec::new();
+            for ci in 0..n_chunks {
+                let mut row: Vec<CodesMut<'_>> =
+                    per_feature.iter_mut().filter_map(Iterator::next).collect();
+                let mut j0 = 0;
+                while !row.is_empty() {
+                    let rest = row.split_off(row.len().min(CODE_COLUMNS));
+                    let width = row.len();
+                    tiles.push((ci, j0, row));
+                    j0 += width;
+                    row = rest;
+                }
+            }
+            let results: Vec<Result<Vec<ColumnFlags>>> = tiles
                 .into_par_iter()
-                .enumerate()
-                .map(|(ci, mut out)| {
-                    let mut flags = vec![ColumnFlags::default(); p];
+                .map(|(ci, j0, mut out)| {
+                    let mut flags = vec![ColumnFlags::default(); out.len()];
                     let i0 = ci * CODE_CHUNK;
                     let rows = (n - i0).min(CODE_CHUNK);
                     for r in 0..rows {
                         let i = i0 + r;
-                        let row = &flat[i * p..(i + 1) * p];
-                        for j in 0..p {
-                            let b = code_of(j, row[j], i, &mut flags[j])?;
-                            out[j].set(r, b);
+                        let row = &flat[i * p + j0..i * p + j0 + out.len()];
+                        for (t, (o, &v)) in out.iter_mut().zip(row).enumerate() {
+                            let b = code_of(j0 + t, v, i, &mut flags[t])?;
+                            o.set(r, b);
                         }
                     }
                     Ok(flags)
                 })
                 .collect();
             let mut flags = vec![ColumnFlags::default(); p];
-            for chunk in results {
-                for (f, c) in flags.iter_mut().zip(chunk?) {
-                    f.nan |= c.nan;
-                    f.unseen |= c.unseen;
+            let mut j = 0;
+            for tile in results {
+                // Tiles come column block by column block within each row chunk.
+                let Ok(tile) = tile else {
+                    // Report the first infinite value in row-major order.
+                    return Err(first_infinite(x));
+                };
+                for c in tile {
+                    flags[j].nan |= c.nan;
+                    flags[j].unseen |= c.unseen;
+                    j = (j + 1) % p;
                 }
             }
             Ok((codes, flags))
@@ -863,6 +885,42 @@ mod tests {
         assert_eq!(
             bin_data(c.view(), None, &p).unwrap(),
             bin_data(f.view(), None, &p).unwrap()
+        );
+    }
+
+    #[test]
+    fn wide_c_order_tiles_agree_with_columns() {
+        // More columns than one tile and more rows than one chunk, NaN in a few columns.
+        let (n, p) = (CODE_CHUNK + 37, 2 * CODE_COLUMNS + 5);
+        let c = Array2::from_shape_fn((n, p), |(i, j)| {
+            if j % 7 == 3 && i % 11 == 0 {
+                f64::NAN
+            } else {
+                ((i * 31 + j * 17) % (97 + j)) as f64 + 0.25 * j as f64
+            }
+        });
+        let mut f = Array2::zeros((n, p).f());
+        f.assign(&c);
+        let prm = BinningParams {
+            max_bins: Some(40),
+            ..BinningParams::default()
+        };
+        let dc = bin_data(c.view(), None, &prm).unwrap();
+        assert_eq!(dc, bin_data(f.view(), None, &prm).unwrap());
+        assert!(dc
+            .features
+            .iter()
+            .enumerate()
+            .all(|(j, f)| f.missing == (j % 7 == 3)));
+        // The first infinite value in row-major order is reported, whatever its tile.
+        let mut c = c;
+        c[[CODE_CHUNK + 3, 1]] = f64::INFINITY;
+        c[[5, p - 1]] = f64::NEG_INFINITY;
+        c[[6, 0]] = f64::INFINITY;
+        let e = bin_data(c.view(), None, &prm).unwrap_err();
+        assert!(
+            matches!(e, FastError::NonFiniteX { row: 5, column, .. } if column == p - 1),
+            "{e}"
         );
     }
 

@@ -49,6 +49,14 @@ enum Backend {
     },
 }
 
+/// Rows plus the largest block's bins above which sweeps solve blocks two at a time
+/// ([`BlockState::update_pair`]).
+pub const PAIR_MIN_WORK: usize = 4096;
+
+/// A paired block's solution is applied only if it lowers the objective by more than this
+/// fraction of it (rounding in the predicted change is far smaller).
+const PAIR_MARGIN: f64 = 1e-13;
+
 /// Rows per chunk of the parallel residual update (fixed, so results do not depend on the
 /// number of threads).
 const ROW_CHUNK: usize = 1 << 15;
@@ -76,6 +84,15 @@ pub struct BlockState {
     z: Vec<f64>,
     bnew: Vec<f64>,
     delta: Vec<f64>,
+    // The second block's buffers of a paired update (allocated on first use).
+    pair: PairBuffers,
+}
+
+#[derive(Debug, Clone, Default)]
+struct PairBuffers {
+    ws: FlsaWorkspace,
+    z: Vec<f64>,
+    bnew: Vec<f64>,
 }
 
 fn weighted_resid_loss(data: &BinnedData, resid: &[f64], vresid: &mut [f64]) -> f64 {
@@ -201,6 +218,7 @@ impl BlockState {
             z: vec![0.0; max_bins],
             bnew: vec![0.0; max_bins],
             delta: vec![0.0; max_bins],
+            pair: PairBuffers::default(),
         };
         state.sync(data);
         // A warm start's residual need not have weighted mean 0: the intercept takes it.
@@ -375,6 +393,96 @@ impl BlockState {
         self.bnew = new;
     }
 
+    /// Whether [`BlockState::update_pair`] pays on these data: rows engine, and enough rows
+    /// and bins that solving two blocks at once outweighs a thread hand-off. Depends on the
+    /// data alone, never on the number of threads, so fits stay the same for any `n_jobs`.
+    pub fn pairs_pay(&self, data: &BinnedData) -> bool {
+        let max_bins = self.z.len();
+        !self.uses_tables() && data.n_samples + max_bins >= PAIR_MIN_WORK
+    }
+
+    /// Two block updates from one residual, solved side by side (rows engine): block `k1`'s
+    /// and block `k2`'s sums (refreshed unless `fresh`: every block's sums are up to date)
+    /// and weighted FLSAs in parallel, then `k1`'s exact update is applied. `k2`'s solution,
+    /// computed before `k1` moved, is applied only if it still lowers the objective (exactly
+    /// predicted from `k2`'s sums after `k1`'s update): returns the objective after `k1` and
+    /// whether `k2` was applied. The objective never increases; a rejected `k2` is left to an
+    /// ordinary update. Leaves every block's sums stale.
+    pub fn update_pair(
+        &mut self,
+        data: &BinnedData,
+        (k1, k2): (usize, usize),
+        lambda: f64,
+        fresh: bool,
+    ) -> (f64, bool) {
+        assert!(k1 != k2, "a pair needs two blocks");
+        let Backend::Rows { resid, vresid, .. } = &self.backend else {
+            // The tables engine: one ordinary update.
+            self.update_block(data, k1, lambda);
+            return (self.objective(lambda), false);
+        };
+        let vr: &[f64] = if vresid.is_empty() { resid } else { vresid };
+        let inv_w = 1.0 / data.total_weight;
+        let (nb1, nb2) = (data.features[k1].n_bins(), data.features[k2].n_bins());
+        let (s1, s2) = two_mut(&mut self.sums, k1, k2);
+        let pb = &mut self.pair;
+        if pb.z.len() < self.z.len() {
+            pb.ws = FlsaWorkspace::with_capacity(self.z.len());
+            pb.z = vec![0.0; self.z.len()];
+            pb.bnew = vec![0.0; self.z.len()];
+        }
+        let (beta, wn, nch) = (&self.beta, &self.wn, &self.n_chain);
+        let solve = |k: usize,
+                     nb: usize,
+                     s: &mut [f64],
+                     ws: &mut FlsaWorkspace,
+                     z: &mut [f64],
+                     out: &mut [f64]| {
+            if !fresh {
+                bin_sums_into(&data.features[k], vr, inv_w, s);
+            }
+            solve_block(
+                &s[..nb],
+                &beta[k][..nb],
+                &wn[k][..nb],
+                nch[k],
+                lambda,
+                ws,
+                z,
+                out,
+            );
+        };
+        let (ws1, z1, out1) = (&mut self.ws, &mut self.z, &mut self.bnew);
+        rayon::join(
+            || solve(k1, nb1, s1, ws1, z1, out1),
+            || solve(k2, nb2, s2, &mut pb.ws, &mut pb.z, &mut pb.bnew),
+        );
+        let new = std::mem::take(&mut self.bnew);
+        self.set_block(data, k1, &new[..nb1]);
+        self.bnew = new;
+        let after_first = self.objective(lambda);
+        // F(k2's solution) − F(now) = −Σ_b Δ_b R_b + ½ Σ_b (w_b/W) Δ_b² + λ Δtv, with R the
+        // sums of k2 after k1's update.
+        self.refresh_sums(data, k2);
+        let new2 = std::mem::take(&mut self.pair.bnew);
+        let (b2, r2, w2) = (&self.beta[k2], &self.sums[k2], &self.wn[k2]);
+        let loss_change: f64 = (0..nb2)
+            .map(|b| {
+                let d = new2[b] - b2[b];
+                -d * r2[b] + 0.5 * w2[b] * d * d
+            })
+            .sum();
+        let nc2 = self.n_chain[k2];
+        let change = loss_change + lambda * (total_variation(&new2[..nc2]) - self.tv[k2]);
+        // A margin well above rounding: an accepted step surely lowers the objective.
+        let accept = change < -PAIR_MARGIN * after_first.abs();
+        if accept {
+            self.set_block(data, k2, &new2[..nb2]);
+        }
+        self.pair.bnew = new2;
+        (after_first, accept)
+    }
+
     /// Sets block `k` to `values` (centred here, the mean going into the intercept) and
     /// updates the residual. Leaves every block's sums stale.
     pub fn set_block(&mut self, data: &BinnedData, k: usize, values: &[f64]) {
@@ -462,12 +570,10 @@ pub fn solve_block(
     out: &mut [f64],
 ) {
     let (nb, nc) = (sums.len(), n_chain);
-    for b in 0..nb {
-        z[b] = if h[b] > 0.0 {
-            beta[b] + sums[b] / h[b]
-        } else {
-            beta[b]
-        };
+    for ((z, &b), (&s, &h)) in z[..nb].iter_mut().zip(beta).zip(sums.iter().zip(h)) {
+        // Branch-free (vectorises): the quotient of a weightless bin is discarded.
+        let q = s / h;
+        *z = if h > 0.0 { b + q } else { b };
     }
     let chain_weight: f64 = h[..nc].iter().sum();
     if !(chain_weight > 0.0) {
@@ -486,6 +592,17 @@ pub fn solve_block(
     }
     if nb > nc {
         out[nc] = z[nc];
+    }
+}
+
+/// Mutable references to two different entries of `v`.
+fn two_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
+    if a < b {
+        let (lo, hi) = v.split_at_mut(b);
+        (&mut lo[a], &mut hi[0])
+    } else {
+        let (lo, hi) = v.split_at_mut(a);
+        (&mut hi[0], &mut lo[b])
     }
 }
 

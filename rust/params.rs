@@ -26,8 +26,10 @@ pub enum Selection {
     Greedy,
     /// Update every block in turn.
     Cyclic,
-    /// Scored sweeps: score every block once (BGS-s), then update every block that can move,
-    /// steepest first, each on its own fresh sums; repeat. Greedy ordering at cyclic cost.
+    /// Scored sweeps: score every block once (BGS-s), then update every block that can move
+    /// and violates its KKT condition by more than half the tolerance, steepest first, each on
+    /// its own fresh sums (on large data two at a time, the second kept only if it still
+    /// lowers the objective); repeat. Greedy ordering at cyclic cost.
     Sweep,
     /// `Greedy` where its per-update cost is small (the tables engine, or few features),
     /// `Sweep` otherwise.

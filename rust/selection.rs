@@ -68,11 +68,10 @@ pub fn block_score(sums: &[f64], beta: &[f64], lambda: f64) -> BlockScore {
         suffix += sums[t + 1];
         let g = -suffix;
         let theta = beta[t + 1] - beta[t];
-        let d = if theta == 0.0 {
-            (g.abs() - lambda).max(0.0)
-        } else {
-            (g + lambda.copysign(theta)).abs()
-        };
+        // Both cases computed, one kept: branch-free, as jumps are scattered.
+        let at_zero = (g.abs() - lambda).max(0.0);
+        let moving = (g + lambda.copysign(theta)).abs();
+        let d = if theta == 0.0 { at_zero } else { moving };
         out.score += d * d;
         out.max_d = out.max_d.max(d);
     }

@@ -28,6 +28,11 @@ use crate::validation::{fit_validated, PenaltySearch};
 /// scored sweeps above (measured: README, "Defaults").
 pub const AUTO_GREEDY_MAX_FEATURES: usize = 64;
 
+/// Scored sweeps skip the blocks whose largest KKT violation is at most this fraction of
+/// the tolerance (they need no update to meet it; measured on wide data, 0.5 saves a sixth of
+/// the updates).
+pub const SWEEP_SKIP: f64 = 0.5;
+
 /// One entry per block update.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct History {
@@ -511,6 +516,8 @@ pub(crate) fn descend(
         Selection::Auto => Selection::Sweep,
         s => s,
     };
+    // Scored sweeps solve blocks two at a time when that pays (BlockState::update_pair).
+    let pairs = st.pairs_pay(data);
     // The blocks of the current sweep, in update order (cyclic and sweep modes).
     let mut order: Vec<usize> = movable.clone();
     let mut sweep_pos = 0usize;
@@ -581,9 +588,21 @@ pub(crate) fn descend(
             },
             Selection::Cyclic | Selection::Sweep => {
                 if sweep_pos == 0 && selection == Selection::Sweep {
-                    // Every block that can move, steepest first (ties: lowest index).
+                    // Every block that can move and is not skipped, steepest first (ties:
+                    // lowest index).
                     order.clear();
-                    order.extend(movable.iter().copied().filter(|&k| scores[k].score > 0.0));
+                    // Blocks already well within the tolerance wait for a later sweep (all of
+                    // them, if none is outside it: the KKT residual is then the intercept's).
+                    let skip = SWEEP_SKIP * params.tol * if lambda > 0.0 { lambda } else { 1.0 };
+                    order.extend(
+                        movable
+                            .iter()
+                            .copied()
+                            .filter(|&k| scores[k].score > 0.0 && scores[k].max_d > skip),
+                    );
+                    if order.is_empty() {
+                        order.extend(movable.iter().copied().filter(|&k| scores[k].score > 0.0));
+                    }
                     order.sort_by(|&a, &b| {
                         scores[b].score.total_cmp(&scores[a].score).then(a.cmp(&b))
                     });
@@ -596,7 +615,33 @@ pub(crate) fn descend(
                     };
                 }
                 let k = order[sweep_pos];
-                if !(sweep_pos == 0 && fresh) {
+                let all_fresh = sweep_pos == 0 && fresh;
+                if selection == Selection::Sweep
+                    && pairs
+                    && sweep_pos + 1 < order.len()
+                    && n_iter + 2 <= params.max_iter
+                {
+                    // Two blocks solved side by side; the second is kept only if it still
+                    // lowers the objective after the first (else it comes next, on its own).
+                    let k2 = order[sweep_pos + 1];
+                    let (after_first, second) = st.update_pair(data, (k, k2), lambda, all_fresh);
+                    fresh = false;
+                    let mut record = |k: usize, objective: f64| {
+                        n_iter += 1;
+                        history.objective.push(objective);
+                        history.feature.push(k);
+                        history.time.push(start.elapsed().as_secs_f64());
+                    };
+                    record(k, after_first);
+                    sweep_pos += 1;
+                    if second {
+                        record(k2, st.objective(lambda));
+                        sweep_pos += 1;
+                    }
+                    sweep_pos %= order.len();
+                    continue;
+                }
+                if !all_fresh {
                     st.refresh_sums(data, k);
                 }
                 sweep_pos = (sweep_pos + 1) % order.len();

@@ -545,3 +545,108 @@ fn fit_from_partition_tables_equals_the_in_memory_fit() {
         .fold(0.0, f64::max);
     assert!(worst <= 1e-9, "predictions differ by {worst}");
 }
+
+/// Paired sweeps (two blocks solved side by side, the second kept only if it still lowers the
+/// objective) and skipped blocks reach the optimum of the plain serial paths.
+#[test]
+fn paired_sweeps_reach_the_plain_optimum() {
+    use fastpcam::blocks::PAIR_MIN_WORK;
+    let (n, p) = (5_000, 12);
+    assert!(
+        n >= PAIR_MIN_WORK,
+        "the data must be large enough for pairs"
+    );
+    let (mut x, y) = data(n, p, 31, 300);
+    // Missing values in one column (a missing bin outside the chain), and weights.
+    for i in (0..n).step_by(9) {
+        x[[i, 3]] = f64::NAN;
+    }
+    let w: Vec<f64> = (0..n).map(|i| 0.5 + (i % 4) as f64).collect();
+    let run = |s, tol, threads| {
+        let mut f = with_threads(Some(threads), || {
+            fit(
+                x.view(),
+                y.view(),
+                Some(&w),
+                &params(Penalty::Relative(1e-3), s, tol, None),
+                None,
+            )
+            .unwrap()
+        })
+        .unwrap();
+        f.report.history.time.clear();
+        f
+    };
+    let sweep = run(Selection::Sweep, 1e-8, 2);
+    assert!(sweep.report.converged);
+    assert_eq!(
+        sweep,
+        run(Selection::Sweep, 1e-8, 1),
+        "same fit for any number of threads"
+    );
+    for pair in sweep.report.history.objective.windows(2) {
+        assert!(pair[1] <= pair[0] + 1e-12 * pair[0].abs(), "{pair:?}");
+    }
+    let pred = sweep.model.predict(x.view()).unwrap();
+    for s in [Selection::Cyclic, Selection::Greedy] {
+        let plain = run(s, 1e-8, 2);
+        let (a, b) = (plain.report.objective, sweep.report.objective);
+        assert!((a - b).abs() <= 1e-9 * a, "{s:?}: {a} vs {b}");
+        let q = plain.model.predict(x.view()).unwrap();
+        let gap = pred
+            .iter()
+            .zip(&q)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        assert!(gap <= 1e-6, "{s:?}: predictions differ by {gap}");
+    }
+    // At the default tolerance the KKT residual still meets it.
+    let quick = run(Selection::Sweep, 1e-2, 2);
+    assert!(quick.report.converged && quick.report.kkt_residual <= 1e-2);
+    assert!(quick.report.n_iter < sweep.report.n_iter);
+}
+
+/// Wide data (`selection = Auto` picks scored sweeps): same optimum as greedy, every thread
+/// count the same fit.
+#[test]
+fn wide_auto_fit_matches_greedy() {
+    let (n, p) = (4_500, 70);
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(3);
+    let x = Array2::from_shape_fn((n, p), |_| rng.random::<f64>());
+    let y = Array1::from_shape_fn(n, |i| {
+        (6.0 * x[[i, 0]]).sin()
+            + if x[[i, 1]] > 0.3 { 0.5 } else { 0.0 }
+            + 0.3 * rng.random::<f64>()
+    });
+    let run = |s, threads| {
+        let mut f = with_threads(Some(threads), || {
+            fit(
+                x.view(),
+                y.view(),
+                None,
+                &params(Penalty::Relative(3e-3), s, 1e-7, Some(512)),
+                None,
+            )
+            .unwrap()
+        })
+        .unwrap();
+        f.report.history.time.clear();
+        f
+    };
+    let auto = run(Selection::Auto, 2);
+    assert!(auto.report.converged);
+    assert_eq!(auto, run(Selection::Auto, 1));
+    let greedy = run(Selection::Greedy, 2);
+    let (a, b) = (greedy.report.objective, auto.report.objective);
+    assert!((a - b).abs() <= 1e-9 * a, "{a} vs {b}");
+    let (pa, pg) = (
+        auto.model.predict(x.view()).unwrap(),
+        greedy.model.predict(x.view()).unwrap(),
+    );
+    let gap = pa
+        .iter()
+        .zip(&pg)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max);
+    assert!(gap <= 1e-6, "predictions differ by {gap}");
+}

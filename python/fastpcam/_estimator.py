@@ -118,7 +118,9 @@ class FASTRegressor(AdditiveModelMixin, RegressorMixin, BaseEstimator):
     selection : {"auto", "greedy", "sweep", "cyclic"}, default="auto"
         Block selection: ``"greedy"`` is the BGS-s rule (update the steepest block, then
         rescore every block); ``"sweep"`` scores every block once and then updates, steepest
-        first, every block that can move (greedy order at the cost of a cyclic sweep);
+        first, every block that can move and misses its KKT condition by more than ``tol / 2``
+        (greedy order at the cost of a cyclic sweep; on large data two blocks are solved at
+        once);
         ``"cyclic"`` updates the features in turn (the paper's baseline). ``"auto"`` is
         greedy on the tables engine or with at most 64 features and sweep otherwise: on wide
         data a greedy update costs a pass over every feature (measured in the README).
