@@ -32,8 +32,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ndarray::ArrayView1;
-use rand::seq::SliceRandom;
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
 use crate::binning::{bin_weights, BinnedData};
@@ -74,14 +73,22 @@ pub struct PenaltySearch {
     pub n_validation: usize,
 }
 
-/// Which rows are held out: `round(fraction · n)` rows drawn without replacement.
+/// Which rows are held out: `round(fraction · n)` rows drawn without replacement, in
+/// increasing order (selection sampling, Knuth's Algorithm S: one pass, memory for the
+/// chosen rows only).
 pub fn validation_rows(n: usize, fraction: f64, seed: u64) -> Vec<usize> {
     let k = ((fraction * n as f64).round() as usize).min(n);
-    let mut idx: Vec<usize> = (0..n).collect();
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
-    let (chosen, _) = idx.partial_shuffle(&mut rng, k);
-    let mut rows = chosen.to_vec();
-    rows.sort_unstable();
+    let mut rows = Vec::with_capacity(k);
+    for i in 0..n {
+        if rows.len() == k {
+            break;
+        }
+        // Row i is chosen with probability (still needed) / (still available).
+        if rng.random_range(0..n - i) < k - rows.len() {
+            rows.push(i);
+        }
+    }
     rows
 }
 
@@ -185,9 +192,9 @@ pub fn fit_validated(
     };
     let n = data.n_samples;
     let rows = validation_rows(n, fraction, seed);
-    let original: Vec<f64> = data.weights.clone().unwrap_or_else(|| vec![1.0; n]);
-    let held_weights: Vec<f64> = rows.iter().map(|&i| original[i]).collect();
-    let mut train = original.clone();
+    let weight = |i: usize| data.weights.as_ref().map_or(1.0, |w| w[i]);
+    let held_weights: Vec<f64> = rows.iter().map(|&i| weight(i)).collect();
+    let mut train: Vec<f64> = (0..n).map(weight).collect();
     rows.iter().for_each(|&i| train[i] = 0.0);
     let positive = |w: &[f64]| w.iter().filter(|&&v| v > 0.0).count();
     let fixed = FitParams {
