@@ -3,7 +3,7 @@
 //! | Name | Default | Range |
 //! |---|---|---|
 //! | `lambda` | `Relative(DEFAULT_LAMBDA_RATIO)` | absolute `λ_f ≥ 0`, a ratio `≥ 0` of `λ_max`, or a ratio chosen on held-out rows |
-//! | `selection` | `Greedy` | `Greedy` (BGS-s) or `Cyclic` |
+//! | `selection` | `Auto` | `Auto`, `Greedy` (BGS-s), `Sweep` (scored sweeps) or `Cyclic` |
 //! | `tol` | [`DEFAULT_TOL`] | `≥ 0`: stop when `max d / λ_f ≤ tol` |
 //! | `max_iter` | [`DEFAULT_MAX_ITER`] | block updates, `≥ 0` |
 //! | `max_time` | `None` | seconds, `> 0` |
@@ -145,7 +145,7 @@ impl Default for FitParams {
     fn default() -> Self {
         Self {
             lambda: Penalty::Relative(DEFAULT_LAMBDA_RATIO),
-            selection: Selection::Greedy,
+            selection: Selection::Auto,
             tol: DEFAULT_TOL,
             max_iter: DEFAULT_MAX_ITER,
             max_time: None,
