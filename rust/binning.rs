@@ -117,6 +117,14 @@ impl Codes {
     pub fn get(&self, i: usize) -> usize {
         with_codes!(self, c => c[i].idx())
     }
+    /// The codes of the rows `rows`, in that order (same width).
+    pub fn select(&self, rows: &[usize]) -> Codes {
+        match self {
+            Codes::U8(v) => Codes::U8(rows.iter().map(|&i| v[i]).collect()),
+            Codes::U16(v) => Codes::U16(rows.iter().map(|&i| v[i]).collect()),
+            Codes::U32(v) => Codes::U32(rows.iter().map(|&i| v[i]).collect()),
+        }
+    }
 }
 
 /// One binned feature: its cut points, the code of every row and the total weight per bin.
@@ -165,6 +173,31 @@ impl BinnedData {
     /// Number of features.
     pub fn n_features(&self) -> usize {
         self.features.len()
+    }
+
+    /// The rows `rows` only, with sample weights `weights` (one per selected row): the same
+    /// bins, so statistics of the subset add to statistics of the rest.
+    pub fn subset(&self, rows: &[usize], weights: Vec<f64>) -> BinnedData {
+        let features = self
+            .features
+            .iter()
+            .map(|f| {
+                let codes = f.codes.select(rows);
+                let bin_weights = bin_weights(&codes, f.n_bins(), Some(&weights));
+                BinnedFeature {
+                    cuts: f.cuts.clone(),
+                    codes,
+                    bin_weights,
+                    missing: f.missing,
+                }
+            })
+            .collect();
+        BinnedData {
+            n_samples: rows.len(),
+            features,
+            total_weight: weights.iter().sum(),
+            weights: Some(weights),
+        }
     }
 }
 

@@ -40,7 +40,8 @@ use crate::blocks::BlockState;
 use crate::error::{FastError, Result};
 use crate::params::{Engine, FitParams, Penalty, Validation, DEFAULT_LAMBDA_RATIO};
 use crate::solver::{
-    choose_engine, descend, fit_binned_engine, BinnedFit, Callback, Progress, StopReason,
+    choose_engine, descend, fit_binned_engine, fit_binned_tables, BinnedFit, Callback, Progress,
+    StopReason,
 };
 use crate::tables::Tables;
 
@@ -240,6 +241,16 @@ pub fn fit_validated(
         None
     };
 
+    // On the tables engine, the statistics of all rows are those of the training rows plus
+    // those of the held-out rows: one build over all rows and one over the held-out ones.
+    let held_tables = match engine {
+        Engine::Tables => {
+            let y_held: Vec<f64> = rows.iter().map(|&i| y[i]).collect();
+            let held = data.subset(&rows, held_weights.clone());
+            Some(Tables::build(&held, ArrayView1::from(&y_held))?)
+        }
+        _ => None,
+    };
     let saved = swap_weights(data, train);
     let path = run_path(
         data,
@@ -251,19 +262,30 @@ pub fn fit_validated(
         reborrow(&mut callback),
     );
     restore_weights(data, saved);
-    let (search, best) = path?;
-    let best = Some(best);
+    let (search, best, train_tables) = path?;
 
     let final_params = FitParams {
         lambda: Penalty::Relative(search.ratio),
         ..params.clone()
     };
-    let fit = fit_binned_engine(data, y, &final_params, best, engine, callback)?;
+    let fit = match (train_tables, held_tables) {
+        (Some(train), Some(held)) => {
+            let mut all = Arc::try_unwrap(train).unwrap_or_else(|t| (*t).clone());
+            all.add(&held)?;
+            fit_binned_tables(data, Arc::new(all), &final_params, Some(best), callback)?
+        }
+        _ => fit_binned_engine(data, y, &final_params, Some(best), engine, callback)?,
+    };
     Ok((fit, search))
 }
 
+/// What [`run_path`] returns: the search, the blocks of the best fit and the training rows'
+/// statistics (tables engine only).
+type PathResult = (PenaltySearch, Vec<Vec<f64>>, Option<Arc<Tables>>);
+
 /// The held-out path on `data` (already re-weighted), in one solver state carried from
-/// ratio to ratio; returns the search and the blocks of the best fit.
+/// ratio to ratio; returns the search, the blocks of the best fit and, on the tables
+/// engine, the statistics of the training rows.
 fn run_path(
     data: &BinnedData,
     y: ArrayView1<'_, f64>,
@@ -272,7 +294,7 @@ fn run_path(
     (rows, held_weights): (&[usize], &[f64]),
     offset: &AtomicUsize,
     mut callback: Option<Callback<'_>>,
-) -> Result<(PenaltySearch, Vec<Vec<f64>>)> {
+) -> Result<PathResult> {
     let tables = match engine {
         Engine::Tables => Some(Arc::new(Tables::build(data, y)?)),
         _ => None,
@@ -346,7 +368,8 @@ fn run_path(
         }
     }
     search.ratio = ratio;
-    Ok((search, values))
+    drop(st);
+    Ok((search, values, tables))
 }
 
 /// The ratio to try once the path has stopped (see [`run_path`]), or `None`.

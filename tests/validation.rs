@@ -230,3 +230,44 @@ fn bad_fractions_and_other_solvers_are_errors() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn statistics_of_the_held_out_rows_and_the_rest_add_to_all() {
+    use fastpcam::tables::Tables;
+    use ndarray::ArrayView1;
+    let (mut x, y) = data(3_000, 3, 10, 1.0);
+    x[[5, 1]] = f64::NAN; // a missing bin too
+    let w: Vec<f64> = (0..3_000).map(|i| 0.5 + (i % 3) as f64).collect();
+    let binned = bin_data(x.view(), Some(&w), &BinningParams::default()).unwrap();
+    let held = validation_rows(3_000, 0.15, 1);
+    let rest: Vec<usize> = (0..3_000)
+        .filter(|i| held.binary_search(i).is_err())
+        .collect();
+    let stats = |rows: &[usize]| {
+        let ys: Vec<f64> = rows.iter().map(|&i| y[i]).collect();
+        let sub = binned.subset(rows, rows.iter().map(|&i| w[i]).collect());
+        assert_eq!(sub.n_samples, rows.len());
+        Tables::build(&sub, ArrayView1::from(&ys)).unwrap()
+    };
+    let mut sum = stats(&held);
+    sum.add(&stats(&rest)).unwrap();
+    let all = Tables::build(&binned, y.view()).unwrap();
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * (1.0 + b.abs());
+    assert!(
+        close(sum.total_weight, all.total_weight)
+            && close(sum.y_mean, all.y_mean)
+            && close(sum.yy, all.yy)
+    );
+    for (a, b) in sum.pairs().iter().zip(all.pairs()) {
+        assert!(close(*a, *b));
+    }
+    for j in 0..3 {
+        for (a, b) in sum.ysum[j]
+            .iter()
+            .zip(&all.ysum[j])
+            .chain(sum.weights[j].iter().zip(&all.weights[j]))
+        {
+            assert!(close(*a, *b), "feature {j}");
+        }
+    }
+}

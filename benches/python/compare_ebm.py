@@ -83,14 +83,16 @@ def fit_fast(split: _data.Split, repeats: int) -> dict[str, object]:
         "params": {k: v for k, v in model.get_params().items()},
         "lambda_f": float(model.lambda_f_),
         "lambda_max": float(model.lambda_max_),
+        "lambda_ratio": float(model.lambda_ratio_),
+        "search_n_iter": int(model.validation_path_["n_iter"].sum()),
     }
 
 
 def fmt_table(rows: list[dict[str, object]]) -> str:
     head = (
         "| dataset | n | p | FAST fit (s) | EBM fit (s) | speed EBM/FAST | FAST test MSE "
-        "| EBM test MSE | MSE FAST/EBM | FAST n_iter_ | FAST kkt_residual_ |\n"
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+        "| EBM test MSE | MSE FAST/EBM | FAST lambda_ratio_ | FAST updates (search + final) | FAST kkt_residual_ |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
     )
     lines = []
     for r in rows:
@@ -99,7 +101,8 @@ def fmt_table(rows: list[dict[str, object]]) -> str:
         lines.append(
             f"| {r['dataset']} | {r['n']} | {r['p']} | {f['time']:.3f} | {e['time']:.1f} "  # type: ignore[index]
             f"| {r['speed_ratio']:.0f}x | {f['mse']:.4f} | {e['mse']:.4f} "  # type: ignore[index]
-            f"| {r['mse_ratio']:.3f} | {f['n_iter']} | {f['kkt_residual']:.2g}{conv} |"  # type: ignore[index]
+            f"| {r['mse_ratio']:.3f} | {f.get('lambda_ratio', float('nan')):.2g} "  # type: ignore[union-attr]
+            f"| {f.get('search_n_iter', 0)} + {f['n_iter']} | {f['kkt_residual']:.2g}{conv} |"  # type: ignore[index,union-attr]
         )
     return head + "\n".join(lines) + "\n"
 
