@@ -32,7 +32,7 @@ fn accumulate<C: Code>(codes: &[C], vr: &[f64], out: &mut [f64]) {
 
 /// Below this many code reads (rows × features) a pass runs serially: rayon's overhead
 /// would cost more than it saves.
-pub const PARALLEL_THRESHOLD: usize = 1 << 18;
+pub const PARALLEL_THRESHOLD: usize = 1 << 17;
 
 /// Bin sums of every feature, in parallel over features on the current rayon pool.
 pub fn all_bin_sums(data: &BinnedData, vr: &[f64], out: &mut [Vec<f64>]) {
