@@ -388,6 +388,21 @@ pub fn fit_tables(
     params: &FitParams,
 ) -> Result<Fit> {
     params.check()?;
+    let data = tables_shell(&tables, cuts, missing)?;
+    fit_shell(&data, tables, params, None, None)
+}
+
+/// A [`BinnedData`] without rows for statistics `tables` binned by `cuts` / `missing`: the
+/// tables engine reads only the bins' sizes and weights.
+///
+/// # Errors
+/// [`FastError::ZeroTotalWeight`] for weightless statistics; [`FastError::LengthMismatch`]
+/// or [`FastError::InvalidParameter`] if the cuts or missing flags do not match the bins.
+pub(crate) fn tables_shell(
+    tables: &Tables,
+    cuts: Vec<Vec<f64>>,
+    missing: Vec<bool>,
+) -> Result<BinnedData> {
     if !(tables.total_weight > 0.0) {
         return Err(FastError::ZeroTotalWeight("the statistics' total weight"));
     }
@@ -417,19 +432,27 @@ pub fn fit_tables(
             missing: m,
         });
     }
-    // A shell without rows: the tables engine reads only the bins' sizes and weights.
-    let data = BinnedData {
+    Ok(BinnedData {
         n_samples: 0,
         features,
         weights: None,
         total_weight: tables.total_weight,
-    };
-    let state = |beta: Vec<Vec<f64>>| BlockState::with_tables(&data, Arc::clone(&tables), beta);
-    let fitted = optimise(&data, params, None, state, None)?;
-    let (bin_weights, missing_weights) = chain_weights(&data);
+    })
+}
+
+/// Fits on the statistics `tables` of the row-less `data` (see [`tables_shell`]).
+pub(crate) fn fit_shell(
+    data: &BinnedData,
+    tables: Arc<Tables>,
+    params: &FitParams,
+    init: Option<Vec<Vec<f64>>>,
+    callback: Option<Callback<'_>>,
+) -> Result<Fit> {
+    let fitted = fit_binned_tables(data, tables, params, init, callback)?;
+    let (bin_weights, missing_weights) = chain_weights(data);
     Ok(Fit {
         engine: Engine::Tables,
-        model: to_model(&data, fitted.intercept, &fitted.values),
+        model: to_model(data, fitted.intercept, &fitted.values),
         bin_weights,
         missing_weights,
         lambda_f: fitted.lambda_f,

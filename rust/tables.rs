@@ -233,6 +233,37 @@ impl Tables {
         })
     }
 
+    /// Weighted mean squared error `Σ v_i (y_i − c − Σ_j β_j[b_ij])² / W` of the model
+    /// `(intercept, beta)` (one value per bin, the missing bin included) on the rows these
+    /// statistics summarise, from the statistics alone (`W > 0`):
+    /// with `a = ȳ − c` and `f_i = Σ_j β_j[b_ij]`,
+    /// `Σ v (y − c − f)² = yy + a²W − 2 Σ_j β_j·ysum_j − 2a Σ_j β_j·w_j + Σ_j β_j²·w_j
+    /// + 2 Σ_{j<k} β_jᵀ C_jk β_k`.
+    pub fn mean_squared_error(&self, intercept: f64, beta: &[Vec<f64>]) -> f64 {
+        let p = self.n_features();
+        let a = self.y_mean - intercept;
+        let mut total = self.yy + a * a * self.total_weight;
+        for j in 0..p {
+            for ((&b, &s), &w) in beta[j].iter().zip(&self.ysum[j]).zip(&self.weights[j]) {
+                total += b * (b * w - 2.0 * s - 2.0 * a * w);
+            }
+            for k in j + 1..p {
+                let nb = self.n_bins[k];
+                let start = self.pair_start[j * p + k];
+                let table = &self.pairs[start..start + self.n_bins[j] * nb];
+                let cross: f64 = table
+                    .chunks_exact(nb)
+                    .zip(&beta[j])
+                    .map(|(row, &bj)| {
+                        bj * row.iter().zip(&beta[k]).map(|(c, bk)| c * bk).sum::<f64>()
+                    })
+                    .sum();
+                total += 2.0 * cross;
+            }
+        }
+        total / self.total_weight
+    }
+
     /// Adds another partition's statistics (same bins); `y_mean` and `yy` are recombined
     /// exactly (pooled mean and sum of squares).
     ///

@@ -27,7 +27,7 @@
 //! the held-out choice the test MSE is within 2% of an additive EBM's on every one, where
 //! the fixed ratio `3e-3` was up to 32% worse on noise-heavy data (README, "Defaults").
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -40,8 +40,8 @@ use crate::blocks::BlockState;
 use crate::error::{FastError, Result};
 use crate::params::{Engine, FitParams, Penalty, Validation, DEFAULT_LAMBDA_RATIO};
 use crate::solver::{
-    choose_engine, descend, fit_binned_engine, fit_binned_tables, BinnedFit, Callback, Progress,
-    StopReason,
+    choose_engine, descend, fit_binned_engine, fit_binned_tables, fit_shell, tables_shell,
+    BinnedFit, Callback, Progress, StopReason,
 };
 use crate::tables::Tables;
 
@@ -203,7 +203,6 @@ pub fn fit_validated(
         lambda: Penalty::Relative(DEFAULT_LAMBDA_RATIO),
         ..params.clone()
     };
-    let user_has_callback = callback.is_some();
     if positive(&held_weights) < MIN_ROWS || positive(&train) < MIN_ROWS {
         let fit = fit_binned_engine(data, y, &fixed, None, engine, callback)?;
         let search = PenaltySearch {
@@ -213,34 +212,9 @@ pub fn fit_validated(
         return Ok((fit, search));
     }
 
-    // The callback sees one fit: block updates and seconds count across the search and the
-    // final fit, and once it asks to stop, every later fit stops at once.
     let offset = AtomicUsize::new(0);
-    let stopped = AtomicBool::new(false);
-    let t0 = Instant::now();
-    let mut user = callback;
-    let mut wrapped = |p: &Progress| -> bool {
-        if stopped.load(Ordering::Relaxed) {
-            return false;
-        }
-        let Some(cb) = user.as_mut() else {
-            return true;
-        };
-        let go = cb(&Progress {
-            n_iter: p.n_iter + offset.load(Ordering::Relaxed),
-            elapsed: t0.elapsed().as_secs_f64(),
-            ..*p
-        });
-        if !go {
-            stopped.store(true, Ordering::Relaxed);
-        }
-        go
-    };
-    let mut callback: Option<Callback<'_>> = if user_has_callback {
-        Some(&mut wrapped)
-    } else {
-        None
-    };
+    let mut wrapped = callback.map(|cb| one_fit(cb, &offset));
+    let mut callback: Option<Callback<'_>> = wrapped.as_mut().map(|w| w as Callback<'_>);
 
     // On the tables engine, the statistics of all rows are those of the training rows plus
     // those of the held-out rows: one build over all rows and one over the held-out ones.
@@ -253,17 +227,30 @@ pub fn fit_validated(
         _ => None,
     };
     let saved = swap_weights(data, train);
-    let path = run_path(
-        data,
-        y,
-        params,
-        engine,
-        (&rows, &held_weights),
-        &offset,
-        reborrow(&mut callback),
-    );
+    let path = (|| {
+        let data = &*data;
+        let train_tables = match engine {
+            Engine::Tables => Some(Arc::new(Tables::build(data, y)?)),
+            _ => None,
+        };
+        let state = |beta: Vec<Vec<f64>>| match &train_tables {
+            Some(t) => BlockState::with_tables(data, Arc::clone(t), beta),
+            None => BlockState::with_start(data, y, beta),
+        };
+        let loss = |c: f64, b: &[Vec<f64>]| holdout_loss(data, y, c, b, &rows, &held_weights);
+        let (search, best) = run_path(
+            data,
+            params,
+            &state,
+            &loss,
+            &offset,
+            reborrow(&mut callback),
+        )?;
+        Ok::<_, FastError>((search, best, train_tables))
+    })();
     restore_weights(data, saved);
-    let (search, best, train_tables) = path?;
+    let (mut search, best, train_tables) = path?;
+    search.n_validation = rows.len();
 
     let final_params = FitParams {
         lambda: Penalty::Relative(search.ratio),
@@ -280,30 +267,111 @@ pub fn fit_validated(
     Ok((fit, search))
 }
 
-/// What [`run_path`] returns: the search, the blocks of the best fit and the training rows'
-/// statistics (tables engine only).
-type PathResult = (PenaltySearch, Vec<Vec<f64>>, Option<Arc<Tables>>);
+/// [`fit_validated`] from sufficient statistics alone: `train` summarises the rows the path
+/// is fitted on and `held` the held-out rows (both binned by `cuts` / `missing`, as for
+/// [`crate::solver::fit_tables`]); the held-out error comes from `held` alone
+/// ([`Tables::mean_squared_error`]) and the final fit runs on `train + held`. This is how
+/// data that never sit in one machine's memory (Dask partitions, Parquet batches) get a
+/// penalty chosen on held-out rows. `params.lambda` must be `Penalty::Validated` (its
+/// fraction and seed are the caller's business: the rows were split before the statistics
+/// were built). Held-out statistics without weight use the fixed default ratio.
+///
+/// # Errors
+/// As [`crate::solver::fit_tables`]; [`FastError::InvalidParameter`] if `held` has other
+/// bins than `train` or `params.lambda` is not `Penalty::Validated`.
+pub fn fit_tables_validated(
+    train: Tables,
+    held: Tables,
+    cuts: Vec<Vec<f64>>,
+    missing: Vec<bool>,
+    params: &FitParams,
+    callback: Option<Callback<'_>>,
+) -> Result<(crate::solver::Fit, PenaltySearch)> {
+    if !matches!(params.lambda, Penalty::Validated(_)) {
+        return Err(FastError::InvalidParameter {
+            name: "lambda",
+            message: "fit_tables_validated needs Penalty::Validated",
+            value: format!("{:?}", params.lambda),
+        });
+    }
+    params.check()?;
+    let mut all = train.clone();
+    all.add(&held)?;
+    let data_all = tables_shell(&all, cuts.clone(), missing.clone())?;
+    if !(held.total_weight > 0.0 && train.total_weight > 0.0) {
+        let fixed = FitParams {
+            lambda: Penalty::Relative(DEFAULT_LAMBDA_RATIO),
+            ..params.clone()
+        };
+        let fit = fit_shell(&data_all, Arc::new(all), &fixed, None, callback)?;
+        let search = PenaltySearch {
+            ratio: DEFAULT_LAMBDA_RATIO,
+            ..PenaltySearch::default()
+        };
+        return Ok((fit, search));
+    }
+    let data = tables_shell(&train, cuts, missing)?;
+    let offset = AtomicUsize::new(0);
+    let mut wrapped = callback.map(|cb| one_fit(cb, &offset));
+    let mut callback: Option<Callback<'_>> = wrapped.as_mut().map(|w| w as Callback<'_>);
+    let train = Arc::new(train);
+    let state = |beta: Vec<Vec<f64>>| BlockState::with_tables(&data, Arc::clone(&train), beta);
+    let loss = |c: f64, b: &[Vec<f64>]| held.mean_squared_error(c, b);
+    let (search, best) = run_path(
+        &data,
+        params,
+        &state,
+        &loss,
+        &offset,
+        reborrow(&mut callback),
+    )?;
+    let final_params = FitParams {
+        lambda: Penalty::Relative(search.ratio),
+        ..params.clone()
+    };
+    let mut fit = fit_shell(
+        &data_all,
+        Arc::new(all),
+        &final_params,
+        Some(best),
+        callback,
+    )?;
+    fit.search = Some(search.clone());
+    Ok((fit, search))
+}
 
-/// The held-out path on `data` (already re-weighted), in one solver state carried from
-/// ratio to ratio; returns the search, the blocks of the best fit and, on the tables
-/// engine, the statistics of the training rows.
+/// The callback for a held-out search: the user's, seeing the search and the final fit as
+/// one fit (block updates, counted from `offset`, and seconds run on across the fits), and
+/// once it asks to stop, every later fit stops at once.
+fn one_fit<'a>(
+    user: Callback<'a>,
+    offset: &'a AtomicUsize,
+) -> impl FnMut(&Progress) -> bool + Send + 'a {
+    let t0 = Instant::now();
+    let mut stopped = false;
+    move |p: &Progress| {
+        if !stopped {
+            stopped = !user(&Progress {
+                n_iter: p.n_iter + offset.load(Ordering::Relaxed),
+                elapsed: t0.elapsed().as_secs_f64(),
+                ..*p
+            });
+        }
+        !stopped
+    }
+}
+
+/// The held-out path: one solver state (made by `state` from blocks) carried from ratio to
+/// ratio, each fit scored by `loss(intercept, blocks)`; returns the search and the blocks
+/// of the best fit. `offset` counts the block updates done.
 fn run_path(
     data: &BinnedData,
-    y: ArrayView1<'_, f64>,
     params: &FitParams,
-    engine: Engine,
-    (rows, held_weights): (&[usize], &[f64]),
+    state: &dyn Fn(Vec<Vec<f64>>) -> BlockState,
+    loss: &dyn Fn(f64, &[Vec<f64>]) -> f64,
     offset: &AtomicUsize,
     mut callback: Option<Callback<'_>>,
-) -> Result<PathResult> {
-    let tables = match engine {
-        Engine::Tables => Some(Arc::new(Tables::build(data, y)?)),
-        _ => None,
-    };
-    let state = |beta: Vec<Vec<f64>>| match &tables {
-        Some(t) => BlockState::with_tables(data, Arc::clone(t), beta),
-        None => BlockState::with_start(data, y, beta),
-    };
+) -> Result<(PenaltySearch, Vec<Vec<f64>>)> {
     let mut st = state(
         data.features
             .iter()
@@ -316,10 +384,7 @@ fn run_path(
         tol: params.tol.max(PATH_TOL),
         ..params.clone()
     };
-    let mut search = PenaltySearch {
-        n_validation: rows.len(),
-        ..PenaltySearch::default()
-    };
+    let mut search = PenaltySearch::default();
     // One held-out fit from the current state; whether the callback stopped it.
     let mut try_ratio =
         |st: &mut BlockState, ratio: f64, search: &mut PenaltySearch| -> Result<(f64, bool)> {
@@ -332,7 +397,7 @@ fn run_path(
                 Instant::now(),
                 reborrow(&mut callback),
             )?;
-            let loss = holdout_loss(data, y, fit.intercept, &fit.values, rows, held_weights);
+            let loss = loss(fit.intercept, &fit.values);
             search.ratios.push(ratio);
             search.validation_loss.push(loss);
             search.n_iter.push(fit.report.n_iter);
@@ -369,8 +434,7 @@ fn run_path(
         }
     }
     search.ratio = ratio;
-    drop(st);
-    Ok((search, values, tables))
+    Ok((search, values))
 }
 
 /// The ratio to try once the path has stopped (see [`run_path`]), or `None`.

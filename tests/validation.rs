@@ -271,3 +271,90 @@ fn statistics_of_the_held_out_rows_and_the_rest_add_to_all() {
         }
     }
 }
+
+/// Statistics of the rows `rows` of `binned` (target `y`, weights `w`).
+fn stats_of(
+    binned: &fastpcam::binning::BinnedData,
+    y: &Array1<f64>,
+    w: &[f64],
+    rows: &[usize],
+) -> fastpcam::tables::Tables {
+    let ys: Vec<f64> = rows.iter().map(|&i| y[i]).collect();
+    let sub = binned.subset(rows, rows.iter().map(|&i| w[i]).collect());
+    fastpcam::tables::Tables::build(&sub, ndarray::ArrayView1::from(&ys)).unwrap()
+}
+
+#[test]
+fn held_out_error_from_statistics_equals_the_rows() {
+    let (mut x, y) = data(2_000, 3, 11, 1.0);
+    x[[7, 2]] = f64::NAN;
+    let w: Vec<f64> = (0..2_000).map(|i| 0.5 + (i % 3) as f64).collect();
+    let binned = bin_data(x.view(), Some(&w), &BinningParams::default()).unwrap();
+    let all: Vec<usize> = (0..2_000).collect();
+    let stats = stats_of(&binned, &y, &w, &all);
+    // Any model will do: a fit's blocks and intercept, then shifted.
+    let fit = fit_binned(
+        &binned,
+        y.view(),
+        &params(Penalty::Relative(0.01), Selection::Greedy, 1e-3, None),
+        None,
+    )
+    .unwrap();
+    for shift in [0.0, 0.3] {
+        let c = fit.intercept + shift;
+        let direct: f64 = (0..2_000)
+            .map(|i| {
+                let f: f64 = binned
+                    .features
+                    .iter()
+                    .zip(&fit.values)
+                    .map(|(ft, b)| b[ft.codes.get(i)])
+                    .sum();
+                w[i] * (y[i] - c - f).powi(2)
+            })
+            .sum::<f64>()
+            / w.iter().sum::<f64>();
+        let from_stats = stats.mean_squared_error(c, &fit.values);
+        assert!(
+            (direct - from_stats).abs() <= 1e-10 * direct,
+            "{direct} vs {from_stats}"
+        );
+    }
+}
+
+#[test]
+fn statistics_of_a_split_choose_as_the_rows_do() {
+    use fastpcam::validation::fit_tables_validated;
+    let (x, y) = data(6_000, 3, 12, 1.0);
+    let w: Vec<f64> = vec![1.0; 6_000];
+    let prm = params(HELD_OUT, Selection::Greedy, 1e-9, Some(32));
+    let rows_fit = fit_with_engine(x.view(), y.view(), None, &prm, Engine::Rows, None).unwrap();
+    let binned = bin_data(x.view(), None, &prm.binning).unwrap();
+    let held = validation_rows(6_000, DEFAULT_VALIDATION_FRACTION, 0);
+    let rest: Vec<usize> = (0..6_000)
+        .filter(|i| held.binary_search(i).is_err())
+        .collect();
+    let cuts: Vec<Vec<f64>> = binned.features.iter().map(|f| f.cuts.clone()).collect();
+    let missing: Vec<bool> = binned.features.iter().map(|f| f.missing).collect();
+    let (fit, search) = fit_tables_validated(
+        stats_of(&binned, &y, &w, &rest),
+        stats_of(&binned, &y, &w, &held),
+        cuts,
+        missing,
+        &prm,
+        None,
+    )
+    .unwrap();
+    let want = rows_fit.search.unwrap();
+    assert_eq!(search.ratios.len(), want.ratios.len());
+    assert!((search.ratio - want.ratio).abs() <= 1e-9 * want.ratio);
+    assert!(max_abs_diff(&search.validation_loss, &want.validation_loss) <= 1e-8);
+    let (a, b) = (fit.report.objective, rows_fit.report.objective);
+    assert!((a - b).abs() <= 1e-9 * b, "{a} vs {b}");
+    let (pa, pb) = (
+        fit.model.predict(x.view()).unwrap(),
+        rows_fit.model.predict(x.view()).unwrap(),
+    );
+    assert!(max_abs_diff(&pa, &pb) <= 1e-6);
+    assert_eq!(fit.search.unwrap().ratio, search.ratio);
+}
