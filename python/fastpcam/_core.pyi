@@ -9,6 +9,7 @@ __version__: str
 DEFAULT_TOL: float
 DEFAULT_MAX_ITER: int
 DEFAULT_LAMBDA_RATIO: float
+VALIDATION_MIN_ROWS: int
 DEFAULT_BIN_SAMPLE_SIZE: int
 
 class FitOutput(TypedDict):
@@ -249,4 +250,6 @@ def fit_stats(
     max_iter: int,
     max_time: Optional[float],
     n_jobs: Optional[int],
+    held_out: Optional[StatsOutput] = None,
+    n_validation: int = 0,
 ) -> FitOutput: ...

@@ -45,6 +45,7 @@ from ._stats import (
     frame_matrix,
     name_error,
     partition_statistics,
+    split_statistics,
 )
 
 #: Rows per Parquet batch read by :func:`fit_from_parquet`.
@@ -140,19 +141,32 @@ def _stats_partition(
     cuts: list[npt.NDArray[np.float64]],
     missing: npt.NDArray[np.bool_],
     names: Optional[npt.NDArray[Any]],
-) -> SufficientStatistics:
-    """The statistics of one partition (one thread: Dask runs partitions in parallel)."""
+    held_out: Optional[tuple[float, int]] = None,
+) -> Any:
+    """The statistics of one partition (one thread: Dask runs partitions in parallel); with
+    ``held_out = (fraction, seed)``, those of its training and of its held-out rows."""
     where = f" (partition {i})"
     x = _matrix(xp, i, layout)
     y = as_vector(yp, "y", where)
     w = None if wp is None else as_vector(wp, "sample_weight", where)
     labels = None if layout.columns is None else np.asarray(layout.columns, dtype=object)
+    if held_out is not None:
+        fraction, seed = held_out
+        pair = split_statistics(
+            x, y, w, cuts, missing, fraction=fraction, seed=(seed, i), names=labels, n_jobs=1, where=f"partition {i}: "
+        )
+        for s in pair:
+            s.feature_names = names
+        return pair
     stats = partition_statistics(x, y, w, cuts, missing, names=labels, n_jobs=1, where=f"partition {i}: ")
     stats.feature_names = names
     return stats
 
 
-def _add_all(*stats: SufficientStatistics) -> SufficientStatistics:
+def _add_all(*stats: Any) -> Any:
+    """The sum of statistics, or of (training, held-out) pairs of statistics, element-wise."""
+    if isinstance(stats[0], tuple):
+        return tuple(_add_all(*column) for column in zip(*stats))
     # the inputs may be held by Dask (and reused on a retry): add into a copy
     total = stats[0].copy()
     for s in stats[1:]:
@@ -355,16 +369,21 @@ def _first_pass(inp: _DaskInput, k: int, seed: int) -> _Sample:
     return _compute(_tree(samples, functools.partial(_merge_samples, k=k)))
 
 
-def _second_pass(inp: _DaskInput, cuts: list[npt.NDArray[np.float64]], missing: npt.NDArray[np.bool_]) -> SufficientStatistics:
+def _second_pass(
+    inp: _DaskInput,
+    cuts: list[npt.NDArray[np.float64]],
+    missing: npt.NDArray[np.bool_],
+    held_out: Optional[tuple[float, int]] = None,
+) -> Any:
+    """The statistics of every partition, added; a (training, held-out) pair with ``held_out``."""
     from dask import delayed
 
     w_parts: Sequence[Any] = inp.w_parts if inp.w_parts is not None else [None] * len(inp.x_parts)
     parts = [
-        delayed(_stats_partition)(xp, yp, wp, i, inp.layout, cuts, missing, inp.names)
+        delayed(_stats_partition)(xp, yp, wp, i, inp.layout, cuts, missing, inp.names, held_out)
         for i, (xp, yp, wp) in enumerate(zip(inp.x_parts, inp.y_parts, w_parts))
     ]
-    stats: SufficientStatistics = _compute(_tree(parts, _add_all))
-    return stats
+    return _compute(_tree(parts, _add_all))
 
 
 def _cuts_from_sample(
@@ -443,6 +462,11 @@ def fit_dask(est: Any, X: Any, y: Any, sample_weight: Any = None) -> Any:
         else:
             assert bins is not None
             cuts = [np.asarray(b, dtype=np.float64) for b in bins]
+        if est._validated():
+            # lambda_ratio="auto": each partition's rows are split into training and held-out
+            # rows, and the penalty is chosen on the held-out rows' statistics
+            train, held = _second_pass(inp, cuts, sample.nan, (float(est.validation_fraction), int(est.random_state)))
+            return fit_estimator(est, train, held)
         stats = _second_pass(inp, cuts, sample.nan)
     return fit_estimator(est, stats)
 
@@ -560,8 +584,12 @@ def parquet_statistics(
     subsample_for_bin: int = 200_000,
     batch_rows: int = DEFAULT_BATCH_ROWS,
     n_jobs: Optional[int] = None,
-) -> SufficientStatistics:
+    held_out: Optional[tuple[float, int]] = None,
+) -> Any:
     """Sufficient statistics of Parquet files, streamed in batches of ``batch_rows`` rows.
+
+    With ``held_out = (fraction, seed)``: a (training, held-out) pair of statistics, each row
+    held out with probability ``fraction`` (seeded by ``seed`` and the batch's number).
 
     Without ``cuts`` a first pass draws a seeded uniform sample of ``subsample_for_bin`` rows
     (bottom-k of random keys, reproducible with ``random_state``) and the missing flags, and
@@ -619,19 +647,27 @@ def parquet_statistics(
         del sample, xs, keys, ws
     else:
         flags = _check_missing(missing, p)
-    total: Optional[SufficientStatistics] = None
+    total: Any = None
     names = labels if all(isinstance(c, str) for c in feats) else None
-    for f, start, batch in _batches(files, read, batch_rows):
+    for b, (f, start, batch) in enumerate(_batches(files, read, batch_rows)):
         x = _batch_columns(batch, feats)
         y = _batch_columns(batch, [target])[:, 0]
         w = None if sample_weight is None else _batch_columns(batch, [sample_weight])[:, 0]
         where = f"{f}, batch of rows {start}-{start + x.shape[0] - 1}: "
-        s = partition_statistics(x, y, w, cut_list, flags, names=labels, n_jobs=n_jobs, where=where)
-        s.feature_names = names
+        if held_out is None:
+            s: Any = partition_statistics(x, y, w, cut_list, flags, names=labels, n_jobs=n_jobs, where=where)
+            s.feature_names = names
+        else:
+            s = split_statistics(
+                x, y, w, cut_list, flags, fraction=held_out[0], seed=(held_out[1], b), names=labels, n_jobs=n_jobs, where=where
+            )
+            for part in s:
+                part.feature_names = names
         if total is None:
             total = s
-        else:
-            total._iadd(s)
+        else:  # in place: these statistics are this function's own
+            for into, part in zip(total, s) if held_out is not None else [(total, s)]:
+                into._iadd(part)
     if total is None:
         raise ValueError("the Parquet files hold no rows")
     return total
@@ -696,5 +732,8 @@ def fit_from_parquet(
         subsample_for_bin=int(est.subsample_for_bin),
         batch_rows=batch_rows,
         n_jobs=_n_threads(est.n_jobs),
+        held_out=(float(est.validation_fraction), int(est.random_state)) if est._validated() else None,
     )
+    if est._validated():
+        return fit_estimator(est, *stats)
     return fit_estimator(est, stats)

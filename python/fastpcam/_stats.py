@@ -17,7 +17,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -332,11 +332,16 @@ class SufficientStatistics:
             )
 
     # ----------------------------------------------------------------------------------
-    def fit(self, **params: Any) -> "FASTRegressor":
+    def fit(self, held_out: Optional["SufficientStatistics"] = None, **params: Any) -> "FASTRegressor":
         """Fit a :class:`~fastpcam.FASTRegressor` on the statistics alone.
 
         Parameters
         ----------
+        held_out : SufficientStatistics or None, default=None
+            Statistics of held-out rows with the same bins. With ``lambda_ratio="auto"`` (the
+            default) the penalty is chosen on them and the model is fitted on ``self +
+            held_out``; without them ``"auto"`` uses the fixed ratio 3e-3 (statistics hold no
+            rows to hold out).
         **params : dict
             :class:`~fastpcam.FASTRegressor` parameters. The optimisation ones
             (``lambda_f``, ``lambda_ratio``, ``selection``, ``tol``, ``max_iter``,
@@ -354,7 +359,11 @@ class SufficientStatistics:
         est = FASTRegressor(**params)
         est._validate_params()
         _set_input_attributes(est, self.n_features, self.feature_names)
-        return fit_estimator(est, self)
+        if held_out is not None:
+            if not isinstance(held_out, SufficientStatistics):
+                raise TypeError(f"held_out must be SufficientStatistics, got {type(held_out).__name__}")
+            self._check_same_bins(held_out)
+        return fit_estimator(est, self, held_out)
 
 
 def _set_input_attributes(est: Any, n_features: int, feature_names: Optional[npt.NDArray[Any]]) -> None:
@@ -368,17 +377,29 @@ def _set_input_attributes(est: Any, n_features: int, feature_names: Optional[npt
     est.categories_ = [None] * n_features
 
 
-def fit_estimator(est: Any, stats: SufficientStatistics) -> Any:
-    """Fit ``est`` (validated, input attributes set) on ``stats``: store the model as ``fit`` does."""
+def fit_estimator(est: Any, stats: SufficientStatistics, held: Optional[SufficientStatistics] = None) -> Any:
+    """Fit ``est`` (validated, input attributes set) on ``stats``: store the model as ``fit`` does.
+
+    With ``held`` (the statistics of held-out rows, see :func:`split_statistics`) and
+    ``lambda_ratio="auto"``, the penalty is chosen on them and the final fit runs on
+    ``stats + held``; with fewer than ``VALIDATION_MIN_ROWS`` rows on either side, the two
+    are added and fitted at the fixed ratio, as in memory.
+    """
     from ._estimator import _n_threads
 
-    if not stats.total_weight > 0:
+    if held is not None and not (
+        est._validated() and min(held.n_rows, stats.n_rows) >= _core.VALIDATION_MIN_ROWS and held.total_weight > 0
+    ):
+        stats, held = stats + held, None
+    total_rows = stats.n_rows + (0 if held is None else held.n_rows)
+    total_weight = stats.total_weight + (0.0 if held is None else held.total_weight)
+    if not total_weight > 0:
         raise ValueError(
-            f"the statistics have a total weight of {stats.total_weight} ({stats.n_rows} rows); "
+            f"the statistics have a total weight of {total_weight} ({total_rows} rows); "
             "at least one row with a positive sample weight is needed"
         )
-    if stats.n_rows < 2:
-        raise ValueError(f"X has {stats.n_rows} sample (n_samples = {stats.n_rows}); at least 2 are needed to fit")
+    if total_rows < 2:
+        raise ValueError(f"X has {total_rows} sample (n_samples = {total_rows}); at least 2 are needed to fit")
     out = _core.fit_stats(
         stats._to_core(),
         [c.tolist() for c in stats.cuts],
@@ -390,11 +411,13 @@ def fit_estimator(est: Any, stats: SufficientStatistics) -> Any:
         max_iter=int(est.max_iter),
         max_time=None if est.max_time is None else float(est.max_time),
         n_jobs=_n_threads(est.n_jobs),
+        held_out=None if held is None else held._to_core(),
+        n_validation=0 if held is None else held.n_rows,
     )
     est._store(out)
     if est.verbose:
         print(
-            f"[FAST] done on sufficient statistics of {stats.n_rows} rows: {est.n_iter_} block updates, "
+            f"[FAST] done on sufficient statistics of {total_rows} rows: {est.n_iter_} block updates, "
             f"KKT residual {est.kkt_residual_:.3e}, objective {est.objective_:.10g}, lambda_f {est.lambda_f_:.4g}",
             flush=True,
         )
@@ -507,6 +530,32 @@ def partition_statistics(
     except ValueError as err:
         raise name_error(err, names, where) from None
     return SufficientStatistics._from_core(d, cuts, missing, x.shape[0], names)
+
+
+def split_statistics(
+    x: FloatArray,
+    y: FloatArray,
+    w: Optional[FloatArray],
+    cuts: list[FloatArray],
+    missing: npt.NDArray[np.bool_],
+    *,
+    fraction: float,
+    seed: Sequence[int],
+    names: Optional[npt.NDArray[Any]] = None,
+    n_jobs: Optional[int] = 1,
+    where: str = "",
+) -> tuple[SufficientStatistics, SufficientStatistics]:
+    """The statistics of one partition's training rows and of its held-out rows.
+
+    Each row is held out with probability ``fraction``, by a generator seeded with ``seed``
+    (the fit's ``random_state`` and the partition's index: reproducible for a given
+    partitioning, whatever order the partitions run in).
+    """
+    held = np.random.default_rng(list(seed)).random(x.shape[0]) < fraction
+    part = lambda m: partition_statistics(  # noqa: E731
+        x[m], y[m], None if w is None else w[m], cuts, missing, names=names, n_jobs=n_jobs, where=where
+    )
+    return part(~held), part(held)
 
 
 def sufficient_statistics(

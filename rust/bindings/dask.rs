@@ -11,7 +11,7 @@ use super::errors::no_panic;
 use super::{arrays, binning_params_with_cuts, FitOutput, MaxBinsArg};
 use crate::binning::bin_data;
 use crate::error::{check_weights, FastError};
-use crate::params::{FitParams, Penalty, Selection};
+use crate::params::{FitParams, Penalty, Selection, Validation};
 use crate::solver;
 use crate::tables::{partition_tables, Tables};
 
@@ -291,9 +291,13 @@ fn bin_edges<'py>(
     Ok(arrays(py, cuts))
 }
 
-/// Fits FAST on sufficient statistics alone (`crate::solver::fit_tables`).
+/// Fits FAST on sufficient statistics alone (`crate::solver::fit_tables`); with `held_out`
+/// statistics (and no `lambda_f`), the penalty is chosen on them
+/// (`crate::validation::fit_tables_validated`) and `n_validation` is reported as the number
+/// of held-out rows.
 #[pyfunction]
-#[pyo3(signature = (stats, cuts, missing, *, lambda_f, lambda_ratio, selection, tol, max_iter, max_time, n_jobs))]
+#[pyo3(signature = (stats, cuts, missing, *, lambda_f, lambda_ratio, selection, tol, max_iter, max_time, n_jobs,
+                    held_out=None, n_validation=0))]
 #[allow(clippy::too_many_arguments)]
 fn fit_stats<'py>(
     py: Python<'py>,
@@ -307,9 +311,21 @@ fn fit_stats<'py>(
     max_iter: usize,
     max_time: Option<f64>,
     n_jobs: Option<usize>,
+    held_out: Option<StatsInput<'py>>,
+    n_validation: usize,
 ) -> PyResult<FitOutput<'py>> {
+    let validated = lambda_f.is_none() && held_out.is_some();
     let params = FitParams {
-        lambda: lambda_f.map_or(Penalty::Relative(lambda_ratio), Penalty::Absolute),
+        lambda: match lambda_f {
+            Some(l) => Penalty::Absolute(l),
+            // The rows were split before the statistics were built: fraction and seed are
+            // not used beyond this check.
+            None if validated => Penalty::Validated(Validation {
+                fraction: crate::params::DEFAULT_VALIDATION_FRACTION,
+                seed: 0,
+            }),
+            None => Penalty::Relative(lambda_ratio),
+        },
         selection: selection.parse::<Selection>()?,
         tol,
         max_iter,
@@ -317,12 +333,24 @@ fn fit_stats<'py>(
         binning: crate::binning::BinningParams::default(),
     };
     params.check()?;
-    let tables = Arc::new(to_tables(&stats)?);
+    let tables = to_tables(&stats)?;
     drop(stats);
+    let held = match held_out.filter(|_| validated) {
+        Some(h) => Some(to_tables(&h)?),
+        None => None,
+    };
     let fitted = py.detach(|| {
         no_panic("fit_stats", || {
-            solver::with_threads(n_jobs, || {
-                solver::fit_tables(tables, cuts, missing, &params)
+            solver::with_threads(n_jobs, || match held {
+                Some(held) => crate::validation::fit_tables_validated(
+                    tables, held, cuts, missing, &params, None,
+                )
+                .map(|(mut fit, mut search)| {
+                    search.n_validation = n_validation;
+                    fit.search = Some(search);
+                    fit
+                }),
+                None => solver::fit_tables(Arc::new(tables), cuts, missing, &params),
             })
         })
     })???;

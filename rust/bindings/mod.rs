@@ -492,6 +492,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DEFAULT_TOL", crate::params::DEFAULT_TOL)?;
     m.add("DEFAULT_MAX_ITER", crate::params::DEFAULT_MAX_ITER)?;
     m.add("DEFAULT_LAMBDA_RATIO", crate::params::DEFAULT_LAMBDA_RATIO)?;
+    m.add("VALIDATION_MIN_ROWS", crate::validation::MIN_ROWS)?;
     m.add(
         "DEFAULT_BIN_SAMPLE_SIZE",
         crate::binning::DEFAULT_BIN_SAMPLE_SIZE,

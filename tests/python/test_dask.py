@@ -155,11 +155,16 @@ def test_dask_bins_from_sample(client, data, reference):
     assert_same_fit(m, md, df)
     # the default max_bins too
     assert_same_fit(FASTRegressor(tol=1e-9, lambda_ratio=3e-3).fit(df, y), FASTRegressor(tol=1e-9, lambda_ratio=3e-3).fit(X, dy), df)
-    # sufficient statistics hold no rows to hold out: "auto" uses the fixed ratio 3e-3
+    # lambda_ratio="auto": each partition holds out ~15% of its rows; the penalty is chosen
+    # on their statistics and the model is the full-data fit at the chosen ratio
     auto = FASTRegressor(tol=1e-9).fit(X, dy)
-    assert auto.lambda_ratio_ == pytest.approx(3e-3, rel=1e-12) and auto.n_validation_ == 0
-    assert all(len(v) == 0 for v in auto.validation_path_.values())
-    assert_same_fit(auto, FASTRegressor(tol=1e-9, lambda_ratio=3e-3).fit(df, y), df)
+    n = len(df)
+    assert 0.1 * n < auto.n_validation_ < 0.2 * n
+    path = auto.validation_path_
+    assert len(path["lambda_ratio"]) >= 2 and auto.lambda_ratio_ == path["lambda_ratio"][np.argmin(path["validation_mse"])]
+    assert_same_fit(auto, FASTRegressor(tol=1e-9, lambda_ratio=auto.lambda_ratio_).fit(df, y), df)
+    again = FASTRegressor(tol=1e-9).fit(X, dy)  # reproducible for a given partitioning
+    np.testing.assert_array_equal(again.validation_path_["validation_mse"], path["validation_mse"])
     # a seeded sample of 500 rows: reproducible, seed-dependent, not the full data's bins
     fit = lambda seed: FASTRegressor(max_bins=32, subsample_for_bin=500, random_state=seed, max_iter=5).fit(X, dy)  # noqa: E731
     with pytest.warns(ConvergenceWarning):
@@ -238,6 +243,11 @@ def test_fit_from_parquet_equals_in_memory_fit(data, reference, tmp_path):
     # bins from the streamed sample (all rows fit in it): the in-memory fit's bins
     mq = fit_from_parquet(sorted(tmp_path.glob("*.parquet")), "target", sample_weight="weight", max_bins=32, tol=1e-9, lambda_ratio=3e-3)
     assert_same_fit(m, mq, df)
+    # lambda_ratio="auto": rows held out batch by batch, then the full-data fit at the chosen ratio
+    ma = fit_from_parquet(tmp_path, "target", sample_weight="weight", batch_rows=700, max_bins=32, tol=1e-9)
+    assert 0.1 * len(df) < ma.n_validation_ < 0.2 * len(df) and len(ma.validation_path_["lambda_ratio"]) >= 2
+    ref = FASTRegressor(max_bins=32, tol=1e-9, lambda_ratio=ma.lambda_ratio_).fit(df, y, sample_weight=w)
+    assert_same_fit(ma, ref, df)
     # a 500-row sample: the same whatever the batch size
     with pytest.warns(ConvergenceWarning):
         a = fit_from_parquet(tmp_path, "target", batch_rows=300, max_bins=32, subsample_for_bin=500, max_iter=3)
@@ -342,3 +352,20 @@ def test_dask_stays_optional():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "False", out.stderr[-2000:]
     assert fastpcam.sufficient_statistics is sufficient_statistics
+
+
+def test_statistics_fit_with_held_out_statistics(data, reference):
+    df, y, w = data
+    _, cuts = reference
+    whole = sufficient_statistics(df, y, w, cuts=cuts)
+    held = np.random.default_rng(3).random(len(df)) < 0.2
+    train_stats = sufficient_statistics(df[~held], y[~held], w[~held], cuts=cuts, missing=whole.missing)
+    held_stats = sufficient_statistics(df[held], y[held], w[held], cuts=cuts, missing=whole.missing)
+    model = train_stats.fit(held_out=held_stats, tol=1e-9)
+    assert model.n_validation_ == held.sum() and len(model.validation_path_["lambda_ratio"]) >= 2
+    ref = FASTRegressor(bins=cuts, tol=1e-9, lambda_ratio=model.lambda_ratio_).fit(df, y, sample_weight=w)
+    assert_same_fit(ref, model, df)
+    # without held-out statistics "auto" falls back to the fixed ratio 3e-3
+    assert whole.fit(tol=1e-6).lambda_ratio_ == pytest.approx(3e-3, rel=1e-12)
+    with pytest.raises(TypeError, match="held_out"):
+        whole.fit(held_out="rows")
