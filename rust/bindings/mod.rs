@@ -44,6 +44,14 @@ struct FitOutput<'py> {
     search_n_validation: usize,
 }
 
+/// Indices or counts as an int64 array.
+fn counts(py: Python<'_>, v: Vec<usize>) -> Bound<'_, PyArray1<i64>> {
+    v.into_iter()
+        .map(|k| k as i64)
+        .collect::<Vec<_>>()
+        .into_pyarray(py)
+}
+
 fn arrays<'py>(py: Python<'py>, v: Vec<Vec<f64>>) -> Vec<Bound<'py, PyArray1<f64>>> {
     v.into_iter().map(|a| a.into_pyarray(py)).collect()
 }
@@ -263,12 +271,7 @@ impl<'py> FitOutput<'py> {
             stop: format!("{:?}", fitted.report.stop).to_lowercase(),
             engine: format!("{:?}", fitted.engine).to_lowercase(),
             history_objective: h.objective.into_pyarray(py),
-            history_feature: h
-                .feature
-                .into_iter()
-                .map(|k| k as i64)
-                .collect::<Vec<_>>()
-                .into_pyarray(py),
+            history_feature: counts(py, h.feature),
             history_time: h.time.into_pyarray(py),
             lambda_ratio: if fitted.lambda_max > 0.0 {
                 fitted.lambda_f / fitted.lambda_max
@@ -277,12 +280,7 @@ impl<'py> FitOutput<'py> {
             },
             search_ratios: search.ratios.into_pyarray(py),
             search_loss: search.validation_loss.into_pyarray(py),
-            search_n_iter: search
-                .n_iter
-                .into_iter()
-                .map(|k| k as i64)
-                .collect::<Vec<_>>()
-                .into_pyarray(py),
+            search_n_iter: counts(py, search.n_iter),
             search_n_validation: search.n_validation,
         }
     }
