@@ -48,6 +48,7 @@
 //! stays finite. The Python estimator warns in that case.
 
 use std::ops::Range;
+use std::sync::atomic::AtomicUsize;
 use std::time::Instant;
 
 use ndarray::{ArrayView1, ArrayView2};
@@ -56,7 +57,7 @@ use rayon::prelude::*;
 use crate::binning::{bin_data, BinnedData, Code};
 use crate::error::{FastError, Result};
 use crate::flsa::FlsaWorkspace;
-use crate::params::{FitParams, Selection};
+use crate::params::{FitParams, Penalty, Selection, Validation};
 use crate::selection::{
     all_bin_sums, bin_sums_into, block_score, chain_block_score, select, BlockScore,
     PARALLEL_THRESHOLD,
@@ -64,7 +65,16 @@ use crate::selection::{
 use crate::solver::{
     chain_weights, to_model, BinnedFit, Callback, Fit, FitReport, History, Progress, StopReason,
 };
+use crate::validation::{
+    holdout_loss, one_fit, reborrow, restore_weights, run_path, stratified_validation_rows,
+    swap_weights, validation_of, PathState, PathStep, PenaltySearch, Split,
+};
 use crate::with_codes;
+
+/// The fixed `λ_f / λ_max` of [`Penalty::Validated`] when there are too few rows (or a
+/// single class) to hold out: the classifier's former default, measured in
+/// `docs/classification.md`.
+pub const DEFAULT_LAMBDA_RATIO_LOGISTIC: f64 = 3e-3;
 
 /// Largest change of any log-odds in one step; longer steps are shortened by backtracking.
 pub const MAX_STEP: f64 = 50.0;
@@ -375,8 +385,8 @@ impl Rows {
 /// The logistic optimisation state: intercept, blocks, rows, bin sums and buffers.
 ///
 /// Invariants: `η_i = c + Σ_j β_j[code_j(i)]` and `r_i = y_i − σ(η_i)` (up to rounding);
-/// every block centred (`Σ_b w_b β_{j,b} = 0`); `objective` is `F` at the current state,
-/// kept as the running sum of accepted changes; `grad_c = Σ v r / W` and
+/// every block centred (`Σ_b w_b β_{j,b} = 0`); `objective` is `F` at the current state for
+/// the penalty `lambda`, kept as the running sum of accepted changes; `grad_c = Σ v r / W` and
 /// `hess_c = Σ v p(1−p) / W` as of the last row pass.
 struct LogisticState {
     intercept: f64,
@@ -401,6 +411,8 @@ struct LogisticState {
     e1: Vec<f64>,
     e1n: Vec<f64>,
     curvature: Curvature,
+    // The penalty whose term `objective` includes (see `set_lambda`).
+    lambda: f64,
 }
 
 /// Checks the labels: length, finite, in `[0, 1]`, both classes with positive weight.
@@ -451,6 +463,26 @@ fn check_labels(y: ArrayView1<'_, f64>, data: &BinnedData) -> Result<f64> {
 impl LogisticState {
     /// The constant model: intercept `logit(ȳ)`, every block 0. Sums are fresh.
     fn new(data: &BinnedData, y: ArrayView1<'_, f64>, mean: f64, curvature: Curvature) -> Self {
+        let zeros = data
+            .features
+            .iter()
+            .map(|f| vec![0.0; f.n_bins()])
+            .collect();
+        Self::with_start(data, y, mean, zeros, curvature)
+    }
+
+    /// The model with the blocks `beta`, re-centred on `data`'s weights, and the intercept
+    /// fitted to them (from `logit(mean)` plus the blocks' means, by Newton steps; `mean` is
+    /// the weighted mean label). Sums are fresh; the objective is the loss alone until
+    /// [`LogisticState::set_lambda`].
+    fn with_start(
+        data: &BinnedData,
+        y: ArrayView1<'_, f64>,
+        mean: f64,
+        mut beta: Vec<Vec<f64>>,
+        curvature: Curvature,
+    ) -> Self {
+        let mut intercept = (mean / (1.0 - mean)).ln();
         let n = data.n_samples;
         let w_total = data.total_weight;
         let wn: Vec<Vec<f64>> = data
@@ -458,33 +490,41 @@ impl LogisticState {
             .iter()
             .map(|f| f.bin_weights.iter().map(|w| w / w_total).collect())
             .collect();
-        let beta: Vec<Vec<f64>> = data
-            .features
-            .iter()
-            .map(|f| vec![0.0; f.n_bins()])
-            .collect();
-        let intercept = (mean / (1.0 - mean)).ln();
+        for (b, w) in beta.iter_mut().zip(&wn) {
+            let mean: f64 = b.iter().zip(w).map(|(x, w)| x * w).sum();
+            if mean != 0.0 {
+                b.iter_mut().for_each(|x| *x -= mean);
+                intercept += mean;
+            }
+        }
+        let mut eta = vec![intercept; n];
+        for (f, b) in data.features.iter().zip(&beta) {
+            if b.iter().any(|&x| x != 0.0) {
+                eta.iter_mut()
+                    .enumerate()
+                    .for_each(|(i, e)| *e += b[f.codes.get(i)]);
+            }
+        }
         let y: Vec<f64> = y.iter().copied().collect();
-        let (p0, q0) = sigmoid_pq(intercept);
-        let resid: Vec<f64> = y.iter().map(|&yi| yi * q0 - (1.0 - yi) * p0).collect();
-        let (vresid, loss) = match &data.weights {
-            Some(v) => (
-                resid.iter().zip(v).map(|(r, v)| r * v).collect(),
-                y.iter()
-                    .zip(v)
-                    .map(|(&yi, &vi)| vi * log_loss(yi, intercept))
-                    .sum::<f64>(),
-            ),
-            None => (
-                Vec::new(),
-                y.iter().map(|&yi| log_loss(yi, intercept)).sum::<f64>(),
-            ),
+        let v = |i: usize| data.weights.as_ref().map_or(1.0, |w| w[i]);
+        let (mut loss, mut hess) = (0.0, 0.0);
+        let resid: Vec<f64> = (0..n)
+            .map(|i| {
+                let (p, q) = sigmoid_pq(eta[i]);
+                loss += v(i) * log_loss(y[i], eta[i]);
+                hess += v(i) * p * q;
+                y[i] * q - (1.0 - y[i]) * p
+            })
+            .collect();
+        let vresid = match &data.weights {
+            Some(v) => resid.iter().zip(v).map(|(r, v)| r * v).collect(),
+            None => Vec::new(),
         };
         let max_bins = data.features.iter().map(|f| f.n_bins()).max().unwrap_or(1);
         let n_chunks = n.div_ceil(ROW_CHUNK).max(1);
         let rows = Rows {
             y,
-            eta: vec![intercept; n],
+            eta,
             resid,
             vresid,
             partials: vec![0.0; n_chunks],
@@ -497,7 +537,7 @@ impl LogisticState {
             beta,
             objective: loss / w_total,
             grad_c,
-            hess_c: p0 * q0,
+            hess_c: hess / w_total,
             rows,
             n_chain: data.features.iter().map(|f| f.n_chain()).collect(),
             wn,
@@ -511,9 +551,28 @@ impl LogisticState {
             e1: vec![0.0; max_bins],
             e1n: vec![0.0; max_bins],
             curvature,
+            lambda: 0.0,
         };
+        if st.beta.iter().flatten().any(|&x| x != 0.0) {
+            st.intercept_step(data, 0.0);
+        }
         st.refresh_all_sums(data);
         st
+    }
+
+    /// Makes `objective` the objective at the penalty `lambda` (the loss does not change;
+    /// the penalty term moves by `(lambda − old) · TV`).
+    fn set_lambda(&mut self, lambda: f64) {
+        let tv: f64 = self
+            .beta
+            .iter()
+            .zip(&self.n_chain)
+            .map(|(b, &nc)| b[..nc].windows(2).map(|w| (w[1] - w[0]).abs()).sum::<f64>())
+            .sum();
+        if tv > 0.0 {
+            self.objective += (lambda - self.lambda) * tv;
+        }
+        self.lambda = lambda;
     }
 
     fn refresh_all_sums(&mut self, data: &BinnedData) {
@@ -765,7 +824,8 @@ fn check_len(x: ArrayView2<'_, f64>, y: ArrayView1<'_, f64>) -> Result<()> {
 }
 
 /// Bins `x` and fits logistic FAST. Runs on the current rayon pool (see
-/// [`crate::solver::with_threads`]).
+/// [`crate::solver::with_threads`]). With [`Penalty::Validated`] the penalty is chosen on
+/// held-out rows ([`fit_logistic_validated`]) and the search is returned in `search`.
 ///
 /// `y` holds the labels 0 and 1 (probabilities in `[0, 1]` are accepted: cross-entropy).
 /// The returned model's values are on the log-odds scale; `lambda_max` is the smallest
@@ -783,8 +843,14 @@ pub fn fit_logistic(
 ) -> Result<Fit> {
     params.check()?;
     check_len(x, y)?;
-    let data = bin_data(x, weights, &params.binning)?;
-    let fitted = fit_logistic_binned(&data, y, params, callback)?;
+    let mut data = bin_data(x, weights, &params.binning)?;
+    let (fitted, search) = match params.lambda {
+        Penalty::Validated(_) => {
+            let (fit, search) = fit_logistic_validated(&mut data, y, params, callback)?;
+            (fit, Some(search))
+        }
+        _ => (fit_logistic_binned(&data, y, params, callback)?, None),
+    };
     let (bin_weights, missing_weights) = chain_weights(&data);
     Ok(Fit {
         // The logistic solver runs on rows, with the penalty it was given.
@@ -795,7 +861,7 @@ pub fn fit_logistic(
         lambda_f: fitted.lambda_f,
         lambda_max: fitted.lambda_max,
         report: fitted.report,
-        search: None,
+        search,
     })
 }
 
@@ -834,17 +900,122 @@ pub fn fit_logistic_binned_with(
     data: &BinnedData,
     y: ArrayView1<'_, f64>,
     params: &FitParams,
-    mut callback: Option<Callback<'_>>,
+    callback: Option<Callback<'_>>,
     curvature: Curvature,
 ) -> Result<BinnedFit> {
     params.check()?;
     let mean = check_labels(y, data)?;
     let start = Instant::now();
-    let p = data.n_features();
     let mut st = LogisticState::new(data, y, mean, curvature);
     st.flat_start(data);
     let lambda_max = st.lambda_max();
     let lambda = params.lambda.resolve(lambda_max)?;
+    Ok(descend(
+        data, params, &mut st, lambda, lambda_max, start, callback,
+    ))
+}
+
+/// Weighted mean of `y` over the rows of positive weight `w[i]` (`rows[k]` has `w[k]`).
+fn weighted_mean(y: ArrayView1<'_, f64>, rows: impl Iterator<Item = usize>, w: &[f64]) -> f64 {
+    let (num, den) = rows
+        .zip(w)
+        .fold((0.0, 0.0), |(a, b), (i, &v)| (a + v * y[i], b + v));
+    num / den
+}
+
+/// Fits logistic FAST with the penalty chosen on held-out rows: the search of
+/// [`crate::validation`] with the held-out weighted mean log-loss as its criterion.
+/// `params.lambda` must be `Penalty::Validated`. The held-out rows are drawn within each class
+/// (labels above ½ and the others, [`stratified_validation_rows`]), so both classes are on
+/// both sides; with fewer than [`crate::validation::MIN_ROWS`] rows of positive weight on either side, or a side
+/// with a single class, the fixed ratio [`DEFAULT_LAMBDA_RATIO_LOGISTIC`] is used and the
+/// search is empty. The final fit is on all rows at the chosen ratio (of the full data's
+/// `λ_max`), warm-started from the blocks of the best held-out fit (re-centred on all rows,
+/// the intercept refitted), to `params.tol`.
+/// The callback sees the search and the final fit as one fit, as in
+/// [`crate::validation::fit_validated`].
+///
+/// `data` is borrowed mutably only to swap its sample weights; it is returned unchanged.
+///
+/// # Errors
+/// As [`fit_logistic_binned`]; [`FastError::InvalidParameter`] if `params.lambda` is not
+/// `Penalty::Validated`.
+pub fn fit_logistic_validated(
+    data: &mut BinnedData,
+    y: ArrayView1<'_, f64>,
+    params: &FitParams,
+    callback: Option<Callback<'_>>,
+) -> Result<(BinnedFit, PenaltySearch)> {
+    let Validation { fraction, seed } =
+        validation_of(params, "fit_logistic_validated needs Penalty::Validated")?;
+    let mean = check_labels(y, data)?;
+    let class: Vec<bool> = y.iter().map(|&v| v > 0.5).collect();
+    let mut split = Split::new(data, stratified_validation_rows(&class, fraction, seed));
+    let two_classes = |m: f64| m > 0.0 && m < 1.0;
+    let held_mean = weighted_mean(y, split.rows.iter().copied(), &split.held_weights);
+    let train_mean = weighted_mean(y, 0..data.n_samples, &split.train);
+    if !(split.enough_rows() && two_classes(held_mean) && two_classes(train_mean)) {
+        let fixed = FitParams {
+            lambda: Penalty::Relative(DEFAULT_LAMBDA_RATIO_LOGISTIC),
+            ..params.clone()
+        };
+        let fit = fit_logistic_binned(data, y, &fixed, callback)?;
+        return Ok((fit, PenaltySearch::fixed(DEFAULT_LAMBDA_RATIO_LOGISTIC)));
+    }
+
+    let offset = AtomicUsize::new(0);
+    let mut wrapped = callback.map(|cb| one_fit(cb, &offset));
+    let mut callback: Option<Callback<'_>> = wrapped.as_mut().map(|w| w as Callback<'_>);
+    let saved = swap_weights(data, std::mem::take(&mut split.train));
+    let path = {
+        let data = &*data;
+        let state = |beta| LogisticState::with_start(data, y, train_mean, beta, Curvature::Newton);
+        let held = (&split.rows[..], &split.held_weights[..]);
+        let term = |w: f64, y: f64, eta: f64| w * log_loss(y, eta);
+        let loss = |c: f64, b: &[Vec<f64>]| holdout_loss(data, y, (c, b), held, term);
+        let cb = reborrow(&mut callback);
+        run_path(data, params, &state, &loss, &offset, cb)
+    };
+    restore_weights(data, saved);
+    let (mut search, best) = path?;
+    search.n_validation = split.rows.len();
+
+    let start = Instant::now();
+    let mut st = LogisticState::with_start(data, y, mean, best, Curvature::Newton);
+    let lambda_max = lambda_max_logistic(data, y)?;
+    let lambda = search.ratio * lambda_max;
+    let fit = descend(data, params, &mut st, lambda, lambda_max, start, callback);
+    Ok((fit, search))
+}
+
+impl PathState for LogisticState {
+    fn start_flat(&mut self, data: &BinnedData) -> f64 {
+        self.flat_start(data);
+        self.lambda_max()
+    }
+    fn descend(&mut self, s: &PathStep<'_>, callback: Option<Callback<'_>>) -> Result<BinnedFit> {
+        let lambdas = (s.lambda, s.lambda_max);
+        Ok(descend(
+            s.data, s.params, self, lambdas.0, lambdas.1, s.start, callback,
+        ))
+    }
+}
+
+/// Block coordinate descent from the state `st` at the penalty `lambda` until the stopping
+/// rule of `params` (`params.lambda` is not read), as [`crate::solver::descend`]: `st` is
+/// left at the returned model, so a path of penalties continues from it; `lambda_max` is
+/// only reported; `max_time` counts from `start`.
+fn descend(
+    data: &BinnedData,
+    params: &FitParams,
+    st: &mut LogisticState,
+    lambda: f64,
+    lambda_max: f64,
+    start: Instant,
+    mut callback: Option<Callback<'_>>,
+) -> BinnedFit {
+    let p = data.n_features();
+    st.set_lambda(lambda);
     let scale = |max_d: f64| if lambda > 0.0 { max_d / lambda } else { max_d };
     let threshold = 0.5 * params.tol * if lambda > 0.0 { lambda } else { 1.0 };
 
@@ -966,7 +1137,7 @@ pub fn fit_logistic_binned_with(
         }
     };
     let converged = kkt <= params.tol;
-    Ok(BinnedFit {
+    BinnedFit {
         intercept: st.intercept,
         lambda_f: lambda,
         lambda_max,
@@ -978,8 +1149,8 @@ pub fn fit_logistic_binned_with(
             stop,
             history,
         },
-        values: st.beta,
-    })
+        values: st.beta.clone(),
+    }
 }
 
 #[cfg(test)]

@@ -104,8 +104,8 @@ impl Penalty {
             Self::Validated(_) => Err(FastError::InvalidParameter {
                 name: "lambda",
                 message:
-                    "a penalty chosen on held-out rows is available for regression fits from rows \
-                          only (solver::fit); give an absolute penalty or a ratio here",
+                    "a penalty chosen on held-out rows is available for fits from rows only \
+                     (solver::fit, logistic::fit_logistic); give an absolute penalty or a ratio here",
                 value: format!("{self:?}"),
             }),
         }

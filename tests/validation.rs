@@ -2,21 +2,18 @@
 
 mod common;
 
-use common::{grid_features, params};
+use common::{
+    assert_bad_fractions_refused, assert_documented_search, assert_invalid, grid_features, params,
+    HELD_OUT,
+};
 use fastpcam::binning::{bin_data, BinningParams};
 use fastpcam::params::{
-    Engine, Penalty, Selection, Validation, DEFAULT_LAMBDA_RATIO, DEFAULT_VALIDATION_FRACTION,
+    Engine, Penalty, Selection, DEFAULT_LAMBDA_RATIO, DEFAULT_VALIDATION_FRACTION,
 };
 use fastpcam::solver::{fit, fit_binned, fit_with_engine, Fit};
-use fastpcam::validation::{fit_validated, validation_rows, PATIENCE, START_RATIO, STEP};
-use fastpcam::FastError;
+use fastpcam::validation::{fit_validated, validation_rows};
 use ndarray::{Array1, Array2};
 use rand::{Rng, SeedableRng};
-
-const HELD_OUT: Penalty = Penalty::Validated(Validation {
-    fraction: DEFAULT_VALIDATION_FRACTION,
-    seed: 0,
-});
 
 /// A step, a sine wave and Gaussian-ish noise of scale `noise`.
 fn data(n: usize, p: usize, seed: u64, noise: f64) -> (Array2<f64>, Array1<f64>) {
@@ -83,28 +80,7 @@ fn the_search_follows_the_path_and_picks_its_best_ratio() {
     .unwrap();
     let s = f.search.unwrap();
     assert_eq!(s.n_validation, 600);
-    let (path, refined) = s.ratios.split_at(s.ratios.len() - 1);
-    // The coarse path: START_RATIO · STEP^k.
-    for (k, r) in path.iter().enumerate() {
-        let want = START_RATIO * STEP.powi(k as i32);
-        assert!((r - want).abs() <= 1e-12 * want, "ratio {k}: {r} vs {want}");
-    }
-    // It stopped PATIENCE ratios after its best one, and the refinement lies between the
-    // best coarse ratio's neighbours.
-    let losses = &s.validation_loss;
-    let best_coarse = (0..path.len())
-        .min_by(|&a, &b| losses[a].total_cmp(&losses[b]))
-        .unwrap();
-    assert_eq!(best_coarse + PATIENCE + 1, path.len(), "{s:?}");
-    let t = refined[0];
-    assert!(
-        t < path[best_coarse.saturating_sub(1)] && t > path[best_coarse + 1],
-        "{s:?}"
-    );
-    // The chosen ratio has the smallest held-out loss of all tried.
-    let k = s.ratios.iter().position(|&r| r == s.ratio).unwrap();
-    assert!(losses.iter().all(|&l| l >= losses[k]), "{s:?}");
-    assert_eq!(s.n_iter.len(), s.ratios.len());
+    assert_documented_search(&s);
 }
 
 #[test]
@@ -208,27 +184,15 @@ fn a_stopping_callback_ends_the_search() {
 #[test]
 fn bad_fractions_and_other_solvers_are_errors() {
     let (x, y) = data(300, 2, 9, 1.0);
-    for fraction in [0.0, 1.0, -0.1, f64::NAN] {
-        let prm = params(
-            Penalty::Validated(Validation { fraction, seed: 0 }),
-            Selection::Greedy,
-            1e-2,
-            None,
-        );
-        match fit(x.view(), y.view(), None, &prm, None) {
-            Err(FastError::InvalidParameter { name, .. }) => {
-                assert_eq!(name, "validation_fraction")
-            }
-            other => panic!("fraction {fraction}: {other:?}"),
-        }
-    }
+    assert_bad_fractions_refused(|prm| fit(x.view(), y.view(), None, prm, None));
     // The binned entry points need the rows to hold some out: a clear error.
     let binned = bin_data(x.view(), None, &BinningParams::default()).unwrap();
     let prm = params(HELD_OUT, Selection::Greedy, 1e-2, None);
-    match fit_binned(&binned, y.view(), &prm, None) {
-        Err(FastError::InvalidParameter { name, .. }) => assert_eq!(name, "lambda"),
-        other => panic!("{other:?}"),
-    }
+    assert_invalid(
+        fit_binned(&binned, y.view(), &prm, None),
+        "lambda",
+        "fit_binned",
+    );
 }
 
 #[test]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -19,18 +19,21 @@ from ._estimator import (
     DEFAULT_MAX_ITER,
     DEFAULT_SUBSAMPLE_FOR_BIN,
     DEFAULT_TOL,
+    DEFAULT_VALIDATION_FRACTION,
     FASTRegressor,
     _n_threads,
     _name_columns,
 )
 
-#: Default ``lambda_f / lambda_max`` of the classifier when ``lambda_f=None``, measured on the
-#: tasks of ``benches/python/compare_ebm_classifier.py`` (see ``docs/classification.md``).
+#: ``lambda_f / lambda_max`` of the classifier that ``lambda_ratio="auto"`` falls back to without
+#: enough rows (or both classes) to hold out; the former default, measured on the tasks of
+#: ``benches/python/compare_ebm_classifier.py`` (see ``docs/classification.md``).
 DEFAULT_LAMBDA_RATIO_CLASSIFIER = 3e-3
 
 _PARAMETERS = (
     "lambda_f",
     "lambda_ratio",
+    "validation_fraction",
     "max_bins",
     "selection",
     "tol",
@@ -77,10 +80,19 @@ class FASTClassifier(ClassifierMixin, BaseEstimator):
         Fusion penalty on the scale above (the loss is divided by the total weight). ``None``
         uses ``lambda_ratio * lambda_max``, where ``lambda_max`` is the smallest penalty whose
         fit is constant.
-    lambda_ratio : float, default=3e-3
-        Penalty relative to ``lambda_max`` when ``lambda_f`` is ``None``. Chosen by the
-        validation log-loss on five binary tasks (``docs/classification.md``): larger than the
-        regressor's, since log-loss overfits sooner than squared error.
+    lambda_ratio : float or "auto", default="auto"
+        Penalty relative to ``lambda_max`` when ``lambda_f`` is ``None``. ``"auto"`` chooses it
+        on held-out rows, as :class:`FASTRegressor` does, by the held-out log-loss: a share
+        ``validation_fraction`` of each class's rows is held out, FAST is fitted on the rest
+        along a decreasing path of ratios (0.0625, 0.03125, ..., each fit continuing from the
+        previous one), the path stops once the held-out log-loss has got worse, one more fit
+        refines the best ratio, and the model is refitted on **all** rows at the best ratio.
+        The search is in ``validation_path_``, the ratio used in ``lambda_ratio_``. With
+        fewer than 50 rows on either side, or a side holding a single class, ``"auto"`` uses
+        the fixed ratio 3e-3 (the former default, ``docs/classification.md``).
+    validation_fraction : float, default=0.15
+        Share of the rows held out by ``lambda_ratio="auto"``, in (0, 1), drawn with
+        ``random_state`` within each class (so both classes are on both sides).
     max_bins : int, "auto" or None, default="auto"
         Maximum number of bins per feature, as in :class:`FASTRegressor`; ``None`` means one
         bin per distinct training value.
@@ -144,6 +156,16 @@ class FASTClassifier(ClassifierMixin, BaseEstimator):
         The penalty used.
     lambda_max_ : float
         The smallest penalty whose fit is constant.
+    lambda_ratio_ : float
+        ``lambda_f_ / lambda_max_``: with ``lambda_ratio="auto"``, the ratio chosen on
+        held-out rows.
+    validation_path_ : dict of str to ndarray
+        The held-out search of ``lambda_ratio="auto"``, one entry per ratio tried
+        (decreasing, then the refinement): ``"lambda_ratio"``, ``"validation_log_loss"``
+        (weighted mean log-loss on the held-out rows of the fit on the others) and
+        ``"n_iter"`` (block updates of that fit). Empty when no search ran.
+    n_validation_ : int
+        Number of held-out rows (0 when no search ran).
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -197,12 +219,16 @@ class FASTClassifier(ClassifierMixin, BaseEstimator):
     history_: dict[str, npt.NDArray[Any]]
     lambda_f_: float
     lambda_max_: float
+    lambda_ratio_: float
+    validation_path_: dict[str, npt.NDArray[Any]]
+    n_validation_: int
 
     def __init__(
         self,
         lambda_f: Optional[float] = None,
         *,
-        lambda_ratio: float = DEFAULT_LAMBDA_RATIO_CLASSIFIER,
+        lambda_ratio: Union[float, str] = "auto",
+        validation_fraction: float = DEFAULT_VALIDATION_FRACTION,
         max_bins: Optional[int] = DEFAULT_MAX_BINS,
         selection: str = "greedy",
         tol: float = DEFAULT_TOL,
@@ -218,6 +244,7 @@ class FASTClassifier(ClassifierMixin, BaseEstimator):
     ) -> None:
         self.lambda_f = lambda_f
         self.lambda_ratio = lambda_ratio
+        self.validation_fraction = validation_fraction
         self.max_bins = max_bins
         self.selection = selection
         self.tol = tol
@@ -238,6 +265,13 @@ class FASTClassifier(ClassifierMixin, BaseEstimator):
     _prepare_predict = FASTRegressor._prepare_predict
     _resolve_bins = FASTRegressor._resolve_bins
     _progress_printer = FASTRegressor._progress_printer
+    _validated = FASTRegressor._validated
+    _store = FASTRegressor._store_fit
+    _validation_loss = "validation_log_loss"
+
+    def _fixed_ratio(self) -> float:
+        """The ratio given, or the fixed ratio that ``"auto"`` falls back to."""
+        return DEFAULT_LAMBDA_RATIO_CLASSIFIER if isinstance(self.lambda_ratio, str) else float(self.lambda_ratio)
 
     def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
         tags = super().__sklearn_tags__()
@@ -311,7 +345,7 @@ class FASTClassifier(ClassifierMixin, BaseEstimator):
                 y01,
                 sample_weight,
                 lambda_f=None if self.lambda_f is None else float(self.lambda_f),
-                lambda_ratio=float(self.lambda_ratio),
+                lambda_ratio=self._fixed_ratio(),
                 max_bins=self.max_bins,
                 selection=self.selection,
                 tol=float(self.tol),
@@ -323,6 +357,7 @@ class FASTClassifier(ClassifierMixin, BaseEstimator):
                 progress=self._progress_printer(),
                 progress_interval=0.1 if self.callback is not None or (self.verbose and self.verbose >= 2) else 1.0,
                 bins=bins,
+                validation_fraction=float(self.validation_fraction) if self._validated() else None,
             )
         except ValueError as err:
             raise _name_columns(err, names) from None
@@ -344,25 +379,6 @@ class FASTClassifier(ClassifierMixin, BaseEstimator):
         if self.lambda_f_ == 0.0:
             self._warn_if_separated(X, y01, sample_weight)
         return self
-
-    def _store(self, out: dict[str, Any]) -> None:
-        self.intercept_ = float(out["intercept"])
-        self.cuts_ = list(out["cuts"])
-        self.values_ = list(out["values"])
-        self.bin_weights_ = list(out["bin_weights"])
-        self.missing_values_ = np.asarray(out["missing_values"], dtype=np.float64)
-        self.missing_weights_ = np.asarray(out["missing_weights"], dtype=np.float64)
-        self.n_iter_ = int(out["n_iter"])
-        self.converged_ = bool(out["converged"])
-        self.kkt_residual_ = float(out["kkt_residual"])
-        self.objective_ = float(out["objective"])
-        self.lambda_f_ = float(out["lambda_f"])
-        self.lambda_max_ = float(out["lambda_max"])
-        self.history_ = {
-            "objective": out["history_objective"],
-            "feature": out["history_feature"],
-            "time": out["history_time"],
-        }
 
     def _warn_if_separated(self, X: npt.NDArray[np.float64], y01: npt.NDArray[np.float64], w: Any) -> None:
         """At ``lambda_f = 0``: warn when a bin holds one class only, or the model separates the

@@ -76,6 +76,7 @@ def fit_logistic(
     progress_interval: float = 1.0,
     bins: Optional[list[Optional[list[float]]]] = None,
     engine: str = "auto",
+    validation_fraction: Optional[float] = None,
 ) -> FitOutput: ...
 class PathFit(TypedDict):
     lambda_f: float

@@ -507,7 +507,15 @@ class FASTRegressor(AdditiveModelMixin, RegressorMixin, BaseEstimator):
         """The ratio given, or the fixed default that ``"auto"`` falls back to."""
         return DEFAULT_LAMBDA_RATIO if isinstance(self.lambda_ratio, str) else float(self.lambda_ratio)
 
+    #: The key of the held-out loss in ``validation_path_``.
+    _validation_loss = "validation_mse"
+
     def _store(self, out: dict[str, Any]) -> None:
+        self._store_fit(out)
+        self.engine_ = str(out.get("engine", "rows"))
+
+    def _store_fit(self, out: dict[str, Any]) -> None:
+        """The fitted attributes shared with :class:`FASTClassifier` from the core's output."""
         self.intercept_ = float(out["intercept"])
         self.cuts_ = list(out["cuts"])
         self.values_ = list(out["values"])
@@ -520,12 +528,11 @@ class FASTRegressor(AdditiveModelMixin, RegressorMixin, BaseEstimator):
         self.objective_ = float(out["objective"])
         self.lambda_f_ = float(out["lambda_f"])
         self.lambda_max_ = float(out["lambda_max"])
-        self.engine_ = str(out.get("engine", "rows"))
         self.lambda_ratio_ = float(out.get("lambda_ratio", self.lambda_f_ / self.lambda_max_ if self.lambda_max_ > 0 else 0.0))
         empty = np.zeros(0)
         self.validation_path_ = {
             "lambda_ratio": np.asarray(out.get("search_ratios", empty), dtype=np.float64),
-            "validation_mse": np.asarray(out.get("search_loss", empty), dtype=np.float64),
+            self._validation_loss: np.asarray(out.get("search_loss", empty), dtype=np.float64),
             "n_iter": np.asarray(out.get("search_n_iter", empty), dtype=np.int64),
         }
         self.n_validation_ = int(out.get("search_n_validation", 0))

@@ -1,13 +1,13 @@
 //! Binding of logistic FAST (`crate::logistic`): `fit_logistic`, with the argument list and
 //! the output dict of `fit` (the logistic solver always runs on rows: `engine="tables"` is an
-//! error).
+//! error). `validation_fraction` (with `lambda_f=None`) chooses the penalty on held-out rows.
 
 use numpy::{PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 
 use super::errors::no_panic;
 use super::MaxBinsArg;
-use super::{binning_params_with_cuts, fit_params, FitOutput, ProgressBridge};
+use super::{binning_params_with_cuts, fit_params, hold_out, FitOutput, ProgressBridge};
 use crate::logistic;
 use crate::params::Engine;
 use crate::solver::{self, Progress};
@@ -16,7 +16,7 @@ use crate::solver::{self, Progress};
 #[pyfunction]
 #[pyo3(signature = (x, y, sample_weight=None, *, lambda_f, lambda_ratio, max_bins, selection, tol, max_iter,
                     max_time, n_jobs, random_state, bin_sample_size, progress=None, progress_interval=1.0,
-                    bins=None, engine="auto"))]
+                    bins=None, engine="auto", validation_fraction=None))]
 #[allow(clippy::too_many_arguments)]
 fn fit_logistic<'py>(
     py: Python<'py>,
@@ -37,6 +37,7 @@ fn fit_logistic<'py>(
     progress_interval: f64,
     bins: Option<Vec<Option<Vec<f64>>>>,
     engine: &str,
+    validation_fraction: Option<f64>,
 ) -> PyResult<FitOutput<'py>> {
     let max_bins = max_bins.resolve(x.as_array().nrows());
     // Sufficient statistics (the tables engine) exist for the squared loss only.
@@ -49,7 +50,7 @@ fn fit_logistic<'py>(
         .into());
     }
     let binning = binning_params_with_cuts(max_bins, random_state, bin_sample_size, bins);
-    let params = fit_params(
+    let mut params = fit_params(
         lambda_f,
         lambda_ratio,
         selection,
@@ -58,6 +59,7 @@ fn fit_logistic<'py>(
         max_time,
         binning,
     )?;
+    hold_out(&mut params, lambda_f, validation_fraction, random_state)?;
     let (x, y) = (x.as_array(), y.as_array());
     let w: Option<Vec<f64>> = sample_weight.map(|w| w.as_array().to_vec());
     let mut bridge = ProgressBridge::new(progress, progress_interval);

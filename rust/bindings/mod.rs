@@ -150,13 +150,7 @@ fn fit<'py>(
         max_time,
         binning,
     )?;
-    if let (None, Some(fraction)) = (lambda_f, validation_fraction) {
-        params.lambda = Penalty::Validated(Validation {
-            fraction,
-            seed: random_state,
-        });
-        params.check()?;
-    }
+    hold_out(&mut params, lambda_f, validation_fraction, random_state)?;
     let (x, y) = (x.as_array(), y.as_array());
     let w: Option<Vec<f64>> = sample_weight.map(|w| w.as_array().to_vec());
     let mut bridge = ProgressBridge::new(progress, progress_interval);
@@ -198,6 +192,21 @@ pub(crate) fn fit_params(
     };
     params.check()?;
     Ok(params)
+}
+
+/// With no `lambda_f` and a `validation_fraction`, the penalty is chosen on that share of
+/// held-out rows, drawn from `seed`.
+pub(crate) fn hold_out(
+    params: &mut FitParams,
+    lambda_f: Option<f64>,
+    validation_fraction: Option<f64>,
+    seed: u64,
+) -> PyResult<()> {
+    if let (None, Some(fraction)) = (lambda_f, validation_fraction) {
+        params.lambda = Penalty::Validated(Validation { fraction, seed });
+        params.check()?;
+    }
+    Ok(())
 }
 
 /// Calls back into Python during a fit: every `interval` seconds it checks for Ctrl-C and

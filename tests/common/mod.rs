@@ -3,8 +3,10 @@
 
 use fastpcam::binning::BinningParams;
 use fastpcam::blocks::total_variation;
-use fastpcam::params::{FitParams, Penalty, Selection};
+use fastpcam::params::{FitParams, Penalty, Selection, Validation, DEFAULT_VALIDATION_FRACTION};
 use fastpcam::solver::Fit;
+use fastpcam::validation::{PenaltySearch, PATIENCE, START_RATIO, STEP};
+use fastpcam::FastError;
 use ndarray::Array2;
 use rand::Rng;
 
@@ -14,6 +16,12 @@ pub fn grid_features(rng: &mut impl Rng, n: usize, p: usize, levels: usize) -> A
         (rng.random_range(0..levels) as f64) / levels as f64
     })
 }
+
+/// The penalty chosen on held-out rows, with the default share and seed 0.
+pub const HELD_OUT: Penalty = Penalty::Validated(Validation {
+    fraction: DEFAULT_VALIDATION_FRACTION,
+    seed: 0,
+});
 
 /// Fit parameters with a generous `max_iter` and no time budget.
 pub fn params(
@@ -43,4 +51,62 @@ pub fn penalty(f: &Fit) -> f64 {
             .iter()
             .map(|b| total_variation(b))
             .sum::<f64>()
+}
+
+/// Asserts that `result` is a [`FastError::InvalidParameter`] naming `name`.
+pub fn assert_invalid<T: std::fmt::Debug>(result: Result<T, FastError>, name: &str, context: &str) {
+    match result {
+        Err(FastError::InvalidParameter { name: got, .. }) => assert_eq!(got, name, "{context}"),
+        other => panic!("{context}: {other:?}"),
+    }
+}
+
+/// Asserts that `fit` refuses every held-out share outside `(0, 1)`, naming
+/// `validation_fraction`.
+pub fn assert_bad_fractions_refused<T: std::fmt::Debug>(
+    fit: impl Fn(&FitParams) -> Result<T, FastError>,
+) {
+    for fraction in [0.0, 1.0, -0.1, f64::NAN] {
+        let prm = params(
+            Penalty::Validated(Validation { fraction, seed: 0 }),
+            Selection::Greedy,
+            1e-2,
+            None,
+        );
+        assert_invalid(
+            fit(&prm),
+            "validation_fraction",
+            &format!("fraction {fraction}"),
+        );
+    }
+}
+
+/// Asserts that `s` is the documented search: the coarse path `START_RATIO · STEP^k`, stopped
+/// `PATIENCE` ratios after its best one, one refinement between the best coarse ratio's
+/// neighbours, and the chosen ratio with the smallest held-out loss of all. Returns the
+/// index of the best coarse ratio.
+pub fn assert_documented_search(s: &PenaltySearch) -> usize {
+    let (path, refined) = s.ratios.split_at(s.ratios.len() - 1);
+    // The coarse path: START_RATIO · STEP^k.
+    for (k, r) in path.iter().enumerate() {
+        let want = START_RATIO * STEP.powi(k as i32);
+        assert!((r - want).abs() <= 1e-12 * want, "ratio {k}: {r} vs {want}");
+    }
+    // It stopped PATIENCE ratios after its best one, and the refinement lies between the
+    // best coarse ratio's neighbours.
+    let losses = &s.validation_loss;
+    let best_coarse = (0..path.len())
+        .min_by(|&a, &b| losses[a].total_cmp(&losses[b]))
+        .unwrap();
+    assert_eq!(best_coarse + PATIENCE + 1, path.len(), "{s:?}");
+    let t = refined[0];
+    assert!(
+        t < path[best_coarse.saturating_sub(1)] && t > path[best_coarse + 1],
+        "{s:?}"
+    );
+    // The chosen ratio has the smallest held-out loss of all tried.
+    let k = s.ratios.iter().position(|&r| r == s.ratio).unwrap();
+    assert!(losses.iter().all(|&l| l >= losses[k]), "{s:?}");
+    assert_eq!(s.n_iter.len(), s.ratios.len());
+    best_coarse
 }

@@ -39,3 +39,30 @@ def load_dataset(name, n_rows=None, seed=0):
         df = df.sample(n=n_rows, random_state=seed)
     y = df.pop("target").to_numpy(dtype=np.float64)
     return df.to_numpy(dtype=np.float64), y
+
+
+def check_search_callback_is_one_fit(make, X, y):
+    """With ``lambda_ratio="auto"``, the callback of ``make(callback=..., **params)`` sees the
+    held-out search and the final fit as one fit: its update counts never restart, and once
+    it returns False it is not called again and the fit stops."""
+    import time
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    seen = []
+    make(callback=lambda n, *_: seen.append(n)).fit(X, y)
+    assert seen[0] == 0 and np.all(np.diff(seen) >= 0)  # counts never restart
+    calls = []
+
+    def stop_after_five(n_iter, objective, kkt, elapsed):
+        calls.append(n_iter)
+        time.sleep(0.11)  # > the 0.1 s call interval: called after every update
+        return n_iter < 5
+
+    with pytest.warns(ConvergenceWarning, match="callback"):
+        m = make(tol=0.0, callback=stop_after_five).fit(X, y)
+    # updates count across the fits of the search (a fit's last count is the next one's
+    # first), and the callback is not called again once it said stop
+    assert calls == sorted(calls) and calls[-1] == 5 and calls.count(5) == 1
+    assert not m.converged_
+    return m

@@ -163,7 +163,10 @@ def test_objective_never_increases():
     X, y = load_breast_cancer(return_X_y=True)
     rng = np.random.default_rng(5)
     w = rng.uniform(0.5, 2.0, size=len(y))
-    for params in ({}, {"selection": "cyclic"}, {"lambda_ratio": 1e-4, "tol": 0.0, "max_iter": 3000}):
+    # A fixed ratio (the former default 3e-3): with "auto" the history would hold only the
+    # final fit, warm-started from the held-out search.
+    for params in ({"lambda_ratio": 3e-3}, {"lambda_ratio": 3e-3, "selection": "cyclic"},
+                   {"lambda_ratio": 1e-4, "tol": 0.0, "max_iter": 3000}):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             m = FASTClassifier(n_jobs=1, **params).fit(X, y, sample_weight=w)

@@ -1,0 +1,132 @@
+"""The classifier's default ``lambda_ratio="auto"``: the penalty chosen on held-out rows by
+the held-out log-loss."""
+
+from __future__ import annotations
+
+
+import numpy as np
+import pytest
+from scipy.special import expit
+from sklearn.datasets import load_breast_cancer
+from sklearn.metrics import log_loss
+
+from fastpcam import FASTClassifier
+
+from _data import check_search_callback_is_one_fit
+
+
+def _labels(n: int, p: int, seed: int, scale: float = 0.8) -> tuple[np.ndarray, np.ndarray]:
+    """``p`` uniform features, labels drawn from the log-odds ``scale * (step + sine)`` of the
+    first two (the others are noise)."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(size=(n, p))
+    eta = scale * (np.where(X[:, 0] > 0.5, 1.0, -1.0) + np.sin(4 * X[:, 1]))
+    return X, (rng.uniform(size=n) < expit(eta)).astype(int)
+
+
+def test_defaults():
+    params = FASTClassifier().get_params()
+    assert params["lambda_ratio"] == "auto" and params["validation_fraction"] == 0.15
+
+
+def test_the_search_is_reported_and_picks_its_smallest_held_out_log_loss():
+    X, y = _labels(3000, 3, seed=1, scale=2.0)
+    m = FASTClassifier().fit(X, y)
+    path = m.validation_path_
+    assert set(path) == {"lambda_ratio", "validation_log_loss", "n_iter"}
+    k = len(path["lambda_ratio"])
+    assert k >= 3 and all(len(v) == k for v in path.values())
+    best = int(np.argmin(path["validation_log_loss"]))
+    assert m.lambda_ratio_ == pytest.approx(path["lambda_ratio"][best], rel=1e-12)
+    assert m.lambda_f_ == pytest.approx(m.lambda_ratio_ * m.lambda_max_, rel=1e-12)
+    # held out within each class: 15% of each, rounded
+    n1 = int(y.sum())
+    assert m.n_validation_ == round(0.15 * n1) + round(0.15 * (3000 - n1))
+    np.testing.assert_allclose(path["lambda_ratio"][:3], [0.0625, 0.03125, 0.015625], rtol=1e-12)
+    assert np.all(path["validation_log_loss"] > 0) and np.all(path["validation_log_loss"] < np.log(2))
+    assert np.all(path["n_iter"] >= 0) and m.converged_
+
+
+def test_the_model_is_the_full_data_fit_at_the_chosen_ratio():
+    X, y = _labels(2000, 3, seed=2, scale=1.5)
+    w = np.random.default_rng(0).uniform(0.5, 2.0, size=len(y))
+    auto = FASTClassifier(tol=1e-9, max_iter=10**6).fit(X, y, sample_weight=w)
+    assert auto.validation_path_["lambda_ratio"].size >= 2
+    plain = FASTClassifier(lambda_ratio=auto.lambda_ratio_, tol=1e-9, max_iter=10**6).fit(X, y, sample_weight=w)
+    assert auto.objective_ == pytest.approx(plain.objective_, rel=1e-9)
+    np.testing.assert_allclose(auto.decision_function(X), plain.decision_function(X), rtol=0, atol=1e-6)
+    assert plain.validation_path_["lambda_ratio"].size == 0 and plain.n_validation_ == 0
+    assert plain.lambda_ratio_ == pytest.approx(auto.lambda_ratio_, rel=1e-12)
+
+
+def test_noise_features_get_a_larger_penalty_and_a_better_test_log_loss():
+    X, y = _labels(4000, 24, seed=3)
+    Xt, yt = _labels(20000, 24, seed=4)
+    auto = FASTClassifier().fit(X, y)
+    fixed = FASTClassifier(lambda_ratio=3e-3).fit(X, y)
+    assert auto.lambda_ratio_ > 3 * 3e-3
+    loss = lambda m: log_loss(yt, m.predict_proba(Xt)[:, 1])  # noqa: E731
+    assert loss(auto) < loss(fixed)
+    active = lambda m: sum(np.ptp(v) > 0 for v in m.values_)  # noqa: E731
+    assert active(auto) < active(fixed)
+
+
+def test_swapping_the_classes_negates_the_model():
+    # The held-out rows are drawn within each class with the same seed: the same rows.
+    X, y = _labels(2000, 3, seed=5, scale=1.5)
+    a = FASTClassifier().fit(X, y)
+    b = FASTClassifier().fit(X, 1 - y)
+    assert a.lambda_ratio_ == pytest.approx(b.lambda_ratio_, rel=1e-9)  # up to rounding
+    np.testing.assert_allclose(a.decision_function(X), -b.decision_function(X), rtol=0, atol=1e-6)
+
+
+def test_random_state_draws_the_held_out_rows():
+    X, y = _labels(1500, 3, seed=6, scale=1.5)
+    a = FASTClassifier(random_state=0).fit(X, y)
+    b = FASTClassifier(random_state=0).fit(X, y)
+    c = FASTClassifier(random_state=1).fit(X, y)
+    loss = "validation_log_loss"
+    np.testing.assert_array_equal(a.validation_path_[loss], b.validation_path_[loss])
+    assert not np.array_equal(a.validation_path_[loss][:2], c.validation_path_[loss][:2])
+
+
+def test_validation_fraction_is_used_and_checked():
+    X, y = _labels(1000, 2, seed=7)
+    n1 = int(y.sum())
+    m = FASTClassifier(validation_fraction=0.3).fit(X, y)
+    assert m.n_validation_ == round(0.3 * n1) + round(0.3 * (1000 - n1))
+    for bad in (0.0, 1.0, 1.5, -0.1):
+        with pytest.raises(ValueError, match="validation_fraction"):
+            FASTClassifier(validation_fraction=bad).fit(X, y)
+    with pytest.raises(ValueError, match="lambda_ratio"):
+        FASTClassifier(lambda_ratio="best").fit(X, y)
+
+
+def test_an_explicit_penalty_few_rows_or_a_rare_class_skip_the_search():
+    X, y = _labels(1000, 2, seed=8)
+    m = FASTClassifier(lambda_f=0.01).fit(X, y)
+    assert m.lambda_f_ == 0.01 and m.n_validation_ == 0 and m.validation_path_["lambda_ratio"].size == 0
+
+    def fixed(m: FASTClassifier) -> bool:
+        return m.n_validation_ == 0 and m.lambda_ratio_ == pytest.approx(3e-3, rel=1e-12)
+
+    # 300 rows hold out 45 < 50: the fixed ratio 3e-3
+    assert fixed(FASTClassifier().fit(X[:300], y[:300]))
+    # 3 positives: 15% of them rounds to none held out, a single class there
+    rare = np.zeros(1000, dtype=int)
+    rare[[10, 500, 900]] = 1
+    assert fixed(FASTClassifier().fit(X, rare))
+
+
+def test_the_callback_sees_the_search_and_the_final_fit_as_one_fit():
+    X, y = _labels(3000, 3, seed=9, scale=1.5)
+    m = check_search_callback_is_one_fit(FASTClassifier, X, y)
+    assert np.all(np.isfinite(m.decision_function(X)))
+
+
+def test_breast_cancer_default():
+    X, y = load_breast_cancer(return_X_y=True)
+    m = FASTClassifier().fit(X, y)
+    # 569 rows: 85 held out, the search runs
+    assert m.n_validation_ == round(0.15 * y.sum()) + round(0.15 * (len(y) - y.sum()))
+    assert m.validation_path_["lambda_ratio"].size >= 2 and m.score(X, y) > 0.95
