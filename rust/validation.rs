@@ -13,8 +13,10 @@
 //! tolerance than between neighbouring ratios). The path stops as soon as the held-out
 //! weighted mean squared error gets worse (`PATIENCE`): smaller penalties only fit more
 //! noise, so the path pays for the expensive small-penalty end only when the data ask for
-//! it. One more fit refines the choice, at the vertex of the parabola through the best
-//! ratio and its two neighbours (in log ratio). The ratio with the smallest held-out error
+//! it. When the first ratio wins (noise-heavy data), the path climbs instead, `r / STEP` at
+//! a time towards `λ_max`, while the held-out error improves. One more fit refines the
+//! choice, at the vertex of the parabola through the best ratio and its two neighbours (in
+//! log ratio). The ratio with the smallest held-out error
 //! wins, and the final model is fitted on **all** rows at that ratio (of the full data's
 //! `λ_max`), warm-started from the held-out fit, to the requested tolerance: it is the
 //! exact minimiser of the full-data objective, with its KKT certificate.
@@ -532,6 +534,24 @@ pub(crate) fn run_path<S: PathState>(
         }
         ratio *= STEP;
     }
+    // The first ratio won (noise-heavy data): climb towards λ_max while that improves.
+    let mut up = START_RATIO / STEP;
+    // (`up · STEP` is the largest ratio tried so far: the best one, or stop.)
+    while !interrupted
+        && up < 1.0
+        && best
+            .as_ref()
+            .is_some_and(|b| b.0 >= up * STEP * (1.0 - 1e-12))
+    {
+        let (loss, stop, values) = try_ratio(&mut st, up, &mut search)?;
+        interrupted = stop;
+        if best.as_ref().is_some_and(|b| loss < b.1) {
+            best = Some((up, loss, values));
+            up /= STEP;
+        } else {
+            break;
+        }
+    }
     let (mut ratio, loss, mut values) = best.expect("the path fits at least one ratio");
 
     // One refinement: the vertex of the parabola through the best ratio and its neighbours
@@ -550,9 +570,16 @@ pub(crate) fn run_path<S: PathState>(
 
 /// The ratio to try once the path has stopped (see [`run_path`]), or `None`.
 fn refinement(search: &PenaltySearch, best: f64) -> Option<f64> {
-    let x: Vec<f64> = search.ratios.iter().map(|r| r.ln()).collect();
-    let l = &search.validation_loss;
-    let k = search.ratios.iter().position(|&r| r == best)?;
+    // The ratios tried, decreasing (the path may have climbed above its first ratio).
+    let mut tried: Vec<(f64, f64)> = search
+        .ratios
+        .iter()
+        .zip(&search.validation_loss)
+        .map(|(&r, &l)| (r.ln(), l))
+        .collect();
+    tried.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let (x, l): (Vec<f64>, Vec<f64>) = tried.into_iter().unzip();
+    let k = x.iter().position(|&v| v == best.ln())?;
     let t = if x.len() < 2 {
         return None;
     } else if k == 0 {

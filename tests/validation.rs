@@ -11,7 +11,7 @@ use fastpcam::params::{
     Engine, Penalty, Selection, DEFAULT_LAMBDA_RATIO, DEFAULT_VALIDATION_FRACTION,
 };
 use fastpcam::solver::{fit, fit_binned, fit_with_engine, Fit};
-use fastpcam::validation::{fit_validated, validation_rows};
+use fastpcam::validation::{fit_validated, validation_rows, START_RATIO, STEP};
 use ndarray::{Array1, Array2};
 use rand::{Rng, SeedableRng};
 
@@ -92,9 +92,16 @@ fn noise_gets_a_larger_penalty_than_signal() {
     let prm = params(HELD_OUT, Selection::Greedy, 1e-2, Some(256));
     let signal = fit(x.view(), y_signal.view(), None, &prm, None).unwrap();
     let noise = fit(x.view(), y_noise.view(), None, &prm, None).unwrap();
-    let (rs, rn) = (signal.search.unwrap().ratio, noise.search.unwrap().ratio);
+    let (rs, noise) = (signal.search.unwrap().ratio, noise.search.unwrap());
     assert!(rs < 0.01, "signal: {rs}");
-    assert!(rn >= 0.03, "noise: {rn}");
+    // Pure noise: the first ratio wins, so the search climbs above it towards λ_max.
+    assert!(noise.ratio > START_RATIO, "{noise:?}");
+    assert!(noise.ratios.contains(&(START_RATIO / STEP)), "{noise:?}");
+    let k = noise.ratios.iter().position(|&r| r == noise.ratio).unwrap();
+    assert!(noise
+        .validation_loss
+        .iter()
+        .all(|&l| l >= noise.validation_loss[k]));
 }
 
 #[test]

@@ -85,7 +85,8 @@ class FASTClassifier(ClassifierMixin, BaseEstimator):
         on held-out rows, as :class:`FASTRegressor` does, by the held-out log-loss: a share
         ``validation_fraction`` of each class's rows is held out, FAST is fitted on the rest
         along a decreasing path of ratios (0.0625, 0.03125, ..., each fit continuing from the
-        previous one), the path stops once the held-out log-loss has got worse, one more fit
+        previous one), the path stops once the held-out log-loss has got worse (when the
+        first ratio wins, it climbs 0.125, 0.25, 0.5 while that improves), one more fit
         refines the best ratio, and the model is refitted on **all** rows at the best ratio.
         The search is in ``validation_path_``, the ratio used in ``lambda_ratio_``. With
         fewer than 50 rows on either side, or a side holding a single class, ``"auto"`` uses

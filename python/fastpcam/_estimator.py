@@ -99,7 +99,8 @@ class FASTRegressor(AdditiveModelMixin, RegressorMixin, BaseEstimator):
         chooses its number of rounds: a share ``validation_fraction`` of the rows is held out,
         FAST is fitted on the rest along a decreasing path of ratios (0.0625, 0.03125, ...,
         each fit continuing from the previous one), the path stops once the held-out MSE has
-        got worse, one more fit refines the best ratio, and the model is refitted on **all**
+        got worse (when the first ratio wins, it climbs 0.125, 0.25, 0.5 while that
+        improves), one more fit refines the best ratio, and the model is refitted on **all**
         rows at the best ratio. The search is in ``validation_path_``, the ratio used in
         ``lambda_ratio_``. Dask input and :func:`fastpcam.fit_from_parquet` hold rows out
         partition by partition (each row with probability ``validation_fraction``) and choose
