@@ -218,10 +218,18 @@ def _mse(est: Any, X: npt.NDArray[np.float64], y: npt.NDArray[np.float64]) -> fl
 
 
 def _fit_report(est: Any) -> str:
-    return (
+    report = (
         f"n_iter_ = {est.n_iter_}, converged_ = {bool(est.converged_)}, "
         f"KKT residual = {float(est.kkt_residual_):.3g}, lambda_f_ = {float(est.lambda_f_):.6g}"
     )
+    n_held = int(getattr(est, "n_validation_", 0))
+    if n_held:
+        path = est.validation_path_
+        report += (
+            f"\n  lambda_ratio_ = {float(est.lambda_ratio_):.3g}, chosen on {n_held} held-out rows "
+            f"among {len(path['lambda_ratio'])} ratios ({int(path['n_iter'].sum())} block updates)"
+        )
+    return report
 
 
 # ----------------------------------------------------------------------------- commands

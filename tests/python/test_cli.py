@@ -74,6 +74,7 @@ def test_demo_subprocess(tmp_path: Path) -> None:
     assert "KKT" in proc.stdout
     assert "test MSE" in proc.stdout
     assert "median_income" in proc.stdout
+    assert "held-out rows" in proc.stdout  # the default penalty is chosen on held-out rows
     assert "Traceback" not in proc.stderr
 
 
@@ -82,6 +83,7 @@ def test_demo_in_process_saves_model(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["demo", "--lambda-f", "0.01", "--max-bins", "32", "--out", str(out), "--no-plot"]) == 0
     text = capsys.readouterr().out
     assert "lambda_f_ = 0.01" in text and "test MSE" in text
+    assert "held-out" not in text  # a given lambda_f: no search
     est = load_model(out)
     assert list(est.feature_names_in_) == load_houses().feature_names
     assert est.lambda_f_ == 0.01
