@@ -69,7 +69,8 @@ pub const MIN_ROWS: usize = 50;
 /// What the penalty search did.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PenaltySearch {
-    /// The ratios `λ_f / λ_max` tried, decreasing.
+    /// The ratios `λ_f / λ_max` in the order tried: down the path (or up from its first
+    /// ratio), then the refinement.
     pub ratios: Vec<f64>,
     /// Held-out loss at each ratio: the weighted mean squared error, or the weighted mean
     /// log-loss for logistic fits.

@@ -204,8 +204,9 @@ class FASTRegressor(AdditiveModelMixin, RegressorMixin, BaseEstimator):
         ``lambda_f_ / lambda_max_``: with ``lambda_ratio="auto"``, the ratio chosen on
         held-out rows.
     validation_path_ : dict of str to ndarray
-        The held-out search of ``lambda_ratio="auto"``, one entry per ratio tried
-        (decreasing): ``"lambda_ratio"``, ``"validation_mse"`` (weighted MSE on the held-out
+        The held-out search of ``lambda_ratio="auto"``, one entry per ratio in the
+        order tried (down the path, or up from its first ratio, then the refinement):
+        ``"lambda_ratio"``, ``"validation_mse"`` (weighted MSE on the held-out
         rows of the fit on the others) and ``"n_iter"`` (block updates of that fit). Empty
         when no search ran.
     n_validation_ : int
