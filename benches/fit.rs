@@ -2,14 +2,16 @@
 //!
 //! * `selection/bin_sums`: the bin sums of every feature (one BGS-s selection pass) at
 //!   10⁵ and 10⁶ rows × 14 features, 256 bins;
-//! * `fit/greedy`: a whole fit (binning included, default λ ratio, tol 1e-2) at
-//!   10⁴ × 8, 10⁵ × 14 and 10⁶ × 14.
+//! * `fit/greedy`: a whole fit (binning included, the fixed default λ ratio, tol 1e-2,
+//!   `selection = Auto`) at 10⁴ × 8, 10⁵ × 14 and 10⁶ × 14;
+//! * `fit/held_out`: the same with the penalty chosen on 15% held-out rows (Python's default
+//!   `lambda_ratio="auto"`: the search and the final fit on all rows).
 //!
 //! Run with `cargo bench --bench fit` (all cores) or `RAYON_NUM_THREADS=1 cargo bench --bench fit`.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use fastpcam::binning::{bin_data, BinningParams};
-use fastpcam::params::FitParams;
+use fastpcam::params::{FitParams, Penalty, Validation, DEFAULT_VALIDATION_FRACTION};
 use fastpcam::selection::all_bin_sums;
 use fastpcam::solver::fit;
 use ndarray::{Array1, Array2};
@@ -77,6 +79,18 @@ fn bench_fit(c: &mut Criterion) {
             BenchmarkId::new("greedy", format!("{n}x{p}")),
             &n,
             |b, _| b.iter(|| fit(black_box(x.view()), y.view(), None, &params, None).unwrap()),
+        );
+        let held_out = FitParams {
+            lambda: Penalty::Validated(Validation {
+                fraction: DEFAULT_VALIDATION_FRACTION,
+                seed: 0,
+            }),
+            ..FitParams::default()
+        };
+        group.bench_with_input(
+            BenchmarkId::new("held_out", format!("{n}x{p}")),
+            &n,
+            |b, _| b.iter(|| fit(black_box(x.view()), y.view(), None, &held_out, None).unwrap()),
         );
     }
     group.finish();
