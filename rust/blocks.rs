@@ -24,7 +24,7 @@ use rayon::prelude::*;
 use crate::binning::{BinnedData, Code};
 use crate::flsa::{flsa_weighted_unchecked, FlsaWorkspace};
 use crate::selection::{
-    all_bin_sums, bin_sums_into, block_score, chain_block_score, BlockScore, PARALLEL_THRESHOLD,
+    all_bin_sums, bin_sums_into, block_score, chain_block_score, score_blocks, BlockScore,
 };
 use crate::tables::Tables;
 use crate::with_codes;
@@ -331,24 +331,7 @@ impl BlockState {
     /// Scores every block from fresh sums; returns the KKT residual's unscaled `max d`
     /// (including the intercept's stationarity).
     pub fn score_all(&self, lambda: f64, scores: &mut [BlockScore]) -> f64 {
-        let total_bins: usize = self.beta.iter().map(Vec::len).sum();
-        if total_bins < PARALLEL_THRESHOLD / 8 {
-            scores
-                .iter_mut()
-                .zip(self.sums.iter().zip(&self.beta).zip(&self.n_chain))
-                .for_each(|(s, ((r, b), &nc))| *s = chain_block_score(r, b, lambda, nc));
-        } else {
-            scores
-                .par_iter_mut()
-                .zip(
-                    self.sums
-                        .par_iter()
-                        .zip(self.beta.par_iter())
-                        .zip(self.n_chain.par_iter()),
-                )
-                .for_each(|(s, ((r, b), &nc))| *s = chain_block_score(r, b, lambda, nc));
-        }
-        let block_max = scores.iter().map(|s| s.max_d).fold(0.0, f64::max);
+        let block_max = score_blocks(&self.sums, &self.beta, &self.n_chain, lambda, scores);
         block_max.max(self.intercept_gradient().abs())
     }
 

@@ -55,6 +55,22 @@ pub enum FastError {
 /// Result alias of the core.
 pub type Result<T> = std::result::Result<T, FastError>;
 
+/// A target of `len` entries for `n_rows` rows of X: one target per row.
+///
+/// # Errors
+/// [`FastError::LengthMismatch`] naming `y` otherwise.
+pub fn check_target_len(len: usize, n_rows: usize) -> Result<()> {
+    if len != n_rows {
+        return Err(FastError::LengthMismatch {
+            what: "y",
+            expected: n_rows,
+            got: len,
+            reason: "one target per row of X",
+        });
+    }
+    Ok(())
+}
+
 /// Checks that every entry of `values` is finite.
 ///
 /// # Errors

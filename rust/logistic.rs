@@ -59,8 +59,7 @@ use crate::error::{FastError, Result};
 use crate::flsa::FlsaWorkspace;
 use crate::params::{FitParams, Penalty, Selection, Validation};
 use crate::selection::{
-    all_bin_sums, bin_sums_into, block_score, chain_block_score, select, BlockScore,
-    PARALLEL_THRESHOLD,
+    all_bin_sums, bin_sums_into, block_score, chain_block_score, score_blocks, select, BlockScore,
 };
 use crate::solver::{
     chain_weights, to_model, BinnedFit, Callback, Fit, FitReport, History, Progress, StopReason,
@@ -635,24 +634,7 @@ impl LogisticState {
 
     /// Scores every block from fresh sums; returns the largest block `max d`.
     fn score_blocks(&self, lambda: f64, scores: &mut [BlockScore]) -> f64 {
-        let total_bins: usize = self.beta.iter().map(Vec::len).sum();
-        if total_bins < PARALLEL_THRESHOLD / 8 {
-            scores
-                .iter_mut()
-                .zip(self.sums.iter().zip(&self.beta).zip(&self.n_chain))
-                .for_each(|(s, ((r, b), &nc))| *s = chain_block_score(r, b, lambda, nc));
-        } else {
-            scores
-                .par_iter_mut()
-                .zip(
-                    self.sums
-                        .par_iter()
-                        .zip(self.beta.par_iter())
-                        .zip(self.n_chain.par_iter()),
-                )
-                .for_each(|(s, ((r, b), &nc))| *s = chain_block_score(r, b, lambda, nc));
-        }
-        scores.iter().map(|s| s.max_d).fold(0.0, f64::max)
+        score_blocks(&self.sums, &self.beta, &self.n_chain, lambda, scores)
     }
 
     /// The proximal step of block `k` for the curvature in `self.h`: `bnew = FLSA(z, h, λ)`

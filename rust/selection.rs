@@ -96,6 +96,28 @@ pub fn chain_block_score(sums: &[f64], beta: &[f64], lambda: f64, n_chain: usize
     out
 }
 
+/// Every block's score ([`chain_block_score`] of its bin sums, values and chain length)
+/// into `scores`, in parallel over blocks when they hold many bins; returns the largest
+/// `max_d`.
+pub fn score_blocks(
+    sums: &[Vec<f64>],
+    beta: &[Vec<f64>],
+    n_chain: &[usize],
+    lambda: f64,
+    scores: &mut [BlockScore],
+) -> f64 {
+    let total_bins: usize = beta.iter().map(Vec::len).sum();
+    let score = |(k, s): (usize, &mut BlockScore)| {
+        *s = chain_block_score(&sums[k], &beta[k], lambda, n_chain[k])
+    };
+    if total_bins < PARALLEL_THRESHOLD / 8 {
+        scores.iter_mut().enumerate().for_each(score);
+    } else {
+        scores.par_iter_mut().enumerate().for_each(score);
+    }
+    scores.iter().map(|s| s.max_d).fold(0.0, f64::max)
+}
+
 /// The block with the largest score; ties go to the lowest index. `None` when no block can
 /// move (every score is zero).
 pub fn select(scores: &[BlockScore]) -> Option<usize> {

@@ -146,14 +146,7 @@ pub fn with_threads<R: Send>(n_threads: Option<usize>, f: impl FnOnce() -> R + S
 }
 
 fn check_target(y: ArrayView1<'_, f64>, n: usize) -> Result<()> {
-    if y.len() != n {
-        return Err(FastError::LengthMismatch {
-            what: "y",
-            expected: n,
-            got: y.len(),
-            reason: "one target per row of X",
-        });
-    }
+    crate::error::check_target_len(y.len(), n)?;
     if n < 2 {
         return Err(FastError::TooFewSamples(format!(
             "X has {n} sample (n_samples = {n}); at least 2 are needed to fit"
@@ -197,14 +190,7 @@ pub fn fit_with_engine(
     callback: Option<Callback<'_>>,
 ) -> Result<Fit> {
     params.check()?;
-    if y.len() != x.nrows() {
-        return Err(FastError::LengthMismatch {
-            what: "y",
-            expected: x.nrows(),
-            got: y.len(),
-            reason: "one target per row of X",
-        });
-    }
+    crate::error::check_target_len(y.len(), x.nrows())?;
     let mut data = bin_data(x, weights, &params.binning)?;
     let engine = match engine {
         Engine::Auto => choose_engine(&data),

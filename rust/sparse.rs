@@ -1063,14 +1063,7 @@ where
     F: FnOnce(&BinnedData) -> Result<SparsePath>,
 {
     params.check()?;
-    if y.len() != x.nrows() {
-        return Err(FastError::LengthMismatch {
-            what: "y",
-            expected: x.nrows(),
-            got: y.len(),
-            reason: "one target per row of X",
-        });
-    }
+    crate::error::check_target_len(y.len(), x.nrows())?;
     let data = bin_data(x, weights, &params.binning)?;
     let path = run(&data)?;
     let (bin_weights, missing_weights) = solver::chain_weights(&data);

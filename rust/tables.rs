@@ -61,6 +61,22 @@ fn pair_table<A: Code, B: Code>(a: &[A], b: &[B], v: Option<&[f64]>, nb: usize, 
     }
 }
 
+/// Where each pair's table starts in the concatenated `pairs` (`start[j·p + k]` for
+/// `j < k`, in `(0,1), (0,2), …, (1,2), …` order; `usize::MAX` elsewhere) and their total
+/// length.
+fn pair_layout(n_bins: &[usize]) -> (Vec<usize>, usize) {
+    let p = n_bins.len();
+    let mut start = vec![usize::MAX; p * p];
+    let mut len = 0;
+    for j in 0..p {
+        for k in j + 1..p {
+            start[j * p + k] = len;
+            len += n_bins[j] * n_bins[k];
+        }
+    }
+    (start, len)
+}
+
 impl Tables {
     /// Builds the statistics in one pass per pair of features, in parallel over pairs (each
     /// pair accumulated in row order: the same numbers for any number of threads).
@@ -68,14 +84,7 @@ impl Tables {
     /// # Errors
     /// [`FastError::LengthMismatch`] if `y` does not have one entry per row.
     pub fn build(data: &BinnedData, y: ArrayView1<'_, f64>) -> Result<Self> {
-        if y.len() != data.n_samples {
-            return Err(FastError::LengthMismatch {
-                what: "y",
-                expected: data.n_samples,
-                got: y.len(),
-                reason: "one target per row of X",
-            });
-        }
+        crate::error::check_target_len(y.len(), data.n_samples)?;
         let p = data.n_features();
         let v = data.weights.as_deref();
         let w_total = data.total_weight;
@@ -110,24 +119,18 @@ impl Tables {
             .iter()
             .map(|f| f.bin_weights.clone())
             .collect();
-        let mut pair_start = vec![usize::MAX; p * p];
-        let mut jobs: Vec<(usize, usize, usize)> = Vec::new();
-        let mut len = 0;
+        let (pair_start, len) = pair_layout(&n_bins);
+        let mut pairs = vec![0.0; len];
+        // Split the buffer into one disjoint slice per pair (in layout order), then fill them
+        // in parallel.
+        let mut slices: Vec<(usize, usize, &mut [f64])> = Vec::with_capacity(p * p / 2);
+        let mut rest: &mut [f64] = &mut pairs;
         for j in 0..p {
             for k in j + 1..p {
-                pair_start[j * p + k] = len;
-                jobs.push((j, k, len));
-                len += n_bins[j] * n_bins[k];
+                let (head, tail) = rest.split_at_mut(n_bins[j] * n_bins[k]);
+                slices.push((j, k, head));
+                rest = tail;
             }
-        }
-        let mut pairs = vec![0.0; len];
-        // Split the buffer into one disjoint slice per pair, then fill them in parallel.
-        let mut slices: Vec<(usize, usize, &mut [f64])> = Vec::with_capacity(jobs.len());
-        let mut rest: &mut [f64] = &mut pairs;
-        for &(j, k, _) in &jobs {
-            let (head, tail) = rest.split_at_mut(n_bins[j] * n_bins[k]);
-            slices.push((j, k, head));
-            rest = tail;
         }
         slices.into_par_iter().for_each(|(j, k, out)| {
             let nb = n_bins[k];
@@ -193,14 +196,7 @@ impl Tables {
                 );
             }
         }
-        let mut pair_start = vec![usize::MAX; p * p];
-        let mut len = 0;
-        for j in 0..p {
-            for k in j + 1..p {
-                pair_start[j * p + k] = len;
-                len += n_bins[j] * n_bins[k];
-            }
-        }
+        let (pair_start, len) = pair_layout(&n_bins);
         if pairs.len() != len {
             return bad(
                 "pairs has the wrong length",
@@ -424,18 +420,7 @@ pub fn partition_tables(
     if data.n_samples == 0 {
         let n_bins = data.features.iter().map(|f| f.n_bins()).collect::<Vec<_>>();
         let zeros: Vec<Vec<f64>> = n_bins.iter().map(|&b| vec![0.0; b]).collect();
-        let len: usize = (0..n_bins.len())
-            .flat_map(|j| (j + 1..n_bins.len()).map(move |k| (j, k)))
-            .map(|(j, k)| n_bins[j] * n_bins[k])
-            .sum();
-        let mut pair_start = vec![usize::MAX; n_bins.len() * n_bins.len()];
-        let mut at = 0;
-        for j in 0..n_bins.len() {
-            for k in j + 1..n_bins.len() {
-                pair_start[j * n_bins.len() + k] = at;
-                at += n_bins[j] * n_bins[k];
-            }
-        }
+        let (pair_start, len) = pair_layout(&n_bins);
         return Ok(Tables {
             n_bins,
             total_weight: 0.0,

@@ -115,15 +115,7 @@ fn partition_stats<'py>(
     n_jobs: Option<usize>,
 ) -> PyResult<StatsOutput<'py>> {
     let (x, y) = (x.as_array(), y.as_array());
-    if y.len() != x.nrows() {
-        return Err(FastError::LengthMismatch {
-            what: "y",
-            expected: x.nrows(),
-            got: y.len(),
-            reason: "one target per row of X",
-        }
-        .into());
-    }
+    crate::error::check_target_len(y.len(), x.nrows())?;
     if let Some(index) = y.iter().position(|v| !v.is_finite()) {
         return Err(FastError::NonFiniteValue {
             what: "y",

@@ -354,15 +354,7 @@ fn fit_path<'py>(
     }
     let (x, y) = (x.as_array(), y.as_array());
     let w: Option<Vec<f64>> = sample_weight.map(|w| w.as_array().to_vec());
-    if y.len() != x.nrows() {
-        return Err(crate::FastError::LengthMismatch {
-            what: "y",
-            expected: x.nrows(),
-            got: y.len(),
-            reason: "one target per row of X",
-        }
-        .into());
-    }
+    crate::error::check_target_len(y.len(), x.nrows())?;
     let (data, lmax, fits) = py.detach(|| {
         no_panic("fit_path", || {
             solver::with_threads(n_jobs, || -> crate::Result<_> {
@@ -421,15 +413,7 @@ fn lambda_max<'py>(
     let params = binning_params(max_bins, random_state, bin_sample_size);
     let (x, y) = (x.as_array(), y.as_array());
     let w: Option<Vec<f64>> = sample_weight.map(|w| w.as_array().to_vec());
-    if y.len() != x.nrows() {
-        return Err(crate::FastError::LengthMismatch {
-            what: "y",
-            expected: x.nrows(),
-            got: y.len(),
-            reason: "one target per row of X",
-        }
-        .into());
-    }
+    crate::error::check_target_len(y.len(), x.nrows())?;
     let lmax = py.detach(|| {
         no_panic("lambda_max", || {
             solver::with_threads(n_jobs, || {
