@@ -175,17 +175,8 @@ impl BlockState {
         matches!(self.backend, Backend::Tables { .. })
     }
 
-    fn centred(data: &BinnedData, mut beta: Vec<Vec<f64>>) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
-        let w_total = data.total_weight;
-        let wn: Vec<Vec<f64>> = data
-            .features
-            .iter()
-            .map(|f| f.bin_weights.iter().map(|w| w / w_total).collect())
-            .collect();
-        for (b, w) in beta.iter_mut().zip(&wn) {
-            let m: f64 = b.iter().zip(w).map(|(b, w)| b * w).sum();
-            b.iter_mut().for_each(|v| *v -= m);
-        }
+    fn centred(data: &BinnedData, beta: Vec<Vec<f64>>) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+        let (wn, beta, _) = centre(data, beta);
         (wn, beta)
     }
 
@@ -533,6 +524,36 @@ impl BlockState {
         }
         self.loss = 0.5 * partials.iter().sum::<f64>() / data.total_weight;
     }
+}
+
+/// Every feature's bin weights divided by the total weight, `w_b / W`.
+pub(crate) fn normalised_weights(data: &BinnedData) -> Vec<Vec<f64>> {
+    let w_total = data.total_weight;
+    data.features
+        .iter()
+        .map(|f| f.bin_weights.iter().map(|w| w / w_total).collect())
+        .collect()
+}
+
+/// The normalised bin weights, and `beta` with each block's weighted mean subtracted (so
+/// every shape function is centred); the means removed, one per block, for the intercept.
+pub(crate) fn centre(
+    data: &BinnedData,
+    mut beta: Vec<Vec<f64>>,
+) -> (Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<f64>) {
+    let wn = normalised_weights(data);
+    let means = beta
+        .iter_mut()
+        .zip(&wn)
+        .map(|(b, w)| {
+            let m: f64 = b.iter().zip(w).map(|(b, w)| b * w).sum();
+            if m != 0.0 {
+                b.iter_mut().for_each(|v| *v -= m);
+            }
+            m
+        })
+        .collect();
+    (wn, beta, means)
 }
 
 /// The exact block minimiser behind every block update: with curvature weights `h` and the

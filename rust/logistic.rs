@@ -478,23 +478,15 @@ impl LogisticState {
         data: &BinnedData,
         y: ArrayView1<'_, f64>,
         mean: f64,
-        mut beta: Vec<Vec<f64>>,
+        beta: Vec<Vec<f64>>,
         curvature: Curvature,
     ) -> Self {
         let mut intercept = (mean / (1.0 - mean)).ln();
         let n = data.n_samples;
         let w_total = data.total_weight;
-        let wn: Vec<Vec<f64>> = data
-            .features
-            .iter()
-            .map(|f| f.bin_weights.iter().map(|w| w / w_total).collect())
-            .collect();
-        for (b, w) in beta.iter_mut().zip(&wn) {
-            let mean: f64 = b.iter().zip(w).map(|(x, w)| x * w).sum();
-            if mean != 0.0 {
-                b.iter_mut().for_each(|x| *x -= mean);
-                intercept += mean;
-            }
+        let (wn, beta, means) = crate::blocks::centre(data, beta);
+        for m in means.into_iter().filter(|&m| m != 0.0) {
+            intercept += m;
         }
         let mut eta = vec![intercept; n];
         for (f, b) in data.features.iter().zip(&beta) {

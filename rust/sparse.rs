@@ -291,12 +291,7 @@ impl<'a> SparseSolver<'a> {
     pub fn new(data: &'a BinnedData, y: ArrayView1<'_, f64>, lambda_f: f64, tol: f64) -> Self {
         let st = BlockState::new(data, y);
         let p = data.n_features();
-        let w_total = data.total_weight;
-        let wn: Vec<Vec<f64>> = data
-            .features
-            .iter()
-            .map(|f| f.bin_weights.iter().map(|w| w / w_total).collect())
-            .collect();
+        let wn = crate::blocks::normalised_weights(data);
         let max_bins = data.features.iter().map(|f| f.n_bins()).max().unwrap_or(1);
         Self {
             data,
