@@ -66,3 +66,17 @@ def check_search_callback_is_one_fit(make, X, y):
     assert calls == sorted(calls) and calls[-1] == 5 and calls.count(5) == 1
     assert not m.converged_
     return m
+
+
+def check_search_picks_its_best(m, loss_key, min_ratios=3):
+    """The held-out search of a fitted ``lambda_ratio="auto"`` model is reported whole and
+    its chosen ratio is the one of smallest held-out loss ``loss_key``."""
+    path = m.validation_path_
+    assert set(path) == {"lambda_ratio", loss_key, "n_iter"}
+    k = len(path["lambda_ratio"])
+    assert k >= min_ratios and all(len(v) == k for v in path.values())
+    best = int(np.argmin(path[loss_key]))
+    assert m.lambda_ratio_ == pytest.approx(path["lambda_ratio"][best], rel=1e-12)
+    assert m.lambda_f_ == pytest.approx(m.lambda_ratio_ * m.lambda_max_, rel=1e-12)
+    assert np.all(path["n_iter"] >= 0) and m.converged_
+    return path

@@ -8,7 +8,7 @@ import pytest
 
 from fastpcam import FASTRegressor
 
-from _data import check_search_callback_is_one_fit, make_additive
+from _data import check_search_callback_is_one_fit, check_search_picks_its_best, make_additive
 
 
 def _noisy(n: int, p: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -22,16 +22,9 @@ def _noisy(n: int, p: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 def test_default_chooses_the_ratio_with_the_smallest_held_out_error():
     X, y = make_additive(n=3000, p=3, seed=1, noise=1.0)
     m = FASTRegressor().fit(X, y)
-    path = m.validation_path_
-    assert set(path) == {"lambda_ratio", "validation_mse", "n_iter"}
-    k = len(path["lambda_ratio"])
-    assert k >= 3 and all(len(v) == k for v in path.values())
-    best = int(np.argmin(path["validation_mse"]))
-    assert m.lambda_ratio_ == pytest.approx(path["lambda_ratio"][best], rel=1e-12)
-    assert m.lambda_f_ == pytest.approx(m.lambda_ratio_ * m.lambda_max_, rel=1e-12)
+    path = check_search_picks_its_best(m, "validation_mse")
     assert m.n_validation_ == round(0.15 * 3000)
     assert np.all(np.diff(path["lambda_ratio"][:-1]) < 0)  # the path, then one refinement
-    assert np.all(path["n_iter"] >= 0) and m.converged_
 
 
 def test_the_model_is_the_full_data_fit_at_the_chosen_ratio():

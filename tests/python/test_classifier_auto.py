@@ -12,7 +12,7 @@ from sklearn.metrics import log_loss
 
 from fastpcam import FASTClassifier
 
-from _data import check_search_callback_is_one_fit
+from _data import check_search_callback_is_one_fit, check_search_picks_its_best
 
 
 def _labels(n: int, p: int, seed: int, scale: float = 0.8) -> tuple[np.ndarray, np.ndarray]:
@@ -32,19 +32,12 @@ def test_defaults():
 def test_the_search_is_reported_and_picks_its_smallest_held_out_log_loss():
     X, y = _labels(3000, 3, seed=1, scale=2.0)
     m = FASTClassifier().fit(X, y)
-    path = m.validation_path_
-    assert set(path) == {"lambda_ratio", "validation_log_loss", "n_iter"}
-    k = len(path["lambda_ratio"])
-    assert k >= 3 and all(len(v) == k for v in path.values())
-    best = int(np.argmin(path["validation_log_loss"]))
-    assert m.lambda_ratio_ == pytest.approx(path["lambda_ratio"][best], rel=1e-12)
-    assert m.lambda_f_ == pytest.approx(m.lambda_ratio_ * m.lambda_max_, rel=1e-12)
+    path = check_search_picks_its_best(m, "validation_log_loss")
     # held out within each class: 15% of each, rounded
     n1 = int(y.sum())
     assert m.n_validation_ == round(0.15 * n1) + round(0.15 * (3000 - n1))
     np.testing.assert_allclose(path["lambda_ratio"][:3], [0.0625, 0.03125, 0.015625], rtol=1e-12)
     assert np.all(path["validation_log_loss"] > 0) and np.all(path["validation_log_loss"] < np.log(2))
-    assert np.all(path["n_iter"] >= 0) and m.converged_
 
 
 def test_the_model_is_the_full_data_fit_at_the_chosen_ratio():
