@@ -1,5 +1,15 @@
 """The ``fastpcam`` command line: ``demo``, ``fit`` and ``predict``.
 
+``fit`` reads a CSV file and fits a regressor or a binary classifier. ``--task auto`` (the
+default) chooses classification when the target column holds text (``yes``/``no``,
+``true``/``false``, ...) or exactly two distinct numbers, and regression for any other
+numeric target; the choice and its reason go to stderr. Feature columns holding numbers are
+numeric features, columns holding text are categorical features (as a pandas object column
+is for the estimators), ``--categorical`` makes any column categorical, and an empty cell or
+``NA``, ``N/A``, ``NaN``, ``nan``, ``NULL``, ``null`` is a missing value. ``predict`` encodes
+the columns as the saved model did at fit time and writes the predictions (class labels for a
+classifier; ``--proba`` adds one probability column per class).
+
 Bad input (a missing file or column, a non-numeric cell, a bad option value, an
 incompatible model file) prints ``fastpcam: error: <message>`` to stderr and exits with
 status 2; no traceback.
@@ -17,6 +27,7 @@ import sys
 import time
 import warnings
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import IO, Any, Iterator, Sequence
 
 import numpy as np
@@ -25,7 +36,9 @@ import numpy.typing as npt
 __all__ = ["main"]
 
 PROG = "fastpcam"
-_DEFAULT = object()  # "not given on the command line": keep the estimator's default
+TASKS = ("auto", "regression", "classification")
+#: Cells read as a missing value (a NaN for the estimators).
+MISSING_TOKENS = frozenset({"", "NA", "N/A", "NaN", "nan", "NULL", "null"})
 
 
 class CLIError(Exception):
@@ -82,59 +95,171 @@ def _read_table(path: str, sep: str) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
-def _numeric_column(path: str, name: str, cells: list[str]) -> npt.NDArray[np.float64]:
-    """Parse one column as float64, naming the column and line of the first bad cell."""
-    try:
-        col = np.array(cells, dtype=np.float64)  # float() on each cell
-    except ValueError:
-        col = None
-    if col is not None and np.all(np.isfinite(col)):
-        return col
-    for i, cell in enumerate(cells):  # locate the first offending cell
-        line = i + 2  # the header is line 1 (exact unless a quoted cell spans lines)
-        text = cell.strip()
-        if not text:
-            raise CLIError(
-                f"{path}: column {name!r}, line {line}: empty cell (missing values are not supported)"
-            )
-        try:
-            value = float(text)
+def _line(i: int) -> int:
+    """File line of data row ``i``: the header is line 1 (exact unless a quoted cell spans lines)."""
+    return i + 2
+
+
+@dataclass
+class _Column:
+    """One CSV column, scanned once: its numbers (NaN where missing) and its first text cell."""
+
+    path: str
+    name: str
+    cells: list[str]
+    values: npt.NDArray[np.float64]  # NaN for missing and for text cells
+    n_numbers: int  # cells holding a finite number
+    first_text: int  # row of the first cell that is neither missing nor a number, or -1
+    first_nonfinite: int  # row of the first "inf"-like cell, or -1
+
+    @classmethod
+    def scan(cls, path: str, name: str, cells: list[str]) -> "_Column":
+        n = len(cells)
+        try:  # fast path: every cell a finite number
+            values = np.array(cells, dtype=np.float64)
+            if np.all(np.isfinite(values)):
+                return cls(path, name, cells, values, n, -1, -1)
         except ValueError:
-            raise CLIError(f"{path}: column {name!r}, line {line}: {cell!r} is not a number") from None
-        if not math.isfinite(value):
+            pass
+        values = np.full(n, np.nan)
+        n_numbers, first_text, first_nonfinite = 0, -1, -1
+        for i, cell in enumerate(cells):
+            text = cell.strip()
+            if text in MISSING_TOKENS:
+                continue
+            try:
+                value = float(text)
+            except ValueError:
+                if first_text < 0:
+                    first_text = i
+                continue
+            if math.isfinite(value):
+                values[i] = value
+                n_numbers += 1
+            elif first_nonfinite < 0:
+                first_nonfinite = i
+        return cls(path, name, cells, values, n_numbers, first_text, first_nonfinite)
+
+    @property
+    def is_text(self) -> bool:
+        """Text cells and no numbers: a categorical column."""
+        return self.first_text >= 0 and self.n_numbers == 0
+
+    def where(self, i: int) -> str:
+        return f"{self.path}: column {self.name!r}, line {_line(i)}"
+
+    def numbers(self, *, missing_ok: bool, hint: str = "") -> npt.NDArray[np.float64]:
+        """The column as float64 (NaN = missing), or a CLIError naming the first bad cell."""
+        if self.first_text >= 0:
+            cell = self.cells[self.first_text]
+            raise CLIError(f"{self.where(self.first_text)}: {cell!r} is not a number{hint}")
+        if self.first_nonfinite >= 0:
+            cell = self.cells[self.first_nonfinite]
             raise CLIError(
-                f"{path}: column {name!r}, line {line}: {cell!r} is not a finite number "
-                "(missing values are not supported)"
+                f"{self.where(self.first_nonfinite)}: {cell!r} is not a finite number "
+                "(leave the cell empty or write NA for a missing value)"
             )
-    raise CLIError(f"{path}: column {name!r} could not be parsed as numbers")  # pragma: no cover
+        if not missing_ok:
+            missing = np.flatnonzero(np.isnan(self.values))
+            if missing.size:
+                raise CLIError(f"{self.where(int(missing[0]))}: empty cell (missing values are not supported here)")
+        return self.values
+
+    def labels(self) -> npt.NDArray[Any]:
+        """The column as text labels (object array, None where missing)."""
+        out = np.empty(len(self.cells), dtype=object)
+        out[:] = [None if c.strip() in MISSING_TOKENS else c.strip() for c in self.cells]
+        return out
 
 
-def _columns(path: str, header: list[str], rows: list[list[str]], names: Sequence[str]) -> npt.NDArray[np.float64]:
+def _pandas(column: _Column) -> Any:
+    """pandas, which categorical columns need, or an error naming the column that needs it."""
+    try:
+        import pandas as pd
+    except ImportError:
+        raise CLIError(
+            f"{column.path}: column {column.name!r} holds text (line {_line(max(column.first_text, 0))}: "
+            f"{column.cells[max(column.first_text, 0)]!r}); reading it as a categorical feature needs "
+            "pandas (pip install pandas)"
+        ) from None
+    return pd
+
+
+def _table_columns(path: str, header: list[str], rows: list[list[str]], names: Sequence[str]) -> list[_Column]:
     index = {name: j for j, name in enumerate(header)}
-    X = np.empty((len(rows), len(names)), dtype=np.float64)
-    for k, name in enumerate(names):
-        j = index[name]
-        X[:, k] = _numeric_column(path, name, [row[j] for row in rows])
-    return X
+    return [_Column.scan(path, name, [row[index[name]] for row in rows]) for name in names]
+
+
+def _feature_matrix(columns: Sequence[_Column], categorical: Sequence[bool]) -> Any:
+    """A float matrix when every feature is numeric, else a pandas DataFrame whose categorical
+    columns are object columns of labels (what the estimators read as categories)."""
+    if not any(categorical):
+        X = np.empty((len(columns[0].cells), len(columns)), dtype=np.float64)
+        for k, col in enumerate(columns):
+            X[:, k] = col.numbers(missing_ok=True)
+        return X
+    pd = _pandas(next(c for c, is_cat in zip(columns, categorical) if is_cat))
+    data = {}
+    for col, is_cat in zip(columns, categorical):
+        if is_cat:
+            data[col.name] = pd.Series(col.labels(), dtype=object)
+        else:
+            data[col.name] = col.numbers(
+                missing_ok=True,
+                hint=f" (the column mixes numbers and text; --categorical {col.name} reads it as categories)",
+            )
+    return pd.DataFrame(data, columns=[c.name for c in columns])
 
 
 def read_training_csv(
-    path: str, target: str, sep: str = ","
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], list[str]]:
-    """``X, y, feature_names`` from a CSV: every column but ``target`` is a feature."""
+    path: str, target: str, sep: str = ",", categorical: Sequence[str] = ()
+) -> tuple[Any, _Column, list[str]]:
+    """``X, target column, feature_names`` from a CSV: every column but ``target`` is a feature.
+
+    ``X`` is a float matrix, or a pandas DataFrame when a column is categorical (it holds
+    text, or is named in ``categorical``)."""
     header, rows = _read_table(path, sep)
     if target not in header:
         raise CLIError(f"{path}: target column {target!r} not found; the columns are {', '.join(map(repr, header))}")
     features = [name for name in header if name != target]
     if not features:
         raise CLIError(f"{path}: no feature columns besides the target {target!r}")
-    y = _columns(path, header, rows, [target])[:, 0]
-    X = _columns(path, header, rows, features)
-    return X, y, features
+    for name in categorical:
+        if name == target:
+            raise CLIError(f"--categorical names the target column {target!r}; it must name feature columns")
+        if name not in header:
+            raise CLIError(
+                f"--categorical names column {name!r}, which {path} does not have; "
+                f"the columns are {', '.join(map(repr, header))}"
+            )
+    y = _Column.scan(path, target, [row[header.index(target)] for row in rows])
+    columns = _table_columns(path, header, rows, features)
+    is_cat = [c.name in categorical or c.is_text for c in columns]
+    hint = " (the column mixes numbers and text; --categorical {} reads it as categories)"
+    for col, cat in zip(columns, is_cat):
+        if not cat:
+            col.numbers(missing_ok=True, hint=hint.format(col.name))  # fail early, naming the cell
+    return _feature_matrix(columns, is_cat), y, features
 
 
-def read_feature_csv(path: str, feature_names: Sequence[str], sep: str = ",") -> npt.NDArray[np.float64]:
-    """The model's feature columns from a CSV, matched by name; other columns are ignored."""
+def _category_lookup(categories: Any) -> dict[str, Any]:
+    """The model's categories by their text in a CSV cell."""
+    lookup: dict[str, Any] = {}
+    for c in categories:
+        lookup.setdefault(str(c), c)
+        if isinstance(c, (float, np.floating)) and float(c).is_integer():
+            lookup.setdefault(str(int(c)), c)
+    return lookup
+
+
+def read_feature_csv(
+    path: str, feature_names: Sequence[str], sep: str = ",", categories: Sequence[Any] | None = None
+) -> Any:
+    """The model's feature columns from a CSV, matched by name; other columns are ignored.
+
+    ``categories[j]`` (the model's ``categories_``) is None for a numeric feature, else the
+    categories of feature ``j``: its cells are matched to them as text, as ``fit`` read them.
+    Categories the model has not seen are reported on stderr (they contribute 0)."""
     header, rows = _read_table(path, sep)
     missing = [name for name in feature_names if name not in header]
     if missing:
@@ -142,19 +267,118 @@ def read_feature_csv(path: str, feature_names: Sequence[str], sep: str = ",") ->
             f"{path}: missing column{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))} "
             f"that the model needs; the file has {', '.join(map(repr, header))}"
         )
-    return _columns(path, header, rows, feature_names)
+    columns = _table_columns(path, header, rows, feature_names)
+    cats = list(categories) if categories is not None else [None] * len(columns)
+    is_cat = [c is not None for c in cats]
+    for col, c in zip(columns, cats):
+        if c is None:
+            col.numbers(missing_ok=True, hint=" (the model's feature is numeric)")
+    X = _feature_matrix(columns, is_cat)
+    for col, c in zip(columns, cats):
+        if c is None:
+            continue
+        lookup = _category_lookup(c)
+        labels = X[col.name].to_numpy(dtype=object)
+        unseen = sorted({v for v in labels if v is not None and v not in lookup})
+        X[col.name] = X[col.name].map(lambda v: lookup.get(v, v) if v is not None else None).astype(object)
+        if unseen:
+            shown = ", ".join(map(repr, unseen[:5])) + (", ..." if len(unseen) > 5 else "")
+            print(
+                f"{PROG}: warning: {path}: column {col.name!r} has {len(unseen)} "
+                f"categor{'y' if len(unseen) == 1 else 'ies'} the model has not seen ({shown}); "
+                "they contribute 0",
+                file=sys.stderr,
+            )
+    return X
+
+
+# ------------------------------------------------------------------------------- the task
+
+
+@dataclass
+class _Target:
+    task: str  # "regression" or "classification"
+    y: npt.NDArray[Any]  # float64 for regression; class labels for classification
+    reason: str
+
+
+def _class_labels(y: _Column) -> npt.NDArray[Any]:
+    """Class labels as written: integers for integer-valued numbers, else floats or text."""
+    if y.first_text < 0 and y.first_nonfinite < 0:
+        values = y.numbers(missing_ok=False)
+        if np.all(values == np.round(values)) and np.all(np.abs(values) < 2**53):
+            return values.astype(np.int64)
+        return values
+    return y.labels()
+
+
+def _shown(labels: Sequence[Any]) -> str:
+    return ", ".join(repr(v.item() if hasattr(v, "item") else v) for v in labels)
+
+
+def choose_task(y: _Column, task: str) -> _Target:
+    """The task for a target column: ``task`` itself, or for ``"auto"`` classification when
+    the column holds text or exactly two distinct numbers, else regression."""
+    if task not in TASKS:
+        raise CLIError(f"--task must be one of {', '.join(TASKS)}, got {task!r}")
+    empty = [i for i, cell in enumerate(y.cells) if cell.strip() in MISSING_TOKENS]
+    if empty:
+        raise CLIError(f"{y.where(empty[0])}: empty target cell (every row needs a target value)")
+    numeric = y.first_text < 0
+    if task == "regression" or (task == "auto" and numeric):
+        values = y.numbers(missing_ok=False, hint=" (a regression target must be numeric)")
+        distinct = np.unique(values)
+        if task == "regression" or len(distinct) != 2:
+            how = "--task regression" if task == "regression" else f"numeric with {len(distinct)} distinct values"
+            return _Target("regression", values, f"target {y.name!r}: {how}")
+    labels = _class_labels(y)
+    classes = np.unique(labels.astype(str) if labels.dtype == object else labels)
+    if len(classes) != 2:
+        if task == "auto" and not numeric:
+            cell = y.cells[y.first_text]
+            raise CLIError(
+                f"{y.where(y.first_text)}: {cell!r} is not a number and the target has {len(classes)} "
+                "distinct values: regression needs a numeric target and classification exactly two classes"
+            )
+        raise CLIError(
+            f"{y.path}: target column {y.name!r} has {len(classes)} distinct value"
+            f"{'' if len(classes) == 1 else 's'}; classification needs exactly two classes "
+            "(fastpcam fits binary classifiers)"
+        )
+    how = "--task classification" if task == "classification" else (
+        "two distinct numbers; --task regression fits a regressor instead" if numeric else "text")
+    return _Target(
+        "classification", labels,
+        f"target {y.name!r}: {how}; classes {_shown(classes)}, positive class {_shown(classes[1:])}",
+    )
 
 
 # ------------------------------------------------------------------------------ helpers
 
 
-def _max_bins(text: str) -> int | None:
+def _estimator_classes() -> dict[str, Any]:
+    from fastpcam import FASTClassifier, FASTRegressor
+
+    return {"regression": FASTRegressor, "classification": FASTClassifier}
+
+
+def _default(name: str) -> str:
+    """An option's default as the estimators define it (never restated here)."""
+    regressor, classifier = (cls().get_params()[name] for cls in _estimator_classes().values())
+    if regressor == classifier:
+        return repr(regressor)
+    return f"{regressor!r} for regression, {classifier!r} for classification"
+
+
+def _max_bins(text: str) -> int | str | None:
+    if text.lower() == "auto":
+        return "auto"
     if text.lower() in {"none", "exact"}:
         return None
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 2 or 'exact', got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected an integer >= 2, 'auto' or 'exact', got {text!r}") from None
     if value < 2:
         raise argparse.ArgumentTypeError(f"must be >= 2, got {value}")
     return value
@@ -170,6 +394,10 @@ def _nonneg_float(text: str) -> float:
     return value
 
 
+def _ratio(text: str) -> float | str:
+    return "auto" if text.lower() == "auto" else _nonneg_float(text)
+
+
 def _pos_int(text: str) -> int:
     try:
         value = int(text)
@@ -180,16 +408,13 @@ def _pos_int(text: str) -> int:
     return value
 
 
-def _estimator(args: argparse.Namespace, **extra: Any) -> Any:
-    from fastpcam import FASTRegressor
+#: Estimator parameters the fit options set; an option not given keeps the estimator's default.
+_FIT_PARAMS = ("lambda_f", "lambda_ratio", "max_bins", "tol", "max_iter")
 
-    params: dict[str, Any] = {"lambda_f": args.lambda_f, **extra}
-    if args.max_bins is not _DEFAULT:
-        params["max_bins"] = args.max_bins
-    for name in ("tol", "max_iter"):
-        if getattr(args, name, None) is not None:
-            params[name] = getattr(args, name)
-    return FASTRegressor(**params)
+
+def _estimator(args: argparse.Namespace, task: str, **extra: Any) -> Any:
+    params = {name: getattr(args, name) for name in _FIT_PARAMS if hasattr(args, name)}
+    return _estimator_classes()[task](**params, **extra)
 
 
 @contextmanager
@@ -206,15 +431,25 @@ def _reported_warnings() -> Iterator[None]:
             print(f"{PROG}: warning: {message}", file=sys.stderr)
 
 
-def _timed_fit(est: Any, X: npt.NDArray[np.float64], y: npt.NDArray[np.float64]) -> float:
+def _timed_fit(est: Any, X: Any, y: npt.NDArray[Any]) -> float:
     with _reported_warnings():
         t0 = time.perf_counter()
         est.fit(X, y)
         return time.perf_counter() - t0
 
 
-def _mse(est: Any, X: npt.NDArray[np.float64], y: npt.NDArray[np.float64]) -> float:
+def _mse(est: Any, X: Any, y: npt.NDArray[np.float64]) -> float:
     return float(np.mean((est.predict(X) - y) ** 2))
+
+
+def _train_scores(est: Any, X: Any, y: npt.NDArray[Any], task: str) -> str:
+    if task == "regression":
+        return f"train MSE = {_mse(est, X, y):.6g}"
+    p = np.clip(est.predict_proba(X)[:, 1], 1e-15, 1 - 1e-15)
+    positive = y == est.classes_[1]
+    log_loss = -float(np.mean(np.where(positive, np.log(p), np.log1p(-p))))
+    accuracy = float(np.mean(est.predict(X) == y))
+    return f"train log-loss = {log_loss:.6g}, accuracy = {accuracy:.4f}"
 
 
 def _fit_report(est: Any) -> str:
@@ -232,6 +467,26 @@ def _fit_report(est: Any) -> str:
     return report
 
 
+def _label_text(v: Any) -> str:
+    """A class label or prediction as CSV text; floats with ``repr`` (exact round trip)."""
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v))
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        return repr(float(v))
+    return str(v)
+
+
+def _write_csv(rows: Iterator[list[str]], out: str | None, what: str, n: int) -> None:
+    if out:
+        with open(out, "w", encoding="utf-8", newline="") as f:
+            csv.writer(f, lineterminator="\n").writerows(rows)
+        print(f"{n} {what} written to {out}", file=sys.stderr)
+    else:
+        csv.writer(sys.stdout, lineterminator="\n").writerows(rows)
+
+
 # ----------------------------------------------------------------------------- commands
 
 
@@ -246,7 +501,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2, random_state=args.seed)
     mean, std = float(y_train.mean()), float(y_train.std())
     y_train, y_test = (y_train - mean) / std, (y_test - mean) / std
-    est = _estimator(args, random_state=args.seed)
+    est = _estimator(args, "regression", random_state=args.seed)
     print(
         f"California housing (Pace & Barry 1997; PMLB 537_houses): {X.shape[0]} rows x {X.shape[1]} features\n"
         f"80/20 split (random_state={args.seed}): train {X_train.shape[0]}, test {X_test.shape[0]}; "
@@ -290,38 +545,66 @@ def _save_demo_plot(est: Any, names: Sequence[str], path: str) -> None:
     print(f"\nshape functions plotted to {path}")
 
 
+def _categorical_option(values: Sequence[str] | None) -> list[str]:
+    """``--categorical a,b --categorical c`` as ``["a", "b", "c"]``."""
+    return [name.strip() for value in values or () for name in value.split(",") if name.strip()]
+
+
 def _cmd_fit(args: argparse.Namespace) -> int:
     from fastpcam._serialize import save_model
 
-    X, y, names = read_training_csv(args.data, args.target, args.sep)
-    est = _estimator(args)
-    seconds = _timed_fit(est, X, y)
+    X, y_column, names = read_training_csv(args.data, args.target, args.sep, _categorical_option(args.categorical))
+    target = choose_task(y_column, args.task)
+    print(f"{PROG}: task: {target.task} ({target.reason})", file=sys.stderr)
+    est = _estimator(args, target.task)
+    seconds = _timed_fit(est, X, target.y)
     save_model(est, args.out, feature_names=names)
-    print(f"{args.data}: {X.shape[0]} rows, {X.shape[1]} features, target {args.target!r}")
-    print(f"fitted in {seconds:.3f} s: {_fit_report(est)}")
-    print(f"train MSE = {_mse(est, X, y):.6g}")
+    categorical = [str(c) for c in getattr(X, "columns", []) if X[c].dtype == object]
+    print(
+        f"{args.data}: {X.shape[0]} rows, {X.shape[1]} features"
+        + (f" ({len(categorical)} categorical: {', '.join(categorical)})" if categorical else "")
+        + f", target {args.target!r}, {target.task}"
+    )
+    print(f"fitted {type(est).__name__} in {seconds:.3f} s: {_fit_report(est)}")
+    print(_train_scores(est, X, target.y, target.task))
     print(f"model saved to {args.out}")
     return 0
 
 
 def _cmd_predict(args: argparse.Namespace) -> int:
+    from sklearn.base import is_classifier
+
     from fastpcam._serialize import load_model
 
     est = load_model(args.model)
+    classifier = is_classifier(est)
+    if args.proba and not classifier:
+        raise CLIError(f"--proba needs a classification model, but {args.model} holds a {type(est).__name__}")
     names_in = getattr(est, "feature_names_in_", None)
     names = [f"x{j}" for j in range(est.n_features_in_)] if names_in is None else [str(n) for n in names_in]
-    X = read_feature_csv(args.data, names, args.sep)
+    categories = getattr(est, "categories_", None)
+    if categories is not None and all(c is None for c in categories):
+        categories = None
+    X = read_feature_csv(args.data, names, args.sep, categories)
     with warnings.catch_warnings():
-        # the model knows its feature names; the columns were matched by name above
+        # the columns were matched to the model's features by name above
         warnings.filterwarnings("ignore", message="X does not have valid feature names")
+        warnings.filterwarnings("ignore", message="X has feature names, but")
         pred = est.predict(X)
-    text = "prediction\n" + "".join(f"{float(p)!r}\n" for p in pred)  # repr round-trips exactly
-    if args.out:
-        with open(args.out, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        print(f"{len(pred)} predictions written to {args.out}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
+        proba = est.predict_proba(X) if args.proba else None
+    header = ["prediction"]
+    if proba is not None:
+        header += [f"proba_{_label_text(c)}" for c in est.classes_]
+
+    def rows() -> Iterator[list[str]]:
+        yield header
+        for i, p in enumerate(pred):
+            row = [_label_text(p) if classifier else repr(float(p))]
+            if proba is not None:
+                row += [repr(float(q)) for q in proba[i]]
+            yield row
+
+    _write_csv(rows(), args.out, "predictions", len(pred))
     return 0
 
 
@@ -335,14 +618,25 @@ def _version() -> str:
 
 
 def _add_fit_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--lambda-f", type=_nonneg_float, default=None, metavar="F",
-                   help="fusion penalty lambda_f (default: 1e-3 * lambda_max)")
-    p.add_argument("--max-bins", type=_max_bins, default=_DEFAULT, metavar="B",
-                   help="bins per feature, an integer >= 2 or 'exact' (default: the estimator's, 256)")
-    p.add_argument("--tol", type=_nonneg_float, default=None, metavar="T",
-                   help="KKT stopping tolerance (default: the estimator's)")
-    p.add_argument("--max-iter", type=_pos_int, default=None, metavar="N",
-                   help="maximum number of block updates (default: the estimator's)")
+    """Estimator parameters; an option not given keeps the estimator's own default."""
+    keep = argparse.SUPPRESS  # absent from the namespace unless given
+    p.add_argument("--lambda-f", type=_nonneg_float, default=keep, metavar="F",
+                   help="fusion penalty lambda_f >= 0; without it lambda_f = lambda_ratio * lambda_max (default: %s)"
+                   % _default("lambda_f"))
+    p.add_argument("--lambda-ratio", type=_ratio, default=keep, metavar="R",
+                   help="lambda_f / lambda_max when --lambda-f is not given: a number >= 0, or 'auto' "
+                   "to choose it by a held-out search over ratios (default: %s)" % _default("lambda_ratio"))
+    p.add_argument("--max-bins", type=_max_bins, default=keep, metavar="B",
+                   help="bins per feature: an integer >= 2, 'auto' (by the number of rows) or 'exact' "
+                   "(one bin per distinct value) (default: %s)" % _default("max_bins"))
+    p.add_argument("--tol", type=_nonneg_float, default=keep, metavar="T",
+                   help="KKT stopping tolerance (default: %s)" % _default("tol"))
+    p.add_argument("--max-iter", type=_pos_int, default=keep, metavar="N",
+                   help="maximum number of block updates (default: %s)" % _default("max_iter"))
+
+
+def _add_out(p: argparse.ArgumentParser, metavar: str, help: str, required: bool = False) -> None:
+    p.add_argument("-o", "--out", metavar=metavar, required=required, help=help)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -351,6 +645,22 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # argparse declares NoReturn
         self.print_usage(sys.stderr)
         self.exit(2, f"{PROG}: error: {message}\n")
+
+
+_FIT_DESCRIPTION = """\
+Fit a FASTRegressor or a FASTClassifier to a CSV file with a header row and save it as JSON.
+
+Task (--task auto, the default): classification when the target column holds text (e.g.
+yes/no, true/false) or exactly two distinct numbers (e.g. 0/1), else regression; the choice
+is printed to stderr. --task regression or --task classification overrides it.
+Classification is binary: the positive class is the larger label (sorted as
+scikit-learn sorts classes_).
+
+Features: every column except the target. A column of numbers is a numeric feature, a
+column of text is a categorical feature (categories need pandas); --categorical makes any
+column categorical (e.g. integer codes), and its cells are matched as text. A column mixing
+numbers and text is an error unless it is named in --categorical. An empty cell or one of
+NA, N/A, NaN, nan, NULL, null is a missing value (its own bin in the model)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -371,7 +681,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="random_state of the train/test split and the estimator (default: 0)")
     demo.add_argument("--max-segments", type=_pos_int, default=8, metavar="K",
                       help="segments to list per shape function (default: 8)")
-    demo.add_argument("--out", metavar="MODEL.json", help="also save the fitted model as JSON")
+    _add_out(demo, "MODEL.json", "also save the fitted model as JSON")
     demo.add_argument("--plot", metavar="PATH", default="fastpcam_demo_shapes.png",
                       help="save a plot of the shape functions here (default: fastpcam_demo_shapes.png; "
                       "needs matplotlib, the `plot` extra)")
@@ -379,24 +689,32 @@ def build_parser() -> argparse.ArgumentParser:
                       help="do not save the plot")
     demo.set_defaults(func=_cmd_demo)
 
-    fit = sub.add_parser("fit", help="fit a model to a CSV file and save it as JSON",
-                         description="Fit FASTRegressor to a CSV file with a header row; every column "
-                         "except the target is a numeric feature.")
+    fit = sub.add_parser("fit", help="fit a regressor or classifier to a CSV file and save it as JSON",
+                         description=_FIT_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     fit.add_argument("data", help="CSV file (header row; .gz is read gzipped; '-' is stdin)")
     fit.add_argument("--target", required=True, metavar="COLUMN", help="name of the target column")
+    fit.add_argument("--task", choices=TASKS, default="auto",
+                     help="regression, classification, or auto: chosen from the target column (default: auto)")
+    fit.add_argument("--categorical", action="append", metavar="COLUMNS",
+                     help="comma-separated feature columns to read as categories (repeatable); "
+                     "columns of text are categorical anyway")
     _add_fit_options(fit)
     fit.add_argument("--sep", default=",", help="field separator (default: ','; '\\t' for tabs)")
-    fit.add_argument("--out", required=True, metavar="MODEL.json", help="where to save the model")
+    _add_out(fit, "MODEL.json", "where to save the model (required)", required=True)
     fit.set_defaults(func=_cmd_fit)
 
     predict = sub.add_parser("predict", help="predict a CSV file with a saved model",
                              description="Predict with a model saved by `fastpcam fit`; the CSV's "
-                             "columns are matched to the model's features by name, extra columns ignored.")
+                             "columns are matched to the model's features by name, extra columns ignored, "
+                             "and categorical columns encoded as at fit time. Writes a CSV with a header: "
+                             "'prediction' (the predicted value, or the class label of a classifier), "
+                             "and with --proba one column 'proba_<class>' per class.")
     predict.add_argument("model", help="model JSON written by `fastpcam fit` or `fastpcam demo --out`")
     predict.add_argument("data", help="CSV file (header row; .gz is read gzipped; '-' is stdin)")
+    predict.add_argument("--proba", action="store_true",
+                         help="classifier: also write the probability of each class (predict_proba)")
     predict.add_argument("--sep", default=",", help="field separator (default: ',')")
-    predict.add_argument("--out", metavar="PREDICTIONS.csv",
-                         help="write the predictions here (default: stdout); header 'prediction'")
+    _add_out(predict, "PREDICTIONS.csv", "write the predictions here (default: stdout)")
     predict.set_defaults(func=_cmd_predict)
     return parser
 
