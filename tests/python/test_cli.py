@@ -1,22 +1,28 @@
-"""The command line (``fastpcam demo|fit|predict``), the JSON model format, the text view
-and the shipped data set."""
+"""The command line (``fastpcam demo|fit|predict``: regression and classification, categorical
+and missing cells, options and their defaults, bad input), the JSON model format, the text
+view and the shipped data set."""
 
 from __future__ import annotations
 
+import argparse
 import csv
+import io
 import json
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
 
 import fastpcam
-from fastpcam import FASTRegressor
-from fastpcam._cli import main
+from fastpcam import FASTClassifier, FASTRegressor
+from fastpcam import _cli
+from fastpcam._cli import build_parser, main
 from fastpcam._datasets import load_houses
 from fastpcam._serialize import SCHEMA_VERSION, load_model, model_to_dict, save_model
 from fastpcam._text import format_shape_functions, shape_segments, sparkline
@@ -236,6 +242,339 @@ def test_predict_with_newer_schema_is_an_error(tmp_path: Path, capsys: pytest.Ca
     model.write_text(json.dumps(d))
     data = _toy_csv(tmp_path / "d.csv", X, y)
     _assert_cli_error(capsys, main(["predict", str(model), str(data)]), "schema_version")
+
+
+# ------------------------------------------------------------------ options and their defaults
+
+
+def test_every_subcommand_takes_out() -> None:
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(subparsers.choices) == {"demo", "fit", "predict"}
+    for name, sub in subparsers.choices.items():
+        out = [a for a in sub._actions if a.dest == "out"]
+        assert out and {"-o", "--out"} <= set(out[0].option_strings), name
+    for argv in (["demo", "-o", "m.json"], ["fit", "d.csv", "--target", "y", "-o", "m.json"],
+                 ["predict", "m.json", "d.csv", "-o", "p.csv"]):
+        assert parser.parse_args(argv).out == argv[-1]
+
+
+@pytest.mark.filterwarnings("ignore:X does not have valid feature names")
+def test_out_short_option_writes_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    X, y = _toy(n=120, seed=6)
+    data = _toy_csv(tmp_path / "d.csv", X, y)
+    model, pred = tmp_path / "m.json", tmp_path / "p.csv"
+    assert main(["fit", str(data), "--target", "y", "--max-bins", "8", "-o", str(model)]) == 0
+    assert main(["predict", str(model), str(data), "-o", str(pred)]) == 0
+    np.testing.assert_array_equal(_read_predictions(pred.read_text()), load_model(model).predict(X))
+    assert capsys.readouterr().out.count("prediction") == 0  # the predictions went to the file
+
+
+@pytest.mark.parametrize("command", ["fit", "demo"])
+def test_help_states_the_estimators_defaults(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    subparsers = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    helps = {a.dest: a.help for a in subparsers.choices[command]._actions}
+    defaults = FASTRegressor().get_params()
+    for param in ("lambda_f", "lambda_ratio", "max_bins", "tol", "max_iter"):
+        assert helps[param].endswith(f"(default: {defaults[param]!r})"), (param, helps[param])
+    assert main([command, "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())  # undo argparse's line wrapping
+    assert "(default: 'auto')" in text
+    for stale in ("1e-3", "256", "λmax", "* lambda_max)"):
+        assert stale not in text, stale
+
+
+@pytest.mark.filterwarnings("ignore:X does not have valid feature names")
+@pytest.mark.parametrize("value, expected", [("auto", "auto"), ("exact", None), ("12", 12)])
+def test_fit_max_bins_values(tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str, expected: object) -> None:
+    X, y = _toy(n=150, seed=7)
+    data = _toy_csv(tmp_path / "d.csv", X, y)
+    model = tmp_path / "m.json"
+    assert main(["fit", str(data), "--target", "y", "--max-bins", value, "-o", str(model)]) == 0
+    est = load_model(model)
+    assert est.get_params()["max_bins"] == expected
+    direct = FASTRegressor(max_bins=expected).fit(X, y)
+    np.testing.assert_allclose(est.predict(X), direct.predict(X), rtol=0, atol=1e-12)
+
+
+def test_fit_options_not_given_keep_the_estimators_defaults(tmp_path: Path) -> None:
+    X, y = _toy(n=150, seed=8)
+    data = _toy_csv(tmp_path / "d.csv", X, y)
+    model = tmp_path / "m.json"
+    assert main(["fit", str(data), "--target", "y", "-o", str(model)]) == 0
+    params = load_model(model).get_params()
+    for name, value in FASTRegressor().get_params().items():
+        if name in ("lambda_f", "lambda_ratio", "max_bins", "tol", "max_iter"):
+            assert params[name] == value, name
+
+
+def test_fit_lambda_ratio(tmp_path: Path) -> None:
+    X, y = _toy(n=150, seed=9)
+    data = _toy_csv(tmp_path / "d.csv", X, y)
+    model = tmp_path / "m.json"
+    assert main(["fit", str(data), "--target", "y", "--lambda-ratio", "0.01", "-o", str(model)]) == 0
+    est = load_model(model)
+    assert est.get_params()["lambda_ratio"] == 0.01
+    assert est.lambda_f_ == pytest.approx(0.01 * est.lambda_max_, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["--max-bins", "1"], "--max-bins"),
+        (["--max-bins", "many"], "--max-bins"),
+        (["--lambda-f", "-1"], "--lambda-f"),
+        (["--lambda-ratio", "-0.5"], "--lambda-ratio"),
+        (["--lambda-ratio", "best"], "--lambda-ratio"),
+        (["--task", "ranking"], "--task"),
+        (["--tol", "nan"], "--tol"),
+    ],
+)
+def test_bad_fit_option_value(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], needle: str) -> None:
+    data = _write_csv(tmp_path / "d.csv", ["y", "x"], [[i, i] for i in range(10)])
+    code = main(["fit", str(data), "--target", "y", "-o", str(tmp_path / "m.json"), *argv])
+    _assert_cli_error(capsys, code, needle)
+
+
+# ---------------------------------------------------------------------- the task of a fit
+
+
+def _column(cells: list[str], name: str = "y") -> Any:
+    return _cli._Column.scan("d.csv", name, cells)
+
+
+@pytest.mark.parametrize(
+    "cells, task, labels",
+    [
+        (["yes", "no", "no", "yes"], "classification", ["no", "yes"]),
+        (["True", "False", "False", "False"], "classification", ["False", "True"]),
+        (["0", "1", "1", "0"], "classification", [0, 1]),
+        (["-1.0", "1.0", "1", "-1"], "classification", [-1, 1]),
+        (["0.5", "1.5", "1.5", "0.5"], "classification", [0.5, 1.5]),
+        (["0", "1", "2", "1"], "regression", None),
+        (["0.1", "0.2", "0.3", "0.4"], "regression", None),
+    ],
+)
+def test_auto_task(cells: list[str], task: str, labels: list[object] | None) -> None:
+    chosen = _cli.choose_task(_column(cells), "auto")
+    assert chosen.task == task
+    if labels is None:
+        assert chosen.y.dtype == np.float64
+        np.testing.assert_array_equal(chosen.y, [float(c) for c in cells])
+    else:
+        assert list(np.unique(chosen.y)) == labels
+        assert all(type(v) is type(chosen.y[0]) for v in chosen.y)
+
+
+def test_explicit_task_overrides_auto() -> None:
+    two = _column(["0", "1", "1", "0"])
+    assert _cli.choose_task(two, "regression").task == "regression"
+    many = _column(["1", "2", "3", "4"])
+    with pytest.raises(_cli.CLIError, match="4 distinct values; classification needs exactly two classes"):
+        _cli.choose_task(many, "classification")
+    with pytest.raises(_cli.CLIError, match="line 3: 'b' is not a number"):
+        _cli.choose_task(_column(["1", "b", "1", "b"]), "regression")
+
+
+@pytest.mark.parametrize(
+    "labels, needles",
+    [
+        (["a", "b", "c"], ("'y'", "is not a number", "3 distinct values", "exactly two classes")),
+        (["a"], ("'y'", "1 distinct value", "exactly two classes")),
+    ],
+)
+def test_fit_bad_classification_target(tmp_path: Path, capsys: pytest.CaptureFixture[str], labels: list[str],
+                                       needles: tuple[str, ...]) -> None:
+    rows = [[labels[i % len(labels)], i * 0.5] for i in range(30)]
+    data = _write_csv(tmp_path / "d.csv", ["y", "x"], rows)
+    code = main(["fit", str(data), "--target", "y", "-o", str(tmp_path / "m.json")])
+    _assert_cli_error(capsys, code, *needles)
+    assert not (tmp_path / "m.json").exists()
+
+
+def _classification_csv(path: Path, n: int = 400, seed: int = 0, labels: tuple[str, str] = ("no", "yes")) -> tuple[Path, Any]:
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=n)
+    colour = rng.choice(["red", "green", "blue"], size=n)
+    k = rng.integers(0, 4, size=n)
+    positive = a + (colour == "red") + 0.3 * k + 0.5 * rng.standard_normal(n) > 0.8
+    y = np.where(positive, labels[1], labels[0])
+    df = pd.DataFrame({"a": a, "colour": pd.Series(colour, dtype=object), "k": k.astype(np.float64)})
+    rows = [[repr(float(a[i])), colour[i], int(k[i]), y[i]] for i in range(n)]
+    return _write_csv(path, ["a", "colour", "k", "label"], rows), (df, y)
+
+
+def test_fit_reports_the_chosen_task(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data, (df, y) = _classification_csv(tmp_path / "d.csv")
+    assert main(["fit", str(data), "--target", "label", "-o", str(tmp_path / "m.json")]) == 0
+    captured = capsys.readouterr()
+    assert "fastpcam: task: classification" in captured.err and "positive class 'yes'" in captured.err
+    assert "fitted FASTClassifier" in captured.out and "train log-loss" in captured.out
+    assert "accuracy" in captured.out and "(1 categorical: colour)" in captured.out
+
+
+# The model file stores a FASTClassifier once every estimator serialises (issue 11: a
+# `FASTClassifier` to_json/from_json and load_model returning the class that was saved). Until
+# then save_model writes a classifier as a regressor, and these tests fail for that reason only.
+# The mark is conditional: it does nothing once the JSON round trip gives a FASTClassifier back.
+def _classifier_json_round_trips() -> bool:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 1))
+    clf = FASTClassifier(max_bins=4).fit(X, X[:, 0] > 0)
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            save_model(clf, Path(tmp) / "m.json")
+            return isinstance(load_model(Path(tmp) / "m.json"), FASTClassifier)
+        except ValueError:
+            return False
+
+
+needs_classifier_json = pytest.mark.xfail(
+    not _classifier_json_round_trips(),
+    reason="the JSON model format does not store FASTClassifier yet (issue 11, item 4)",
+    strict=False,
+)
+
+
+def _read_csv_columns(text: str) -> dict[str, list[str]]:
+    rows = list(csv.reader(io.StringIO(text)))
+    return {name: [row[j] for row in rows[1:]] for j, name in enumerate(rows[0])}
+
+
+@needs_classifier_json
+@pytest.mark.parametrize("labels", [("no", "yes"), ("0", "1")])
+def test_classification_fit_predict_round_trip(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                               labels: tuple[str, str]) -> None:
+    data, (df, y) = _classification_csv(tmp_path / "train.csv", labels=labels)
+    model = tmp_path / "m.json"
+    assert main(["fit", str(data), "--target", "label", "--max-bins", "16", "-o", str(model)]) == 0
+    est = load_model(model)
+    assert isinstance(est, FASTClassifier)
+    expected_classes = [0, 1] if labels == ("0", "1") else ["no", "yes"]
+    assert list(est.classes_) == expected_classes
+    # the CLI fits what the estimator fits on the same frame
+    y_fit = y.astype(np.int64) if labels == ("0", "1") else y
+    direct = FASTClassifier(max_bins=16).fit(df, y_fit)
+    np.testing.assert_allclose(est.predict_proba(df), direct.predict_proba(df), rtol=0, atol=1e-12)
+
+    capsys.readouterr()
+    assert main(["predict", str(model), str(data)]) == 0
+    cols = _read_csv_columns(capsys.readouterr().out)
+    assert list(cols) == ["prediction"]
+    assert cols["prediction"] == [str(v) for v in est.predict(df)]
+
+    out = tmp_path / "p.csv"
+    assert main(["predict", str(model), str(data), "--proba", "-o", str(out)]) == 0
+    cols = _read_csv_columns(out.read_text())
+    assert list(cols) == ["prediction", f"proba_{labels[0]}", f"proba_{labels[1]}"]
+    proba = np.array([[float(v) for v in cols[f"proba_{c}"]] for c in labels]).T
+    np.testing.assert_allclose(proba, est.predict_proba(df), rtol=0, atol=1e-12)
+    assert cols["prediction"] == [str(v) for v in est.predict(df)]
+    assert (np.asarray(cols["prediction"]) == np.asarray(labels)[(proba[:, 1] > 0.5).astype(int)]).all()
+
+
+def test_predict_proba_needs_a_classifier(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    X, y = _toy(n=60)
+    model = tmp_path / "m.json"
+    save_model(FASTRegressor(max_bins=8).fit(X, y), model, feature_names=FEATURES)
+    data = _toy_csv(tmp_path / "d.csv", X, y)
+    _assert_cli_error(capsys, main(["predict", str(model), str(data), "--proba"]), "--proba", "FASTRegressor")
+
+
+# ------------------------------------------------------------------- categorical columns
+
+
+def _categorical_regression_csv(path: Path, n: int = 300, seed: int = 0) -> tuple[Path, Any, Any]:
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1, 1, size=n)
+    city = rng.choice(["Paris", "Lyon", "Nice", "Lille"], size=n)
+    zone = rng.integers(1, 4, size=n)
+    effect = {"Paris": 2.0, "Lyon": 0.5, "Nice": 0.4, "Lille": -1.0}
+    y = x + np.array([effect[c] for c in city]) + 0.3 * zone + 0.1 * rng.standard_normal(n)
+    rows = [[repr(float(x[i])), city[i] if i % 37 else "", int(zone[i]), repr(float(y[i]))] for i in range(n)]
+    city_col = pd.Series([c if i % 37 else None for i, c in enumerate(city)], dtype=object)
+    zone_col = pd.Series([str(z) for z in zone], dtype=object)
+    df = pd.DataFrame({"x": x, "city": city_col, "zone": zone_col})
+    return _write_csv(path, ["x", "city", "zone", "y"], rows), df, y
+
+
+def test_text_columns_are_categories(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data, df, y = _categorical_regression_csv(tmp_path / "d.csv")
+    model = tmp_path / "m.json"
+    assert main(["fit", str(data), "--target", "y", "--categorical", "zone", "-o", str(model)]) == 0
+    assert "(2 categorical: city, zone)" in capsys.readouterr().out
+    est = load_model(model)
+    assert list(est.is_categorical_) == [False, True, True]
+    assert sorted(est.categories_[1]) == ["Lille", "Lyon", "Nice", "Paris"]
+    assert sorted(est.categories_[2]) == ["1", "2", "3"]
+    assert est.missing_weights_[1] > 0  # the empty cells are the missing category
+    direct = FASTRegressor().fit(df, y)  # what the estimator does with the same pandas frame
+    np.testing.assert_allclose(est.predict(df), direct.predict(df), rtol=0, atol=1e-12)
+
+    # predict encodes the columns the same way, in any column order
+    rows = list(csv.reader(data.open()))
+    shuffled = _write_csv(tmp_path / "new.csv", ["zone", "y", "city", "x"],
+                          [[r[2], r[3], r[1], r[0]] for r in rows[1:]])
+    capsys.readouterr()
+    assert main(["predict", str(model), str(shuffled)]) == 0
+    np.testing.assert_array_equal(_read_predictions(capsys.readouterr().out), est.predict(df))
+
+
+def test_predict_unseen_category_contributes_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data, df, y = _categorical_regression_csv(tmp_path / "d.csv")
+    model = tmp_path / "m.json"
+    assert main(["fit", str(data), "--target", "y", "-o", str(model)]) == 0
+    est = load_model(model)
+    new = _write_csv(tmp_path / "new.csv", ["x", "city", "zone"], [["0.25", "Paris", "2"], ["0.25", "Toulouse", "2"]])
+    capsys.readouterr()
+    assert main(["predict", str(model), str(new)]) == 0
+    captured = capsys.readouterr()
+    pred = _read_predictions(captured.out)
+    assert "'city'" in captured.err and "'Toulouse'" in captured.err and "contribute 0" in captured.err
+    paris = est.values_[1][list(est.categories_[1]).index("Paris")]
+    assert paris != 0
+    assert pred[0] - pred[1] == pytest.approx(paris, abs=1e-12)
+
+
+def test_mixed_column_needs_categorical(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows: list[list[object]] = [[i, i % 3] for i in range(20)]
+    rows[4][1] = "many"
+    data = _write_csv(tmp_path / "d.csv", ["y", "n"], rows)
+    code = main(["fit", str(data), "--target", "y", "-o", str(tmp_path / "m.json")])
+    _assert_cli_error(capsys, code, "'n'", "line 6", "'many'", "--categorical n")
+    pytest.importorskip("pandas")
+    assert main(["fit", str(data), "--target", "y", "--categorical", "n", "-o", str(tmp_path / "m.json")]) == 0
+    assert sorted(load_model(tmp_path / "m.json").categories_[0]) == ["0", "1", "2", "many"]
+
+
+@pytest.mark.parametrize(
+    "option, needles",
+    [("nope", ("--categorical", "'nope'")), ("y", ("--categorical", "target"))],
+)
+def test_categorical_option_names_a_feature(tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str,
+                                            needles: tuple[str, ...]) -> None:
+    data = _write_csv(tmp_path / "d.csv", ["y", "x"], [[i, i] for i in range(10)])
+    code = main(["fit", str(data), "--target", "y", "--categorical", option, "-o", str(tmp_path / "m.json")])
+    _assert_cli_error(capsys, code, *needles)
+
+
+def test_text_column_without_pandas(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pandas", None)  # `import pandas` raises ImportError
+    rows = [[i, ["red", "blue"][i % 2], i * 0.5] for i in range(10)]
+    data = _write_csv(tmp_path / "d.csv", ["y", "colour", "x"], rows)
+    code = main(["fit", str(data), "--target", "y", "-o", str(tmp_path / "m.json")])
+    _assert_cli_error(capsys, code, "'colour'", "'red'", "needs pandas")
+
+
+def test_predict_text_in_a_numeric_feature(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    X, y = _toy(n=60)
+    model = tmp_path / "m.json"
+    save_model(FASTRegressor(max_bins=8).fit(X, y), model, feature_names=FEATURES)
+    data = _write_csv(tmp_path / "d.csv", ["a", "b", "c"], [[1.0, "big", 2.0]])
+    _assert_cli_error(capsys, main(["predict", str(model), str(data)]), "'b'", "'big'", "numeric")
 
 
 # ------------------------------------------------------------------------- JSON model format
