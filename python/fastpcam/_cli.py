@@ -338,7 +338,7 @@ def choose_task(y: _Column, task: str) -> _Target:
             cell = y.cells[y.first_text]
             raise CLIError(
                 f"{y.where(y.first_text)}: {cell!r} is not a number and the target has {len(classes)} "
-                "distinct values: regression needs a numeric target and classification exactly two classes"
+                f"distinct value{'' if len(classes) == 1 else 's'}: regression needs a numeric target and classification exactly two classes"
             )
         raise CLIError(
             f"{y.path}: target column {y.name!r} has {len(classes)} distinct value"
