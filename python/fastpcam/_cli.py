@@ -312,7 +312,7 @@ def _class_labels(y: _Column) -> npt.NDArray[Any]:
     return y.labels()
 
 
-def _shown(labels: Sequence[Any]) -> str:
+def _shown(labels: Any) -> str:
     return ", ".join(repr(v.item() if hasattr(v, "item") else v) for v in labels)
 
 
@@ -370,18 +370,29 @@ def _default(name: str) -> str:
     return f"{regressor!r} for regression, {classifier!r} for classification"
 
 
-def _max_bins(text: str) -> int | str | None:
-    if text.lower() == "auto":
-        return "auto"
-    if text.lower() in {"none", "exact"}:
-        return None
+def _integer(text: str, low: int) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 2, 'auto' or 'exact', got {text!r}") from None
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"must be >= 2, got {value}")
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
     return value
+
+
+def _pos_int(text: str) -> int:
+    return _integer(text, 1)
+
+
+def _max_bins(text: str) -> int | str | None:
+    word = text.strip().lower()
+    if word == "auto":
+        return "auto"
+    if word in {"none", "exact"}:
+        return None
+    if not word.lstrip("+-").isdigit():
+        raise argparse.ArgumentTypeError(f"expected an integer >= 2, 'auto' or 'exact', got {text!r}")
+    return _integer(word, 2)
 
 
 def _nonneg_float(text: str) -> float:
@@ -396,16 +407,6 @@ def _nonneg_float(text: str) -> float:
 
 def _ratio(text: str) -> float | str:
     return "auto" if text.lower() == "auto" else _nonneg_float(text)
-
-
-def _pos_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
 
 
 #: Estimator parameters the fit options set; an option not given keeps the estimator's default.
@@ -612,9 +613,9 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 
 
 def _version() -> str:
-    from fastpcam._serialize import fastpcam_version
+    from fastpcam import __version__
 
-    return fastpcam_version()
+    return str(__version__)
 
 
 def _add_fit_options(p: argparse.ArgumentParser) -> None:
