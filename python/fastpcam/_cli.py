@@ -177,9 +177,12 @@ def _pandas(column: _Column) -> Any:
     try:
         import pandas as pd
     except ImportError:
+        if column.first_text >= 0:
+            why = f"holds text (line {_line(column.first_text)}: {column.cells[column.first_text]!r})"
+        else:
+            why = "is categorical"
         raise CLIError(
-            f"{column.path}: column {column.name!r} holds text (line {_line(max(column.first_text, 0))}: "
-            f"{column.cells[max(column.first_text, 0)]!r}); reading it as a categorical feature needs "
+            f"{column.path}: column {column.name!r} {why}; reading it as a categorical feature needs "
             "pandas (pip install pandas)"
         ) from None
     return pd
@@ -562,7 +565,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     save_model(est, args.out, feature_names=names)
     categorical = [str(c) for c in getattr(X, "columns", []) if X[c].dtype == object]
     print(
-        f"{args.data}: {X.shape[0]} rows, {X.shape[1]} features"
+        f"{args.data}: {X.shape[0]} rows, {X.shape[1]} feature{'' if X.shape[1] == 1 else 's'}"
         + (f" ({len(categorical)} categorical: {', '.join(categorical)})" if categorical else "")
         + f", target {args.target!r}, {target.task}"
     )

@@ -567,6 +567,9 @@ def test_text_column_without_pandas(tmp_path: Path, capsys: pytest.CaptureFixtur
     data = _write_csv(tmp_path / "d.csv", ["y", "colour", "x"], rows)
     code = main(["fit", str(data), "--target", "y", "-o", str(tmp_path / "m.json")])
     _assert_cli_error(capsys, code, "'colour'", "'red'", "needs pandas")
+    code = main(["fit", str(data), "--target", "y", "--categorical", "x,colour", "-o", str(tmp_path / "m.json")])
+    _assert_cli_error(capsys, code, "'x' is categorical", "needs pandas")
+    assert not (tmp_path / "m.json").exists()
 
 
 def test_predict_text_in_a_numeric_feature(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
