@@ -567,7 +567,8 @@ def test_text_column_without_pandas(tmp_path: Path, capsys: pytest.CaptureFixtur
     data = _write_csv(tmp_path / "d.csv", ["y", "colour", "x"], rows)
     code = main(["fit", str(data), "--target", "y", "-o", str(tmp_path / "m.json")])
     _assert_cli_error(capsys, code, "'colour'", "'red'", "needs pandas")
-    code = main(["fit", str(data), "--target", "y", "--categorical", "x,colour", "-o", str(tmp_path / "m.json")])
+    numbers = _write_csv(tmp_path / "n.csv", ["y", "x"], [[i, i % 3] for i in range(10)])
+    code = main(["fit", str(numbers), "--target", "y", "--categorical", "x", "-o", str(tmp_path / "m.json")])
     _assert_cli_error(capsys, code, "'x' is categorical", "needs pandas")
     assert not (tmp_path / "m.json").exists()
 
