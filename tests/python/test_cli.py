@@ -376,6 +376,16 @@ def test_explicit_task_overrides_auto() -> None:
         _cli.choose_task(_column(["1", "b", "1", "b"]), "regression")
 
 
+def test_fit_task_regression_on_a_binary_target(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [[i % 2, i * 0.1] for i in range(40)]
+    data = _write_csv(tmp_path / "d.csv", ["y", "x"], rows)
+    assert main(["fit", str(data), "--target", "y", "--task", "regression", "-o", str(tmp_path / "m.json")]) == 0
+    captured = capsys.readouterr()
+    assert "fastpcam: task: regression (target 'y': --task regression)" in captured.err
+    assert "fitted FASTRegressor" in captured.out and "train MSE" in captured.out
+    assert type(load_model(tmp_path / "m.json")) is FASTRegressor
+
+
 @pytest.mark.parametrize(
     "labels, needles",
     [
