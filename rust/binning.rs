@@ -175,6 +175,14 @@ impl BinnedData {
         self.features.len()
     }
 
+    /// One block of zeros per feature (one value per bin): the constant model's blocks.
+    pub fn zero_blocks(&self) -> Vec<Vec<f64>> {
+        self.features
+            .iter()
+            .map(|f| vec![0.0; f.n_bins()])
+            .collect()
+    }
+
     /// The rows `rows` only, with sample weights `weights` (one per selected row): the same
     /// bins, so statistics of the subset add to statistics of the rest.
     pub fn subset(&self, rows: &[usize], weights: Vec<f64>) -> BinnedData {

@@ -22,7 +22,9 @@ use ndarray::ArrayView1;
 use rayon::prelude::*;
 
 use crate::binning::{BinnedData, Code};
+use crate::descent::{DescentState, AUTO_GREEDY_MAX_FEATURES};
 use crate::flsa::{flsa_weighted_unchecked, FlsaWorkspace};
+use crate::params::Selection;
 use crate::selection::{
     all_bin_sums, bin_sums_into, block_score, chain_block_score, score_blocks, BlockScore,
 };
@@ -114,12 +116,7 @@ impl BlockState {
     /// The constant model: intercept = weighted mean of `y`, every block 0. Sums are fresh.
     /// `y` must have `data.n_samples` finite entries.
     pub fn new(data: &BinnedData, y: ArrayView1<'_, f64>) -> Self {
-        let beta: Vec<Vec<f64>> = data
-            .features
-            .iter()
-            .map(|f| vec![0.0; f.n_bins()])
-            .collect();
-        Self::with_start(data, y, beta)
+        Self::with_start(data, y, data.zero_blocks())
     }
 
     /// A warm start from given blocks (one value per bin each; they are centred here, their
@@ -319,13 +316,6 @@ impl BlockState {
         self.loss + lambda * self.tv.iter().sum::<f64>()
     }
 
-    /// Scores every block from fresh sums; returns the KKT residual's unscaled `max d`
-    /// (including the intercept's stationarity).
-    pub fn score_all(&self, lambda: f64, scores: &mut [BlockScore]) -> f64 {
-        let block_max = score_blocks(&self.sums, &self.beta, &self.n_chain, lambda, scores);
-        block_max.max(self.intercept_gradient().abs())
-    }
-
     /// `Σ_i v_i r_i / W` from block 0's sums (every block's sums add up to it).
     pub fn intercept_gradient(&self) -> f64 {
         self.sums.first().map_or(0.0, |s| s.iter().sum())
@@ -523,6 +513,88 @@ impl BlockState {
             None => update_chunks(resid, vresid, weights, partials, |_, _| shift),
         }
         self.loss = 0.5 * partials.iter().sum::<f64>() / data.total_weight;
+    }
+}
+
+/// The exact squared-loss state in the one descent loop: the intercept takes its exact step
+/// whenever its gradient is at least half the largest violation (keeping the sums fresh),
+/// every block update moves, and the tables engine recomputes the objective exactly at the
+/// end.
+impl DescentState for BlockState {
+    const INTERCEPT_SHARE: f64 = 0.5;
+
+    fn resolve_selection(&self, requested: Selection, n_blocks: usize) -> Selection {
+        match requested {
+            // Greedy pays when an update is cheap next to a refresh of every block's sums
+            // (the tables engine, or few features); otherwise scored sweeps (README,
+            // "Defaults").
+            Selection::Auto if self.uses_tables() || n_blocks <= AUTO_GREEDY_MAX_FEATURES => {
+                Selection::Greedy
+            }
+            Selection::Auto => Selection::Sweep,
+            s => s,
+        }
+    }
+
+    fn start_flat(&mut self, data: &BinnedData) -> f64 {
+        self.flat_start(data);
+        self.lambda_max()
+    }
+
+    fn refresh_all_sums(&mut self, data: &BinnedData) {
+        BlockState::refresh_all_sums(self, data);
+    }
+
+    fn refresh_sums(&mut self, data: &BinnedData, k: usize) {
+        BlockState::refresh_sums(self, data, k);
+    }
+
+    fn score(&self, lambda: f64, scores: &mut [BlockScore]) -> (f64, f64) {
+        let block_max = score_blocks(&self.sums, &self.beta, &self.n_chain, lambda, scores);
+        (block_max, self.intercept_gradient().abs())
+    }
+
+    fn objective(&self, lambda: f64) -> f64 {
+        BlockState::objective(self, lambda)
+    }
+
+    fn step_intercept(&mut self, data: &BinnedData, _block_max: f64, _threshold: f64) -> bool {
+        self.intercept_step(data);
+        false
+    }
+
+    fn update_block(&mut self, data: &BinnedData, k: usize, lambda: f64) -> bool {
+        BlockState::update_block(self, data, k, lambda);
+        true
+    }
+
+    fn pairs_pay(&self, data: &BinnedData) -> bool {
+        BlockState::pairs_pay(self, data)
+    }
+
+    fn update_pair(
+        &mut self,
+        data: &BinnedData,
+        ks: (usize, usize),
+        lambda: f64,
+        fresh: bool,
+    ) -> (f64, bool) {
+        BlockState::update_pair(self, data, ks, lambda, fresh)
+    }
+
+    fn finish(&mut self, data: &BinnedData) {
+        if self.uses_tables() {
+            // The reported objective is recomputed exactly from the tables.
+            self.sync(data);
+        }
+    }
+
+    fn intercept(&self) -> f64 {
+        self.intercept
+    }
+
+    fn blocks(&self) -> &[Vec<f64>] {
+        &self.beta
     }
 }
 

@@ -34,11 +34,14 @@
 
 pub mod binning;
 pub mod blocks;
+pub mod descent;
+pub mod engine;
 pub mod error;
 pub mod flsa;
 pub mod logistic;
 pub mod model;
 pub mod params;
+pub mod report;
 pub mod selection;
 pub mod solver;
 pub mod sparse;

@@ -49,24 +49,22 @@
 
 use std::ops::Range;
 use std::sync::atomic::AtomicUsize;
-use std::time::Instant;
 
 use ndarray::{ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
 use crate::binning::{bin_data, BinnedData, Code};
+use crate::descent::{fit_from, DescentState};
 use crate::error::{FastError, Result};
 use crate::flsa::FlsaWorkspace;
 use crate::params::{FitParams, Penalty, Selection, Validation};
+use crate::report::{BinnedFit, Callback, Fit, PenaltySearch};
 use crate::selection::{
-    all_bin_sums, bin_sums_into, block_score, chain_block_score, score_blocks, select, BlockScore,
-};
-use crate::solver::{
-    chain_weights, to_model, BinnedFit, Callback, Fit, FitReport, History, Progress, StopReason,
+    all_bin_sums, bin_sums_into, block_score, chain_block_score, score_blocks, BlockScore,
 };
 use crate::validation::{
     holdout_loss, one_fit, reborrow, restore_weights, run_path, stratified_validation_rows,
-    swap_weights, validation_of, PathState, PathStep, PenaltySearch, Split,
+    swap_weights, validation_of, Split,
 };
 use crate::with_codes;
 
@@ -462,12 +460,7 @@ fn check_labels(y: ArrayView1<'_, f64>, data: &BinnedData) -> Result<f64> {
 impl LogisticState {
     /// The constant model: intercept `logit(ȳ)`, every block 0. Sums are fresh.
     fn new(data: &BinnedData, y: ArrayView1<'_, f64>, mean: f64, curvature: Curvature) -> Self {
-        let zeros = data
-            .features
-            .iter()
-            .map(|f| vec![0.0; f.n_bins()])
-            .collect();
-        Self::with_start(data, y, mean, zeros, curvature)
+        Self::with_start(data, y, mean, data.zero_blocks(), curvature)
     }
 
     /// The model with the blocks `beta`, re-centred on `data`'s weights, and the intercept
@@ -622,11 +615,6 @@ impl LogisticState {
                 break;
             }
         }
-    }
-
-    /// Scores every block from fresh sums; returns the largest block `max d`.
-    fn score_blocks(&self, lambda: f64, scores: &mut [BlockScore]) -> f64 {
-        score_blocks(&self.sums, &self.beta, &self.n_chain, lambda, scores)
     }
 
     /// The proximal step of block `k` for the curvature in `self.h`: `bnew = FLSA(z, h, λ)`
@@ -825,18 +813,8 @@ pub fn fit_logistic(
         }
         _ => (fit_logistic_binned(&data, y, params, callback)?, None),
     };
-    let (bin_weights, missing_weights) = chain_weights(&data);
-    Ok(Fit {
-        // The logistic solver runs on rows, with the penalty it was given.
-        engine: crate::params::Engine::Rows,
-        model: to_model(&data, fitted.intercept, &fitted.values),
-        bin_weights,
-        missing_weights,
-        lambda_f: fitted.lambda_f,
-        lambda_max: fitted.lambda_max,
-        report: fitted.report,
-        search,
-    })
+    // The logistic solver runs on rows.
+    Ok(Fit::new(&data, crate::params::Engine::Rows, fitted, search))
 }
 
 /// `λ_max` of the logistic problem on binned data: `max_{k,t} |g_{k,t}|` at the constant
@@ -879,14 +857,8 @@ pub fn fit_logistic_binned_with(
 ) -> Result<BinnedFit> {
     params.check()?;
     let mean = check_labels(y, data)?;
-    let start = Instant::now();
-    let mut st = LogisticState::new(data, y, mean, curvature);
-    st.flat_start(data);
-    let lambda_max = st.lambda_max();
-    let lambda = params.lambda.resolve(lambda_max)?;
-    Ok(descend(
-        data, params, &mut st, lambda, lambda_max, start, callback,
-    ))
+    let state = |beta| LogisticState::with_start(data, y, mean, beta, curvature);
+    fit_from(data, params, None, state, callback)
 }
 
 /// Weighted mean of `y` over the rows of positive weight `w[i]` (`rows[k]` has `w[k]`).
@@ -954,176 +926,69 @@ pub fn fit_logistic_validated(
     let (mut search, best) = path?;
     search.n_validation = split.rows.len();
 
-    let start = Instant::now();
-    let mut st = LogisticState::with_start(data, y, mean, best, Curvature::Newton);
-    let lambda_max = lambda_max_logistic(data, y)?;
-    let lambda = search.ratio * lambda_max;
-    let fit = descend(data, params, &mut st, lambda, lambda_max, start, callback);
+    let final_params = FitParams {
+        lambda: Penalty::Relative(search.ratio),
+        ..params.clone()
+    };
+    let state = |beta| LogisticState::with_start(data, y, mean, beta, Curvature::Newton);
+    let fit = fit_from(data, &final_params, Some(best), state, callback)?;
     Ok((fit, search))
 }
 
-impl PathState for LogisticState {
+/// The proximal-Newton state in the one descent loop: the intercept takes Newton steps only
+/// when its gradient is the largest violation, a block update may be rejected (rounding
+/// level), and `Selection::Auto` means greedy.
+impl DescentState for LogisticState {
+    const INTERCEPT_SHARE: f64 = 1.0;
+
+    fn resolve_selection(&self, requested: Selection, _n_blocks: usize) -> Selection {
+        match requested {
+            Selection::Auto => Selection::Greedy,
+            s => s,
+        }
+    }
+
     fn start_flat(&mut self, data: &BinnedData) -> f64 {
         self.flat_start(data);
         self.lambda_max()
     }
-    fn descend(&mut self, s: &PathStep<'_>, callback: Option<Callback<'_>>) -> Result<BinnedFit> {
-        let lambdas = (s.lambda, s.lambda_max);
-        Ok(descend(
-            s.data, s.params, self, lambdas.0, lambdas.1, s.start, callback,
-        ))
+
+    fn set_penalty(&mut self, lambda: f64) {
+        self.set_lambda(lambda);
     }
-}
 
-/// Block coordinate descent from the state `st` at the penalty `lambda` until the stopping
-/// rule of `params` (`params.lambda` is not read), as [`crate::solver::descend`]: `st` is
-/// left at the returned model, so a path of penalties continues from it; `lambda_max` is
-/// only reported; `max_time` counts from `start`.
-fn descend(
-    data: &BinnedData,
-    params: &FitParams,
-    st: &mut LogisticState,
-    lambda: f64,
-    lambda_max: f64,
-    start: Instant,
-    mut callback: Option<Callback<'_>>,
-) -> BinnedFit {
-    let p = data.n_features();
-    st.set_lambda(lambda);
-    let scale = |max_d: f64| if lambda > 0.0 { max_d / lambda } else { max_d };
-    let threshold = 0.5 * params.tol * if lambda > 0.0 { lambda } else { 1.0 };
+    fn refresh_all_sums(&mut self, data: &BinnedData) {
+        LogisticState::refresh_all_sums(self, data);
+    }
 
-    let mut scores = vec![BlockScore::default(); p];
-    let mut history = History::default();
-    // Cyclic order skips one-bin blocks: they never move.
-    let movable: Vec<usize> = (0..p).filter(|&k| data.features[k].n_bins() > 1).collect();
-    let mut sweep_pos = 0usize;
-    let mut sweep_moved = false;
-    let mut n_iter = 0usize;
-    let mut fresh = true; // sums of every block are up to date
-    let mut last_was_intercept = false;
-    let mut last_kkt: Option<f64> = None; // KKT residual of the current iterate, if known
+    fn refresh_sums(&mut self, data: &BinnedData, k: usize) {
+        LogisticState::refresh_sums(self, data, k);
+    }
 
-    let selection = params.selection;
-    let stop = loop {
-        // In cyclic mode, the KKT residual is evaluated at the start of each sweep.
-        let evaluate = selection != Selection::Cyclic || sweep_pos == 0;
-        if evaluate {
-            if !fresh {
-                st.refresh_all_sums(data);
-                fresh = true;
-            }
-            let block_max = st.score_blocks(lambda, &mut scores);
-            let icpt = st.grad_c.abs();
-            let kkt = scale(block_max.max(icpt));
-            last_kkt = Some(kkt);
-            let elapsed = start.elapsed().as_secs_f64();
-            if let Some(cb) = callback.as_mut() {
-                let progress = Progress {
-                    n_iter,
-                    objective: st.objective,
-                    kkt_residual: kkt,
-                    elapsed,
-                };
-                if !cb(&progress) {
-                    break StopReason::Callback;
-                }
-            }
-            if kkt <= params.tol {
-                break StopReason::Converged;
-            }
-            if n_iter >= params.max_iter {
-                break StopReason::MaxIter;
-            }
-            if params.max_time.is_some_and(|t| elapsed >= t) {
-                break StopReason::MaxTime;
-            }
-            // The intercept moves on its own when its gradient is the largest violation.
-            if !last_was_intercept && icpt > threshold && icpt >= block_max {
-                if st.intercept_step(data, (0.1 * block_max).max(threshold)) {
-                    fresh = false;
-                    last_kkt = None;
-                }
-                last_was_intercept = true;
-                continue;
-            }
-        } else {
-            if n_iter >= params.max_iter {
-                break StopReason::MaxIter;
-            }
-            if params
-                .max_time
-                .is_some_and(|t| start.elapsed().as_secs_f64() >= t)
-            {
-                break StopReason::MaxTime;
-            }
-        }
-        last_was_intercept = false;
+    fn score(&self, lambda: f64, scores: &mut [BlockScore]) -> (f64, f64) {
+        let block_max = score_blocks(&self.sums, &self.beta, &self.n_chain, lambda, scores);
+        (block_max, self.grad_c.abs())
+    }
 
-        let k = match selection {
-            // The logistic solver runs greedy or cyclic; "auto" and "sweep" mean greedy here.
-            Selection::Greedy | Selection::Auto | Selection::Sweep => match select(&scores) {
-                Some(k) => k,
-                // No block can move and the intercept step did not help: rounding level.
-                None => break StopReason::Stalled,
-            },
-            Selection::Cyclic => {
-                if movable.is_empty() {
-                    break StopReason::Stalled;
-                }
-                let k = movable[sweep_pos];
-                if !(sweep_pos == 0 && fresh) {
-                    st.refresh_sums(data, k);
-                }
-                sweep_pos = (sweep_pos + 1) % movable.len();
-                k
-            }
-        };
-        let moved = st.update_block(data, k, lambda);
-        if moved {
-            fresh = false;
-            last_kkt = None;
-        } else if selection != Selection::Cyclic {
-            // The steepest block cannot decrease F any further: rounding level.
-            break StopReason::Stalled;
-        }
-        n_iter += 1;
-        history.objective.push(st.objective);
-        history.feature.push(k);
-        history.time.push(start.elapsed().as_secs_f64());
-        if selection == Selection::Cyclic {
-            sweep_moved |= moved;
-            if sweep_pos == 0 {
-                if !sweep_moved {
-                    break StopReason::Stalled;
-                }
-                sweep_moved = false;
-            }
-        }
-    };
+    fn objective(&self, _lambda: f64) -> f64 {
+        // Kept for the penalty of the last `set_penalty`.
+        self.objective
+    }
 
-    // The KKT residual of the returned model.
-    let kkt = match last_kkt {
-        Some(kkt) => kkt,
-        None => {
-            st.refresh_all_sums(data);
-            scale(st.score_blocks(lambda, &mut scores).max(st.grad_c.abs()))
-        }
-    };
-    let converged = kkt <= params.tol;
-    BinnedFit {
-        intercept: st.intercept,
-        lambda_f: lambda,
-        lambda_max,
-        report: FitReport {
-            n_iter,
-            converged,
-            kkt_residual: kkt,
-            objective: st.objective,
-            stop,
-            history,
-        },
-        values: st.beta.clone(),
+    fn step_intercept(&mut self, data: &BinnedData, block_max: f64, threshold: f64) -> bool {
+        self.intercept_step(data, (0.1 * block_max).max(threshold))
+    }
+
+    fn update_block(&mut self, data: &BinnedData, k: usize, lambda: f64) -> bool {
+        LogisticState::update_block(self, data, k, lambda)
+    }
+
+    fn intercept(&self) -> f64 {
+        self.intercept
+    }
+
+    fn blocks(&self) -> &[Vec<f64>] {
+        &self.beta
     }
 }
 
