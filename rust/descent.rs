@@ -13,10 +13,12 @@
 use std::time::Instant;
 
 use crate::binning::BinnedData;
-use crate::error::{FastError, Result};
+use crate::error::{check_len, FastError, Result};
 use crate::params::{FitParams, Selection};
 use crate::report::{BinnedFit, Callback, FitReport, History, Progress, StopReason};
-use crate::selection::{select, BlockScore};
+use crate::selection::{
+    all_bin_sums, bin_sums_into, block_score, chain_block_score, score_blocks, select, BlockScore,
+};
 
 /// With `selection = Auto` on the rows engine, greedy BGS-s for at most this many features,
 /// scored sweeps above (measured: README, "Defaults").
@@ -27,10 +29,22 @@ pub const AUTO_GREEDY_MAX_FEATURES: usize = 64;
 /// the updates).
 pub const SWEEP_SKIP: f64 = 0.5;
 
+/// Two blocks of a scored sweep, solved side by side from one residual
+/// ([`DescentState::update_pair`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pair {
+    /// The block updated first.
+    pub first: usize,
+    /// The block solved alongside it, kept only if it still lowers the objective.
+    pub second: usize,
+    /// Whether every block's sums are fresh.
+    pub fresh: bool,
+}
+
 /// What the descent loop needs of an optimisation state: intercept, one block per feature,
 /// bin sums of the (generalised) residual `R_{k,b}` (minus the loss gradient in `β_{k,b}`)
 /// and the block update of its loss.
-pub(crate) trait DescentState {
+pub trait DescentState {
     /// The intercept moves before any block when its gradient is at least this share of the
     /// largest KKT violation (1: only when it is the largest).
     const INTERCEPT_SHARE: f64;
@@ -39,22 +53,96 @@ pub(crate) trait DescentState {
     /// rules are returned unchanged).
     fn resolve_selection(&self, requested: Selection, n_blocks: usize) -> Selection;
 
-    /// Moves to the optimum for every `λ_f ≥ λ_max` from the constant model (flat chains;
-    /// missing bins and intercept fitted) and returns `λ_max`. Sums end fresh.
-    fn start_flat(&mut self, data: &BinnedData) -> f64;
+    /// Sweeps of [`DescentState::start_flat`] at most.
+    const FLAT_SWEEPS: usize;
+
+    /// The largest violation [`DescentState::start_flat`] leaves.
+    fn flat_tolerance(&self) -> f64;
+
+    /// Ends a sweep of [`DescentState::start_flat`]: fits the intercept and makes every
+    /// block's sums fresh. Returns whether the intercept moved.
+    fn settle_intercept(&mut self, data: &BinnedData) -> bool;
+
+    /// From the constant model, fits the free levels of the blocks with a missing bin (chain
+    /// level and missing value) with every chain kept flat, and the intercept: the optimum
+    /// for every `λ_f ≥ λ_max`, whose `λ_max` is returned. Without missing bins the constant
+    /// model already is that optimum. Sums end fresh.
+    fn start_flat(&mut self, data: &BinnedData) -> f64 {
+        let with_missing: Vec<usize> = (0..data.n_features())
+            .filter(|&k| data.features[k].missing)
+            .collect();
+        let tolerance = self.flat_tolerance();
+        for _sweep in 0..if with_missing.is_empty() {
+            0
+        } else {
+            Self::FLAT_SWEEPS
+        } {
+            let (sums, beta, n_chain) = (self.sums(), self.blocks(), self.n_chain());
+            let worst = with_missing
+                .iter()
+                .map(|&k| chain_block_score(&sums[k], &beta[k], f64::INFINITY, n_chain[k]).max_d)
+                .fold(self.intercept_gradient().abs(), f64::max);
+            if worst <= tolerance {
+                break;
+            }
+            let mut moved = false;
+            for &k in &with_missing {
+                self.refresh_sums(data, k);
+                moved |= self.update_block(data, k, f64::INFINITY);
+            }
+            if !self.settle_intercept(data) && !moved {
+                break;
+            }
+        }
+        self.lambda_max()
+    }
 
     /// Prepares a descent at the penalty `lambda` (nothing by default).
     fn set_penalty(&mut self, _lambda: f64) {}
 
-    /// Makes every block's bin sums fresh.
-    fn refresh_all_sums(&mut self, data: &BinnedData);
+    /// The bin sums `R_{k,b}` of every block (fresh only after a refresh).
+    fn sums(&self) -> &[Vec<f64>];
 
-    /// Makes block `k`'s bin sums fresh.
-    fn refresh_sums(&mut self, data: &BinnedData, k: usize);
+    /// The bin sums, and the weighted residual `v∘r` they are summed from (`None` when the
+    /// state keeps its sums fresh by other means).
+    fn sums_and_residual(&mut self) -> (&mut [Vec<f64>], Option<&[f64]>);
+
+    /// The chain length of every block (its missing bin, if any, comes after).
+    fn n_chain(&self) -> &[usize];
+
+    /// The intercept's gradient `Σ_i v_i r_i / W`.
+    fn intercept_gradient(&self) -> f64;
+
+    /// Makes every block's bin sums fresh: one pass per feature over the rows.
+    fn refresh_all_sums(&mut self, data: &BinnedData) {
+        if let (sums, Some(vr)) = self.sums_and_residual() {
+            all_bin_sums(data, vr, sums);
+        }
+    }
+
+    /// Makes block `k`'s bin sums fresh: one pass over the rows.
+    fn refresh_sums(&mut self, data: &BinnedData, k: usize) {
+        if let (sums, Some(vr)) = self.sums_and_residual() {
+            let inv_w = 1.0 / data.total_weight;
+            bin_sums_into(&data.features[k], vr, inv_w, &mut sums[k]);
+        }
+    }
 
     /// Scores every block from fresh sums into `scores`; returns the largest block violation
-    /// `max d` and the intercept's, `|Σ_b R_{k,b}|`.
-    fn score(&self, lambda: f64, scores: &mut [crate::selection::BlockScore]) -> (f64, f64);
+    /// `max d` and the intercept's, `|Σ_i v_i r_i| / W`.
+    fn score(&self, lambda: f64, scores: &mut [BlockScore]) -> (f64, f64) {
+        let block_max = score_blocks(self.sums(), self.blocks(), self.n_chain(), lambda, scores);
+        (block_max, self.intercept_gradient().abs())
+    }
+
+    /// `max_{k,t} |g_{k,t}|` over the chains' jumps, from fresh sums: at the flat model (see
+    /// [`DescentState::start_flat`]) this is `λ_max`.
+    fn lambda_max(&self) -> f64 {
+        let chains = self.sums().iter().zip(self.blocks()).zip(self.n_chain());
+        chains
+            .map(|((s, b), &nc)| block_score(&s[..nc], &b[..nc], 0.0).max_d)
+            .fold(0.0, f64::max)
+    }
 
     /// The objective `F` at the penalty `lambda`.
     fn objective(&self, lambda: f64) -> f64;
@@ -72,20 +160,14 @@ pub(crate) trait DescentState {
         false
     }
 
-    /// Updates `k1`, then `k2` if that still lowers the objective (sums fresh if `fresh`,
-    /// else stale); returns the objective after `k1` and whether `k2` moved. By default, `k1`
+    /// Updates `pair.first`, then `pair.second` if that still lowers the objective; returns
+    /// the objective after the first and whether the second moved. By default, the first
     /// alone.
-    fn update_pair(
-        &mut self,
-        data: &BinnedData,
-        (k1, _): (usize, usize),
-        lambda: f64,
-        fresh: bool,
-    ) -> (f64, bool) {
-        if !fresh {
-            self.refresh_sums(data, k1);
+    fn update_pair(&mut self, data: &BinnedData, pair: Pair, lambda: f64) -> (f64, bool) {
+        if !pair.fresh {
+            self.refresh_sums(data, pair.first);
         }
-        self.update_block(data, k1, lambda);
+        self.update_block(data, pair.first, lambda);
         (self.objective(lambda), false)
     }
 
@@ -106,14 +188,7 @@ pub(crate) trait DescentState {
 /// [`FastError::LengthMismatch`] or [`FastError::InvalidParameter`] otherwise.
 pub(crate) fn check_init(data: &BinnedData, init: &[Vec<f64>]) -> Result<()> {
     let p = data.n_features();
-    if init.len() != p {
-        return Err(FastError::LengthMismatch {
-            what: "initial values",
-            expected: p,
-            got: init.len(),
-            reason: "one array per feature",
-        });
-    }
+    check_len("initial values", p, init.len(), "one array per feature")?;
     for (j, (b, f)) in init.iter().zip(&data.features).enumerate() {
         if b.len() != f.n_bins() || b.iter().any(|v| !v.is_finite()) {
             return Err(FastError::InvalidParameter {
@@ -278,7 +353,12 @@ pub(crate) fn descend<S: DescentState>(
                 // Two blocks solved side by side; the second is kept only if it still lowers
                 // the objective after the first (else it comes next, on its own).
                 let k2 = order[sweep_pos + 1];
-                let (after_first, second) = st.update_pair(data, (k, k2), lambda, all_fresh);
+                let pair = Pair {
+                    first: k,
+                    second: k2,
+                    fresh: all_fresh,
+                };
+                let (after_first, second) = st.update_pair(data, pair, lambda);
                 (fresh, last_kkt, sweep_moved) = (false, None, true);
                 n_iter += 1;
                 history.push(k, after_first, start);

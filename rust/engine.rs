@@ -8,33 +8,11 @@ use ndarray::ArrayView1;
 
 use crate::binning::BinnedData;
 use crate::blocks::BlockState;
-use crate::descent::fit_from;
-use crate::error::{FastError, Result};
+use crate::descent::{fit_from, DescentState};
+use crate::error::{check_target, FastError, Result};
 use crate::params::{Engine, FitParams};
-use crate::report::{BinnedFit, Callback, Fit};
+use crate::report::{BinnedFit, Callback};
 use crate::tables::{table_bytes, Tables};
-
-/// Checks the target: one finite value per row, at least two rows.
-///
-/// # Errors
-/// [`FastError::LengthMismatch`], [`FastError::TooFewSamples`] or
-/// [`FastError::NonFiniteValue`].
-pub(crate) fn check_target(y: ArrayView1<'_, f64>, n: usize) -> Result<()> {
-    crate::error::check_target_len(y.len(), n)?;
-    if n < 2 {
-        return Err(FastError::TooFewSamples(format!(
-            "X has {n} sample (n_samples = {n}); at least 2 are needed to fit"
-        )));
-    }
-    match y.iter().position(|v| !v.is_finite()) {
-        Some(index) => Err(FastError::NonFiniteValue {
-            what: "y",
-            index,
-            value: y[index],
-        }),
-        None => Ok(()),
-    }
-}
 
 /// `λ_max` of binned data: the smallest `λ_f` whose fit has flat shape functions over the
 /// non-missing values (`max_{k,t} |g_{k,t}|` at that fit; without missing values it is the
@@ -45,8 +23,7 @@ pub(crate) fn check_target(y: ArrayView1<'_, f64>, n: usize) -> Result<()> {
 pub fn lambda_max(data: &BinnedData, y: ArrayView1<'_, f64>) -> Result<f64> {
     check_target(y, data.n_samples)?;
     let mut st = BlockState::new(data, y);
-    st.flat_start(data);
-    Ok(st.lambda_max())
+    Ok(st.start_flat(data))
 }
 
 /// Picks the engine from a cost model. One iteration of the rows engine reads every code and
@@ -160,16 +137,4 @@ pub(crate) fn tables_shell(
         weights: None,
         total_weight: tables.total_weight,
     })
-}
-
-/// Fits on the statistics `tables` of the row-less `data` (see [`tables_shell`]).
-pub(crate) fn fit_shell(
-    data: &BinnedData,
-    tables: Arc<Tables>,
-    params: &FitParams,
-    init: Option<Vec<Vec<f64>>>,
-    callback: Option<Callback<'_>>,
-) -> Result<Fit> {
-    let fitted = fit_binned_tables(data, tables, params, init, callback)?;
-    Ok(Fit::new(data, Engine::Tables, fitted, None))
 }

@@ -59,12 +59,9 @@ use crate::error::{FastError, Result};
 use crate::flsa::FlsaWorkspace;
 use crate::params::{FitParams, Penalty, Selection, Validation};
 use crate::report::{BinnedFit, Callback, Fit, PenaltySearch};
-use crate::selection::{
-    all_bin_sums, bin_sums_into, block_score, chain_block_score, score_blocks, BlockScore,
-};
 use crate::validation::{
-    holdout_loss, one_fit, reborrow, restore_weights, run_path, stratified_validation_rows,
-    swap_weights, validation_of, Split,
+    holdout_loss, one_fit, restore_weights, run_path, stratified_validation_rows, swap_weights,
+    validation_of, Split,
 };
 use crate::with_codes;
 
@@ -415,27 +412,7 @@ struct LogisticState {
 /// Checks the labels: length, finite, in `[0, 1]`, both classes with positive weight.
 /// Returns the weighted mean `ȳ`.
 fn check_labels(y: ArrayView1<'_, f64>, data: &BinnedData) -> Result<f64> {
-    let n = data.n_samples;
-    if y.len() != n {
-        return Err(FastError::LengthMismatch {
-            what: "y",
-            expected: n,
-            got: y.len(),
-            reason: "one label per row of X",
-        });
-    }
-    if n < 2 {
-        return Err(FastError::TooFewSamples(format!(
-            "X has {n} sample (n_samples = {n}); at least 2 are needed to fit"
-        )));
-    }
-    if let Some(index) = y.iter().position(|v| !v.is_finite()) {
-        return Err(FastError::NonFiniteValue {
-            what: "y",
-            index,
-            value: y[index],
-        });
-    }
+    crate::error::check_target(y, data.n_samples)?;
     if let Some(index) = y.iter().position(|&v| !(0.0..=1.0).contains(&v)) {
         return Err(FastError::InvalidParameter {
             name: "y",
@@ -557,64 +534,6 @@ impl LogisticState {
             self.objective += (lambda - self.lambda) * tv;
         }
         self.lambda = lambda;
-    }
-
-    fn refresh_all_sums(&mut self, data: &BinnedData) {
-        all_bin_sums(data, self.rows.vr(), &mut self.sums);
-    }
-
-    fn refresh_sums(&mut self, data: &BinnedData, k: usize) {
-        bin_sums_into(
-            &data.features[k],
-            self.rows.vr(),
-            1.0 / data.total_weight,
-            &mut self.sums[k],
-        );
-    }
-
-    /// `max_{k,t} |g_{k,t}|` over the chains' jumps, from fresh sums; at the flat model (see
-    /// [`LogisticState::flat_start`]) this is `λ_max`.
-    fn lambda_max(&self) -> f64 {
-        self.sums
-            .iter()
-            .zip(&self.beta)
-            .zip(&self.n_chain)
-            .map(|((s, b), &nc)| block_score(&s[..nc], &b[..nc], 0.0).max_d)
-            .fold(0.0, f64::max)
-    }
-
-    /// From the constant model, fits the free levels of the blocks with a missing bin (chain
-    /// level and missing value) with every chain flat, and the intercept: the optimum for
-    /// every `λ_f ≥ λ_max`. Nothing to do without missing bins. Sums end fresh.
-    fn flat_start(&mut self, data: &BinnedData) {
-        let with_missing: Vec<usize> = (0..self.beta.len())
-            .filter(|&k| data.features[k].missing)
-            .collect();
-        if with_missing.is_empty() {
-            return;
-        }
-        for _sweep in 0..200 {
-            let worst = with_missing
-                .iter()
-                .map(|&k| {
-                    chain_block_score(&self.sums[k], &self.beta[k], f64::INFINITY, self.n_chain[k])
-                        .max_d
-                })
-                .fold(self.grad_c.abs(), f64::max);
-            if worst <= 1e-14 {
-                break;
-            }
-            let mut moved = false;
-            for &k in &with_missing {
-                self.refresh_sums(data, k);
-                moved |= self.update_block(data, k, f64::INFINITY);
-            }
-            moved |= self.intercept_step(data, 1e-15);
-            self.refresh_all_sums(data);
-            if !moved {
-                break;
-            }
-        }
     }
 
     /// The proximal step of block `k` for the curvature in `self.h`: `bnew = FLSA(z, h, λ)`
@@ -772,19 +691,6 @@ impl LogisticState {
     }
 }
 
-/// Checks that `y` has one entry per row of `x` (before binning).
-fn check_len(x: ArrayView2<'_, f64>, y: ArrayView1<'_, f64>) -> Result<()> {
-    if y.len() != x.nrows() {
-        return Err(FastError::LengthMismatch {
-            what: "y",
-            expected: x.nrows(),
-            got: y.len(),
-            reason: "one label per row of X",
-        });
-    }
-    Ok(())
-}
-
 /// Bins `x` and fits logistic FAST. Runs on the current rayon pool (see
 /// [`crate::solver::with_threads`]). With [`Penalty::Validated`] the penalty is chosen on
 /// held-out rows ([`fit_logistic_validated`]) and the search is returned in `search`.
@@ -804,7 +710,7 @@ pub fn fit_logistic(
     callback: Option<Callback<'_>>,
 ) -> Result<Fit> {
     params.check()?;
-    check_len(x, y)?;
+    crate::error::check_target_len(y.len(), x.nrows())?;
     let mut data = bin_data(x, weights, &params.binning)?;
     let (fitted, search) = match params.lambda {
         Penalty::Validated(_) => {
@@ -825,8 +731,7 @@ pub fn fit_logistic(
 pub fn lambda_max_logistic(data: &BinnedData, y: ArrayView1<'_, f64>) -> Result<f64> {
     let mean = check_labels(y, data)?;
     let mut st = LogisticState::new(data, y, mean, Curvature::Newton);
-    st.flat_start(data);
-    Ok(st.lambda_max())
+    Ok(st.start_flat(data))
 }
 
 /// Fits logistic FAST on binned data (proximal-Newton block updates). Runs on the current
@@ -919,8 +824,7 @@ pub fn fit_logistic_validated(
         let held = (&split.rows[..], &split.held_weights[..]);
         let term = |w: f64, y: f64, eta: f64| w * log_loss(y, eta);
         let loss = |c: f64, b: &[Vec<f64>]| holdout_loss(data, y, (c, b), held, term);
-        let cb = reborrow(&mut callback);
-        run_path(data, params, &state, &loss, &offset, cb)
+        run_path(data, params, &state, &loss, &offset, &mut callback)
     };
     restore_weights(data, saved);
     let (mut search, best) = path?;
@@ -948,26 +852,37 @@ impl DescentState for LogisticState {
         }
     }
 
-    fn start_flat(&mut self, data: &BinnedData) -> f64 {
-        self.flat_start(data);
-        self.lambda_max()
+    const FLAT_SWEEPS: usize = 200;
+
+    fn flat_tolerance(&self) -> f64 {
+        1e-14
+    }
+
+    fn settle_intercept(&mut self, data: &BinnedData) -> bool {
+        let moved = self.intercept_step(data, 1e-15);
+        self.refresh_all_sums(data);
+        moved
     }
 
     fn set_penalty(&mut self, lambda: f64) {
         self.set_lambda(lambda);
     }
 
-    fn refresh_all_sums(&mut self, data: &BinnedData) {
-        LogisticState::refresh_all_sums(self, data);
+    fn sums(&self) -> &[Vec<f64>] {
+        &self.sums
     }
 
-    fn refresh_sums(&mut self, data: &BinnedData, k: usize) {
-        LogisticState::refresh_sums(self, data, k);
+    fn sums_and_residual(&mut self) -> (&mut [Vec<f64>], Option<&[f64]>) {
+        (&mut self.sums, Some(self.rows.vr()))
     }
 
-    fn score(&self, lambda: f64, scores: &mut [BlockScore]) -> (f64, f64) {
-        let block_max = score_blocks(&self.sums, &self.beta, &self.n_chain, lambda, scores);
-        (block_max, self.grad_c.abs())
+    fn n_chain(&self) -> &[usize] {
+        &self.n_chain
+    }
+
+    /// As of the last row pass.
+    fn intercept_gradient(&self) -> f64 {
+        self.grad_c
     }
 
     fn objective(&self, _lambda: f64) -> f64 {

@@ -133,7 +133,8 @@ pub fn fit_tables(
 ) -> Result<Fit> {
     params.check()?;
     let data = crate::engine::tables_shell(&tables, cuts, missing)?;
-    crate::engine::fit_shell(&data, tables, params, None, None)
+    let fitted = fit_binned_tables(&data, tables, params, None, None)?;
+    Ok(Fit::new(&data, Engine::Tables, fitted, None))
 }
 
 /// Fits a path of penalties on the same binned data, each fit warm-started from the previous

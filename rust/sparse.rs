@@ -31,6 +31,7 @@ use ndarray::{ArrayView1, ArrayView2};
 
 use crate::binning::{bin_data, BinnedData, BinningParams};
 use crate::blocks::BlockState;
+use crate::descent::DescentState;
 use crate::error::{FastError, Result};
 use crate::model::AdditiveModel;
 use crate::params::{
@@ -991,28 +992,28 @@ fn l0_auto(
             // max_features exactly, also start from the denser side (raising λ_s can drop
             // features one by one where lowering it added a group at once).
             let mut hi = (ls, sv.snapshot(s));
-            for _ in 0..N_BISECT {
+            'bisect: for _ in 0..N_BISECT {
                 let mid = (lo.0 * hi.0).sqrt();
-                sv.restore(&lo.1, s);
-                let (converged, swaps) = sv.solve_l0(s, mid, params);
-                let size_lo = s.len();
-                if size_lo <= max_features {
-                    fitted.push(sv.record(s, mid, swaps, converged, true));
-                    if size_lo == max_features {
-                        break;
+                // The fit from each side: its support size and, from the sparser side, its
+                // snapshot.
+                let mut sizes = [0; 2];
+                let mut from_lo = None;
+                for (side, start) in [&lo.1, &hi.1].into_iter().enumerate() {
+                    sv.restore(start, s);
+                    let (converged, swaps) = sv.solve_l0(s, mid, params);
+                    sizes[side] = s.len();
+                    if sizes[side] <= max_features {
+                        fitted.push(sv.record(s, mid, swaps, converged, true));
+                        if sizes[side] == max_features {
+                            break 'bisect;
+                        }
+                    }
+                    if side == 0 {
+                        from_lo = Some(sv.snapshot(s));
                     }
                 }
-                let from_lo = sv.snapshot(s);
-                sv.restore(&hi.1, s);
-                let (converged, swaps) = sv.solve_l0(s, mid, params);
-                let size_hi = s.len();
-                if size_hi <= max_features {
-                    fitted.push(sv.record(s, mid, swaps, converged, true));
-                    if size_hi == max_features {
-                        break;
-                    }
-                }
-                if size_lo <= max_features {
+                let [size_lo, size_hi] = sizes;
+                if let (true, Some(from_lo)) = (size_lo <= max_features, from_lo) {
                     lo = (mid, from_lo);
                 } else if size_hi <= max_features {
                     lo = (mid, sv.snapshot(s));

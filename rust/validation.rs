@@ -44,7 +44,7 @@ use rayon::prelude::*;
 use crate::binning::{bin_weights, BinnedData};
 use crate::blocks::BlockState;
 use crate::descent::{descend, DescentState};
-use crate::engine::{choose_engine, fit_binned_engine, fit_binned_tables, fit_shell, tables_shell};
+use crate::engine::{choose_engine, fit_binned_engine, fit_binned_tables, tables_shell};
 use crate::error::{FastError, Result};
 use crate::params::{Engine, FitParams, Penalty, Validation, DEFAULT_LAMBDA_RATIO};
 pub use crate::report::PenaltySearch;
@@ -285,14 +285,7 @@ pub fn fit_validated(
         };
         let held = (&rows[..], &held_weights[..]);
         let loss = |c: f64, b: &[Vec<f64>]| holdout_loss(data, y, (c, b), held, squared_error);
-        let (search, best) = run_path(
-            data,
-            params,
-            &state,
-            &loss,
-            &offset,
-            reborrow(&mut callback),
-        )?;
+        let (search, best) = run_path(data, params, &state, &loss, &offset, &mut callback)?;
         Ok::<_, FastError>((search, best, train_tables))
     })();
     restore_weights(data, saved);
@@ -350,8 +343,9 @@ pub fn fit_tables_validated(
             lambda: Penalty::Relative(DEFAULT_LAMBDA_RATIO),
             ..params.clone()
         };
-        let fit = fit_shell(&data_all, Arc::new(all), &fixed, None, callback)?;
-        return Ok((fit, PenaltySearch::fixed(DEFAULT_LAMBDA_RATIO)));
+        let fit = fit_binned_tables(&data_all, Arc::new(all), &fixed, None, callback)?;
+        let search = PenaltySearch::fixed(DEFAULT_LAMBDA_RATIO);
+        return Ok((Fit::new(&data_all, Engine::Tables, fit, None), search));
     }
     let data = tables_shell(&train, cuts, missing)?;
     let offset = AtomicUsize::new(0);
@@ -360,27 +354,18 @@ pub fn fit_tables_validated(
     let train = Arc::new(train);
     let state = |beta: Vec<Vec<f64>>| BlockState::with_tables(&data, Arc::clone(&train), beta);
     let loss = |c: f64, b: &[Vec<f64>]| held.mean_squared_error(c, b);
-    let (search, best) = run_path(
-        &data,
-        params,
-        &state,
-        &loss,
-        &offset,
-        reborrow(&mut callback),
-    )?;
+    let (search, best) = run_path(&data, params, &state, &loss, &offset, &mut callback)?;
     let final_params = FitParams {
         lambda: Penalty::Relative(search.ratio),
         ..params.clone()
     };
-    let mut fit = fit_shell(
-        &data_all,
-        Arc::new(all),
-        &final_params,
-        Some(best),
-        callback,
-    )?;
-    fit.search = Some(search.clone());
-    Ok((fit, search))
+    let all = Arc::new(all);
+    let fit = fit_binned_tables(&data_all, all, &final_params, Some(best), callback)?;
+    let search_copy = Some(search.clone());
+    Ok((
+        Fit::new(&data_all, Engine::Tables, fit, search_copy),
+        search,
+    ))
 }
 
 /// The callback for a held-out search: the user's, seeing the search and the final fit as
@@ -419,7 +404,7 @@ pub(crate) fn run_path<S: DescentState>(
     state: &dyn Fn(Vec<Vec<f64>>) -> S,
     loss: &dyn Fn(f64, &[Vec<f64>]) -> f64,
     offset: &AtomicUsize,
-    mut callback: Option<Callback<'_>>,
+    callback: &mut Option<Callback<'_>>,
 ) -> Result<(PenaltySearch, Vec<Vec<f64>>)> {
     let mut st = state(data.zero_blocks());
     let lambda_max = st.start_flat(data);
@@ -434,7 +419,7 @@ pub(crate) fn run_path<S: DescentState>(
     let mut try_ratio = |st: &mut S, ratio: f64, search: &mut PenaltySearch| -> Result<Tried> {
         let lambda = ratio * lambda_max;
         let start = Instant::now();
-        let cb = reborrow(&mut callback);
+        let cb = reborrow(callback);
         let fit = descend(data, &path_params, st, lambda, lambda_max, start, cb);
         let loss = loss(fit.intercept, &fit.values);
         search.ratios.push(ratio);
