@@ -34,12 +34,14 @@
 
 pub mod binning;
 pub mod blocks;
+pub mod datafit;
 pub mod descent;
 pub mod engine;
 pub mod error;
 pub mod flsa;
 pub mod logistic;
 pub mod model;
+pub mod newton;
 pub mod params;
 pub mod report;
 pub mod selection;
