@@ -1,6 +1,6 @@
 //! The block coordinate descent loop shared by every loss (DESIGN §2–3).
 //!
-//! One loop, [`descend`], runs on any [`DescentState`]: the exact squared-loss state of
+//! One loop, `descend`, runs on any [`DescentState`]: the exact squared-loss state of
 //! [`crate::blocks`] (rows or tables engine) and the proximal-Newton logistic state of
 //! [`crate::logistic`]. Each iteration scores every block from its bin sums (BGS-s scores and
 //! the KKT residual, [`crate::selection`]), lets the intercept move when its gradient is a

@@ -19,7 +19,7 @@ use crate::tables::{table_bytes, Tables};
 /// constant model).
 ///
 /// # Errors
-/// As [`fit_binned`] for `y`.
+/// As `solver::fit_binned` for `y`.
 pub fn lambda_max(data: &BinnedData, y: ArrayView1<'_, f64>) -> Result<f64> {
     check_target(y, data.n_samples)?;
     let mut st = BlockState::new(data, y);
@@ -46,10 +46,31 @@ pub fn choose_engine(data: &BinnedData) -> Engine {
     }
 }
 
-/// [`fit_binned_from`] on a chosen engine (`Auto` is resolved with [`choose_engine`]).
+/// `engine`, with [`Engine::Auto`] resolved by [`choose_engine`].
+pub fn resolve_engine(data: &BinnedData, engine: Engine) -> Engine {
+    match engine {
+        Engine::Auto => choose_engine(data),
+        e => e,
+    }
+}
+
+/// Makes squared-loss states at given blocks on `data`: on the statistics `tables` when
+/// given, else on the rows with targets `y`.
+pub(crate) fn squared_state<'a>(
+    data: &'a BinnedData,
+    y: ArrayView1<'a, f64>,
+    tables: Option<&'a Arc<Tables>>,
+) -> impl Fn(Vec<Vec<f64>>) -> BlockState + 'a {
+    move |beta| match tables {
+        Some(t) => BlockState::with_tables(data, Arc::clone(t), beta),
+        None => BlockState::with_start(data, y, beta),
+    }
+}
+
+/// `solver::fit_binned_from` on a chosen engine (`Auto` is resolved with [`choose_engine`]).
 ///
 /// # Errors
-/// As [`fit_binned_from`].
+/// As `solver::fit_binned_from`.
 pub fn fit_binned_engine(
     data: &BinnedData,
     y: ArrayView1<'_, f64>,
@@ -60,25 +81,19 @@ pub fn fit_binned_engine(
 ) -> Result<BinnedFit> {
     params.check()?;
     check_target(y, data.n_samples)?;
-    let tables = match engine {
-        Engine::Auto if choose_engine(data) == Engine::Tables => {
-            Some(Arc::new(Tables::build(data, y)?))
-        }
+    let tables = match resolve_engine(data, engine) {
         Engine::Tables => Some(Arc::new(Tables::build(data, y)?)),
         _ => None,
     };
-    let state = |beta: Vec<Vec<f64>>| match &tables {
-        Some(t) => BlockState::with_tables(data, Arc::clone(t), beta),
-        None => BlockState::with_start(data, y, beta),
-    };
+    let state = squared_state(data, y, tables.as_ref());
     fit_from(data, params, init, state, callback)
 }
 
-/// [`fit_binned_from`] on the tables engine with statistics already built on `data` (so a
+/// `solver::fit_binned_from` on the tables engine with statistics already built on `data` (so a
 /// path of fits builds them once).
 ///
 /// # Errors
-/// As [`fit_binned_from`].
+/// As `solver::fit_binned_from`.
 pub fn fit_binned_tables(
     data: &BinnedData,
     tables: Arc<Tables>,

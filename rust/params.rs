@@ -71,7 +71,7 @@ named_choices! {
 named_choices! {
     /// Where the residual information lives during a fit (see [`crate::blocks`]).
     pub enum Engine for "engine", "must be 'auto', 'rows' or 'tables'" {
-        /// Choose from a cost model (see [`crate::solver::choose_engine`]).
+        /// Choose from a cost model (see [`crate::engine::choose_engine`]).
         Auto = "auto",
         /// A residual per row: each iteration makes passes over the rows.
         Rows = "rows",

@@ -21,7 +21,9 @@ use crate::tables::Tables;
 use crate::validation::fit_validated;
 
 pub use crate::descent::{AUTO_GREEDY_MAX_FEATURES, SWEEP_SKIP};
-pub use crate::engine::{choose_engine, fit_binned_engine, fit_binned_tables, lambda_max};
+pub use crate::engine::{
+    choose_engine, fit_binned_engine, fit_binned_tables, lambda_max, resolve_engine,
+};
 pub use crate::report::{
     chain_weights, to_model, BinnedFit, Callback, Fit, FitReport, History, Progress, StopReason,
 };
@@ -72,10 +74,7 @@ pub fn fit_with_engine(
     params.check()?;
     crate::error::check_target_len(y.len(), x.nrows())?;
     let mut data = bin_data(x, weights, &params.binning)?;
-    let engine = match engine {
-        Engine::Auto => choose_engine(&data),
-        e => e,
-    };
+    let engine = resolve_engine(&data, engine);
     let (fitted, search) = match params.lambda {
         Penalty::Validated(_) => {
             let (fit, search) = fit_validated(&mut data, y, params, engine, callback)?;

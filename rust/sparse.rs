@@ -38,7 +38,7 @@ use crate::params::{
     FitParams, Penalty, Selection, DEFAULT_LAMBDA_RATIO, DEFAULT_MAX_ITER, DEFAULT_TOL,
 };
 use crate::selection::{chain_block_score, BlockScore};
-use crate::solver;
+use crate::{engine, report};
 
 /// Default bound on the number of local-search swaps per model.
 pub const DEFAULT_MAX_SWAPS: usize = 20;
@@ -745,7 +745,7 @@ impl<'a> SparseSolver<'a> {
         let support = self.support();
         let flat = s.iter().copied().filter(|&k| !self.nonzero[k]).collect();
         let fast_objective = self.st.objective(self.lambda);
-        let model = solver::to_model(self.data, self.st.intercept, &self.st.beta);
+        let model = report::to_model(self.data, self.st.intercept, &self.st.beta);
         SparseModel {
             intercept: model.intercept,
             values: model.values,
@@ -849,7 +849,7 @@ fn check_lambda_s(grid: &LambdaS, p: usize) -> Result<()> {
 fn prepare(data: &BinnedData, y: ArrayView1<'_, f64>, params: &SparseParams) -> Result<(f64, f64)> {
     params.check()?;
     // Validates y (length, finiteness, at least two rows) and gives λ_max.
-    let lambda_max = solver::lambda_max(data, y)?;
+    let lambda_max = engine::lambda_max(data, y)?;
     let lambda = params.lambda.resolve(lambda_max)?;
     Ok((lambda, lambda_max))
 }
@@ -1062,7 +1062,7 @@ where
     crate::error::check_target_len(y.len(), x.nrows())?;
     let data = bin_data(x, weights, &params.binning)?;
     let path = run(&data)?;
-    let (bin_weights, missing_weights) = solver::chain_weights(&data);
+    let (bin_weights, missing_weights) = report::chain_weights(&data);
     Ok(SparseFit {
         cuts: data.features.into_iter().map(|f| f.cuts).collect(),
         bin_weights,

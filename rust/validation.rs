@@ -25,7 +25,7 @@
 //! share the bins (and `data`'s codes are not copied). [`fit_validated`] swaps the weights
 //! in and restores the originals bit for bit before the final fit.
 //!
-//! The search is the same for every loss ([`run_path`] on any [`DescentState`]): logistic FAST
+//! The search is the same for every loss (`run_path` on any [`DescentState`]): logistic FAST
 //! ([`crate::logistic::fit_logistic_validated`]) runs it with the held-out weighted mean
 //! log-loss, on held-out rows drawn within each class ([`stratified_validation_rows`]).
 //!
@@ -44,7 +44,9 @@ use rayon::prelude::*;
 use crate::binning::{bin_weights, BinnedData};
 use crate::blocks::BlockState;
 use crate::descent::{descend, DescentState};
-use crate::engine::{choose_engine, fit_binned_engine, fit_binned_tables, tables_shell};
+use crate::engine::{
+    fit_binned_engine, fit_binned_tables, resolve_engine, squared_state, tables_shell,
+};
 use crate::error::{FastError, Result};
 use crate::params::{Engine, FitParams, Penalty, Validation, DEFAULT_LAMBDA_RATIO};
 pub use crate::report::PenaltySearch;
@@ -239,10 +241,7 @@ pub fn fit_validated(
 ) -> Result<(BinnedFit, PenaltySearch)> {
     let Validation { fraction, seed } =
         validation_of(params, "fit_validated needs Penalty::Validated")?;
-    let engine = match engine {
-        Engine::Auto => choose_engine(data),
-        e => e,
-    };
+    let engine = resolve_engine(data, engine);
     let split = Split::new(data, validation_rows(data.n_samples, fraction, seed));
     if !split.enough_rows() {
         let fixed = FitParams {
@@ -279,13 +278,12 @@ pub fn fit_validated(
             Engine::Tables => Some(Arc::new(Tables::build(data, y)?)),
             _ => None,
         };
-        let state = |beta: Vec<Vec<f64>>| match &train_tables {
-            Some(t) => BlockState::with_tables(data, Arc::clone(t), beta),
-            None => BlockState::with_start(data, y, beta),
-        };
         let held = (&rows[..], &held_weights[..]);
         let loss = |c: f64, b: &[Vec<f64>]| holdout_loss(data, y, (c, b), held, squared_error);
-        let (search, best) = run_path(data, params, &state, &loss, &offset, &mut callback)?;
+        let (search, best) = {
+            let state = squared_state(data, y, train_tables.as_ref());
+            run_path(data, params, &state, &loss, &offset, &mut callback)?
+        };
         Ok::<_, FastError>((search, best, train_tables))
     })();
     restore_weights(data, saved);
