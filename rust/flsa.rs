@@ -453,17 +453,23 @@ fn clamp_into(v: f64, lo: f64, hi: f64) -> f64 {
     }
 }
 
-/// Walks the knots of the ring `(buf, head, mask, len)` from the left while the piecewise-
+/// Walks the `len` knots of the ring `buf[(head + i) & mask]` from the left while the piecewise-
 /// linear `f = a·x + b` (end pieces `(aw, bf)` left of every knot and `(aw, bl)` right of
 /// them) is at most `level` at the knot. Returns the coefficients of the piece where
-/// `f = level` is crossed, that piece's interval `[lower, upper]` and the number of knots
+/// `f = level` is crossed, that piece's interval (`lower`, `upper`) and the number of knots
 /// passed.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn walk_from_left(
-    (buf, head, mask, len): (&[Knot], usize, usize, usize),
-    (aw, bf, bl): (f64, f64, f64),
+    buf: &[Knot],
+    head: usize,
+    mask: usize,
+    len: usize,
+    aw: f64,
+    bf: f64,
+    bl: f64,
     level: f64,
-) -> (f64, f64, [f64; 2], usize) {
+) -> (f64, f64, f64, f64, usize) {
     let (mut a, mut b) = (aw, bf);
     let mut i = 0;
     let mut lower = f64::NEG_INFINITY;
@@ -484,7 +490,7 @@ fn walk_from_left(
         a = aw;
         b = bl;
     }
-    (a, b, [lower, upper], i)
+    (a, b, lower, upper, i)
 }
 
 /// Johnson's recursion on `n ≥ 2` points of positive weight, centred at `c`; writes
@@ -519,8 +525,7 @@ fn dp(
     let steps = y[1..].iter().zip(&w[1..]).zip(&mut bounds[..n - 1]);
     for ((&y_next, &w_next), bound) in steps {
         // t⁻: walk in from the left while f ≤ −λ at the knot.
-        let ring = (&buf[..], head, mask, len);
-        let (a_lo, b_lo, [lower, upper], lo) = walk_from_left(ring, (aw, bf, bl), -lam);
+        let (a_lo, b_lo, lower, upper, lo) = walk_from_left(buf, head, mask, len, aw, bf, bl, -lam);
         let tm = clamp_into((-lam - b_lo) / a_lo, lower, upper);
 
         // t⁺: walk in from the right (not past `lo`) while f ≥ λ at the knot.
@@ -576,7 +581,7 @@ fn dp(
     }
 
     // b_{n−1}: the root of f_{n−1}.
-    let (a, b, [lower, upper], _) = walk_from_left((&buf[..], head, mask, len), (aw, bf, bl), 0.0);
+    let (a, b, lower, upper, _) = walk_from_left(buf, head, mask, len, aw, bf, bl, 0.0);
     let mut beta = clamp_into(-b / a, lower, upper);
     out[n - 1] = beta + c;
 
