@@ -1,8 +1,8 @@
 //! The block coordinate descent loop shared by every loss (DESIGN §2–3).
 //!
 //! One loop, `descend`, runs on any [`DescentState`]: the exact squared-loss state of
-//! [`crate::blocks`] (rows or tables engine) and the proximal-Newton logistic state of
-//! [`crate::logistic`]. Each iteration scores every block from its bin sums (BGS-s scores and
+//! [`crate::blocks`] (rows or tables engine) and the proximal-Newton state of
+//! [`crate::newton`] over a datafit (the logistic loss). Each iteration scores every block from its bin sums (BGS-s scores and
 //! the KKT residual, [`crate::selection`]), lets the intercept move when its gradient is a
 //! large enough share of the largest violation, then updates one block (greedy), or every
 //! block of a sweep in turn (cyclic, or scored sweeps, steepest first). It stops when the KKT
@@ -49,8 +49,8 @@ pub trait DescentState {
     /// largest KKT violation (1: only when it is the largest).
     const INTERCEPT_SHARE: f64;
 
-    /// The rule [`Selection::Auto`] stands for on this state with `n_blocks` blocks (other
-    /// rules are returned unchanged).
+    /// The rule [`Selection::Auto`] stands for on this state with `n_blocks` blocks (never
+    /// `Auto` itself; other rules are returned unchanged).
     fn resolve_selection(&self, requested: Selection, n_blocks: usize) -> Selection;
 
     /// Sweeps of [`DescentState::start_flat`] at most.
