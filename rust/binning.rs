@@ -25,7 +25,7 @@ use ndarray::{ArrayView1, ArrayView2};
 use rand::SeedableRng;
 use rayon::prelude::*;
 
-use crate::error::{check_weights, FastError, Result};
+use crate::error::{check_len, check_weights, FastError, Result};
 
 /// `max_bins="auto"`: this many bins for data with at most [`AUTO_MAX_BINS_ROWS`] rows …
 pub const AUTO_MAX_BINS_SMALL: usize = 4096;
@@ -173,6 +173,14 @@ impl BinnedData {
     /// Number of features.
     pub fn n_features(&self) -> usize {
         self.features.len()
+    }
+
+    /// One block of zeros per feature (one value per bin): the constant model's blocks.
+    pub fn zero_blocks(&self) -> Vec<Vec<f64>> {
+        self.features
+            .iter()
+            .map(|f| vec![0.0; f.n_bins()])
+            .collect()
     }
 
     /// The rows `rows` only, with sample weights `weights` (one per selected row): the same
@@ -478,13 +486,9 @@ pub fn bin_data(
 ) -> Result<BinnedData> {
     params.check()?;
     let (n, p) = x.dim();
-    if !params.user_cuts.is_empty() && params.user_cuts.len() != p {
-        return Err(FastError::LengthMismatch {
-            what: "bins",
-            expected: p,
-            got: params.user_cuts.len(),
-            reason: "one entry (cut points or None) per feature",
-        });
+    if !params.user_cuts.is_empty() {
+        let reason = "one entry (cut points or None) per feature";
+        check_len("bins", p, params.user_cuts.len(), reason)?;
     }
     if n == 0 {
         return Err(FastError::TooFewSamples(
@@ -498,14 +502,7 @@ pub fn bin_data(
     }
     let total_weight = match weights {
         Some(w) => {
-            if w.len() != n {
-                return Err(FastError::LengthMismatch {
-                    what: "sample_weight",
-                    expected: n,
-                    got: w.len(),
-                    reason: "one weight per row of X",
-                });
-            }
+            check_len("sample_weight", n, w.len(), "one weight per row of X")?;
             check_weights("sample_weight", w)?
         }
         None => n as f64,

@@ -22,10 +22,10 @@ use ndarray::ArrayView1;
 use rayon::prelude::*;
 
 use crate::binning::{BinnedData, Code};
+use crate::descent::{DescentState, Pair, AUTO_GREEDY_MAX_FEATURES};
 use crate::flsa::{flsa_weighted_unchecked, FlsaWorkspace};
-use crate::selection::{
-    all_bin_sums, bin_sums_into, block_score, chain_block_score, score_blocks, BlockScore,
-};
+use crate::params::Selection;
+use crate::selection::bin_sums_into;
 use crate::tables::Tables;
 use crate::with_codes;
 
@@ -114,12 +114,7 @@ impl BlockState {
     /// The constant model: intercept = weighted mean of `y`, every block 0. Sums are fresh.
     /// `y` must have `data.n_samples` finite entries.
     pub fn new(data: &BinnedData, y: ArrayView1<'_, f64>) -> Self {
-        let beta: Vec<Vec<f64>> = data
-            .features
-            .iter()
-            .map(|f| vec![0.0; f.n_bins()])
-            .collect();
-        Self::with_start(data, y, beta)
+        Self::with_start(data, y, data.zero_blocks())
     }
 
     /// A warm start from given blocks (one value per bin each; they are centred here, their
@@ -219,28 +214,6 @@ impl BlockState {
         state
     }
 
-    /// Makes every block's bin sums fresh: one pass per feature (rows engine); nothing to do
-    /// with tables, whose sums are always fresh.
-    pub fn refresh_all_sums(&mut self, data: &BinnedData) {
-        if let Backend::Rows { resid, vresid, .. } = &self.backend {
-            let vr = if vresid.is_empty() { resid } else { vresid };
-            all_bin_sums(data, vr, &mut self.sums);
-        }
-    }
-
-    /// Makes block `k`'s bin sums fresh (one pass with rows, nothing with tables).
-    pub fn refresh_sums(&mut self, data: &BinnedData, k: usize) {
-        if let Backend::Rows { resid, vresid, .. } = &self.backend {
-            let vr = if vresid.is_empty() { resid } else { vresid };
-            bin_sums_into(
-                &data.features[k],
-                vr,
-                1.0 / data.total_weight,
-                &mut self.sums[k],
-            );
-        }
-    }
-
     /// Recomputes sums and loss exactly: from the residual (rows; the loss is exact already)
     /// or from the tables (`O((Σ B)²)`).
     pub fn sync(&mut self, data: &BinnedData) {
@@ -269,66 +242,9 @@ impl BlockState {
         }
     }
 
-    /// `max_{k,t} |g_{k,t}|` over the chains' jumps, from fresh sums: at the flat model
-    /// (see [`BlockState::flat_start`]) this is `λ_max`.
-    pub fn lambda_max(&self) -> f64 {
-        self.sums
-            .iter()
-            .zip(&self.beta)
-            .zip(&self.n_chain)
-            .map(|((s, b), &nc)| block_score(&s[..nc], &b[..nc], 0.0).max_d)
-            .fold(0.0, f64::max)
-    }
-
-    /// From the constant model, fits the free levels of blocks with a missing bin (chain
-    /// level and missing value) with every chain kept flat: the optimum for every
-    /// `λ_f ≥ λ_max`, where [`BlockState::lambda_max`] is then read off. Without missing bins
-    /// the constant model already is that optimum and nothing is done. Sums end fresh.
-    pub fn flat_start(&mut self, data: &BinnedData) {
-        let with_missing: Vec<usize> = (0..self.beta.len())
-            .filter(|&k| data.features[k].missing)
-            .collect();
-        if with_missing.is_empty() {
-            return;
-        }
-        let scale = (2.0 * self.loss).sqrt().max(f64::MIN_POSITIVE);
-        for _sweep in 0..1_000 {
-            let worst = with_missing
-                .iter()
-                .map(|&k| {
-                    chain_block_score(&self.sums[k], &self.beta[k], f64::INFINITY, self.n_chain[k])
-                        .max_d
-                })
-                .fold(self.intercept_gradient().abs(), f64::max);
-            if worst <= 1e-13 * scale {
-                break;
-            }
-            for &k in &with_missing {
-                self.refresh_sums(data, k);
-                self.update_block(data, k, f64::INFINITY);
-            }
-            self.refresh_all_sums(data);
-            if self.intercept_gradient() != 0.0 {
-                self.intercept_step(data);
-            }
-        }
-    }
-
     /// `F = loss + λ Σ tv`.
     pub fn objective(&self, lambda: f64) -> f64 {
         self.loss + lambda * self.tv.iter().sum::<f64>()
-    }
-
-    /// Scores every block from fresh sums; returns the KKT residual's unscaled `max d`
-    /// (including the intercept's stationarity).
-    pub fn score_all(&self, lambda: f64, scores: &mut [BlockScore]) -> f64 {
-        let block_max = score_blocks(&self.sums, &self.beta, &self.n_chain, lambda, scores);
-        block_max.max(self.intercept_gradient().abs())
-    }
-
-    /// `Σ_i v_i r_i / W` from block 0's sums (every block's sums add up to it).
-    pub fn intercept_gradient(&self) -> f64 {
-        self.sums.first().map_or(0.0, |s| s.iter().sum())
     }
 
     /// Moves the residual's weighted mean into the intercept (sums stay fresh if they were).
@@ -375,20 +291,20 @@ impl BlockState {
         !self.uses_tables() && data.n_samples + max_bins >= PAIR_MIN_WORK
     }
 
-    /// Two block updates from one residual, solved side by side (rows engine): block `k1`'s
-    /// and block `k2`'s sums (refreshed unless `fresh`: every block's sums are up to date)
+    /// Two block updates from one residual, solved side by side (rows engine): with
+    /// `k1 = pair.first` and `k2 = pair.second`, block `k1`'s and block `k2`'s sums (refreshed
+    /// unless `pair.fresh`: every block's sums are up to date)
     /// and weighted FLSAs in parallel, then `k1`'s exact update is applied. `k2`'s solution,
     /// computed before `k1` moved, is applied only if it still lowers the objective (exactly
     /// predicted from `k2`'s sums after `k1`'s update): returns the objective after `k1` and
     /// whether `k2` was applied. The objective never increases; a rejected `k2` is left to an
     /// ordinary update. Leaves every block's sums stale.
-    pub fn update_pair(
-        &mut self,
-        data: &BinnedData,
-        (k1, k2): (usize, usize),
-        lambda: f64,
-        fresh: bool,
-    ) -> (f64, bool) {
+    pub fn update_pair(&mut self, data: &BinnedData, pair: Pair, lambda: f64) -> (f64, bool) {
+        let Pair {
+            first: k1,
+            second: k2,
+            fresh,
+        } = pair;
         assert!(k1 != k2, "a pair needs two blocks");
         let Backend::Rows { resid, vresid, .. } = &self.backend else {
             // The tables engine: one ordinary update.
@@ -523,6 +439,103 @@ impl BlockState {
             None => update_chunks(resid, vresid, weights, partials, |_, _| shift),
         }
         self.loss = 0.5 * partials.iter().sum::<f64>() / data.total_weight;
+    }
+}
+
+/// The exact squared-loss state in the one descent loop: the intercept takes its exact step
+/// whenever its gradient is at least half the largest violation (keeping the sums fresh),
+/// every block update moves, and the tables engine recomputes the objective exactly at the
+/// end.
+impl DescentState for BlockState {
+    const INTERCEPT_SHARE: f64 = 0.5;
+
+    fn resolve_selection(&self, requested: Selection, n_blocks: usize) -> Selection {
+        match requested {
+            // Greedy pays when an update is cheap next to a refresh of every block's sums
+            // (the tables engine, or few features); otherwise scored sweeps (README,
+            // "Defaults").
+            Selection::Auto if self.uses_tables() || n_blocks <= AUTO_GREEDY_MAX_FEATURES => {
+                Selection::Greedy
+            }
+            Selection::Auto => Selection::Sweep,
+            s => s,
+        }
+    }
+
+    const FLAT_SWEEPS: usize = 1_000;
+
+    /// Relative to the root mean square of the residual.
+    fn flat_tolerance(&self) -> f64 {
+        1e-13 * (2.0 * self.loss).sqrt().max(f64::MIN_POSITIVE)
+    }
+
+    fn settle_intercept(&mut self, data: &BinnedData) -> bool {
+        self.refresh_all_sums(data);
+        let moves = self.intercept_gradient() != 0.0;
+        if moves {
+            self.intercept_step(data);
+        }
+        moves
+    }
+
+    fn sums(&self) -> &[Vec<f64>] {
+        &self.sums
+    }
+
+    /// The tables engine keeps its sums fresh through the co-occurrence tables.
+    fn sums_and_residual(&mut self) -> (&mut [Vec<f64>], Option<&[f64]>) {
+        let vr = match &self.backend {
+            Backend::Rows { resid, vresid, .. } if vresid.is_empty() => Some(&resid[..]),
+            Backend::Rows { vresid, .. } => Some(&vresid[..]),
+            Backend::Tables { .. } => None,
+        };
+        (&mut self.sums, vr)
+    }
+
+    fn n_chain(&self) -> &[usize] {
+        &self.n_chain
+    }
+
+    /// `Σ_i v_i r_i / W` from block 0's sums (every block's sums add up to it).
+    fn intercept_gradient(&self) -> f64 {
+        self.sums.first().map_or(0.0, |s| s.iter().sum())
+    }
+
+    fn objective(&self, lambda: f64) -> f64 {
+        BlockState::objective(self, lambda)
+    }
+
+    fn step_intercept(&mut self, data: &BinnedData, _block_max: f64, _threshold: f64) -> bool {
+        self.intercept_step(data);
+        false
+    }
+
+    fn update_block(&mut self, data: &BinnedData, k: usize, lambda: f64) -> bool {
+        BlockState::update_block(self, data, k, lambda);
+        true
+    }
+
+    fn pairs_pay(&self, data: &BinnedData) -> bool {
+        BlockState::pairs_pay(self, data)
+    }
+
+    fn update_pair(&mut self, data: &BinnedData, pair: Pair, lambda: f64) -> (f64, bool) {
+        BlockState::update_pair(self, data, pair, lambda)
+    }
+
+    fn finish(&mut self, data: &BinnedData) {
+        if self.uses_tables() {
+            // The reported objective is recomputed exactly from the tables.
+            self.sync(data);
+        }
+    }
+
+    fn intercept(&self) -> f64 {
+        self.intercept
+    }
+
+    fn blocks(&self) -> &[Vec<f64>] {
+        &self.beta
     }
 }
 

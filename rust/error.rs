@@ -2,7 +2,7 @@
 //! so that the Python layer can pass it through unchanged.
 
 /// An invalid input or parameter. Failing to converge is *not* an error: see
-/// [`crate::solver::FitReport`].
+/// [`crate::report::FitReport`].
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FastError {
     /// Two inputs that must have the same length do not.
@@ -60,15 +60,51 @@ pub type Result<T> = std::result::Result<T, FastError>;
 /// # Errors
 /// [`FastError::LengthMismatch`] naming `y` otherwise.
 pub fn check_target_len(len: usize, n_rows: usize) -> Result<()> {
-    if len != n_rows {
+    check_len("y", n_rows, len, "one target per row of X")
+}
+
+/// Checks that `what` has `expected` entries (`got`); `reason` says why.
+///
+/// # Errors
+/// [`FastError::LengthMismatch`] otherwise.
+pub fn check_len(
+    what: &'static str,
+    expected: usize,
+    got: usize,
+    reason: &'static str,
+) -> Result<()> {
+    if got != expected {
         return Err(FastError::LengthMismatch {
-            what: "y",
-            expected: n_rows,
-            got: len,
-            reason: "one target per row of X",
+            what,
+            expected,
+            got,
+            reason,
         });
     }
     Ok(())
+}
+
+/// Checks a regression or classification target for `n` rows: one finite value per row, at
+/// least two rows.
+///
+/// # Errors
+/// [`FastError::LengthMismatch`], [`FastError::TooFewSamples`] or
+/// [`FastError::NonFiniteValue`].
+pub fn check_target(y: ndarray::ArrayView1<'_, f64>, n: usize) -> Result<()> {
+    check_target_len(y.len(), n)?;
+    if n < 2 {
+        return Err(FastError::TooFewSamples(format!(
+            "X has {n} sample (n_samples = {n}); at least 2 are needed to fit"
+        )));
+    }
+    match y.iter().position(|v| !v.is_finite()) {
+        Some(index) => Err(FastError::NonFiniteValue {
+            what: "y",
+            index,
+            value: y[index],
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Checks that every entry of `values` is finite.

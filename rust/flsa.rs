@@ -64,7 +64,7 @@
 //! twice the time of this branchy form, because they put the compare, the division and the
 //! clamp of every step on one loop-carried dependency chain.
 
-use crate::error::{check_finite, check_weights, FastError, Result};
+use crate::error::{check_finite, check_len, check_weights, FastError, Result};
 
 /// Smallest ring-buffer size (a power of two).
 const MIN_RING: usize = 16;
@@ -162,22 +162,8 @@ pub fn flsa_weighted(
             "y is empty; the fused lasso needs at least one point".to_string(),
         ));
     }
-    if w.len() != y.len() {
-        return Err(FastError::LengthMismatch {
-            what: "w",
-            expected: y.len(),
-            got: w.len(),
-            reason: "one weight per point of y",
-        });
-    }
-    if out.len() != y.len() {
-        return Err(FastError::LengthMismatch {
-            what: "out",
-            expected: y.len(),
-            got: out.len(),
-            reason: "one output per point of y",
-        });
-    }
+    check_len("w", y.len(), w.len(), "one weight per point of y")?;
+    check_len("out", y.len(), out.len(), "one output per point of y")?;
     check_finite("y", y)?;
     check_weights("w", w)?;
     if !(lambda.is_finite() && lambda >= 0.0) {
@@ -280,14 +266,7 @@ pub fn flsa(y: &[f64], weights: Option<&[f64]>, lambda: f64) -> Result<Vec<f64>>
     let ones;
     let w = match weights {
         Some(w) => {
-            if w.len() != y.len() {
-                return Err(FastError::LengthMismatch {
-                    what: "weights",
-                    expected: y.len(),
-                    got: w.len(),
-                    reason: "one weight per point of y",
-                });
-            }
+            check_len("weights", y.len(), w.len(), "one weight per point of y")?;
             check_weights("weights", w)?;
             w
         }
@@ -474,6 +453,46 @@ fn clamp_into(v: f64, lo: f64, hi: f64) -> f64 {
     }
 }
 
+/// Walks the `len` knots of the ring `buf[(head + i) & mask]` from the left while the piecewise-
+/// linear `f = a·x + b` (end pieces `(aw, bf)` left of every knot and `(aw, bl)` right of
+/// them) is at most `level` at the knot. Returns the coefficients of the piece where
+/// `f = level` is crossed, that piece's interval (`lower`, `upper`) and the number of knots
+/// passed.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn walk_from_left(
+    buf: &[Knot],
+    head: usize,
+    mask: usize,
+    len: usize,
+    aw: f64,
+    bf: f64,
+    bl: f64,
+    level: f64,
+) -> (f64, f64, f64, f64, usize) {
+    let (mut a, mut b) = (aw, bf);
+    let mut i = 0;
+    let mut lower = f64::NEG_INFINITY;
+    let mut upper = f64::INFINITY;
+    while i < len {
+        let kn = buf[(head + i) & mask];
+        if a * kn.x + b > level {
+            upper = kn.x;
+            break;
+        }
+        a += kn.a;
+        b += kn.b;
+        lower = kn.x;
+        i += 1;
+    }
+    if i == len {
+        // Right of every knot: the exact end piece.
+        a = aw;
+        b = bl;
+    }
+    (a, b, lower, upper, i)
+}
+
 /// Johnson's recursion on `n ≥ 2` points of positive weight, centred at `c`; writes
 /// `b + c` into `out`. `bounds` has length `n`; `buf` is the knot ring (length 0 or a power
 /// of two), grown here when needed.
@@ -506,26 +525,7 @@ fn dp(
     let steps = y[1..].iter().zip(&w[1..]).zip(&mut bounds[..n - 1]);
     for ((&y_next, &w_next), bound) in steps {
         // t⁻: walk in from the left while f ≤ −λ at the knot.
-        let (mut a_lo, mut b_lo) = (aw, bf);
-        let mut lo = 0;
-        let mut lower = f64::NEG_INFINITY;
-        let mut upper = f64::INFINITY;
-        while lo < len {
-            let kn = buf[(head + lo) & mask];
-            if a_lo * kn.x + b_lo > -lam {
-                upper = kn.x;
-                break;
-            }
-            a_lo += kn.a;
-            b_lo += kn.b;
-            lower = kn.x;
-            lo += 1;
-        }
-        if lo == len {
-            // Right of every knot: the exact end piece.
-            a_lo = aw;
-            b_lo = bl;
-        }
+        let (a_lo, b_lo, lower, upper, lo) = walk_from_left(buf, head, mask, len, aw, bf, bl, -lam);
         let tm = clamp_into((-lam - b_lo) / a_lo, lower, upper);
 
         // t⁺: walk in from the right (not past `lo`) while f ≥ λ at the knot.
@@ -581,25 +581,7 @@ fn dp(
     }
 
     // b_{n−1}: the root of f_{n−1}.
-    let (mut a, mut b) = (aw, bf);
-    let mut i = 0;
-    let mut lower = f64::NEG_INFINITY;
-    let mut upper = f64::INFINITY;
-    while i < len {
-        let kn = buf[(head + i) & mask];
-        if a * kn.x + b > 0.0 {
-            upper = kn.x;
-            break;
-        }
-        a += kn.a;
-        b += kn.b;
-        lower = kn.x;
-        i += 1;
-    }
-    if i == len {
-        a = aw;
-        b = bl;
-    }
+    let (a, b, lower, upper, _) = walk_from_left(buf, head, mask, len, aw, bf, bl, 0.0);
     let mut beta = clamp_into(-b / a, lower, upper);
     out[n - 1] = beta + c;
 

@@ -13,32 +13,52 @@
 //! F(c, β) = 1/(2W) Σ_i v_i (y_i − f(x_i))²  +  λ_f Σ_j Σ_b |β_{j,b+1} − β_{j,b}|
 //! ```
 //!
-//! with sample weights `v_i ≥ 0` and `W = Σ v_i`. The core is pure Rust:
+//! with sample weights `v_i ≥ 0` and `W = Σ v_i` (or, for classification, the mean log-loss
+//! of the log-odds `f`). The core is pure Rust; its modules depend one way, each on those
+//! listed before it:
 //!
+//! * [`error`] — the errors, each naming the argument at fault;
 //! * [`flsa`] — the weighted fused-lasso signal approximator (Johnson's O(B) dynamic
 //!   programme), the exact block update;
 //! * [`binning`] — one binned representation of the data (cut points, compact per-feature
 //!   codes, bin weights) shared by every solver;
-//! * [`blocks`] — the block coordinate descent state (residual, bin sums, exact block update)
-//!   shared by every solver;
+//! * [`params`] — the fitting parameters and their defaults;
+//! * [`model`] — the fitted additive model and its prediction;
+//! * [`report`] — the results of a fit: blocks, stop reason, KKT residual, history, progress
+//!   and the held-out penalty search;
 //! * [`selection`] — per-feature bin sums of the residual and the BGS-s scores / KKT residual;
-//! * [`solver`] — greedy (BGS-s) or cyclic block coordinate descent with a KKT stopping rule;
-//! * [`validation`] — the penalty chosen on held-out rows along a warm-started path;
 //! * [`tables`] — sufficient statistics (co-occurrence tables): iterations that never touch
 //!   the rows;
-//! * [`model`] — the fitted additive model and its prediction;
-//! * [`logistic`] — the same greedy solver for the logistic loss (binary classification);
+//! * [`descent`] — the one block coordinate descent loop (greedy BGS-s, scored sweeps or
+//!   cyclic, KKT stopping rule) over any [`descent::DescentState`];
+//! * [`blocks`] — the exact squared-loss state (residual or tables, bin sums, exact block
+//!   update), shared by every squared-loss solver;
+//! * [`datafit`] — per-row losses (gradient, curvature, stable loss change): the logistic
+//!   loss;
+//! * [`newton`] — the proximal-Newton state over a datafit;
+//! * [`engine`] — the squared loss's engine choice (rows or tables), `λ_max` and fits at a
+//!   given penalty;
+//! * [`validation`] — the penalty chosen on held-out rows along a warm-started path, for any
+//!   state;
+//! * [`solver`] — the regression entry points (bin, engine, fixed or held-out penalty, path,
+//!   thread pool);
+//! * [`logistic`] — the classification entry points (binary log-loss);
 //! * [`sparse`] — feature-sparse FAST: AGIS, group-ℓ0 FAST and the BGS local search.
 //!
 //! The PyO3 layer lives in `bindings` behind the `python` feature.
 
 pub mod binning;
 pub mod blocks;
+pub mod datafit;
+pub mod descent;
+pub mod engine;
 pub mod error;
 pub mod flsa;
 pub mod logistic;
 pub mod model;
+pub mod newton;
 pub mod params;
+pub mod report;
 pub mod selection;
 pub mod solver;
 pub mod sparse;

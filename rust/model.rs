@@ -4,7 +4,7 @@ use ndarray::ArrayView2;
 use rayon::prelude::*;
 
 use crate::binning::bin_of;
-use crate::error::{FastError, Result};
+use crate::error::{check_len, FastError, Result};
 
 /// `f(x) = intercept + Σ_j f_j(x_j)` with `f_j(x) = values[j][searchsorted(cuts[j], x, "right")]`
 /// for a value and `f_j(NaN) = missing_values[j]` for a missing one (0 when the feature had no
@@ -68,14 +68,8 @@ impl AdditiveModel {
     pub fn predict(&self, x: ArrayView2<'_, f64>) -> Result<Vec<f64>> {
         self.check()?;
         let (n, p) = x.dim();
-        if p != self.n_features() {
-            return Err(FastError::LengthMismatch {
-                what: "X (columns)",
-                expected: self.n_features(),
-                got: p,
-                reason: "X must have as many features as the data the model was fitted on",
-            });
-        }
+        let reason = "X must have as many features as the data the model was fitted on";
+        check_len("X (columns)", self.n_features(), p, reason)?;
         if let Some(((row, column), &value)) = x.indexed_iter().find(|(_, v)| v.is_infinite()) {
             return Err(FastError::NonFiniteX { row, column, value });
         }

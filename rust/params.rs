@@ -19,64 +19,64 @@ pub const DEFAULT_TOL: f64 = 1e-2;
 /// Default maximum number of block updates.
 pub const DEFAULT_MAX_ITER: usize = 100_000;
 
-/// Block selection rule.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Selection {
-    /// BGS-s: update the block with the largest squared steepest-descent norm.
-    Greedy,
-    /// Update every block in turn.
-    Cyclic,
-    /// Scored sweeps: score every block once (BGS-s), then update every block that can move
-    /// and violates its KKT condition by more than half the tolerance, steepest first, each on
-    /// its own fresh sums (on large data two at a time, the second kept only if it still
-    /// lowers the objective); repeat. Greedy ordering at cyclic cost.
-    Sweep,
-    /// `Greedy` where its per-update cost is small (the tables engine, or few features),
-    /// `Sweep` otherwise.
-    Auto,
+/// Declares a parameter's enum together with its parsing from the variants' names
+/// (`FromStr`); any other name is an [`FastError::InvalidParameter`] naming the parameter.
+macro_rules! named_choices {
+    (
+        $(#[$meta:meta])*
+        pub enum $t:ident for $param:literal, $message:literal {
+            $($(#[$vmeta:meta])* $v:ident = $name:literal,)*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum $t {
+            $($(#[$vmeta])* $v,)*
+        }
+
+        impl std::str::FromStr for $t {
+            type Err = FastError;
+            fn from_str(s: &str) -> Result<Self> {
+                match s {
+                    $($name => Ok(Self::$v),)*
+                    _ => Err(FastError::InvalidParameter {
+                        name: $param,
+                        message: $message,
+                        value: format!("{s:?}"),
+                    }),
+                }
+            }
+        }
+    };
 }
 
-impl std::str::FromStr for Selection {
-    type Err = FastError;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "greedy" => Ok(Self::Greedy),
-            "cyclic" => Ok(Self::Cyclic),
-            "sweep" => Ok(Self::Sweep),
-            "auto" => Ok(Self::Auto),
-            _ => Err(FastError::InvalidParameter {
-                name: "selection",
-                message: "must be 'greedy', 'cyclic', 'sweep' or 'auto'",
-                value: format!("{s:?}"),
-            }),
-        }
+named_choices! {
+    /// Block selection rule.
+    pub enum Selection for "selection", "must be 'greedy', 'cyclic', 'sweep' or 'auto'" {
+        /// BGS-s: update the block with the largest squared steepest-descent norm.
+        Greedy = "greedy",
+        /// Update every block in turn.
+        Cyclic = "cyclic",
+        /// Scored sweeps: score every block once (BGS-s), then update every block that can
+        /// move and violates its KKT condition by more than half the tolerance, steepest
+        /// first, each on its own fresh sums (on large data two at a time, the second kept
+        /// only if it still lowers the objective); repeat. Greedy ordering at cyclic cost.
+        Sweep = "sweep",
+        /// `Greedy` where its per-update cost is small (the tables engine, few features, or
+        /// a loss other than the squared one), `Sweep` otherwise.
+        Auto = "auto",
     }
 }
 
-/// Where the residual information lives during a fit (see [`crate::blocks`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Engine {
-    /// Choose from a cost model (see [`crate::solver::choose_engine`]).
-    Auto,
-    /// A residual per row: each iteration makes passes over the rows.
-    Rows,
-    /// Sufficient statistics: each iteration works on co-occurrence tables only.
-    Tables,
-}
-
-impl std::str::FromStr for Engine {
-    type Err = FastError;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "auto" => Ok(Self::Auto),
-            "rows" => Ok(Self::Rows),
-            "tables" => Ok(Self::Tables),
-            _ => Err(FastError::InvalidParameter {
-                name: "engine",
-                message: "must be 'auto', 'rows' or 'tables'",
-                value: format!("{s:?}"),
-            }),
-        }
+named_choices! {
+    /// Where the residual information lives during a fit (see [`crate::blocks`]).
+    pub enum Engine for "engine", "must be 'auto', 'rows' or 'tables'" {
+        /// Choose from a cost model (see [`crate::engine::choose_engine`]).
+        Auto = "auto",
+        /// A residual per row: each iteration makes passes over the rows.
+        Rows = "rows",
+        /// Sufficient statistics: each iteration works on co-occurrence tables only.
+        Tables = "tables",
     }
 }
 

@@ -31,13 +31,14 @@ use ndarray::{ArrayView1, ArrayView2};
 
 use crate::binning::{bin_data, BinnedData, BinningParams};
 use crate::blocks::BlockState;
+use crate::descent::DescentState;
 use crate::error::{FastError, Result};
 use crate::model::AdditiveModel;
 use crate::params::{
     FitParams, Penalty, Selection, DEFAULT_LAMBDA_RATIO, DEFAULT_MAX_ITER, DEFAULT_TOL,
 };
 use crate::selection::{chain_block_score, BlockScore};
-use crate::solver;
+use crate::{engine, report};
 
 /// Default bound on the number of local-search swaps per model.
 pub const DEFAULT_MAX_SWAPS: usize = 20;
@@ -744,7 +745,7 @@ impl<'a> SparseSolver<'a> {
         let support = self.support();
         let flat = s.iter().copied().filter(|&k| !self.nonzero[k]).collect();
         let fast_objective = self.st.objective(self.lambda);
-        let model = solver::to_model(self.data, self.st.intercept, &self.st.beta);
+        let model = report::to_model(self.data, self.st.intercept, &self.st.beta);
         SparseModel {
             intercept: model.intercept,
             values: model.values,
@@ -848,7 +849,7 @@ fn check_lambda_s(grid: &LambdaS, p: usize) -> Result<()> {
 fn prepare(data: &BinnedData, y: ArrayView1<'_, f64>, params: &SparseParams) -> Result<(f64, f64)> {
     params.check()?;
     // Validates y (length, finiteness, at least two rows) and gives λ_max.
-    let lambda_max = solver::lambda_max(data, y)?;
+    let lambda_max = engine::lambda_max(data, y)?;
     let lambda = params.lambda.resolve(lambda_max)?;
     Ok((lambda, lambda_max))
 }
@@ -991,28 +992,28 @@ fn l0_auto(
             // max_features exactly, also start from the denser side (raising λ_s can drop
             // features one by one where lowering it added a group at once).
             let mut hi = (ls, sv.snapshot(s));
-            for _ in 0..N_BISECT {
+            'bisect: for _ in 0..N_BISECT {
                 let mid = (lo.0 * hi.0).sqrt();
-                sv.restore(&lo.1, s);
-                let (converged, swaps) = sv.solve_l0(s, mid, params);
-                let size_lo = s.len();
-                if size_lo <= max_features {
-                    fitted.push(sv.record(s, mid, swaps, converged, true));
-                    if size_lo == max_features {
-                        break;
+                // The fit from each side: its support size and, from the sparser side, its
+                // snapshot.
+                let mut sizes = [0; 2];
+                let mut from_lo = None;
+                for (side, start) in [&lo.1, &hi.1].into_iter().enumerate() {
+                    sv.restore(start, s);
+                    let (converged, swaps) = sv.solve_l0(s, mid, params);
+                    sizes[side] = s.len();
+                    if sizes[side] <= max_features {
+                        fitted.push(sv.record(s, mid, swaps, converged, true));
+                        if sizes[side] == max_features {
+                            break 'bisect;
+                        }
+                    }
+                    if side == 0 {
+                        from_lo = Some(sv.snapshot(s));
                     }
                 }
-                let from_lo = sv.snapshot(s);
-                sv.restore(&hi.1, s);
-                let (converged, swaps) = sv.solve_l0(s, mid, params);
-                let size_hi = s.len();
-                if size_hi <= max_features {
-                    fitted.push(sv.record(s, mid, swaps, converged, true));
-                    if size_hi == max_features {
-                        break;
-                    }
-                }
-                if size_lo <= max_features {
+                let [size_lo, size_hi] = sizes;
+                if let (true, Some(from_lo)) = (size_lo <= max_features, from_lo) {
                     lo = (mid, from_lo);
                 } else if size_hi <= max_features {
                     lo = (mid, sv.snapshot(s));
@@ -1061,7 +1062,7 @@ where
     crate::error::check_target_len(y.len(), x.nrows())?;
     let data = bin_data(x, weights, &params.binning)?;
     let path = run(&data)?;
-    let (bin_weights, missing_weights) = solver::chain_weights(&data);
+    let (bin_weights, missing_weights) = report::chain_weights(&data);
     Ok(SparseFit {
         cuts: data.features.into_iter().map(|f| f.cuts).collect(),
         bin_weights,

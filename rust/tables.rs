@@ -119,7 +119,7 @@ impl Tables {
             .iter()
             .map(|f| f.bin_weights.clone())
             .collect();
-        let (pair_start, len) = pair_layout(&n_bins);
+        let (_, len) = pair_layout(&n_bins);
         let mut pairs = vec![0.0; len];
         // Split the buffer into one disjoint slice per pair (in layout order), then fill them
         // in parallel.
@@ -138,16 +138,36 @@ impl Tables {
                 pair_table(a, b, v, nb, out)
             }));
         });
-        Ok(Self {
+        Ok(Self::assemble(
             n_bins,
-            total_weight: w_total,
+            w_total,
+            (y_mean, yy),
+            ysum,
+            weights,
+            pairs,
+        ))
+    }
+
+    /// Statistics from checked parts (`pairs` laid out by [`pair_layout`]).
+    fn assemble(
+        n_bins: Vec<usize>,
+        total_weight: f64,
+        (y_mean, yy): (f64, f64),
+        ysum: Vec<Vec<f64>>,
+        weights: Vec<Vec<f64>>,
+        pairs: Vec<f64>,
+    ) -> Self {
+        let (pair_start, _) = pair_layout(&n_bins);
+        Self {
+            n_bins,
+            total_weight,
             y_mean,
             yy,
             ysum,
             weights,
             pairs,
             pair_start,
-        })
+        }
     }
 
     /// Number of features.
@@ -196,7 +216,7 @@ impl Tables {
                 );
             }
         }
-        let (pair_start, len) = pair_layout(&n_bins);
+        let (_, len) = pair_layout(&n_bins);
         if pairs.len() != len {
             return bad(
                 "pairs has the wrong length",
@@ -217,16 +237,14 @@ impl Tables {
                 format!("W = {total_weight}"),
             );
         }
-        Ok(Self {
+        Ok(Self::assemble(
             n_bins,
             total_weight,
-            y_mean,
-            yy,
+            (y_mean, yy),
             ysum,
             weights,
             pairs,
-            pair_start,
-        })
+        ))
     }
 
     /// Weighted mean squared error `Σ v_i (y_i − c − Σ_j β_j[b_ij])² / W` of the model

@@ -25,7 +25,7 @@
 //! share the bins (and `data`'s codes are not copied). [`fit_validated`] swaps the weights
 //! in and restores the originals bit for bit before the final fit.
 //!
-//! The search is the same for every loss ([`run_path`] on any [`PathState`]): logistic FAST
+//! The search is the same for every loss (`run_path` on any [`DescentState`]): logistic FAST
 //! ([`crate::logistic::fit_logistic_validated`]) runs it with the held-out weighted mean
 //! log-loss, on held-out rows drawn within each class ([`stratified_validation_rows`]).
 //!
@@ -43,12 +43,14 @@ use rayon::prelude::*;
 
 use crate::binning::{bin_weights, BinnedData};
 use crate::blocks::BlockState;
+use crate::descent::{descend, DescentState};
+use crate::engine::{
+    fit_binned_engine, fit_binned_tables, resolve_engine, squared_state, tables_shell,
+};
 use crate::error::{FastError, Result};
 use crate::params::{Engine, FitParams, Penalty, Validation, DEFAULT_LAMBDA_RATIO};
-use crate::solver::{
-    choose_engine, descend, fit_binned_engine, fit_binned_tables, fit_shell, tables_shell,
-    BinnedFit, Callback, Progress, StopReason,
-};
+pub use crate::report::PenaltySearch;
+use crate::report::{BinnedFit, Callback, Fit, Progress, StopReason};
 use crate::tables::Tables;
 
 /// First ratio of the path (no real data set we measured wanted more than about 0.04).
@@ -65,33 +67,6 @@ pub const PATH_TOL: f64 = 0.5;
 /// Fewest held-out rows (and fewest training rows) for a held-out choice; below, the fixed
 /// default ratio is used and the search is empty.
 pub const MIN_ROWS: usize = 50;
-
-/// What the penalty search did.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct PenaltySearch {
-    /// The ratios `λ_f / λ_max` in the order tried: down the path (or up from its first
-    /// ratio), then the refinement.
-    pub ratios: Vec<f64>,
-    /// Held-out loss at each ratio: the weighted mean squared error, or the weighted mean
-    /// log-loss for logistic fits.
-    pub validation_loss: Vec<f64>,
-    /// Block updates of each path fit.
-    pub n_iter: Vec<usize>,
-    /// The ratio chosen (the default ratio when the search did not run).
-    pub ratio: f64,
-    /// Number of held-out rows (0 when the search did not run).
-    pub n_validation: usize,
-}
-
-impl PenaltySearch {
-    /// The search that did not run: the fixed ratio `ratio` (too few rows to hold out).
-    pub fn fixed(ratio: f64) -> Self {
-        Self {
-            ratio,
-            ..Self::default()
-        }
-    }
-}
 
 /// Which rows are held out: `round(fraction · n)` rows drawn without replacement, in
 /// increasing order (selection sampling, Knuth's Algorithm S: one pass, memory for the
@@ -266,10 +241,7 @@ pub fn fit_validated(
 ) -> Result<(BinnedFit, PenaltySearch)> {
     let Validation { fraction, seed } =
         validation_of(params, "fit_validated needs Penalty::Validated")?;
-    let engine = match engine {
-        Engine::Auto => choose_engine(data),
-        e => e,
-    };
+    let engine = resolve_engine(data, engine);
     let split = Split::new(data, validation_rows(data.n_samples, fraction, seed));
     if !split.enough_rows() {
         let fixed = FitParams {
@@ -306,20 +278,12 @@ pub fn fit_validated(
             Engine::Tables => Some(Arc::new(Tables::build(data, y)?)),
             _ => None,
         };
-        let state = |beta: Vec<Vec<f64>>| match &train_tables {
-            Some(t) => BlockState::with_tables(data, Arc::clone(t), beta),
-            None => BlockState::with_start(data, y, beta),
-        };
         let held = (&rows[..], &held_weights[..]);
         let loss = |c: f64, b: &[Vec<f64>]| holdout_loss(data, y, (c, b), held, squared_error);
-        let (search, best) = run_path(
-            data,
-            params,
-            &state,
-            &loss,
-            &offset,
-            reborrow(&mut callback),
-        )?;
+        let (search, best) = {
+            let state = squared_state(data, y, train_tables.as_ref());
+            run_path(data, params, &state, &loss, &offset, &mut callback)?
+        };
         Ok::<_, FastError>((search, best, train_tables))
     })();
     restore_weights(data, saved);
@@ -343,7 +307,7 @@ pub fn fit_validated(
 
 /// [`fit_validated`] from sufficient statistics alone: `train` summarises the rows the path
 /// is fitted on and `held` the held-out rows (both binned by `cuts` / `missing`, as for
-/// [`crate::solver::fit_tables`]); the held-out error comes from `held` alone
+/// `solver::fit_tables`); the held-out error comes from `held` alone
 /// ([`Tables::mean_squared_error`]) and the final fit runs on `train + held`. This is how
 /// data that never sit in one machine's memory (Dask partitions, Parquet batches) get a
 /// penalty chosen on held-out rows. `params.lambda` must be `Penalty::Validated` (its
@@ -351,7 +315,7 @@ pub fn fit_validated(
 /// were built). Held-out statistics without weight use the fixed default ratio.
 ///
 /// # Errors
-/// As [`crate::solver::fit_tables`]; [`FastError::InvalidParameter`] if `held` has other
+/// As `solver::fit_tables`; [`FastError::InvalidParameter`] if `held` has other
 /// bins than `train` or `params.lambda` is not `Penalty::Validated`.
 pub fn fit_tables_validated(
     train: Tables,
@@ -360,7 +324,7 @@ pub fn fit_tables_validated(
     missing: Vec<bool>,
     params: &FitParams,
     callback: Option<Callback<'_>>,
-) -> Result<(crate::solver::Fit, PenaltySearch)> {
+) -> Result<(Fit, PenaltySearch)> {
     if !matches!(params.lambda, Penalty::Validated(_)) {
         return Err(FastError::InvalidParameter {
             name: "lambda",
@@ -377,8 +341,9 @@ pub fn fit_tables_validated(
             lambda: Penalty::Relative(DEFAULT_LAMBDA_RATIO),
             ..params.clone()
         };
-        let fit = fit_shell(&data_all, Arc::new(all), &fixed, None, callback)?;
-        return Ok((fit, PenaltySearch::fixed(DEFAULT_LAMBDA_RATIO)));
+        let fit = fit_binned_tables(&data_all, Arc::new(all), &fixed, None, callback)?;
+        let search = PenaltySearch::fixed(DEFAULT_LAMBDA_RATIO);
+        return Ok((Fit::new(&data_all, Engine::Tables, fit, None), search));
     }
     let data = tables_shell(&train, cuts, missing)?;
     let offset = AtomicUsize::new(0);
@@ -387,27 +352,18 @@ pub fn fit_tables_validated(
     let train = Arc::new(train);
     let state = |beta: Vec<Vec<f64>>| BlockState::with_tables(&data, Arc::clone(&train), beta);
     let loss = |c: f64, b: &[Vec<f64>]| held.mean_squared_error(c, b);
-    let (search, best) = run_path(
-        &data,
-        params,
-        &state,
-        &loss,
-        &offset,
-        reborrow(&mut callback),
-    )?;
+    let (search, best) = run_path(&data, params, &state, &loss, &offset, &mut callback)?;
     let final_params = FitParams {
         lambda: Penalty::Relative(search.ratio),
         ..params.clone()
     };
-    let mut fit = fit_shell(
-        &data_all,
-        Arc::new(all),
-        &final_params,
-        Some(best),
-        callback,
-    )?;
-    fit.search = Some(search.clone());
-    Ok((fit, search))
+    let all = Arc::new(all);
+    let fit = fit_binned_tables(&data_all, all, &final_params, Some(best), callback)?;
+    let search_copy = Some(search.clone());
+    Ok((
+        Fit::new(&data_all, Engine::Tables, fit, search_copy),
+        search,
+    ))
 }
 
 /// The callback for a held-out search: the user's, seeing the search and the final fit as
@@ -431,45 +387,6 @@ pub(crate) fn one_fit<'a>(
     }
 }
 
-/// One fit of the held-out path: the data, the parameters and the penalty.
-pub(crate) struct PathStep<'a> {
-    pub data: &'a BinnedData,
-    pub params: &'a FitParams,
-    pub lambda: f64,
-    pub lambda_max: f64,
-    /// `max_time` counts from here.
-    pub start: Instant,
-}
-
-/// A solver state the held-out path runs on: the regressor's [`BlockState`] or the logistic
-/// one. `state(blocks)` (in [`run_path`]) makes one at the model with those blocks.
-pub(crate) trait PathState {
-    /// Moves to the optimum for every `λ_f ≥ λ_max` from the constant model; returns `λ_max`.
-    fn start_flat(&mut self, data: &BinnedData) -> f64;
-    /// The solver's loop from this state (as [`descend`]), leaving the state at its fit.
-    fn descend(&mut self, step: &PathStep<'_>, callback: Option<Callback<'_>>)
-        -> Result<BinnedFit>;
-}
-
-impl PathState for BlockState {
-    fn start_flat(&mut self, data: &BinnedData) -> f64 {
-        self.flat_start(data);
-        self.lambda_max()
-    }
-    fn descend(&mut self, s: &PathStep<'_>, callback: Option<Callback<'_>>) -> Result<BinnedFit> {
-        let (data, params) = (s.data, s.params);
-        descend(
-            data,
-            params,
-            self,
-            s.lambda,
-            s.lambda_max,
-            s.start,
-            callback,
-        )
-    }
-}
-
 /// The squared error of a row of weight `w`: `w (y − p)²`.
 fn squared_error(w: f64, y: f64, p: f64) -> f64 {
     let e = y - p;
@@ -479,20 +396,15 @@ fn squared_error(w: f64, y: f64, p: f64) -> f64 {
 /// The held-out path: one solver state (made by `state` from blocks) carried from ratio to
 /// ratio, each fit scored by `loss(intercept, blocks)`; returns the search and the blocks
 /// of the best fit. `offset` counts the block updates done.
-pub(crate) fn run_path<S: PathState>(
+pub(crate) fn run_path<S: DescentState>(
     data: &BinnedData,
     params: &FitParams,
     state: &dyn Fn(Vec<Vec<f64>>) -> S,
     loss: &dyn Fn(f64, &[Vec<f64>]) -> f64,
     offset: &AtomicUsize,
-    mut callback: Option<Callback<'_>>,
+    callback: &mut Option<Callback<'_>>,
 ) -> Result<(PenaltySearch, Vec<Vec<f64>>)> {
-    let mut st = state(
-        data.features
-            .iter()
-            .map(|f| vec![0.0; f.n_bins()])
-            .collect(),
-    );
+    let mut st = state(data.zero_blocks());
     let lambda_max = st.start_flat(data);
     let path_params = FitParams {
         tol: params.tol.max(PATH_TOL),
@@ -503,14 +415,10 @@ pub(crate) fn run_path<S: PathState>(
     // and its blocks.
     type Tried = (f64, bool, Vec<Vec<f64>>);
     let mut try_ratio = |st: &mut S, ratio: f64, search: &mut PenaltySearch| -> Result<Tried> {
-        let step = PathStep {
-            data,
-            params: &path_params,
-            lambda: ratio * lambda_max,
-            lambda_max,
-            start: Instant::now(),
-        };
-        let fit = st.descend(&step, reborrow(&mut callback))?;
+        let lambda = ratio * lambda_max;
+        let start = Instant::now();
+        let cb = reborrow(callback);
+        let fit = descend(data, &path_params, st, lambda, lambda_max, start, cb);
         let loss = loss(fit.intercept, &fit.values);
         search.ratios.push(ratio);
         search.validation_loss.push(loss);

@@ -292,6 +292,35 @@ fn greedy_and_cyclic_reach_the_same_objective() {
 }
 
 #[test]
+fn sweeps_reach_the_greedy_optimum_and_never_increase() {
+    // Missing values too, so that the free levels take part in the sweeps.
+    let (mut x, y) = data(4_000, 6, 29, 40);
+    for i in (0..4_000).step_by(11) {
+        x[[i, 3]] = f64::NAN;
+    }
+    let fit = |s| {
+        let prm = params(Penalty::Relative(1e-3), s, 1e-8, None);
+        fit_logistic(x.view(), y.view(), None, &prm, None).unwrap()
+    };
+    let (greedy, sweep) = (fit(Selection::Greedy), fit(Selection::Sweep));
+    assert!(sweep.report.converged && sweep.report.kkt_residual <= 1e-8);
+    let (a, b) = (greedy.report.objective, sweep.report.objective);
+    assert!((a - b).abs() <= 1e-10 * a, "greedy {a} vs sweep {b}");
+    let h = &sweep.report.history;
+    assert!(h.objective.windows(2).all(|w| w[1] <= w[0]));
+    // Scored sweeps really sweep: the order of the updates is not greedy's.
+    assert_ne!(h.feature, greedy.report.history.feature);
+    let fresh = objective(&sweep, &x, &y, None);
+    assert!((fresh - b).abs() <= 1e-12 * fresh, "{fresh} vs {b}");
+    // `Auto` stays greedy on the logistic loss.
+    let mut auto = fit(Selection::Auto);
+    let mut greedy = greedy;
+    auto.report.history.time.clear();
+    greedy.report.history.time.clear();
+    assert_eq!(auto, greedy);
+}
+
+#[test]
 fn lambda_limits() {
     let (x, y) = data(500, 3, 3, 20);
     let d = bin_data(x.view(), None, &BinningParams::default()).unwrap();
@@ -471,8 +500,9 @@ proptest! {
     #[test]
     fn serial_equals_parallel_and_objective_never_increases(
         seed in 0u64..1_000, n in 40usize..400, p in 1usize..6, levels in 2usize..40,
-        ratio in prop_oneof![Just(0.0), 1e-4f64..0.5], cyclic in any::<bool>(), weighted in any::<bool>(),
-        bound in any::<bool>(),
+        ratio in prop_oneof![Just(0.0), 1e-4f64..0.5],
+        sel in prop_oneof![Just(Selection::Greedy), Just(Selection::Cyclic), Just(Selection::Sweep)],
+        weighted in any::<bool>(), bound in any::<bool>(),
     ) {
         let (x, y) = data(n, p, seed, levels);
         let w: Option<Vec<f64>> = weighted.then(|| (0..n).map(|i| ((i * 7 + seed as usize) % 5) as f64).collect());
@@ -481,7 +511,6 @@ proptest! {
             None => y.mean().unwrap(),
         };
         prop_assume!(mean > 0.0 && mean < 1.0);
-        let sel = if cyclic { Selection::Cyclic } else { Selection::Greedy };
         let curvature = if bound { Curvature::Bound } else { Curvature::Newton };
         let mut prm = params(Penalty::Relative(ratio), sel, 1e-7, Some(16));
         prm.max_iter = 2_000;

@@ -4,8 +4,10 @@ mod common;
 
 use common::{grid_features, params, penalty};
 use fastpcam::binning::{bin_data, BinningParams};
-use fastpcam::params::{FitParams, Penalty, Selection};
-use fastpcam::solver::{fit, fit_binned, fit_binned_from, fit_path, lambda_max, with_threads, Fit};
+use fastpcam::params::{Engine, FitParams, Penalty, Selection};
+use fastpcam::solver::{
+    fit, fit_binned, fit_binned_from, fit_path, fit_with_engine, lambda_max, with_threads, Fit,
+};
 use ndarray::{Array1, Array2};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -144,15 +146,14 @@ fn matches_the_slow_reference_on_small_problems() {
 #[test]
 fn kkt_residual_reaches_tol_and_history_is_monotone() {
     let (x, y) = data(5_000, 6, 7, 50);
-    for selection in [Selection::Greedy, Selection::Cyclic] {
-        let f = fit(
-            x.view(),
-            y.view(),
-            None,
-            &params(Penalty::Relative(1e-3), selection, 1e-6, Some(32)),
-            None,
-        )
-        .unwrap();
+    let selections = [Selection::Greedy, Selection::Cyclic, Selection::Sweep];
+    for (selection, engine) in selections
+        .into_iter()
+        .flat_map(|s| [(s, Engine::Rows), (s, Engine::Tables)])
+    {
+        let prm = params(Penalty::Relative(1e-3), selection, 1e-6, Some(32));
+        let f = fit_with_engine(x.view(), y.view(), None, &prm, engine, None).unwrap();
+        assert_eq!(f.engine, engine);
         assert!(
             f.report.converged && f.report.kkt_residual <= 1e-6,
             "{selection:?}: {}",
@@ -334,15 +335,19 @@ proptest! {
     #[test]
     fn serial_equals_parallel_and_objective_never_increases(
         seed in 0u64..1_000, n in 40usize..400, p in 1usize..6, levels in 2usize..40,
-        ratio in prop_oneof![Just(0.0), 1e-4f64..0.5], cyclic in any::<bool>(), weighted in any::<bool>(),
+        ratio in prop_oneof![Just(0.0), 1e-4f64..0.5],
+        sel in prop_oneof![Just(Selection::Greedy), Just(Selection::Cyclic), Just(Selection::Sweep)],
+        tables in any::<bool>(), weighted in any::<bool>(),
     ) {
         let (x, y) = data(n, p, seed, levels);
         let w: Option<Vec<f64>> = weighted.then(|| (0..n).map(|i| ((i * 7 + seed as usize) % 5) as f64).collect());
         prop_assume!(w.as_ref().is_none_or(|w| w.iter().sum::<f64>() > 0.0));
-        let sel = if cyclic { Selection::Cyclic } else { Selection::Greedy };
         let mut prm = params(Penalty::Relative(ratio), sel, 1e-7, Some(16));
         prm.max_iter = 3_000;
-        let run = |threads| with_threads(Some(threads), || fit(x.view(), y.view(), w.as_deref(), &prm, None).unwrap()).unwrap();
+        let engine = if tables { Engine::Tables } else { Engine::Rows };
+        let run = |threads| with_threads(Some(threads), || {
+            fit_with_engine(x.view(), y.view(), w.as_deref(), &prm, engine, None).unwrap()
+        }).unwrap();
         let (mut a, mut b) = (run(1), run(2));
         // Everything but the wall-clock times must be bit-identical.
         a.report.history.time.clear();
@@ -428,8 +433,6 @@ fn warm_starts_reach_the_cold_optimum_faster() {
 
 #[test]
 fn tables_and_rows_engines_give_the_same_model() {
-    use fastpcam::params::Engine;
-    use fastpcam::solver::fit_with_engine;
     let (mut x, y) = data(20_000, 5, 17, 200);
     for i in (0..20_000).step_by(13) {
         x[[i, 2]] = f64::NAN; // a missing bin too
@@ -469,8 +472,6 @@ fn tables_and_rows_engines_give_the_same_model() {
 
 #[test]
 fn tables_engine_is_deterministic_across_threads() {
-    use fastpcam::params::Engine;
-    use fastpcam::solver::fit_with_engine;
     let (x, y) = data(30_000, 6, 19, 100);
     let prm = params(Penalty::Relative(1e-3), Selection::Greedy, 1e-6, Some(100));
     let run = |threads| {
@@ -486,7 +487,6 @@ fn tables_engine_is_deterministic_across_threads() {
 
 #[test]
 fn fit_from_partition_tables_equals_the_in_memory_fit() {
-    use fastpcam::params::Engine;
     use fastpcam::solver::{fit_tables, fit_with_engine};
     use fastpcam::tables::Tables;
     use std::sync::Arc;

@@ -1,0 +1,430 @@
+//! The block coordinate descent loop shared by every loss (DESIGN §2–3).
+//!
+//! One loop, `descend`, runs on any [`DescentState`]: the exact squared-loss state of
+//! [`crate::blocks`] (rows or tables engine) and the proximal-Newton state of
+//! [`crate::newton`] over a datafit (the logistic loss). Each iteration scores every block from its bin sums (BGS-s scores and
+//! the KKT residual, [`crate::selection`]), lets the intercept move when its gradient is a
+//! large enough share of the largest violation, then updates one block (greedy), or every
+//! block of a sweep in turn (cyclic, or scored sweeps, steepest first). It stops when the KKT
+//! residual `max d / λ_f ≤ tol` (unscaled `max d` when `λ_f = 0`), at `max_iter` block
+//! updates, at the time budget, when a callback asks to, or when no block can move any more
+//! (rounding level). The states differ only in what the trait asks of them.
+
+use std::time::Instant;
+
+use crate::binning::BinnedData;
+use crate::error::{check_len, FastError, Result};
+use crate::params::{FitParams, Selection};
+use crate::report::{BinnedFit, Callback, FitReport, History, Progress, StopReason};
+use crate::selection::{
+    all_bin_sums, bin_sums_into, block_score, chain_block_score, score_blocks, select, BlockScore,
+};
+
+/// With `selection = Auto` on the rows engine, greedy BGS-s for at most this many features,
+/// scored sweeps above (measured: README, "Defaults").
+pub const AUTO_GREEDY_MAX_FEATURES: usize = 64;
+
+/// Scored sweeps skip the blocks whose largest KKT violation is at most this fraction of
+/// the tolerance (they need no update to meet it; measured on wide data, 0.5 saves a sixth of
+/// the updates).
+pub const SWEEP_SKIP: f64 = 0.5;
+
+/// Two blocks of a scored sweep, solved side by side from one residual
+/// ([`DescentState::update_pair`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pair {
+    /// The block updated first.
+    pub first: usize,
+    /// The block solved alongside it, kept only if it still lowers the objective.
+    pub second: usize,
+    /// Whether every block's sums are fresh.
+    pub fresh: bool,
+}
+
+/// What the descent loop needs of an optimisation state: intercept, one block per feature,
+/// bin sums of the (generalised) residual `R_{k,b}` (minus the loss gradient in `β_{k,b}`)
+/// and the block update of its loss.
+pub trait DescentState {
+    /// The intercept moves before any block when its gradient is at least this share of the
+    /// largest KKT violation (1: only when it is the largest).
+    const INTERCEPT_SHARE: f64;
+
+    /// The rule [`Selection::Auto`] stands for on this state with `n_blocks` blocks (never
+    /// `Auto` itself; other rules are returned unchanged).
+    fn resolve_selection(&self, requested: Selection, n_blocks: usize) -> Selection;
+
+    /// Sweeps of [`DescentState::start_flat`] at most.
+    const FLAT_SWEEPS: usize;
+
+    /// The largest violation [`DescentState::start_flat`] leaves.
+    fn flat_tolerance(&self) -> f64;
+
+    /// Ends a sweep of [`DescentState::start_flat`]: fits the intercept and makes every
+    /// block's sums fresh. Returns whether the intercept moved.
+    fn settle_intercept(&mut self, data: &BinnedData) -> bool;
+
+    /// From the constant model, fits the free levels of the blocks with a missing bin (chain
+    /// level and missing value) with every chain kept flat, and the intercept: the optimum
+    /// for every `λ_f ≥ λ_max`, whose `λ_max` is returned. Without missing bins the constant
+    /// model already is that optimum. Sums end fresh.
+    fn start_flat(&mut self, data: &BinnedData) -> f64 {
+        let with_missing: Vec<usize> = (0..data.n_features())
+            .filter(|&k| data.features[k].missing)
+            .collect();
+        let tolerance = self.flat_tolerance();
+        for _sweep in 0..if with_missing.is_empty() {
+            0
+        } else {
+            Self::FLAT_SWEEPS
+        } {
+            let (sums, beta, n_chain) = (self.sums(), self.blocks(), self.n_chain());
+            let worst = with_missing
+                .iter()
+                .map(|&k| chain_block_score(&sums[k], &beta[k], f64::INFINITY, n_chain[k]).max_d)
+                .fold(self.intercept_gradient().abs(), f64::max);
+            if worst <= tolerance {
+                break;
+            }
+            let mut moved = false;
+            for &k in &with_missing {
+                self.refresh_sums(data, k);
+                moved |= self.update_block(data, k, f64::INFINITY);
+            }
+            if !self.settle_intercept(data) && !moved {
+                break;
+            }
+        }
+        self.lambda_max()
+    }
+
+    /// Prepares a descent at the penalty `lambda` (nothing by default).
+    fn set_penalty(&mut self, _lambda: f64) {}
+
+    /// The bin sums `R_{k,b}` of every block (fresh only after a refresh).
+    fn sums(&self) -> &[Vec<f64>];
+
+    /// The bin sums, and the weighted residual `v∘r` they are summed from (`None` when the
+    /// state keeps its sums fresh by other means).
+    fn sums_and_residual(&mut self) -> (&mut [Vec<f64>], Option<&[f64]>);
+
+    /// The chain length of every block (its missing bin, if any, comes after).
+    fn n_chain(&self) -> &[usize];
+
+    /// The intercept's gradient `Σ_i v_i r_i / W`.
+    fn intercept_gradient(&self) -> f64;
+
+    /// Makes every block's bin sums fresh: one pass per feature over the rows.
+    fn refresh_all_sums(&mut self, data: &BinnedData) {
+        if let (sums, Some(vr)) = self.sums_and_residual() {
+            all_bin_sums(data, vr, sums);
+        }
+    }
+
+    /// Makes block `k`'s bin sums fresh: one pass over the rows.
+    fn refresh_sums(&mut self, data: &BinnedData, k: usize) {
+        if let (sums, Some(vr)) = self.sums_and_residual() {
+            let inv_w = 1.0 / data.total_weight;
+            bin_sums_into(&data.features[k], vr, inv_w, &mut sums[k]);
+        }
+    }
+
+    /// Scores every block from fresh sums into `scores`; returns the largest block violation
+    /// `max d` and the intercept's, `|Σ_i v_i r_i| / W`.
+    fn score(&self, lambda: f64, scores: &mut [BlockScore]) -> (f64, f64) {
+        let block_max = score_blocks(self.sums(), self.blocks(), self.n_chain(), lambda, scores);
+        (block_max, self.intercept_gradient().abs())
+    }
+
+    /// `max_{k,t} |g_{k,t}|` over the chains' jumps, from fresh sums: at the flat model (see
+    /// [`DescentState::start_flat`]) this is `λ_max`.
+    fn lambda_max(&self) -> f64 {
+        let chains = self.sums().iter().zip(self.blocks()).zip(self.n_chain());
+        chains
+            .map(|((s, b), &nc)| block_score(&s[..nc], &b[..nc], 0.0).max_d)
+            .fold(0.0, f64::max)
+    }
+
+    /// The objective `F` at the penalty `lambda`.
+    fn objective(&self, lambda: f64) -> f64;
+
+    /// Moves the intercept (its gradient at least `threshold`; `block_max` is the largest
+    /// block violation). Returns whether the bin sums are stale afterwards.
+    fn step_intercept(&mut self, data: &BinnedData, block_max: f64, threshold: f64) -> bool;
+
+    /// Updates block `k` (its sums fresh). Returns whether the state moved; every block's
+    /// sums are stale if it did.
+    fn update_block(&mut self, data: &BinnedData, k: usize, lambda: f64) -> bool;
+
+    /// Whether scored sweeps should solve blocks two at a time ([`DescentState::update_pair`]).
+    fn pairs_pay(&self, _data: &BinnedData) -> bool {
+        false
+    }
+
+    /// Updates `pair.first`, then `pair.second` if that still lowers the objective; returns
+    /// the objective after the first and whether the second moved. By default, the first
+    /// alone.
+    fn update_pair(&mut self, data: &BinnedData, pair: Pair, lambda: f64) -> (f64, bool) {
+        if !pair.fresh {
+            self.refresh_sums(data, pair.first);
+        }
+        self.update_block(data, pair.first, lambda);
+        (self.objective(lambda), false)
+    }
+
+    /// Brings the state to its exact final form once the loop has stopped (nothing by
+    /// default).
+    fn finish(&mut self, _data: &BinnedData) {}
+
+    /// The intercept `c`.
+    fn intercept(&self) -> f64;
+
+    /// The blocks `β_j`, centred.
+    fn blocks(&self) -> &[Vec<f64>];
+}
+
+/// Checks warm-start blocks: one array per feature, one finite value per bin.
+///
+/// # Errors
+/// [`FastError::LengthMismatch`] or [`FastError::InvalidParameter`] otherwise.
+pub(crate) fn check_init(data: &BinnedData, init: &[Vec<f64>]) -> Result<()> {
+    let p = data.n_features();
+    check_len("initial values", p, init.len(), "one array per feature")?;
+    for (j, (b, f)) in init.iter().zip(&data.features).enumerate() {
+        if b.len() != f.n_bins() || b.iter().any(|v| !v.is_finite()) {
+            return Err(FastError::InvalidParameter {
+                name: "initial values",
+                message: "must hold one finite value per bin",
+                value: format!("feature {j}: {} values for {} bins", b.len(), f.n_bins()),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A fit at the penalty `params.lambda` (of the `λ_max` of the state made by `state` from
+/// zero blocks), from the blocks `init` (`None`: the constant model) on states made by
+/// `state`.
+///
+/// # Errors
+/// Bad `init` (see [`check_init`]); [`crate::params::Penalty::resolve`].
+pub(crate) fn fit_from<S: DescentState>(
+    data: &BinnedData,
+    params: &FitParams,
+    init: Option<Vec<Vec<f64>>>,
+    state: impl Fn(Vec<Vec<f64>>) -> S,
+    callback: Option<Callback<'_>>,
+) -> Result<BinnedFit> {
+    let start = Instant::now();
+    if let Some(init) = &init {
+        check_init(data, init)?;
+    }
+    let mut flat = state(data.zero_blocks());
+    let lambda_max = flat.start_flat(data);
+    let mut st = match init {
+        None => flat,
+        Some(init) => state(init),
+    };
+    let lambda = params.lambda.resolve(lambda_max)?;
+    Ok(descend(
+        data, params, &mut st, lambda, lambda_max, start, callback,
+    ))
+}
+
+/// Block coordinate descent from the state `st` at the penalty `lambda` until the stopping
+/// rule of `params` (`params.lambda` is not read). `st` is left at the returned model, so
+/// a path of penalties can continue from it without rebuilding it; `lambda_max` is only
+/// reported. `max_time` counts from `start`.
+pub(crate) fn descend<S: DescentState>(
+    data: &BinnedData,
+    params: &FitParams,
+    st: &mut S,
+    lambda: f64,
+    lambda_max: f64,
+    start: Instant,
+    mut callback: Option<Callback<'_>>,
+) -> BinnedFit {
+    let p = data.n_features();
+    st.set_penalty(lambda);
+    let scale = |max_d: f64| if lambda > 0.0 { max_d / lambda } else { max_d };
+    let unit = if lambda > 0.0 { lambda } else { 1.0 };
+    // Below this the intercept's gradient needs no step.
+    let threshold = 0.5 * params.tol * unit;
+
+    let mut scores = vec![BlockScore::default(); p];
+    let mut history = History::default();
+    // Sweeps skip one-bin blocks: they never move.
+    let movable: Vec<usize> = (0..p).filter(|&k| data.features[k].n_bins() > 1).collect();
+    let selection = st.resolve_selection(params.selection, p);
+    // Scored sweeps solve blocks two at a time when that pays.
+    let pairs = selection == Selection::Sweep && st.pairs_pay(data);
+    // The blocks of the current sweep, in update order (cyclic and sweep modes).
+    let mut order: Vec<usize> = movable.clone();
+    let mut sweep_pos = 0usize;
+    let mut sweep_moved = false; // whether a block of the current sweep moved
+    let mut n_iter = 0usize;
+    let mut fresh = true; // sums of every block are up to date
+    let mut last_was_intercept = false;
+    let mut last_kkt: Option<f64> = None; // KKT residual of the current iterate, if known
+
+    let stop = loop {
+        // In cyclic and sweep modes, the KKT residual is evaluated at the start of each sweep.
+        if selection == Selection::Greedy || sweep_pos == 0 {
+            if !fresh {
+                st.refresh_all_sums(data);
+                fresh = true;
+            }
+            let (block_max, icpt) = st.score(lambda, &mut scores);
+            let max_d = block_max.max(icpt);
+            let kkt = scale(max_d);
+            last_kkt = Some(kkt);
+            let elapsed = start.elapsed().as_secs_f64();
+            if let Some(cb) = callback.as_mut() {
+                let progress = Progress {
+                    n_iter,
+                    objective: st.objective(lambda),
+                    kkt_residual: kkt,
+                    elapsed,
+                };
+                if !cb(&progress) {
+                    break StopReason::Callback;
+                }
+            }
+            if kkt <= params.tol {
+                break StopReason::Converged;
+            }
+            if n_iter >= params.max_iter {
+                break StopReason::MaxIter;
+            }
+            if params.max_time.is_some_and(|t| elapsed >= t) {
+                break StopReason::MaxTime;
+            }
+            // The intercept absorbs its own violation (and the rounding that moves the
+            // residual's mean off zero).
+            if !last_was_intercept && icpt > threshold && icpt >= S::INTERCEPT_SHARE * max_d {
+                if st.step_intercept(data, block_max, threshold) {
+                    fresh = false;
+                }
+                last_was_intercept = true;
+                continue;
+            }
+        } else {
+            if n_iter >= params.max_iter {
+                break StopReason::MaxIter;
+            }
+            if params
+                .max_time
+                .is_some_and(|t| start.elapsed().as_secs_f64() >= t)
+            {
+                break StopReason::MaxTime;
+            }
+        }
+        last_was_intercept = false;
+
+        let k = if selection == Selection::Greedy {
+            match select(&scores) {
+                Some(k) => k,
+                // No block can move and the intercept step did not help: rounding level.
+                None => break StopReason::Stalled,
+            }
+        } else {
+            if sweep_pos == 0 && selection == Selection::Sweep {
+                // Every block that can move and is not skipped, steepest first (ties: lowest
+                // index). Blocks already well within the tolerance wait for a later sweep (all
+                // of them, if none is outside it: the KKT residual is then the intercept's).
+                order.clear();
+                let skip = SWEEP_SKIP * params.tol * unit;
+                order.extend(
+                    movable
+                        .iter()
+                        .copied()
+                        .filter(|&k| scores[k].score > 0.0 && scores[k].max_d > skip),
+                );
+                if order.is_empty() {
+                    order.extend(movable.iter().copied().filter(|&k| scores[k].score > 0.0));
+                }
+                order.sort_by(|&a, &b| scores[b].score.total_cmp(&scores[a].score).then(a.cmp(&b)));
+            }
+            if order.is_empty() {
+                break StopReason::Stalled;
+            }
+            let k = order[sweep_pos];
+            let all_fresh = sweep_pos == 0 && fresh;
+            if pairs && sweep_pos + 1 < order.len() && n_iter + 2 <= params.max_iter {
+                // Two blocks solved side by side; the second is kept only if it still lowers
+                // the objective after the first (else it comes next, on its own).
+                let k2 = order[sweep_pos + 1];
+                let pair = Pair {
+                    first: k,
+                    second: k2,
+                    fresh: all_fresh,
+                };
+                let (after_first, second) = st.update_pair(data, pair, lambda);
+                (fresh, last_kkt, sweep_moved) = (false, None, true);
+                n_iter += 1;
+                history.push(k, after_first, start);
+                sweep_pos += 1;
+                if second {
+                    n_iter += 1;
+                    history.push(k2, st.objective(lambda), start);
+                    sweep_pos += 1;
+                }
+                sweep_pos %= order.len();
+                if sweep_pos == 0 {
+                    sweep_moved = false;
+                }
+                continue;
+            }
+            if !all_fresh {
+                st.refresh_sums(data, k);
+            }
+            sweep_pos = (sweep_pos + 1) % order.len();
+            k
+        };
+        let moved = st.update_block(data, k, lambda);
+        if moved {
+            (fresh, last_kkt) = (false, None);
+        } else if selection == Selection::Greedy {
+            // The steepest block cannot decrease F any further: rounding level.
+            break StopReason::Stalled;
+        }
+        n_iter += 1;
+        history.push(k, st.objective(lambda), start);
+        if selection != Selection::Greedy {
+            sweep_moved |= moved;
+            if sweep_pos == 0 {
+                if !sweep_moved {
+                    // A whole sweep without a move: rounding level.
+                    break StopReason::Stalled;
+                }
+                sweep_moved = false;
+            }
+        }
+    };
+
+    // The KKT residual of the returned model: known unless a sweep stopped midway, measured
+    // afresh from exact sums when the loop stalled.
+    let kkt = match last_kkt {
+        Some(kkt) if stop != StopReason::Stalled => kkt,
+        _ => {
+            st.refresh_all_sums(data);
+            let (block_max, icpt) = st.score(lambda, &mut scores);
+            scale(block_max.max(icpt))
+        }
+    };
+    let converged = kkt <= params.tol;
+    st.finish(data);
+    BinnedFit {
+        intercept: st.intercept(),
+        lambda_f: lambda,
+        lambda_max,
+        report: FitReport {
+            n_iter,
+            converged,
+            kkt_residual: kkt,
+            objective: st.objective(lambda),
+            stop,
+            history,
+        },
+        values: st.blocks().to_vec(),
+    }
+}

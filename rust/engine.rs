@@ -1,0 +1,155 @@
+//! The squared loss on its two engines: the engine choice (rows or sufficient statistics,
+//! from a cost model), `λ_max`, and fits at a given penalty on binned data or on statistics
+//! alone, each running the one descent loop ([`crate::descent`]) on a [`BlockState`].
+
+use std::sync::Arc;
+
+use ndarray::ArrayView1;
+
+use crate::binning::BinnedData;
+use crate::blocks::BlockState;
+use crate::descent::{fit_from, DescentState};
+use crate::error::{check_target, FastError, Result};
+use crate::params::{Engine, FitParams};
+use crate::report::{BinnedFit, Callback};
+use crate::tables::{table_bytes, Tables};
+
+/// `λ_max` of binned data: the smallest `λ_f` whose fit has flat shape functions over the
+/// non-missing values (`max_{k,t} |g_{k,t}|` at that fit; without missing values it is the
+/// constant model).
+///
+/// # Errors
+/// As `solver::fit_binned` for `y`.
+pub fn lambda_max(data: &BinnedData, y: ArrayView1<'_, f64>) -> Result<f64> {
+    check_target(y, data.n_samples)?;
+    let mut st = BlockState::new(data, y);
+    Ok(st.start_flat(data))
+}
+
+/// Picks the engine from a cost model. One iteration of the rows engine reads every code and
+/// the residual (`≈ n·(p+1)`); one of the tables engine costs `≈ B̄·Σ_j B_j`, after a build of
+/// `≈ n·p²/2`. Since fits take at least a few times `p` iterations, the tables pay off when
+/// an iteration is at least twice cheaper with them, and their memory stays below
+/// `max(256 MiB, the codes' bytes × 4)` (so below half of X's bytes for 8-bit codes).
+pub fn choose_engine(data: &BinnedData) -> Engine {
+    let n = data.n_samples as f64;
+    let p = data.n_features();
+    let total_bins: usize = data.features.iter().map(|f| f.n_bins()).sum();
+    let mean_bins = total_bins as f64 / p.max(1) as f64;
+    let rows_cost = n * (p as f64 + 1.0);
+    let tables_cost = mean_bins * total_bins as f64;
+    let budget = (256usize << 20).max(4 * data.n_samples * p);
+    if p >= 2 && rows_cost > 2.0 * tables_cost && table_bytes(data) <= budget {
+        Engine::Tables
+    } else {
+        Engine::Rows
+    }
+}
+
+/// `engine`, with [`Engine::Auto`] resolved by [`choose_engine`].
+pub fn resolve_engine(data: &BinnedData, engine: Engine) -> Engine {
+    match engine {
+        Engine::Auto => choose_engine(data),
+        e => e,
+    }
+}
+
+/// Makes squared-loss states at given blocks on `data`: on the statistics `tables` when
+/// given, else on the rows with targets `y`.
+pub(crate) fn squared_state<'a>(
+    data: &'a BinnedData,
+    y: ArrayView1<'a, f64>,
+    tables: Option<&'a Arc<Tables>>,
+) -> impl Fn(Vec<Vec<f64>>) -> BlockState + 'a {
+    move |beta| match tables {
+        Some(t) => BlockState::with_tables(data, Arc::clone(t), beta),
+        None => BlockState::with_start(data, y, beta),
+    }
+}
+
+/// `solver::fit_binned_from` on a chosen engine (`Auto` is resolved with [`choose_engine`]).
+///
+/// # Errors
+/// As `solver::fit_binned_from`.
+pub fn fit_binned_engine(
+    data: &BinnedData,
+    y: ArrayView1<'_, f64>,
+    params: &FitParams,
+    init: Option<Vec<Vec<f64>>>,
+    engine: Engine,
+    callback: Option<Callback<'_>>,
+) -> Result<BinnedFit> {
+    params.check()?;
+    check_target(y, data.n_samples)?;
+    let tables = match resolve_engine(data, engine) {
+        Engine::Tables => Some(Arc::new(Tables::build(data, y)?)),
+        _ => None,
+    };
+    let state = squared_state(data, y, tables.as_ref());
+    fit_from(data, params, init, state, callback)
+}
+
+/// `solver::fit_binned_from` on the tables engine with statistics already built on `data` (so a
+/// path of fits builds them once).
+///
+/// # Errors
+/// As `solver::fit_binned_from`.
+pub fn fit_binned_tables(
+    data: &BinnedData,
+    tables: Arc<Tables>,
+    params: &FitParams,
+    init: Option<Vec<Vec<f64>>>,
+    callback: Option<Callback<'_>>,
+) -> Result<BinnedFit> {
+    params.check()?;
+    let state = |beta: Vec<Vec<f64>>| BlockState::with_tables(data, Arc::clone(&tables), beta);
+    fit_from(data, params, init, state, callback)
+}
+
+/// A [`BinnedData`] without rows for statistics `tables` binned by `cuts` / `missing`: the
+/// tables engine reads only the bins' sizes and weights.
+///
+/// # Errors
+/// [`FastError::ZeroTotalWeight`] for weightless statistics; [`FastError::LengthMismatch`]
+/// or [`FastError::InvalidParameter`] if the cuts or missing flags do not match the bins.
+pub(crate) fn tables_shell(
+    tables: &Tables,
+    cuts: Vec<Vec<f64>>,
+    missing: Vec<bool>,
+) -> Result<BinnedData> {
+    if !(tables.total_weight > 0.0) {
+        return Err(FastError::ZeroTotalWeight("the statistics' total weight"));
+    }
+    let p = tables.n_features();
+    if cuts.len() != p || missing.len() != p {
+        return Err(FastError::LengthMismatch {
+            what: "cuts / missing flags",
+            expected: p,
+            got: cuts.len().min(missing.len()),
+            reason: "one entry per feature of the tables",
+        });
+    }
+    let mut features = Vec::with_capacity(p);
+    for (j, (c, m)) in cuts.into_iter().zip(missing).enumerate() {
+        if c.len() + 1 + usize::from(m) != tables.n_bins[j] {
+            return Err(FastError::InvalidParameter {
+                name: "cuts",
+                message: "must give the tables' number of bins (len(cuts) + 1, plus 1 with a missing bin)",
+                value: format!("feature {j}: {} cuts, missing={m}, {} bins", c.len(), tables.n_bins[j]),
+            });
+        }
+        let bin_weights = tables.weights[j].clone();
+        features.push(crate::binning::BinnedFeature {
+            cuts: c,
+            codes: crate::binning::Codes::U8(Vec::new()),
+            bin_weights,
+            missing: m,
+        });
+    }
+    Ok(BinnedData {
+        n_samples: 0,
+        features,
+        weights: None,
+        total_weight: tables.total_weight,
+    })
+}

@@ -1,0 +1,681 @@
+//! The proximal-Newton state: block coordinate descent for any per-row loss ([`Datafit`]),
+//! run by the one descent loop ([`crate::descent`]).
+//!
+//! **Block update.** Every row sits in one bin of block `k`, so the loss restricted to block
+//! `k` has a diagonal Hessian `H_b = Σ_{code_k(i)=b} v ℓ''(y, η) / W`. Its quadratic model
+//! plus the fusion penalty is a weighted FLSA, solved exactly by [`crate::flsa`]:
+//! `β_k ← FLSA(z, h, λ_f)` with `h_b = max(H_b, τ·B·w_b/W)` (`B` the datafit's curvature
+//! bound) and `z_b = β_b + R_{k,b}/h_b`. The step is backtracked (Armijo); when that fails,
+//! the majorise–minimise step with the curvature bound `h_b = B·w_b/W ≥ H_b` is tried, which
+//! cannot increase the objective. The intercept takes its own 1-D Newton steps (with
+//! backtracking) when its gradient is the largest violation. Blocks are centred after every
+//! update, their weighted mean moving into the intercept (`η` unchanged). A missing-value
+//! bin (DESIGN §8) is a free level outside the fused chain.
+//!
+//! **The objective never increases.** A step is accepted only if the change of `F`, computed
+//! without cancellation ([`Datafit::loss_change`], summed over the rows), is negative; the
+//! reported objective is the running sum of accepted changes, so the history is
+//! non-increasing in floating point too, and steps far below the objective's rounding level
+//! are still resolved. No single step moves a linear predictor by more than [`MAX_STEP`].
+
+use std::marker::PhantomData;
+use std::ops::Range;
+
+use ndarray::ArrayView1;
+use rayon::prelude::*;
+
+use crate::binning::{BinnedData, Code};
+use crate::datafit::Datafit;
+use crate::descent::DescentState;
+use crate::flsa::FlsaWorkspace;
+use crate::params::Selection;
+use crate::with_codes;
+
+/// Largest change of any linear predictor (log-odds) in one step; longer steps are shortened by backtracking.
+pub const MAX_STEP: f64 = 50.0;
+
+/// Rows per chunk of the parallel row passes (fixed: results do not depend on the number
+/// of threads). Smaller than the regressor's: a row costs an `exp` and a `log1p` here.
+const ROW_CHUNK: usize = 1 << 13;
+/// Armijo constant of the backtracking line search.
+const ARMIJO: f64 = 1e-4;
+/// Halvings of a proximal-Newton step before falling back to the majorise–minimise step.
+const NEWTON_HALVINGS: usize = 4;
+/// Halvings of an intercept Newton step.
+const INTERCEPT_HALVINGS: i32 = 40;
+/// Floor of the Newton curvature, as a fraction of the bound `w_b/(4W)`.
+const CURVATURE_FLOOR: f64 = 1e-3;
+
+/// Block update rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Curvature {
+    /// Proximal Newton with the exact (diagonal) block Hessian, backtracking, and the
+    /// majorise–minimise step as a fallback. The default.
+    #[default]
+    Newton,
+    /// Majorise–minimise only: the curvature bound `w_b/(4W)`.
+    Bound,
+}
+
+/// A step: log-odds change `s[bin]` with `expm1(±s)` precomputed per bin (one bin for the
+/// intercept).
+struct Step<'a> {
+    s: &'a [f64],
+    e1: &'a [f64],
+    e1n: &'a [f64],
+}
+
+/// Runs `f` on fixed row chunks (in parallel when there is more than one) and sums the
+/// chunk results in chunk order.
+fn chunked_sum<F>(n: usize, partials: &mut [f64], f: F) -> f64
+where
+    F: Fn(Range<usize>) -> f64 + Sync,
+{
+    let n_chunks = n.div_ceil(ROW_CHUNK).max(1);
+    let parts = &mut partials[..n_chunks];
+    if n_chunks == 1 {
+        parts[0] = f(0..n);
+    } else {
+        parts
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(c, o)| *o = f(c * ROW_CHUNK..((c + 1) * ROW_CHUNK).min(n)));
+    }
+    parts.iter().sum()
+}
+
+/// `Σ_{rows} v ℓ(y, η + s) − v ℓ(y, η)` over one chunk.
+#[inline]
+fn chunk_loss_change<D: Datafit, B: Fn(usize) -> usize>(
+    rows: Range<usize>,
+    y: &[f64],
+    r: &[f64],
+    v: Option<&[f64]>,
+    step: &Step<'_>,
+    bin: B,
+) -> f64 {
+    let mut acc = 0.0;
+    match v {
+        None => {
+            for i in rows {
+                let b = bin(i);
+                acc += D::loss_change(y[i], r[i], step.s[b], step.e1[b], step.e1n[b]);
+            }
+        }
+        Some(v) => {
+            for i in rows {
+                let b = bin(i);
+                let d = D::loss_change(y[i], r[i], step.s[b], step.e1[b], step.e1n[b]);
+                acc += v[i] * d;
+            }
+        }
+    }
+    acc
+}
+
+/// Applies a step to one chunk (`η += s`, `r = −ℓ'(y, η)`, `vr = v·r`) and returns
+/// `[Σ v r, Σ v ℓ''(y, η)]` over it. `i0` is the chunk's first row.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+fn chunk_apply<D: Datafit, S: Fn(usize) -> f64>(
+    eta: &mut [f64],
+    r: &mut [f64],
+    mut vr: Option<&mut [f64]>,
+    y: &[f64],
+    v: Option<&[f64]>,
+    i0: usize,
+    s_of: &S,
+) -> [f64; 2] {
+    let (mut sr, mut sh) = (0.0, 0.0);
+    for i in 0..eta.len() {
+        let gi = i0 + i;
+        let yi = y[gi];
+        let s = s_of(gi);
+        let vi = v.map_or(1.0, |v| v[gi]);
+        let h = if s != 0.0 {
+            eta[i] += s;
+            let (ri, h) = D::residual(yi, eta[i], vi);
+            r[i] = ri;
+            h
+        } else {
+            D::curvature(vi, yi, r[i])
+        };
+        if let Some(vr) = vr.as_deref_mut() {
+            vr[i] = vi * r[i];
+        }
+        sr += vi * r[i];
+        sh += h;
+    }
+    [sr, sh]
+}
+
+/// `out[b] = Σ_{code(i)=b} v_i ℓ''(y_i, η_i) · inv_w`, from the residuals `r`.
+fn hessian_sums<D: Datafit, C: Code>(
+    codes: &[C],
+    y: &[f64],
+    r: &[f64],
+    v: Option<&[f64]>,
+    inv_w: f64,
+    out: &mut [f64],
+) {
+    out.iter_mut().for_each(|o| *o = 0.0);
+    match v {
+        None => {
+            for ((&b, &yi), &ri) in codes.iter().zip(y).zip(r) {
+                out[b.idx()] += D::curvature(1.0, yi, ri);
+            }
+        }
+        Some(v) => {
+            for (((&b, &yi), &ri), &vi) in codes.iter().zip(y).zip(r).zip(v) {
+                out[b.idx()] += D::curvature(vi, yi, ri);
+            }
+        }
+    }
+    out.iter_mut().for_each(|o| *o *= inv_w);
+}
+
+/// `TV(new) − TV(old)` for `new = old + step`, jump by jump: where a jump keeps its sign the
+/// change is `±(step_{t+1} − step_t)`, exact to the step's own precision however large the
+/// jump (a difference of two large sums would drown small steps in rounding).
+fn tv_change(old: &[f64], new: &[f64], step: &[f64]) -> f64 {
+    let mut change = 0.0;
+    for t in 0..old.len().saturating_sub(1) {
+        let (before, after) = (old[t + 1] - old[t], new[t + 1] - new[t]);
+        change += if before * after > 0.0 {
+            let d = step[t + 1] - step[t];
+            if before > 0.0 {
+                d
+            } else {
+                -d
+            }
+        } else {
+            after.abs() - before.abs()
+        };
+    }
+    change
+}
+
+/// `λ·ΔTV`, 0 when the chain's total variation does not change (also for `λ = ∞`, which
+/// keeps chains flat).
+fn penalty_change(lambda: f64, dtv: f64) -> f64 {
+    if dtv == 0.0 {
+        0.0
+    } else {
+        lambda * dtv
+    }
+}
+
+/// Per-row state: targets, linear predictor `η`, residual `r = −ℓ'(y, η)` and `v∘r`.
+struct Rows {
+    y: Vec<f64>,
+    eta: Vec<f64>,
+    resid: Vec<f64>,
+    // v ∘ resid (empty for unit weights: then resid itself is used).
+    vresid: Vec<f64>,
+    partials: Vec<f64>,
+    partials2: Vec<[f64; 2]>,
+}
+
+impl Rows {
+    fn vr(&self) -> &[f64] {
+        if self.vresid.is_empty() {
+            &self.resid
+        } else {
+            &self.vresid
+        }
+    }
+
+    /// `(Σ v ℓ(y, η + s) − Σ v ℓ(y, η)) / W` for a step of block `k` (`None`: the intercept).
+    fn loss_change<D: Datafit>(
+        &mut self,
+        data: &BinnedData,
+        block: Option<usize>,
+        step: &Step<'_>,
+    ) -> f64 {
+        let (y, r, v) = (&self.y[..], &self.resid[..], data.weights.as_deref());
+        let n = y.len();
+        let total = match block {
+            Some(k) => with_codes!(&data.features[k].codes, c => {
+                chunked_sum(n, &mut self.partials, |rows| chunk_loss_change::<D, _>(rows, y, r, v, step, |i| c[i].idx()))
+            }),
+            None => chunked_sum(n, &mut self.partials, |rows| {
+                chunk_loss_change::<D, _>(rows, y, r, v, step, |_| 0)
+            }),
+        };
+        total / data.total_weight
+    }
+
+    /// Applies the step `s` (per bin of block `k`, or `s[0]` for the intercept) to every
+    /// row; returns `(Σ v r / W, Σ v p(1−p) / W)` after it.
+    fn apply<D: Datafit>(
+        &mut self,
+        data: &BinnedData,
+        block: Option<usize>,
+        s: &[f64],
+    ) -> (f64, f64) {
+        let out = match block {
+            Some(k) => {
+                with_codes!(&data.features[k].codes, c => self.apply_with::<D, _>(data, |i| s[c[i].idx()]))
+            }
+            None => {
+                let s0 = s[0];
+                self.apply_with::<D, _>(data, |_| s0)
+            }
+        };
+        (out[0] / data.total_weight, out[1] / data.total_weight)
+    }
+
+    fn apply_with<D: Datafit, S: Fn(usize) -> f64 + Sync>(
+        &mut self,
+        data: &BinnedData,
+        s_of: S,
+    ) -> [f64; 2] {
+        let Rows {
+            y,
+            eta,
+            resid,
+            vresid,
+            partials2,
+            ..
+        } = self;
+        let (y, v) = (&y[..], data.weights.as_deref());
+        let n = y.len();
+        let n_chunks = n.div_ceil(ROW_CHUNK).max(1);
+        let parts = &mut partials2[..n_chunks];
+        if n_chunks == 1 {
+            let vr = if vresid.is_empty() {
+                None
+            } else {
+                Some(&mut vresid[..])
+            };
+            parts[0] = chunk_apply::<D, S>(eta, resid, vr, y, v, 0, &s_of);
+        } else if vresid.is_empty() {
+            eta.par_chunks_mut(ROW_CHUNK)
+                .zip(resid.par_chunks_mut(ROW_CHUNK))
+                .zip(parts.par_iter_mut())
+                .enumerate()
+                .for_each(|(c, ((e, r), o))| {
+                    *o = chunk_apply::<D, S>(e, r, None, y, v, c * ROW_CHUNK, &s_of)
+                });
+        } else {
+            eta.par_chunks_mut(ROW_CHUNK)
+                .zip(resid.par_chunks_mut(ROW_CHUNK))
+                .zip(vresid.par_chunks_mut(ROW_CHUNK))
+                .zip(parts.par_iter_mut())
+                .enumerate()
+                .for_each(|(c, (((e, r), vr), o))| {
+                    *o = chunk_apply::<D, S>(e, r, Some(vr), y, v, c * ROW_CHUNK, &s_of)
+                });
+        }
+        parts
+            .iter()
+            .fold([0.0; 2], |a, p| [a[0] + p[0], a[1] + p[1]])
+    }
+}
+
+/// The proximal-Newton optimisation state of the datafit `D`: intercept, blocks, rows, bin
+/// sums and buffers.
+///
+/// Invariants: `η_i = c + Σ_j β_j[code_j(i)]` and `r_i = −ℓ'(y_i, η_i)` (up to rounding);
+/// every block centred (`Σ_b w_b β_{j,b} = 0`); `objective` is `F` at the current state for
+/// the penalty `lambda`, kept as the running sum of accepted changes; `grad_c = Σ v r / W` and
+/// `hess_c = Σ v ℓ''(y, η) / W` as of the last row pass.
+pub(crate) struct NewtonState<D: Datafit> {
+    intercept: f64,
+    beta: Vec<Vec<f64>>,
+    sums: Vec<Vec<f64>>,
+    objective: f64,
+    grad_c: f64,
+    hess_c: f64,
+    rows: Rows,
+    // Chain length of each block (its missing bin, if any, comes after).
+    n_chain: Vec<usize>,
+    // Normalised bin weights w_b / W.
+    wn: Vec<Vec<f64>>,
+    // Buffers of the block update.
+    ws: FlsaWorkspace,
+    h: Vec<f64>,
+    z: Vec<f64>,
+    bnew: Vec<f64>,
+    delta: Vec<f64>,
+    cand: Vec<f64>,
+    s: Vec<f64>,
+    e1: Vec<f64>,
+    e1n: Vec<f64>,
+    curvature: Curvature,
+    // The penalty whose term `objective` includes (see `set_lambda`).
+    lambda: f64,
+    datafit: PhantomData<D>,
+}
+
+impl<D: Datafit> NewtonState<D> {
+    /// The constant model: intercept `link(ȳ)`, every block 0. Sums are fresh.
+    pub(crate) fn new(
+        data: &BinnedData,
+        y: ArrayView1<'_, f64>,
+        mean: f64,
+        curvature: Curvature,
+    ) -> Self {
+        Self::with_start(data, y, mean, data.zero_blocks(), curvature)
+    }
+
+    /// The model with the blocks `beta`, re-centred on `data`'s weights, and the intercept
+    /// fitted to them (from `link(mean)` plus the blocks' means, by Newton steps; `mean` is
+    /// the weighted mean target). Sums are fresh; the objective is the loss alone until
+    /// [`NewtonState::set_lambda`].
+    pub(crate) fn with_start(
+        data: &BinnedData,
+        y: ArrayView1<'_, f64>,
+        mean: f64,
+        beta: Vec<Vec<f64>>,
+        curvature: Curvature,
+    ) -> Self {
+        let mut intercept = D::link(mean);
+        let n = data.n_samples;
+        let w_total = data.total_weight;
+        let (wn, beta, means) = crate::blocks::centre(data, beta);
+        for m in means.into_iter().filter(|&m| m != 0.0) {
+            intercept += m;
+        }
+        let mut eta = vec![intercept; n];
+        for (f, b) in data.features.iter().zip(&beta) {
+            if b.iter().any(|&x| x != 0.0) {
+                eta.iter_mut()
+                    .enumerate()
+                    .for_each(|(i, e)| *e += b[f.codes.get(i)]);
+            }
+        }
+        let y: Vec<f64> = y.iter().copied().collect();
+        let v = |i: usize| data.weights.as_ref().map_or(1.0, |w| w[i]);
+        let (mut loss, mut hess) = (0.0, 0.0);
+        let resid: Vec<f64> = (0..n)
+            .map(|i| {
+                loss += v(i) * D::loss(y[i], eta[i]);
+                let (r, h) = D::residual(y[i], eta[i], v(i));
+                hess += h;
+                r
+            })
+            .collect();
+        let vresid = match &data.weights {
+            Some(v) => resid.iter().zip(v).map(|(r, v)| r * v).collect(),
+            None => Vec::new(),
+        };
+        let max_bins = data.features.iter().map(|f| f.n_bins()).max().unwrap_or(1);
+        let n_chunks = n.div_ceil(ROW_CHUNK).max(1);
+        let rows = Rows {
+            y,
+            eta,
+            resid,
+            vresid,
+            partials: vec![0.0; n_chunks],
+            partials2: vec![[0.0; 2]; n_chunks],
+        };
+        let grad_c = rows.vr().iter().sum::<f64>() / w_total;
+        let mut st = Self {
+            intercept,
+            sums: beta.clone(),
+            beta,
+            objective: loss / w_total,
+            grad_c,
+            hess_c: hess / w_total,
+            rows,
+            n_chain: data.features.iter().map(|f| f.n_chain()).collect(),
+            wn,
+            ws: FlsaWorkspace::with_capacity(max_bins),
+            h: vec![0.0; max_bins],
+            z: vec![0.0; max_bins],
+            bnew: vec![0.0; max_bins],
+            delta: vec![0.0; max_bins],
+            cand: vec![0.0; max_bins],
+            s: vec![0.0; max_bins],
+            e1: vec![0.0; max_bins],
+            e1n: vec![0.0; max_bins],
+            curvature,
+            lambda: 0.0,
+            datafit: PhantomData,
+        };
+        if st.beta.iter().flatten().any(|&x| x != 0.0) {
+            st.intercept_step(data, 0.0);
+        }
+        st.refresh_all_sums(data);
+        st
+    }
+
+    /// Makes `objective` the objective at the penalty `lambda` (the loss does not change;
+    /// the penalty term moves by `(lambda − old) · TV`).
+    fn set_lambda(&mut self, lambda: f64) {
+        let tv: f64 = self
+            .beta
+            .iter()
+            .zip(&self.n_chain)
+            .map(|(b, &nc)| b[..nc].windows(2).map(|w| (w[1] - w[0]).abs()).sum::<f64>())
+            .sum();
+        if tv > 0.0 {
+            self.objective += (lambda - self.lambda) * tv;
+        }
+        self.lambda = lambda;
+    }
+
+    /// The proximal step of block `k` for the curvature in `self.h`: `bnew = FLSA(z, h, λ)`
+    /// over the chain (`λ = ∞`: the chain flat at its `h`-weighted mean), `z` itself in the
+    /// missing bin (no penalty); `delta = bnew − β`. Returns the predicted change
+    /// `−Σ R δ + λ ΔTV` (negative), or `None` when the step is zero or not a descent
+    /// direction (rounding level).
+    fn direction(&mut self, k: usize, nb: usize, lambda: f64) -> Option<f64> {
+        let nc = self.n_chain[k];
+        let (sums, beta, h) = (&self.sums[k], &self.beta[k], &self.h);
+        crate::blocks::solve_block(
+            &sums[..nb],
+            &beta[..nb],
+            &h[..nb],
+            nc,
+            lambda,
+            &mut self.ws,
+            &mut self.z,
+            &mut self.bnew,
+        );
+        let mut linear = 0.0;
+        let mut moved = false;
+        for b in 0..nb {
+            self.delta[b] = self.bnew[b] - beta[b];
+            moved |= self.delta[b] != 0.0;
+            linear -= sums[b] * self.delta[b];
+        }
+        let pred = linear
+            + penalty_change(
+                lambda,
+                tv_change(&beta[..nc], &self.bnew[..nc], &self.delta[..nc]),
+            );
+        (moved && pred < 0.0).then_some(pred)
+    }
+
+    /// Tries `β_k ← centre(β_k + t·delta)`; keeps it if `F` decreases enough (Armijo).
+    fn try_block_step(
+        &mut self,
+        data: &BinnedData,
+        k: usize,
+        nb: usize,
+        t: f64,
+        pred: f64,
+        lambda: f64,
+    ) -> bool {
+        let beta = &self.beta[k];
+        let wn = &self.wn[k];
+        let mut mean = 0.0;
+        for b in 0..nb {
+            let s = t * self.delta[b];
+            if !(s.abs() <= MAX_STEP) {
+                return false;
+            }
+            self.s[b] = s;
+            self.e1[b] = s.exp_m1();
+            self.e1n[b] = (-s).exp_m1();
+            // A full step takes the FLSA's values themselves: fused bins stay bit-identical.
+            self.cand[b] = if t == 1.0 { self.bnew[b] } else { beta[b] + s };
+            mean += wn[b] * self.cand[b];
+        }
+        let nc = self.n_chain[k];
+        let dtv = tv_change(&beta[..nc], &self.cand[..nc], &self.s[..nc]);
+        self.cand[..nb].iter_mut().for_each(|c| *c -= mean);
+        let step = Step {
+            s: &self.s[..nb],
+            e1: &self.e1[..nb],
+            e1n: &self.e1n[..nb],
+        };
+        let dloss = self.rows.loss_change::<D>(data, Some(k), &step);
+        let change = dloss + penalty_change(lambda, dtv);
+        if !(change < 0.0 && change <= ARMIJO * t * pred) {
+            return false;
+        }
+        (self.grad_c, self.hess_c) = self.rows.apply::<D>(data, Some(k), &self.s[..nb]);
+        self.beta[k][..nb].copy_from_slice(&self.cand[..nb]);
+        self.intercept += mean;
+        self.objective += change;
+        true
+    }
+
+    /// One update of block `k` (its sums must be fresh). Returns whether the state moved;
+    /// every block's sums are stale if it did.
+    fn update_block(&mut self, data: &BinnedData, k: usize, lambda: f64) -> bool {
+        let nb = data.features[k].n_bins();
+        if self.curvature == Curvature::Newton {
+            let (y, r, v) = (&self.rows.y, &self.rows.resid, data.weights.as_deref());
+            let inv_w = 1.0 / data.total_weight;
+            with_codes!(&data.features[k].codes, c => hessian_sums::<D, _>(c, y, r, v, inv_w, &mut self.h[..nb]));
+            for (h, &w) in self.h[..nb].iter_mut().zip(&self.wn[k]) {
+                *h = if w > 0.0 {
+                    h.max(CURVATURE_FLOOR * D::CURVATURE_BOUND * w)
+                } else {
+                    0.0
+                };
+            }
+            if let Some(pred) = self.direction(k, nb, lambda) {
+                let mut t = 1.0;
+                for _ in 0..=NEWTON_HALVINGS {
+                    if self.try_block_step(data, k, nb, t, pred, lambda) {
+                        return true;
+                    }
+                    t *= 0.5;
+                }
+            }
+        }
+        // Majorise–minimise: the curvature bound (w_b/W)·sup ℓ'' ≥ H_b.
+        for (h, &w) in self.h[..nb].iter_mut().zip(&self.wn[k]) {
+            *h = D::CURVATURE_BOUND * w;
+        }
+        match self.direction(k, nb, lambda) {
+            Some(pred) => self.try_block_step(data, k, nb, 1.0, pred, lambda),
+            None => false,
+        }
+    }
+
+    /// Newton steps on the intercept (with backtracking) until its gradient is at most
+    /// `target` (at most a few steps). Returns whether the state moved.
+    fn intercept_step(&mut self, data: &BinnedData, target: f64) -> bool {
+        let mut moved = false;
+        for _ in 0..4 {
+            let g = self.grad_c;
+            if !(g.abs() > target) {
+                break;
+            }
+            let newton = g / self.hess_c.max(CURVATURE_FLOOR * D::CURVATURE_BOUND);
+            let pred = -g * newton;
+            let mut accepted = false;
+            for halving in 0..INTERCEPT_HALVINGS {
+                let t = 0.5f64.powi(halving);
+                let s = t * newton;
+                if !(s.abs() <= MAX_STEP) {
+                    continue;
+                }
+                (self.s[0], self.e1[0], self.e1n[0]) = (s, s.exp_m1(), (-s).exp_m1());
+                let step = Step {
+                    s: &self.s[..1],
+                    e1: &self.e1[..1],
+                    e1n: &self.e1n[..1],
+                };
+                let change = self.rows.loss_change::<D>(data, None, &step);
+                if change < 0.0 && change <= ARMIJO * t * pred {
+                    (self.grad_c, self.hess_c) = self.rows.apply::<D>(data, None, &self.s[..1]);
+                    self.intercept += s;
+                    self.objective += change;
+                    accepted = true;
+                    break;
+                }
+            }
+            if !accepted {
+                break;
+            }
+            moved = true;
+        }
+        moved
+    }
+}
+
+/// The proximal-Newton state in the one descent loop: the intercept takes Newton steps only
+/// when its gradient is the largest violation, a block update may be rejected (rounding
+/// level), and `Selection::Auto` means greedy (an update costs a pass over the rows with a
+/// transcendental function per row: far more than refreshing the sums).
+impl<D: Datafit> DescentState for NewtonState<D> {
+    const INTERCEPT_SHARE: f64 = 1.0;
+
+    fn resolve_selection(&self, requested: Selection, _n_blocks: usize) -> Selection {
+        match requested {
+            Selection::Auto => Selection::Greedy,
+            s => s,
+        }
+    }
+
+    const FLAT_SWEEPS: usize = 200;
+
+    fn flat_tolerance(&self) -> f64 {
+        1e-14
+    }
+
+    fn settle_intercept(&mut self, data: &BinnedData) -> bool {
+        let moved = self.intercept_step(data, 1e-15);
+        self.refresh_all_sums(data);
+        moved
+    }
+
+    fn set_penalty(&mut self, lambda: f64) {
+        self.set_lambda(lambda);
+    }
+
+    fn sums(&self) -> &[Vec<f64>] {
+        &self.sums
+    }
+
+    fn sums_and_residual(&mut self) -> (&mut [Vec<f64>], Option<&[f64]>) {
+        (&mut self.sums, Some(self.rows.vr()))
+    }
+
+    fn n_chain(&self) -> &[usize] {
+        &self.n_chain
+    }
+
+    /// As of the last row pass.
+    fn intercept_gradient(&self) -> f64 {
+        self.grad_c
+    }
+
+    fn objective(&self, _lambda: f64) -> f64 {
+        // Kept for the penalty of the last `set_penalty`.
+        self.objective
+    }
+
+    fn step_intercept(&mut self, data: &BinnedData, block_max: f64, threshold: f64) -> bool {
+        self.intercept_step(data, (0.1 * block_max).max(threshold))
+    }
+
+    fn update_block(&mut self, data: &BinnedData, k: usize, lambda: f64) -> bool {
+        NewtonState::update_block(self, data, k, lambda)
+    }
+
+    fn intercept(&self) -> f64 {
+        self.intercept
+    }
+
+    fn blocks(&self) -> &[Vec<f64>] {
+        &self.beta
+    }
+}
