@@ -1,4 +1,9 @@
-"""Type stubs of the compiled core (``rust/bindings``)."""
+"""Type stubs of the compiled core (``rust/bindings``).
+
+Every fit function takes one ``config``: a dict keyed by the Python parameter names
+(:class:`FitConfig`); ``loss`` is required, and a key left out takes its default from
+:func:`defaults` (defined once, in ``rust/bindings/config.rs``).
+"""
 
 from typing import Callable, Optional, TypedDict, Union
 
@@ -6,11 +11,37 @@ import numpy as np
 import numpy.typing as npt
 
 __version__: str
-DEFAULT_TOL: float
-DEFAULT_MAX_ITER: int
 DEFAULT_LAMBDA_RATIO: float
 VALIDATION_MIN_ROWS: int
-DEFAULT_BIN_SAMPLE_SIZE: int
+SPARSE_LAMBDA_RATIO: float
+SPARSE_MAX_BINS: int
+SPARSE_MAX_FEATURES: int
+
+class FitConfig(TypedDict, total=False):
+    loss: str
+    lambda_f: Optional[float]
+    lambda_ratio: Union[float, str]
+    validation_fraction: float
+    max_bins: Union[int, str, None]
+    selection: str
+    tol: float
+    max_iter: int
+    max_time: Optional[float]
+    n_jobs: Optional[int]
+    random_state: int
+    subsample_for_bin: int
+    bins: Optional[list[Optional[list[float]]]]
+    engine: str
+    progress_interval: float
+    method: str
+    max_features: Optional[int]
+    lambda_s: Optional[list[float]]
+    n_lambda_s: int
+    scale_down_factor: float
+    local_search: bool
+    max_swaps: int
+
+def defaults() -> FitConfig: ...
 
 class FitOutput(TypedDict):
     intercept: float
@@ -41,42 +72,8 @@ def fit(
     y: npt.NDArray[np.float64],
     sample_weight: Optional[npt.NDArray[np.float64]] = None,
     *,
-    lambda_f: Optional[float],
-    lambda_ratio: float,
-    max_bins: Union[int, str, None],
-    selection: str,
-    tol: float,
-    max_iter: int,
-    max_time: Optional[float],
-    n_jobs: Optional[int],
-    random_state: int,
-    bin_sample_size: int,
+    config: FitConfig,
     progress: Optional[Callable[[int, float, float, float], object]] = None,
-    progress_interval: float = 1.0,
-    bins: Optional[list[Optional[list[float]]]] = None,
-    engine: str = "auto",
-    validation_fraction: Optional[float] = None,
-) -> FitOutput: ...
-def fit_logistic(
-    x: npt.NDArray[np.float64],
-    y: npt.NDArray[np.float64],
-    sample_weight: Optional[npt.NDArray[np.float64]] = None,
-    *,
-    lambda_f: Optional[float],
-    lambda_ratio: float,
-    max_bins: Union[int, str, None],
-    selection: str,
-    tol: float,
-    max_iter: int,
-    max_time: Optional[float],
-    n_jobs: Optional[int],
-    random_state: int,
-    bin_sample_size: int,
-    progress: Optional[Callable[[int, float, float, float], object]] = None,
-    progress_interval: float = 1.0,
-    bins: Optional[list[Optional[list[float]]]] = None,
-    engine: str = "auto",
-    validation_fraction: Optional[float] = None,
 ) -> FitOutput: ...
 class PathFit(TypedDict):
     lambda_f: float
@@ -100,27 +97,16 @@ def fit_path(
     y: npt.NDArray[np.float64],
     sample_weight: Optional[npt.NDArray[np.float64]] = None,
     *,
+    config: FitConfig,
     lambdas: list[float],
     relative: bool,
-    max_bins: Union[int, str, None],
-    selection: str,
-    tol: float,
-    max_iter: int,
-    max_time: Optional[float],
-    n_jobs: Optional[int],
-    random_state: int,
-    bin_sample_size: int,
-    bins: Optional[list[Optional[list[float]]]] = None,
 ) -> PathOutput: ...
 def lambda_max(
     x: npt.NDArray[np.float64],
     y: npt.NDArray[np.float64],
     sample_weight: Optional[npt.NDArray[np.float64]] = None,
     *,
-    max_bins: Union[int, str, None],
-    random_state: int,
-    bin_sample_size: int,
-    n_jobs: Optional[int] = None,
+    config: FitConfig,
 ) -> float: ...
 def predict(
     x: npt.NDArray[np.float64],
@@ -135,10 +121,6 @@ def flsa(
 ) -> npt.NDArray[np.float64]: ...
 
 # --- feature-sparse FAST (rust/bindings/sparse.rs) ---
-
-DEFAULT_MAX_SWAPS: int
-DEFAULT_SCALE_DOWN: float
-DEFAULT_N_LAMBDA_S: int
 
 class SparseModelOutput(TypedDict):
     intercept: float
@@ -171,43 +153,15 @@ class SparseOutput(TypedDict):
     history_lambda_s: npt.NDArray[np.float64]
     history_segment: npt.NDArray[np.int64]
 
-def fit_agis(
+def fit_sparse(
     x: npt.NDArray[np.float64],
     y: npt.NDArray[np.float64],
     sample_weight: Optional[npt.NDArray[np.float64]] = None,
     *,
-    max_features: int,
-    lambda_f: Optional[float],
-    lambda_ratio: float,
-    max_bins: Union[int, str, None],
-    tol: float,
-    max_iter: int,
-    local_search: bool,
-    max_swaps: int,
-    n_jobs: Optional[int],
-    random_state: int,
-    bin_sample_size: int,
+    config: FitConfig,
 ) -> SparseOutput: ...
-def fit_l0(
-    x: npt.NDArray[np.float64],
-    y: npt.NDArray[np.float64],
-    sample_weight: Optional[npt.NDArray[np.float64]] = None,
-    *,
-    max_features: int,
-    lambda_s: Optional[list[float]],
-    n_lambda_s: int,
-    scale_down_factor: float,
-    lambda_f: Optional[float],
-    lambda_ratio: float,
-    max_bins: Union[int, str, None],
-    tol: float,
-    max_iter: int,
-    local_search: bool,
-    max_swaps: int,
-    n_jobs: Optional[int],
-    random_state: int,
-    bin_sample_size: int,
-) -> SparseOutput: ...
+
+# --- sufficient statistics (rust/bindings/dask.rs) ---
 
 class StatsOutput(TypedDict):
     n_bins: npt.NDArray[np.int64]
@@ -232,25 +186,15 @@ def bin_edges(
     x: npt.NDArray[np.float64],
     sample_weight: Optional[npt.NDArray[np.float64]] = None,
     *,
-    max_bins: Union[int, str, None],
-    random_state: int,
-    bin_sample_size: int,
-    bins: Optional[list[Optional[list[float]]]] = None,
+    config: FitConfig,
     n_rows: Optional[int] = None,
-    n_jobs: Optional[int] = None,
 ) -> list[npt.NDArray[np.float64]]: ...
 def fit_stats(
     stats: StatsOutput,
     cuts: list[list[float]],
     missing: list[bool],
     *,
-    lambda_f: Optional[float],
-    lambda_ratio: float,
-    selection: str,
-    tol: float,
-    max_iter: int,
-    max_time: Optional[float],
-    n_jobs: Optional[int],
+    config: FitConfig,
     held_out: Optional[StatsOutput] = None,
     n_validation: int = 0,
 ) -> FitOutput: ...

@@ -4,44 +4,39 @@ from __future__ import annotations
 
 import copy
 import warnings
-from numbers import Integral, Real
 from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 import numpy.typing as npt
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from . import _core
-from ._estimator import (
-    DEFAULT_LAMBDA_RATIO,
+from . import _core, _fitted, _input
+from ._base import _BaseFAST, _store_params
+from ._fitted import register
+from ._params import (
+    DEFAULT_MAX_FEATURES,
     DEFAULT_MAX_ITER,
+    DEFAULT_MAX_SWAPS,
+    DEFAULT_N_LAMBDA_S,
+    DEFAULT_SCALE_DOWN_FACTOR,
     DEFAULT_SUBSAMPLE_FOR_BIN,
     DEFAULT_TOL,
-    _n_threads,
-    _name_columns,
+    SPARSE_LAMBDA_RATIO,
+    SPARSE_MAX_BINS,
+    CONSTRAINTS,
+    constraints,
 )
 
-#: Default number of features of a sparse model.
-DEFAULT_MAX_FEATURES = 10
-#: Default bound on the local-search swaps per model.
-DEFAULT_MAX_SWAPS = int(_core.DEFAULT_MAX_SWAPS)
-#: Default factor between successive automatic ``lambda_s`` values.
-DEFAULT_SCALE_DOWN_FACTOR = float(_core.DEFAULT_SCALE_DOWN)
-#: Default maximum number of automatic ``lambda_s`` values.
-DEFAULT_N_LAMBDA_S = int(_core.DEFAULT_N_LAMBDA_S)
+#: The parameters of :class:`SparseFASTRegressor`, in signature order.
+SPARSE_PARAMS = (
+    "max_features", "method", "lambda_f", "lambda_ratio", "local_search", "max_swaps", "max_bins", "tol", "max_iter",
+    "n_lambda_s", "scale_down_factor", "n_jobs", "random_state", "subsample_for_bin", "categorical_features", "bins",
+)  # fmt: skip
 
 
-
-#: Default ``lambda_f / lambda_max`` of the sparse fits (the value the feature-selection
-#: benchmark was run with; the dense regressor's default is tuned separately).
-SPARSE_LAMBDA_RATIO = 1e-3
-#: Default ``max_bins`` of the sparse fits (likewise).
-SPARSE_MAX_BINS = 256
-
-class SparseFASTRegressor(RegressorMixin, BaseEstimator):
+@register
+class SparseFASTRegressor(RegressorMixin, _BaseFAST):
     r"""Piecewise-constant additive regression with at most ``max_features`` shape functions.
 
     Fits the FAST model :math:`f(x) = c + \sum_j \beta_j[\mathrm{bin}_j(x_j)]` (see
@@ -106,6 +101,10 @@ class SparseFASTRegressor(RegressorMixin, BaseEstimator):
         Seed of the row sample used for quantile bins on large data.
     subsample_for_bin : int, default=200000
         Rows sampled to compute quantile bins.
+    categorical_features : "from_dtype", array-like or None, default="from_dtype"
+        Categorical features, as in :class:`FASTRegressor`.
+    bins : dict, list or None, default=None
+        User-supplied cut points for numeric features, as in :class:`FASTRegressor`.
 
     Attributes
     ----------
@@ -180,22 +179,8 @@ class SparseFASTRegressor(RegressorMixin, BaseEstimator):
     [2, 5]
     """
 
-    _parameter_constraints: dict = {
-        "max_features": [Interval(Integral, 1, None, closed="left")],
-        "method": [StrOptions({"agis", "l0"})],
-        "lambda_f": [Interval(Real, 0, None, closed="left"), None],
-        "lambda_ratio": [Interval(Real, 0, None, closed="left")],
-        "local_search": ["boolean"],
-        "max_swaps": [Interval(Integral, 0, None, closed="left")],
-        "max_bins": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"}), None],
-        "tol": [Interval(Real, 0, None, closed="left")],
-        "max_iter": [Interval(Integral, 0, None, closed="left")],
-        "n_lambda_s": [Interval(Integral, 1, None, closed="left")],
-        "scale_down_factor": [Interval(Real, 0, 1, closed="neither")],
-        "n_jobs": [Integral, None],
-        "random_state": [Interval(Integral, 0, None, closed="left")],
-        "subsample_for_bin": [Interval(Integral, 2, None, closed="left")],
-    }
+    _parameter_constraints: dict = constraints(SPARSE_PARAMS, lambda_ratio=CONSTRAINTS["lambda_f"][:1])
+    _json_attributes = ("support_", "selected_features_", "flat_features_", "lambda_s_", "n_swaps_")
 
     # Fitted state, with shapes.
     support_: npt.NDArray[np.intp]
@@ -234,26 +219,10 @@ class SparseFASTRegressor(RegressorMixin, BaseEstimator):
         n_jobs: Optional[int] = None,
         random_state: int = 0,
         subsample_for_bin: int = DEFAULT_SUBSAMPLE_FOR_BIN,
+        categorical_features: Any = "from_dtype",
+        bins: Any = None,
     ) -> None:
-        self.max_features = max_features
-        self.method = method
-        self.lambda_f = lambda_f
-        self.lambda_ratio = lambda_ratio
-        self.local_search = local_search
-        self.max_swaps = max_swaps
-        self.max_bins = max_bins
-        self.tol = tol
-        self.max_iter = max_iter
-        self.n_lambda_s = n_lambda_s
-        self.scale_down_factor = scale_down_factor
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.subsample_for_bin = subsample_for_bin
-
-    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True
-        return tags
+        _store_params(self, locals())
 
     # ------------------------------------------------------------------ fitting machinery
 
@@ -269,69 +238,24 @@ class SparseFASTRegressor(RegressorMixin, BaseEstimator):
     ) -> tuple[npt.NDArray[np.float64], Optional[npt.NDArray[np.float64]], dict[str, Any]]:
         """Validate, run the core; return (y, sample_weight, core output)."""
         self._validate_params()
-        X, y = validate_data(
-            self, X, y, dtype=np.float64, order=None, y_numeric=True, ensure_all_finite=False
-        )
-        y = np.ascontiguousarray(y, dtype=np.float64)
-        if sample_weight is not None:
-            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        X, y, sample_weight, bins = _input.prepare_fit(self, X, y, sample_weight)
         p = X.shape[1]
-        if max_features is None:
-            max_features = p
-        elif max_features > p:
+        if max_features is not None and max_features > p:
             raise ValueError(
                 f"max_features={max_features} must be <= the number of features; X has {p} features"
             )
-        common = dict(
-            lambda_f=None if self.lambda_f is None else float(self.lambda_f),
-            lambda_ratio=float(self.lambda_ratio),
-            max_bins=self.max_bins,
-            tol=float(self.tol),
-            max_iter=int(self.max_iter),
-            local_search=bool(self.local_search),
-            max_swaps=int(self.max_swaps),
-            n_jobs=_n_threads(self.n_jobs),
-            random_state=int(self.random_state),
-            bin_sample_size=int(self.subsample_for_bin),
-        )
-        names = getattr(self, "feature_names_in_", None)
-        try:
-            if method == "agis":
-                out = _core.fit_agis(X, y, sample_weight, max_features=int(max_features), **common)
-            else:
-                out = _core.fit_l0(
-                    X,
-                    y,
-                    sample_weight,
-                    max_features=int(max_features),
-                    lambda_s=None if lambda_s is None else [float(v) for v in lambda_s],
-                    n_lambda_s=int(self.n_lambda_s),
-                    scale_down_factor=float(self.scale_down_factor),
-                    **common,
-                )
-        except ValueError as err:
-            raise _name_columns(err, names) from None
+        config = self._config(bins=bins, method=method, max_features=max_features, lambda_s=lambda_s)
+        out = self._call_core(_core.fit_sparse, X, y, sample_weight, config=config)
         return y, sample_weight, dict(out)
 
     def _store(self, out: dict[str, Any], model: dict[str, Any]) -> None:
         """Set the fitted attributes from one model of a core output."""
+        _fitted.write(self, {**out, **model, "objective": model["fast_objective"]})
         self.support_ = np.asarray(model["support"], dtype=np.intp)
         self.selected_features_ = np.asarray(model["selected"], dtype=np.intp)
         self.flat_features_ = np.asarray(model["flat"], dtype=np.intp)
-        self.intercept_ = float(model["intercept"])
-        self.cuts_ = list(out["cuts"])
-        self.values_ = list(model["values"])
-        self.bin_weights_ = list(out["bin_weights"])
-        self.missing_values_ = np.asarray(model["missing_values"], dtype=np.float64)
-        self.missing_weights_ = np.asarray(out["missing_weights"], dtype=np.float64)
-        self.n_iter_ = int(model["n_iter"])
-        self.converged_ = bool(model["converged"])
-        self.kkt_residual_ = float(model["kkt_residual"])
-        self.objective_ = float(model["fast_objective"])
         self.lambda_s_ = float(model["lambda_s"])
         self.n_swaps_ = int(model["n_swaps"])
-        self.lambda_f_ = float(out["lambda_f"])
-        self.lambda_max_ = float(out["lambda_max"])
         n = self.n_iter_
         self.history_ = {
             key: np.asarray(out[f"history_{key}"])[:n]
@@ -426,19 +350,7 @@ class SparseFASTRegressor(RegressorMixin, BaseEstimator):
         y_pred : ndarray of shape (n_samples,)
             Predictions.
         """
-        check_is_fitted(self, "values_")
-        X = validate_data(self, X, dtype=np.float64, order=None, reset=False, ensure_all_finite=False)
-        try:
-            return _core.predict(
-                X,
-                self.intercept_,
-                self.cuts_,
-                self.values_,
-                self.missing_values_,
-                n_jobs=_n_threads(self.n_jobs),
-            )
-        except ValueError as err:
-            raise _name_columns(err, getattr(self, "feature_names_in_", None)) from None
+        return self._decision(X)
 
 
 def _path_models(
