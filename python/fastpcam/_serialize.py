@@ -107,21 +107,36 @@ def _finite_floats(arr: Any, what: str) -> list[float]:
     return [float(v) for v in a]  # Python floats: json writes their exact repr
 
 
+_NOT_JSON = object()
+
+
+def _json_scalar(value: Any) -> Any:
+    """A parameter value as a JSON scalar, or ``_NOT_JSON``."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if isinstance(value, (float, np.floating)) and math.isfinite(float(value)):
+        return float(value)
+    return _NOT_JSON
+
+
 def _jsonable_params(est: Any) -> dict[str, Any]:
-    """The estimator's constructor parameters that are plain JSON scalars."""
+    """The estimator's constructor parameters that are JSON scalars or lists of them (a list
+    of ratios, of column names)."""
     try:
         params = est.get_params(deep=False)
     except AttributeError:
         return {}
     out: dict[str, Any] = {}
     for key, value in params.items():
-        if value is None or isinstance(value, (bool, str)):
-            out[key] = value
-        elif isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-            out[key] = int(value)
-        elif isinstance(value, (float, np.floating)) and math.isfinite(float(value)):
-            out[key] = float(value)
-        # anything else (a RandomState, an inf time budget, ...) is not stored
+        if isinstance(value, (list, tuple, np.ndarray)):
+            items = [_json_scalar(v) for v in value]
+            if all(v is not _NOT_JSON for v in items):
+                out[key] = items
+        elif _json_scalar(value) is not _NOT_JSON:
+            out[key] = _json_scalar(value)
+        # anything else (a RandomState, a dict of bins, an inf time budget, ...) is not stored
     return out
 
 
