@@ -23,6 +23,7 @@ from . import _core, _dask, _fitted, _input, _params
 from ._inspect import AdditiveModelMixin
 from ._params import (
     DEFAULT_ENGINE,
+    document,
     DEFAULT_MAX_BINS,
     DEFAULT_MAX_ITER,
     DEFAULT_SELECTION,
@@ -197,6 +198,20 @@ class _BaseFAST(AdditiveModelMixin, BaseEstimator):
 
     def _after_fit(self, X: Any, y: Any, sample_weight: Any) -> None:
         """Checks of the fitted model on the training data (the classifier's separation)."""
+
+    @document
+    def predict(self, X: Any) -> npt.NDArray[np.float64]:
+        """Predict with the fitted additive model.
+
+        ``predict(X) == intercept_ + Σ_j values_[j][searchsorted(cuts_[j], X[:, j], "right")]``
+        for non-missing entries; a NaN entry of feature ``j`` contributes ``missing_values_[j]``,
+        a category not seen in training 0.
+
+        <<predict_X>>
+        y_pred : ndarray of shape (n_samples,)
+            Predictions.
+        """
+        return self._decision(X)
 
     def _decision(self, X: Any) -> npt.NDArray[np.float64]:
         """The additive score ``intercept_ + Σ_j f_j(x_j)`` of the rows of ``X``."""

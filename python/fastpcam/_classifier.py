@@ -17,7 +17,7 @@ from sklearn.utils.validation import column_or_1d
 from . import _fitted
 from ._base import FAST_PARAMS, _BaseFAST
 from ._fitted import register
-from ._params import constraints
+from ._params import constraints, document
 
 _OUTPUTS = ("probability", "log_odds")
 
@@ -28,6 +28,7 @@ def _label(c: Any) -> str:
 
 
 @register
+@document
 class FASTClassifier(ClassifierMixin, _BaseFAST):
     r"""Piecewise-constant additive binary classification fitted with FAST.
 
@@ -83,16 +84,7 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
         :math:`\max d` when ``lambda_f_ == 0``).
     max_iter : int, default=100000
         Maximum number of block updates.
-    max_time : float or None, default=None
-        Optional time budget in seconds; the model reached so far is kept.
-    n_jobs : int or None, default=None
-        Threads. ``None`` or ``-1`` uses every core; results do not depend on it.
-    random_state : int, default=0
-        Seed of the row sample used for quantile bins on large data.
-    subsample_for_bin : int, default=200000
-        Rows sampled to compute quantile bins.
-    verbose : int, default=0
-        ``1`` prints progress about once a second and a summary; ``2`` ten times a second.
+    <<max_time n_jobs random_state subsample_for_bin verbose>>
     callback : callable or None, default=None
         Called about every 0.1 s as ``callback(n_iter, objective, kkt_residual, elapsed)``;
         returning ``False`` stops the fit early and keeps the model reached so far.
@@ -112,21 +104,15 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
         The two class labels; ``classes_[1]`` is the positive class.
     intercept_ : float
         The intercept :math:`c` (log-odds).
-    cuts_ : list of ndarray of shape (n_bins_j - 1,)
-        Increasing cut points per feature; ``x`` falls in bin
-        ``np.searchsorted(cuts_[j], x, side="right")``.
+    <<cuts_>>
     values_ : list of ndarray of shape (n_bins_j,)
         The shape function's value per bin on the log-odds scale, centred (weighted mean 0
         over the training rows).
-    bin_weights_ : list of ndarray of shape (n_bins_j,)
-        Total sample weight of the training rows in each bin.
+    <<bin_weights_>>
     missing_values_ : ndarray of shape (n_features_in_,)
         Log-odds contribution of a missing (NaN) entry per feature (0 for a feature without
         missing values in training).
-    missing_weights_ : ndarray of shape (n_features_in_,)
-        Total sample weight of the training rows with a missing value, per feature.
-    n_iter_ : int
-        Block updates done.
+    <<missing_weights_ n_iter_>>
     converged_ : bool
         Whether ``kkt_residual_ <= tol``.
     kkt_residual_ : float
@@ -140,28 +126,17 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
         The penalty used.
     lambda_max_ : float
         The smallest penalty whose fit is constant.
-    lambda_ratio_ : float
-        ``lambda_f_ / lambda_max_``: with ``lambda_ratio="auto"``, the ratio chosen on
-        held-out rows.
+    <<lambda_ratio_>>
     validation_path_ : dict of str to ndarray
         The held-out search of ``lambda_ratio="auto"``, one entry per ratio in the order
         tried (down the path, or up from its first ratio, then the refinement):
         ``"lambda_ratio"``, ``"validation_log_loss"`` (weighted mean log-loss on the
         held-out rows of the fit on the others) and ``"n_iter"`` (block updates of that
         fit). Empty when no search ran.
-    n_validation_ : int
-        Number of held-out rows (0 when no search ran).
+    <<n_validation_>>
     engine_ : str
         The engine that ran the fit (``"rows"``).
-    n_features_in_ : int
-        Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the features, when ``X`` has string column names (pandas).
-    is_categorical_ : ndarray of shape (n_features_in_,)
-        Which features were treated as categorical.
-    categories_ : list of (ndarray or None)
-        For a categorical feature, its categories in chain order (aligned with ``values_``);
-        ``None`` for a numeric feature.
+    <<n_features_in_ feature_names_in_ is_categorical_ categories_>>
 
     See Also
     --------
@@ -266,6 +241,7 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
                 stacklevel=3,
             )
 
+    @document
     def decision_function(self, X: Any) -> npt.NDArray[np.float64]:
         """Compute the log-odds of ``classes_[1]``.
 
@@ -273,28 +249,17 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
         "right")]`` for non-missing entries; a NaN entry of feature ``j`` contributes
         ``missing_values_[j]``.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples.
-
-        Returns
-        -------
+        <<predict_X>>
         log_odds : ndarray of shape (n_samples,)
             The additive score :math:`\\eta(x)`; positive means ``classes_[1]`` is predicted.
         """
         return self._decision(X)
 
+    @document
     def predict_proba(self, X: Any) -> npt.NDArray[np.float64]:
         """Class probabilities.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples.
-
-        Returns
-        -------
+        <<predict_X>>
         proba : ndarray of shape (n_samples, 2)
             Column ``k`` is the probability of ``classes_[k]``: :math:`1 - \\sigma(\\eta)` and
             :math:`\\sigma(\\eta)`, each computed without cancellation.
@@ -302,16 +267,11 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
         eta = self.decision_function(X)
         return np.column_stack([expit(-eta), expit(eta)])
 
+    @document
     def predict(self, X: Any) -> npt.NDArray[Any]:
         """Predict class labels.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples.
-
-        Returns
-        -------
+        <<predict_X>>
         y_pred : ndarray of shape (n_samples,)
             ``classes_[1]`` where the log-odds are positive, else ``classes_[0]``.
         """

@@ -29,6 +29,7 @@ from ._base import _BaseFAST, _store_params
 from ._estimator import FASTRegressor
 from ._fitted import register
 from ._params import (
+    document,
     DEFAULT_MAX_BINS,
     DEFAULT_MAX_ITER,
     DEFAULT_SUBSAMPLE_FOR_BIN,
@@ -144,22 +145,18 @@ class LambdaPath(Sequence):  # type: ignore[type-arg]
             f"lambda_max={self.lambda_max_:.4g})"
         )
 
+    @document
     def predict(self, X: Any) -> npt.NDArray[np.float64]:
         """Predict with every model of the path.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples.
-
-        Returns
-        -------
+        <<predict_X>>
         y_pred : ndarray of shape (n_samples, n_lambdas)
             Column ``k`` is ``self[k].predict(X)``.
         """
         return np.column_stack([m.predict(X) for m in self.estimators_])
 
 
+@document
 def lambda_path(
     X: Any,
     y: Any,
@@ -176,10 +173,7 @@ def lambda_path(
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features)
-        Training data (NaN marks a missing value).
-    y : array-like of shape (n_samples,)
-        Target values.
+    <<X_train y>>
     sample_weight : array-like of shape (n_samples,), default=None
         Non-negative sample weights; integer weights act like repeated rows.
     n_lambdas : int, default=20
@@ -245,6 +239,7 @@ def lambda_path(
 
 
 @register
+@document
 class FASTRegressorCV(RegressorMixin, _BaseFAST):
     r"""FAST regression with ``lambda_f`` chosen by k-fold cross-validation.
 
@@ -287,10 +282,7 @@ class FASTRegressorCV(RegressorMixin, _BaseFAST):
         Time budget in seconds of every fit (each penalty of each path).
     n_jobs : int or None, default=None
         Threads in total. ``None`` or ``-1`` uses every core.
-    random_state : int, default=0
-        Seed of the row sample used for quantile bins on large data.
-    subsample_for_bin : int, default=200000
-        Rows sampled to compute quantile bins.
+    <<random_state subsample_for_bin>>
     categorical_features : "from_dtype", array-like or None, default="from_dtype"
         As in :class:`FASTRegressor`.
     bins : dict, list or None, default=None
@@ -323,10 +315,7 @@ class FASTRegressorCV(RegressorMixin, _BaseFAST):
     intercept_, cuts_, values_, bin_weights_, missing_values_, missing_weights_ : see FASTRegressor
         The refitted model's tables, and every other fitted attribute of it (``n_iter_``,
         ``converged_``, ``kkt_residual_``, ``objective_``, ``history_``, ``categories_``...).
-    n_features_in_ : int
-        Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the features, when ``X`` has string column names (pandas).
+    <<n_features_in_ feature_names_in_>>
 
     Examples
     --------
@@ -343,9 +332,6 @@ class FASTRegressorCV(RegressorMixin, _BaseFAST):
     _parameter_constraints: dict = constraints(CV_PARAMS)
     _json_attributes = ("lambda_ratio_", "best_index_", "n_splits_")
 
-    lambda_ratio_: float
-    lambda_f_: float
-    lambda_max_: float
     best_index_: int
     cv_results_: dict[str, npt.NDArray[Any]]
     n_splits_: int
@@ -387,15 +373,13 @@ class FASTRegressorCV(RegressorMixin, _BaseFAST):
         return FASTRegressor(**{k: v for k, v in params.items() if k in _PATH_PARAMS})
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @document
     def fit(self, X: Any, y: Any, sample_weight: Any = None, groups: Any = None) -> "FASTRegressorCV":
         """Choose ``lambda_f`` by cross-validation, then refit on all the data.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data (NaN marks a missing value).
-        y : array-like of shape (n_samples,)
-            Target values.
+        <<X_train y>>
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative sample weights, used by every fit and by the validation MSE.
         groups : array-like of shape (n_samples,), default=None
@@ -488,18 +472,3 @@ class FASTRegressorCV(RegressorMixin, _BaseFAST):
                 flush=True,
             )
         return self
-
-    def predict(self, X: Any) -> npt.NDArray[np.float64]:
-        """Predict with the model refitted at the chosen penalty.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-            Predictions.
-        """
-        return self._decision(X)

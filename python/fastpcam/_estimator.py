@@ -11,11 +11,13 @@ from sklearn.base import RegressorMixin
 from . import _core
 from ._base import _BaseFAST
 from ._fitted import register
+from ._params import document
 from ._input import as_1d
 from ._params import DEFAULT_MAX_BINS, DEFAULT_SUBSAMPLE_FOR_BIN, core_config
 
 
 @register
+@document
 class FASTRegressor(RegressorMixin, _BaseFAST):
     r"""Piecewise-constant additive regression fitted with FAST.
 
@@ -78,16 +80,7 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
         steepest-descent magnitude of every jump. ``0`` asks for an exact optimum.
     max_iter : int, default=100000
         Maximum number of block (dynamic programme) updates, in both selection modes.
-    max_time : float or None, default=None
-        Optional time budget in seconds; the model reached so far is kept.
-    n_jobs : int or None, default=None
-        Threads. ``None`` or ``-1`` uses every core; results do not depend on it.
-    random_state : int, default=0
-        Seed of the row sample used for quantile bins on large data.
-    subsample_for_bin : int, default=200000
-        Rows sampled to compute quantile bins (as in LightGBM).
-    verbose : int, default=0
-        ``1`` prints progress about once a second and a summary; ``2`` ten times a second.
+    <<max_time n_jobs random_state subsample_for_bin verbose>>
     callback : callable or None, default=None
         Called about every 0.1 s during the fit as ``callback(n_iter, objective,
         kkt_residual, elapsed)``; returning ``False`` stops the fit early and keeps the model
@@ -115,22 +108,16 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
     ----------
     intercept_ : float
         The intercept :math:`c`.
-    cuts_ : list of ndarray of shape (n_bins_j - 1,)
-        Increasing cut points per feature; ``x`` falls in bin
-        ``np.searchsorted(cuts_[j], x, side="right")``.
+    <<cuts_>>
     values_ : list of ndarray of shape (n_bins_j,)
         The shape function's value per bin, centred (weighted mean 0 over training rows).
-    bin_weights_ : list of ndarray of shape (n_bins_j,)
-        Total sample weight of the training rows in each bin.
+    <<bin_weights_>>
     missing_values_ : ndarray of shape (n_features_in_,)
         Value of a missing (NaN) entry per feature: the fitted value of the feature's missing
         bin, which has its own value and no jump penalty (it is not fused to its neighbours).
         A feature without missing values in training has 0 here: NaN at prediction time
         then contributes the average (every shape function is centred).
-    missing_weights_ : ndarray of shape (n_features_in_,)
-        Total sample weight of the training rows with a missing value, per feature.
-    n_iter_ : int
-        Block updates done.
+    <<missing_weights_ n_iter_>>
     converged_ : bool
         Whether ``kkt_residual_ <= tol``.
     kkt_residual_ : float
@@ -145,28 +132,17 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
     lambda_max_ : float
         The smallest penalty whose chains are all flat (the constant model without missing
         values).
-    lambda_ratio_ : float
-        ``lambda_f_ / lambda_max_``: with ``lambda_ratio="auto"``, the ratio chosen on
-        held-out rows.
+    <<lambda_ratio_>>
     validation_path_ : dict of str to ndarray
         The held-out search of ``lambda_ratio="auto"``, one entry per ratio in the
         order tried (down the path, or up from its first ratio, then the refinement):
         ``"lambda_ratio"``, ``"validation_mse"`` (weighted MSE on the held-out
         rows of the fit on the others) and ``"n_iter"`` (block updates of that fit). Empty
         when no search ran.
-    n_validation_ : int
-        Number of held-out rows (0 when no search ran).
+    <<n_validation_>>
     engine_ : str
         The engine that ran the fit: ``"rows"`` or ``"tables"``.
-    is_categorical_ : ndarray of shape (n_features_in_,)
-        Which features were treated as categorical.
-    categories_ : list of (ndarray or None)
-        For a categorical feature, its categories in chain order (aligned with ``values_``);
-        None for a numeric feature.
-    n_features_in_ : int
-        Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the features, when ``X`` has string column names (pandas).
+    <<is_categorical_ categories_ n_features_in_ feature_names_in_>>
 
     Examples
     --------
@@ -181,24 +157,6 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
     """
 
     engine_: str
-
-    def predict(self, X: Any) -> npt.NDArray[np.float64]:
-        """Predict with the fitted additive model.
-
-        ``predict(X) == intercept_ + Σ_j values_[j][searchsorted(cuts_[j], X[:, j], "right")]``
-        for non-missing entries; a NaN entry of feature ``j`` contributes ``missing_values_[j]``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-            Predictions.
-        """
-        return self._decision(X)
 
 
 def lambda_max(

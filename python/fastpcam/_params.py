@@ -111,3 +111,73 @@ def name_columns(err: ValueError, names: Optional[npt.NDArray[Any]], prefix: str
         if m is not None:
             msg = msg.replace(m.group(0), f"{m.group(0)} ({np.asarray(names, dtype=object)[int(m.group(1))]!r})", 1)
     return ValueError(prefix + msg)
+
+
+# ------------------------------------------------------------------------- shared docs
+
+#: numpydoc entries shared by several docstrings, by name; a docstring line ``<<a b>>``
+#: stands for the entries ``a`` and ``b`` (see :func:`document`).
+DOCS: dict[str, str] = {
+    # the head of a predict-style method: its samples, then its returns section
+    "predict_X": "Parameters\n----------\nX : array-like of shape (n_samples, n_features)\n    Samples.\n\nReturns\n-------",
+    "X_train": "X : array-like of shape (n_samples, n_features)\n    Training data (NaN marks a missing value).",
+    "y": "y : array-like of shape (n_samples,)\n    Target values.",
+    "verbose": (
+        "verbose : int, default=0\n"
+        "    ``1`` prints progress about once a second and a summary; ``2`` ten times a second."
+    ),
+    "n_features_in_": "n_features_in_ : int\n    Number of features seen during fit.",
+    "feature_names_in_": (
+        "feature_names_in_ : ndarray of shape (n_features_in_,)\n"
+        "    Names of the features, when ``X`` has string column names (pandas)."
+    ),
+    "is_categorical_": "is_categorical_ : ndarray of shape (n_features_in_,)\n    Which features were treated as categorical.",
+    "categories_": (
+        "categories_ : list of (ndarray or None)\n"
+        "    For a categorical feature, its categories in chain order (aligned with ``values_``);\n"
+        "    None for a numeric feature."
+    ),
+    "bin_weights_": (
+        "bin_weights_ : list of ndarray of shape (n_bins_j,)\n    Total sample weight of the training rows in each bin."
+    ),
+    "missing_weights_": (
+        "missing_weights_ : ndarray of shape (n_features_in_,)\n"
+        "    Total sample weight of the training rows with a missing value, per feature."
+    ),
+    "cuts_": (
+        "cuts_ : list of ndarray of shape (n_bins_j - 1,)\n"
+        "    Increasing cut points per feature; ``x`` falls in bin\n"
+        '    ``np.searchsorted(cuts_[j], x, side="right")``.'
+    ),
+    "n_iter_": "n_iter_ : int\n    Block updates done.",
+    "converged_": "converged_ : bool\n    Whether ``kkt_residual_ <= tol``.",
+    "n_validation_": "n_validation_ : int\n    Number of held-out rows (0 when no search ran).",
+    "lambda_ratio_": (
+        "lambda_ratio_ : float\n"
+        '    ``lambda_f_ / lambda_max_``: with ``lambda_ratio="auto"``, the ratio chosen on\n'
+        "    held-out rows."
+    ),
+    "n_jobs": (
+        "n_jobs : int or None, default=None\n"
+        "    Threads. ``None`` or ``-1`` uses every core; results do not depend on it."
+    ),
+    "random_state": "random_state : int, default=0\n    Seed of the row sample used for quantile bins on large data.",
+    "subsample_for_bin": "subsample_for_bin : int, default=200000\n    Rows sampled to compute quantile bins (as in LightGBM).",
+    "max_time": (
+        "max_time : float or None, default=None\n    Optional time budget in seconds; the model reached so far is kept."
+    ),
+}
+
+_MARK = re.compile(r"^([ \t]*)<<(.+?)>>[ \t]*$", re.MULTILINE)
+
+
+def document(target: Any) -> Any:
+    """Decorator: expand every ``<<name ...>>`` line of the docstring into the :data:`DOCS`
+    entries, indented as the line."""
+
+    def expand(m: re.Match[str]) -> str:
+        lines = "\n".join(DOCS[name] for name in m.group(2).split()).split("\n")
+        return "\n".join(m.group(1) + line if line else line for line in lines)
+
+    target.__doc__ = _MARK.sub(expand, target.__doc__ or "")
+    return target

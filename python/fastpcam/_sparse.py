@@ -15,6 +15,7 @@ from . import _core, _fitted, _input
 from ._base import _BaseFAST, _store_params
 from ._fitted import register
 from ._params import (
+    document,
     DEFAULT_MAX_FEATURES,
     DEFAULT_MAX_ITER,
     DEFAULT_MAX_SWAPS,
@@ -36,6 +37,7 @@ SPARSE_PARAMS = (
 
 
 @register
+@document
 class SparseFASTRegressor(RegressorMixin, _BaseFAST):
     r"""Piecewise-constant additive regression with at most ``max_features`` shape functions.
 
@@ -95,12 +97,7 @@ class SparseFASTRegressor(RegressorMixin, _BaseFAST):
     scale_down_factor : float, default=0.8
         ``"l0"`` only: factor in ``(0, 1)`` between successive :math:`\lambda_s` values (each
         is also below the gain of the best feature outside the support, so that one can enter).
-    n_jobs : int or None, default=None
-        Threads. ``None`` or ``-1`` uses every core; results do not depend on it.
-    random_state : int, default=0
-        Seed of the row sample used for quantile bins on large data.
-    subsample_for_bin : int, default=200000
-        Rows sampled to compute quantile bins.
+    <<n_jobs random_state subsample_for_bin>>
     categorical_features : "from_dtype", array-like or None, default="from_dtype"
         Categorical features, as in :class:`FASTRegressor`.
     bins : dict, list or None, default=None
@@ -119,16 +116,13 @@ class SparseFASTRegressor(RegressorMixin, _BaseFAST):
         normally empty: the local search swaps such a feature out when it can).
     intercept_ : float
         The intercept :math:`c`.
-    cuts_ : list of ndarray of shape (n_bins_j - 1,)
-        Increasing cut points per feature, as in :class:`FASTRegressor`.
+    <<cuts_>>
     values_ : list of ndarray of shape (n_bins_j,)
         The shape function's value per bin, centred; all zeros outside ``support_``.
-    bin_weights_ : list of ndarray of shape (n_bins_j,)
-        Total sample weight of the training rows in each bin.
+    <<bin_weights_>>
     missing_values_ : ndarray of shape (n_features_in_,)
         Value of a missing (NaN) entry per feature, as in :class:`FASTRegressor`.
-    missing_weights_ : ndarray of shape (n_features_in_,)
-        Total sample weight of the training rows with a missing value, per feature.
+    <<missing_weights_>>
     n_iter_ : int
         Block updates done by the run up to this model (for ``"l0"`` including the
         :math:`\lambda_s` search).
@@ -156,10 +150,7 @@ class SparseFASTRegressor(RegressorMixin, _BaseFAST):
         The fusion penalty used.
     lambda_max_ : float
         The smallest fusion penalty whose (dense) fit is constant.
-    n_features_in_ : int
-        Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the features, when ``X`` has string column names (pandas).
+    <<n_features_in_ feature_names_in_>>
 
     See Also
     --------
@@ -182,25 +173,12 @@ class SparseFASTRegressor(RegressorMixin, _BaseFAST):
     _parameter_constraints: dict = constraints(SPARSE_PARAMS, lambda_ratio=CONSTRAINTS["lambda_f"][:1])
     _json_attributes = ("support_", "selected_features_", "flat_features_", "lambda_s_", "n_swaps_")
 
-    # Fitted state, with shapes.
+    # Fitted state besides the tables of every estimator, with shapes.
     support_: npt.NDArray[np.intp]
     selected_features_: npt.NDArray[np.intp]
     flat_features_: npt.NDArray[np.intp]
-    intercept_: float
-    cuts_: list[npt.NDArray[np.float64]]  # [feature][cut]
-    values_: list[npt.NDArray[np.float64]]  # [feature][bin]
-    bin_weights_: list[npt.NDArray[np.float64]]  # [feature][bin]
-    missing_values_: npt.NDArray[np.float64]  # [feature]
-    missing_weights_: npt.NDArray[np.float64]  # [feature]
-    n_iter_: int
-    converged_: bool
-    kkt_residual_: float
-    objective_: float
     lambda_s_: float
     n_swaps_: int
-    history_: dict[str, npt.NDArray[Any]]
-    lambda_f_: float
-    lambda_max_: float
 
     def __init__(
         self,
@@ -300,6 +278,7 @@ class SparseFASTRegressor(RegressorMixin, _BaseFAST):
 
     # ------------------------------------------------------------------ public API
 
+    @document
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> "SparseFASTRegressor":
         """Fit a model with at most ``max_features`` non-flat shape functions.
 
@@ -308,8 +287,7 @@ class SparseFASTRegressor(RegressorMixin, _BaseFAST):
         X : array-like of shape (n_samples, n_features)
             Training data. NaN marks a missing value (it gets a bin of its own); infinite
             values are errors.
-        y : array-like of shape (n_samples,)
-            Target values.
+        <<y>>
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative sample weights; integer weights act like repeated rows.
 
@@ -334,24 +312,6 @@ class SparseFASTRegressor(RegressorMixin, _BaseFAST):
         self._warn_if_not_converged()
         return self
 
-    def predict(self, X: Any) -> npt.NDArray[np.float64]:
-        """Predict with the fitted sparse additive model.
-
-        ``predict(X) == intercept_ + Σ_{j in support_} values_[j][searchsorted(cuts_[j], X[:, j], "right")]``
-        for non-missing entries; a NaN entry of feature ``j`` contributes ``missing_values_[j]``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples (all ``n_features_in_`` columns; those outside ``support_`` are ignored).
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-            Predictions.
-        """
-        return self._decision(X)
-
 
 def _path_models(
     est: SparseFASTRegressor, out: dict[str, Any], method: str
@@ -366,22 +326,14 @@ def _path_models(
     return fitted
 
 
+@document
 def agis_path(
     X: Any,
     y: Any,
     max_features: int,
     *,
     sample_weight: Any = None,
-    lambda_f: Optional[float] = None,
-    lambda_ratio: float = SPARSE_LAMBDA_RATIO,
-    local_search: bool = True,
-    max_swaps: int = DEFAULT_MAX_SWAPS,
-    max_bins: Union[int, str, None] = SPARSE_MAX_BINS,
-    tol: float = DEFAULT_TOL,
-    max_iter: int = DEFAULT_MAX_ITER,
-    n_jobs: Optional[int] = None,
-    random_state: int = 0,
-    subsample_for_bin: int = DEFAULT_SUBSAMPLE_FOR_BIN,
+    **params: Any,
 ) -> list[SparseFASTRegressor]:
     """AGIS models of every support size ``1 … max_features``, from one run.
 
@@ -394,34 +346,15 @@ def agis_path(
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features)
-        Training data (NaN marks a missing value).
-    y : array-like of shape (n_samples,)
-        Target values.
+    <<X_train y>>
     max_features : int
         The largest support size, ``1 <= max_features <= n_features``.
     sample_weight : array-like of shape (n_samples,), default=None
         Non-negative sample weights.
-    lambda_f : float or None, default=None
-        As in :class:`SparseFASTRegressor`.
-    lambda_ratio : float, default=1e-3
-        As in :class:`SparseFASTRegressor`.
-    local_search : bool, default=True
-        As in :class:`SparseFASTRegressor`.
-    max_swaps : int, default=20
-        As in :class:`SparseFASTRegressor`.
-    max_bins : int, "auto" or None, default=256
-        As in :class:`SparseFASTRegressor`.
-    tol : float, default=1e-2
-        As in :class:`SparseFASTRegressor`.
-    max_iter : int, default=100000
-        Block updates per support size.
-    n_jobs : int or None, default=None
-        As in :class:`SparseFASTRegressor`.
-    random_state : int, default=0
-        As in :class:`SparseFASTRegressor`.
-    subsample_for_bin : int, default=200000
-        As in :class:`SparseFASTRegressor`.
+    **params : dict
+        Any other :class:`SparseFASTRegressor` parameter (``lambda_f``, ``lambda_ratio``,
+        ``local_search``, ``max_swaps``, ``max_bins``, ``tol``, ``max_iter`` per support
+        size, ``n_jobs``, ``random_state``, ``subsample_for_bin``, ...), with its default.
 
     Returns
     -------
@@ -431,43 +364,20 @@ def agis_path(
         ``max_features`` is ``s``). The same model as
         ``SparseFASTRegressor(max_features=s).fit(X, y)``.
     """
-    est = SparseFASTRegressor(
-        max_features,
-        method="agis",
-        lambda_f=lambda_f,
-        lambda_ratio=lambda_ratio,
-        local_search=local_search,
-        max_swaps=max_swaps,
-        max_bins=max_bins,
-        tol=tol,
-        max_iter=max_iter,
-        n_jobs=n_jobs,
-        random_state=random_state,
-        subsample_for_bin=subsample_for_bin,
-    )
+    est = SparseFASTRegressor(max_features, **{**params, "method": "agis"})
     _, _, out = est._run(X, y, sample_weight, method="agis", max_features=max_features)
     return _path_models(est, out, "agis")
 
 
+@document
 def l0_path(
     X: Any,
     y: Any,
     max_features: Optional[int] = None,
     *,
     lambda_s: Union[None, float, Sequence[float]] = None,
-    n_lambda_s: int = DEFAULT_N_LAMBDA_S,
-    scale_down_factor: float = DEFAULT_SCALE_DOWN_FACTOR,
     sample_weight: Any = None,
-    lambda_f: Optional[float] = None,
-    lambda_ratio: float = SPARSE_LAMBDA_RATIO,
-    local_search: bool = True,
-    max_swaps: int = DEFAULT_MAX_SWAPS,
-    max_bins: Union[int, str, None] = SPARSE_MAX_BINS,
-    tol: float = DEFAULT_TOL,
-    max_iter: int = DEFAULT_MAX_ITER,
-    n_jobs: Optional[int] = None,
-    random_state: int = 0,
-    subsample_for_bin: int = DEFAULT_SUBSAMPLE_FOR_BIN,
+    **params: Any,
 ) -> list[SparseFASTRegressor]:
     r"""Group ℓ0-FAST models over a warm-started path of decreasing :math:`\lambda_s`.
 
@@ -477,10 +387,7 @@ def l0_path(
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features)
-        Training data (NaN marks a missing value).
-    y : array-like of shape (n_samples,)
-        Target values.
+    <<X_train y>>
     max_features : int or None, default=None
         Automatic grid: stop once the support has this many features (``None``: all
         features). Ignored when ``lambda_s`` is given.
@@ -490,32 +397,14 @@ def l0_path(
         empty, each next value is ``scale_down_factor`` times the smaller of the previous
         value and the gain of the best feature outside the support; when a step jumps over
         ``max_features`` the path bisects on :math:`\lambda_s`.
-    n_lambda_s : int, default=100
-        Maximum number of automatic values.
-    scale_down_factor : float, default=0.8
-        Factor in ``(0, 1)`` between automatic values.
     sample_weight : array-like of shape (n_samples,), default=None
         Non-negative sample weights.
-    lambda_f : float or None, default=None
-        As in :class:`SparseFASTRegressor`.
-    lambda_ratio : float, default=1e-3
-        As in :class:`SparseFASTRegressor`.
-    local_search : bool, default=True
-        As in :class:`SparseFASTRegressor`.
-    max_swaps : int, default=20
-        As in :class:`SparseFASTRegressor`.
-    max_bins : int, "auto" or None, default=256
-        As in :class:`SparseFASTRegressor`.
-    tol : float, default=1e-2
-        As in :class:`SparseFASTRegressor`.
-    max_iter : int, default=100000
-        Block updates per :math:`\lambda_s`.
-    n_jobs : int or None, default=None
-        As in :class:`SparseFASTRegressor`.
-    random_state : int, default=0
-        As in :class:`SparseFASTRegressor`.
-    subsample_for_bin : int, default=200000
-        As in :class:`SparseFASTRegressor`.
+    **params : dict
+        Any other :class:`SparseFASTRegressor` parameter, with its default: ``n_lambda_s``
+        (the most automatic values), ``scale_down_factor`` (the factor in ``(0, 1)``
+        between automatic values), ``lambda_f``, ``lambda_ratio``, ``local_search``,
+        ``max_swaps``, ``max_bins``, ``tol``, ``max_iter`` (block updates per
+        :math:`\lambda_s`), ``n_jobs``, ``random_state``, ``subsample_for_bin``, ...
 
     Returns
     -------
@@ -535,22 +424,8 @@ def l0_path(
         if bad.size:
             raise ValueError(f"lambda_s must be finite and >= 0, got {bad[0]}")
         lambda_s = values.tolist()
-    est = SparseFASTRegressor(
-        max_features if max_features is not None else DEFAULT_MAX_FEATURES,
-        method="l0",
-        lambda_f=lambda_f,
-        lambda_ratio=lambda_ratio,
-        local_search=local_search,
-        max_swaps=max_swaps,
-        max_bins=max_bins,
-        tol=tol,
-        max_iter=max_iter,
-        n_lambda_s=n_lambda_s,
-        scale_down_factor=scale_down_factor,
-        n_jobs=n_jobs,
-        random_state=random_state,
-        subsample_for_bin=subsample_for_bin,
-    )
+    size = max_features if max_features is not None else DEFAULT_MAX_FEATURES
+    est = SparseFASTRegressor(size, **{**params, "method": "l0"})
     _, _, out = est._run(
         X, y, sample_weight, method="l0", max_features=None if lambda_s is not None else max_features,
         lambda_s=lambda_s,
