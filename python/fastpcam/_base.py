@@ -161,6 +161,7 @@ class _BaseFAST(AdditiveModelMixin, BaseEstimator):
         return y
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @document
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> Any:
         """Fit the model.
 
@@ -175,8 +176,7 @@ class _BaseFAST(AdditiveModelMixin, BaseEstimator):
             partitioned like ``X`` or in memory; see :mod:`fastpcam._dask`).
         y : array-like of shape (n_samples,)
             Target values (class labels for a classifier).
-        sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative sample weights; integer weights act like repeated rows.
+        <<sample_weight>>
 
         Returns
         -------

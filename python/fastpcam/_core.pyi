@@ -43,24 +43,34 @@ class FitConfig(TypedDict, total=False):
 
 def defaults() -> FitConfig: ...
 
-class FitOutput(TypedDict):
+class ModelOutput(TypedDict):
+    """One fitted model: the intercept, per-feature values, and how the fit went."""
+
     intercept: float
-    cuts: list[npt.NDArray[np.float64]]
     values: list[npt.NDArray[np.float64]]
-    bin_weights: list[npt.NDArray[np.float64]]
     missing_values: npt.NDArray[np.float64]
-    missing_weights: npt.NDArray[np.float64]
-    lambda_f: float
-    lambda_max: float
     n_iter: int
     converged: bool
     kkt_residual: float
     objective: float
-    stop: str
-    engine: str
+
+class Bins(TypedDict):
+    """The bins of a fit: cut points and training weights per bin."""
+
+    cuts: list[npt.NDArray[np.float64]]
+    bin_weights: list[npt.NDArray[np.float64]]
+    missing_weights: npt.NDArray[np.float64]
+
+class History(TypedDict):
     history_objective: npt.NDArray[np.float64]
     history_feature: npt.NDArray[np.int64]
     history_time: npt.NDArray[np.float64]
+
+class FitOutput(ModelOutput, Bins, History):
+    lambda_f: float
+    lambda_max: float
+    stop: str
+    engine: str
     lambda_ratio: float
     search_ratios: npt.NDArray[np.float64]
     search_loss: npt.NDArray[np.float64]
@@ -75,20 +85,10 @@ def fit(
     config: FitConfig,
     progress: Optional[Callable[[int, float, float, float], object]] = None,
 ) -> FitOutput: ...
-class PathFit(TypedDict):
+class PathFit(ModelOutput):
     lambda_f: float
-    intercept: float
-    values: list[npt.NDArray[np.float64]]
-    missing_values: npt.NDArray[np.float64]
-    n_iter: int
-    converged: bool
-    kkt_residual: float
-    objective: float
 
-class PathOutput(TypedDict):
-    cuts: list[npt.NDArray[np.float64]]
-    bin_weights: list[npt.NDArray[np.float64]]
-    missing_weights: npt.NDArray[np.float64]
+class PathOutput(Bins):
     lambda_max: float
     fits: list[PathFit]
 
@@ -122,34 +122,21 @@ def flsa(
 
 # --- feature-sparse FAST (rust/bindings/sparse.rs) ---
 
-class SparseModelOutput(TypedDict):
-    intercept: float
-    values: list[npt.NDArray[np.float64]]
-    missing_values: npt.NDArray[np.float64]
+class SparseModelOutput(ModelOutput):
     support: npt.NDArray[np.int64]
     selected: npt.NDArray[np.int64]
     flat: npt.NDArray[np.int64]
-    objective: float
     fast_objective: float
     loss: float
     lambda_s: float
-    n_iter: int
     n_swaps: int
-    converged: bool
-    kkt_residual: float
 
-class SparseOutput(TypedDict):
-    cuts: list[npt.NDArray[np.float64]]
-    bin_weights: list[npt.NDArray[np.float64]]
-    missing_weights: npt.NDArray[np.float64]
+class SparseOutput(Bins, History):
     lambda_f: float
     lambda_max: float
     lambda_s_max: float
     stop: str
     models: list[SparseModelOutput]
-    history_objective: npt.NDArray[np.float64]
-    history_feature: npt.NDArray[np.int64]
-    history_time: npt.NDArray[np.float64]
     history_lambda_s: npt.NDArray[np.float64]
     history_segment: npt.NDArray[np.int64]
 

@@ -173,9 +173,7 @@ def lambda_path(
 
     Parameters
     ----------
-    <<X_train y>>
-    sample_weight : array-like of shape (n_samples,), default=None
-        Non-negative sample weights; integer weights act like repeated rows.
+    <<X_train y sample_weight>>
     n_lambdas : int, default=20
         Number of penalties when ``lambdas`` is None: ``lambda_max`` times ``n_lambdas``
         ratios spaced evenly on a log scale from 1 down to ``lambda_min_ratio``.
@@ -201,10 +199,9 @@ def lambda_path(
     --------
     >>> import numpy as np
     >>> from fastpcam import lambda_path
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.uniform(size=(500, 2))
-    >>> y = np.where(X[:, 0] > 0.5, 1.0, 0.0) + rng.normal(scale=0.1, size=500)
-    >>> path = lambda_path(X, y, n_lambdas=5, max_bins=32)
+    >>> from fastpcam._datasets import load_houses
+    >>> X, y, names = load_houses()
+    >>> path = lambda_path(X[:500], y[:500], n_lambdas=5, max_bins=32)
     >>> len(path), bool(np.all(np.diff(path.lambdas_) < 0))
     (5, True)
     """
@@ -319,12 +316,10 @@ class FASTRegressorCV(RegressorMixin, _BaseFAST):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from fastpcam import FASTRegressorCV
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.uniform(size=(600, 2))
-    >>> y = np.where(X[:, 0] > 0.5, 1.0, 0.0) + rng.normal(scale=0.3, size=600)
-    >>> model = FASTRegressorCV(max_bins=32).fit(X, y)
+    >>> from fastpcam._datasets import load_houses
+    >>> X, y, names = load_houses()
+    >>> model = FASTRegressorCV(cv=3, max_bins=32).fit(X[:900], y[:900])
     >>> 0 < model.lambda_ratio_ < 1
     True
     """

@@ -146,12 +146,10 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from fastpcam import FASTRegressor
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.uniform(size=(1000, 3))
-    >>> y = np.where(X[:, 0] > 0.5, 1.0, 0.0) + rng.normal(scale=0.1, size=1000)
-    >>> model = FASTRegressor().fit(X, y)
+    >>> from fastpcam._datasets import load_houses
+    >>> X, y, names = load_houses()
+    >>> model = FASTRegressor().fit(X[:2000], y[:2000])
     >>> bool(model.converged_)
     True
     """

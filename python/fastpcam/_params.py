@@ -122,6 +122,10 @@ DOCS: dict[str, str] = {
     "predict_X": "Parameters\n----------\nX : array-like of shape (n_samples, n_features)\n    Samples.\n\nReturns\n-------",
     "X_train": "X : array-like of shape (n_samples, n_features)\n    Training data (NaN marks a missing value).",
     "y": "y : array-like of shape (n_samples,)\n    Target values.",
+    "sample_weight": (
+        "sample_weight : array-like of shape (n_samples,), default=None\n"
+        "    Non-negative sample weights; integer weights act like repeated rows."
+    ),
     "verbose": (
         "verbose : int, default=0\n"
         "    ``1`` prints progress about once a second and a summary; ``2`` ten times a second."

@@ -287,9 +287,7 @@ class SparseFASTRegressor(RegressorMixin, _BaseFAST):
         X : array-like of shape (n_samples, n_features)
             Training data. NaN marks a missing value (it gets a bin of its own); infinite
             values are errors.
-        <<y>>
-        sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative sample weights; integer weights act like repeated rows.
+        <<y sample_weight>>
 
         Returns
         -------
