@@ -101,13 +101,6 @@ def fit_path(
     lambdas: list[float],
     relative: bool,
 ) -> PathOutput: ...
-def lambda_max(
-    x: npt.NDArray[np.float64],
-    y: npt.NDArray[np.float64],
-    sample_weight: Optional[npt.NDArray[np.float64]] = None,
-    *,
-    config: FitConfig,
-) -> float: ...
 def predict(
     x: npt.NDArray[np.float64],
     intercept: float,

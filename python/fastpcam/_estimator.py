@@ -198,7 +198,8 @@ def lambda_max(
     y = as_1d(y, "y")
     w = None if sample_weight is None else as_1d(sample_weight, "sample_weight")
     params = dict(max_bins=max_bins, random_state=random_state, subsample_for_bin=subsample_for_bin, n_jobs=n_jobs)
-    return float(_core.lambda_max(X, y, w, config=core_config(params, "squared")))
+    # a path without penalties bins the data and returns its lambda_max
+    return float(_core.fit_path(X, y, w, config=core_config(params, "squared"), lambdas=[], relative=False)["lambda_max"])
 
 
 def flsa(y: Any, lam: float, weights: Any = None) -> npt.NDArray[np.float64]:

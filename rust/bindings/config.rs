@@ -5,7 +5,9 @@
 //! Turning it into core parameters checks nothing itself: the core's `check` methods do, and
 //! their messages name the Python argument.
 
+use pyo3::conversion::FromPyObjectOwned;
 use pyo3::prelude::*;
+use pyo3::IntoPyObjectExt;
 
 use crate::binning::{auto_max_bins, BinningParams, DEFAULT_BIN_SAMPLE_SIZE};
 use crate::params::{
@@ -16,80 +18,41 @@ use crate::sparse::{
     LambdaS, SparseParams, DEFAULT_MAX_SWAPS, DEFAULT_N_LAMBDA_S, DEFAULT_SCALE_DOWN,
 };
 
-/// `max_bins` as Python gives it: an int, None (exact bins), or "auto" (by the number of rows).
+/// A parameter that Python gives as a value or as the string "auto": `max_bins` (an int,
+/// or None for exact bins) and `lambda_ratio` (a ratio of `λ_max`).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum MaxBins {
-    Bins(Option<usize>),
+pub(crate) enum AutoOr<T> {
     Auto,
+    Value(T),
 }
 
-/// `lambda_ratio` as Python gives it: a ratio of `λ_max`, or "auto" (chosen on held-out rows).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum LambdaRatio {
-    Fixed(f64),
-    Auto,
-}
+/// `max_bins`: "auto" (by the number of rows), an int, or None (exact bins).
+pub(crate) type MaxBins = AutoOr<Option<usize>>;
+/// `lambda_ratio`: "auto" (chosen on held-out rows) or a ratio of `λ_max`.
+pub(crate) type LambdaRatio = AutoOr<f64>;
 
-impl<'a, 'py> FromPyObject<'a, 'py> for MaxBins {
+impl<'a, 'py, T: FromPyObjectOwned<'py>> FromPyObject<'a, 'py> for AutoOr<T> {
     type Error = PyErr;
     fn extract(ob: pyo3::Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
         match ob.extract::<String>() {
             Ok(s) if s == "auto" => Ok(Self::Auto),
-            Ok(s) => Err(invalid(
-                "max_bins",
-                "must be an integer >= 2, None or 'auto'",
-                s,
-            )),
-            Err(_) => Ok(Self::Bins(ob.extract()?)),
+            Ok(s) => Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "expected a number or 'auto', got {s:?}"
+            ))),
+            Err(_) => Ok(Self::Value(ob.extract().map_err(Into::into)?)),
         }
     }
 }
 
-impl<'a, 'py> FromPyObject<'a, 'py> for LambdaRatio {
+impl<'py, T: IntoPyObject<'py>> IntoPyObject<'py> for AutoOr<T> {
+    type Target = PyAny;
+    type Output = Bound<'py, PyAny>;
     type Error = PyErr;
-    fn extract(ob: pyo3::Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
-        match ob.extract::<String>() {
-            Ok(s) if s == "auto" => Ok(Self::Auto),
-            Ok(s) => Err(invalid(
-                "lambda_ratio",
-                "must be a number >= 0 or 'auto'",
-                s,
-            )),
-            Err(_) => Ok(Self::Fixed(ob.extract()?)),
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        match self {
+            Self::Auto => Ok("auto".into_pyobject(py)?.into_any()),
+            Self::Value(v) => v.into_bound_py_any(py),
         }
-    }
-}
-
-fn invalid(name: &'static str, message: &'static str, value: String) -> PyErr {
-    crate::FastError::InvalidParameter {
-        name,
-        message,
-        value: format!("{value:?}"),
-    }
-    .into()
-}
-
-impl<'py> IntoPyObject<'py> for MaxBins {
-    type Target = PyAny;
-    type Output = Bound<'py, PyAny>;
-    type Error = PyErr;
-    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        Ok(match self {
-            Self::Auto => "auto".into_pyobject(py)?.into_any(),
-            Self::Bins(b) => b.into_pyobject(py)?,
-        })
-    }
-}
-
-impl<'py> IntoPyObject<'py> for LambdaRatio {
-    type Target = PyAny;
-    type Output = Bound<'py, PyAny>;
-    type Error = PyErr;
-    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        Ok(match self {
-            Self::Auto => "auto".into_pyobject(py)?.into_any(),
-            Self::Fixed(r) => r.into_pyobject(py)?.into_any(),
-        })
     }
 }
 
@@ -154,9 +117,9 @@ impl Default for FitConfig {
         Self {
             loss: "squared".into(),
             lambda_f: None,
-            lambda_ratio: LambdaRatio::Auto,
+            lambda_ratio: AutoOr::Auto,
             validation_fraction: DEFAULT_VALIDATION_FRACTION,
-            max_bins: MaxBins::Auto,
+            max_bins: AutoOr::Auto,
             selection: "auto".into(),
             tol: DEFAULT_TOL,
             max_iter: DEFAULT_MAX_ITER,
@@ -183,8 +146,8 @@ impl FitConfig {
     pub fn binning(&self, n_rows: usize) -> BinningParams {
         BinningParams {
             max_bins: match self.max_bins {
-                MaxBins::Bins(b) => b,
-                MaxBins::Auto => Some(auto_max_bins(n_rows)),
+                AutoOr::Value(b) => b,
+                AutoOr::Auto => Some(auto_max_bins(n_rows)),
             },
             sample_size: self.subsample_for_bin,
             random_state: self.random_state,
@@ -197,12 +160,12 @@ impl FitConfig {
     pub fn penalty(&self, held_out: bool) -> Penalty {
         match (self.lambda_f, self.lambda_ratio) {
             (Some(l), _) => Penalty::Absolute(l),
-            (None, LambdaRatio::Fixed(r)) => Penalty::Relative(r),
-            (None, LambdaRatio::Auto) if held_out => Penalty::Validated(Validation {
+            (None, AutoOr::Value(r)) => Penalty::Relative(r),
+            (None, AutoOr::Auto) if held_out => Penalty::Validated(Validation {
                 fraction: self.validation_fraction,
                 seed: self.random_state,
             }),
-            (None, LambdaRatio::Auto) => Penalty::Relative(DEFAULT_LAMBDA_RATIO),
+            (None, AutoOr::Auto) => Penalty::Relative(DEFAULT_LAMBDA_RATIO),
         }
     }
 

@@ -54,7 +54,8 @@ fn fit<'py>(
     Ok(FitOutput::new(py, fitted))
 }
 
-/// A warm-started path of squared-loss fits over `lambdas` (absolute, or relative to `λ_max`).
+/// A warm-started path of squared-loss fits over `lambdas` (absolute, or relative to `λ_max`);
+/// with no `lambdas`, just the bins and `λ_max` (the smallest `λ_f` whose fit is constant).
 #[pyfunction]
 #[pyo3(signature = (x, y, sample_weight=None, *, config, lambdas, relative))]
 fn fit_path<'py>(
@@ -78,25 +79,6 @@ fn fit_path<'py>(
         Ok((data, lmax, fits))
     })?;
     Ok(PathOutput::new(py, &data, lmax, fits))
-}
-
-/// `λ_max`: the smallest `λ_f` whose squared-loss fit is constant, on the configuration's bins.
-#[pyfunction]
-#[pyo3(signature = (x, y, sample_weight=None, *, config))]
-fn lambda_max<'py>(
-    py: Python<'py>,
-    x: PyReadonlyArray2<'py, f64>,
-    y: PyReadonlyArray1<'py, f64>,
-    sample_weight: Option<PyReadonlyArray1<'py, f64>>,
-    config: FitConfig,
-) -> PyResult<f64> {
-    let (x, y, w) = (x.as_array(), y.as_array(), weights(sample_weight));
-    let binning = config.binning(x.nrows());
-    binning.check()?;
-    crate::error::check_target_len(y.len(), x.nrows())?;
-    compute(py, "lambda_max", config.n_jobs, || {
-        solver::lambda_max(&bin_data(x, w.as_deref(), &binning)?, y)
-    })
 }
 
 /// Predicts with an additive model given by its tables.
@@ -149,7 +131,6 @@ fn defaults() -> FitConfig {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fit, m)?)?;
     m.add_function(wrap_pyfunction!(fit_path, m)?)?;
-    m.add_function(wrap_pyfunction!(lambda_max, m)?)?;
     m.add_function(wrap_pyfunction!(predict, m)?)?;
     m.add_function(wrap_pyfunction!(flsa, m)?)?;
     m.add_function(wrap_pyfunction!(defaults, m)?)?;
