@@ -431,6 +431,11 @@ def fit_dask(est: Any, X: Any, y: Any, sample_weight: Any = None) -> Any:
     from sklearn.utils.validation import _check_feature_names, _check_n_features
 
     est._validate_params()
+    if est._loss != "squared":
+        raise ValueError(
+            f"{type(est).__name__} cannot be fitted on a Dask collection: the sufficient statistics "
+            "of a distributed fit exist for the squared loss only; compute X and y into memory"
+        )
     with _quiet_annotations():
         inp = _prepare(X, y, sample_weight)
     p = inp.layout.n_features

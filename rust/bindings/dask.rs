@@ -284,6 +284,9 @@ fn fit_stats<'py>(
     held_out: Option<StatsInput<'py>>,
     n_validation: usize,
 ) -> PyResult<FitOutput<'py>> {
+    // statistics are the tables engine's data: the loss must allow it
+    let (loss, _) = config.loss_engine()?;
+    loss.check_engine(crate::params::Engine::Tables)?;
     let mut params = config.fit_params(stats.n_bins.len(), held_out.is_some())?;
     params.binning = crate::binning::BinningParams::default();
     let validated = matches!(params.lambda, crate::params::Penalty::Validated(_));
