@@ -396,6 +396,18 @@ def save_model(est: Any, path: PathLike, feature_names: Sequence[str] | None = N
 def load_model(path: PathLike) -> Any:
     """Read a model written by :func:`save_model` and return it, fitted, as its own class.
 
+    Parameters
+    ----------
+    path : str or path-like
+        The JSON model file.
+
+    Returns
+    -------
+    model : fitted fastpcam estimator
+        A FASTRegressor, FASTClassifier, SparseFASTRegressor or FASTRegressorCV (the class
+        that was saved; a file without ``estimator`` gives a FASTRegressor) that predicts
+        exactly like the saved one.
+
     Raises
     ------
     ValueError
