@@ -137,7 +137,7 @@ class _BaseFAST(AdditiveModelMixin, BaseEstimator):
 
         return show, 0.1 if fast else 1.0
 
-    def _report(self, stop: str, where: str = "", stacklevel: int = 3) -> None:
+    def _report(self, stop: str, where: str = "", stacklevel: int = 4) -> None:
         """The summary line of ``verbose`` and the warning of a fit stopped before ``tol``."""
         if getattr(self, "verbose", 0):
             print(

@@ -238,7 +238,7 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
                 f"the fitted values (largest |log-odds| {np.max(np.abs(_fitted.decision(self, X))):.3g}) only "
                 "reflect where the solver stopped. Use lambda_f > 0 (or the default lambda_ratio).",
                 ConvergenceWarning,
-                stacklevel=3,
+                stacklevel=5,  # the caller of fit
             )
 
     @document
