@@ -203,3 +203,53 @@ impl FitParams {
         self.binning.check()
     }
 }
+
+/// The loss a fit minimises (the `loss` of the Python configuration).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Loss {
+    /// Weighted squared error ([`crate::solver`]).
+    Squared,
+    /// Weighted log-loss of 0/1 labels ([`crate::logistic`]).
+    Logistic,
+}
+
+impl std::str::FromStr for Loss {
+    type Err = FastError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "squared" => Ok(Self::Squared),
+            "logistic" => Ok(Self::Logistic),
+            _ => Err(FastError::InvalidParameter {
+                name: "loss",
+                message: "must be 'squared' or 'logistic'",
+                value: format!("{s:?}"),
+            }),
+        }
+    }
+}
+
+impl Loss {
+    /// Checks that `engine` can fit this loss: the sufficient-statistics engine needs the
+    /// squared loss.
+    ///
+    /// # Errors
+    /// [`FastError::InvalidParameter`] naming `engine`.
+    pub fn check_engine(self, engine: Engine) -> Result<()> {
+        if self == Self::Logistic && engine == Engine::Tables {
+            return Err(FastError::InvalidParameter {
+                name: "engine",
+                message: "must be 'auto' or 'rows' for the logistic loss (the co-occurrence tables need the squared loss)",
+                value: "\"tables\"".to_string(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Default `λ_f / λ_max` of the feature-sparse fits (the value the feature-selection
+/// benchmark was run with; the dense default is tuned separately).
+pub const SPARSE_LAMBDA_RATIO: f64 = 1e-3;
+/// Default `max_bins` of the feature-sparse fits (likewise).
+pub const SPARSE_MAX_BINS: usize = 256;
+/// Default number of features of a feature-sparse model.
+pub const SPARSE_MAX_FEATURES: usize = 10;

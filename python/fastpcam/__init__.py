@@ -10,8 +10,8 @@ from ._estimator import FASTRegressor, flsa, lambda_max
 from ._classifier import FASTClassifier
 from ._cv import FASTRegressorCV, lambda_path
 from ._sparse import SparseFASTRegressor, agis_path, l0_path
-from ._stats import SufficientStatistics, sufficient_statistics
-from ._dask import fit_from_parquet
+from ._stats import SufficientStatistics
+from ._dask import fit_from_parquet, sufficient_statistics
 
 __all__ = ["FASTRegressor", "FASTClassifier", "FASTRegressorCV", "lambda_path", "SparseFASTRegressor", "agis_path", "flsa", "l0_path", "lambda_max", "__version__"]
 __all__ += ["SufficientStatistics", "sufficient_statistics", "fit_from_parquet"]

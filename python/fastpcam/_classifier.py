@@ -3,50 +3,23 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable, Optional, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import numpy.typing as npt
 from scipy.special import expit
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, column_or_1d
+from sklearn.utils.validation import column_or_1d
 
-from . import _core
-from ._estimator import (
-    DEFAULT_MAX_BINS,
-    DEFAULT_MAX_ITER,
-    DEFAULT_SUBSAMPLE_FOR_BIN,
-    DEFAULT_TOL,
-    DEFAULT_VALIDATION_FRACTION,
-    FASTRegressor,
-    _n_threads,
-    _name_columns,
-)
+from . import _fitted
+from ._base import FAST_PARAMS, _BaseFAST
+from ._fitted import register
+from ._params import constraints, document
 
-#: ``lambda_f / lambda_max`` of the classifier that ``lambda_ratio="auto"`` falls back to without
-#: enough rows (or both classes) to hold out; the former default, measured on the tasks of
-#: ``benches/python/compare_ebm_classifier.py`` (see ``docs/classification.md``).
-DEFAULT_LAMBDA_RATIO_CLASSIFIER = 3e-3
-
-_PARAMETERS = (
-    "lambda_f",
-    "lambda_ratio",
-    "validation_fraction",
-    "max_bins",
-    "selection",
-    "tol",
-    "max_iter",
-    "max_time",
-    "n_jobs",
-    "random_state",
-    "subsample_for_bin",
-    "verbose",
-    "callback",
-    "categorical_features",
-    "bins",
-)
+_OUTPUTS = ("probability", "log_odds")
 
 
 def _label(c: Any) -> str:
@@ -54,7 +27,9 @@ def _label(c: Any) -> str:
     return repr(c.item() if isinstance(c, np.generic) else c)
 
 
-class FASTClassifier(ClassifierMixin, BaseEstimator):
+@register
+@document
+class FASTClassifier(ClassifierMixin, _BaseFAST):
     r"""Piecewise-constant additive binary classification fitted with FAST.
 
     The model is additive on the log-odds scale,
@@ -90,30 +65,26 @@ class FASTClassifier(ClassifierMixin, BaseEstimator):
         refines the best ratio, and the model is refitted on **all** rows at the best ratio.
         The search is in ``validation_path_``, the ratio used in ``lambda_ratio_``. With
         fewer than 50 rows on either side, or a side holding a single class, ``"auto"`` uses
-        the fixed ratio 3e-3 (the former default, ``docs/classification.md``).
+        the fixed ratio ``fastpcam._params.DEFAULT_LAMBDA_RATIO`` (3e-3, the former default,
+        ``docs/classification.md``).
     validation_fraction : float, default=0.15
         Share of the rows held out by ``lambda_ratio="auto"``, in (0, 1), drawn with
         ``random_state`` within each class (so both classes are on both sides).
     max_bins : int, "auto" or None, default="auto"
         Maximum number of bins per feature, as in :class:`FASTRegressor`; ``None`` means one
         bin per distinct training value.
-    selection : {"greedy", "cyclic"}, default="greedy"
-        Block selection: ``"greedy"`` (BGS-s) or ``"cyclic"``.
+    selection : {"auto", "greedy", "sweep", "cyclic"}, default="auto"
+        Block selection, as in :class:`FASTRegressor`: ``"greedy"`` (BGS-s: update the
+        steepest block, then rescore every block), ``"sweep"`` (score every block once, then
+        update, steepest first, every block that misses its KKT condition by more than
+        ``tol / 2``), ``"cyclic"`` (every feature in turn), or ``"auto"`` (greedy with at most
+        64 features, sweep otherwise).
     tol : float, default=1e-2
         KKT tolerance: stop when :math:`\max d / \lambda_f \le` ``tol`` (unscaled
         :math:`\max d` when ``lambda_f_ == 0``).
     max_iter : int, default=100000
         Maximum number of block updates.
-    max_time : float or None, default=None
-        Optional time budget in seconds; the model reached so far is kept.
-    n_jobs : int or None, default=None
-        Threads. ``None`` or ``-1`` uses every core; results do not depend on it.
-    random_state : int, default=0
-        Seed of the row sample used for quantile bins on large data.
-    subsample_for_bin : int, default=200000
-        Rows sampled to compute quantile bins.
-    verbose : int, default=0
-        ``1`` prints progress about once a second and a summary; ``2`` ten times a second.
+    <<max_time n_jobs random_state subsample_for_bin verbose>>
     callback : callable or None, default=None
         Called about every 0.1 s as ``callback(n_iter, objective, kkt_residual, elapsed)``;
         returning ``False`` stops the fit early and keeps the model reached so far.
@@ -122,6 +93,10 @@ class FASTClassifier(ClassifierMixin, BaseEstimator):
         weighted fraction of ``classes_[1]`` among their training rows.
     bins : dict, list or None, default=None
         User-supplied cut points for numeric features, as in :class:`FASTRegressor`.
+    engine : {"auto", "rows"}, default="auto"
+        Where the optimisation keeps its residual information: the logistic loss needs a
+        residual per row (``"rows"``; ``"auto"`` means the same). The sufficient-statistics
+        engine (``"tables"``) exists for the squared loss only.
 
     Attributes
     ----------
@@ -129,21 +104,15 @@ class FASTClassifier(ClassifierMixin, BaseEstimator):
         The two class labels; ``classes_[1]`` is the positive class.
     intercept_ : float
         The intercept :math:`c` (log-odds).
-    cuts_ : list of ndarray of shape (n_bins_j - 1,)
-        Increasing cut points per feature; ``x`` falls in bin
-        ``np.searchsorted(cuts_[j], x, side="right")``.
+    <<cuts_>>
     values_ : list of ndarray of shape (n_bins_j,)
         The shape function's value per bin on the log-odds scale, centred (weighted mean 0
         over the training rows).
-    bin_weights_ : list of ndarray of shape (n_bins_j,)
-        Total sample weight of the training rows in each bin.
+    <<bin_weights_>>
     missing_values_ : ndarray of shape (n_features_in_,)
         Log-odds contribution of a missing (NaN) entry per feature (0 for a feature without
         missing values in training).
-    missing_weights_ : ndarray of shape (n_features_in_,)
-        Total sample weight of the training rows with a missing value, per feature.
-    n_iter_ : int
-        Block updates done.
+    <<missing_weights_ n_iter_>>
     converged_ : bool
         Whether ``kkt_residual_ <= tol``.
     kkt_residual_ : float
@@ -157,26 +126,17 @@ class FASTClassifier(ClassifierMixin, BaseEstimator):
         The penalty used.
     lambda_max_ : float
         The smallest penalty whose fit is constant.
-    lambda_ratio_ : float
-        ``lambda_f_ / lambda_max_``: with ``lambda_ratio="auto"``, the ratio chosen on
-        held-out rows.
+    <<lambda_ratio_>>
     validation_path_ : dict of str to ndarray
         The held-out search of ``lambda_ratio="auto"``, one entry per ratio in the order
         tried (down the path, or up from its first ratio, then the refinement):
         ``"lambda_ratio"``, ``"validation_log_loss"`` (weighted mean log-loss on the
         held-out rows of the fit on the others) and ``"n_iter"`` (block updates of that
         fit). Empty when no search ran.
-    n_validation_ : int
-        Number of held-out rows (0 when no search ran).
-    n_features_in_ : int
-        Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the features, when ``X`` has string column names (pandas).
-    is_categorical_ : ndarray of shape (n_features_in_,)
-        Which features were treated as categorical.
-    categories_ : list of (ndarray or None)
-        For a categorical feature, its categories in chain order (aligned with ``values_``);
-        ``None`` for a numeric feature.
+    <<n_validation_>>
+    engine_ : str
+        The engine that ran the fit (``"rows"``).
+    <<n_features_in_ feature_names_in_ is_categorical_ categories_>>
 
     See Also
     --------
@@ -202,86 +162,20 @@ class FASTClassifier(ClassifierMixin, BaseEstimator):
     True
     """
 
-    _parameter_constraints: dict = {
-        k: v for k, v in FASTRegressor._parameter_constraints.items() if k in _PARAMETERS
-    }
-
-    # Fitted state, with shapes.
-    classes_: npt.NDArray[Any]  # [2]
-    intercept_: float
-    cuts_: list[npt.NDArray[np.float64]]  # [feature][cut]
-    values_: list[npt.NDArray[np.float64]]  # [feature][bin], len == len(cuts) + 1
-    bin_weights_: list[npt.NDArray[np.float64]]  # [feature][bin]
-    missing_values_: npt.NDArray[np.float64]  # [feature]
-    missing_weights_: npt.NDArray[np.float64]  # [feature]
-    n_iter_: int
-    converged_: bool
-    kkt_residual_: float
-    objective_: float
-    history_: dict[str, npt.NDArray[Any]]
-    lambda_f_: float
-    lambda_max_: float
-    lambda_ratio_: float
-    validation_path_: dict[str, npt.NDArray[Any]]
-    n_validation_: int
-
-    def __init__(
-        self,
-        lambda_f: Optional[float] = None,
-        *,
-        lambda_ratio: Union[float, str] = "auto",
-        validation_fraction: float = DEFAULT_VALIDATION_FRACTION,
-        max_bins: Optional[int] = DEFAULT_MAX_BINS,
-        selection: str = "greedy",
-        tol: float = DEFAULT_TOL,
-        max_iter: int = DEFAULT_MAX_ITER,
-        max_time: Optional[float] = None,
-        n_jobs: Optional[int] = None,
-        random_state: int = 0,
-        subsample_for_bin: int = DEFAULT_SUBSAMPLE_FOR_BIN,
-        verbose: int = 0,
-        callback: Optional[Callable[[int, float, float, float], Optional[bool]]] = None,
-        categorical_features: Any = "from_dtype",
-        bins: Any = None,
-    ) -> None:
-        self.lambda_f = lambda_f
-        self.lambda_ratio = lambda_ratio
-        self.validation_fraction = validation_fraction
-        self.max_bins = max_bins
-        self.selection = selection
-        self.tol = tol
-        self.max_iter = max_iter
-        self.max_time = max_time
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.subsample_for_bin = subsample_for_bin
-        self.verbose = verbose
-        self.callback = callback
-        self.categorical_features = categorical_features
-        self.bins = bins
-
-    # Input handling (validation, categorical encoding, user bins, progress printing) is the
-    # regressor's: one implementation for both estimators.
-    _prepare_fit = FASTRegressor._prepare_fit
-    _encode = FASTRegressor._encode
-    _prepare_predict = FASTRegressor._prepare_predict
-    _resolve_bins = FASTRegressor._resolve_bins
-    _progress_printer = FASTRegressor._progress_printer
-    _validated = FASTRegressor._validated
-    _store = FASTRegressor._store_fit
+    _parameter_constraints: dict = constraints(FAST_PARAMS, engine=[StrOptions({"auto", "rows"})])
+    _loss = "logistic"
+    _task = "classification"
     _validation_loss = "validation_log_loss"
+    _json_attributes = ("lambda_ratio_", "classes_")
 
-    def _fixed_ratio(self) -> float:
-        """The ratio given, or the fixed ratio that ``"auto"`` falls back to."""
-        return DEFAULT_LAMBDA_RATIO_CLASSIFIER if isinstance(self.lambda_ratio, str) else float(self.lambda_ratio)
+    classes_: npt.NDArray[Any]  # [2]
 
     def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
         tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True
         tags.classifier_tags.multi_class = False
         return tags
 
-    def _encode_labels(self, y: Any, sample_weight: Any) -> npt.NDArray[np.float64]:
+    def _encode_y(self, y: Any, sample_weight: Any) -> npt.NDArray[np.float64]:
         """``classes_`` and the 0/1 labels; clear errors for missing labels and != 2 classes."""
         y = column_or_1d(y, warn=True)
         if y.dtype.kind == "f" and np.isnan(y).any():
@@ -318,69 +212,9 @@ class FASTClassifier(ClassifierMixin, BaseEstimator):
         self.classes_ = classes
         return y_idx.astype(np.float64)
 
-    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> "FASTClassifier":
-        """Fit the model.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data. float64 numpy arrays in C or Fortran order are read in place.
-            NaN marks a missing value (it gets a bin of its own); infinite values are errors.
-        y : array-like of shape (n_samples,)
-            Class labels: exactly two distinct values (any type); ``classes_[1]``, the larger
-            in sort order, is the positive class.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative sample weights; integer weights act like repeated rows.
-
-        Returns
-        -------
-        self : FASTClassifier
-            The fitted estimator.
-        """
-        self._validate_params()
-        y01 = self._encode_labels(y, sample_weight)
-        X, y01, sample_weight, bins = self._prepare_fit(X, y01, sample_weight)
-        names = getattr(self, "feature_names_in_", None)
-        try:
-            out = _core.fit_logistic(
-                X,
-                y01,
-                sample_weight,
-                lambda_f=None if self.lambda_f is None else float(self.lambda_f),
-                lambda_ratio=self._fixed_ratio(),
-                max_bins=self.max_bins,
-                selection=self.selection,
-                tol=float(self.tol),
-                max_iter=int(self.max_iter),
-                max_time=None if self.max_time is None else float(self.max_time),
-                n_jobs=_n_threads(self.n_jobs),
-                random_state=int(self.random_state),
-                bin_sample_size=int(self.subsample_for_bin),
-                progress=self._progress_printer(),
-                progress_interval=0.1 if self.callback is not None or (self.verbose and self.verbose >= 2) else 1.0,
-                bins=bins,
-                validation_fraction=float(self.validation_fraction) if self._validated() else None,
-            )
-        except ValueError as err:
-            raise _name_columns(err, names) from None
-        self._store(out)
-        if self.verbose:
-            print(
-                f"[FAST] done: {self.n_iter_} block updates, KKT residual {self.kkt_residual_:.3e}, "
-                f"objective {self.objective_:.10g}, lambda_f {self.lambda_f_:.4g}",
-                flush=True,
-            )
-        if not self.converged_:
-            warnings.warn(
-                f"FAST stopped ({out['stop']}) after {self.n_iter_} block updates with KKT residual "
-                f"{self.kkt_residual_:.3g} > tol={self.tol}; increase max_iter or max_time, "
-                "or accept the model reached so far.",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
+    def _after_fit(self, X: Any, y: Any, sample_weight: Any) -> None:
         if self.lambda_f_ == 0.0:
-            self._warn_if_separated(X, y01, sample_weight)
-        return self
+            self._warn_if_separated(X, y, sample_weight)
 
     def _warn_if_separated(self, X: npt.NDArray[np.float64], y01: npt.NDArray[np.float64], w: Any) -> None:
         """At ``lambda_f = 0``: warn when a bin holds one class only, or the model separates the
@@ -393,7 +227,7 @@ class FASTClassifier(ClassifierMixin, BaseEstimator):
             pos = np.bincount(codes, weights=v * y01, minlength=len(cuts) + 2)
             tot = np.bincount(codes, weights=v, minlength=len(cuts) + 2)
             pure += int(np.sum((tot > 0) & ((pos == 0) | (pos == tot))))
-        margin = (2.0 * y01 - 1.0) * self._decision(X)
+        margin = (2.0 * y01 - 1.0) * _fitted.decision(self, X)
         separated = bool(np.all(margin[v > 0] > 0))
         if pure or separated:
             what = "the model separates the two classes on the training data" if separated else (
@@ -401,18 +235,13 @@ class FASTClassifier(ClassifierMixin, BaseEstimator):
             )
             warnings.warn(
                 f"lambda_f=0 and {what}: the log-odds have no finite maximum-likelihood value, so "
-                f"the fitted values (largest |log-odds| {np.max(np.abs(self._decision(X))):.3g}) only "
+                f"the fitted values (largest |log-odds| {np.max(np.abs(_fitted.decision(self, X))):.3g}) only "
                 "reflect where the solver stopped. Use lambda_f > 0 (or the default lambda_ratio).",
                 ConvergenceWarning,
-                stacklevel=3,
+                stacklevel=5,  # the caller of fit
             )
 
-    def _decision(self, X: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        """Log-odds of already encoded ``X``."""
-        return _core.predict(
-            X, self.intercept_, self.cuts_, self.values_, self.missing_values_, n_jobs=_n_threads(self.n_jobs)
-        )
-
+    @document
     def decision_function(self, X: Any) -> npt.NDArray[np.float64]:
         """Compute the log-odds of ``classes_[1]``.
 
@@ -420,29 +249,17 @@ class FASTClassifier(ClassifierMixin, BaseEstimator):
         "right")]`` for non-missing entries; a NaN entry of feature ``j`` contributes
         ``missing_values_[j]``.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples.
-
-        Returns
-        -------
+        <<predict_X>>
         log_odds : ndarray of shape (n_samples,)
             The additive score :math:`\\eta(x)`; positive means ``classes_[1]`` is predicted.
         """
-        check_is_fitted(self, "values_")
-        return FASTRegressor.predict(self, X)  # type: ignore[arg-type]
+        return self._decision(X)
 
+    @document
     def predict_proba(self, X: Any) -> npt.NDArray[np.float64]:
         """Class probabilities.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples.
-
-        Returns
-        -------
+        <<predict_X>>
         proba : ndarray of shape (n_samples, 2)
             Column ``k`` is the probability of ``classes_[k]``: :math:`1 - \\sigma(\\eta)` and
             :math:`\\sigma(\\eta)`, each computed without cancellation.
@@ -450,18 +267,59 @@ class FASTClassifier(ClassifierMixin, BaseEstimator):
         eta = self.decision_function(X)
         return np.column_stack([expit(-eta), expit(eta)])
 
+    @document
     def predict(self, X: Any) -> npt.NDArray[Any]:
         """Predict class labels.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples.
-
-        Returns
-        -------
+        <<predict_X>>
         y_pred : ndarray of shape (n_samples,)
             ``classes_[1]`` where the log-odds are positive, else ``classes_[0]``.
         """
         eta = self.decision_function(X)
         return self.classes_[(eta > 0).astype(np.intp)]
+
+    def to_sql(
+        self,
+        table: Union[str, Sequence[str], None] = None,
+        columns: Union[Mapping[str, str], Sequence[str], None] = None,
+        dialect: str = "sqlite",
+        *,
+        alias: Optional[str] = None,
+        output: str = "probability",
+    ) -> str:
+        """SQL that computes ``predict_proba(X)[:, 1]`` (or the log-odds) inside a database.
+
+        The log-odds are written as for :meth:`FASTRegressor.to_sql` (one ``CASE`` per
+        non-flat feature, every number exact); the probability of ``classes_[1]`` is
+        ``1.0 / (1.0 + EXP(-(log-odds)))``, which SQLite (3.35 and later), PostgreSQL and
+        DuckDB evaluate in float64.
+
+        Parameters
+        ----------
+        table : str or sequence of str, optional
+            The table to read (a str, or a qualified name such as ``("main", "houses")``).
+            ``None`` returns just the expression.
+        columns : mapping or sequence of str, optional
+            SQL column names, as in :meth:`FASTRegressor.to_sql`.
+        dialect : {"sqlite", "ansi"}, default="sqlite"
+            As in :meth:`FASTRegressor.to_sql`.
+        alias : str or None, default=None
+            Name of the output column when ``table`` is given; ``None`` uses ``output``.
+        output : {"probability", "log_odds"}, default="probability"
+            ``"probability"``: the probability of the positive class ``classes_[1]``
+            (``predict_proba(X)[:, 1]``); ``"log_odds"``: the additive score
+            (``decision_function(X)``).
+
+        Returns
+        -------
+        sql : str
+            ``SELECT <expression> AS <alias> FROM <table>``, or the expression alone.
+        """
+        if output not in _OUTPUTS:
+            raise ValueError(f"output must be one of {', '.join(map(repr, _OUTPUTS))}, got {output!r}")
+
+        def sigmoid(expr: str, lit: Any) -> str:
+            return f"{lit(1.0)} / ({lit(1.0)} + EXP(-(\n  {expr}\n  )))"
+
+        expr = self._sql_expression(columns, dialect, sigmoid if output == "probability" else None)
+        return self._select_sql(expr, table, dialect, output if alias is None else alias)

@@ -12,42 +12,46 @@ import sys
 import time
 import warnings
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral, Real
 from typing import Any, Iterator, Optional, Union, overload
 
 import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, RegressorMixin, clone
+from joblib import Parallel, delayed
+from sklearn.base import RegressorMixin, _fit_context, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import check_cv
 from sklearn.utils import _safe_indexing
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from . import _core
-from ._estimator import (
+from . import _core, _fitted, _input
+from ._base import _BaseFAST, _store_params
+from ._estimator import FASTRegressor
+from ._fitted import register
+from ._params import (
+    document,
     DEFAULT_MAX_BINS,
     DEFAULT_MAX_ITER,
     DEFAULT_SUBSAMPLE_FOR_BIN,
     DEFAULT_TOL,
-    FASTRegressor,
-    _n_threads,
-    _name_columns,
+    constraints,
+    n_threads,
 )
-from ._inspect import AdditiveModelMixin
 
 __all__ = ["FASTRegressorCV", "LambdaPath", "lambda_path", "DEFAULT_LAMBDA_RATIOS"]
 
-#: Default CV grid of ``lambda_f / lambda_max``: 1 down to 1e-4, five per decade (includes
-#: FASTRegressor's default ratio 1e-3).
+#: Default CV grid of ``lambda_f / lambda_max``: 1 down to 1e-4, five per decade.
 DEFAULT_LAMBDA_RATIOS = np.logspace(0, -4, 21)
 
 # FASTRegressor parameters that every fit of a path shares: all but the penalty, the printing
 # and the callback (so parameters added to FASTRegressor, e.g. categorical_features, follow).
 _NOT_PATH_PARAMS = frozenset({"lambda_f", "lambda_ratio", "verbose", "callback"})
 _PATH_PARAMS = tuple(k for k in FASTRegressor().get_params(deep=False) if k not in _NOT_PATH_PARAMS)
+#: The parameters of :class:`FASTRegressorCV`, in signature order.
+CV_PARAMS = (
+    "lambda_ratios", "cv", "one_standard_error", "max_bins", "selection", "tol", "max_iter", "max_time", "n_jobs",
+    "random_state", "subsample_for_bin", "categorical_features", "bins", "verbose",
+)  # fmt: skip
 
 _FEATURE_NAME_WARNINGS = ("X does not have valid feature names", "X has feature names")
 
@@ -60,82 +64,27 @@ def _rows(X: Any) -> Any:
     return np.asarray(X)
 
 
-def _prepare(template: FASTRegressor, X: Any, y: Any, w: Any) -> tuple[Any, Any, Any, Any]:
-    """What ``template.fit`` would pass to the core: float X (categorical columns encoded), y,
-    weights and per-feature user cut points. Sets the template's ``n_features_in_``,
-    ``feature_names_in_`` and (when supported) ``categories_``."""
-    prepare = getattr(template, "_prepare_fit", None)
-    if prepare is not None:
-        return prepare(X, y, w)  # type: ignore[no-any-return]
-    X, y = validate_data(template, X, y, dtype=np.float64, order=None, y_numeric=True, ensure_all_finite=False)
-    w = None if w is None else _check_sample_weight(w, X, dtype=np.float64)
-    return X, np.ascontiguousarray(y, dtype=np.float64), w, None
-
-
 def _core_path(
-    X: npt.NDArray[np.float64],
-    y: npt.NDArray[np.float64],
-    w: Optional[npt.NDArray[np.float64]],
-    lambdas: Any,
-    relative: bool,
-    params: dict[str, Any],
-    n_threads: Optional[int],
-    bins: Any = None,
-    names: Optional[npt.NDArray[Any]] = None,
+    template: FASTRegressor, X: Any, y: Any, w: Any, bins: Any, lambdas: Any, relative: bool, threads: Optional[int]
 ) -> dict[str, Any]:
-    extra = {} if bins is None else {"bins": bins}
-    try:
-        return _core.fit_path(  # type: ignore[return-value]
-            X,
-            np.ascontiguousarray(y, dtype=np.float64),
-            w,
-            lambdas=[float(v) for v in lambdas],
-            relative=relative,
-            max_bins=params["max_bins"],
-            selection=params["selection"],
-            tol=float(params["tol"]),
-            max_iter=int(params["max_iter"]),
-            max_time=None if params["max_time"] is None else float(params["max_time"]),
-            n_jobs=n_threads,
-            random_state=int(params["random_state"]),
-            bin_sample_size=int(params["subsample_for_bin"]),
-            **extra,
-        )
-    except ValueError as err:
-        raise _name_columns(err, names) from None
+    """``_core.fit_path`` with ``template``'s parameters on prepared data."""
+    config = template._config(bins=bins, n_jobs=threads)
+    lambdas = [float(v) for v in lambdas]
+    return template._call_core(_core.fit_path, X, y, w, config=config, lambdas=lambdas, relative=relative)  # type: ignore[no-any-return]
 
 
-def _path_models(out: dict[str, Any], params: dict[str, Any], template: FASTRegressor) -> list[FASTRegressor]:
+def _path_models(out: dict[str, Any], template: FASTRegressor) -> list[FASTRegressor]:
     """One fitted FASTRegressor per fit of a ``_core.fit_path`` output (shared bins copied).
 
-    The template's fitted attributes (``n_features_in_``, ``feature_names_in_``,
+    The template's input attributes (``n_features_in_``, ``feature_names_in_``,
     ``categories_``, ...) are the data's, shared by every model."""
     shared = {k: v for k, v in vars(template).items() if k.endswith("_") and not k.startswith("_")}
     models = []
     for fit in out["fits"]:
-        est = FASTRegressor(lambda_f=float(fit["lambda_f"]), **params)
+        est = clone(template).set_params(lambda_f=float(fit["lambda_f"]))
         for key, value in shared.items():
             setattr(est, key, value)
-        est.intercept_ = float(fit["intercept"])
-        est.cuts_ = [np.array(c, dtype=np.float64) for c in out["cuts"]]
-        est.values_ = [np.asarray(v, dtype=np.float64) for v in fit["values"]]
-        est.bin_weights_ = [np.array(b, dtype=np.float64) for b in out["bin_weights"]]
-        if "missing_values" in fit:
-            est.missing_values_ = np.asarray(fit["missing_values"], dtype=np.float64)
-        if "missing_weights" in out:
-            est.missing_weights_ = np.array(out["missing_weights"], dtype=np.float64)
-        est.n_iter_ = int(fit["n_iter"])
-        est.converged_ = bool(fit["converged"])
-        est.kkt_residual_ = float(fit["kkt_residual"])
-        est.objective_ = float(fit["objective"])
-        est.lambda_f_ = float(fit["lambda_f"])
-        est.lambda_max_ = float(out["lambda_max"])
-        # a path does not record per-update history
-        est.history_ = {
-            "objective": np.empty(0, dtype=np.float64),
-            "feature": np.empty(0, dtype=np.int64),
-            "time": np.empty(0, dtype=np.float64),
-        }
+        _fitted.write(est, {**out, **fit})  # a path records no per-update history
         models.append(est)
     return models
 
@@ -196,22 +145,18 @@ class LambdaPath(Sequence):  # type: ignore[type-arg]
             f"lambda_max={self.lambda_max_:.4g})"
         )
 
+    @document
     def predict(self, X: Any) -> npt.NDArray[np.float64]:
         """Predict with every model of the path.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples.
-
-        Returns
-        -------
+        <<predict_X>>
         y_pred : ndarray of shape (n_samples, n_lambdas)
             Column ``k`` is ``self[k].predict(X)``.
         """
         return np.column_stack([m.predict(X) for m in self.estimators_])
 
 
+@document
 def lambda_path(
     X: Any,
     y: Any,
@@ -228,12 +173,7 @@ def lambda_path(
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features)
-        Training data (NaN marks a missing value).
-    y : array-like of shape (n_samples,)
-        Target values.
-    sample_weight : array-like of shape (n_samples,), default=None
-        Non-negative sample weights; integer weights act like repeated rows.
+    <<X_train y sample_weight>>
     n_lambdas : int, default=20
         Number of penalties when ``lambdas`` is None: ``lambda_max`` times ``n_lambdas``
         ratios spaced evenly on a log scale from 1 down to ``lambda_min_ratio``.
@@ -259,10 +199,9 @@ def lambda_path(
     --------
     >>> import numpy as np
     >>> from fastpcam import lambda_path
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.uniform(size=(500, 2))
-    >>> y = np.where(X[:, 0] > 0.5, 1.0, 0.0) + rng.normal(scale=0.1, size=500)
-    >>> path = lambda_path(X, y, n_lambdas=5, max_bins=32)
+    >>> from fastpcam._datasets import load_houses
+    >>> X, y, names = load_houses()
+    >>> path = lambda_path(X[:500], y[:500], n_lambdas=5, max_bins=32)
     >>> len(path), bool(np.all(np.diff(path.lambdas_) < 0))
     (5, True)
     """
@@ -275,8 +214,7 @@ def lambda_path(
         )
     template = FASTRegressor(**fit_params)
     template._validate_params()
-    params = {k: v for k, v in template.get_params(deep=False).items() if k in _PATH_PARAMS}
-    X, y, w, bins = _prepare(template, _rows(X), y, sample_weight)
+    X, y, w, bins = _input.prepare_fit(template, _rows(X), y, sample_weight)
     if lambdas is not None:
         grid = np.asarray(lambdas, dtype=np.float64).ravel()
         if grid.size == 0:
@@ -291,14 +229,15 @@ def lambda_path(
         if isinstance(lambda_min_ratio, bool) or not isinstance(lambda_min_ratio, Real) or not 0 < lambda_min_ratio <= 1:
             raise ValueError(f"lambda_min_ratio must be in (0, 1], got {lambda_min_ratio!r}")
         grid, relative = np.geomspace(1.0, float(lambda_min_ratio), int(n_lambdas)), True
-    names = getattr(template, "feature_names_in_", None)
-    out = _core_path(X, y, w, grid, relative, params, _n_threads(params["n_jobs"]), bins, names)
-    models = _path_models(out, params, template)
+    out = _core_path(template, X, y, w, bins, grid, relative, n_threads(template.n_jobs))
+    models = _path_models(out, template)
     _warn_unconverged(models, "the path")
     return LambdaPath(models, np.array([m.lambda_f_ for m in models]), float(out["lambda_max"]))
 
 
-class FASTRegressorCV(AdditiveModelMixin, RegressorMixin, BaseEstimator):
+@register
+@document
+class FASTRegressorCV(RegressorMixin, _BaseFAST):
     r"""FAST regression with ``lambda_f`` chosen by k-fold cross-validation.
 
     The penalties are ``lambda_ratios * lambda_max``, with ``lambda_max`` computed on all the
@@ -311,7 +250,7 @@ class FASTRegressorCV(AdditiveModelMixin, RegressorMixin, BaseEstimator):
     mean score is within one standard error of the lowest), and the model is refitted on all
     the data with it.
 
-    Folds run in parallel threads (the core releases the GIL): ``min(n_splits, n_threads)``
+    Folds run in parallel joblib threads (the core releases the GIL): ``min(n_splits, n_threads)``
     folds at a time, each fit using ``n_threads // that`` threads; one fold's training copy
     of ``X`` per running fold is held in memory. Results do not depend on ``n_jobs``.
 
@@ -319,8 +258,8 @@ class FASTRegressorCV(AdditiveModelMixin, RegressorMixin, BaseEstimator):
     ----------
     lambda_ratios : array-like of float or None, default=None
         Candidate ``lambda_f / lambda_max``, each ``>= 0``; sorted decreasingly, duplicates
-        removed. ``None``: 21 ratios from 1 down to 1e-4, five per decade (``1e-3``, the
-        FASTRegressor default, among them).
+        removed. ``None``: 21 ratios from 1 down to 1e-4, five per decade
+        (``DEFAULT_LAMBDA_RATIOS``).
     cv : int, cross-validation generator or iterable, default=5
         As in scikit-learn (``check_cv``): an int is the number of folds of an unshuffled
         ``KFold``; pass ``KFold(5, shuffle=True, random_state=0)`` for shuffled folds, or
@@ -340,10 +279,7 @@ class FASTRegressorCV(AdditiveModelMixin, RegressorMixin, BaseEstimator):
         Time budget in seconds of every fit (each penalty of each path).
     n_jobs : int or None, default=None
         Threads in total. ``None`` or ``-1`` uses every core.
-    random_state : int, default=0
-        Seed of the row sample used for quantile bins on large data.
-    subsample_for_bin : int, default=200000
-        Rows sampled to compute quantile bins.
+    <<random_state subsample_for_bin>>
     categorical_features : "from_dtype", array-like or None, default="from_dtype"
         As in :class:`FASTRegressor`.
     bins : dict, list or None, default=None
@@ -370,38 +306,27 @@ class FASTRegressorCV(AdditiveModelMixin, RegressorMixin, BaseEstimator):
     n_splits_ : int
         Number of folds.
     best_estimator_ : FASTRegressor
-        The model refitted on all the data with ``lambda_f_``; ``predict`` uses it.
+        The model refitted on all the data with ``lambda_f_``. Its fitted tables are also
+        this estimator's, which ``predict`` and the exporters use (a model loaded from JSON
+        has the tables and the choice, not ``best_estimator_`` or ``cv_results_``).
     intercept_, cuts_, values_, bin_weights_, missing_values_, missing_weights_ : see FASTRegressor
         The refitted model's tables, and every other fitted attribute of it (``n_iter_``,
         ``converged_``, ``kkt_residual_``, ``objective_``, ``history_``, ``categories_``...).
-    n_features_in_ : int
-        Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the features, when ``X`` has string column names (pandas).
+    <<n_features_in_ feature_names_in_>>
 
     Examples
     --------
-    >>> import numpy as np
     >>> from fastpcam import FASTRegressorCV
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.uniform(size=(600, 2))
-    >>> y = np.where(X[:, 0] > 0.5, 1.0, 0.0) + rng.normal(scale=0.3, size=600)
-    >>> model = FASTRegressorCV(max_bins=32).fit(X, y)
+    >>> from fastpcam._datasets import load_houses
+    >>> X, y, names = load_houses()
+    >>> model = FASTRegressorCV(cv=3, max_bins=32).fit(X[:900], y[:900])
     >>> 0 < model.lambda_ratio_ < 1
     True
     """
 
-    _parameter_constraints: dict = {
-        "lambda_ratios": ["array-like", None],
-        "cv": ["cv_object"],
-        "one_standard_error": ["boolean"],
-        **{k: v for k, v in FASTRegressor._parameter_constraints.items() if k in _PATH_PARAMS},
-        "verbose": ["verbose"],
-    }
+    _parameter_constraints: dict = constraints(CV_PARAMS)
+    _json_attributes = ("lambda_ratio_", "best_index_", "n_splits_")
 
-    lambda_ratio_: float
-    lambda_f_: float
-    lambda_max_: float
     best_index_: int
     cv_results_: dict[str, npt.NDArray[Any]]
     n_splits_: int
@@ -413,7 +338,7 @@ class FASTRegressorCV(AdditiveModelMixin, RegressorMixin, BaseEstimator):
         *,
         cv: Any = 5,
         one_standard_error: bool = False,
-        max_bins: Optional[int] = DEFAULT_MAX_BINS,
+        max_bins: Union[int, str, None] = DEFAULT_MAX_BINS,
         selection: str = "greedy",
         tol: float = DEFAULT_TOL,
         max_iter: int = DEFAULT_MAX_ITER,
@@ -425,26 +350,7 @@ class FASTRegressorCV(AdditiveModelMixin, RegressorMixin, BaseEstimator):
         bins: Any = None,
         verbose: int = 0,
     ) -> None:
-        self.lambda_ratios = lambda_ratios
-        self.cv = cv
-        self.one_standard_error = one_standard_error
-        self.max_bins = max_bins
-        self.selection = selection
-        self.tol = tol
-        self.max_iter = max_iter
-        self.max_time = max_time
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.subsample_for_bin = subsample_for_bin
-        self.categorical_features = categorical_features
-        self.bins = bins
-        self.verbose = verbose
-
-    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
-        tags = super().__sklearn_tags__()
-        # whatever the single fit supports (NaN as missing values)
-        tags.input_tags.allow_nan = FASTRegressor().__sklearn_tags__().input_tags.allow_nan
-        return tags
+        _store_params(self, locals())
 
     def _ratios(self) -> npt.NDArray[np.float64]:
         if self.lambda_ratios is None:
@@ -458,18 +364,17 @@ class FASTRegressorCV(AdditiveModelMixin, RegressorMixin, BaseEstimator):
         return np.unique(r)[::-1].copy()
 
     def _template(self) -> FASTRegressor:
-        params = {k: getattr(self, k) for k in _PATH_PARAMS if k in self.get_params(deep=False)}
-        return FASTRegressor(**params)
+        params = self.get_params(deep=False)
+        return FASTRegressor(**{k: v for k, v in params.items() if k in _PATH_PARAMS})
 
+    @_fit_context(prefer_skip_nested_validation=True)
+    @document
     def fit(self, X: Any, y: Any, sample_weight: Any = None, groups: Any = None) -> "FASTRegressorCV":
         """Choose ``lambda_f`` by cross-validation, then refit on all the data.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data (NaN marks a missing value).
-        y : array-like of shape (n_samples,)
-            Target values.
+        <<X_train y>>
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative sample weights, used by every fit and by the validation MSE.
         groups : array-like of shape (n_samples,), default=None
@@ -480,50 +385,37 @@ class FASTRegressorCV(AdditiveModelMixin, RegressorMixin, BaseEstimator):
         self : FASTRegressorCV
             The fitted estimator.
         """
-        self._validate_params()
         ratios = self._ratios()
         template = self._template()
-        params = {k: v for k, v in template.get_params(deep=False).items() if k in _PATH_PARAMS}
         X = _rows(X)
-        Xe, ye, we, bins = _prepare(template, X, y, sample_weight)
-        validate_data(self, X, y, skip_check_array=True)  # n_features_in_, feature_names_in_
-        names = getattr(template, "feature_names_in_", None)
+        Xe, ye, we, bins = _input.prepare_fit(self, X, y, sample_weight)  # this estimator's input attributes
         splits = list(check_cv(self.cv, ye, classifier=False).split(Xe, ye, groups))
-        n_threads = _n_threads(self.n_jobs) or os.cpu_count() or 1
+        threads = n_threads(self.n_jobs) or os.cpu_count() or 1
         # lambda_max on all the data: an empty path bins the data and returns it
-        lmax = float(_core_path(Xe, ye, we, [], False, params, n_threads, bins, names)["lambda_max"])
+        lmax = float(_core_path(template, Xe, ye, we, bins, [], False, threads)["lambda_max"])
         lambdas = ratios * lmax
         del Xe  # each fold prepares its own training part (bins, category order)
-
-        workers = max(1, min(len(splits), n_threads))
-        inner = max(1, n_threads // workers)
+        workers = max(1, min(len(splits), threads))
+        inner = max(1, threads // workers)
 
         def run_fold(k: int) -> tuple[npt.NDArray[np.float64], list[FASTRegressor], float]:
             t0 = time.perf_counter()
             train, test = splits[k]
             fold = clone(template)
-            wt = None if we is None else we[train]
-            Xt, yt, wt, bins_t = _prepare(fold, _safe_indexing(X, train), ye[train], wt)
-            out = _core_path(Xt, yt, wt, lambdas, False, params, inner, bins_t, names)
+            Xt, yt, wt, bins_t = _input.prepare_fit(fold, _safe_indexing(X, train), ye[train], None if we is None else we[train])
+            models = _path_models(_core_path(fold, Xt, yt, wt, bins_t, lambdas, False, inner), fold)
             del Xt
-            models = _path_models(out, params, fold)
             Xv, yv = _safe_indexing(X, test), ye[test]
             wv = np.ones(len(test)) if we is None else we[test]
             total = wv.sum()
-            mse = np.array([
-                float(wv @ (m.predict(Xv) - yv) ** 2 / total) if total > 0 else np.nan for m in models
-            ])
+            mse = np.array([float(wv @ (m.predict(Xv) - yv) ** 2 / total) if total > 0 else np.nan for m in models])
             return mse, models, time.perf_counter() - t0
 
         with warnings.catch_warnings():
             # fold models are fitted with the data's feature names; no warning is meant here
             for message in _FEATURE_NAME_WARNINGS:
                 warnings.filterwarnings("ignore", message=message, category=UserWarning)
-            if workers > 1:
-                with ThreadPoolExecutor(max_workers=workers) as pool:
-                    results = list(pool.map(run_fold, range(len(splits))))
-            else:
-                results = [run_fold(k) for k in range(len(splits))]
+            results = Parallel(n_jobs=workers, prefer="threads")(delayed(run_fold)(k) for k in range(len(splits)))
 
         scores = np.vstack([r[0] for r in results])  # (n_splits, n_lambdas)
         if self.verbose:
@@ -554,7 +446,10 @@ class FASTRegressorCV(AdditiveModelMixin, RegressorMixin, BaseEstimator):
         results_dict.update(mean_test_mse=mean, std_test_mse=std, se_test_mse=se, rank_test_mse=rank)
 
         refit = clone(template).set_params(lambda_f=float(lambdas[best]))
-        refit.fit(X, y, sample_weight=sample_weight)
+        with warnings.catch_warnings():
+            for message in _FEATURE_NAME_WARNINGS:
+                warnings.filterwarnings("ignore", message=message, category=UserWarning)
+            refit.fit(X, y, sample_weight=sample_weight)
         for key, value in vars(refit).items():
             if key.endswith("_") and not key.startswith("_") and key not in ("n_features_in_", "feature_names_in_"):
                 setattr(self, key, value)
@@ -572,37 +467,3 @@ class FASTRegressorCV(AdditiveModelMixin, RegressorMixin, BaseEstimator):
                 flush=True,
             )
         return self
-
-    def _check_input(self, X: Any) -> None:
-        """Check the feature count and names against this estimator (so messages name it);
-        the refitted model then validates and encodes ``X`` as a single fit does."""
-        check_is_fitted(self, "best_estimator_")
-        shape = getattr(X, "shape", None)
-        if shape is None or len(shape) == 2:  # a 1-d array gets the single fit's "reshape" error
-            validate_data(self, X, reset=False, skip_check_array=True)
-
-    def _inspect_input(self, X: Any) -> npt.NDArray[np.float64]:
-        self._check_input(X)
-        with warnings.catch_warnings():
-            for message in _FEATURE_NAME_WARNINGS:  # already given by the check above
-                warnings.filterwarnings("ignore", message=message, category=UserWarning)
-            return self.best_estimator_._inspect_input(X)
-
-    def predict(self, X: Any) -> npt.NDArray[np.float64]:
-        """Predict with the model refitted at the chosen penalty.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-            Predictions.
-        """
-        self._check_input(X)
-        with warnings.catch_warnings():
-            for message in _FEATURE_NAME_WARNINGS:  # already given by the check above
-                warnings.filterwarnings("ignore", message=message, category=UserWarning)
-            return self.best_estimator_.predict(X)

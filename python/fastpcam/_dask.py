@@ -17,6 +17,10 @@ Two entry points, both ending in a fit on :class:`~fastpcam._stats.SufficientSta
 * :func:`fit_from_parquet`: the same two passes streamed batch by batch through Parquet
   files with pyarrow, without Dask and without ever holding the whole table.
 
+:func:`sufficient_statistics` computes the statistics of an in-memory table or of a Dask
+collection. This module imports no estimator: it fits the one it is given (or the class
+registered as ``FASTRegressor`` for :func:`fit_from_parquet`).
+
 Dask (``dask[dataframe,array]``, ``distributed``) and pyarrow are optional
 (``pip install fastpcam[dask]``); this module imports them only when used.
 """
@@ -35,15 +39,14 @@ from typing import Any, Iterator, NamedTuple, Optional, Sequence, Union
 import numpy as np
 import numpy.typing as npt
 
+from . import _core, _fitted
+from ._input import as_matrix, as_vector, frame_matrix, resolve_bins, resolve_mask, set_input_attributes
+from ._params import CORE_DEFAULTS, core_config, n_threads, name_columns
 from ._stats import (
     SufficientStatistics,
     _check_cuts,
     _check_missing,
-    _set_input_attributes,
-    as_vector,
     fit_estimator,
-    frame_matrix,
-    name_error,
     partition_statistics,
     split_statistics,
 )
@@ -389,34 +392,25 @@ def _second_pass(
 def _cuts_from_sample(
     sample: _Sample,
     bins: Optional[list[Optional[list[float]]]],
-    *,
-    max_bins: Union[int, str, None],
-    random_state: int,
+    config: dict[str, Any],
     labels: Optional[Sequence[Any]],
 ) -> list[npt.NDArray[np.float64]]:
-    """Cut points of the sample, by the in-memory fit's binning (user ``bins`` kept)."""
-    from . import _core
-
+    """Cut points of the sample, by the in-memory fit's binning (``config``'s ``max_bins``,
+    ``random_state``; user ``bins`` kept)."""
     if sample.n_rows == 0:
         raise ValueError("X has 0 rows; at least 2 are needed to fit")
-    if max_bins is None and sample.n_rows > len(sample.keys) and (bins is None or any(b is None for b in bins)):
+    if config["max_bins"] is None and sample.n_rows > len(sample.keys) and (bins is None or any(b is None for b in bins)):
         raise ValueError(
             f"max_bins=None (one bin per distinct value) needs every row, but the cut points come "
             f"from a sample of {len(sample.keys)} of {sample.n_rows} rows; set max_bins, raise "
             "subsample_for_bin above the number of rows, or pass every feature's cut points in bins"
         )
+    config = {**config, "bins": bins, "subsample_for_bin": max(2, len(sample.keys))}
     try:
-        cuts = _core.bin_edges(
-            np.asfortranarray(sample.x),
-            sample.w,
-            max_bins=max_bins,
-            random_state=int(random_state),
-            bin_sample_size=max(2, len(sample.keys)),
-            bins=bins,
-            n_rows=sample.n_rows,  # max_bins="auto" resolves for the whole data, as in memory
-        )
+        # max_bins="auto" resolves for the whole data's rows, as in memory
+        cuts = _core.bin_edges(np.asfortranarray(sample.x), sample.w, config=config, n_rows=sample.n_rows)
     except ValueError as err:
-        raise name_error(err, labels, "computing cut points from the sample of rows: ") from None
+        raise name_columns(err, labels, "computing cut points from the sample of rows: ") from None
     return [np.ascontiguousarray(c) for c in cuts]
 
 
@@ -436,29 +430,31 @@ def fit_dask(est: Any, X: Any, y: Any, sample_weight: Any = None) -> Any:
     """``est.fit(X, y, sample_weight)`` for a Dask ``X``: statistics by partition, fit on them."""
     from sklearn.utils.validation import _check_feature_names, _check_n_features
 
-    from . import _categorical as cat
-
     est._validate_params()
+    if est._loss != "squared":
+        raise ValueError(
+            f"{type(est).__name__} cannot be fitted on a Dask collection: the sufficient statistics "
+            "of a distributed fit exist for the squared loss only; compute X and y into memory"
+        )
     with _quiet_annotations():
         inp = _prepare(X, y, sample_weight)
     p = inp.layout.n_features
     _check_feature_names(est, inp.meta, reset=True)
     _check_n_features(est, inp.meta, reset=True)
     if est.categorical_features is not None and not isinstance(est.categorical_features, str):
-        mask = cat.resolve_mask(inp.meta, est.categorical_features, p, getattr(est, "feature_names_in_", None))
+        mask = resolve_mask(inp.meta, est.categorical_features, p, getattr(est, "feature_names_in_", None))
         if mask.any():
             raise ValueError(
                 "categorical_features is not supported for Dask input; encode the categorical "
                 "columns as numbers and pass their cut points in bins"
             )
-    _set_input_attributes(est, p, inp.names)
-    bins = est._resolve_bins()
+    set_input_attributes(est, p, inp.names)
+    bins = resolve_bins(est)
     need_sample = bins is None or any(b is None for b in bins)
     with _quiet_annotations():
         sample = _first_pass(inp, int(est.subsample_for_bin) if need_sample else 0, int(est.random_state))
-        labels = inp.layout.columns
         if need_sample:
-            cuts = _cuts_from_sample(sample, bins, max_bins=est.max_bins, random_state=est.random_state, labels=labels)
+            cuts = _cuts_from_sample(sample, bins, est._config(), inp.layout.columns)
         else:
             assert bins is not None
             cuts = [np.asarray(b, dtype=np.float64) for b in bins]
@@ -579,9 +575,7 @@ def parquet_statistics(
     cuts: Any = None,
     missing: Any = None,
     bins: Optional[list[Optional[list[float]]]] = None,
-    max_bins: Union[int, str, None] = "auto",
-    random_state: int = 0,
-    subsample_for_bin: int = 200_000,
+    config: Optional[dict[str, Any]] = None,
     batch_rows: int = DEFAULT_BATCH_ROWS,
     n_jobs: Optional[int] = None,
     held_out: Optional[tuple[float, int]] = None,
@@ -593,11 +587,12 @@ def parquet_statistics(
 
     Without ``cuts`` a first pass draws a seeded uniform sample of ``subsample_for_bin`` rows
     (bottom-k of random keys, reproducible with ``random_state``) and the missing flags, and
-    computes the cut points from the sample as an in-memory fit would (keeping user ``bins``);
-    the second pass adds up the statistics batch by batch.
+    computes the cut points from the sample as an in-memory fit would (keeping user ``bins``),
+    with ``config``'s binning keys (``max_bins``, ``random_state``, ``subsample_for_bin``;
+    the core's defaults when None); the second pass adds up the statistics batch by batch.
     """
-    from . import _core
-
+    config = core_config(CORE_DEFAULTS, "squared") if config is None else config
+    random_state = int(config.get("random_state", 0))
     files = _parquet_files(paths)
     if not (isinstance(batch_rows, (int, np.integer)) and batch_rows >= 1):
         raise ValueError(f"batch_rows must be a positive integer, got {batch_rows!r}")
@@ -610,7 +605,7 @@ def parquet_statistics(
     cut_list = None if cuts is None else _check_cuts(cuts, p)
     need_sample = cut_list is None and (bins is None or any(b is None for b in bins))
     if cut_list is None or missing is None:
-        k = int(subsample_for_bin) if need_sample else 0
+        k = int(config["subsample_for_bin"]) if need_sample else 0
         rng = np.random.default_rng(int(random_state))
         keys = np.empty(0)
         xs = np.empty((0, p))
@@ -640,7 +635,7 @@ def parquet_statistics(
         flags = nan if missing is None else _check_missing(missing, p)
         if cut_list is None:
             if need_sample:
-                cut_list = _cuts_from_sample(sample, bins, max_bins=max_bins, random_state=random_state, labels=feats)
+                cut_list = _cuts_from_sample(sample, bins, config, feats)
             else:
                 assert bins is not None
                 cut_list = [np.asarray(b, dtype=np.float64) for b in bins]
@@ -712,28 +707,73 @@ def fit_from_parquet(
     model : FASTRegressor
         The fitted estimator; ``feature_names_in_`` are the feature columns.
     """
-    from ._estimator import FASTRegressor, _n_threads
-
-    est = FASTRegressor(**params)
+    est = _fitted.estimator_class("FASTRegressor")(**params)
     est._validate_params()
     if est.categorical_features is not None and not isinstance(est.categorical_features, str) and len(est.categorical_features):
         raise ValueError("categorical_features is not supported by fit_from_parquet; encode them as numbers")
     files = _parquet_files(paths)
     feats, _ = _check_parquet_schemas(files, target, columns, sample_weight)
-    _set_input_attributes(est, len(feats), np.asarray(feats, dtype=object))
+    set_input_attributes(est, len(feats), np.asarray(feats, dtype=object))
     stats = parquet_statistics(
         files,
         target,
         columns=feats,
         sample_weight=sample_weight,
-        bins=est._resolve_bins(),
-        max_bins=est.max_bins,
-        random_state=int(est.random_state),
-        subsample_for_bin=int(est.subsample_for_bin),
+        bins=resolve_bins(est),
+        config=est._config(),
         batch_rows=batch_rows,
-        n_jobs=_n_threads(est.n_jobs),
+        n_jobs=n_threads(est.n_jobs),
         held_out=(float(est.validation_fraction), int(est.random_state)) if est._validated() else None,
     )
     if est._validated():
         return fit_estimator(est, *stats)
     return fit_estimator(est, stats)
+
+
+def sufficient_statistics(
+    X: Any,
+    y: Any,
+    sample_weight: Any = None,
+    *,
+    cuts: Any,
+    missing: Any = None,
+    n_jobs: Optional[int] = None,
+) -> SufficientStatistics:
+    """Sufficient statistics of a data set binned with given cut points.
+
+    Computes the statistics of :class:`SufficientStatistics` for an in-memory table, or, for
+    a Dask DataFrame or Array, partition by partition on the active Dask scheduler (reduced
+    with ``+`` in a tree). Statistics of parts of a data set computed with the same ``cuts``
+    and ``missing`` add up to those of the whole; fit on them with
+    :meth:`SufficientStatistics.fit`.
+
+    Parameters
+    ----------
+    X : array-like, pandas DataFrame, dask DataFrame or dask Array of shape (n_samples, n_features)
+        Numeric features; NaN is a missing value.
+    y : array-like, pandas Series, dask Series or dask Array of shape (n_samples,)
+        Target (partitioned like ``X`` for Dask input).
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative sample weights (partitioned like ``X`` for Dask input).
+    cuts : list of array-like
+        Strictly increasing cut points of every feature (for example a fitted model's
+        ``cuts_``).
+    missing : array-like of bool or None, default=None
+        Whether each feature gets a missing-value bin; ``None``: the features with a NaN in
+        ``X``. Parts that are to be added up need the same flags.
+    n_jobs : int or None, default=None
+        Threads for an in-memory ``X`` (``None``: all cores); Dask partitions use one each.
+
+    Returns
+    -------
+    stats : SufficientStatistics
+        The statistics.
+    """
+    if is_dask_collection(X):
+        return dask_statistics(X, y, sample_weight, cuts=cuts, missing=missing)
+    x, names = as_matrix(X)
+    cut_list = _check_cuts(cuts, x.shape[1])
+    flags = np.asarray(np.isnan(x).any(axis=0), dtype=np.bool_) if missing is None else _check_missing(missing, x.shape[1])
+    yv = as_vector(y, "y")
+    w = None if sample_weight is None else as_vector(sample_weight, "sample_weight")
+    return partition_statistics(x, yv, w, cut_list, flags, names=names, n_jobs=n_threads(n_jobs))

@@ -1,35 +1,27 @@
 """Looking at and exporting a fitted piecewise-constant additive model.
 
 :class:`AdditiveModelMixin` gives every fastpcam estimator the same inspection and export
-methods. They read only the fitted tables, so they work for any estimator that stores them:
-
-- ``intercept_`` (float), ``cuts_[j]`` (increasing cut points), ``values_[j]`` (one value per
-  bin, ``len(cuts_[j]) + 1`` of them), ``bin_weights_[j]`` (training weight per bin);
-- ``feature_names_in_`` (pandas input) or ``n_features_in_``;
-- optionally ``missing_values_[j]`` / ``missing_weights_[j]`` (the value and training weight
-  of feature ``j``'s missing bin: a NaN entry contributes ``missing_values_[j]``, and 0 when
-  the model has no ``missing_values_``);
-- optionally ``categories_``: per feature ``None`` (numeric) or the category labels, category
-  ``k`` being bin ``k`` of the feature (code ``k``; the cuts sit between the codes); an
-  unseen category (code ``len(categories_[j])``) contributes 0.
-
-The model is ``f(x) = intercept_ + Σ_j f_j(x_j)`` with
-``f_j(x) = values_[j][searchsorted(cuts_[j], x, side="right")]``: ``x`` falls in bin ``b``
-iff ``cuts_[j][b-1] <= x < cuts_[j][b]``.
+methods: shape functions, term importances, per-row explanations, plots, SQL and JSON. They
+read the fitted state only, through :func:`fastpcam._fitted.shape_functions` (the state is
+described in :mod:`fastpcam._fitted`).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import numpy.typing as npt
 
+from . import _serialize
+from ._fitted import ShapeFunction, check_fitted, feature_names, shape_functions
+from ._input import prepare_predict
+
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
+    from matplotlib.figure import Figure
 
 __all__ = ["AdditiveModelMixin", "ShapeFunction"]
 
@@ -38,44 +30,6 @@ _IMPORTANCE_TYPES = ("avg_weight", "min_max")
 
 
 # ------------------------------------------------------------------------------ helpers
-
-
-def _feature_names(model: Any) -> list[str]:
-    names = getattr(model, "feature_names_in_", None)
-    if names is not None:
-        return [str(n) for n in names]
-    n = getattr(model, "n_features_in_", None)
-    if n is None:
-        n = len(model.cuts_)
-    return [f"x{j}" for j in range(int(n))]
-
-
-def _check_fitted(model: Any) -> None:
-    from sklearn.utils.validation import check_is_fitted
-
-    check_is_fitted(model, ["intercept_", "cuts_", "values_"])
-
-
-def _missing_value(model: Any, j: int) -> float:
-    """The contribution of a missing (NaN) entry of feature ``j``."""
-    mv = getattr(model, "missing_values_", None)
-    if mv is None:
-        return 0.0
-    v = float(mv[j])
-    return v if math.isfinite(v) else 0.0
-
-
-def _missing_weight(model: Any, j: int) -> Optional[float]:
-    mw = getattr(model, "missing_weights_", None)
-    return None if mw is None else float(mw[j])
-
-
-def _categories(model: Any, j: int) -> Optional[npt.NDArray[Any]]:
-    cats = getattr(model, "categories_", None)
-    if cats is None:
-        return None
-    c = cats.get(j) if isinstance(cats, Mapping) else cats[j]
-    return None if c is None else np.asarray(c, dtype=object)
 
 
 def _repr_float(x: float) -> str:
@@ -107,110 +61,6 @@ def _quote_string(s: str) -> str:
     return "'" + str(s).replace("'", "''") + "'"
 
 
-@dataclass(frozen=True, eq=False)
-class ShapeFunction:
-    """One feature's shape function ``f_j``: its bins, their values and training weights.
-
-    Bin ``b`` covers ``[cuts[b-1], cuts[b])`` (``-inf`` below the first cut, ``+inf`` above
-    the last), i.e. ``np.searchsorted(cuts, x, side="right")``; a missing (NaN) entry
-    contributes ``missing_value``.
-
-    Attributes
-    ----------
-    name : str
-        The feature name (``feature_names_in_``, or ``x0, x1, ...``).
-    index : int
-        The feature's column index.
-    cuts : ndarray of shape (n_bins - 1,)
-        Increasing cut points.
-    values : ndarray of shape (n_bins,)
-        Value per bin (centred over the training rows).
-    bin_weights : ndarray of shape (n_bins,) or None
-        Total training sample weight per bin (the row count with unit weights); None if the
-        model does not store it (e.g. a model file without bin weights).
-    missing_value : float
-        Contribution of a missing entry (0 when the model has no missing bin for it).
-    missing_weight : float or None
-        Training weight of the missing bin, if the model stores it.
-    categories : ndarray of object or None
-        For a categorical feature, the label of each bin; None for a numeric feature.
-    """
-
-    name: str
-    index: int
-    cuts: npt.NDArray[np.float64]
-    values: npt.NDArray[np.float64]
-    bin_weights: Optional[npt.NDArray[np.float64]]
-    missing_value: float = 0.0
-    missing_weight: Optional[float] = None
-    categories: Optional[npt.NDArray[Any]] = None
-
-    def __repr__(self) -> str:
-        kind = "categorical" if self.categories is not None else "numeric"
-        return (
-            f"ShapeFunction(name={self.name!r}, index={self.index}, {kind}, n_bins={self.values.size}, "
-            f"levels={len(self.segments())}, values in [{self.values.min():.4g}, {self.values.max():.4g}], "
-            f"missing_value={self.missing_value:.4g})"
-        )
-
-    @property
-    def is_flat(self) -> bool:
-        """True if the feature contributes the same value everywhere (missing included)."""
-        v = self.values
-        return bool(np.all(v == v[0]) and self.missing_value == v[0])
-
-    def segments(self) -> list[tuple[float, float, float]]:
-        """Merge adjacent bins with equal value into ``(lower, upper, value)`` segments.
-
-        Returns
-        -------
-        list of tuple of float
-            ``lower`` is inclusive, ``upper`` exclusive; ``-inf``/``inf`` at the ends.
-        """
-        from ._text import shape_segments
-
-        return shape_segments(self.cuts, self.values)
-
-    def __call__(self, x: Any) -> npt.NDArray[np.float64]:
-        """Evaluate the shape function at numeric (or category-code) values; NaN is missing."""
-        x = np.asarray(x, dtype=np.float64)
-        out = self.values[np.searchsorted(self.cuts, np.where(np.isnan(x), 0.0, x), side="right")]
-        if self.categories is not None:  # codes past the last category: unseen, contribute 0
-            out = np.where(x > len(self.categories) - 0.5, 0.0, out)
-        return np.where(np.isnan(x), self.missing_value, out)
-
-    def to_frame(self) -> "pandas.DataFrame":
-        """The bins as a pandas DataFrame: one row per bin, then a ``missing`` row.
-
-        Returns
-        -------
-        pandas.DataFrame
-            Columns ``lower`` (inclusive), ``upper`` (exclusive), ``value``, ``weight``,
-            ``missing`` (True for the missing bin's row, whose bounds are NaN), and
-            ``category`` for a categorical feature.
-        """
-        try:
-            import pandas as pd
-        except ImportError as exc:  # pragma: no cover - pandas is a test extra
-            raise ImportError(
-                "ShapeFunction.to_frame() needs pandas; install it with `pip install fastpcam[pandas]`"
-            ) from exc
-        n_bins = self.values.size
-        edges = np.concatenate(([-np.inf], self.cuts, [np.inf]))
-        weight = self.bin_weights if self.bin_weights is not None else np.full(n_bins, np.nan)
-        mw = self.missing_weight if self.missing_weight is not None else np.nan
-        data: dict[str, Any] = {
-            "lower": np.append(edges[:-1], np.nan),
-            "upper": np.append(edges[1:], np.nan),
-            "value": np.append(self.values, self.missing_value),
-            "weight": np.append(weight, mw),
-            "missing": np.append(np.zeros(n_bins, dtype=bool), True),
-        }
-        if self.categories is not None:
-            data["category"] = list(self.categories) + [None]
-        return pd.DataFrame(data)
-
-
 # -------------------------------------------------------------------------------- mixin
 
 
@@ -224,23 +74,14 @@ class AdditiveModelMixin:
     # ------------------------------------------------------------------ the tables
 
     def _inspect_input(self, X: Any) -> npt.NDArray[np.float64]:
-        """``X`` as the float64 matrix the tables index (NaN = missing).
-
-        Checks the number of columns and the feature names as ``predict`` does, and encodes
-        ``X`` as ``predict`` does when the estimator has a ``_prepare_predict`` (categorical
-        features become category codes, ``len(categories_[j])`` for an unseen category).
-        """
-        from sklearn.utils.validation import validate_data
-
-        prepare = getattr(self, "_prepare_predict", None)
-        if prepare is not None:
-            X = np.asarray(prepare(X), dtype=np.float64)
-        else:
-            X = validate_data(self, X, dtype=np.float64, order=None, reset=False, ensure_all_finite=False)
+        """``X`` as the float64 matrix the tables index (NaN = missing), checked and encoded
+        as ``predict`` does (categorical features become category codes,
+        ``len(categories_[j])`` for an unseen category); infinite values are errors."""
+        X = np.asarray(prepare_predict(self, X), dtype=np.float64)
         bad = np.isinf(X)
         if bad.any():
             i, j = np.argwhere(bad)[0]
-            name = _feature_names(self)[j]
+            name = feature_names(self)[j]
             raise ValueError(
                 f"X contains inf at row {i}, column {j} ({name!r}); feature values must be finite "
                 "(NaN marks a missing value)"
@@ -248,33 +89,36 @@ class AdditiveModelMixin:
         return X
 
     def shape_functions(self) -> list[ShapeFunction]:
-        """The shape function of every feature, in feature order.
+        """The shape function of every input feature, in feature order.
 
         Returns
         -------
         list of ShapeFunction
-            Per feature: name, cuts, values, bin weights (training row counts with unit
+            One entry per input feature (``n_features_in_`` of them; a feature the model does
+            not use is flat): name, cuts, values, bin weights (training row counts with unit
             weights), the missing bin's value and weight, and the categories of a
             categorical feature. ``ShapeFunction.to_frame()`` gives a pandas DataFrame.
         """
-        _check_fitted(self)
-        names = _feature_names(self)
-        bin_weights = getattr(self, "bin_weights_", None)
-        out = []
-        for j, name in enumerate(names):
-            out.append(
-                ShapeFunction(
-                    name=name,
-                    index=j,
-                    cuts=np.asarray(self.cuts_[j], dtype=np.float64),  # type: ignore[attr-defined]
-                    values=np.asarray(self.values_[j], dtype=np.float64),  # type: ignore[attr-defined]
-                    bin_weights=None if bin_weights is None else np.asarray(bin_weights[j], dtype=np.float64),
-                    missing_value=_missing_value(self, j),
-                    missing_weight=_missing_weight(self, j),
-                    categories=_categories(self, j),
-                )
-            )
-        return out
+        return shape_functions(self)
+
+    def plot(self, features: Any = None, **kwargs: Any) -> "Figure":
+        """Step plots of the shape functions (see :func:`fastpcam.plot.shape_functions`).
+
+        Parameters
+        ----------
+        features : str, int or sequence of them, optional
+            Features to draw, by name or index. Default: all.
+        **kwargs : dict
+            Further arguments of :func:`fastpcam.plot.shape_functions`.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            One axes per plotted feature.
+        """
+        from .plot import shape_functions as plot_shape_functions  # matplotlib only when plotting
+
+        return plot_shape_functions(self, features, **kwargs)
 
     def term_importances(self, importance_type: str = "avg_weight") -> npt.NDArray[np.float64]:
         """How much each feature moves the prediction, as InterpretML's EBM defines it.
@@ -295,7 +139,7 @@ class AdditiveModelMixin:
         ndarray of shape (n_features_in_,)
             One importance per feature, in feature order (0 for a flat feature).
         """
-        _check_fitted(self)
+        check_fitted(self)
         if importance_type not in _IMPORTANCE_TYPES:
             raise ValueError(
                 f"importance_type must be one of {', '.join(map(repr, _IMPORTANCE_TYPES))}, got {importance_type!r}"
@@ -337,7 +181,7 @@ class AdditiveModelMixin:
             A DataFrame with the feature names and ``"intercept"`` as columns (and ``X``'s
             index) when ``X`` is a DataFrame; else an array, the intercept in the last column.
         """
-        _check_fitted(self)
+        check_fitted(self)
         index = getattr(X, "index", None) if hasattr(X, "columns") else None
         Xv = self._inspect_input(X)
         p = len(self.values_)  # type: ignore[attr-defined]
@@ -349,7 +193,7 @@ class AdditiveModelMixin:
             return out
         import pandas as pd
 
-        return pd.DataFrame(out, columns=_feature_names(self) + ["intercept"], index=index)
+        return pd.DataFrame(out, columns=feature_names(self) + ["intercept"], index=index)
 
     # ------------------------------------------------------------------------- SQL
 
@@ -398,10 +242,19 @@ class AdditiveModelMixin:
         sql : str
             ``SELECT <expression> AS "prediction" FROM <table>``, or the expression alone.
         """
-        _check_fitted(self)
+        return self._select_sql(self._sql_expression(columns, dialect), table, dialect, alias)
+
+    def _sql_expression(
+        self,
+        columns: Union[Mapping[str, str], Sequence[str], None],
+        dialect: str,
+        link: Optional[Callable[[str, Callable[[float], str]], str]] = None,
+    ) -> str:
+        """The SQL expression of the additive score, through ``link(expr, lit)`` if given."""
+        check_fitted(self)
         if dialect not in _DIALECTS:
             raise ValueError(f"dialect must be one of {', '.join(map(repr, _DIALECTS))}, got {dialect!r}")
-        names = _feature_names(self)
+        names = feature_names(self)
         cols = self._sql_columns(names, columns)
 
         def lit(x: float) -> str:
@@ -427,6 +280,11 @@ class AdditiveModelMixin:
                 whens.append(f"WHEN {col} < {lit(hi)} THEN {lit(value)}")
             terms.append(_case(whens, lit(segments[-1][2])))
         expr = "\n  + ".join(terms)
+        return expr if link is None else link(expr, lit)
+
+    @staticmethod
+    def _select_sql(expr: str, table: Union[str, Sequence[str], None], dialect: str, alias: str) -> str:
+        """``SELECT expr AS alias FROM table``, or ``expr`` alone without a table."""
         if table is None:
             return expr
         parts = [table] if isinstance(table, str) else list(table)
@@ -460,16 +318,14 @@ class AdditiveModelMixin:
         """The fitted model as JSON text in fastpcam's versioned model format.
 
         The same format as ``fastpcam fit --out`` (see ``fastpcam._serialize``): every float
-        is written so that it reads back bit for bit.
+        is written so that it reads back bit for bit, and the estimator's class is recorded.
 
         Returns
         -------
         str
             The JSON document.
         """
-        from ._serialize import _dumps, model_to_dict
-
-        return _dumps(model_to_dict(self))  # type: ignore[arg-type]
+        return _serialize.dumps(_serialize.model_to_dict(self))
 
     @classmethod
     def from_json(cls, s: Union[str, bytes]) -> Any:
@@ -482,10 +338,11 @@ class AdditiveModelMixin:
 
         Returns
         -------
-        model : FASTRegressor
-            A fitted model that predicts exactly like the one saved. Model files hold the
-            fitted tables, not the search that produced them, so ``FASTRegressorCV.from_json``
-            also returns a ``FASTRegressor``.
+        model : estimator
+            A fitted model of the class that was saved (``FASTRegressorCV.from_json`` gives a
+            FASTRegressorCV, ``FASTClassifier.from_json`` a FASTClassifier, ...), with the same
+            parameters and fitted state: it predicts exactly like the one saved. A file
+            written before classes were recorded gives a FASTRegressor.
 
         Raises
         ------
@@ -493,10 +350,8 @@ class AdditiveModelMixin:
             If ``s`` is not JSON, not a fastpcam model, or was written with a newer
             ``schema_version`` than this fastpcam reads.
         """
-        from ._serialize import model_from_dict
-
         try:
             d = json.loads(s)
         except json.JSONDecodeError as exc:
             raise ValueError(f"not a fastpcam model: the text is not valid JSON ({exc})") from None
-        return model_from_dict(d)
+        return _serialize.model_from_dict(d)

@@ -1,4 +1,4 @@
-"""A versioned JSON format for fitted :class:`~fastpcam.FASTRegressor` models.
+"""A versioned JSON format for fitted fastpcam models (every estimator class).
 
 A model is its intercept and, per feature, the increasing cut points and the bin values
 (``len(values) == len(cuts) + 1``), so JSON holds it completely. Floats are written with
@@ -12,16 +12,24 @@ Format (``schema_version`` 1)::
       "schema_version": 1,
       "fastpcam_version": "0.1.0",
       "task": "regression",
+      "estimator": "FASTRegressor",
       "intercept": 0.123,
       "features": [{"name": "x0", "cuts": [...], "values": [...], "bin_weights": [...],
                     "missing_value": 0.5, "missing_weight": 12.0, "categories": [...]}, ...],
       "lambda_f": 0.001,
       "lambda_max": 1.0,
       "fit": {"n_iter": 1234, "converged": true, "kkt_residual": 0.0009, "objective": 0.2},
-      "params": {"max_bins": 256, ...}
+      "params": {"max_bins": 256, ...},
+      "attributes": {"classes_": [0, 1], ...}
     }
 
-``bin_weights``, ``lambda_max`` and ``params`` are optional on reading, and so are a
+``task`` is ``"regression"`` or ``"classification"``; ``estimator`` names the class that
+:func:`load_model` rebuilds (found in :data:`fastpcam._fitted.REGISTRY`, so this module
+imports no estimator); ``attributes`` holds the class's own fitted attributes
+(``classes_`` of a classifier, ``support_`` of a sparse model, ...). A file without
+``estimator`` (written before it was recorded) loads as a FASTRegressor.
+
+``bin_weights``, ``lambda_max``, ``params``, ``estimator`` and ``attributes`` are optional on reading, and so are a
 feature's ``missing_value`` (the value of a missing entry, 0 when absent),
 ``missing_weight`` and ``categories`` (a categorical feature's categories in chain order,
 aligned with ``values``; a category not listed contributes 0). Non-finite numbers
@@ -35,14 +43,15 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence, Union
+from typing import Any, Sequence, Union
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from fastpcam._estimator import FASTRegressor
+from ._fitted import REGISTRY, check_fitted, estimator_class, shape_functions
 
 __all__ = ["FORMAT", "SCHEMA_VERSION", "model_from_dict", "model_to_dict", "load_model", "save_model"]
+
+_TASKS = {"regression": "FASTRegressor", "classification": "FASTClassifier"}
 
 FORMAT = "fastpcam.pcam"
 SCHEMA_VERSION = 1
@@ -98,31 +107,60 @@ def _finite_floats(arr: Any, what: str) -> list[float]:
     return [float(v) for v in a]  # Python floats: json writes their exact repr
 
 
+_NOT_JSON = object()
+
+
+def _json_scalar(value: Any) -> Any:
+    """A parameter value as a JSON scalar, or ``_NOT_JSON``."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if isinstance(value, (float, np.floating)) and math.isfinite(float(value)):
+        return float(value)
+    return _NOT_JSON
+
+
 def _jsonable_params(est: Any) -> dict[str, Any]:
-    """The estimator's constructor parameters that are plain JSON scalars."""
+    """The estimator's constructor parameters that are JSON scalars or lists of them (a list
+    of ratios, of column names)."""
     try:
         params = est.get_params(deep=False)
     except AttributeError:
         return {}
     out: dict[str, Any] = {}
     for key, value in params.items():
-        if value is None or isinstance(value, (bool, str)):
-            out[key] = value
-        elif isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-            out[key] = int(value)
-        elif isinstance(value, (float, np.floating)) and math.isfinite(float(value)):
-            out[key] = float(value)
-        # anything else (a RandomState, an inf time budget, ...) is not stored
+        if isinstance(value, (list, tuple, np.ndarray)):
+            items = [_json_scalar(v) for v in value]
+            if all(v is not _NOT_JSON for v in items):
+                out[key] = items
+        elif _json_scalar(value) is not _NOT_JSON:
+            out[key] = _json_scalar(value)
+        # anything else (a RandomState, a dict of bins, an inf time budget, ...) is not stored
     return out
 
 
-def model_to_dict(est: FASTRegressor, feature_names: Sequence[str] | None = None) -> dict[str, Any]:
+def _label_to_json(label: Any, what: str) -> Any:
+    """A category or class label as a JSON scalar (str, int, float or bool)."""
+    value = label.item() if isinstance(label, np.generic) else label
+    if not isinstance(value, (str, int, float, bool)) or isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{what} {label!r} of type {type(label).__name__}; the model file stores str, int, float or bool labels")
+    return value
+
+
+def _attribute_to_json(value: Any, what: str) -> Any:
+    if isinstance(value, np.ndarray):
+        return [_label_to_json(v, what) for v in value.tolist()]
+    return _stat_to_json(value)
+
+
+def model_to_dict(est: Any, feature_names: Sequence[str] | None = None) -> dict[str, Any]:
     """Describe a fitted model as a JSON-ready dict (see the module docstring).
 
     Parameters
     ----------
-    est : FASTRegressor
-        A fitted estimator.
+    est : fitted fastpcam estimator
+        A fitted FASTRegressor, FASTClassifier, SparseFASTRegressor or FASTRegressorCV.
     feature_names : sequence of str, optional
         Names to store for the features. Default: ``est.feature_names_in_`` when the
         estimator was fitted on a DataFrame, else ``x0, x1, ...``.
@@ -139,49 +177,35 @@ def model_to_dict(est: FASTRegressor, feature_names: Sequence[str] | None = None
     ValueError
         If ``feature_names`` has the wrong length or the model holds non-finite numbers.
     """
-    from sklearn.utils.validation import check_is_fitted
-
-    check_is_fitted(est, ["intercept_", "cuts_", "values_"])
-    cuts, values = list(est.cuts_), list(est.values_)
-    n_features = len(cuts)
-    if feature_names is None:
-        names_in = getattr(est, "feature_names_in_", None)
-        feature_names = _default_names(n_features) if names_in is None else list(names_in)
-    names = [str(name) for name in feature_names]
-    if len(names) != n_features:
-        raise ValueError(f"feature_names has {len(names)} names but the model has {n_features} features")
-    bin_weights = getattr(est, "bin_weights_", None)
+    check_fitted(est)
+    shapes = shape_functions(est)
+    names = [sf.name for sf in shapes] if feature_names is None else [str(n) for n in feature_names]
+    if len(names) != len(shapes):
+        raise ValueError(f"feature_names has {len(names)} names but the model has {len(shapes)} features")
     features: list[dict[str, Any]] = []
-    for j, name in enumerate(names):
+    for sf, name in zip(shapes, names):
+        j = sf.index
         feature: dict[str, Any] = {
             "name": name,
-            "cuts": _finite_floats(cuts[j], f"cuts_[{j}]"),
-            "values": _finite_floats(values[j], f"values_[{j}]"),
+            "cuts": _finite_floats(sf.cuts, f"cuts_[{j}]"),
+            "values": _finite_floats(sf.values, f"values_[{j}]"),
         }
-        if bin_weights is not None:
-            feature["bin_weights"] = _finite_floats(bin_weights[j], f"bin_weights_[{j}]")
-        missing_values = getattr(est, "missing_values_", None)
-        if missing_values is not None and float(missing_values[j]) != 0.0:
-            feature["missing_value"] = _finite_floats([missing_values[j]], f"missing_values_[{j}]")[0]
-        missing_weights = getattr(est, "missing_weights_", None)
-        if missing_weights is not None and float(missing_weights[j]) != 0.0:
-            feature["missing_weight"] = _finite_floats([missing_weights[j]], f"missing_weights_[{j}]")[0]
-        categories = getattr(est, "categories_", None)
-        if categories is not None and categories[j] is not None:
-            labels = list(categories[j])
-            for label in labels:
-                if not isinstance(label, (str, int, float, bool)) or isinstance(label, float) and not math.isfinite(label):
-                    raise ValueError(
-                        f"feature {name!r} has category {label!r} of type {type(label).__name__}; "
-                        "the model file stores str, int, float or bool categories"
-                    )
-            feature["categories"] = [label.item() if hasattr(label, "item") else label for label in labels]
+        if sf.bin_weights is not None:
+            feature["bin_weights"] = _finite_floats(sf.bin_weights, f"bin_weights_[{j}]")
+        if sf.missing_value != 0.0:
+            feature["missing_value"] = _finite_floats([sf.missing_value], f"missing_values_[{j}]")[0]
+        if sf.missing_weight:
+            feature["missing_weight"] = _finite_floats([sf.missing_weight], f"missing_weights_[{j}]")[0]
+        if sf.categories is not None:
+            feature["categories"] = [_label_to_json(c, f"feature {name!r} has category") for c in sf.categories]
         features.append(feature)
+    cls = type(est)
     out: dict[str, Any] = {
         "format": FORMAT,
         "schema_version": SCHEMA_VERSION,
         "fastpcam_version": fastpcam_version(),
-        "task": "regression",
+        "task": getattr(est, "_task", "regression"),
+        "estimator": cls.__name__ if REGISTRY.get(cls.__name__) is cls else _TASKS["regression"],
         "intercept": float(est.intercept_),
         "features": features,
         "lambda_f": _stat_to_json(getattr(est, "lambda_f_", None)),
@@ -193,6 +217,11 @@ def model_to_dict(est: FASTRegressor, feature_names: Sequence[str] | None = None
             "objective": _stat_to_json(getattr(est, "objective_", None)),
         },
         "params": _jsonable_params(est),
+        "attributes": {
+            name: _attribute_to_json(getattr(est, name), f"{name} holds")
+            for name in getattr(est, "_json_attributes", ())
+            if hasattr(est, name)
+        },
     }
     if not math.isfinite(out["intercept"]):
         raise ValueError("intercept_ is not finite; cannot serialise the model")
@@ -215,8 +244,8 @@ def _check_header(d: Any) -> None:
             f"{d.get('fastpcam_version', '?')}: upgrade fastpcam to load it"
         )
     task = d.get("task", "regression")
-    if task != "regression":
-        raise ValueError(f"model file has task {task!r}; this fastpcam reads only 'regression' models")
+    if task not in _TASKS:
+        raise ValueError(f"model file has task {task!r}; this fastpcam reads {' or '.join(map(repr, _TASKS))} models")
 
 
 def _float_array(x: Any, what: str) -> np.ndarray:
@@ -230,8 +259,8 @@ def _float_array(x: Any, what: str) -> np.ndarray:
     return a
 
 
-def model_from_dict(d: dict[str, Any]) -> FASTRegressor:
-    """Rebuild a fitted :class:`~fastpcam.FASTRegressor` from :func:`model_to_dict` output.
+def model_from_dict(d: dict[str, Any]) -> Any:
+    """Rebuild a fitted model of the saved class from :func:`model_to_dict` output.
 
     Raises
     ------
@@ -240,7 +269,10 @@ def model_from_dict(d: dict[str, Any]) -> FASTRegressor:
         of fastpcam reads, or is malformed (the message names the offending field).
     """
     _check_header(d)
-    from fastpcam._estimator import FASTRegressor
+    task = d.get("task", "regression")
+    cls = estimator_class(d.get("estimator") or _TASKS[task])
+    if getattr(cls, "_task", "regression") != task:
+        raise ValueError(f"model file: task {task!r} does not match estimator {cls.__name__!r}")
 
     features = d.get("features")
     if not isinstance(features, list) or not features:
@@ -293,7 +325,7 @@ def model_from_dict(d: dict[str, Any]) -> FASTRegressor:
     if len(set(names)) != len(names):
         raise ValueError("model file: feature names are not unique")
 
-    est = FASTRegressor()
+    est = cls()
     stored = d.get("params")
     if isinstance(stored, dict):
         known = est.get_params(deep=False)
@@ -326,10 +358,14 @@ def model_from_dict(d: dict[str, Any]) -> FASTRegressor:
     est.kkt_residual_ = float(kkt) if kkt is not None else math.nan
     objective = _stat_from_json(fit.get("objective"), "objective")
     est.objective_ = float(objective) if objective is not None else math.nan
+    attributes = d.get("attributes")
+    for name, value in (attributes.items() if isinstance(attributes, dict) else ()):
+        if name in getattr(cls, "_json_attributes", ()):
+            setattr(est, name, np.asarray(value) if isinstance(value, list) else _stat_from_json(value, name))
     return est
 
 
-def _dumps(d: dict[str, Any]) -> str:
+def dumps(d: dict[str, Any]) -> str:
     """JSON text with one line per top-level key and one line per feature."""
     parts = []
     for key, value in d.items():
@@ -341,24 +377,36 @@ def _dumps(d: dict[str, Any]) -> str:
     return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
-def save_model(est: FASTRegressor, path: PathLike, feature_names: Sequence[str] | None = None) -> None:
+def save_model(est: Any, path: PathLike, feature_names: Sequence[str] | None = None) -> None:
     """Write a fitted model to ``path`` as JSON (see :func:`model_to_dict`).
 
     Parameters
     ----------
-    est : FASTRegressor
-        A fitted estimator.
+    est : fitted fastpcam estimator
+        A fitted FASTRegressor, FASTClassifier, SparseFASTRegressor or FASTRegressorCV.
     path : str or path-like
         The file to write (overwritten if it exists).
     feature_names : sequence of str, optional
         Names to store for the features; see :func:`model_to_dict`.
     """
-    text = _dumps(model_to_dict(est, feature_names=feature_names))  # fails before touching path
+    text = dumps(model_to_dict(est, feature_names=feature_names))  # fails before touching path
     Path(path).write_text(text, encoding="utf-8")
 
 
-def load_model(path: PathLike) -> FASTRegressor:
-    """Read a model written by :func:`save_model` and return a fitted FASTRegressor.
+def load_model(path: PathLike) -> Any:
+    """Read a model written by :func:`save_model` and return it, fitted, as its own class.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The JSON model file.
+
+    Returns
+    -------
+    model : fitted fastpcam estimator
+        A FASTRegressor, FASTClassifier, SparseFASTRegressor or FASTRegressorCV (the class
+        that was saved; a file without ``estimator`` gives a FASTRegressor) that predicts
+        exactly like the saved one.
 
     Raises
     ------

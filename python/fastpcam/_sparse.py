@@ -4,44 +4,41 @@ from __future__ import annotations
 
 import copy
 import warnings
-from numbers import Integral, Real
 from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 import numpy.typing as npt
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from . import _core
-from ._estimator import (
-    DEFAULT_LAMBDA_RATIO,
+from . import _core, _fitted, _input
+from ._base import _BaseFAST, _store_params
+from ._fitted import register
+from ._params import (
+    document,
+    DEFAULT_MAX_FEATURES,
     DEFAULT_MAX_ITER,
+    DEFAULT_MAX_SWAPS,
+    DEFAULT_N_LAMBDA_S,
+    DEFAULT_SCALE_DOWN_FACTOR,
     DEFAULT_SUBSAMPLE_FOR_BIN,
     DEFAULT_TOL,
-    _n_threads,
-    _name_columns,
+    SPARSE_LAMBDA_RATIO,
+    SPARSE_MAX_BINS,
+    CONSTRAINTS,
+    constraints,
 )
 
-#: Default number of features of a sparse model.
-DEFAULT_MAX_FEATURES = 10
-#: Default bound on the local-search swaps per model.
-DEFAULT_MAX_SWAPS = int(_core.DEFAULT_MAX_SWAPS)
-#: Default factor between successive automatic ``lambda_s`` values.
-DEFAULT_SCALE_DOWN_FACTOR = float(_core.DEFAULT_SCALE_DOWN)
-#: Default maximum number of automatic ``lambda_s`` values.
-DEFAULT_N_LAMBDA_S = int(_core.DEFAULT_N_LAMBDA_S)
+#: The parameters of :class:`SparseFASTRegressor`, in signature order.
+SPARSE_PARAMS = (
+    "max_features", "method", "lambda_f", "lambda_ratio", "local_search", "max_swaps", "max_bins", "tol", "max_iter",
+    "n_lambda_s", "scale_down_factor", "n_jobs", "random_state", "subsample_for_bin", "categorical_features", "bins",
+)  # fmt: skip
 
 
-
-#: Default ``lambda_f / lambda_max`` of the sparse fits (the value the feature-selection
-#: benchmark was run with; the dense regressor's default is tuned separately).
-SPARSE_LAMBDA_RATIO = 1e-3
-#: Default ``max_bins`` of the sparse fits (likewise).
-SPARSE_MAX_BINS = 256
-
-class SparseFASTRegressor(RegressorMixin, BaseEstimator):
+@register
+@document
+class SparseFASTRegressor(RegressorMixin, _BaseFAST):
     r"""Piecewise-constant additive regression with at most ``max_features`` shape functions.
 
     Fits the FAST model :math:`f(x) = c + \sum_j \beta_j[\mathrm{bin}_j(x_j)]` (see
@@ -100,12 +97,11 @@ class SparseFASTRegressor(RegressorMixin, BaseEstimator):
     scale_down_factor : float, default=0.8
         ``"l0"`` only: factor in ``(0, 1)`` between successive :math:`\lambda_s` values (each
         is also below the gain of the best feature outside the support, so that one can enter).
-    n_jobs : int or None, default=None
-        Threads. ``None`` or ``-1`` uses every core; results do not depend on it.
-    random_state : int, default=0
-        Seed of the row sample used for quantile bins on large data.
-    subsample_for_bin : int, default=200000
-        Rows sampled to compute quantile bins.
+    <<n_jobs random_state subsample_for_bin>>
+    categorical_features : "from_dtype", array-like or None, default="from_dtype"
+        Categorical features, as in :class:`FASTRegressor`.
+    bins : dict, list or None, default=None
+        User-supplied cut points for numeric features, as in :class:`FASTRegressor`.
 
     Attributes
     ----------
@@ -120,16 +116,13 @@ class SparseFASTRegressor(RegressorMixin, BaseEstimator):
         normally empty: the local search swaps such a feature out when it can).
     intercept_ : float
         The intercept :math:`c`.
-    cuts_ : list of ndarray of shape (n_bins_j - 1,)
-        Increasing cut points per feature, as in :class:`FASTRegressor`.
+    <<cuts_>>
     values_ : list of ndarray of shape (n_bins_j,)
         The shape function's value per bin, centred; all zeros outside ``support_``.
-    bin_weights_ : list of ndarray of shape (n_bins_j,)
-        Total sample weight of the training rows in each bin.
+    <<bin_weights_>>
     missing_values_ : ndarray of shape (n_features_in_,)
         Value of a missing (NaN) entry per feature, as in :class:`FASTRegressor`.
-    missing_weights_ : ndarray of shape (n_features_in_,)
-        Total sample weight of the training rows with a missing value, per feature.
+    <<missing_weights_>>
     n_iter_ : int
         Block updates done by the run up to this model (for ``"l0"`` including the
         :math:`\lambda_s` search).
@@ -157,10 +150,7 @@ class SparseFASTRegressor(RegressorMixin, BaseEstimator):
         The fusion penalty used.
     lambda_max_ : float
         The smallest fusion penalty whose (dense) fit is constant.
-    n_features_in_ : int
-        Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the features, when ``X`` has string column names (pandas).
+    <<n_features_in_ feature_names_in_>>
 
     See Also
     --------
@@ -180,42 +170,15 @@ class SparseFASTRegressor(RegressorMixin, BaseEstimator):
     [2, 5]
     """
 
-    _parameter_constraints: dict = {
-        "max_features": [Interval(Integral, 1, None, closed="left")],
-        "method": [StrOptions({"agis", "l0"})],
-        "lambda_f": [Interval(Real, 0, None, closed="left"), None],
-        "lambda_ratio": [Interval(Real, 0, None, closed="left")],
-        "local_search": ["boolean"],
-        "max_swaps": [Interval(Integral, 0, None, closed="left")],
-        "max_bins": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"}), None],
-        "tol": [Interval(Real, 0, None, closed="left")],
-        "max_iter": [Interval(Integral, 0, None, closed="left")],
-        "n_lambda_s": [Interval(Integral, 1, None, closed="left")],
-        "scale_down_factor": [Interval(Real, 0, 1, closed="neither")],
-        "n_jobs": [Integral, None],
-        "random_state": [Interval(Integral, 0, None, closed="left")],
-        "subsample_for_bin": [Interval(Integral, 2, None, closed="left")],
-    }
+    _parameter_constraints: dict = constraints(SPARSE_PARAMS, lambda_ratio=CONSTRAINTS["lambda_f"][:1])
+    _json_attributes = ("support_", "selected_features_", "flat_features_", "lambda_s_", "n_swaps_")
 
-    # Fitted state, with shapes.
+    # Fitted state besides the tables of every estimator, with shapes.
     support_: npt.NDArray[np.intp]
     selected_features_: npt.NDArray[np.intp]
     flat_features_: npt.NDArray[np.intp]
-    intercept_: float
-    cuts_: list[npt.NDArray[np.float64]]  # [feature][cut]
-    values_: list[npt.NDArray[np.float64]]  # [feature][bin]
-    bin_weights_: list[npt.NDArray[np.float64]]  # [feature][bin]
-    missing_values_: npt.NDArray[np.float64]  # [feature]
-    missing_weights_: npt.NDArray[np.float64]  # [feature]
-    n_iter_: int
-    converged_: bool
-    kkt_residual_: float
-    objective_: float
     lambda_s_: float
     n_swaps_: int
-    history_: dict[str, npt.NDArray[Any]]
-    lambda_f_: float
-    lambda_max_: float
 
     def __init__(
         self,
@@ -234,26 +197,10 @@ class SparseFASTRegressor(RegressorMixin, BaseEstimator):
         n_jobs: Optional[int] = None,
         random_state: int = 0,
         subsample_for_bin: int = DEFAULT_SUBSAMPLE_FOR_BIN,
+        categorical_features: Any = "from_dtype",
+        bins: Any = None,
     ) -> None:
-        self.max_features = max_features
-        self.method = method
-        self.lambda_f = lambda_f
-        self.lambda_ratio = lambda_ratio
-        self.local_search = local_search
-        self.max_swaps = max_swaps
-        self.max_bins = max_bins
-        self.tol = tol
-        self.max_iter = max_iter
-        self.n_lambda_s = n_lambda_s
-        self.scale_down_factor = scale_down_factor
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.subsample_for_bin = subsample_for_bin
-
-    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True
-        return tags
+        _store_params(self, locals())
 
     # ------------------------------------------------------------------ fitting machinery
 
@@ -269,69 +216,24 @@ class SparseFASTRegressor(RegressorMixin, BaseEstimator):
     ) -> tuple[npt.NDArray[np.float64], Optional[npt.NDArray[np.float64]], dict[str, Any]]:
         """Validate, run the core; return (y, sample_weight, core output)."""
         self._validate_params()
-        X, y = validate_data(
-            self, X, y, dtype=np.float64, order=None, y_numeric=True, ensure_all_finite=False
-        )
-        y = np.ascontiguousarray(y, dtype=np.float64)
-        if sample_weight is not None:
-            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        X, y, sample_weight, bins = _input.prepare_fit(self, X, y, sample_weight)
         p = X.shape[1]
-        if max_features is None:
-            max_features = p
-        elif max_features > p:
+        if max_features is not None and max_features > p:
             raise ValueError(
                 f"max_features={max_features} must be <= the number of features; X has {p} features"
             )
-        common = dict(
-            lambda_f=None if self.lambda_f is None else float(self.lambda_f),
-            lambda_ratio=float(self.lambda_ratio),
-            max_bins=self.max_bins,
-            tol=float(self.tol),
-            max_iter=int(self.max_iter),
-            local_search=bool(self.local_search),
-            max_swaps=int(self.max_swaps),
-            n_jobs=_n_threads(self.n_jobs),
-            random_state=int(self.random_state),
-            bin_sample_size=int(self.subsample_for_bin),
-        )
-        names = getattr(self, "feature_names_in_", None)
-        try:
-            if method == "agis":
-                out = _core.fit_agis(X, y, sample_weight, max_features=int(max_features), **common)
-            else:
-                out = _core.fit_l0(
-                    X,
-                    y,
-                    sample_weight,
-                    max_features=int(max_features),
-                    lambda_s=None if lambda_s is None else [float(v) for v in lambda_s],
-                    n_lambda_s=int(self.n_lambda_s),
-                    scale_down_factor=float(self.scale_down_factor),
-                    **common,
-                )
-        except ValueError as err:
-            raise _name_columns(err, names) from None
+        config = self._config(bins=bins, method=method, max_features=max_features, lambda_s=lambda_s)
+        out = self._call_core(_core.fit_sparse, X, y, sample_weight, config=config)
         return y, sample_weight, dict(out)
 
     def _store(self, out: dict[str, Any], model: dict[str, Any]) -> None:
         """Set the fitted attributes from one model of a core output."""
+        _fitted.write(self, {**out, **model, "objective": model["fast_objective"]})
         self.support_ = np.asarray(model["support"], dtype=np.intp)
         self.selected_features_ = np.asarray(model["selected"], dtype=np.intp)
         self.flat_features_ = np.asarray(model["flat"], dtype=np.intp)
-        self.intercept_ = float(model["intercept"])
-        self.cuts_ = list(out["cuts"])
-        self.values_ = list(model["values"])
-        self.bin_weights_ = list(out["bin_weights"])
-        self.missing_values_ = np.asarray(model["missing_values"], dtype=np.float64)
-        self.missing_weights_ = np.asarray(out["missing_weights"], dtype=np.float64)
-        self.n_iter_ = int(model["n_iter"])
-        self.converged_ = bool(model["converged"])
-        self.kkt_residual_ = float(model["kkt_residual"])
-        self.objective_ = float(model["fast_objective"])
         self.lambda_s_ = float(model["lambda_s"])
         self.n_swaps_ = int(model["n_swaps"])
-        self.lambda_f_ = float(out["lambda_f"])
-        self.lambda_max_ = float(out["lambda_max"])
         n = self.n_iter_
         self.history_ = {
             key: np.asarray(out[f"history_{key}"])[:n]
@@ -376,6 +278,7 @@ class SparseFASTRegressor(RegressorMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ public API
 
+    @document
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> "SparseFASTRegressor":
         """Fit a model with at most ``max_features`` non-flat shape functions.
 
@@ -384,10 +287,7 @@ class SparseFASTRegressor(RegressorMixin, BaseEstimator):
         X : array-like of shape (n_samples, n_features)
             Training data. NaN marks a missing value (it gets a bin of its own); infinite
             values are errors.
-        y : array-like of shape (n_samples,)
-            Target values.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative sample weights; integer weights act like repeated rows.
+        <<y sample_weight>>
 
         Returns
         -------
@@ -410,36 +310,6 @@ class SparseFASTRegressor(RegressorMixin, BaseEstimator):
         self._warn_if_not_converged()
         return self
 
-    def predict(self, X: Any) -> npt.NDArray[np.float64]:
-        """Predict with the fitted sparse additive model.
-
-        ``predict(X) == intercept_ + Σ_{j in support_} values_[j][searchsorted(cuts_[j], X[:, j], "right")]``
-        for non-missing entries; a NaN entry of feature ``j`` contributes ``missing_values_[j]``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples (all ``n_features_in_`` columns; those outside ``support_`` are ignored).
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-            Predictions.
-        """
-        check_is_fitted(self, "values_")
-        X = validate_data(self, X, dtype=np.float64, order=None, reset=False, ensure_all_finite=False)
-        try:
-            return _core.predict(
-                X,
-                self.intercept_,
-                self.cuts_,
-                self.values_,
-                self.missing_values_,
-                n_jobs=_n_threads(self.n_jobs),
-            )
-        except ValueError as err:
-            raise _name_columns(err, getattr(self, "feature_names_in_", None)) from None
-
 
 def _path_models(
     est: SparseFASTRegressor, out: dict[str, Any], method: str
@@ -454,22 +324,14 @@ def _path_models(
     return fitted
 
 
+@document
 def agis_path(
     X: Any,
     y: Any,
     max_features: int,
     *,
     sample_weight: Any = None,
-    lambda_f: Optional[float] = None,
-    lambda_ratio: float = SPARSE_LAMBDA_RATIO,
-    local_search: bool = True,
-    max_swaps: int = DEFAULT_MAX_SWAPS,
-    max_bins: Union[int, str, None] = SPARSE_MAX_BINS,
-    tol: float = DEFAULT_TOL,
-    max_iter: int = DEFAULT_MAX_ITER,
-    n_jobs: Optional[int] = None,
-    random_state: int = 0,
-    subsample_for_bin: int = DEFAULT_SUBSAMPLE_FOR_BIN,
+    **params: Any,
 ) -> list[SparseFASTRegressor]:
     """AGIS models of every support size ``1 … max_features``, from one run.
 
@@ -482,34 +344,15 @@ def agis_path(
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features)
-        Training data (NaN marks a missing value).
-    y : array-like of shape (n_samples,)
-        Target values.
+    <<X_train y>>
     max_features : int
         The largest support size, ``1 <= max_features <= n_features``.
     sample_weight : array-like of shape (n_samples,), default=None
         Non-negative sample weights.
-    lambda_f : float or None, default=None
-        As in :class:`SparseFASTRegressor`.
-    lambda_ratio : float, default=1e-3
-        As in :class:`SparseFASTRegressor`.
-    local_search : bool, default=True
-        As in :class:`SparseFASTRegressor`.
-    max_swaps : int, default=20
-        As in :class:`SparseFASTRegressor`.
-    max_bins : int, "auto" or None, default=256
-        As in :class:`SparseFASTRegressor`.
-    tol : float, default=1e-2
-        As in :class:`SparseFASTRegressor`.
-    max_iter : int, default=100000
-        Block updates per support size.
-    n_jobs : int or None, default=None
-        As in :class:`SparseFASTRegressor`.
-    random_state : int, default=0
-        As in :class:`SparseFASTRegressor`.
-    subsample_for_bin : int, default=200000
-        As in :class:`SparseFASTRegressor`.
+    **params : dict
+        Any other :class:`SparseFASTRegressor` parameter (``lambda_f``, ``lambda_ratio``,
+        ``local_search``, ``max_swaps``, ``max_bins``, ``tol``, ``max_iter`` per support
+        size, ``n_jobs``, ``random_state``, ``subsample_for_bin``, ...), with its default.
 
     Returns
     -------
@@ -519,43 +362,20 @@ def agis_path(
         ``max_features`` is ``s``). The same model as
         ``SparseFASTRegressor(max_features=s).fit(X, y)``.
     """
-    est = SparseFASTRegressor(
-        max_features,
-        method="agis",
-        lambda_f=lambda_f,
-        lambda_ratio=lambda_ratio,
-        local_search=local_search,
-        max_swaps=max_swaps,
-        max_bins=max_bins,
-        tol=tol,
-        max_iter=max_iter,
-        n_jobs=n_jobs,
-        random_state=random_state,
-        subsample_for_bin=subsample_for_bin,
-    )
+    est = SparseFASTRegressor(max_features, **{**params, "method": "agis"})
     _, _, out = est._run(X, y, sample_weight, method="agis", max_features=max_features)
     return _path_models(est, out, "agis")
 
 
+@document
 def l0_path(
     X: Any,
     y: Any,
     max_features: Optional[int] = None,
     *,
     lambda_s: Union[None, float, Sequence[float]] = None,
-    n_lambda_s: int = DEFAULT_N_LAMBDA_S,
-    scale_down_factor: float = DEFAULT_SCALE_DOWN_FACTOR,
     sample_weight: Any = None,
-    lambda_f: Optional[float] = None,
-    lambda_ratio: float = SPARSE_LAMBDA_RATIO,
-    local_search: bool = True,
-    max_swaps: int = DEFAULT_MAX_SWAPS,
-    max_bins: Union[int, str, None] = SPARSE_MAX_BINS,
-    tol: float = DEFAULT_TOL,
-    max_iter: int = DEFAULT_MAX_ITER,
-    n_jobs: Optional[int] = None,
-    random_state: int = 0,
-    subsample_for_bin: int = DEFAULT_SUBSAMPLE_FOR_BIN,
+    **params: Any,
 ) -> list[SparseFASTRegressor]:
     r"""Group ℓ0-FAST models over a warm-started path of decreasing :math:`\lambda_s`.
 
@@ -565,10 +385,7 @@ def l0_path(
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features)
-        Training data (NaN marks a missing value).
-    y : array-like of shape (n_samples,)
-        Target values.
+    <<X_train y>>
     max_features : int or None, default=None
         Automatic grid: stop once the support has this many features (``None``: all
         features). Ignored when ``lambda_s`` is given.
@@ -578,32 +395,14 @@ def l0_path(
         empty, each next value is ``scale_down_factor`` times the smaller of the previous
         value and the gain of the best feature outside the support; when a step jumps over
         ``max_features`` the path bisects on :math:`\lambda_s`.
-    n_lambda_s : int, default=100
-        Maximum number of automatic values.
-    scale_down_factor : float, default=0.8
-        Factor in ``(0, 1)`` between automatic values.
     sample_weight : array-like of shape (n_samples,), default=None
         Non-negative sample weights.
-    lambda_f : float or None, default=None
-        As in :class:`SparseFASTRegressor`.
-    lambda_ratio : float, default=1e-3
-        As in :class:`SparseFASTRegressor`.
-    local_search : bool, default=True
-        As in :class:`SparseFASTRegressor`.
-    max_swaps : int, default=20
-        As in :class:`SparseFASTRegressor`.
-    max_bins : int, "auto" or None, default=256
-        As in :class:`SparseFASTRegressor`.
-    tol : float, default=1e-2
-        As in :class:`SparseFASTRegressor`.
-    max_iter : int, default=100000
-        Block updates per :math:`\lambda_s`.
-    n_jobs : int or None, default=None
-        As in :class:`SparseFASTRegressor`.
-    random_state : int, default=0
-        As in :class:`SparseFASTRegressor`.
-    subsample_for_bin : int, default=200000
-        As in :class:`SparseFASTRegressor`.
+    **params : dict
+        Any other :class:`SparseFASTRegressor` parameter, with its default: ``n_lambda_s``
+        (the most automatic values), ``scale_down_factor`` (the factor in ``(0, 1)``
+        between automatic values), ``lambda_f``, ``lambda_ratio``, ``local_search``,
+        ``max_swaps``, ``max_bins``, ``tol``, ``max_iter`` (block updates per
+        :math:`\lambda_s`), ``n_jobs``, ``random_state``, ``subsample_for_bin``, ...
 
     Returns
     -------
@@ -623,22 +422,8 @@ def l0_path(
         if bad.size:
             raise ValueError(f"lambda_s must be finite and >= 0, got {bad[0]}")
         lambda_s = values.tolist()
-    est = SparseFASTRegressor(
-        max_features if max_features is not None else DEFAULT_MAX_FEATURES,
-        method="l0",
-        lambda_f=lambda_f,
-        lambda_ratio=lambda_ratio,
-        local_search=local_search,
-        max_swaps=max_swaps,
-        max_bins=max_bins,
-        tol=tol,
-        max_iter=max_iter,
-        n_lambda_s=n_lambda_s,
-        scale_down_factor=scale_down_factor,
-        n_jobs=n_jobs,
-        random_state=random_state,
-        subsample_for_bin=subsample_for_bin,
-    )
+    size = max_features if max_features is not None else DEFAULT_MAX_FEATURES
+    est = SparseFASTRegressor(size, **{**params, "method": "l0"})
     _, _, out = est._run(
         X, y, sample_weight, method="l0", max_features=None if lambda_s is not None else max_features,
         lambda_s=lambda_s,

@@ -9,24 +9,22 @@ statistics alone and gives the same model as a fit on all the rows binned with t
 points (``FASTRegressor(bins=cuts, engine="tables")``).
 
 :class:`SufficientStatistics` holds them with the bins they were computed with;
-:func:`sufficient_statistics` computes them for an in-memory table or a Dask collection.
+:func:`fastpcam.sufficient_statistics` (in :mod:`fastpcam._dask`) computes them for an
+in-memory table or a Dask collection.
 """
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import numpy.typing as npt
-from sklearn.exceptions import ConvergenceWarning
 
-from . import _core
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ._estimator import FASTRegressor
+from . import _core, _fitted
+from ._input import set_input_attributes
+from ._params import name_columns
 
 #: Version of the ``.npz`` layout written by :meth:`SufficientStatistics.to_npz`.
 NPZ_FORMAT = 1
@@ -332,7 +330,7 @@ class SufficientStatistics:
             )
 
     # ----------------------------------------------------------------------------------
-    def fit(self, held_out: Optional["SufficientStatistics"] = None, **params: Any) -> "FASTRegressor":
+    def fit(self, held_out: Optional["SufficientStatistics"] = None, **params: Any) -> Any:
         """Fit a :class:`~fastpcam.FASTRegressor` on the statistics alone.
 
         Parameters
@@ -340,8 +338,8 @@ class SufficientStatistics:
         held_out : SufficientStatistics or None, default=None
             Statistics of held-out rows with the same bins. With ``lambda_ratio="auto"`` (the
             default) the penalty is chosen on them and the model is fitted on ``self +
-            held_out``; without them ``"auto"`` uses the fixed ratio 3e-3 (statistics hold no
-            rows to hold out).
+            held_out``; without them ``"auto"`` uses the fixed ratio
+            ``fastpcam._params.DEFAULT_LAMBDA_RATIO`` (statistics hold no rows to hold out).
         **params : dict
             :class:`~fastpcam.FASTRegressor` parameters. The optimisation ones
             (``lambda_f``, ``lambda_ratio``, ``selection``, ``tol``, ``max_iter``,
@@ -354,11 +352,9 @@ class SufficientStatistics:
             The fitted estimator (``engine_ == "tables"``), equal to a fit on the rows binned
             with the same cut points.
         """
-        from ._estimator import FASTRegressor
-
-        est = FASTRegressor(**params)
+        est = _fitted.estimator_class("FASTRegressor")(**params)
         est._validate_params()
-        _set_input_attributes(est, self.n_features, self.feature_names)
+        set_input_attributes(est, self.n_features, self.feature_names)
         if held_out is not None:
             if not isinstance(held_out, SufficientStatistics):
                 raise TypeError(f"held_out must be SufficientStatistics, got {type(held_out).__name__}")
@@ -366,27 +362,14 @@ class SufficientStatistics:
         return fit_estimator(est, self, held_out)
 
 
-def _set_input_attributes(est: Any, n_features: int, feature_names: Optional[npt.NDArray[Any]]) -> None:
-    """The scikit-learn input attributes of a fit whose rows are not in memory."""
-    est.n_features_in_ = int(n_features)
-    if feature_names is not None:
-        est.feature_names_in_ = np.asarray(feature_names, dtype=object)
-    elif hasattr(est, "feature_names_in_"):
-        del est.feature_names_in_
-    est.is_categorical_ = np.zeros(n_features, dtype=bool)
-    est.categories_ = [None] * n_features
-
-
 def fit_estimator(est: Any, stats: SufficientStatistics, held: Optional[SufficientStatistics] = None) -> Any:
-    """Fit ``est`` (validated, input attributes set) on ``stats``: store the model as ``fit`` does.
+    """Fit ``est`` (validated, input attributes set) on ``stats``: write the model as ``fit`` does.
 
     With ``held`` (the statistics of held-out rows, see :func:`split_statistics`) and
     ``lambda_ratio="auto"``, the penalty is chosen on them and the final fit runs on
     ``stats + held``; with fewer than ``VALIDATION_MIN_ROWS`` rows on either side, the two
     are added and fitted at the fixed ratio, as in memory.
     """
-    from ._estimator import _n_threads
-
     if held is not None and not (
         est._validated() and min(held.n_rows, stats.n_rows) >= _core.VALIDATION_MIN_ROWS and held.total_weight > 0
     ):
@@ -400,115 +383,18 @@ def fit_estimator(est: Any, stats: SufficientStatistics, held: Optional[Sufficie
         )
     if total_rows < 2:
         raise ValueError(f"X has {total_rows} sample (n_samples = {total_rows}); at least 2 are needed to fit")
-    out = _core.fit_stats(
+    out = est._call_core(
+        _core.fit_stats,
         stats._to_core(),
         [c.tolist() for c in stats.cuts],
         [bool(m) for m in stats.missing],
-        lambda_f=None if est.lambda_f is None else float(est.lambda_f),
-        lambda_ratio=est._fixed_ratio(),
-        selection=est.selection,
-        tol=float(est.tol),
-        max_iter=int(est.max_iter),
-        max_time=None if est.max_time is None else float(est.max_time),
-        n_jobs=_n_threads(est.n_jobs),
+        config=est._config(),
         held_out=None if held is None else held._to_core(),
         n_validation=0 if held is None else held.n_rows,
     )
-    est._store(out)
-    if est.verbose:
-        print(
-            f"[FAST] done on sufficient statistics of {total_rows} rows: {est.n_iter_} block updates, "
-            f"KKT residual {est.kkt_residual_:.3e}, objective {est.objective_:.10g}, lambda_f {est.lambda_f_:.4g}",
-            flush=True,
-        )
-    if not est.converged_:
-        warnings.warn(
-            f"FAST stopped ({out['stop']}) after {est.n_iter_} block updates with KKT residual "
-            f"{est.kkt_residual_:.3g} > tol={est.tol}; increase max_iter or max_time, "
-            "or accept the model reached so far.",
-            ConvergenceWarning,
-            stacklevel=3,
-        )
+    _fitted.write(est, out, est._validation_loss)
+    est._report(str(out["stop"]), f" on sufficient statistics of {total_rows} rows", stacklevel=4)
     return est
-
-
-# --------------------------------------------------------------------------------------
-# Converting a partition (pandas frame or array) to the core's float64 matrix.
-# --------------------------------------------------------------------------------------
-def _is_frame(x: Any) -> bool:
-    return hasattr(x, "columns") and hasattr(x, "dtypes") and hasattr(x, "iloc")
-
-
-def frame_matrix(
-    frame: Any, columns: list[Any], dtypes: Optional[list[Any]] = None, where: str = "X"
-) -> FloatArray:
-    """``frame[columns]`` as a float64 matrix (NaN for missing), checking columns and dtypes.
-
-    ``dtypes``: the dtype every column must have (the collection's metadata); a partition
-    lacking a column or holding another dtype is an error naming the column.
-    """
-    if not _is_frame(frame):
-        raise ValueError(f"{where} is a {type(frame).__name__}, expected a pandas DataFrame with columns {columns}")
-    have = set(frame.columns)
-    for c in columns:
-        if c not in have:
-            raise ValueError(f"{where} has no column {c!r} (it has {list(frame.columns)})")
-    out = np.empty((len(frame), len(columns)), dtype=np.float64, order="F")
-    for j, c in enumerate(columns):
-        col = frame[c]
-        if dtypes is not None and col.dtype != dtypes[j]:
-            raise ValueError(
-                f"{where}: column {c!r} has dtype {col.dtype}, but {dtypes[j]} in the other "
-                "partitions (the collection's metadata); cast every partition to one dtype"
-            )
-        try:
-            out[:, j] = col.to_numpy(dtype=np.float64, na_value=np.nan)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"{where}: column {c!r} (dtype {col.dtype}) is not numeric ({err})") from None
-    return out
-
-
-def as_vector(v: Any, name: str, where: str = "") -> FloatArray:
-    """A 1-D float64 array from a numpy array, list or pandas Series / one-column frame."""
-    if _is_frame(v):
-        if v.shape[1] != 1:
-            raise ValueError(f"{name}{where} must be 1-dimensional, got a frame with {v.shape[1]} columns")
-        v = v.iloc[:, 0]
-    if hasattr(v, "to_numpy"):
-        try:
-            v = v.to_numpy(dtype=np.float64, na_value=np.nan)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"{name}{where} is not numeric ({err})") from None
-    arr = np.asarray(v)
-    if arr.ndim == 2 and arr.shape[1] == 1:
-        arr = arr[:, 0]
-    if arr.ndim != 1:
-        raise ValueError(f"{name}{where} must be 1-dimensional, got an array of shape {arr.shape}")
-    if arr.dtype.kind not in "biuf":
-        raise ValueError(f"{name}{where} must be numeric, got dtype {arr.dtype}")
-    return np.ascontiguousarray(arr, dtype=np.float64)
-
-
-def as_matrix(X: Any) -> tuple[FloatArray, Optional[npt.NDArray[Any]]]:
-    """An in-memory ``X`` (numpy or pandas) as a float64 matrix, and its string column names."""
-    if _is_frame(X):
-        columns = list(X.columns)
-        names = np.asarray(columns, dtype=object) if all(isinstance(c, str) for c in columns) else None
-        return frame_matrix(X, columns), names
-    arr = np.asarray(X)
-    if arr.ndim != 2:
-        raise ValueError(f"X must be 2-dimensional, got an array of shape {arr.shape}")
-    if arr.dtype.kind not in "biuf":
-        raise ValueError(f"X must be numeric, got dtype {arr.dtype}")
-    return arr.astype(np.float64, copy=False), None
-
-
-def name_error(err: ValueError, names: Optional[Any], prefix: str = "") -> ValueError:
-    """A core error with the column named (``column 3`` → ``column 3 ('temp')``) and a prefix."""
-    from ._estimator import _name_columns
-
-    named = _name_columns(err, None if names is None else np.asarray(names, dtype=object))
-    return ValueError(prefix + str(named))
 
 
 def partition_statistics(
@@ -528,7 +414,7 @@ def partition_statistics(
             x, y, w, [c.tolist() for c in cuts], [bool(m) for m in missing], n_jobs=n_jobs
         )
     except ValueError as err:
-        raise name_error(err, names, where) from None
+        raise name_columns(err, names, where) from None
     return SufficientStatistics._from_core(d, cuts, missing, x.shape[0], names)
 
 
@@ -556,56 +442,3 @@ def split_statistics(
         x[m], y[m], None if w is None else w[m], cuts, missing, names=names, n_jobs=n_jobs, where=where
     )
     return part(~held), part(held)
-
-
-def sufficient_statistics(
-    X: Any,
-    y: Any,
-    sample_weight: Any = None,
-    *,
-    cuts: Any,
-    missing: Any = None,
-    n_jobs: Optional[int] = None,
-) -> SufficientStatistics:
-    """Sufficient statistics of a data set binned with given cut points.
-
-    Computes the statistics of :class:`SufficientStatistics` for an in-memory table, or, for
-    a Dask DataFrame or Array, partition by partition on the active Dask scheduler (reduced
-    with ``+`` in a tree). Statistics of parts of a data set computed with the same ``cuts``
-    and ``missing`` add up to those of the whole; fit on them with
-    :meth:`SufficientStatistics.fit`.
-
-    Parameters
-    ----------
-    X : array-like, pandas DataFrame, dask DataFrame or dask Array of shape (n_samples, n_features)
-        Numeric features; NaN is a missing value.
-    y : array-like, pandas Series, dask Series or dask Array of shape (n_samples,)
-        Target (partitioned like ``X`` for Dask input).
-    sample_weight : array-like of shape (n_samples,), default=None
-        Non-negative sample weights (partitioned like ``X`` for Dask input).
-    cuts : list of array-like
-        Strictly increasing cut points of every feature (for example a fitted model's
-        ``cuts_``).
-    missing : array-like of bool or None, default=None
-        Whether each feature gets a missing-value bin; ``None``: the features with a NaN in
-        ``X``. Parts that are to be added up need the same flags.
-    n_jobs : int or None, default=None
-        Threads for an in-memory ``X`` (``None``: all cores); Dask partitions use one each.
-
-    Returns
-    -------
-    stats : SufficientStatistics
-        The statistics.
-    """
-    from ._estimator import _n_threads
-
-    from . import _dask
-
-    if _dask.is_dask_collection(X):
-        return _dask.dask_statistics(X, y, sample_weight, cuts=cuts, missing=missing)
-    x, names = as_matrix(X)
-    cut_list = _check_cuts(cuts, x.shape[1])
-    flags = np.asarray(np.isnan(x).any(axis=0), dtype=np.bool_) if missing is None else _check_missing(missing, x.shape[1])
-    yv = as_vector(y, "y")
-    w = None if sample_weight is None else as_vector(sample_weight, "sample_weight")
-    return partition_statistics(x, yv, w, cut_list, flags, names=names, n_jobs=_n_threads(n_jobs))

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 
-use super::errors::no_panic;
-use super::{arrays, binning_params_with_cuts, FitOutput, MaxBinsArg};
+use super::config::FitConfig;
+use super::errors::{compute, no_panic};
+use super::output::{arrays, FitOutput};
 use crate::binning::bin_data;
 use crate::error::{check_weights, FastError};
-use crate::params::{FitParams, Penalty, Selection, Validation};
 use crate::solver;
 use crate::tables::{partition_tables, Tables};
 
@@ -154,17 +154,13 @@ fn partition_stats<'py>(
         }
         _ => false,
     };
-    let tables = py.detach(|| {
-        no_panic("partition_stats", || {
-            solver::with_threads(n_jobs, || {
-                if zero_weight {
-                    zero_weight_partition(x, y, &cuts, &missing)
-                } else {
-                    partition_tables(x, y, w.as_deref(), &cuts, &missing)
-                }
-            })
-        })
-    })???;
+    let tables = compute(py, "partition_stats", n_jobs, || {
+        if zero_weight {
+            zero_weight_partition(x, y, &cuts, &missing)
+        } else {
+            partition_tables(x, y, w.as_deref(), &cuts, &missing)
+        }
+    })?;
     Ok(stats_output(py, tables))
 }
 
@@ -252,100 +248,65 @@ fn add_stats<'py>(
     Ok(stats_output(py, ta))
 }
 
-/// Cut points of every feature of `x` (a sample), exactly as `fit` bins; `max_bins="auto"`
-/// resolves for `n_rows` rows (the whole data's; default: the sample's).
+/// Cut points of every feature of `x` (a sample), exactly as `fit` bins with `config`;
+/// `max_bins="auto"` resolves for `n_rows` rows (the whole data's; default: the sample's).
 #[pyfunction]
-#[pyo3(signature = (x, sample_weight=None, *, max_bins, random_state, bin_sample_size, bins=None, n_rows=None, n_jobs=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (x, sample_weight=None, *, config, n_rows=None))]
 fn bin_edges<'py>(
     py: Python<'py>,
     x: PyReadonlyArray2<'py, f64>,
     sample_weight: Option<PyReadonlyArray1<'py, f64>>,
-    max_bins: MaxBinsArg,
-    random_state: u64,
-    bin_sample_size: usize,
-    bins: Option<Vec<Option<Vec<f64>>>>,
+    config: FitConfig,
     n_rows: Option<usize>,
-    n_jobs: Option<usize>,
 ) -> PyResult<Vec<Bound<'py, PyArray1<f64>>>> {
     let x = x.as_array();
-    let max_bins = max_bins.resolve(n_rows.unwrap_or(x.nrows()));
-    let params = binning_params_with_cuts(max_bins, random_state, bin_sample_size, bins);
+    let binning = config.binning(n_rows.unwrap_or(x.nrows()));
     let w: Option<Vec<f64>> = sample_weight.map(|w| w.as_array().to_vec());
-    let cuts = py.detach(|| {
-        no_panic("bin_edges", || {
-            solver::with_threads(n_jobs, || {
-                bin_data(x, w.as_deref(), &params)
-                    .map(|d| d.features.into_iter().map(|f| f.cuts).collect::<Vec<_>>())
-            })
-        })
-    })???;
+    let cuts = compute(py, "bin_edges", config.n_jobs, || {
+        bin_data(x, w.as_deref(), &binning)
+            .map(|d| d.features.into_iter().map(|f| f.cuts).collect::<Vec<_>>())
+    })?;
     Ok(arrays(py, cuts))
 }
 
 /// Fits FAST on sufficient statistics alone (`crate::solver::fit_tables`); with `held_out`
-/// statistics (and no `lambda_f`), the penalty is chosen on them
+/// statistics and `lambda_ratio="auto"`, the penalty is chosen on them
 /// (`crate::validation::fit_tables_validated`) and `n_validation` is reported as the number
-/// of held-out rows.
+/// of held-out rows. The configuration's binning keys are not used: the statistics are binned.
 #[pyfunction]
-#[pyo3(signature = (stats, cuts, missing, *, lambda_f, lambda_ratio, selection, tol, max_iter, max_time, n_jobs,
-                    held_out=None, n_validation=0))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (stats, cuts, missing, *, config, held_out=None, n_validation=0))]
 fn fit_stats<'py>(
     py: Python<'py>,
     stats: StatsInput<'py>,
     cuts: Vec<Vec<f64>>,
     missing: Vec<bool>,
-    lambda_f: Option<f64>,
-    lambda_ratio: f64,
-    selection: &str,
-    tol: f64,
-    max_iter: usize,
-    max_time: Option<f64>,
-    n_jobs: Option<usize>,
+    config: FitConfig,
     held_out: Option<StatsInput<'py>>,
     n_validation: usize,
 ) -> PyResult<FitOutput<'py>> {
-    let validated = lambda_f.is_none() && held_out.is_some();
-    let params = FitParams {
-        lambda: match lambda_f {
-            Some(l) => Penalty::Absolute(l),
-            // The rows were split before the statistics were built: fraction and seed are
-            // not used beyond this check.
-            None if validated => Penalty::Validated(Validation {
-                fraction: crate::params::DEFAULT_VALIDATION_FRACTION,
-                seed: 0,
-            }),
-            None => Penalty::Relative(lambda_ratio),
-        },
-        selection: selection.parse::<Selection>()?,
-        tol,
-        max_iter,
-        max_time,
-        binning: crate::binning::BinningParams::default(),
-    };
-    params.check()?;
+    // statistics are the tables engine's data: the loss must allow it
+    let (loss, _) = config.loss_engine()?;
+    loss.check_engine(crate::params::Engine::Tables)?;
+    let mut params = config.fit_params(stats.n_bins.len(), held_out.is_some())?;
+    params.binning = crate::binning::BinningParams::default();
+    let validated = matches!(params.lambda, crate::params::Penalty::Validated(_));
     let tables = to_tables(&stats)?;
     drop(stats);
     let held = match held_out.filter(|_| validated) {
         Some(h) => Some(to_tables(&h)?),
         None => None,
     };
-    let fitted = py.detach(|| {
-        no_panic("fit_stats", || {
-            solver::with_threads(n_jobs, || match held {
-                Some(held) => crate::validation::fit_tables_validated(
-                    tables, held, cuts, missing, &params, None,
-                )
-                .map(|(mut fit, mut search)| {
-                    search.n_validation = n_validation;
-                    fit.search = Some(search);
-                    fit
-                }),
-                None => solver::fit_tables(Arc::new(tables), cuts, missing, &params),
-            })
-        })
-    })???;
+    let fitted = compute(py, "fit_stats", config.n_jobs, || match held {
+        Some(held) => crate::validation::fit_tables_validated(
+            tables, held, cuts, missing, &params, None,
+        )
+        .map(|(mut fit, mut search)| {
+            search.n_validation = n_validation;
+            fit.search = Some(search);
+            fit
+        }),
+        None => solver::fit_tables(Arc::new(tables), cuts, missing, &params),
+    })?;
     Ok(FitOutput::new(py, fitted))
 }
 

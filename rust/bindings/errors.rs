@@ -26,3 +26,14 @@ pub fn no_panic<R>(what: &str, f: impl FnOnce() -> R) -> Result<R, PyErr> {
         ))
     })
 }
+
+/// Runs `f` with the GIL released, on a pool of `n_jobs` threads (`None`: every core): a
+/// core error becomes a `ValueError`, a panic a `RuntimeError`.
+pub fn compute<R: Send>(
+    py: pyo3::Python<'_>,
+    what: &str,
+    n_jobs: Option<usize>,
+    f: impl FnOnce() -> crate::Result<R> + Send,
+) -> Result<R, PyErr> {
+    Ok(py.detach(|| no_panic(what, || crate::solver::with_threads(n_jobs, f)))???)
+}

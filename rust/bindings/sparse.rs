@@ -1,14 +1,14 @@
-//! Bindings of feature-sparse FAST (`crate::sparse`): `fit_agis` and `fit_l0`.
+//! Binding of feature-sparse FAST (`crate::sparse`): `fit_sparse`, AGIS or group ℓ0-FAST by
+//! the configuration's `method`.
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 
-use super::errors::no_panic;
-use super::MaxBinsArg;
-use super::{arrays, binning_params};
-use crate::params::Penalty;
-use crate::solver;
-use crate::sparse::{self, LambdaS, PathStop, SparseFit, SparseModel, SparseParams};
+use super::config::FitConfig;
+use super::errors::compute;
+use super::output::{arrays, counts};
+use crate::sparse::{self, PathStop, SparseFit, SparseModel};
+use crate::FastError;
 
 /// One model of a sparse path.
 #[derive(IntoPyObject)]
@@ -29,7 +29,7 @@ struct ModelOutput<'py> {
     kkt_residual: f64,
 }
 
-/// What `fit_agis` / `fit_l0` return: the binning, the models and the run's history.
+/// What `fit_sparse` returns: the binning, the models and the run's history.
 #[derive(IntoPyObject)]
 struct SparseOutput<'py> {
     cuts: Vec<Bound<'py, PyArray1<f64>>>,
@@ -47,21 +47,14 @@ struct SparseOutput<'py> {
     history_segment: Bound<'py, PyArray1<i64>>,
 }
 
-fn indices<'py>(py: Python<'py>, v: Vec<usize>) -> Bound<'py, PyArray1<i64>> {
-    v.into_iter()
-        .map(|k| k as i64)
-        .collect::<Vec<_>>()
-        .into_pyarray(py)
-}
-
-fn model_output<'py>(py: Python<'py>, m: SparseModel) -> ModelOutput<'py> {
+fn model_output(py: Python<'_>, m: SparseModel) -> ModelOutput<'_> {
     ModelOutput {
         intercept: m.intercept,
         values: arrays(py, m.values),
         missing_values: m.missing_values.into_pyarray(py),
-        support: indices(py, m.support),
-        selected: indices(py, m.selected),
-        flat: indices(py, m.flat),
+        support: counts(py, m.support),
+        selected: counts(py, m.selected),
+        flat: counts(py, m.flat),
         objective: m.objective,
         fast_objective: m.fast_objective,
         loss: m.loss,
@@ -94,145 +87,51 @@ fn output(py: Python<'_>, f: SparseFit) -> SparseOutput<'_> {
             .map(|m| model_output(py, m))
             .collect(),
         history_objective: h.objective.into_pyarray(py),
-        history_feature: indices(py, h.feature),
+        history_feature: counts(py, h.feature),
         history_time: h.time.into_pyarray(py),
         history_lambda_s: h.lambda_s.into_pyarray(py),
-        history_segment: indices(py, h.segment),
+        history_segment: counts(py, h.segment),
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn sparse_params(
-    lambda_f: Option<f64>,
-    lambda_ratio: f64,
-    max_bins: Option<usize>,
-    tol: f64,
-    max_iter: usize,
-    local_search: bool,
-    max_swaps: usize,
-    random_state: u64,
-    bin_sample_size: usize,
-) -> SparseParams {
-    SparseParams {
-        lambda: lambda_f.map_or(Penalty::Relative(lambda_ratio), Penalty::Absolute),
-        tol,
-        max_iter,
-        local_search,
-        max_swaps,
-        binning: binning_params(max_bins, random_state, bin_sample_size),
-    }
-}
-
-/// AGIS: one sparse model per support size `1 … max_features`; see `fastpcam._core.pyi`.
+/// AGIS (one model per support size `1 … max_features`) or group ℓ0-FAST over a `λ_s` path;
+/// see `fastpcam._core.pyi`.
 #[pyfunction]
-#[pyo3(signature = (x, y, sample_weight=None, *, max_features, lambda_f, lambda_ratio, max_bins, tol, max_iter,
-                    local_search, max_swaps, n_jobs, random_state, bin_sample_size))]
-#[allow(clippy::too_many_arguments)]
-fn fit_agis<'py>(
+#[pyo3(signature = (x, y, sample_weight=None, *, config))]
+fn fit_sparse<'py>(
     py: Python<'py>,
     x: PyReadonlyArray2<'py, f64>,
     y: PyReadonlyArray1<'py, f64>,
     sample_weight: Option<PyReadonlyArray1<'py, f64>>,
-    max_features: usize,
-    lambda_f: Option<f64>,
-    lambda_ratio: f64,
-    max_bins: MaxBinsArg,
-    tol: f64,
-    max_iter: usize,
-    local_search: bool,
-    max_swaps: usize,
-    n_jobs: Option<usize>,
-    random_state: u64,
-    bin_sample_size: usize,
+    config: FitConfig,
 ) -> PyResult<SparseOutput<'py>> {
-    let max_bins = max_bins.resolve(x.as_array().nrows());
-    let params = sparse_params(
-        lambda_f,
-        lambda_ratio,
-        max_bins,
-        tol,
-        max_iter,
-        local_search,
-        max_swaps,
-        random_state,
-        bin_sample_size,
-    );
-    params.check()?;
     let (x, y) = (x.as_array(), y.as_array());
     let w: Option<Vec<f64>> = sample_weight.map(|w| w.as_array().to_vec());
-    let fitted = py.detach(|| {
-        no_panic("fit_agis", || {
-            solver::with_threads(n_jobs, || {
-                sparse::agis(x, y, w.as_deref(), &params, max_features)
-            })
-        })
-    })???;
-    Ok(output(py, fitted))
-}
-
-/// Group ℓ0-FAST over a `λ_s` path; see `fastpcam._core.pyi`.
-#[pyfunction]
-#[pyo3(signature = (x, y, sample_weight=None, *, max_features, lambda_s, n_lambda_s, scale_down_factor, lambda_f,
-                    lambda_ratio, max_bins, tol, max_iter, local_search, max_swaps, n_jobs, random_state,
-                    bin_sample_size))]
-#[allow(clippy::too_many_arguments)]
-fn fit_l0<'py>(
-    py: Python<'py>,
-    x: PyReadonlyArray2<'py, f64>,
-    y: PyReadonlyArray1<'py, f64>,
-    sample_weight: Option<PyReadonlyArray1<'py, f64>>,
-    max_features: usize,
-    lambda_s: Option<Vec<f64>>,
-    n_lambda_s: usize,
-    scale_down_factor: f64,
-    lambda_f: Option<f64>,
-    lambda_ratio: f64,
-    max_bins: MaxBinsArg,
-    tol: f64,
-    max_iter: usize,
-    local_search: bool,
-    max_swaps: usize,
-    n_jobs: Option<usize>,
-    random_state: u64,
-    bin_sample_size: usize,
-) -> PyResult<SparseOutput<'py>> {
-    let max_bins = max_bins.resolve(x.as_array().nrows());
-    let params = sparse_params(
-        lambda_f,
-        lambda_ratio,
-        max_bins,
-        tol,
-        max_iter,
-        local_search,
-        max_swaps,
-        random_state,
-        bin_sample_size,
-    );
-    params.check()?;
-    let grid = match lambda_s {
-        Some(values) => LambdaS::Values(values),
-        None => LambdaS::Auto {
-            max_features,
-            n_lambda: n_lambda_s,
-            scale_down: scale_down_factor,
-        },
+    let params = config.sparse_params(x.nrows())?;
+    let max_features = config.max_features.unwrap_or(x.ncols());
+    let fitted = match config.method.as_str() {
+        "agis" => compute(py, "fit_sparse", config.n_jobs, || {
+            sparse::agis(x, y, w.as_deref(), &params, max_features)
+        })?,
+        "l0" => {
+            let grid = config.lambda_s_grid(x.ncols());
+            compute(py, "fit_sparse", config.n_jobs, || {
+                sparse::l0(x, y, w.as_deref(), &params, &grid)
+            })?
+        }
+        other => {
+            return Err(FastError::InvalidParameter {
+                name: "method",
+                message: "must be 'agis' or 'l0'",
+                value: format!("{other:?}"),
+            }
+            .into())
+        }
     };
-    let (x, y) = (x.as_array(), y.as_array());
-    let w: Option<Vec<f64>> = sample_weight.map(|w| w.as_array().to_vec());
-    let fitted = py.detach(|| {
-        no_panic("fit_l0", || {
-            solver::with_threads(n_jobs, || sparse::l0(x, y, w.as_deref(), &params, &grid))
-        })
-    })???;
     Ok(output(py, fitted))
 }
 
 /// Adds the sparse functions to the module.
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(fit_agis, m)?)?;
-    m.add_function(wrap_pyfunction!(fit_l0, m)?)?;
-    m.add("DEFAULT_MAX_SWAPS", sparse::DEFAULT_MAX_SWAPS)?;
-    m.add("DEFAULT_SCALE_DOWN", sparse::DEFAULT_SCALE_DOWN)?;
-    m.add("DEFAULT_N_LAMBDA_S", sparse::DEFAULT_N_LAMBDA_S)?;
-    Ok(())
+    m.add_function(wrap_pyfunction!(fit_sparse, m)?)
 }

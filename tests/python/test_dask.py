@@ -146,6 +146,18 @@ def test_dask_fit_equals_in_memory_fit(client, data, reference):
     assert_same_fit(m, ma, df, df.to_numpy())
 
 
+def test_dask_classifier_is_refused_with_a_clear_error(data):
+    df, y, w = data
+    X, dy, _ = collections(df, (y > np.median(y)).astype(np.float64), w)
+    with pytest.raises(ValueError, match="FASTClassifier cannot be fitted on a Dask collection"):
+        fastpcam.FASTClassifier().fit(X, dy)
+    # the core refuses statistics for the logistic loss too
+    stats = sufficient_statistics(df, y, cuts=[np.array([0.0])] * df.shape[1])
+    with pytest.raises(ValueError, match="logistic"):
+        fastpcam._core.fit_stats(stats._to_core(), [c.tolist() for c in stats.cuts], [bool(m) for m in stats.missing],
+                                 config={"loss": "logistic"})
+
+
 def test_dask_bins_from_sample(client, data, reference):
     df, y, w = data
     m, _ = reference

@@ -238,7 +238,7 @@ def test_cv_model_exports_like_its_refit(fitted):
     _, df, y, _ = fitted
     cv = FASTRegressorCV(lambda_ratios=[0.1, 0.01, 1e-3], cv=3, max_bins=32).fit(df, y)
     loaded = FASTRegressorCV.from_json(cv.to_json())
-    assert isinstance(loaded, FASTRegressor)
+    assert type(loaded) is FASTRegressorCV and loaded.lambda_ratio_ == cv.lambda_ratio_
     np.testing.assert_array_equal(loaded.predict(df), cv.predict(df))
     out = cv.explain(df)
     np.testing.assert_allclose(out.sum(axis=1).to_numpy(), cv.predict(df), rtol=0, atol=1e-12)

@@ -1,0 +1,227 @@
+"""The shared base of every fastpcam estimator: :class:`_BaseFAST`.
+
+It owns the parameters of the dense fits and their constraints, the one fit flow
+(validate → prepare the input → call the core → write the fitted state → report), the
+configuration handed to the core, verbose output and warnings, and prediction from the
+fitted tables. The estimators are thin subclasses: their loss, how they encode ``y``, and
+how they turn the additive score into predictions.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from typing import Any, Callable, Optional, Union
+
+import numpy as np
+import numpy.typing as npt
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted
+
+from . import _core, _dask, _fitted, _input, _params
+from ._inspect import AdditiveModelMixin
+from ._params import (
+    DEFAULT_ENGINE,
+    document,
+    DEFAULT_MAX_BINS,
+    DEFAULT_MAX_ITER,
+    DEFAULT_SELECTION,
+    DEFAULT_SUBSAMPLE_FOR_BIN,
+    DEFAULT_TOL,
+    DEFAULT_VALIDATION_FRACTION,
+)
+
+#: The parameters of :class:`_BaseFAST`, in signature order.
+FAST_PARAMS = (
+    "lambda_f", "lambda_ratio", "validation_fraction", "max_bins", "selection", "tol", "max_iter", "max_time",
+    "n_jobs", "random_state", "subsample_for_bin", "verbose", "callback", "categorical_features", "bins", "engine",
+)  # fmt: skip
+
+
+class _BaseFAST(AdditiveModelMixin, BaseEstimator):
+    """Parameters, fit flow, core call and fitted state shared by the estimators."""
+
+    _parameter_constraints: dict = _params.constraints(FAST_PARAMS)
+
+    #: The core's loss ("squared" or "logistic").
+    _loss = "squared"
+    #: ``task`` of the model file.
+    _task = "regression"
+    #: The key of the held-out loss in ``validation_path_``.
+    _validation_loss = "validation_mse"
+    #: Fitted attributes of the class saved in model files besides the tables.
+    _json_attributes: tuple[str, ...] = ("lambda_ratio_",)
+
+    # Fitted state, with shapes (see fastpcam._fitted).
+    intercept_: float
+    cuts_: list[npt.NDArray[np.float64]]  # [feature][cut]
+    values_: list[npt.NDArray[np.float64]]  # [feature][bin], len == len(cuts) + 1
+    bin_weights_: list[npt.NDArray[np.float64]]  # [feature][bin]
+    missing_values_: npt.NDArray[np.float64]  # [feature]
+    missing_weights_: npt.NDArray[np.float64]  # [feature]
+    n_iter_: int
+    converged_: bool
+    kkt_residual_: float
+    objective_: float
+    history_: dict[str, npt.NDArray[Any]]
+    lambda_f_: float
+    lambda_max_: float
+    lambda_ratio_: float
+    validation_path_: dict[str, npt.NDArray[Any]]
+    n_validation_: int
+
+    def __init__(
+        self,
+        lambda_f: Optional[float] = None,
+        *,
+        lambda_ratio: Union[float, str] = "auto",
+        validation_fraction: float = DEFAULT_VALIDATION_FRACTION,
+        max_bins: Union[int, str, None] = DEFAULT_MAX_BINS,
+        selection: str = DEFAULT_SELECTION,
+        tol: float = DEFAULT_TOL,
+        max_iter: int = DEFAULT_MAX_ITER,
+        max_time: Optional[float] = None,
+        n_jobs: Optional[int] = None,
+        random_state: int = 0,
+        subsample_for_bin: int = DEFAULT_SUBSAMPLE_FOR_BIN,
+        verbose: int = 0,
+        callback: Optional[Callable[[int, float, float, float], Optional[bool]]] = None,
+        categorical_features: Any = "from_dtype",
+        bins: Any = None,
+        engine: str = DEFAULT_ENGINE,
+    ) -> None:
+        _store_params(self, locals())
+
+    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
+    # ------------------------------------------------------------------ the core call
+
+    def _config(self, **extra: Any) -> dict[str, Any]:
+        """The core's configuration: this estimator's parameters and its loss."""
+        return _params.core_config(self.get_params(deep=False), self._loss, **extra)
+
+    def _call_core(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)``, a core error naming the feature of a column it cites."""
+        try:
+            return fn(*args, **kwargs)
+        except ValueError as err:
+            raise _params.name_columns(err, getattr(self, "feature_names_in_", None)) from None
+
+    def _validated(self) -> bool:
+        """Whether the penalty is chosen on held-out rows (``lambda_ratio="auto"``)."""
+        return self.lambda_f is None and isinstance(getattr(self, "lambda_ratio", None), str)
+
+    def _progress(self) -> tuple[Optional[Callable[[int, float, float, float], bool]], float]:
+        """Verbose printing and the user's ``callback`` as one progress function, and the
+        interval in seconds between its calls."""
+        callback, verbose = getattr(self, "callback", None), getattr(self, "verbose", 0)
+        fast = callback is not None or (verbose and verbose >= 2)
+        if not verbose and callback is None:
+            return None, 1.0
+        every = 0.1 if verbose and verbose >= 2 else 1.0
+        last_print = [-1e300]
+
+        def show(n_iter: int, objective: float, kkt: float, elapsed: float) -> bool:
+            if verbose and elapsed - last_print[0] >= 0.9 * every:
+                last_print[0] = elapsed
+                print(
+                    f"[FAST] iter {n_iter:>7d}  objective {objective:.10g}  KKT {kkt:.3e}  {elapsed:7.2f} s",
+                    file=sys.stdout,
+                    flush=True,
+                )
+            return callback is None or callback(n_iter, objective, kkt, elapsed) is not False
+
+        return show, 0.1 if fast else 1.0
+
+    def _report(self, stop: str, where: str = "", stacklevel: int = 4) -> None:
+        """The summary line of ``verbose`` and the warning of a fit stopped before ``tol``."""
+        if getattr(self, "verbose", 0):
+            print(
+                f"[FAST] done{where}: {self.n_iter_} block updates, KKT residual {self.kkt_residual_:.3e}, "
+                f"objective {self.objective_:.10g}, lambda_f {self.lambda_f_:.4g}",
+                flush=True,
+            )
+        if not self.converged_:
+            warnings.warn(
+                f"FAST stopped ({stop}) after {self.n_iter_} block updates with KKT residual "
+                f"{self.kkt_residual_:.3g} > tol={self.tol}; increase max_iter or max_time, "
+                "or accept the model reached so far.",
+                ConvergenceWarning,
+                stacklevel=stacklevel,
+            )
+
+    # ------------------------------------------------------------------ fit / predict
+
+    def _encode_y(self, y: Any, sample_weight: Any) -> Any:
+        """The target as the core's loss reads it (the classifier's 0/1 labels)."""
+        return y
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    @document
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> Any:
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data. float64 numpy arrays in C or Fortran order are read in place.
+            NaN marks a missing value (it gets a bin of its own); infinite values are errors.
+            pandas ``category``, object and string columns are categorical (see
+            ``categorical_features``). A Dask DataFrame or Array is fitted through sufficient
+            statistics computed partition by partition (``y`` and ``sample_weight`` then
+            partitioned like ``X`` or in memory; see :mod:`fastpcam._dask`).
+        y : array-like of shape (n_samples,)
+            Target values (class labels for a classifier).
+        <<sample_weight>>
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        if _dask.is_dask_collection(X):
+            return _dask.fit_dask(self, X, y, sample_weight)
+        y = self._encode_y(y, sample_weight)
+        X, y, sample_weight, bins = _input.prepare_fit(self, X, y, sample_weight)
+        progress, interval = self._progress()
+        out = self._call_core(
+            _core.fit, X, y, sample_weight, config=self._config(bins=bins, progress_interval=interval), progress=progress
+        )
+        _fitted.write(self, out, self._validation_loss)
+        self._report(str(out["stop"]))
+        self._after_fit(X, y, sample_weight)
+        return self
+
+    def _after_fit(self, X: Any, y: Any, sample_weight: Any) -> None:
+        """Checks of the fitted model on the training data (the classifier's separation)."""
+
+    @document
+    def predict(self, X: Any) -> npt.NDArray[np.float64]:
+        """Predict with the fitted additive model.
+
+        ``predict(X) == intercept_ + Σ_j values_[j][searchsorted(cuts_[j], X[:, j], "right")]``
+        for non-missing entries; a NaN entry of feature ``j`` contributes ``missing_values_[j]``,
+        a category not seen in training 0.
+
+        <<predict_X>>
+        y_pred : ndarray of shape (n_samples,)
+            Predictions.
+        """
+        return self._decision(X)
+
+    def _decision(self, X: Any) -> npt.NDArray[np.float64]:
+        """The additive score ``intercept_ + Σ_j f_j(x_j)`` of the rows of ``X``."""
+        check_is_fitted(self, "values_")
+        return _fitted.decision(self, _input.prepare_predict(self, X))
+
+
+def _store_params(est: Any, given: dict[str, Any]) -> None:
+    """``__init__`` of an estimator: store every argument under its own name (scikit-learn
+    reads them back with ``get_params``)."""
+    for name, value in given.items():
+        if name not in ("self", "__class__"):
+            setattr(est, name, value)

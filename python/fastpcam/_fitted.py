@@ -1,0 +1,264 @@
+"""The fitted model state and its readers and writer.
+
+A fitted fastpcam model is a few arrays (as interpret's EBM keeps ``term_scores_``):
+
+- ``intercept_`` (float), ``cuts_[j]`` (increasing cut points), ``values_[j]`` (one value per
+  bin, ``len(cuts_[j]) + 1`` of them), ``bin_weights_[j]`` (training weight per bin);
+- ``missing_values_[j]`` / ``missing_weights_[j]``: the value and training weight of
+  feature ``j``'s missing bin (a NaN entry contributes ``missing_values_[j]``);
+- ``categories_[j]``: ``None`` (numeric) or the category labels, category ``k`` being bin
+  ``k`` of the feature (code ``k``; the cuts sit between the codes); an unseen category
+  (code ``len(categories_[j])``) contributes 0;
+- ``feature_names_in_`` (pandas input) or ``n_features_in_``.
+
+The model is ``f(x) = intercept_ + Σ_j f_j(x_j)`` with
+``f_j(x) = values_[j][searchsorted(cuts_[j], x, side="right")]``. :func:`write` sets the
+state from the core's output; :func:`shape_functions` is the one reader every exporter (SQL,
+JSON, text, plots, explanations) goes through; :func:`decision` evaluates the tables.
+
+:data:`REGISTRY` maps class names to the estimator classes (each registers itself), so a
+saved model finds its class without this module importing the estimators.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping, Optional, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from . import _core
+from ._params import n_threads, name_columns
+from ._text import shape_segments
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas
+
+#: Estimator classes by name, filled by :func:`register`.
+REGISTRY: dict[str, type] = {}
+
+T = TypeVar("T", bound=type)
+
+
+def register(cls: T) -> T:
+    """Class decorator: make ``cls`` findable by name (model files store the name)."""
+    REGISTRY[cls.__name__] = cls
+    return cls
+
+
+def estimator_class(name: str) -> type:
+    """The registered estimator class called ``name``."""
+    if name not in REGISTRY:
+        raise ValueError(f"unknown estimator {name!r}; known: {', '.join(sorted(REGISTRY))}")
+    return REGISTRY[name]
+
+
+def feature_names(model: Any) -> list[str]:
+    names = getattr(model, "feature_names_in_", None)
+    if names is not None:
+        return [str(n) for n in names]
+    n = getattr(model, "n_features_in_", None)
+    if n is None:
+        n = len(model.cuts_)
+    return [f"x{j}" for j in range(int(n))]
+
+
+def check_fitted(model: Any) -> None:
+    from sklearn.utils.validation import check_is_fitted
+
+    check_is_fitted(model, ["intercept_", "cuts_", "values_"])
+
+
+def _missing_value(model: Any, j: int) -> float:
+    """The contribution of a missing (NaN) entry of feature ``j``."""
+    mv = getattr(model, "missing_values_", None)
+    if mv is None:
+        return 0.0
+    v = float(mv[j])
+    return v if math.isfinite(v) else 0.0
+
+
+def _missing_weight(model: Any, j: int) -> Optional[float]:
+    mw = getattr(model, "missing_weights_", None)
+    return None if mw is None else float(mw[j])
+
+
+def _categories(model: Any, j: int) -> Optional[npt.NDArray[Any]]:
+    cats = getattr(model, "categories_", None)
+    if cats is None:
+        return None
+    c = cats.get(j) if isinstance(cats, Mapping) else cats[j]
+    return None if c is None else np.asarray(c, dtype=object)
+
+
+@dataclass(frozen=True, eq=False)
+class ShapeFunction:
+    """One feature's shape function ``f_j``: its bins, their values and training weights.
+
+    Bin ``b`` covers ``[cuts[b-1], cuts[b])`` (``-inf`` below the first cut, ``+inf`` above
+    the last), i.e. ``np.searchsorted(cuts, x, side="right")``; a missing (NaN) entry
+    contributes ``missing_value``.
+
+    Attributes
+    ----------
+    name : str
+        The feature name (``feature_names_in_``, or ``x0, x1, ...``).
+    index : int
+        The feature's column index.
+    cuts : ndarray of shape (n_bins - 1,)
+        Increasing cut points.
+    values : ndarray of shape (n_bins,)
+        Value per bin (centred over the training rows).
+    bin_weights : ndarray of shape (n_bins,) or None
+        Total training sample weight per bin (the row count with unit weights); None if the
+        model does not store it (e.g. a model file without bin weights).
+    missing_value : float
+        Contribution of a missing entry (0 when the model has no missing bin for it).
+    missing_weight : float or None
+        Training weight of the missing bin, if the model stores it.
+    categories : ndarray of object or None
+        For a categorical feature, the label of each bin; None for a numeric feature.
+    """
+
+    name: str
+    index: int
+    cuts: npt.NDArray[np.float64]
+    values: npt.NDArray[np.float64]
+    bin_weights: Optional[npt.NDArray[np.float64]]
+    missing_value: float = 0.0
+    missing_weight: Optional[float] = None
+    categories: Optional[npt.NDArray[Any]] = None
+
+    def __repr__(self) -> str:
+        kind = "categorical" if self.categories is not None else "numeric"
+        return (
+            f"ShapeFunction(name={self.name!r}, index={self.index}, {kind}, n_bins={self.values.size}, "
+            f"levels={len(self.segments())}, values in [{self.values.min():.4g}, {self.values.max():.4g}], "
+            f"missing_value={self.missing_value:.4g})"
+        )
+
+    @property
+    def is_flat(self) -> bool:
+        """True if the feature contributes the same value everywhere (missing included)."""
+        v = self.values
+        return bool(np.all(v == v[0]) and self.missing_value == v[0])
+
+    def segments(self) -> list[tuple[float, float, float]]:
+        """Merge adjacent bins with equal value into ``(lower, upper, value)`` segments.
+
+        Returns
+        -------
+        list of tuple of float
+            ``lower`` is inclusive, ``upper`` exclusive; ``-inf``/``inf`` at the ends.
+        """
+        return shape_segments(self.cuts, self.values)
+
+    def __call__(self, x: Any) -> npt.NDArray[np.float64]:
+        """Evaluate the shape function at numeric (or category-code) values; NaN is missing."""
+        x = np.asarray(x, dtype=np.float64)
+        out = self.values[np.searchsorted(self.cuts, np.where(np.isnan(x), 0.0, x), side="right")]
+        if self.categories is not None:  # codes past the last category: unseen, contribute 0
+            out = np.where(x > len(self.categories) - 0.5, 0.0, out)
+        return np.where(np.isnan(x), self.missing_value, out)
+
+    def to_frame(self) -> "pandas.DataFrame":
+        """The bins as a pandas DataFrame: one row per bin, then a ``missing`` row.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``lower`` (inclusive), ``upper`` (exclusive), ``value``, ``weight``,
+            ``missing`` (True for the missing bin's row, whose bounds are NaN), and
+            ``category`` for a categorical feature.
+        """
+        try:
+            import pandas as pd
+        except ImportError as exc:  # pragma: no cover - pandas is a test extra
+            raise ImportError(
+                "ShapeFunction.to_frame() needs pandas; install it with `pip install fastpcam[pandas]`"
+            ) from exc
+        n_bins = self.values.size
+        edges = np.concatenate(([-np.inf], self.cuts, [np.inf]))
+        weight = self.bin_weights if self.bin_weights is not None else np.full(n_bins, np.nan)
+        mw = self.missing_weight if self.missing_weight is not None else np.nan
+        data: dict[str, Any] = {
+            "lower": np.append(edges[:-1], np.nan),
+            "upper": np.append(edges[1:], np.nan),
+            "value": np.append(self.values, self.missing_value),
+            "weight": np.append(weight, mw),
+            "missing": np.append(np.zeros(n_bins, dtype=bool), True),
+        }
+        if self.categories is not None:
+            data["category"] = list(self.categories) + [None]
+        return pd.DataFrame(data)
+
+
+
+def shape_functions(model: Any) -> list[ShapeFunction]:
+    """The shape function of every input feature of a fitted model, in feature order."""
+    check_fitted(model)
+    bin_weights = getattr(model, "bin_weights_", None)
+    return [
+        ShapeFunction(
+            name=name,
+            index=j,
+            cuts=np.asarray(model.cuts_[j], dtype=np.float64),
+            values=np.asarray(model.values_[j], dtype=np.float64),
+            bin_weights=None if bin_weights is None else np.asarray(bin_weights[j], dtype=np.float64),
+            missing_value=_missing_value(model, j),
+            missing_weight=_missing_weight(model, j),
+            categories=_categories(model, j),
+        )
+        for j, name in enumerate(feature_names(model))
+    ]
+
+
+def write(est: Any, out: Mapping[str, Any], validation_loss: str = "validation_mse") -> None:
+    """Set the fitted state of ``est`` from the core's output of one fit (``fit``,
+    ``fit_stats``, one fit of a path, one sparse model merged with its run)."""
+    est.intercept_ = float(out["intercept"])
+    est.cuts_ = [np.asarray(c, dtype=np.float64) for c in out["cuts"]]
+    est.values_ = [np.asarray(v, dtype=np.float64) for v in out["values"]]
+    est.bin_weights_ = [np.asarray(b, dtype=np.float64) for b in out["bin_weights"]]
+    est.missing_values_ = np.asarray(out["missing_values"], dtype=np.float64)
+    est.missing_weights_ = np.asarray(out["missing_weights"], dtype=np.float64)
+    est.n_iter_ = int(out["n_iter"])
+    est.converged_ = bool(out["converged"])
+    est.kkt_residual_ = float(out["kkt_residual"])
+    est.objective_ = float(out["objective"])
+    est.lambda_f_ = float(out["lambda_f"])
+    est.lambda_max_ = float(out["lambda_max"])
+    ratio = est.lambda_f_ / est.lambda_max_ if est.lambda_max_ > 0 else 0.0
+    est.lambda_ratio_ = float(out.get("lambda_ratio", ratio))
+    empty = np.zeros(0)
+    est.validation_path_ = {
+        "lambda_ratio": np.asarray(out.get("search_ratios", empty), dtype=np.float64),
+        validation_loss: np.asarray(out.get("search_loss", empty), dtype=np.float64),
+        "n_iter": np.asarray(out.get("search_n_iter", empty), dtype=np.int64),
+    }
+    est.n_validation_ = int(out.get("search_n_validation", 0))
+    est.history_ = {
+        "objective": np.asarray(out.get("history_objective", empty), dtype=np.float64),
+        "feature": np.asarray(out.get("history_feature", empty), dtype=np.int64),
+        "time": np.asarray(out.get("history_time", empty), dtype=np.float64),
+    }
+    if "engine" in out:
+        est.engine_ = str(out["engine"])
+
+
+def decision(est: Any, X: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """``intercept_ + Σ_j f_j(X[:, j])`` for an encoded ``X`` (categories as ranks): an unseen
+    category (rank ``len(categories_[j])``) falls in an extra bin of value 0."""
+    cuts, values = list(est.cuts_), list(est.values_)
+    for j, c in enumerate(getattr(est, "categories_", None) or []):
+        if c is not None:
+            cuts[j] = np.append(cuts[j], len(c) - 0.5)
+            values[j] = np.append(values[j], 0.0)
+    try:
+        return _core.predict(
+            X, est.intercept_, cuts, values, getattr(est, "missing_values_", None), n_jobs=n_threads(est.n_jobs)
+        )
+    except ValueError as err:
+        raise name_columns(err, getattr(est, "feature_names_in_", None)) from None

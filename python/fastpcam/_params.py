@@ -1,0 +1,187 @@
+"""Parameters shared by the estimators: defaults read from the compiled core, constraints,
+the configuration handed to the core, and small conversions (threads, error messages).
+
+Every default is defined once, in Rust (``rust/bindings/config.rs`` from the core's
+constants), and read here from ``_core.defaults()``; the estimators' signatures use these
+names. The core's configuration keys are the Python parameter names.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from numbers import Integral, Real
+from typing import Any, Optional
+
+import numpy as np
+import numpy.typing as npt
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from . import _core
+
+#: The default of every configuration key of the core (what a fit uses for a key left out).
+CORE_DEFAULTS: dict[str, Any] = dict(_core.defaults())
+
+DEFAULT_LAMBDA_RATIO: float = float(_core.DEFAULT_LAMBDA_RATIO)
+"""``lambda_f / lambda_max`` that ``lambda_ratio="auto"`` falls back to without enough rows
+to hold out (and on sufficient statistics without held-out ones)."""
+DEFAULT_VALIDATION_FRACTION: float = float(CORE_DEFAULTS["validation_fraction"])
+DEFAULT_MAX_BINS: Any = CORE_DEFAULTS["max_bins"]
+DEFAULT_SELECTION: str = str(CORE_DEFAULTS["selection"])
+DEFAULT_TOL: float = float(CORE_DEFAULTS["tol"])
+DEFAULT_MAX_ITER: int = int(CORE_DEFAULTS["max_iter"])
+DEFAULT_SUBSAMPLE_FOR_BIN: int = int(CORE_DEFAULTS["subsample_for_bin"])
+DEFAULT_ENGINE: str = str(CORE_DEFAULTS["engine"])
+DEFAULT_MAX_SWAPS: int = int(CORE_DEFAULTS["max_swaps"])
+DEFAULT_N_LAMBDA_S: int = int(CORE_DEFAULTS["n_lambda_s"])
+DEFAULT_SCALE_DOWN_FACTOR: float = float(CORE_DEFAULTS["scale_down_factor"])
+SPARSE_LAMBDA_RATIO: float = float(_core.SPARSE_LAMBDA_RATIO)
+SPARSE_MAX_BINS: int = int(_core.SPARSE_MAX_BINS)
+DEFAULT_MAX_FEATURES: int = int(_core.SPARSE_MAX_FEATURES)
+
+_NON_NEGATIVE = Interval(Real, 0, None, closed="left")
+
+#: Constraints of every parameter of any estimator, by name (scikit-learn's
+#: ``_parameter_constraints``); an estimator takes the entries of its own parameters.
+CONSTRAINTS: dict[str, list[Any]] = {
+    "lambda_f": [_NON_NEGATIVE, None],
+    "lambda_ratio": [_NON_NEGATIVE, StrOptions({"auto"})],
+    "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+    "max_bins": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"}), None],
+    "selection": [StrOptions({"greedy", "cyclic", "sweep", "auto"})],
+    "tol": [_NON_NEGATIVE],
+    "max_iter": [Interval(Integral, 0, None, closed="left")],
+    "max_time": [Interval(Real, 0, None, closed="neither"), None],
+    "n_jobs": [Integral, None],
+    "random_state": [Interval(Integral, 0, None, closed="left")],
+    "subsample_for_bin": [Interval(Integral, 2, None, closed="left")],
+    "verbose": ["verbose"],
+    "callback": [callable, None],
+    "categorical_features": [StrOptions({"from_dtype"}), "array-like", None],
+    "bins": [dict, list, None],
+    "engine": [StrOptions({"auto", "rows", "tables"})],
+    # feature-sparse fits
+    "max_features": [Interval(Integral, 1, None, closed="left")],
+    "method": [StrOptions({"agis", "l0"})],
+    "local_search": ["boolean"],
+    "max_swaps": [Interval(Integral, 0, None, closed="left")],
+    "n_lambda_s": [Interval(Integral, 1, None, closed="left")],
+    "scale_down_factor": [Interval(Real, 0, 1, closed="neither")],
+    # cross-validation
+    "lambda_ratios": ["array-like", None],
+    "cv": ["cv_object"],
+    "one_standard_error": ["boolean"],
+}
+
+
+def constraints(params: Any, **override: list[Any]) -> dict[str, list[Any]]:
+    """The constraints of the parameters ``params`` (names), with ``override`` replacing some."""
+    return {name: override.get(name, CONSTRAINTS[name]) for name in params}
+
+
+def n_threads(n_jobs: Optional[int]) -> Optional[int]:
+    """Map scikit-learn's ``n_jobs`` to a thread count (``None``: all cores)."""
+    if n_jobs is None or n_jobs == -1:
+        return None
+    if n_jobs > 0:
+        return int(n_jobs)
+    return max(1, (os.cpu_count() or 1) + 1 + int(n_jobs))
+
+
+def core_config(params: dict[str, Any], loss: str, **extra: Any) -> dict[str, Any]:
+    """The configuration dict of the core's fit functions: the parameters it knows, by name,
+    with ``n_jobs`` as a thread count and ``extra`` (``bins``, ``progress_interval``, ...)."""
+    config = {k: v for k, v in params.items() if k in CORE_DEFAULTS and k != "bins"}
+    config["loss"] = loss
+    if "n_jobs" in config:
+        config["n_jobs"] = n_threads(config["n_jobs"])
+    config.update(extra)
+    return config
+
+
+_COLUMN_RE = re.compile(r"column (\d+)")
+
+
+def name_columns(err: ValueError, names: Optional[npt.NDArray[Any]], prefix: str = "") -> ValueError:
+    """A core error with the feature name added where it names a column by index
+    (``column 3`` → ``column 3 ('temp')``), and a prefix."""
+    msg = str(err)
+    if names is not None:
+        m = _COLUMN_RE.search(msg)
+        if m is not None:
+            msg = msg.replace(m.group(0), f"{m.group(0)} ({np.asarray(names, dtype=object)[int(m.group(1))]!r})", 1)
+    return ValueError(prefix + msg)
+
+
+# ------------------------------------------------------------------------- shared docs
+
+#: numpydoc entries shared by several docstrings, by name; a docstring line ``<<a b>>``
+#: stands for the entries ``a`` and ``b`` (see :func:`document`).
+DOCS: dict[str, str] = {
+    # the head of a predict-style method: its samples, then its returns section
+    "predict_X": "Parameters\n----------\nX : array-like of shape (n_samples, n_features)\n    Samples.\n\nReturns\n-------",
+    "X_train": "X : array-like of shape (n_samples, n_features)\n    Training data (NaN marks a missing value).",
+    "y": "y : array-like of shape (n_samples,)\n    Target values.",
+    "sample_weight": (
+        "sample_weight : array-like of shape (n_samples,), default=None\n"
+        "    Non-negative sample weights; integer weights act like repeated rows."
+    ),
+    "verbose": (
+        "verbose : int, default=0\n"
+        "    ``1`` prints progress about once a second and a summary; ``2`` ten times a second."
+    ),
+    "n_features_in_": "n_features_in_ : int\n    Number of features seen during fit.",
+    "feature_names_in_": (
+        "feature_names_in_ : ndarray of shape (n_features_in_,)\n"
+        "    Names of the features, when ``X`` has string column names (pandas)."
+    ),
+    "is_categorical_": "is_categorical_ : ndarray of shape (n_features_in_,)\n    Which features were treated as categorical.",
+    "categories_": (
+        "categories_ : list of (ndarray or None)\n"
+        "    For a categorical feature, its categories in chain order (aligned with ``values_``);\n"
+        "    None for a numeric feature."
+    ),
+    "bin_weights_": (
+        "bin_weights_ : list of ndarray of shape (n_bins_j,)\n    Total sample weight of the training rows in each bin."
+    ),
+    "missing_weights_": (
+        "missing_weights_ : ndarray of shape (n_features_in_,)\n"
+        "    Total sample weight of the training rows with a missing value, per feature."
+    ),
+    "cuts_": (
+        "cuts_ : list of ndarray of shape (n_bins_j - 1,)\n"
+        "    Increasing cut points per feature; ``x`` falls in bin\n"
+        '    ``np.searchsorted(cuts_[j], x, side="right")``.'
+    ),
+    "n_iter_": "n_iter_ : int\n    Block updates done.",
+    "converged_": "converged_ : bool\n    Whether ``kkt_residual_ <= tol``.",
+    "n_validation_": "n_validation_ : int\n    Number of held-out rows (0 when no search ran).",
+    "lambda_ratio_": (
+        "lambda_ratio_ : float\n"
+        '    ``lambda_f_ / lambda_max_``: with ``lambda_ratio="auto"``, the ratio chosen on\n'
+        "    held-out rows."
+    ),
+    "n_jobs": (
+        "n_jobs : int or None, default=None\n"
+        "    Threads. ``None`` or ``-1`` uses every core; results do not depend on it."
+    ),
+    "random_state": "random_state : int, default=0\n    Seed of the row sample used for quantile bins on large data.",
+    "subsample_for_bin": "subsample_for_bin : int, default=200000\n    Rows sampled to compute quantile bins (as in LightGBM).",
+    "max_time": (
+        "max_time : float or None, default=None\n    Optional time budget in seconds; the model reached so far is kept."
+    ),
+}
+
+_MARK = re.compile(r"^([ \t]*)<<(.+?)>>[ \t]*$", re.MULTILINE)
+
+
+def document(target: Any) -> Any:
+    """Decorator: expand every ``<<name ...>>`` line of the docstring into the :data:`DOCS`
+    entries, indented as the line."""
+
+    def expand(m: re.Match[str]) -> str:
+        lines = "\n".join(DOCS[name] for name in m.group(2).split()).split("\n")
+        return "\n".join(m.group(1) + line if line else line for line in lines)
+
+    target.__doc__ = _MARK.sub(expand, target.__doc__ or "")
+    return target

@@ -1,0 +1,218 @@
+//! The fit configuration: one typed object, read once from the dict that the Python facade
+//! builds from an estimator's parameters (`fastpcam._params.core_config`). Its keys are the
+//! Python parameter names; a key left out takes [`FitConfig::default`], the single place the
+//! defaults are defined (from the core's constants), which `_core.defaults()` shows to Python.
+//! Turning it into core parameters checks nothing itself: the core's `check` methods do, and
+//! their messages name the Python argument.
+
+use pyo3::conversion::FromPyObjectOwned;
+use pyo3::prelude::*;
+use pyo3::IntoPyObjectExt;
+
+use crate::binning::{auto_max_bins, BinningParams, DEFAULT_BIN_SAMPLE_SIZE};
+use crate::params::{
+    Engine, FitParams, Loss, Penalty, Selection, Validation, DEFAULT_LAMBDA_RATIO,
+    DEFAULT_MAX_ITER, DEFAULT_TOL, DEFAULT_VALIDATION_FRACTION,
+};
+use crate::sparse::{
+    LambdaS, SparseParams, DEFAULT_MAX_SWAPS, DEFAULT_N_LAMBDA_S, DEFAULT_SCALE_DOWN,
+};
+
+/// A parameter that Python gives as a value or as the string "auto": `max_bins` (an int,
+/// or None for exact bins) and `lambda_ratio` (a ratio of `λ_max`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum AutoOr<T> {
+    Auto,
+    Value(T),
+}
+
+/// `max_bins`: "auto" (by the number of rows), an int, or None (exact bins).
+pub(crate) type MaxBins = AutoOr<Option<usize>>;
+/// `lambda_ratio`: "auto" (chosen on held-out rows) or a ratio of `λ_max`.
+pub(crate) type LambdaRatio = AutoOr<f64>;
+
+impl<'a, 'py, T: FromPyObjectOwned<'py>> FromPyObject<'a, 'py> for AutoOr<T> {
+    type Error = PyErr;
+    fn extract(ob: pyo3::Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        match ob.extract::<String>() {
+            Ok(s) if s == "auto" => Ok(Self::Auto),
+            Ok(s) => Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "expected a number or 'auto', got {s:?}"
+            ))),
+            Err(_) => Ok(Self::Value(ob.extract().map_err(Into::into)?)),
+        }
+    }
+}
+
+impl<'py, T: IntoPyObject<'py>> IntoPyObject<'py> for AutoOr<T> {
+    type Target = PyAny;
+    type Output = Bound<'py, PyAny>;
+    type Error = PyErr;
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        match self {
+            Self::Auto => Ok("auto".into_pyobject(py)?.into_any()),
+            Self::Value(v) => v.into_bound_py_any(py),
+        }
+    }
+}
+
+/// Everything a fit needs besides the data, keyed by the Python parameter names.
+#[derive(Debug, Clone, FromPyObject, IntoPyObject)]
+#[pyo3(from_item_all)]
+pub(crate) struct FitConfig {
+    /// "squared" or "logistic" (the one key every fit gives).
+    pub loss: String,
+    #[pyo3(default = FitConfig::default().lambda_f)]
+    pub lambda_f: Option<f64>,
+    #[pyo3(default = FitConfig::default().lambda_ratio)]
+    pub lambda_ratio: LambdaRatio,
+    #[pyo3(default = FitConfig::default().validation_fraction)]
+    pub validation_fraction: f64,
+    #[pyo3(default = FitConfig::default().max_bins)]
+    pub max_bins: MaxBins,
+    #[pyo3(default = FitConfig::default().selection)]
+    pub selection: String,
+    #[pyo3(default = FitConfig::default().tol)]
+    pub tol: f64,
+    #[pyo3(default = FitConfig::default().max_iter)]
+    pub max_iter: usize,
+    #[pyo3(default = FitConfig::default().max_time)]
+    pub max_time: Option<f64>,
+    /// Threads (`None`: every core).
+    #[pyo3(default = FitConfig::default().n_jobs)]
+    pub n_jobs: Option<usize>,
+    #[pyo3(default = FitConfig::default().random_state)]
+    pub random_state: u64,
+    #[pyo3(default = FitConfig::default().subsample_for_bin)]
+    pub subsample_for_bin: usize,
+    /// User cut points, one entry (or None) per feature.
+    #[pyo3(default = FitConfig::default().bins)]
+    pub bins: Option<Vec<Option<Vec<f64>>>>,
+    #[pyo3(default = FitConfig::default().engine)]
+    pub engine: String,
+    /// Seconds between calls of the progress function.
+    #[pyo3(default = FitConfig::default().progress_interval)]
+    pub progress_interval: f64,
+    /// Feature-sparse fits: "agis" or "l0".
+    #[pyo3(default = FitConfig::default().method)]
+    pub method: String,
+    /// Feature-sparse fits: the most non-flat shape functions (`None`: every feature).
+    #[pyo3(default = FitConfig::default().max_features)]
+    pub max_features: Option<usize>,
+    /// `"l0"`: the `λ_s` values (`None`: an automatic grid).
+    #[pyo3(default = FitConfig::default().lambda_s)]
+    pub lambda_s: Option<Vec<f64>>,
+    #[pyo3(default = FitConfig::default().n_lambda_s)]
+    pub n_lambda_s: usize,
+    #[pyo3(default = FitConfig::default().scale_down_factor)]
+    pub scale_down_factor: f64,
+    #[pyo3(default = FitConfig::default().local_search)]
+    pub local_search: bool,
+    #[pyo3(default = FitConfig::default().max_swaps)]
+    pub max_swaps: usize,
+}
+
+impl Default for FitConfig {
+    fn default() -> Self {
+        Self {
+            loss: "squared".into(),
+            lambda_f: None,
+            lambda_ratio: AutoOr::Auto,
+            validation_fraction: DEFAULT_VALIDATION_FRACTION,
+            max_bins: AutoOr::Auto,
+            selection: "auto".into(),
+            tol: DEFAULT_TOL,
+            max_iter: DEFAULT_MAX_ITER,
+            max_time: None,
+            n_jobs: None,
+            random_state: 0,
+            subsample_for_bin: DEFAULT_BIN_SAMPLE_SIZE,
+            bins: None,
+            engine: "auto".into(),
+            progress_interval: 1.0,
+            method: "agis".into(),
+            max_features: None,
+            lambda_s: None,
+            n_lambda_s: DEFAULT_N_LAMBDA_S,
+            scale_down_factor: DEFAULT_SCALE_DOWN,
+            local_search: true,
+            max_swaps: DEFAULT_MAX_SWAPS,
+        }
+    }
+}
+
+impl FitConfig {
+    /// How to bin data of `n_rows` rows (`max_bins="auto"` resolves for that many).
+    pub fn binning(&self, n_rows: usize) -> BinningParams {
+        BinningParams {
+            max_bins: match self.max_bins {
+                AutoOr::Value(b) => b,
+                AutoOr::Auto => Some(auto_max_bins(n_rows)),
+            },
+            sample_size: self.subsample_for_bin,
+            random_state: self.random_state,
+            user_cuts: self.bins.clone().unwrap_or_default(),
+        }
+    }
+
+    /// The penalty: `lambda_f`, else the ratio, else (`"auto"`) chosen on held-out rows when
+    /// `held_out` rows exist and the fixed default ratio when they do not.
+    pub fn penalty(&self, held_out: bool) -> Penalty {
+        match (self.lambda_f, self.lambda_ratio) {
+            (Some(l), _) => Penalty::Absolute(l),
+            (None, AutoOr::Value(r)) => Penalty::Relative(r),
+            (None, AutoOr::Auto) if held_out => Penalty::Validated(Validation {
+                fraction: self.validation_fraction,
+                seed: self.random_state,
+            }),
+            (None, AutoOr::Auto) => Penalty::Relative(DEFAULT_LAMBDA_RATIO),
+        }
+    }
+
+    /// Checked parameters of a fit on `n_rows` rows (`held_out`: see [`Self::penalty`]).
+    pub fn fit_params(&self, n_rows: usize, held_out: bool) -> PyResult<FitParams> {
+        let params = FitParams {
+            lambda: self.penalty(held_out),
+            selection: self.selection.parse::<Selection>()?,
+            tol: self.tol,
+            max_iter: self.max_iter,
+            max_time: self.max_time,
+            binning: self.binning(n_rows),
+        };
+        params.check()?;
+        Ok(params)
+    }
+
+    /// The loss and the engine, checked together.
+    pub fn loss_engine(&self) -> PyResult<(Loss, Engine)> {
+        let (loss, engine) = (self.loss.parse::<Loss>()?, self.engine.parse::<Engine>()?);
+        loss.check_engine(engine)?;
+        Ok((loss, engine))
+    }
+
+    /// Checked parameters of a feature-sparse fit on `n_rows` rows.
+    pub fn sparse_params(&self, n_rows: usize) -> PyResult<SparseParams> {
+        let params = SparseParams {
+            lambda: self.penalty(false),
+            tol: self.tol,
+            max_iter: self.max_iter,
+            local_search: self.local_search,
+            max_swaps: self.max_swaps,
+            binning: self.binning(n_rows),
+        };
+        params.check()?;
+        Ok(params)
+    }
+
+    /// The `λ_s` grid of an `"l0"` fit on `n_features` features.
+    pub fn lambda_s_grid(&self, n_features: usize) -> LambdaS {
+        match &self.lambda_s {
+            Some(values) => LambdaS::Values(values.clone()),
+            None => LambdaS::Auto {
+                max_features: self.max_features.unwrap_or(n_features),
+                n_lambda: self.n_lambda_s,
+                scale_down: self.scale_down_factor,
+            },
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! What the fit bindings return to Python: dicts of numpy arrays and scalars.
+
+use numpy::{IntoPyArray, PyArray1};
+use pyo3::prelude::*;
+
+use crate::binning::BinnedData;
+use crate::solver::{self, BinnedFit};
+
+/// Float arrays as numpy arrays.
+pub(crate) fn arrays(py: Python<'_>, v: Vec<Vec<f64>>) -> Vec<Bound<'_, PyArray1<f64>>> {
+    v.into_iter().map(|a| a.into_pyarray(py)).collect()
+}
+
+/// Indices or counts as an int64 array.
+pub(crate) fn counts(py: Python<'_>, v: Vec<usize>) -> Bound<'_, PyArray1<i64>> {
+    v.into_iter()
+        .map(|k| k as i64)
+        .collect::<Vec<_>>()
+        .into_pyarray(py)
+}
+
+/// One fit of `fit` / `fit_stats`.
+#[derive(IntoPyObject)]
+pub(crate) struct FitOutput<'py> {
+    intercept: f64,
+    cuts: Vec<Bound<'py, PyArray1<f64>>>,
+    values: Vec<Bound<'py, PyArray1<f64>>>,
+    bin_weights: Vec<Bound<'py, PyArray1<f64>>>,
+    missing_values: Bound<'py, PyArray1<f64>>,
+    missing_weights: Bound<'py, PyArray1<f64>>,
+    lambda_f: f64,
+    lambda_max: f64,
+    n_iter: usize,
+    converged: bool,
+    kkt_residual: f64,
+    objective: f64,
+    stop: String,
+    engine: String,
+    history_objective: Bound<'py, PyArray1<f64>>,
+    history_feature: Bound<'py, PyArray1<i64>>,
+    history_time: Bound<'py, PyArray1<f64>>,
+    lambda_ratio: f64,
+    search_ratios: Bound<'py, PyArray1<f64>>,
+    search_loss: Bound<'py, PyArray1<f64>>,
+    search_n_iter: Bound<'py, PyArray1<i64>>,
+    search_n_validation: usize,
+}
+
+impl<'py> FitOutput<'py> {
+    pub(crate) fn new(py: Python<'py>, fitted: solver::Fit) -> Self {
+        let h = fitted.report.history;
+        let search = fitted.search.unwrap_or_default();
+        FitOutput {
+            intercept: fitted.model.intercept,
+            cuts: arrays(py, fitted.model.cuts),
+            values: arrays(py, fitted.model.values),
+            bin_weights: arrays(py, fitted.bin_weights),
+            missing_values: fitted.model.missing_values.into_pyarray(py),
+            missing_weights: fitted.missing_weights.into_pyarray(py),
+            lambda_f: fitted.lambda_f,
+            lambda_max: fitted.lambda_max,
+            n_iter: fitted.report.n_iter,
+            converged: fitted.report.converged,
+            kkt_residual: fitted.report.kkt_residual,
+            objective: fitted.report.objective,
+            stop: format!("{:?}", fitted.report.stop).to_lowercase(),
+            engine: format!("{:?}", fitted.engine).to_lowercase(),
+            history_objective: h.objective.into_pyarray(py),
+            history_feature: counts(py, h.feature),
+            history_time: h.time.into_pyarray(py),
+            lambda_ratio: if fitted.lambda_max > 0.0 {
+                fitted.lambda_f / fitted.lambda_max
+            } else {
+                0.0
+            },
+            search_ratios: search.ratios.into_pyarray(py),
+            search_loss: search.validation_loss.into_pyarray(py),
+            search_n_iter: counts(py, search.n_iter),
+            search_n_validation: search.n_validation,
+        }
+    }
+}
+
+/// One fit of a path.
+#[derive(IntoPyObject)]
+pub(crate) struct PathFit<'py> {
+    lambda_f: f64,
+    intercept: f64,
+    values: Vec<Bound<'py, PyArray1<f64>>>,
+    missing_values: Bound<'py, PyArray1<f64>>,
+    n_iter: usize,
+    converged: bool,
+    kkt_residual: f64,
+    objective: f64,
+}
+
+/// What `fit_path` returns: the shared bins and one fit per penalty.
+#[derive(IntoPyObject)]
+pub(crate) struct PathOutput<'py> {
+    cuts: Vec<Bound<'py, PyArray1<f64>>>,
+    bin_weights: Vec<Bound<'py, PyArray1<f64>>>,
+    missing_weights: Bound<'py, PyArray1<f64>>,
+    lambda_max: f64,
+    fits: Vec<PathFit<'py>>,
+}
+
+impl<'py> PathOutput<'py> {
+    pub(crate) fn new(
+        py: Python<'py>,
+        data: &BinnedData,
+        lambda_max: f64,
+        fits: Vec<BinnedFit>,
+    ) -> Self {
+        let (bin_weights, missing_weights) = solver::chain_weights(data);
+        let path_fit = |f: BinnedFit| {
+            let model = solver::to_model(data, f.intercept, &f.values);
+            PathFit {
+                lambda_f: f.lambda_f,
+                intercept: f.intercept,
+                values: arrays(py, model.values),
+                missing_values: model.missing_values.into_pyarray(py),
+                n_iter: f.report.n_iter,
+                converged: f.report.converged,
+                kkt_residual: f.report.kkt_residual,
+                objective: f.report.objective,
+            }
+        };
+        PathOutput {
+            cuts: arrays(py, data.features.iter().map(|f| f.cuts.clone()).collect()),
+            bin_weights: arrays(py, bin_weights),
+            missing_weights: missing_weights.into_pyarray(py),
+            lambda_max,
+            fits: fits.into_iter().map(path_fit).collect(),
+        }
+    }
+}

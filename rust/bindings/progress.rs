@@ -1,0 +1,57 @@
+//! Calls back into Python during a fit.
+
+use std::time::Instant;
+
+use pyo3::prelude::*;
+
+use crate::solver::Progress;
+
+/// Every `interval` seconds: checks for Ctrl-C and calls the user's progress function (which
+/// may return False to stop). A Python error is kept and raised by [`ProgressBridge::finish`]
+/// after the fit.
+pub(crate) struct ProgressBridge {
+    progress: Option<Py<PyAny>>,
+    interval: f64,
+    last: Instant,
+    error: Option<PyErr>,
+}
+
+impl ProgressBridge {
+    pub(crate) fn new(progress: Option<Py<PyAny>>, interval: f64) -> Self {
+        Self {
+            progress,
+            interval,
+            last: Instant::now(),
+            error: None,
+        }
+    }
+
+    /// The core's callback: `false` stops the fit.
+    pub(crate) fn call(&mut self, p: &Progress) -> bool {
+        if self.last.elapsed().as_secs_f64() < self.interval && p.n_iter > 0 {
+            return true;
+        }
+        self.last = Instant::now();
+        Python::attach(|py| {
+            if let Err(e) = py.check_signals() {
+                self.error = Some(e);
+                return false;
+            }
+            let Some(cb) = self.progress.as_ref() else {
+                return true;
+            };
+            match cb.call1(py, (p.n_iter, p.objective, p.kkt_residual, p.elapsed)) {
+                Ok(ret) => !ret.bind(py).is(pyo3::types::PyBool::new(py, false)),
+                Err(e) => {
+                    self.error = Some(e);
+                    false
+                }
+            }
+        })
+    }
+
+    /// Raises the Python error met during the fit, if any.
+    pub(crate) fn finish(self) -> PyResult<()> {
+        self.error.map_or(Ok(()), Err)
+    }
+}
