@@ -11,7 +11,6 @@ import json
 import re
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -424,35 +423,11 @@ def test_fit_reports_the_chosen_task(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "accuracy" in captured.out and "(1 categorical: colour)" in captured.out
 
 
-# The model file stores a FASTClassifier once every estimator serialises (issue 11: a
-# `FASTClassifier` to_json/from_json and load_model returning the class that was saved). Until
-# then save_model writes a classifier as a regressor, and these tests fail for that reason only.
-# The mark is conditional: it does nothing once the JSON round trip gives a FASTClassifier back.
-def _classifier_json_round_trips() -> bool:
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(40, 1))
-    clf = FASTClassifier(max_bins=4).fit(X, X[:, 0] > 0)
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            save_model(clf, Path(tmp) / "m.json")
-            return isinstance(load_model(Path(tmp) / "m.json"), FASTClassifier)
-        except ValueError:
-            return False
-
-
-needs_classifier_json = pytest.mark.xfail(
-    not _classifier_json_round_trips(),
-    reason="the JSON model format does not store FASTClassifier yet (issue 11, item 4)",
-    strict=False,
-)
-
-
 def _read_csv_columns(text: str) -> dict[str, list[str]]:
     rows = list(csv.reader(io.StringIO(text)))
     return {name: [row[j] for row in rows[1:]] for j, name in enumerate(rows[0])}
 
 
-@needs_classifier_json
 @pytest.mark.parametrize("labels", [("no", "yes"), ("0", "1")])
 def test_classification_fit_predict_round_trip(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                labels: tuple[str, str]) -> None:
