@@ -237,6 +237,17 @@ impl Tables {
                 format!("W = {total_weight}"),
             );
         }
+        let all_zero = [y_mean, yy]
+            .iter()
+            .chain(ysum.iter().chain(&weights).flatten())
+            .chain(&pairs)
+            .all(|&v| v == 0.0);
+        if total_weight == 0.0 && !all_zero {
+            return bad(
+                "with a total weight of 0 must be all zeros",
+                format!("n_bins {n_bins:?}"),
+            );
+        }
         Ok(Self::assemble(
             n_bins,
             total_weight,
@@ -379,9 +390,14 @@ impl Tables {
 /// The statistics of one partition of a data set, binned with given cut points and missing
 /// flags shared by every partition (so that partitions' tables can be added up).
 ///
+/// A partition whose rows all have weight 0 (or no rows) gives zero statistics, the identity
+/// of [`Tables::add`], after the same checks of `x` as a weighted partition gets.
+///
 /// # Errors
-/// As [`crate::binning::bin_data`]; [`FastError::InvalidParameter`] if a column holds NaN where
-/// `missing[j]` is false, or the lengths disagree.
+/// As [`crate::binning::bin_data`]; [`FastError::NonFiniteValue`] for a non-finite `y`;
+/// [`FastError::LengthMismatch`] if `y`, `sample_weight`, the cuts or the missing flags do not
+/// match `x`; [`FastError::InvalidParameter`] for cut points that are not finite and strictly
+/// increasing, or a column that holds NaN where `missing[j]` is false.
 pub fn partition_tables(
     x: ndarray::ArrayView2<'_, f64>,
     y: ArrayView1<'_, f64>,
@@ -389,6 +405,14 @@ pub fn partition_tables(
     cuts: &[Vec<f64>],
     missing: &[bool],
 ) -> Result<Tables> {
+    crate::error::check_target_len(y.len(), x.nrows())?;
+    if let Some(index) = y.iter().position(|v| !v.is_finite()) {
+        return Err(FastError::NonFiniteValue {
+            what: "y",
+            index,
+            value: y[index],
+        });
+    }
     if cuts.len() != x.ncols() || missing.len() != x.ncols() {
         return Err(FastError::LengthMismatch {
             what: "cuts / missing flags",
@@ -397,11 +421,40 @@ pub fn partition_tables(
             reason: "one entry per column of the partition",
         });
     }
+    for (j, c) in cuts.iter().enumerate() {
+        if c.iter().any(|v| !v.is_finite()) || c.windows(2).any(|w| !(w[0] < w[1])) {
+            return Err(FastError::InvalidParameter {
+                name: "cuts",
+                message: "must hold finite, strictly increasing cut points",
+                value: format!("feature {j}: {c:?}"),
+            });
+        }
+    }
+    let weightless = match weights {
+        Some(w) if !w.is_empty() => {
+            if w.len() != x.nrows() {
+                return Err(FastError::LengthMismatch {
+                    what: "sample_weight",
+                    expected: x.nrows(),
+                    got: w.len(),
+                    reason: "one weight per row of X",
+                });
+            }
+            match crate::error::check_weights("sample_weight", w) {
+                Err(FastError::ZeroTotalWeight(_)) => true,
+                Err(e) => return Err(e),
+                Ok(_) => false,
+            }
+        }
+        _ => false,
+    };
+    if weightless {
+        check_weightless_columns(x, missing)?;
+    }
     let params = crate::binning::BinningParams {
         user_cuts: cuts.iter().cloned().map(Some).collect(),
         ..crate::binning::BinningParams::default()
     };
-    let weightless = weights.is_some_and(|w| w.len() == x.nrows() && w.iter().all(|&v| v == 0.0));
     let mut data = if x.nrows() == 0 || weightless {
         // An empty (or all-zero-weight) partition: zero statistics.
         let features = cuts
@@ -453,6 +506,28 @@ pub fn partition_tables(
     Tables::build(&data, y)
 }
 
+/// The checks of `x` that binning would make, for a partition that is not binned (all weights
+/// zero): no infinite value, and NaN only in columns flagged `missing`.
+fn check_weightless_columns(x: ndarray::ArrayView2<'_, f64>, missing: &[bool]) -> Result<()> {
+    for (j, column) in x.columns().into_iter().enumerate() {
+        if let Some(row) = column.iter().position(|v| v.is_infinite()) {
+            return Err(FastError::NonFiniteX {
+                row,
+                column: j,
+                value: column[row],
+            });
+        }
+        if !missing[j] && column.iter().any(|v| v.is_nan()) {
+            return Err(FastError::InvalidParameter {
+                name: "missing",
+                message: "is false for a column that holds NaN in this partition",
+                value: format!("column {j}"),
+            });
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -494,5 +569,106 @@ mod tests {
         for (s, u) in a.ysum.iter().flatten().zip(t.ysum.iter().flatten()) {
             assert!((s - u).abs() < 1e-12);
         }
+    }
+
+    #[test]
+    fn partition_checks_live_in_the_core() {
+        let x = array![[0.0, 1.0], [1.0, f64::NAN], [2.0, 3.0]];
+        let y = array![1.0, 2.0, 3.0];
+        let cuts = vec![vec![0.5, 1.5], vec![2.0]];
+        let ok = partition_tables(x.view(), y.view(), None, &cuts, &[false, true]).unwrap();
+        assert_eq!(ok.total_weight, 3.0);
+        // NaN where the missing flag is false, weighted or not.
+        for w in [None, Some(&[0.0, 0.0, 0.0][..])] {
+            let err = partition_tables(x.view(), y.view(), w, &cuts, &[false, false]).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    FastError::InvalidParameter {
+                        name: "missing",
+                        ..
+                    }
+                ),
+                "{err:?}"
+            );
+        }
+        // All-zero weights: zero statistics, the identity of `add`.
+        let zero =
+            partition_tables(x.view(), y.view(), Some(&[0.0; 3]), &cuts, &[false, true]).unwrap();
+        assert_eq!(zero.total_weight, 0.0);
+        assert!(zero
+            .pairs()
+            .iter()
+            .chain(zero.ysum.iter().flatten())
+            .all(|&v| v == 0.0));
+        let mut sum = zero.clone();
+        sum.add(&ok).unwrap();
+        assert_eq!(sum.pairs(), ok.pairs());
+        // An infinite x is refused even where no row is binned.
+        let mut xi = x.clone();
+        xi[[2, 0]] = f64::INFINITY;
+        let err = partition_tables(xi.view(), y.view(), Some(&[0.0; 3]), &cuts, &[false, true])
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                FastError::NonFiniteX {
+                    row: 2,
+                    column: 0,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        // Bad y, cuts and weights.
+        let yn = array![1.0, f64::NAN, 3.0];
+        let err = partition_tables(x.view(), yn.view(), None, &cuts, &[false, true]).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                FastError::NonFiniteValue {
+                    what: "y",
+                    index: 1,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        let bad_cuts = vec![vec![1.5, 0.5], vec![2.0]];
+        let err =
+            partition_tables(x.view(), y.view(), None, &bad_cuts, &[false, true]).unwrap_err();
+        assert!(
+            matches!(err, FastError::InvalidParameter { name: "cuts", .. }),
+            "{err:?}"
+        );
+        let err = partition_tables(x.view(), y.view(), Some(&[1.0, 1.0]), &cuts, &[false, true])
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                FastError::LengthMismatch {
+                    what: "sample_weight",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        // Zero-weight statistics must be zeros to be added.
+        let mut ysum = zero.ysum.clone();
+        ysum[0][0] = 1.0;
+        let err = Tables::from_parts(
+            zero.n_bins.clone(),
+            0.0,
+            0.0,
+            0.0,
+            ysum,
+            zero.weights.clone(),
+            zero.pairs().to_vec(),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(err, FastError::InvalidParameter { name: "tables", .. }),
+            "{err:?}"
+        );
     }
 }

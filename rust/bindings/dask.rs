@@ -11,7 +11,6 @@ use super::config::FitConfig;
 use super::errors::{compute, no_panic};
 use super::output::{arrays, FitOutput};
 use crate::binning::bin_data;
-use crate::error::{check_weights, FastError};
 use crate::solver;
 use crate::tables::{partition_tables, Tables};
 
@@ -69,39 +68,6 @@ fn stats_output(py: Python<'_>, t: Tables) -> StatsOutput<'_> {
     }
 }
 
-/// Statistics of a partition whose rows all have weight 0 (which `bin_data` refuses): zero
-/// tables, after the same checks of `x` as a weighted partition gets.
-fn zero_weight_partition(
-    x: ndarray::ArrayView2<'_, f64>,
-    y: ndarray::ArrayView1<'_, f64>,
-    cuts: &[Vec<f64>],
-    missing: &[bool],
-) -> crate::Result<Tables> {
-    for (j, column) in x.columns().into_iter().enumerate() {
-        if let Some(row) = column.iter().position(|v| v.is_infinite()) {
-            return Err(FastError::NonFiniteX {
-                row,
-                column: j,
-                value: column[row],
-            });
-        }
-        if !missing.get(j).copied().unwrap_or(true) && column.iter().any(|v| v.is_nan()) {
-            return Err(FastError::InvalidParameter {
-                name: "missing",
-                message: "is false for a column that holds NaN in this partition",
-                value: format!("column {j}"),
-            });
-        }
-    }
-    partition_tables(
-        x.slice(ndarray::s![0..0, ..]),
-        y.slice(ndarray::s![0..0]),
-        None,
-        cuts,
-        missing,
-    )
-}
-
 /// The sufficient statistics of one partition binned with shared cut points and missing flags.
 #[pyfunction]
 #[pyo3(signature = (x, y, sample_weight, cuts, missing, *, n_jobs=None))]
@@ -115,112 +81,11 @@ fn partition_stats<'py>(
     n_jobs: Option<usize>,
 ) -> PyResult<StatsOutput<'py>> {
     let (x, y) = (x.as_array(), y.as_array());
-    crate::error::check_target_len(y.len(), x.nrows())?;
-    if let Some(index) = y.iter().position(|v| !v.is_finite()) {
-        return Err(FastError::NonFiniteValue {
-            what: "y",
-            index,
-            value: y[index],
-        }
-        .into());
-    }
-    for (j, c) in cuts.iter().enumerate() {
-        if c.iter().any(|v| !v.is_finite()) || c.windows(2).any(|w| !(w[0] < w[1])) {
-            return Err(FastError::InvalidParameter {
-                name: "cuts",
-                message: "must hold finite, strictly increasing cut points",
-                value: format!("feature {j}: {c:?}"),
-            }
-            .into());
-        }
-    }
     let w: Option<Vec<f64>> = sample_weight.map(|w| w.as_array().to_vec());
-    let zero_weight = match &w {
-        Some(w) if !w.is_empty() => {
-            if w.len() != x.nrows() {
-                return Err(FastError::LengthMismatch {
-                    what: "sample_weight",
-                    expected: x.nrows(),
-                    got: w.len(),
-                    reason: "one weight per row of X",
-                }
-                .into());
-            }
-            match check_weights("sample_weight", w) {
-                Err(FastError::ZeroTotalWeight(_)) => true,
-                Err(e) => return Err(e.into()),
-                Ok(_) => false,
-            }
-        }
-        _ => false,
-    };
     let tables = compute(py, "partition_stats", n_jobs, || {
-        if zero_weight {
-            zero_weight_partition(x, y, &cuts, &missing)
-        } else {
-            partition_tables(x, y, w.as_deref(), &cuts, &missing)
-        }
+        partition_tables(x, y, w.as_deref(), &cuts, &missing)
     })?;
     Ok(stats_output(py, tables))
-}
-
-/// Whether `s` are the (all-zero) statistics of a partition without weight, which
-/// `Tables::from_parts` refuses; they are the identity of `add_stats`.
-fn is_empty(s: &StatsInput<'_>) -> crate::Result<bool> {
-    if s.total_weight != 0.0 {
-        return Ok(false);
-    }
-    let bad = |message: &'static str| FastError::InvalidParameter {
-        name: "tables",
-        message,
-        value: format!("n_bins {:?}", s.n_bins),
-    };
-    let p = s.n_bins.len();
-    let pairs: usize = (0..p)
-        .flat_map(|j| (j + 1..p).map(move |k| (j, k)))
-        .map(|(j, k)| s.n_bins[j] * s.n_bins[k])
-        .sum();
-    let shapes = s.ysum.len() == p
-        && s.weights.len() == p
-        && (0..p).all(|j| {
-            s.ysum[j].as_array().len() == s.n_bins[j]
-                && s.weights[j].as_array().len() == s.n_bins[j]
-        })
-        && s.pairs.as_array().len() == pairs;
-    if !shapes {
-        return Err(bad("need one ysum and weights array of n_bins[j] entries per feature and the pairs of every two features"));
-    }
-    let zero = |a: &PyReadonlyArray1<'_, f64>| a.as_array().iter().all(|&v| v == 0.0);
-    if s.y_mean != 0.0
-        || s.yy != 0.0
-        || !s.ysum.iter().chain(&s.weights).all(zero)
-        || !zero(&s.pairs)
-    {
-        return Err(bad("with a total weight of 0 must be all zeros"));
-    }
-    Ok(true)
-}
-
-fn copy_output<'py>(py: Python<'py>, s: &StatsInput<'py>) -> StatsOutput<'py> {
-    let copy = |v: &[PyReadonlyArray1<'py, f64>]| {
-        v.iter()
-            .map(|a| a.as_array().to_owned().into_pyarray(py))
-            .collect()
-    };
-    StatsOutput {
-        n_bins: s
-            .n_bins
-            .iter()
-            .map(|&b| b as i64)
-            .collect::<Vec<_>>()
-            .into_pyarray(py),
-        total_weight: s.total_weight,
-        y_mean: s.y_mean,
-        yy: s.yy,
-        ysum: copy(&s.ysum),
-        weights: copy(&s.weights),
-        pairs: s.pairs.as_array().to_owned().into_pyarray(py),
-    }
 }
 
 /// `a + b`: the statistics of the union of two partitions with the same bins (pooled exactly).
@@ -230,19 +95,6 @@ fn add_stats<'py>(
     a: StatsInput<'py>,
     b: StatsInput<'py>,
 ) -> PyResult<StatsOutput<'py>> {
-    if a.n_bins != b.n_bins {
-        return Err(FastError::InvalidParameter {
-            name: "tables",
-            message: "can only be added for the same bins",
-            value: format!("{:?} vs {:?}", a.n_bins, b.n_bins),
-        }
-        .into());
-    }
-    match (is_empty(&a)?, is_empty(&b)?) {
-        (true, _) => return Ok(copy_output(py, &b)),
-        (false, true) => return Ok(copy_output(py, &a)),
-        _ => {}
-    }
     let (mut ta, tb) = (to_tables(&a)?, to_tables(&b)?);
     py.detach(|| no_panic("add_stats", || ta.add(&tb)))??;
     Ok(stats_output(py, ta))
