@@ -80,6 +80,16 @@ named_choices! {
     }
 }
 
+named_choices! {
+    /// The feature-sparse algorithm (see [`crate::sparse`]).
+    pub enum SparseMethod for "method", "must be 'agis' or 'l0'" {
+        /// Approximate greedy iterative selection: one model per support size.
+        Agis = "agis",
+        /// Group ℓ0-FAST along a path of `λ_s`.
+        L0 = "l0",
+    }
+}
+
 /// The fusion penalty, absolute or relative to `λ_max` (the smallest `λ_f` whose fit is constant).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Penalty {

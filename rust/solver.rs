@@ -159,3 +159,26 @@ pub fn fit_path(
     }
     Ok(out)
 }
+
+/// Bins `x` and fits a warm-started path over `lambdas` ([`fit_path`]): absolute penalties, or
+/// ratios of `λ_max` when `relative`. Also returns the binned data and `λ_max`; with no
+/// `lambdas`, just those.
+///
+/// # Errors
+/// As [`fit`] for the data and [`fit_path`] for the penalties.
+pub fn fit_path_rows(
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    weights: Option<&[f64]>,
+    lambdas: &[f64],
+    relative: bool,
+    params: &FitParams,
+) -> Result<(BinnedData, f64, Vec<BinnedFit>)> {
+    crate::error::check_target_len(y.len(), x.nrows())?;
+    let data = bin_data(x, weights, &params.binning)?;
+    let lmax = lambda_max(&data, y)?;
+    let scale = if relative { lmax } else { 1.0 };
+    let absolute: Vec<f64> = lambdas.iter().map(|l| l * scale).collect();
+    let fits = fit_path(&data, y, &absolute, params)?;
+    Ok((data, lmax, fits))
+}

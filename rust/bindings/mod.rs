@@ -12,7 +12,6 @@ mod sparse;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 
-use crate::binning::bin_data;
 use crate::logistic;
 use crate::model::AdditiveModel;
 use crate::params::Loss;
@@ -69,14 +68,8 @@ fn fit_path<'py>(
 ) -> PyResult<PathOutput<'py>> {
     let (x, y, w) = (x.as_array(), y.as_array(), weights(sample_weight));
     let params = config.fit_params(x.nrows(), false)?;
-    crate::error::check_target_len(y.len(), x.nrows())?;
     let (data, lmax, fits) = compute(py, "fit_path", config.n_jobs, || {
-        let data = bin_data(x, w.as_deref(), &params.binning)?;
-        let lmax = solver::lambda_max(&data, y)?;
-        let scale = if relative { lmax } else { 1.0 };
-        let absolute: Vec<f64> = lambdas.iter().map(|l| l * scale).collect();
-        let fits = solver::fit_path(&data, y, &absolute, &params)?;
-        Ok((data, lmax, fits))
+        solver::fit_path_rows(x, y, w.as_deref(), &lambdas, relative, &params)
     })?;
     Ok(PathOutput::new(py, &data, lmax, fits))
 }

@@ -7,8 +7,8 @@ use pyo3::prelude::*;
 use super::config::FitConfig;
 use super::errors::compute;
 use super::output::{arrays, counts};
+use crate::params::SparseMethod;
 use crate::sparse::{self, PathStop, SparseFit, SparseModel};
-use crate::FastError;
 
 /// One model of a sparse path.
 #[derive(IntoPyObject)]
@@ -109,25 +109,12 @@ fn fit_sparse<'py>(
     let w: Option<Vec<f64>> = sample_weight.map(|w| w.as_array().to_vec());
     let params = config.sparse_params(x.nrows())?;
     let max_features = config.max_features.unwrap_or(x.ncols());
-    let fitted = match config.method.as_str() {
-        "agis" => compute(py, "fit_sparse", config.n_jobs, || {
-            sparse::agis(x, y, w.as_deref(), &params, max_features)
-        })?,
-        "l0" => {
-            let grid = config.lambda_s_grid(x.ncols());
-            compute(py, "fit_sparse", config.n_jobs, || {
-                sparse::l0(x, y, w.as_deref(), &params, &grid)
-            })?
-        }
-        other => {
-            return Err(FastError::InvalidParameter {
-                name: "method",
-                message: "must be 'agis' or 'l0'",
-                value: format!("{other:?}"),
-            }
-            .into())
-        }
-    };
+    let method: SparseMethod = config.method.parse()?;
+    let grid = config.lambda_s_grid(x.ncols());
+    let fitted = compute(py, "fit_sparse", config.n_jobs, || match method {
+        SparseMethod::Agis => sparse::agis(x, y, w.as_deref(), &params, max_features),
+        SparseMethod::L0 => sparse::l0(x, y, w.as_deref(), &params, &grid),
+    })?;
     Ok(output(py, fitted))
 }
 
