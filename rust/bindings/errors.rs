@@ -1,7 +1,11 @@
 //! The one mapping from core errors (and panics) to Python exceptions.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::Duration;
+
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
-use pyo3::PyErr;
+use pyo3::{PyErr, Python};
 
 use crate::error::FastError;
 
@@ -28,12 +32,62 @@ pub fn no_panic<R>(what: &str, f: impl FnOnce() -> R) -> Result<R, PyErr> {
 }
 
 /// Runs `f` with the GIL released, on a pool of `n_jobs` threads (`None`: every core): a
-/// core error becomes a `ValueError`, a panic a `RuntimeError`.
+/// core error becomes a `ValueError`, a panic a `RuntimeError`, and Ctrl-C during the
+/// computation a `KeyboardInterrupt` once `f` returns (see [`compute_interruptible`]).
 pub fn compute<R: Send>(
-    py: pyo3::Python<'_>,
+    py: Python<'_>,
     what: &str,
     n_jobs: Option<usize>,
     f: impl FnOnce() -> crate::Result<R> + Send,
 ) -> Result<R, PyErr> {
-    Ok(py.detach(|| no_panic(what, || crate::solver::with_threads(n_jobs, f)))???)
+    compute_interruptible(py, what, n_jobs, &AtomicBool::new(false), f)
+}
+
+/// How often the waiting thread looks for Ctrl-C.
+const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
+/// [`compute`] that can be interrupted: `f` runs on a worker thread while the calling thread
+/// waits without the GIL and checks for signals every [`SIGNAL_POLL`] (CPython runs signal
+/// handlers on the main thread only, so a check on a worker thread never sees Ctrl-C). On a
+/// signal, `cancel` is set — a fit's callback reads it and stops at its next step — and the
+/// signal's exception (`KeyboardInterrupt`) is raised once `f` has returned; its result is
+/// dropped, so an estimator stays unfitted.
+pub fn compute_interruptible<R: Send>(
+    py: Python<'_>,
+    what: &str,
+    n_jobs: Option<usize>,
+    cancel: &AtomicBool,
+    f: impl FnOnce() -> crate::Result<R> + Send,
+) -> Result<R, PyErr> {
+    let mut interrupt: Option<PyErr> = None;
+    let out = py.detach(|| {
+        std::thread::scope(|scope| {
+            let (done, result) = mpsc::channel();
+            scope.spawn(move || {
+                // The receiver outlives this thread: the send cannot fail.
+                let _ = done.send(no_panic(what, || crate::solver::with_threads(n_jobs, f)));
+            });
+            loop {
+                match result.recv_timeout(SIGNAL_POLL) {
+                    Ok(out) => return out,
+                    Err(RecvTimeoutError::Timeout) if interrupt.is_none() => {
+                        if let Err(e) = Python::attach(|py| py.check_signals()) {
+                            interrupt = Some(e);
+                            cancel.store(true, Ordering::Relaxed);
+                        }
+                    }
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => {
+                        return Err(PyRuntimeError::new_err(format!(
+                            "internal error in fastpcam {what}: the worker thread ended without a result"
+                        )))
+                    }
+                }
+            }
+        })
+    });
+    if let Some(e) = interrupt {
+        return Err(e);
+    }
+    Ok(out???)
 }

@@ -9,6 +9,8 @@ mod output;
 mod progress;
 mod sparse;
 
+use std::sync::atomic::AtomicBool;
+
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 
@@ -17,7 +19,7 @@ use crate::model::AdditiveModel;
 use crate::params::Loss;
 use crate::solver::{self, Progress};
 use config::FitConfig;
-use errors::{compute, no_panic};
+use errors::{compute, compute_interruptible, no_panic};
 use output::{FitOutput, PathOutput};
 use progress::ProgressBridge;
 
@@ -40,8 +42,9 @@ fn fit<'py>(
     let (x, y, w) = (x.as_array(), y.as_array(), weights(sample_weight));
     let params = config.fit_params(x.nrows(), true)?;
     let (loss, engine) = config.loss_engine()?;
-    let mut bridge = ProgressBridge::new(progress, config.progress_interval);
-    let fitted = compute(py, "fit", config.n_jobs, || {
+    let cancel = AtomicBool::new(false);
+    let mut bridge = ProgressBridge::new(&cancel, progress, config.progress_interval);
+    let fitted = compute_interruptible(py, "fit", config.n_jobs, &cancel, || {
         let mut call = |p: &Progress| bridge.call(p);
         let callback: Option<solver::Callback<'_>> = Some(&mut call);
         match loss {
