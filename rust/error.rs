@@ -50,6 +50,13 @@ pub enum FastError {
         message: &'static str,
         value: String,
     },
+    /// An allocation whose size depends on the input is larger than this machine can give.
+    #[error("{what} would need {bytes} bytes ({gib:.1} GiB), more than this machine can allocate; {hint}", gib = *bytes as f64 / (1u64 << 30) as f64)]
+    OutOfMemory {
+        what: &'static str,
+        bytes: u128,
+        hint: &'static str,
+    },
 }
 
 /// Result alias of the core.
@@ -139,4 +146,51 @@ pub fn check_weights(what: &'static str, weights: &[f64]) -> Result<f64> {
         return Err(FastError::ZeroTotalWeight(what));
     }
     Ok(total)
+}
+
+/// A zeroed buffer of `len` values, allocated only if the machine can give it: `len` values
+/// of `f64` are checked against the memory available now (on Linux) and reserved fallibly,
+/// so an input that asks for too much gets [`FastError::OutOfMemory`] instead of aborting
+/// the process.
+///
+/// # Errors
+/// [`FastError::OutOfMemory`] naming `what` and the size, with `hint`.
+pub fn try_zeros(len: usize, what: &'static str, hint: &'static str) -> Result<Vec<f64>> {
+    let bytes = len as u128 * std::mem::size_of::<f64>() as u128;
+    let refuse = || FastError::OutOfMemory { what, bytes, hint };
+    if available_bytes().is_some_and(|free| bytes > free) {
+        return Err(refuse());
+    }
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| refuse())?;
+    v.resize(len, 0.0);
+    Ok(v)
+}
+
+/// The memory available to new allocations (`MemAvailable` of `/proc/meminfo`), where known.
+fn available_bytes() -> Option<u128> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u128 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn impossible_allocations_are_errors() {
+        let err = try_zeros(usize::MAX / 8, "a test buffer", "ask for less").unwrap_err();
+        match &err {
+            FastError::OutOfMemory { what, bytes, hint } => {
+                assert_eq!(*what, "a test buffer");
+                assert_eq!(*bytes, (usize::MAX / 8) as u128 * 8);
+                assert_eq!(*hint, "ask for less");
+            }
+            other => panic!("expected OutOfMemory, got {other:?}"),
+        }
+        assert!(err.to_string().contains("GiB"), "{err}");
+        assert_eq!(try_zeros(3, "a small buffer", "").unwrap(), vec![0.0; 3]);
+    }
 }

@@ -61,6 +61,20 @@ fn pair_table<A: Code, B: Code>(a: &[A], b: &[B], v: Option<&[f64]>, nb: usize, 
     }
 }
 
+/// What to do when the co-occurrence tables do not fit in memory.
+const TABLES_HINT: &str =
+    "use fewer bins (max_bins, or fewer cut points) or the rows engine (engine='rows')";
+
+/// The total length of the pair tables (`Σ_{j<k} B_j·B_k`), computed without allocating;
+/// saturating, so an impossible size is refused by the allocation that follows.
+fn pairs_len(n_bins: &[usize]) -> usize {
+    let total = n_bins.iter().fold(0usize, |a, &b| a.saturating_add(b));
+    let diag = n_bins
+        .iter()
+        .fold(0usize, |a, &b| a.saturating_add(b.saturating_mul(b)));
+    total.saturating_mul(total).saturating_sub(diag) / 2
+}
+
 /// Where each pair's table starts in the concatenated `pairs` (`start[j·p + k]` for
 /// `j < k`, in `(0,1), (0,2), …, (1,2), …` order; `usize::MAX` elsewhere) and their total
 /// length.
@@ -119,8 +133,8 @@ impl Tables {
             .iter()
             .map(|f| f.bin_weights.clone())
             .collect();
-        let (_, len) = pair_layout(&n_bins);
-        let mut pairs = vec![0.0; len];
+        let len = pairs_len(&n_bins);
+        let mut pairs = crate::error::try_zeros(len, "the co-occurrence tables", TABLES_HINT)?;
         // Split the buffer into one disjoint slice per pair (in layout order), then fill them
         // in parallel.
         let mut slices: Vec<(usize, usize, &mut [f64])> = Vec::with_capacity(p * p / 2);
@@ -216,7 +230,7 @@ impl Tables {
                 );
             }
         }
-        let (_, len) = pair_layout(&n_bins);
+        let len = pairs_len(&n_bins);
         if pairs.len() != len {
             return bad(
                 "pairs has the wrong length",
@@ -491,17 +505,16 @@ pub fn partition_tables(
     if data.n_samples == 0 {
         let n_bins = data.features.iter().map(|f| f.n_bins()).collect::<Vec<_>>();
         let zeros: Vec<Vec<f64>> = n_bins.iter().map(|&b| vec![0.0; b]).collect();
-        let (pair_start, len) = pair_layout(&n_bins);
-        return Ok(Tables {
+        let pairs =
+            crate::error::try_zeros(pairs_len(&n_bins), "the co-occurrence tables", TABLES_HINT)?;
+        return Ok(Tables::assemble(
             n_bins,
-            total_weight: 0.0,
-            y_mean: 0.0,
-            yy: 0.0,
-            ysum: zeros.clone(),
-            weights: zeros,
-            pairs: vec![0.0; len],
-            pair_start,
-        });
+            0.0,
+            (0.0, 0.0),
+            zeros.clone(),
+            zeros,
+            pairs,
+        ));
     }
     Tables::build(&data, y)
 }

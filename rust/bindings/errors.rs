@@ -4,15 +4,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::{PyErr, Python};
 
 use crate::error::FastError;
 
 impl From<FastError> for PyErr {
     fn from(e: FastError) -> Self {
-        // Every core error is a bad value supplied by the caller; the message names it.
-        PyValueError::new_err(e.to_string())
+        match e {
+            FastError::OutOfMemory { .. } => PyMemoryError::new_err(e.to_string()),
+            // Every other core error is a bad value supplied by the caller; the message names it.
+            _ => PyValueError::new_err(e.to_string()),
+        }
     }
 }
 
