@@ -702,15 +702,17 @@ fn assign_codes(
             let n_chunks = n.div_ceil(CODE_CHUNK);
             let mut tiles: Vec<(usize, usize, Vec<CodesMut<'_>>)> = Vec::new();
             for ci in 0..n_chunks {
-                let mut row: Vec<CodesMut<'_>> =
-                    per_feature.iter_mut().filter_map(Iterator::next).collect();
+                // This chunk's codes of every feature, CODE_COLUMNS at a time (linear in p).
+                let mut row = per_feature.iter_mut().filter_map(Iterator::next);
                 let mut j0 = 0;
-                while !row.is_empty() {
-                    let rest = row.split_off(row.len().min(CODE_COLUMNS));
-                    let width = row.len();
-                    tiles.push((ci, j0, row));
+                loop {
+                    let tile: Vec<CodesMut<'_>> = row.by_ref().take(CODE_COLUMNS).collect();
+                    if tile.is_empty() {
+                        break;
+                    }
+                    let width = tile.len();
+                    tiles.push((ci, j0, tile));
                     j0 += width;
-                    row = rest;
                 }
             }
             let results: Vec<Result<Vec<ColumnFlags>>> = tiles
