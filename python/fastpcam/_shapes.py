@@ -74,7 +74,7 @@ def resolve(est: Any) -> tuple[Optional[list[int]], Optional[list[float]]]:
         bad = [j for j in range(n) if raw[j] not in (-1.0, 0.0, 1.0)]
         if bad:
             j = bad[0]
-            raise ValueError(f"monotonic_cst: {_label(names, j)} has {raw[j]!r}; expected -1, 0 or 1")
+            raise ValueError(f"monotonic_cst: {_label(names, j)} has {raw[j]:g}; expected -1, 0 or 1")
         mono = raw.astype(np.int8)
         on_cat = [j for j in range(n) if mono[j] != 0 and cat[j]]
         if on_cat:
@@ -88,7 +88,7 @@ def resolve(est: Any) -> tuple[Optional[list[int]], Optional[list[float]]]:
         bad = [j for j in range(n) if not (np.isfinite(factor[j]) and factor[j] >= 0)]
         if bad:
             j = bad[0]
-            raise ValueError(f"penalty_factor: {_label(names, j)} has {factor[j]!r}; expected a finite value >= 0")
+            raise ValueError(f"penalty_factor: {_label(names, j)} has {factor[j]:g}; expected a finite value >= 0")
     est.monotonic_cst_ = mono
     est.penalty_factor_ = factor
     return (
