@@ -315,3 +315,15 @@ def test_bad_shapes_raise_clear_errors(kind, kw, match):
         kw = {**kw, "penalty_factor": kw["penalty_factor"] + [1]}
     with pytest.raises(ValueError, match=match):
         _fit(kind, frame, y, **kw)
+
+
+def test_dask_fits_honour_the_constraints():
+    dd = pytest.importorskip("dask.dataframe")
+    X, y = _data(n=3000, seed=11)
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    est = FASTRegressor(monotonic_cst={"a": 1, "b": -1}, penalty_factor={"c": 2.0}, lambda_ratio=1e-3)
+    est.fit(dd.from_pandas(frame, npartitions=3, sort=False), dd.from_pandas(pd.Series(y), npartitions=3, sort=False))
+    assert _is_monotone(est.values_[0], 1) and _is_monotone(est.values_[1], -1)
+    np.testing.assert_array_equal(est.penalty_factor_, [1.0, 1.0, 2.0])
+    assert est.kkt_residual_ <= est.tol
+    assert not _is_monotone(FASTRegressor(lambda_ratio=1e-3).fit(frame, y).values_[0], 1)
