@@ -24,7 +24,8 @@ use rayon::prelude::*;
 use crate::binning::{BinnedData, Code};
 use crate::descent::{DescentState, Pair, AUTO_GREEDY_MAX_FEATURES};
 use crate::flsa::{flsa_weighted_unchecked, FlsaWorkspace};
-use crate::params::Selection;
+use crate::monotone::{monotone_flsa, PavaWorkspace};
+use crate::params::{ChainShape, Selection};
 use crate::selection::bin_sums_into;
 use crate::tables::Tables;
 use crate::with_codes;
@@ -72,10 +73,14 @@ pub struct BlockState {
     pub sums: Vec<Vec<f64>>,
     /// `1/(2W) Σ v r²` as of the last residual pass.
     pub loss: f64,
-    /// `Σ_b |β_{j,b+1} − β_{j,b}|` over each block's chain.
+    /// `factor_j · Σ_b |β_{j,b+1} − β_{j,b}|` over each block's chain (the factor of its
+    /// shape).
     pub tv: Vec<f64>,
     // Chain length of each block (its missing bin, if any, comes after).
     n_chain: Vec<usize>,
+    // Each block's shape (empty: every chain free with factor 1).
+    shapes: Vec<ChainShape>,
+    pava: PavaWorkspace,
     backend: Backend,
     // Normalised bin weights w_b / W.
     wn: Vec<Vec<f64>>,
@@ -91,6 +96,7 @@ pub struct BlockState {
 #[derive(Debug, Clone, Default)]
 struct PairBuffers {
     ws: FlsaWorkspace,
+    pava: PavaWorkspace,
     z: Vec<f64>,
     bnew: Vec<f64>,
 }
@@ -165,6 +171,20 @@ impl BlockState {
         Self::assemble(data, intercept, beta, wn, 0.0, backend)
     }
 
+    /// The shape of block `k`.
+    pub fn shape(&self, k: usize) -> ChainShape {
+        self.shapes.get(k).copied().unwrap_or_default()
+    }
+
+    /// Sets every block's shape (one per block, or empty: all free, factor 1).
+    pub fn set_shapes(&mut self, shapes: &[ChainShape]) {
+        self.shapes = shapes.to_vec();
+        for k in 0..self.beta.len() {
+            let nc = self.n_chain[k];
+            self.tv[k] = self.shape(k).factor * total_variation(&self.beta[k][..nc]);
+        }
+    }
+
     /// Whether this state runs on the tables engine.
     pub fn uses_tables(&self) -> bool {
         matches!(self.backend, Backend::Tables { .. })
@@ -198,6 +218,8 @@ impl BlockState {
             loss,
             tv,
             n_chain,
+            shapes: Vec::new(),
+            pava: PavaWorkspace::default(),
             backend,
             wn,
             ws: FlsaWorkspace::with_capacity(max_bins),
@@ -268,13 +290,14 @@ impl BlockState {
     pub fn update_block(&mut self, data: &BinnedData, k: usize, lambda: f64) {
         let nb = data.features[k].n_bins();
         let nc = self.n_chain[k];
+        let shape = self.shape(k);
         solve_block(
             &self.sums[k][..nb],
             &self.beta[k][..nb],
             &self.wn[k][..nb],
-            nc,
+            (nc, shape),
             lambda,
-            &mut self.ws,
+            (&mut self.ws, &mut self.pava),
             &mut self.z,
             &mut self.bnew,
         );
@@ -318,34 +341,45 @@ impl BlockState {
         let pb = &mut self.pair;
         if pb.z.len() < self.z.len() {
             pb.ws = FlsaWorkspace::with_capacity(self.z.len());
+            pb.pava = PavaWorkspace::default();
             pb.z = vec![0.0; self.z.len()];
             pb.bnew = vec![0.0; self.z.len()];
         }
-        let (beta, wn, nch) = (&self.beta, &self.wn, &self.n_chain);
+        let (beta, wn, nch, shapes) = (&self.beta, &self.wn, &self.n_chain, &self.shapes);
         let solve = |k: usize,
                      nb: usize,
                      s: &mut [f64],
-                     ws: &mut FlsaWorkspace,
+                     ws: (&mut FlsaWorkspace, &mut PavaWorkspace),
                      z: &mut [f64],
                      out: &mut [f64]| {
             if !fresh {
                 bin_sums_into(&data.features[k], vr, inv_w, s);
             }
+            let shape = shapes.get(k).copied().unwrap_or_default();
             solve_block(
                 &s[..nb],
                 &beta[k][..nb],
                 &wn[k][..nb],
-                nch[k],
+                (nch[k], shape),
                 lambda,
                 ws,
                 z,
                 out,
             );
         };
-        let (ws1, z1, out1) = (&mut self.ws, &mut self.z, &mut self.bnew);
+        let (ws1, z1, out1) = ((&mut self.ws, &mut self.pava), &mut self.z, &mut self.bnew);
         rayon::join(
             || solve(k1, nb1, s1, ws1, z1, out1),
-            || solve(k2, nb2, s2, &mut pb.ws, &mut pb.z, &mut pb.bnew),
+            || {
+                solve(
+                    k2,
+                    nb2,
+                    s2,
+                    (&mut pb.ws, &mut pb.pava),
+                    &mut pb.z,
+                    &mut pb.bnew,
+                )
+            },
         );
         let new = std::mem::take(&mut self.bnew);
         self.set_block(data, k1, &new[..nb1]);
@@ -363,7 +397,8 @@ impl BlockState {
             })
             .sum();
         let nc2 = self.n_chain[k2];
-        let change = loss_change + lambda * (total_variation(&new2[..nc2]) - self.tv[k2]);
+        let tv2 = self.shape(k2).factor * total_variation(&new2[..nc2]);
+        let change = loss_change + lambda * (tv2 - self.tv[k2]);
         // A margin well above rounding: an accepted step surely lowers the objective.
         let accept = change < -PAIR_MARGIN * after_first.abs();
         if accept {
@@ -387,7 +422,8 @@ impl BlockState {
         for b in 0..nb {
             beta[b] = values[b] - mean;
         }
-        self.tv[k] = total_variation(&beta[..self.n_chain[k]]);
+        let factor = self.shapes.get(k).map_or(1.0, |s| s.factor);
+        self.tv[k] = factor * total_variation(&beta[..self.n_chain[k]]);
         let delta = std::mem::take(&mut self.delta);
         if let Backend::Tables { tables, since_sync } = &mut self.backend {
             // Block k's sums are fresh: Δloss = −Σ_b Δ_b R_kb + ½ Σ_b (w_b/W) Δ_b².
@@ -496,6 +532,14 @@ impl DescentState for BlockState {
         &self.n_chain
     }
 
+    fn shapes(&self) -> &[ChainShape] {
+        &self.shapes
+    }
+
+    fn set_shapes(&mut self, shapes: &[ChainShape]) {
+        BlockState::set_shapes(self, shapes);
+    }
+
     /// `Σ_i v_i r_i / W` from block 0's sums (every block's sums add up to it).
     fn intercept_gradient(&self) -> f64 {
         self.sums.first().map_or(0.0, |s| s.iter().sum())
@@ -574,19 +618,22 @@ pub(crate) fn centre(
 /// bin weights), `out` minimises `½ Σ_b h_b (z_b − out_b)² + λ Σ_{b<n_chain−1} |out_{b+1} − out_b|`:
 /// a weighted FLSA over the chain (`λ = ∞`: the chain flat at its `h`-weighted mean; a chain
 /// without weight keeps `β`), and `z` itself in the missing bin, which has no penalty.
-/// `z` and `out` are scratch buffers of at least `sums.len()` entries.
+/// `chain` is the chain's length and shape: the penalty is `shape.penalty(λ)`, and a
+/// monotone chain is solved exactly by the shifted isotonic regression of
+/// [`crate::monotone`] (DESIGN §10). `z` and `out` are scratch buffers of at least
+/// `sums.len()` entries.
 #[allow(clippy::too_many_arguments)]
 pub fn solve_block(
     sums: &[f64],
     beta: &[f64],
     h: &[f64],
-    n_chain: usize,
+    chain: (usize, ChainShape),
     lambda: f64,
-    ws: &mut FlsaWorkspace,
+    ws: (&mut FlsaWorkspace, &mut PavaWorkspace),
     z: &mut [f64],
     out: &mut [f64],
 ) {
-    let (nb, nc) = (sums.len(), n_chain);
+    let (nb, (nc, shape)) = (sums.len(), chain);
     for ((z, &b), (&s, &h)) in z[..nb].iter_mut().zip(beta).zip(sums.iter().zip(h)) {
         // Branch-free (vectorises): the quotient of a weightless bin is discarded.
         let q = s / h;
@@ -604,8 +651,24 @@ pub fn solve_block(
             .sum::<f64>()
             / chain_weight;
         out[..nc].iter_mut().for_each(|b| *b = m);
+    } else if shape.monotone != 0 {
+        let penalty = shape.penalty(lambda);
+        monotone_flsa(
+            &z[..nc],
+            &h[..nc],
+            penalty,
+            shape.monotone,
+            ws.1,
+            &mut out[..nc],
+        );
     } else {
-        flsa_weighted_unchecked(&z[..nc], &h[..nc], lambda, ws, &mut out[..nc]);
+        flsa_weighted_unchecked(
+            &z[..nc],
+            &h[..nc],
+            shape.penalty(lambda),
+            ws.0,
+            &mut out[..nc],
+        );
     }
     if nb > nc {
         out[nc] = z[nc];

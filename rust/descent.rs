@@ -14,10 +14,11 @@ use std::time::Instant;
 
 use crate::binning::BinnedData;
 use crate::error::{check_len, FastError, Result};
-use crate::params::{FitParams, Selection};
+use crate::params::{ChainShape, FitParams, Selection};
 use crate::report::{BinnedFit, Callback, FitReport, History, Progress, StopReason};
 use crate::selection::{
-    all_bin_sums, bin_sums_into, block_score, chain_block_score, score_blocks, select, BlockScore,
+    all_bin_sums, bin_sums_into, score_blocks, select, shaped_block_score, shaped_chain_score,
+    BlockScore,
 };
 
 /// With `selection = Auto` on the rows engine, greedy BGS-s for at most this many features,
@@ -64,31 +65,41 @@ pub trait DescentState {
     fn settle_intercept(&mut self, data: &BinnedData) -> bool;
 
     /// From the constant model, fits the free levels of the blocks with a missing bin (chain
-    /// level and missing value) with every chain kept flat, and the intercept: the optimum
-    /// for every `λ_f ≥ λ_max`, whose `λ_max` is returned. Without missing bins the constant
-    /// model already is that optimum. Sums end fresh.
+    /// level and missing value) with every penalised chain kept flat, the unpenalised blocks
+    /// (factor 0: bin means, or the isotonic fit of a monotone chain), and the intercept: the
+    /// optimum for every `λ_f ≥ λ_max`, whose `λ_max` is returned. Without missing bins or
+    /// unpenalised blocks the constant model already is that optimum. Sums end fresh.
     fn start_flat(&mut self, data: &BinnedData) -> f64 {
-        let with_missing: Vec<usize> = (0..data.n_features())
-            .filter(|&k| data.features[k].missing)
+        let shapes = self.shapes().to_vec();
+        let unpenalised = |k: usize| shapes.get(k).is_some_and(|s| s.factor == 0.0);
+        // The penalty each block is fitted at (an unpenalised block's is 0 whatever λ_f).
+        let lambda_of = |k: usize| if unpenalised(k) { 1.0 } else { f64::INFINITY };
+        let active: Vec<usize> = (0..data.n_features())
+            .filter(|&k| {
+                data.features[k].missing || (unpenalised(k) && data.features[k].n_bins() > 1)
+            })
             .collect();
         let tolerance = self.flat_tolerance();
-        for _sweep in 0..if with_missing.is_empty() {
+        for _sweep in 0..if active.is_empty() {
             0
         } else {
             Self::FLAT_SWEEPS
         } {
             let (sums, beta, n_chain) = (self.sums(), self.blocks(), self.n_chain());
-            let worst = with_missing
+            let worst = active
                 .iter()
-                .map(|&k| chain_block_score(&sums[k], &beta[k], f64::INFINITY, n_chain[k]).max_d)
+                .map(|&k| {
+                    let shape = shapes.get(k).copied().unwrap_or_default();
+                    shaped_chain_score(&sums[k], &beta[k], lambda_of(k), n_chain[k], shape).max_d
+                })
                 .fold(self.intercept_gradient().abs(), f64::max);
             if worst <= tolerance {
                 break;
             }
             let mut moved = false;
-            for &k in &with_missing {
+            for &k in &active {
                 self.refresh_sums(data, k);
-                moved |= self.update_block(data, k, f64::INFINITY);
+                moved |= self.update_block(data, k, lambda_of(k));
             }
             if !self.settle_intercept(data) && !moved {
                 break;
@@ -99,6 +110,17 @@ pub trait DescentState {
 
     /// Prepares a descent at the penalty `lambda` (nothing by default).
     fn set_penalty(&mut self, _lambda: f64) {}
+
+    /// Every block's shape (monotonicity and penalty factor, DESIGN §10); empty: every
+    /// chain free with factor 1 (the default, for states without shapes).
+    fn shapes(&self) -> &[ChainShape] {
+        &[]
+    }
+
+    /// Sets every block's shape (one per block, or empty), keeping the state's objective
+    /// right. States whose block update honours shapes override this and
+    /// [`DescentState::shapes`]; the default ignores them.
+    fn set_shapes(&mut self, _shapes: &[ChainShape]) {}
 
     /// The bin sums `R_{k,b}` of every block (fresh only after a refresh).
     fn sums(&self) -> &[Vec<f64>];
@@ -131,16 +153,32 @@ pub trait DescentState {
     /// Scores every block from fresh sums into `scores`; returns the largest block violation
     /// `max d` and the intercept's, `|Σ_i v_i r_i| / W`.
     fn score(&self, lambda: f64, scores: &mut [BlockScore]) -> (f64, f64) {
-        let block_max = score_blocks(self.sums(), self.blocks(), self.n_chain(), lambda, scores);
+        let (sums, blocks, n_chain) = (self.sums(), self.blocks(), self.n_chain());
+        let block_max = score_blocks(sums, blocks, n_chain, self.shapes(), lambda, scores);
         (block_max, self.intercept_gradient().abs())
     }
 
-    /// `max_{k,t} |g_{k,t}|` over the chains' jumps, from fresh sums: at the flat model (see
-    /// [`DescentState::start_flat`]) this is `λ_max`.
+    /// `max_{k,t} |g_{k,t}| / factor_k` over the chains' jumps of the penalised blocks (only
+    /// the feasible part `max(∓g, 0)` for a monotone chain), from fresh sums: at the flat
+    /// model (see [`DescentState::start_flat`]) this is `λ_max`, the smallest `λ_f` at which
+    /// every penalised chain stays flat.
     fn lambda_max(&self) -> f64 {
         let chains = self.sums().iter().zip(self.blocks()).zip(self.n_chain());
+        let shapes = self.shapes();
         chains
-            .map(|((s, b), &nc)| block_score(&s[..nc], &b[..nc], 0.0).max_d)
+            .enumerate()
+            .map(|(k, ((s, b), &nc))| {
+                let shape = shapes.get(k).copied().unwrap_or_default();
+                if shape.factor > 0.0 {
+                    let free = ChainShape {
+                        factor: 1.0,
+                        ..shape
+                    };
+                    shaped_block_score(&s[..nc], &b[..nc], 0.0, free).max_d / shape.factor
+                } else {
+                    0.0
+                }
+            })
             .fold(0.0, f64::max)
     }
 
@@ -218,12 +256,16 @@ pub(crate) fn fit_from<S: DescentState>(
     if let Some(init) = &init {
         check_init(data, init)?;
     }
+    params.shapes.check_len(data.n_features())?;
+    let shapes = params.shapes.resolve(data.n_features());
     let mut flat = state(data.zero_blocks());
+    flat.set_shapes(&shapes);
     let lambda_max = flat.start_flat(data);
     let mut st = match init {
         None => flat,
         Some(init) => state(init),
     };
+    st.set_shapes(&shapes);
     let lambda = params.lambda.resolve(lambda_max)?;
     Ok(descend(
         data, params, &mut st, lambda, lambda_max, start, callback,
@@ -244,6 +286,7 @@ pub(crate) fn descend<S: DescentState>(
     mut callback: Option<Callback<'_>>,
 ) -> BinnedFit {
     let p = data.n_features();
+    st.set_shapes(&params.shapes.resolve(p));
     st.set_penalty(lambda);
     let scale = |max_d: f64| if lambda > 0.0 { max_d / lambda } else { max_d };
     let unit = if lambda > 0.0 { lambda } else { 1.0 };

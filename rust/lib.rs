@@ -20,6 +20,7 @@
 //! * [`error`] — the errors, each naming the argument at fault;
 //! * [`flsa`] — the weighted fused-lasso signal approximator (Johnson's O(B) dynamic
 //!   programme), the exact block update;
+//! * [`monotone`] — weighted isotonic regression (PAVA) and the exact monotone block solve;
 //! * [`binning`] — one binned representation of the data (cut points, compact per-feature
 //!   codes, bin weights) shared by every solver;
 //! * [`params`] — the fitting parameters and their defaults;
@@ -56,6 +57,7 @@ pub mod error;
 pub mod flsa;
 pub mod logistic;
 pub mod model;
+pub mod monotone;
 pub mod newton;
 pub mod params;
 pub mod report;

@@ -28,7 +28,8 @@ use crate::binning::{BinnedData, Code};
 use crate::datafit::Datafit;
 use crate::descent::DescentState;
 use crate::flsa::FlsaWorkspace;
-use crate::params::Selection;
+use crate::monotone::PavaWorkspace;
+use crate::params::{ChainShape, Selection};
 use crate::with_codes;
 
 /// Largest change of any linear predictor (log-odds) in one step; longer steps are shortened by backtracking.
@@ -195,6 +196,17 @@ fn tv_change(old: &[f64], new: &[f64], step: &[f64]) -> f64 {
     change
 }
 
+/// Makes a chain monotone in `direction` (1 nondecreasing, −1 nonincreasing) by a running
+/// maximum (minimum).
+fn keep_monotone(chain: &mut [f64], direction: i8) {
+    for b in 1..chain.len() {
+        let prev = chain[b - 1];
+        if (direction > 0 && chain[b] < prev) || (direction < 0 && chain[b] > prev) {
+            chain[b] = prev;
+        }
+    }
+}
+
 /// `λ·ΔTV`, 0 when the chain's total variation does not change (also for `λ = ∞`, which
 /// keeps chains flat).
 fn penalty_change(lambda: f64, dtv: f64) -> f64 {
@@ -330,10 +342,13 @@ pub(crate) struct NewtonState<D: Datafit> {
     rows: Rows,
     // Chain length of each block (its missing bin, if any, comes after).
     n_chain: Vec<usize>,
+    // Each block's shape (empty: every chain free with factor 1).
+    shapes: Vec<ChainShape>,
     // Normalised bin weights w_b / W.
     wn: Vec<Vec<f64>>,
     // Buffers of the block update.
     ws: FlsaWorkspace,
+    pava: PavaWorkspace,
     h: Vec<f64>,
     z: Vec<f64>,
     bnew: Vec<f64>,
@@ -420,8 +435,10 @@ impl<D: Datafit> NewtonState<D> {
             hess_c: hess / w_total,
             rows,
             n_chain: data.features.iter().map(|f| f.n_chain()).collect(),
+            shapes: Vec::new(),
             wn,
             ws: FlsaWorkspace::with_capacity(max_bins),
+            pava: PavaWorkspace::default(),
             h: vec![0.0; max_bins],
             z: vec![0.0; max_bins],
             bnew: vec![0.0; max_bins],
@@ -444,16 +461,42 @@ impl<D: Datafit> NewtonState<D> {
     /// Makes `objective` the objective at the penalty `lambda` (the loss does not change;
     /// the penalty term moves by `(lambda − old) · TV`).
     fn set_lambda(&mut self, lambda: f64) {
-        let tv: f64 = self
-            .beta
-            .iter()
-            .zip(&self.n_chain)
-            .map(|(b, &nc)| b[..nc].windows(2).map(|w| (w[1] - w[0]).abs()).sum::<f64>())
-            .sum();
+        let tv = self.penalised_tv();
         if tv > 0.0 {
             self.objective += (lambda - self.lambda) * tv;
         }
         self.lambda = lambda;
+    }
+
+    /// The shape of block `k`.
+    fn shape(&self, k: usize) -> ChainShape {
+        self.shapes.get(k).copied().unwrap_or_default()
+    }
+
+    /// `Σ_j factor_j · TV(β_j)` over the chains.
+    fn penalised_tv(&self) -> f64 {
+        self.beta
+            .iter()
+            .zip(&self.n_chain)
+            .enumerate()
+            .map(|(k, (b, &nc))| {
+                let tv = b[..nc].windows(2).map(|w| (w[1] - w[0]).abs()).sum::<f64>();
+                self.shape(k).factor * tv
+            })
+            .sum()
+    }
+
+    /// Sets every block's shape, moving `objective` by the change of the penalty term.
+    fn set_block_shapes(&mut self, shapes: &[ChainShape]) {
+        if shapes == self.shapes {
+            return;
+        }
+        let before = self.penalised_tv();
+        self.shapes = shapes.to_vec();
+        let after = self.penalised_tv();
+        if after != before {
+            self.objective += self.lambda * (after - before);
+        }
     }
 
     /// The proximal step of block `k` for the curvature in `self.h`: `bnew = FLSA(z, h, λ)`
@@ -463,17 +506,19 @@ impl<D: Datafit> NewtonState<D> {
     /// direction (rounding level).
     fn direction(&mut self, k: usize, nb: usize, lambda: f64) -> Option<f64> {
         let nc = self.n_chain[k];
+        let shape = self.shape(k);
         let (sums, beta, h) = (&self.sums[k], &self.beta[k], &self.h);
         crate::blocks::solve_block(
             &sums[..nb],
             &beta[..nb],
             &h[..nb],
-            nc,
+            (nc, shape),
             lambda,
-            &mut self.ws,
+            (&mut self.ws, &mut self.pava),
             &mut self.z,
             &mut self.bnew,
         );
+        let lambda = shape.penalty(lambda);
         let mut linear = 0.0;
         let mut moved = false;
         for b in 0..nb {
@@ -501,20 +546,38 @@ impl<D: Datafit> NewtonState<D> {
     ) -> bool {
         let beta = &self.beta[k];
         let wn = &self.wn[k];
+        let nc = self.n_chain[k];
+        let shape = self.shape(k);
+        let lambda = shape.penalty(lambda);
+        for b in 0..nb {
+            // A full step takes the FLSA's values themselves: fused bins stay bit-identical.
+            self.cand[b] = if t == 1.0 {
+                self.bnew[b]
+            } else {
+                beta[b] + t * self.delta[b]
+            };
+        }
+        if t != 1.0 && shape.monotone != 0 {
+            // A convex combination of two monotone chains is monotone up to rounding: a
+            // running maximum (minimum) makes it so bit for bit.
+            keep_monotone(&mut self.cand[..nc], shape.monotone);
+        }
         let mut mean = 0.0;
         for b in 0..nb {
-            let s = t * self.delta[b];
+            let s = self.cand[b] - beta[b];
+            let s = if t == 1.0 || shape.monotone != 0 {
+                s
+            } else {
+                t * self.delta[b]
+            };
             if !(s.abs() <= MAX_STEP) {
                 return false;
             }
             self.s[b] = s;
             self.e1[b] = s.exp_m1();
             self.e1n[b] = (-s).exp_m1();
-            // A full step takes the FLSA's values themselves: fused bins stay bit-identical.
-            self.cand[b] = if t == 1.0 { self.bnew[b] } else { beta[b] + s };
             mean += wn[b] * self.cand[b];
         }
-        let nc = self.n_chain[k];
         let dtv = tv_change(&beta[..nc], &self.cand[..nc], &self.s[..nc]);
         self.cand[..nb].iter_mut().for_each(|c| *c -= mean);
         let step = Step {
@@ -651,6 +714,14 @@ impl<D: Datafit> DescentState for NewtonState<D> {
 
     fn n_chain(&self) -> &[usize] {
         &self.n_chain
+    }
+
+    fn shapes(&self) -> &[ChainShape] {
+        &self.shapes
+    }
+
+    fn set_shapes(&mut self, shapes: &[ChainShape]) {
+        self.set_block_shapes(shapes);
     }
 
     /// As of the last row pass.

@@ -8,6 +8,7 @@
 //! | `max_iter` | [`DEFAULT_MAX_ITER`] | block updates, `≥ 0` |
 //! | `max_time` | `None` | seconds, `> 0` |
 //! | `binning` | [`BinningParams::default`] | see [`crate::binning`] |
+//! | `shapes` | every block free, factor 1 | see [`Shapes`] |
 
 use crate::binning::BinningParams;
 use crate::error::{FastError, Result};
@@ -149,6 +150,8 @@ pub struct FitParams {
     pub max_time: Option<f64>,
     /// How the data are binned.
     pub binning: BinningParams,
+    /// Per-block monotonicity and penalty factors (empty: every block free, factor 1).
+    pub shapes: Shapes,
 }
 
 impl Default for FitParams {
@@ -160,6 +163,7 @@ impl Default for FitParams {
             max_iter: DEFAULT_MAX_ITER,
             max_time: None,
             binning: BinningParams::default(),
+            shapes: Shapes::default(),
         }
     }
 }
@@ -210,7 +214,109 @@ impl FitParams {
                 });
             }
         }
+        self.shapes.check()?;
         self.binning.check()
+    }
+}
+
+/// The shape of one block's chain (DESIGN §10): its direction and penalty factor.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ChainShape {
+    /// `1` nondecreasing, `-1` nonincreasing, `0` free.
+    pub monotone: i8,
+    /// The block's jumps are penalised by `λ_f · factor` (`≥ 0`; 0: unpenalised).
+    pub factor: f64,
+}
+
+impl Default for ChainShape {
+    fn default() -> Self {
+        Self {
+            monotone: 0,
+            factor: 1.0,
+        }
+    }
+}
+
+impl ChainShape {
+    /// The block's penalty at `λ_f = lambda` (`∞` stays `∞`: a flat chain).
+    #[inline]
+    pub fn penalty(self, lambda: f64) -> f64 {
+        if lambda == f64::INFINITY {
+            lambda
+        } else {
+            lambda * self.factor
+        }
+    }
+}
+
+/// Per-feature shapes of the blocks: `monotonic_cst` and `penalty_factor`, one entry per
+/// feature each, or empty (every block free, or every factor 1).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Shapes {
+    /// `1` nondecreasing, `-1` nonincreasing, `0` free (empty: all free).
+    pub monotone: Vec<i8>,
+    /// Nonnegative multipliers of `λ_f` (empty: all 1).
+    pub penalty_factor: Vec<f64>,
+}
+
+impl Shapes {
+    /// The shape of block `k`.
+    #[inline]
+    pub fn get(&self, k: usize) -> ChainShape {
+        ChainShape {
+            monotone: self.monotone.get(k).copied().unwrap_or(0),
+            factor: self.penalty_factor.get(k).copied().unwrap_or(1.0),
+        }
+    }
+
+    /// Every block's shape, for `n_blocks` blocks.
+    pub fn resolve(&self, n_blocks: usize) -> Vec<ChainShape> {
+        (0..n_blocks).map(|k| self.get(k)).collect()
+    }
+
+    /// Checks the values: directions in {-1, 0, 1}, factors finite and `≥ 0`.
+    ///
+    /// # Errors
+    /// [`FastError::InvalidParameter`] naming `monotonic_cst` or `penalty_factor` and the
+    /// feature.
+    pub fn check(&self) -> Result<()> {
+        if let Some((j, v)) = self.monotone.iter().enumerate().find(|(_, v)| v.abs() > 1) {
+            return Err(FastError::InvalidParameter {
+                name: "monotonic_cst",
+                message: "must hold -1, 0 or 1 per feature",
+                value: format!("feature {j}: {v}"),
+            });
+        }
+        let bad = |v: &f64| !(v.is_finite() && *v >= 0.0);
+        if let Some((j, v)) = self.penalty_factor.iter().enumerate().find(|(_, v)| bad(v)) {
+            return Err(FastError::InvalidParameter {
+                name: "penalty_factor",
+                message: "must hold finite values >= 0 per feature",
+                value: format!("feature {j}: {v}"),
+            });
+        }
+        Ok(())
+    }
+
+    /// Checks the lengths against `n_features` (each empty or one entry per feature).
+    ///
+    /// # Errors
+    /// [`FastError::LengthMismatch`] naming the parameter.
+    pub fn check_len(&self, n_features: usize) -> Result<()> {
+        for (what, len) in [
+            ("monotonic_cst", self.monotone.len()),
+            ("penalty_factor", self.penalty_factor.len()),
+        ] {
+            if len != 0 && len != n_features {
+                return Err(FastError::LengthMismatch {
+                    what,
+                    expected: n_features,
+                    got: len,
+                    reason: "one entry per feature",
+                });
+            }
+        }
+        Ok(())
     }
 }
 

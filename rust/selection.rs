@@ -14,6 +14,7 @@
 use rayon::prelude::*;
 
 use crate::binning::{BinnedData, BinnedFeature, Code};
+use crate::params::ChainShape;
 use crate::with_codes;
 
 /// `out[b] = Σ_{code(i)=b} vr_i · inv_w` for one feature (`vr` the weighted residual `v∘r`).
@@ -78,12 +79,61 @@ pub fn block_score(sums: &[f64], beta: &[f64], lambda: f64) -> BlockScore {
     out
 }
 
+/// Scores one block whose chain has the shape `shape` (DESIGN §10): the jumps are penalised
+/// by `shape.penalty(lambda)`, and a monotone chain's jumps are bounded (`θ ≥ 0`
+/// nondecreasing, `θ ≤ 0` nonincreasing), so a jump at its bound violates optimality only
+/// by the part of its steepest-descent direction that stays feasible: `max(−g − λ, 0)`
+/// nondecreasing, `max(g − λ, 0)` nonincreasing. A free chain with factor 1 is
+/// [`block_score`] bit for bit.
+pub fn shaped_block_score(
+    sums: &[f64],
+    beta: &[f64],
+    lambda: f64,
+    shape: ChainShape,
+) -> BlockScore {
+    let lambda = shape.penalty(lambda);
+    if shape.monotone == 0 {
+        return block_score(sums, beta, lambda);
+    }
+    let sign = f64::from(shape.monotone);
+    let nb = sums.len();
+    let mut suffix = 0.0;
+    let mut out = BlockScore::default();
+    for t in (0..nb.saturating_sub(1)).rev() {
+        suffix += sums[t + 1];
+        // The gradient and the jump in the direction of the constraint (θ ≥ 0 after it).
+        let g = -suffix * sign;
+        let theta = (beta[t + 1] - beta[t]) * sign;
+        let d = if theta > 0.0 {
+            (g + lambda).abs()
+        } else {
+            (-g - lambda).max(0.0)
+        };
+        out.score += d * d;
+        out.max_d = out.max_d.max(d);
+    }
+    out
+}
+
 /// Scores a block whose first `n_chain` bins form the fused chain and whose remaining bin
 /// (if any) is the missing bin (DESIGN §8): the chain's jumps as in [`block_score`], plus the
 /// stationarity of the two free levels, `|Σ_{b∈chain} R_b|` and `|R_miss|`. Without a
 /// missing bin this is [`block_score`] (the chain's level is the intercept's).
 pub fn chain_block_score(sums: &[f64], beta: &[f64], lambda: f64, n_chain: usize) -> BlockScore {
-    let mut out = block_score(&sums[..n_chain], &beta[..n_chain], lambda);
+    shaped_chain_score(sums, beta, lambda, n_chain, ChainShape::default())
+}
+
+/// [`chain_block_score`] for a chain of shape `shape` ([`shaped_block_score`]); the free
+/// levels of a missing bin keep their stationarity terms (a constant shift of the chain keeps
+/// it monotone).
+pub fn shaped_chain_score(
+    sums: &[f64],
+    beta: &[f64],
+    lambda: f64,
+    n_chain: usize,
+    shape: ChainShape,
+) -> BlockScore {
+    let mut out = shaped_block_score(&sums[..n_chain], &beta[..n_chain], lambda, shape);
     if sums.len() > n_chain {
         for d in [
             sums[..n_chain].iter().sum::<f64>().abs(),
@@ -96,19 +146,21 @@ pub fn chain_block_score(sums: &[f64], beta: &[f64], lambda: f64, n_chain: usize
     out
 }
 
-/// Every block's score ([`chain_block_score`] of its bin sums, values and chain length)
-/// into `scores`, in parallel over blocks when they hold many bins; returns the largest
-/// `max_d`.
+/// Every block's score ([`shaped_chain_score`] of its bin sums, values, chain length and
+/// shape; `shapes` empty: every chain free) into `scores`, in parallel over blocks when they
+/// hold many bins; returns the largest `max_d`.
 pub fn score_blocks(
     sums: &[Vec<f64>],
     beta: &[Vec<f64>],
     n_chain: &[usize],
+    shapes: &[ChainShape],
     lambda: f64,
     scores: &mut [BlockScore],
 ) -> f64 {
     let total_bins: usize = beta.iter().map(Vec::len).sum();
     let score = |(k, s): (usize, &mut BlockScore)| {
-        *s = chain_block_score(&sums[k], &beta[k], lambda, n_chain[k])
+        let shape = shapes.get(k).copied().unwrap_or_default();
+        *s = shaped_chain_score(&sums[k], &beta[k], lambda, n_chain[k], shape)
     };
     if total_bins < PARALLEL_THRESHOLD / 8 {
         scores.iter_mut().enumerate().for_each(score);
@@ -152,6 +204,39 @@ mod tests {
         assert_eq!(
             chain_block_score(&[0.3, -0.3], &[0.0; 2], 0.1, 2),
             block_score(&[0.3, -0.3], &[0.0; 2], 0.1)
+        );
+    }
+
+    #[test]
+    fn monotone_chains_score_feasible_directions_only() {
+        let up = ChainShape {
+            monotone: 1,
+            factor: 1.0,
+        };
+        let down = ChainShape { monotone: -1, ..up };
+        // g_0 = 0.3 > 0 pushes the jump down: a nondecreasing chain at θ = 0 is optimal,
+        // a nonincreasing one violates by 0.3 − λ.
+        let (s, b) = ([0.3, -0.3], [0.0, 0.0]);
+        assert_eq!(shaped_block_score(&s, &b, 0.1, up).max_d, 0.0);
+        assert!((shaped_block_score(&s, &b, 0.1, down).max_d - 0.2).abs() < 1e-15);
+        // A positive jump of a nondecreasing chain: |g + λ| as for a free chain.
+        let b = [0.0, 1.0];
+        assert_eq!(
+            shaped_block_score(&s, &b, 0.1, up),
+            block_score(&s, &b, 0.1)
+        );
+        // The factor scales the penalty; factor 1 is bit-identical to block_score.
+        let half = ChainShape {
+            monotone: 0,
+            factor: 0.5,
+        };
+        assert_eq!(
+            shaped_block_score(&s, &b, 0.2, half),
+            block_score(&s, &b, 0.1)
+        );
+        assert_eq!(
+            shaped_block_score(&s, &[0.0; 2], 0.1, ChainShape::default()),
+            block_score(&s, &[0.0; 2], 0.1)
         );
     }
 

@@ -35,9 +35,9 @@ use crate::descent::DescentState;
 use crate::error::{FastError, Result};
 use crate::model::AdditiveModel;
 use crate::params::{
-    FitParams, Penalty, Selection, DEFAULT_LAMBDA_RATIO, DEFAULT_MAX_ITER, DEFAULT_TOL,
+    FitParams, Penalty, Selection, Shapes, DEFAULT_LAMBDA_RATIO, DEFAULT_MAX_ITER, DEFAULT_TOL,
 };
-use crate::selection::{chain_block_score, BlockScore};
+use crate::selection::{shaped_chain_score, BlockScore};
 use crate::{engine, report};
 
 /// Default bound on the number of local-search swaps per model.
@@ -64,6 +64,8 @@ pub struct SparseParams {
     pub max_swaps: usize,
     /// How the data are binned.
     pub binning: BinningParams,
+    /// Per-block monotonicity and penalty factors (see [`crate::params::Shapes`]).
+    pub shapes: Shapes,
 }
 
 impl Default for SparseParams {
@@ -75,6 +77,7 @@ impl Default for SparseParams {
             local_search: true,
             max_swaps: DEFAULT_MAX_SWAPS,
             binning: BinningParams::default(),
+            shapes: Shapes::default(),
         }
     }
 }
@@ -96,6 +99,7 @@ impl SparseParams {
             max_iter: self.max_iter,
             max_time: None,
             binning: self.binning.clone(),
+            shapes: self.shapes.clone(),
         }
     }
 }
@@ -376,11 +380,12 @@ impl<'a> SparseSolver<'a> {
     /// BGS-s score of block `k` from its (fresh) sums: over the chain's jumps, with the free
     /// levels of a missing bin (DESIGN §8).
     fn score(&self, k: usize) -> BlockScore {
-        chain_block_score(
+        shaped_chain_score(
             &self.st.sums[k],
             &self.st.beta[k],
             self.lambda,
             self.data.features[k].n_chain(),
+            self.st.shape(k),
         )
     }
 
@@ -848,8 +853,16 @@ fn check_lambda_s(grid: &LambdaS, p: usize) -> Result<()> {
 /// Checks the parameters and `y`; returns `(λ_f, λ_max)`.
 fn prepare(data: &BinnedData, y: ArrayView1<'_, f64>, params: &SparseParams) -> Result<(f64, f64)> {
     params.check()?;
+    params.shapes.check_len(data.n_features())?;
     // Validates y (length, finiteness, at least two rows) and gives λ_max.
-    let lambda_max = engine::lambda_max(data, y)?;
+    let lambda_max = if params.shapes == Shapes::default() {
+        engine::lambda_max(data, y)?
+    } else {
+        crate::error::check_target(y, data.n_samples)?;
+        let mut st = BlockState::new(data, y);
+        st.set_shapes(&params.shapes.resolve(data.n_features()));
+        st.start_flat(data)
+    };
     let lambda = params.lambda.resolve(lambda_max)?;
     Ok((lambda, lambda_max))
 }
@@ -868,6 +881,7 @@ pub fn agis_binned(
     let (lambda, lambda_max) = prepare(data, y, params)?;
     check_max_features(max_features, data.n_features())?;
     let mut sv = SparseSolver::new(data, y, lambda, params.tol);
+    sv.st.set_shapes(&params.shapes.resolve(data.n_features()));
     let mut s: Vec<usize> = Vec::new();
     let mut models = Vec::new();
     let stop = loop {
@@ -917,6 +931,7 @@ pub fn l0_binned(
     let (lambda, lambda_max) = prepare(data, y, params)?;
     check_lambda_s(grid, data.n_features())?;
     let mut sv = SparseSolver::new(data, y, lambda, params.tol);
+    sv.st.set_shapes(&params.shapes.resolve(data.n_features()));
     let mut s: Vec<usize> = Vec::new();
     let lambda_s_max = sv.max_gain_outside(&[]);
     let (models, stop) = match grid {

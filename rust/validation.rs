@@ -404,7 +404,9 @@ pub(crate) fn run_path<S: DescentState>(
     offset: &AtomicUsize,
     callback: &mut Option<Callback<'_>>,
 ) -> Result<(PenaltySearch, Vec<Vec<f64>>)> {
+    params.shapes.check_len(data.n_features())?;
     let mut st = state(data.zero_blocks());
+    st.set_shapes(&params.shapes.resolve(data.n_features()));
     let lambda_max = st.start_flat(data);
     let path_params = FitParams {
         tol: params.tol.max(PATH_TOL),

@@ -19,7 +19,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from . import _core, _dask, _fitted, _input, _params
+from . import _core, _dask, _fitted, _input, _params, _shapes
 from ._inspect import AdditiveModelMixin
 from ._params import (
     DEFAULT_ENGINE,
@@ -36,6 +36,7 @@ from ._params import (
 FAST_PARAMS = (
     "lambda_f", "lambda_ratio", "validation_fraction", "max_bins", "selection", "tol", "max_iter", "max_time",
     "n_jobs", "random_state", "subsample_for_bin", "verbose", "callback", "categorical_features", "bins", "engine",
+    "monotonic_cst", "penalty_factor",
 )  # fmt: skip
 
 
@@ -90,6 +91,8 @@ class _BaseFAST(AdditiveModelMixin, BaseEstimator):
         categorical_features: Any = "from_dtype",
         bins: Any = None,
         engine: str = DEFAULT_ENGINE,
+        monotonic_cst: Any = None,
+        penalty_factor: Any = None,
     ) -> None:
         _store_params(self, locals())
 
@@ -101,8 +104,18 @@ class _BaseFAST(AdditiveModelMixin, BaseEstimator):
     # ------------------------------------------------------------------ the core call
 
     def _config(self, **extra: Any) -> dict[str, Any]:
-        """The core's configuration: this estimator's parameters and its loss."""
-        return _params.core_config(self.get_params(deep=False), self._loss, **extra)
+        """The core's configuration: this estimator's parameters and its loss (with
+        ``monotonic_cst`` and ``penalty_factor`` resolved against the fitted input, once it is
+        known)."""
+        config = _params.core_config(self.get_params(deep=False), self._loss, **extra)
+        if "monotonic_cst" in config or "penalty_factor" in config:
+            shapes = _shapes.resolve(self) if hasattr(self, "n_features_in_") else (None, None)
+            if len(getattr(self, "classes_", ())) > 2 and shapes != (None, None):
+                raise ValueError(
+                    "monotonic_cst and penalty_factor are not supported for more than two classes yet"
+                )
+            config["monotonic_cst"], config["penalty_factor"] = shapes
+        return config
 
     def _call_core(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)``, a core error naming the feature of a column it cites."""

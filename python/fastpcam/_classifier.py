@@ -97,6 +97,8 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
         Where the optimisation keeps its residual information: the logistic loss needs a
         residual per row (``"rows"``; ``"auto"`` means the same). The sufficient-statistics
         engine (``"tables"``) exists for the squared loss only.
+    <<monotonic_cst penalty_factor>>
+        Binary problems only for now (more classes with constraints are an error).
 
     Attributes
     ----------
@@ -136,7 +138,7 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
     <<n_validation_>>
     engine_ : str
         The engine that ran the fit (``"rows"``).
-    <<n_features_in_ feature_names_in_ is_categorical_ categories_>>
+    <<n_features_in_ feature_names_in_ is_categorical_ categories_ monotonic_cst_ penalty_factor_>>
 
     See Also
     --------

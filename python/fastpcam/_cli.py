@@ -28,7 +28,7 @@ import time
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import IO, Any, Iterator, Sequence
+from typing import IO, Any, Callable, Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -554,13 +554,44 @@ def _categorical_option(values: Sequence[str] | None) -> list[str]:
     return [name.strip() for value in values or () for name in value.split(",") if name.strip()]
 
 
+def _per_column(values: Sequence[str] | None, names: Sequence[str], option: str, parse: Callable[[str], Any]) -> Any:
+    """``--monotone a=+1,b=-1 --monotone c=1`` as ``{index of a: 1, ...}`` (None if not given)."""
+    if not values:
+        return None
+    out: dict[int, Any] = {}
+    for value in values:
+        for item in value.split(","):
+            if not item.strip():
+                continue
+            name, sep, text = item.strip().rpartition("=")
+            if not sep or not name:
+                raise CLIError(f"{option} expects COLUMN=VALUE items separated by commas, got {item.strip()!r}")
+            if name not in names:
+                raise CLIError(f"{option}: {name!r} is not a feature column (features: {', '.join(names)})")
+            try:
+                out[list(names).index(name)] = parse(text)
+            except (argparse.ArgumentTypeError, ValueError) as exc:
+                raise CLIError(f"{option}: {name}={text}: {exc}") from None
+    return out
+
+
+def _direction(text: str) -> int:
+    if text.strip() not in ("1", "+1", "0", "-1"):
+        raise ValueError("expected +1 (nondecreasing), -1 (nonincreasing) or 0 (free)")
+    return int(text)
+
+
 def _cmd_fit(args: argparse.Namespace) -> int:
     from fastpcam._serialize import save_model
 
     X, y_column, names = read_training_csv(args.data, args.target, args.sep, _categorical_option(args.categorical))
     target = choose_task(y_column, args.task)
     print(f"{PROG}: task: {target.task} ({target.reason})", file=sys.stderr)
-    est = _estimator(args, target.task)
+    shapes = {
+        "monotonic_cst": _per_column(args.monotone, names, "--monotone", _direction),
+        "penalty_factor": _per_column(args.penalty_factor, names, "--penalty-factor", _nonneg_float),
+    }
+    est = _estimator(args, target.task, **{k: v for k, v in shapes.items() if v is not None})
     seconds = _timed_fit(est, X, target.y)
     save_model(est, args.out, feature_names=names)
     categorical = [str(c) for c in getattr(X, "columns", []) if X[c].dtype == object]
@@ -703,6 +734,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="comma-separated feature columns to read as categories (repeatable); "
                      "columns of text are categorical anyway")
     _add_fit_options(fit)
+    fit.add_argument("--monotone", action="append", metavar="COL=D,...",
+                     help="monotonic constraints: comma-separated COLUMN=+1 (nondecreasing) or COLUMN=-1 "
+                     "(nonincreasing), numeric columns only (repeatable)")
+    fit.add_argument("--penalty-factor", action="append", metavar="COL=F,...",
+                     help="per-column multipliers >= 0 of the fusion penalty (0: unpenalised; repeatable)")
     fit.add_argument("--sep", default=",", help="field separator (default: ','; '\\t' for tabs)")
     _add_out(fit, "MODEL.json", "where to save the model (required)", required=True)
     fit.set_defaults(func=_cmd_fit)

@@ -40,6 +40,8 @@ class FitConfig(TypedDict, total=False):
     scale_down_factor: float
     local_search: bool
     max_swaps: int
+    monotonic_cst: Optional[list[int]]
+    penalty_factor: Optional[list[float]]
 
 def defaults() -> FitConfig: ...
 

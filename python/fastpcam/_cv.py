@@ -50,7 +50,7 @@ _PATH_PARAMS = tuple(k for k in FASTRegressor().get_params(deep=False) if k not 
 #: The parameters of :class:`FASTRegressorCV`, in signature order.
 CV_PARAMS = (
     "lambda_ratios", "cv", "one_standard_error", "max_bins", "selection", "tol", "max_iter", "max_time", "n_jobs",
-    "random_state", "subsample_for_bin", "categorical_features", "bins", "verbose",
+    "random_state", "subsample_for_bin", "categorical_features", "bins", "verbose", "monotonic_cst", "penalty_factor",
 )  # fmt: skip
 
 _FEATURE_NAME_WARNINGS = ("X does not have valid feature names", "X has feature names")
@@ -286,6 +286,7 @@ class FASTRegressorCV(RegressorMixin, _BaseFAST):
         As in :class:`FASTRegressor` (user cut points per feature).
     verbose : int, default=0
         ``1`` prints one line per fold and the choice.
+    <<monotonic_cst penalty_factor>>
 
     Attributes
     ----------
@@ -312,7 +313,7 @@ class FASTRegressorCV(RegressorMixin, _BaseFAST):
     intercept_, cuts_, values_, bin_weights_, missing_values_, missing_weights_ : see FASTRegressor
         The refitted model's tables, and every other fitted attribute of it (``n_iter_``,
         ``converged_``, ``kkt_residual_``, ``objective_``, ``history_``, ``categories_``...).
-    <<n_features_in_ feature_names_in_>>
+    <<n_features_in_ feature_names_in_ monotonic_cst_ penalty_factor_>>
 
     Examples
     --------
@@ -349,6 +350,8 @@ class FASTRegressorCV(RegressorMixin, _BaseFAST):
         categorical_features: Any = "from_dtype",
         bins: Any = None,
         verbose: int = 0,
+        monotonic_cst: Any = None,
+        penalty_factor: Any = None,
     ) -> None:
         _store_params(self, locals())
 
@@ -389,6 +392,9 @@ class FASTRegressorCV(RegressorMixin, _BaseFAST):
         template = self._template()
         X = _rows(X)
         Xe, ye, we, bins = _input.prepare_fit(self, X, y, sample_weight)  # this estimator's input attributes
+        for key in ("n_features_in_", "feature_names_in_", "is_categorical_"):  # the shapes resolve on them
+            if hasattr(self, key):
+                setattr(template, key, getattr(self, key))
         splits = list(check_cv(self.cv, ye, classifier=False).split(Xe, ye, groups))
         threads = n_threads(self.n_jobs) or os.cpu_count() or 1
         # lambda_max on all the data: an empty path bins the data and returns it

@@ -103,6 +103,7 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
         tables of every pair of features once (sufficient statistics, DESIGN §4) and then never
         touches the rows; ``"auto"`` picks by a cost model (tables for many rows and few
         features). Both give the same model.
+    <<monotonic_cst penalty_factor>>
 
     Attributes
     ----------
@@ -142,7 +143,7 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
     <<n_validation_>>
     engine_ : str
         The engine that ran the fit: ``"rows"`` or ``"tables"``.
-    <<is_categorical_ categories_ n_features_in_ feature_names_in_>>
+    <<is_categorical_ categories_ n_features_in_ feature_names_in_ monotonic_cst_ penalty_factor_>>
 
     Examples
     --------

@@ -120,6 +120,11 @@ class ShapeFunction:
         Training weight of the missing bin, if the model stores it.
     categories : ndarray of object or None
         For a categorical feature, the label of each bin; None for a numeric feature.
+    monotone : int
+        The fit's monotonic constraint (``monotonic_cst``): ``1`` nondecreasing, ``-1``
+        nonincreasing, ``0`` free. The missing bin is outside it.
+    penalty_factor : float
+        The fit's multiplier of ``lambda_f`` for this feature (``penalty_factor``).
     """
 
     name: str
@@ -130,9 +135,13 @@ class ShapeFunction:
     missing_value: float = 0.0
     missing_weight: Optional[float] = None
     categories: Optional[npt.NDArray[Any]] = None
+    monotone: int = 0
+    penalty_factor: float = 1.0
 
     def __repr__(self) -> str:
         kind = "categorical" if self.categories is not None else "numeric"
+        if self.monotone:
+            kind += ", nondecreasing" if self.monotone > 0 else ", nonincreasing"
         return (
             f"ShapeFunction(name={self.name!r}, index={self.index}, {kind}, n_bins={self.values.size}, "
             f"levels={len(self.segments())}, values in [{self.values.min():.4g}, {self.values.max():.4g}], "
@@ -200,6 +209,8 @@ def shape_functions(model: Any) -> list[ShapeFunction]:
     """The shape function of every input feature of a fitted model, in feature order."""
     check_fitted(model)
     bin_weights = getattr(model, "bin_weights_", None)
+    monotone = getattr(model, "monotonic_cst_", None)
+    factor = getattr(model, "penalty_factor_", None)
     return [
         ShapeFunction(
             name=name,
@@ -210,6 +221,8 @@ def shape_functions(model: Any) -> list[ShapeFunction]:
             missing_value=_missing_value(model, j),
             missing_weight=_missing_weight(model, j),
             categories=_categories(model, j),
+            monotone=0 if monotone is None else int(monotone[j]),
+            penalty_factor=1.0 if factor is None else float(factor[j]),
         )
         for j, name in enumerate(feature_names(model))
     ]

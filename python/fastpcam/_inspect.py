@@ -278,7 +278,7 @@ class AdditiveModelMixin:
             segments = sf.segments()
             for lo, hi, value in segments[:-1]:
                 whens.append(f"WHEN {col} < {lit(hi)} THEN {lit(value)}")
-            terms.append(_case(whens, lit(segments[-1][2])))
+            terms.append(_shape_comment(sf) + _case(whens, lit(segments[-1][2])))
         expr = "\n  + ".join(terms)
         return expr if link is None else link(expr, lit)
 
@@ -355,3 +355,13 @@ class AdditiveModelMixin:
         except json.JSONDecodeError as exc:
             raise ValueError(f"not a fastpcam model: the text is not valid JSON ({exc})") from None
         return _serialize.model_from_dict(d)
+
+
+def _shape_comment(sf: ShapeFunction) -> str:
+    """An SQL comment stating a term's constraint and penalty factor (empty for the defaults)."""
+    notes = []
+    if sf.monotone:
+        notes.append(f"monotone {'nondecreasing' if sf.monotone > 0 else 'nonincreasing'} (monotonic_cst={sf.monotone:+d})")
+    if sf.penalty_factor != 1.0:
+        notes.append(f"penalty_factor={_repr_float(sf.penalty_factor)}")
+    return f"/* {sf.name.replace('*/', '* /')}: {', '.join(notes)} */ " if notes else ""

@@ -67,6 +67,9 @@ CONSTRAINTS: dict[str, list[Any]] = {
     "max_swaps": [Interval(Integral, 0, None, closed="left")],
     "n_lambda_s": [Interval(Integral, 1, None, closed="left")],
     "scale_down_factor": [Interval(Real, 0, 1, closed="neither")],
+    # shape constraints (fastpcam._shapes)
+    "monotonic_cst": ["array-like", dict, None],
+    "penalty_factor": ["array-like", dict, None],
     # cross-validation
     "lambda_ratios": ["array-like", None],
     "cv": ["cv_object"],
@@ -169,6 +172,30 @@ DOCS: dict[str, str] = {
     "subsample_for_bin": "subsample_for_bin : int, default=200000\n    Rows sampled to compute quantile bins (as in LightGBM).",
     "max_time": (
         "max_time : float or None, default=None\n    Optional time budget in seconds; the model reached so far is kept."
+    ),
+    "monotonic_cst": (
+        "monotonic_cst : array-like of int of shape (n_features,) or dict, default=None\n"
+        "    Monotonic constraint per feature (scikit-learn's HistGradientBoosting name and meaning):\n"
+        "    ``1`` nondecreasing, ``-1`` nonincreasing, ``0`` free; a dict maps feature names (or\n"
+        "    indices) to a constraint, features left out are free. Numeric features only (a\n"
+        "    constraint on a categorical feature is an error); the missing-value bin stays outside\n"
+        "    the chain, unconstrained. The block update of a constrained feature is an exact\n"
+        "    isotonic regression, so the fit stays certified (see ``docs/constraints.md``)."
+    ),
+    "penalty_factor": (
+        "penalty_factor : array-like of float of shape (n_features,) or dict, default=None\n"
+        "    Nonnegative multiplier of ``lambda_f`` per feature (glmnet's name, without its\n"
+        "    rescaling): feature ``j``'s jumps cost ``lambda_f * penalty_factor[j]``; ``0`` leaves\n"
+        "    it unpenalised (its bin means, or its isotonic fit under a constraint). ``lambda_max_``\n"
+        "    is taken over the penalised features. A dict maps names (or indices) to factors,\n"
+        "    features left out keep 1."
+    ),
+    "monotonic_cst_": (
+        "monotonic_cst_ : ndarray of shape (n_features_in_,)\n"
+        "    The constraint of each feature as fitted (int8: 1, -1 or 0)."
+    ),
+    "penalty_factor_": (
+        "penalty_factor_ : ndarray of shape (n_features_in_,)\n    The penalty factor of each feature as fitted."
     ),
 }
 

@@ -198,6 +198,10 @@ def model_to_dict(est: Any, feature_names: Sequence[str] | None = None) -> dict[
             feature["missing_weight"] = _finite_floats([sf.missing_weight], f"missing_weights_[{j}]")[0]
         if sf.categories is not None:
             feature["categories"] = [_label_to_json(c, f"feature {name!r} has category") for c in sf.categories]
+        if sf.monotone:
+            feature["monotone"] = int(sf.monotone)
+        if sf.penalty_factor != 1.0:
+            feature["penalty_factor"] = _finite_floats([sf.penalty_factor], f"penalty_factor_[{j}]")[0]
         features.append(feature)
     cls = type(est)
     out: dict[str, Any] = {
@@ -286,6 +290,8 @@ def model_from_dict(d: dict[str, Any]) -> Any:
     missing_values: list[float] = []
     missing_weights: list[float] = []
     categories: list[Any] = []
+    monotone: list[int] = []
+    factors: list[float] = []
     values: list[np.ndarray] = []
     bin_weights: list[np.ndarray] = []
     for j, feature in enumerate(features):
@@ -308,6 +314,17 @@ def model_from_dict(d: dict[str, Any]) -> Any:
             if w.size != v.size:
                 raise ValueError(f"model file: feature {name!r} has {v.size} values but {w.size} bin_weights")
             bin_weights.append(w)
+        d_j = feature.get("monotone", 0)
+        if d_j not in (-1, 0, 1) or isinstance(d_j, bool):
+            raise ValueError(f"model file: feature {name!r} has monotone {d_j!r}; expected -1, 0 or 1")
+        f_j = feature.get("penalty_factor", 1.0)
+        if not isinstance(f_j, (int, float)) or isinstance(f_j, bool) or not (math.isfinite(f_j) and f_j >= 0):
+            raise ValueError(f"model file: feature {name!r} has penalty_factor {f_j!r}; expected a finite number >= 0")
+        if d_j and np.any(np.diff(v) * d_j < 0):
+            kind = "nondecreasing" if d_j > 0 else "nonincreasing"
+            raise ValueError(f"model file: feature {name!r} is constrained {kind} (monotone={d_j}) but its values break it")
+        monotone.append(int(d_j))
+        factors.append(float(f_j))
         names.append(name)
         cuts.append(c)
         values.append(v)
@@ -338,6 +355,8 @@ def model_from_dict(d: dict[str, Any]) -> Any:
     est.missing_weights_ = np.asarray(missing_weights, dtype=np.float64)
     est.categories_ = categories
     est.is_categorical_ = np.asarray([c is not None for c in categories], dtype=bool)
+    est.monotonic_cst_ = np.asarray(monotone, dtype=np.int8)
+    est.penalty_factor_ = np.asarray(factors, dtype=np.float64)
     if len(bin_weights) == len(cuts):
         est.bin_weights_ = bin_weights
     est.n_features_in_ = len(cuts)

@@ -33,6 +33,7 @@ from ._params import (
 SPARSE_PARAMS = (
     "max_features", "method", "lambda_f", "lambda_ratio", "local_search", "max_swaps", "max_bins", "tol", "max_iter",
     "n_lambda_s", "scale_down_factor", "n_jobs", "random_state", "subsample_for_bin", "categorical_features", "bins",
+    "monotonic_cst", "penalty_factor",
 )  # fmt: skip
 
 
@@ -102,6 +103,7 @@ class SparseFASTRegressor(RegressorMixin, _BaseFAST):
         Categorical features, as in :class:`FASTRegressor`.
     bins : dict, list or None, default=None
         User-supplied cut points for numeric features, as in :class:`FASTRegressor`.
+    <<monotonic_cst penalty_factor>>
 
     Attributes
     ----------
@@ -150,7 +152,7 @@ class SparseFASTRegressor(RegressorMixin, _BaseFAST):
         The fusion penalty used.
     lambda_max_ : float
         The smallest fusion penalty whose (dense) fit is constant.
-    <<n_features_in_ feature_names_in_>>
+    <<n_features_in_ feature_names_in_ monotonic_cst_ penalty_factor_>>
 
     See Also
     --------
@@ -199,6 +201,8 @@ class SparseFASTRegressor(RegressorMixin, _BaseFAST):
         subsample_for_bin: int = DEFAULT_SUBSAMPLE_FOR_BIN,
         categorical_features: Any = "from_dtype",
         bins: Any = None,
+        monotonic_cst: Any = None,
+        penalty_factor: Any = None,
     ) -> None:
         _store_params(self, locals())
 

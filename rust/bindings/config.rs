@@ -11,7 +11,7 @@ use pyo3::IntoPyObjectExt;
 
 use crate::binning::{auto_max_bins, BinningParams, DEFAULT_BIN_SAMPLE_SIZE};
 use crate::params::{
-    Engine, FitParams, Loss, Penalty, Selection, Validation, DEFAULT_LAMBDA_RATIO,
+    Engine, FitParams, Loss, Penalty, Selection, Shapes, Validation, DEFAULT_LAMBDA_RATIO,
     DEFAULT_MAX_ITER, DEFAULT_TOL, DEFAULT_VALIDATION_FRACTION,
 };
 use crate::sparse::{
@@ -110,6 +110,12 @@ pub(crate) struct FitConfig {
     pub local_search: bool,
     #[pyo3(default = FitConfig::default().max_swaps)]
     pub max_swaps: usize,
+    /// Per feature: 1 nondecreasing, -1 nonincreasing, 0 free (`None`: all free).
+    #[pyo3(default = FitConfig::default().monotonic_cst)]
+    pub monotonic_cst: Option<Vec<i8>>,
+    /// Per feature: the multiplier of `λ_f` (`None`: all 1).
+    #[pyo3(default = FitConfig::default().penalty_factor)]
+    pub penalty_factor: Option<Vec<f64>>,
 }
 
 impl Default for FitConfig {
@@ -137,6 +143,8 @@ impl Default for FitConfig {
             scale_down_factor: DEFAULT_SCALE_DOWN,
             local_search: true,
             max_swaps: DEFAULT_MAX_SWAPS,
+            monotonic_cst: None,
+            penalty_factor: None,
         }
     }
 }
@@ -152,6 +160,14 @@ impl FitConfig {
             sample_size: self.subsample_for_bin,
             random_state: self.random_state,
             user_cuts: self.bins.clone().unwrap_or_default(),
+        }
+    }
+
+    /// The blocks' shapes: `monotonic_cst` and `penalty_factor`.
+    pub fn shapes(&self) -> Shapes {
+        Shapes {
+            monotone: self.monotonic_cst.clone().unwrap_or_default(),
+            penalty_factor: self.penalty_factor.clone().unwrap_or_default(),
         }
     }
 
@@ -178,6 +194,7 @@ impl FitConfig {
             max_iter: self.max_iter,
             max_time: self.max_time,
             binning: self.binning(n_rows),
+            shapes: self.shapes(),
         };
         params.check()?;
         Ok(params)
@@ -199,6 +216,7 @@ impl FitConfig {
             local_search: self.local_search,
             max_swaps: self.max_swaps,
             binning: self.binning(n_rows),
+            shapes: self.shapes(),
         };
         params.check()?;
         Ok(params)

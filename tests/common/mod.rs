@@ -40,6 +40,7 @@ pub fn params(
             max_bins,
             ..BinningParams::default()
         },
+        shapes: Default::default(),
     }
 }
 
