@@ -35,6 +35,7 @@ DEFAULT_ENGINE: str = str(CORE_DEFAULTS["engine"])
 DEFAULT_MAX_SWAPS: int = int(CORE_DEFAULTS["max_swaps"])
 DEFAULT_N_LAMBDA_S: int = int(CORE_DEFAULTS["n_lambda_s"])
 DEFAULT_SCALE_DOWN_FACTOR: float = float(CORE_DEFAULTS["scale_down_factor"])
+DEFAULT_POWER: float = float(CORE_DEFAULTS["power"])
 SPARSE_LAMBDA_RATIO: float = float(_core.SPARSE_LAMBDA_RATIO)
 SPARSE_MAX_BINS: int = int(_core.SPARSE_MAX_BINS)
 DEFAULT_MAX_FEATURES: int = int(_core.SPARSE_MAX_FEATURES)
@@ -67,6 +68,9 @@ CONSTRAINTS: dict[str, list[Any]] = {
     "max_swaps": [Interval(Integral, 0, None, closed="left")],
     "n_lambda_s": [Interval(Integral, 1, None, closed="left")],
     "scale_down_factor": [Interval(Real, 0, 1, closed="neither")],
+    # regression losses
+    "loss": [StrOptions({"squared_error", "poisson", "gamma", "tweedie"})],
+    "power": [Interval(Real, 1, 2, closed="neither")],
     # cross-validation
     "lambda_ratios": ["array-like", None],
     "cv": ["cv_object"],

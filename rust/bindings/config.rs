@@ -14,6 +14,7 @@ use crate::params::{
     Engine, FitParams, Loss, Penalty, Selection, Validation, DEFAULT_LAMBDA_RATIO,
     DEFAULT_MAX_ITER, DEFAULT_TOL, DEFAULT_VALIDATION_FRACTION,
 };
+use crate::loglink::DEFAULT_TWEEDIE_POWER;
 use crate::sparse::{
     LambdaS, SparseParams, DEFAULT_MAX_SWAPS, DEFAULT_N_LAMBDA_S, DEFAULT_SCALE_DOWN,
 };
@@ -60,7 +61,7 @@ impl<'py, T: IntoPyObject<'py>> IntoPyObject<'py> for AutoOr<T> {
 #[derive(Debug, Clone, FromPyObject, IntoPyObject)]
 #[pyo3(from_item_all)]
 pub(crate) struct FitConfig {
-    /// "squared" or "logistic" (the one key every fit gives).
+    /// "squared", "logistic", "poisson", "gamma" or "tweedie" (the one key every fit gives).
     pub loss: String,
     #[pyo3(default = FitConfig::default().lambda_f)]
     pub lambda_f: Option<f64>,
@@ -110,6 +111,9 @@ pub(crate) struct FitConfig {
     pub local_search: bool,
     #[pyo3(default = FitConfig::default().max_swaps)]
     pub max_swaps: usize,
+    /// The Tweedie power of `loss="tweedie"`, in (1, 2).
+    #[pyo3(default = FitConfig::default().power)]
+    pub power: f64,
 }
 
 impl Default for FitConfig {
@@ -137,6 +141,7 @@ impl Default for FitConfig {
             scale_down_factor: DEFAULT_SCALE_DOWN,
             local_search: true,
             max_swaps: DEFAULT_MAX_SWAPS,
+            power: DEFAULT_TWEEDIE_POWER,
         }
     }
 }
