@@ -249,6 +249,11 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
     def _validation_loss(self) -> str:  # type: ignore[override]
         return "validation_mse" if self._loss == "squared" else "validation_deviance"
 
+    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
+        tags = super().__sklearn_tags__()
+        tags.target_tags.positive_only = self._loss != "squared"
+        return tags
+
     def _log_link(self) -> bool:
         return self._loss != "squared"
 
