@@ -247,7 +247,7 @@ impl Loss {
         if self != Self::Squared && engine == Engine::Tables {
             return Err(FastError::InvalidParameter {
                 name: "engine",
-                message: "must be 'auto' or 'rows' for a loss other than the squared one (the co-occurrence tables need the squared loss)",
+                message: "must be 'auto' or 'rows' for the logistic, poisson, gamma and tweedie losses (the co-occurrence tables need the squared loss)",
                 value: "\"tables\"".to_string(),
             });
         }
