@@ -321,6 +321,56 @@ mod tests {
         let _ = p;
     }
 
+    /// Residual, curvature and loss change of a log-link datafit against finite differences
+    /// and the direct difference of the loss.
+    fn check_log_link<D: Datafit + std::fmt::Debug>(d: D, ys: &[f64]) {
+        assert!(d.curvature_bound().is_none());
+        for &y in ys {
+            for &eta in &[-20.0, -3.0, -0.2, 0.0, 0.7, 4.0, 12.0] {
+                let (r, h) = d.residual(y, eta, 2.0);
+                let e = 1e-6;
+                let grad = (d.loss(y, eta + e) - d.loss(y, eta - e)) / (2.0 * e);
+                let scale = d.loss(y, eta).abs().max(1.0);
+                assert!((r + grad).abs() <= 1e-6 * scale, "{d:?} y {y} eta {eta}: r {r} vs {grad}");
+                let (r_hi, _) = d.residual(y, eta + e, 1.0);
+                let (r_lo, _) = d.residual(y, eta - e, 1.0);
+                let curv = -(r_hi - r_lo) / (2.0 * e);
+                assert!((h / 2.0 - curv).abs() <= 1e-6 * scale, "{d:?} y {y} eta {eta}");
+                assert_eq!(d.curvature(2.0, y, eta, r), h);
+                assert!(h >= 0.0);
+                for &s in &[-5.0, -0.3, -1e-9, 1e-9, 0.4, 6.0] {
+                    let change = d.loss_change(y, eta, r, s, s.exp_m1(), (-s).exp_m1());
+                    let direct = d.loss(y, eta + s) - d.loss(y, eta);
+                    let tol = 1e-12 * (d.loss(y, eta).abs() + d.loss(y, eta + s).abs() + 1.0);
+                    assert!((change - direct).abs() <= tol, "{d:?} y {y} eta {eta} s {s}");
+                }
+                assert_eq!(d.loss_change(y, eta, r, 0.0, 0.0, 0.0), 0.0);
+            }
+            // The unit deviance is 0 at μ = y and positive elsewhere.
+            if y > 0.0 {
+                assert!(d.holdout(y, y.ln()).abs() <= 1e-12 * y.max(1.0));
+                assert!(d.holdout(y, y.ln() + 0.5) > 0.0 && d.holdout(y, y.ln() - 0.5) > 0.0);
+            }
+            assert!(d.link(y.max(1e-3)).exp() - y.max(1e-3) <= 1e-15 * y.max(1.0));
+        }
+    }
+
+    #[test]
+    fn log_link_datafits_are_consistent() {
+        check_log_link(Poisson, &[0.0, 1.0, 3.0, 0.25]);
+        check_log_link(Gamma, &[1e-3, 1.0, 3.0, 0.25]);
+        for power in [1.01, 1.5, 1.99] {
+            check_log_link(Tweedie { power }, &[0.0, 1.0, 3.0, 0.25]);
+        }
+        // scikit-learn's unit deviances at a few points.
+        assert!((Poisson.holdout(0.0, 0.5f64.ln()) - 1.0).abs() < 1e-15);
+        assert!((Poisson.holdout(2.0, 1.0f64.ln()) - 2.0 * (2.0 * 2.0f64.ln() - 1.0)).abs() < 1e-14);
+        assert!((Gamma.holdout(2.0, 1.0f64.ln()) - 2.0 * (-(2.0f64.ln()) + 1.0)).abs() < 1e-14);
+        let t = Tweedie { power: 1.5 };
+        // 2(y^{0.5}/(−0.5·0.5) − y·μ^{−0.5}/(−0.5) + μ^{0.5}/0.5) at y = 4, μ = 1: 2(−8 + 8 + 2)
+        assert!((t.holdout(4.0, 0.0) - 4.0).abs() < 1e-13);
+    }
+
     #[test]
     fn sigmoid_is_accurate_in_both_tails() {
         let (p, q) = sigmoid_pq(-40.0);
