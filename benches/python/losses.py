@@ -191,7 +191,9 @@ def main() -> None:
             + md
             + "\n\n"
             + notes
-            + f"\n\nfastpcam {fastpcam.__version__}, interpret {interpret.__version__}, "
+            + "\n\nThe machine is shared: each time is of one fit under the load of the moment "
+            "(LightGBM's threads suffer most from it).\n"
+            + f"\nfastpcam {fastpcam.__version__}, interpret {interpret.__version__}, "
             f"lightgbm {lightgbm.__version__}, Python {platform.python_version()}, "
             f"{platform.machine()}; total run time {time.perf_counter() - t0:.0f} s.\n"
         )
