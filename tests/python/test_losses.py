@@ -292,3 +292,12 @@ def test_cli_fit_with_a_log_link_loss(tmp_path, capsys):
     capsys.readouterr()
     assert main(["fit", str(data), "--target", "visits", "--loss", "gamma", "--out", str(model)]) == 2
     assert "y must be > 0 for loss='gamma'" in capsys.readouterr().err
+
+
+def test_inspection_is_on_the_log_scale():
+    X, y = sample("gamma", 400, seed=19)
+    m = FASTRegressor(loss="gamma", lambda_ratio=0.01).fit(X, y)
+    contributions = m.explain(X)
+    np.testing.assert_allclose(contributions.sum(axis=1), np.log(m.predict(X)), rtol=1e-12, atol=1e-12)
+    shapes = m.shape_functions()
+    assert len(shapes) == 2 and np.array_equal(shapes[0].values, m.values_[0])
