@@ -3,30 +3,46 @@
 //! A datafit gives, per row with target `y`, weight `v` and linear predictor `η`, the loss
 //! `ℓ(y, η)`, the residual `r = −∂ℓ/∂η` (the bin sums of `v·r` are minus the gradient in the
 //! blocks), the weighted curvature `v·∂²ℓ/∂η²`, the change of the loss for a step `s`
-//! computed without cancellation, a bound of the curvature (for the majorise–minimise
-//! fallback) and the link of the constant model. [`Logistic`] is the first; every method is
-//! an associated function, so the Newton state is compiled once per datafit.
+//! computed without cancellation, a bound of the curvature when one exists (for the
+//! majorise–minimise fallback), the link of the constant model and the held-out criterion.
+//! [`Logistic`] is the first; [`Poisson`], [`Gamma`] and [`Tweedie`] are scikit-learn's half
+//! losses with a log link (`μ = e^η`):
+//!
+//! ```text
+//! Poisson        ℓ(y, η) = e^η − y·η                                  (y ≥ 0)
+//! Gamma          ℓ(y, η) = η + y·e^−η                                 (y > 0)
+//! Tweedie(p)     ℓ(y, η) = e^{(2−p)η}/(2−p) − y·e^{(1−p)η}/(1−p)       (y ≥ 0, 1 < p < 2)
+//! ```
+//!
+//! Their curvatures (`e^η`, `y·e^−η`, `(2−p)e^{(2−p)η} − (1−p)y·e^{(1−p)η}`) have no global
+//! bound, so the Newton state falls back to damping instead of majorise–minimise for them.
+//! A datafit is a small `Copy` value (Tweedie carries its power); the Newton state is
+//! compiled once per datafit type.
 
 /// A per-row loss for the Newton state.
-pub trait Datafit: Send + Sync + 'static {
-    /// An upper bound of `∂²ℓ/∂η²` over every `y` and `η`.
-    const CURVATURE_BOUND: f64;
+pub trait Datafit: Copy + Send + Sync + 'static {
+    /// An upper bound of `∂²ℓ/∂η²` over every `y` and `η`, if there is one.
+    fn curvature_bound(&self) -> Option<f64>;
 
     /// `ℓ(y, η)`.
-    fn loss(y: f64, eta: f64) -> f64;
+    fn loss(&self, y: f64, eta: f64) -> f64;
 
     /// The residual `r = −∂ℓ/∂η` at `η` and the weighted curvature `v·∂²ℓ/∂η²`.
-    fn residual(y: f64, eta: f64, v: f64) -> (f64, f64);
+    fn residual(&self, y: f64, eta: f64, v: f64) -> (f64, f64);
 
-    /// The weighted curvature `v·∂²ℓ/∂η²` from the residual `r` at the same point.
-    fn curvature(v: f64, y: f64, r: f64) -> f64;
+    /// The weighted curvature `v·∂²ℓ/∂η²` at `η`, whose residual is `r`.
+    fn curvature(&self, v: f64, y: f64, eta: f64, r: f64) -> f64;
 
-    /// `ℓ(y, η + s) − ℓ(y, η)` from the residual `r` at `η`, with `e1 = expm1(s)` and
-    /// `e1n = expm1(−s)`; exactly 0 for `s = 0`.
-    fn loss_change(y: f64, r: f64, s: f64, e1: f64, e1n: f64) -> f64;
+    /// `ℓ(y, η + s) − ℓ(y, η)` from `η` and the residual `r` at `η`, with `e1 = expm1(s)`
+    /// and `e1n = expm1(−s)`; exactly 0 for `s = 0`.
+    fn loss_change(&self, y: f64, eta: f64, r: f64, s: f64, e1: f64, e1n: f64) -> f64;
 
     /// The linear predictor of the constant model whose mean is `mean`.
-    fn link(mean: f64) -> f64;
+    fn link(&self, mean: f64) -> f64;
+
+    /// The held-out criterion of one row (per unit weight): the log-loss for [`Logistic`],
+    /// the unit deviance `2(ℓ(y, η) − ℓ(y, link(y)))` for the log-link losses.
+    fn holdout(&self, y: f64, eta: f64) -> f64;
 }
 
 /// The log-loss of binary classification, `ℓ(y, η) = log(1 + e^η) − y·η`, with
@@ -35,21 +51,24 @@ pub trait Datafit: Send + Sync + 'static {
 pub struct Logistic;
 
 impl Datafit for Logistic {
-    const CURVATURE_BOUND: f64 = 0.25;
+    #[inline]
+    fn curvature_bound(&self) -> Option<f64> {
+        Some(0.25)
+    }
 
     #[inline]
-    fn loss(y: f64, eta: f64) -> f64 {
+    fn loss(&self, y: f64, eta: f64) -> f64 {
         log_loss(y, eta)
     }
 
     #[inline(always)]
-    fn residual(y: f64, eta: f64, v: f64) -> (f64, f64) {
+    fn residual(&self, y: f64, eta: f64, v: f64) -> (f64, f64) {
         let (p, q) = sigmoid_pq(eta);
         (y * q - (1.0 - y) * p, v * p * q)
     }
 
     #[inline(always)]
-    fn curvature(v: f64, y: f64, r: f64) -> f64 {
+    fn curvature(&self, v: f64, y: f64, _eta: f64, r: f64) -> f64 {
         // p = y − r and 1 − p = (1 − y) + r, both accurate.
         v * (y - r) * ((1.0 - y) + r)
     }
@@ -57,7 +76,7 @@ impl Datafit for Logistic {
     /// `log1p(p·expm1(s)) − y·s`, or its mirror `(1−y)·s + log1p((1−p)·expm1(−s))` for
     /// `p > ½`.
     #[inline(always)]
-    fn loss_change(y: f64, r: f64, s: f64, e1: f64, e1n: f64) -> f64 {
+    fn loss_change(&self, y: f64, _eta: f64, r: f64, s: f64, e1: f64, e1n: f64) -> f64 {
         if s == 0.0 {
             return 0.0;
         }
@@ -70,8 +89,174 @@ impl Datafit for Logistic {
         }
     }
 
-    fn link(mean: f64) -> f64 {
+    fn link(&self, mean: f64) -> f64 {
         (mean / (1.0 - mean)).ln()
+    }
+
+    fn holdout(&self, y: f64, eta: f64) -> f64 {
+        log_loss(y, eta)
+    }
+}
+
+/// scikit-learn's `HalfPoissonLoss`: `ℓ(y, η) = e^η − y·η`, `r = y − μ`, curvature `μ`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Poisson;
+
+impl Datafit for Poisson {
+    #[inline]
+    fn curvature_bound(&self) -> Option<f64> {
+        None
+    }
+
+    #[inline]
+    fn loss(&self, y: f64, eta: f64) -> f64 {
+        eta.exp() - y * eta
+    }
+
+    #[inline(always)]
+    fn residual(&self, y: f64, eta: f64, v: f64) -> (f64, f64) {
+        let mu = eta.exp();
+        (y - mu, v * mu)
+    }
+
+    #[inline(always)]
+    fn curvature(&self, v: f64, _y: f64, eta: f64, _r: f64) -> f64 {
+        v * eta.exp()
+    }
+
+    /// `μ·expm1(s) − y·s`.
+    #[inline(always)]
+    fn loss_change(&self, y: f64, eta: f64, _r: f64, s: f64, e1: f64, _e1n: f64) -> f64 {
+        if s == 0.0 {
+            return 0.0;
+        }
+        eta.exp() * e1 - y * s
+    }
+
+    fn link(&self, mean: f64) -> f64 {
+        mean.ln()
+    }
+
+    /// `2(y·log(y/μ) − y + μ)`.
+    fn holdout(&self, y: f64, eta: f64) -> f64 {
+        let at_y = if y > 0.0 { y - y * y.ln() } else { 0.0 };
+        2.0 * (self.loss(y, eta) - at_y)
+    }
+}
+
+/// scikit-learn's `HalfGammaLoss`: `ℓ(y, η) = η + y·e^−η`, `r = y·e^−η − 1`, curvature
+/// `y·e^−η`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Gamma;
+
+impl Datafit for Gamma {
+    #[inline]
+    fn curvature_bound(&self) -> Option<f64> {
+        None
+    }
+
+    #[inline]
+    fn loss(&self, y: f64, eta: f64) -> f64 {
+        eta + y * (-eta).exp()
+    }
+
+    #[inline(always)]
+    fn residual(&self, y: f64, eta: f64, v: f64) -> (f64, f64) {
+        let q = y * (-eta).exp();
+        (q - 1.0, v * q)
+    }
+
+    #[inline(always)]
+    fn curvature(&self, v: f64, y: f64, eta: f64, _r: f64) -> f64 {
+        v * y * (-eta).exp()
+    }
+
+    /// `s + y·e^−η·expm1(−s)`.
+    #[inline(always)]
+    fn loss_change(&self, y: f64, eta: f64, _r: f64, s: f64, _e1: f64, e1n: f64) -> f64 {
+        if s == 0.0 {
+            return 0.0;
+        }
+        s + y * (-eta).exp() * e1n
+    }
+
+    fn link(&self, mean: f64) -> f64 {
+        mean.ln()
+    }
+
+    /// `2(log(μ/y) + y/μ − 1)`.
+    fn holdout(&self, y: f64, eta: f64) -> f64 {
+        2.0 * (self.loss(y, eta) - (y.ln() + 1.0))
+    }
+}
+
+/// scikit-learn's `HalfTweedieLoss(power)` for `1 < power < 2` (compound Poisson–Gamma):
+/// `ℓ(y, η) = e^{(2−p)η}/(2−p) − y·e^{(1−p)η}/(1−p)`, `r = y·μ^{1−p} − μ^{2−p}`, curvature
+/// `(2−p)μ^{2−p} − (1−p)y·μ^{1−p}`.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Tweedie {
+    /// The variance power `p`, in `(1, 2)`.
+    pub power: f64,
+}
+
+impl Tweedie {
+    /// `(μ^{2−p}, y·μ^{1−p})` at `η`.
+    #[inline(always)]
+    fn terms(&self, y: f64, eta: f64) -> (f64, f64) {
+        let p = self.power;
+        (((2.0 - p) * eta).exp(), y * ((1.0 - p) * eta).exp())
+    }
+}
+
+impl Datafit for Tweedie {
+    #[inline]
+    fn curvature_bound(&self) -> Option<f64> {
+        None
+    }
+
+    #[inline]
+    fn loss(&self, y: f64, eta: f64) -> f64 {
+        let p = self.power;
+        let (a, b) = self.terms(y, eta);
+        a / (2.0 - p) - b / (1.0 - p)
+    }
+
+    #[inline(always)]
+    fn residual(&self, y: f64, eta: f64, v: f64) -> (f64, f64) {
+        let p = self.power;
+        let (a, b) = self.terms(y, eta);
+        (b - a, v * ((2.0 - p) * a - (1.0 - p) * b))
+    }
+
+    #[inline(always)]
+    fn curvature(&self, v: f64, y: f64, eta: f64, _r: f64) -> f64 {
+        self.residual(y, eta, v).1
+    }
+
+    /// `μ^{2−p}·expm1((2−p)s)/(2−p) − y·μ^{1−p}·expm1((1−p)s)/(1−p)`.
+    #[inline(always)]
+    fn loss_change(&self, y: f64, eta: f64, _r: f64, s: f64, _e1: f64, _e1n: f64) -> f64 {
+        if s == 0.0 {
+            return 0.0;
+        }
+        let p = self.power;
+        let (a, b) = self.terms(y, eta);
+        a * ((2.0 - p) * s).exp_m1() / (2.0 - p) - b * ((1.0 - p) * s).exp_m1() / (1.0 - p)
+    }
+
+    fn link(&self, mean: f64) -> f64 {
+        mean.ln()
+    }
+
+    /// `2(y^{2−p}/((1−p)(2−p)) − y·μ^{1−p}/(1−p) + μ^{2−p}/(2−p))`.
+    fn holdout(&self, y: f64, eta: f64) -> f64 {
+        let p = self.power;
+        let at_y = if y > 0.0 {
+            y.powf(2.0 - p) / ((1.0 - p) * (2.0 - p))
+        } else {
+            0.0
+        };
+        2.0 * (at_y + self.loss(y, eta))
     }
 }
 
@@ -118,7 +303,7 @@ mod tests {
                 for &s in &[-5.0, -0.3, -1e-9, 1e-9, 0.4, 6.0] {
                     let (p, q) = sigmoid_pq(eta);
                     let r = y * q - (1.0 - y) * p;
-                    let d = Logistic::loss_change(y, r, s, f64::exp_m1(s), f64::exp_m1(-s));
+                    let d = Logistic.loss_change(y, eta, r, s, f64::exp_m1(s), f64::exp_m1(-s));
                     let direct = log_loss(y, eta + s) - log_loss(y, eta);
                     let tol = 1e-12 * (1.0 + log_loss(y, eta).abs()) + 1e-9 * d.abs();
                     assert!(
@@ -131,9 +316,59 @@ mod tests {
         // Far below the loss's own rounding level the change is still resolved.
         let (p, q) = sigmoid_pq(0.3);
         let r = 1.0 * q;
-        let d = Logistic::loss_change(1.0, r, 1e-20, f64::exp_m1(1e-20), f64::exp_m1(-1e-20));
+        let d = Logistic.loss_change(1.0, 0.3, r, 1e-20, f64::exp_m1(1e-20), f64::exp_m1(-1e-20));
         assert!((d + q * 1e-20).abs() < 1e-35, "{d}");
         let _ = p;
+    }
+
+    /// Residual, curvature and loss change of a log-link datafit against finite differences
+    /// and the direct difference of the loss.
+    fn check_log_link<D: Datafit + std::fmt::Debug>(d: D, ys: &[f64]) {
+        assert!(d.curvature_bound().is_none());
+        for &y in ys {
+            for &eta in &[-20.0, -3.0, -0.2, 0.0, 0.7, 4.0, 12.0] {
+                let (r, h) = d.residual(y, eta, 2.0);
+                let e = 1e-6;
+                let grad = (d.loss(y, eta + e) - d.loss(y, eta - e)) / (2.0 * e);
+                let scale = d.loss(y, eta).abs().max(1.0);
+                assert!((r + grad).abs() <= 1e-6 * scale, "{d:?} y {y} eta {eta}: r {r} vs {grad}");
+                let (r_hi, _) = d.residual(y, eta + e, 1.0);
+                let (r_lo, _) = d.residual(y, eta - e, 1.0);
+                let curv = -(r_hi - r_lo) / (2.0 * e);
+                assert!((h / 2.0 - curv).abs() <= 1e-6 * scale, "{d:?} y {y} eta {eta}");
+                assert_eq!(d.curvature(2.0, y, eta, r), h);
+                assert!(h >= 0.0);
+                for &s in &[-5.0, -0.3, -1e-9, 1e-9, 0.4, 6.0] {
+                    let change = d.loss_change(y, eta, r, s, s.exp_m1(), (-s).exp_m1());
+                    let direct = d.loss(y, eta + s) - d.loss(y, eta);
+                    let tol = 1e-12 * (d.loss(y, eta).abs() + d.loss(y, eta + s).abs() + 1.0);
+                    assert!((change - direct).abs() <= tol, "{d:?} y {y} eta {eta} s {s}");
+                }
+                assert_eq!(d.loss_change(y, eta, r, 0.0, 0.0, 0.0), 0.0);
+            }
+            // The unit deviance is 0 at μ = y and positive elsewhere.
+            if y > 0.0 {
+                assert!(d.holdout(y, y.ln()).abs() <= 1e-12 * y.max(1.0));
+                assert!(d.holdout(y, y.ln() + 0.5) > 0.0 && d.holdout(y, y.ln() - 0.5) > 0.0);
+            }
+            assert!(d.link(y.max(1e-3)).exp() - y.max(1e-3) <= 1e-15 * y.max(1.0));
+        }
+    }
+
+    #[test]
+    fn log_link_datafits_are_consistent() {
+        check_log_link(Poisson, &[0.0, 1.0, 3.0, 0.25]);
+        check_log_link(Gamma, &[1e-3, 1.0, 3.0, 0.25]);
+        for power in [1.01, 1.5, 1.99] {
+            check_log_link(Tweedie { power }, &[0.0, 1.0, 3.0, 0.25]);
+        }
+        // scikit-learn's unit deviances at a few points.
+        assert!((Poisson.holdout(0.0, 0.5f64.ln()) - 1.0).abs() < 1e-15);
+        assert!((Poisson.holdout(2.0, 1.0f64.ln()) - 2.0 * (2.0 * 2.0f64.ln() - 1.0)).abs() < 1e-14);
+        assert!((Gamma.holdout(2.0, 1.0f64.ln()) - 2.0 * (-(2.0f64.ln()) + 1.0)).abs() < 1e-14);
+        let t = Tweedie { power: 1.5 };
+        // 2(y^{0.5}/(−0.5·0.5) − y·μ^{−0.5}/(−0.5) + μ^{0.5}/0.5) at y = 4, μ = 1: 2(−8 + 8 + 2)
+        assert!((t.holdout(4.0, 0.0) - 4.0).abs() < 1e-13);
     }
 
     #[test]

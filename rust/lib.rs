@@ -14,7 +14,8 @@
 //! ```
 //!
 //! with sample weights `v_i ≥ 0` and `W = Σ v_i` (or, for classification, the mean log-loss
-//! of the log-odds `f`). The core is pure Rust; its modules depend one way, each on those
+//! of the log-odds `f`; for Poisson, Gamma and Tweedie regression, the mean half deviance of
+//! the log-mean `f`, see [`loglink`]). The core is pure Rust; its modules depend one way, each on those
 //! listed before it:
 //!
 //! * [`error`] — the errors, each naming the argument at fault;
@@ -35,7 +36,7 @@
 //! * [`blocks`] — the exact squared-loss state (residual or tables, bin sums, exact block
 //!   update), shared by every squared-loss solver;
 //! * [`datafit`] — per-row losses (gradient, curvature, stable loss change): the logistic
-//!   loss;
+//!   loss and the log-link half losses (Poisson, Gamma, Tweedie);
 //! * [`newton`] — the proximal-Newton state over a datafit;
 //! * [`engine`] — the squared loss's engine choice (rows or tables), `λ_max` and fits at a
 //!   given penalty;
@@ -44,6 +45,7 @@
 //! * [`solver`] — the regression entry points (bin, engine, fixed or held-out penalty, path,
 //!   thread pool);
 //! * [`logistic`] — the classification entry points (binary log-loss);
+//! * [`loglink`] — the log-link regression entry points (Poisson, Gamma, Tweedie);
 //! * [`sparse`] — feature-sparse FAST: AGIS, group-ℓ0 FAST and the BGS local search.
 //!
 //! The PyO3 layer lives in `bindings` behind the `python` feature.
@@ -56,6 +58,7 @@ pub mod engine;
 pub mod error;
 pub mod flsa;
 pub mod logistic;
+pub mod loglink;
 pub mod model;
 pub mod monotone;
 pub mod newton;

@@ -5,9 +5,14 @@
 //! `k` has a diagonal Hessian `H_b = Σ_{code_k(i)=b} v ℓ''(y, η) / W`. Its quadratic model
 //! plus the fusion penalty is a weighted FLSA, solved exactly by [`crate::flsa`]:
 //! `β_k ← FLSA(z, h, λ_f)` with `h_b = max(H_b, τ·B·w_b/W)` (`B` the datafit's curvature
-//! bound) and `z_b = β_b + R_{k,b}/h_b`. The step is backtracked (Armijo); when that fails,
-//! the majorise–minimise step with the curvature bound `h_b = B·w_b/W ≥ H_b` is tried, which
-//! cannot increase the objective. The intercept takes its own 1-D Newton steps (with
+//! bound; without one, `B` is the mean curvature of the starting model) and
+//! `z_b = β_b + R_{k,b}/h_b`. The step is backtracked (Armijo); when that fails, the
+//! majorise–minimise step with the curvature bound `h_b = B·w_b/W ≥ H_b` is tried, which
+//! cannot increase the objective. A datafit without a global bound (the log-link losses:
+//! Poisson, Gamma, Tweedie) is damped instead: the curvature is inflated fourfold per try,
+//! `h ← 4^m·h` ([`DAMPINGS`] tries), which turns the step into an ever shorter proximal
+//! gradient step, a descent step once `4^m·H` exceeds the local curvature; a step is still
+//! accepted only if it lowers the objective, so the objective never increases either way. The intercept takes its own 1-D Newton steps (with
 //! backtracking) when its gradient is the largest violation. Blocks are centred after every
 //! update, their weighted mean moving into the intercept (`η` unchanged). A missing-value
 //! bin (DESIGN §8) is a free level outside the fused chain.
@@ -18,7 +23,6 @@
 //! non-increasing in floating point too, and steps far below the objective's rounding level
 //! are still resolved. No single step moves a linear predictor by more than [`MAX_STEP`].
 
-use std::marker::PhantomData;
 use std::ops::Range;
 
 use ndarray::ArrayView1;
@@ -34,6 +38,13 @@ use crate::with_codes;
 
 /// Largest change of any linear predictor (log-odds) in one step; longer steps are shortened by backtracking.
 pub const MAX_STEP: f64 = 50.0;
+
+/// Tries of the damped step of a datafit without a curvature bound, each with four times
+/// the curvature of the last.
+pub const DAMPINGS: usize = 24;
+/// Curvature floor of a datafit without a curvature bound, as a fraction of the mean
+/// curvature of the starting model.
+const UNBOUNDED_FLOOR: f64 = 1e-8;
 
 /// Rows per chunk of the parallel row passes (fixed: results do not depend on the number
 /// of threads). Smaller than the regressor's: a row costs an `exp` and a `log1p` here.
@@ -87,9 +98,12 @@ where
 
 /// `Σ_{rows} v ℓ(y, η + s) − v ℓ(y, η)` over one chunk.
 #[inline]
+#[allow(clippy::too_many_arguments)]
 fn chunk_loss_change<D: Datafit, B: Fn(usize) -> usize>(
+    d: D,
     rows: Range<usize>,
     y: &[f64],
+    eta: &[f64],
     r: &[f64],
     v: Option<&[f64]>,
     step: &Step<'_>,
@@ -100,14 +114,14 @@ fn chunk_loss_change<D: Datafit, B: Fn(usize) -> usize>(
         None => {
             for i in rows {
                 let b = bin(i);
-                acc += D::loss_change(y[i], r[i], step.s[b], step.e1[b], step.e1n[b]);
+                acc += d.loss_change(y[i], eta[i], r[i], step.s[b], step.e1[b], step.e1n[b]);
             }
         }
         Some(v) => {
             for i in rows {
                 let b = bin(i);
-                let d = D::loss_change(y[i], r[i], step.s[b], step.e1[b], step.e1n[b]);
-                acc += v[i] * d;
+                let change = d.loss_change(y[i], eta[i], r[i], step.s[b], step.e1[b], step.e1n[b]);
+                acc += v[i] * change;
             }
         }
     }
@@ -119,6 +133,7 @@ fn chunk_loss_change<D: Datafit, B: Fn(usize) -> usize>(
 #[inline]
 #[allow(clippy::too_many_arguments)]
 fn chunk_apply<D: Datafit, S: Fn(usize) -> f64>(
+    d: D,
     eta: &mut [f64],
     r: &mut [f64],
     mut vr: Option<&mut [f64]>,
@@ -135,11 +150,11 @@ fn chunk_apply<D: Datafit, S: Fn(usize) -> f64>(
         let vi = v.map_or(1.0, |v| v[gi]);
         let h = if s != 0.0 {
             eta[i] += s;
-            let (ri, h) = D::residual(yi, eta[i], vi);
+            let (ri, h) = d.residual(yi, eta[i], vi);
             r[i] = ri;
             h
         } else {
-            D::curvature(vi, yi, r[i])
+            d.curvature(vi, yi, eta[i], r[i])
         };
         if let Some(vr) = vr.as_deref_mut() {
             vr[i] = vi * r[i];
@@ -151,9 +166,12 @@ fn chunk_apply<D: Datafit, S: Fn(usize) -> f64>(
 }
 
 /// `out[b] = Σ_{code(i)=b} v_i ℓ''(y_i, η_i) · inv_w`, from the residuals `r`.
+#[allow(clippy::too_many_arguments)]
 fn hessian_sums<D: Datafit, C: Code>(
+    d: D,
     codes: &[C],
     y: &[f64],
+    eta: &[f64],
     r: &[f64],
     v: Option<&[f64]>,
     inv_w: f64,
@@ -162,13 +180,13 @@ fn hessian_sums<D: Datafit, C: Code>(
     out.iter_mut().for_each(|o| *o = 0.0);
     match v {
         None => {
-            for ((&b, &yi), &ri) in codes.iter().zip(y).zip(r) {
-                out[b.idx()] += D::curvature(1.0, yi, ri);
+            for (((&b, &yi), &ei), &ri) in codes.iter().zip(y).zip(eta).zip(r) {
+                out[b.idx()] += d.curvature(1.0, yi, ei, ri);
             }
         }
         Some(v) => {
-            for (((&b, &yi), &ri), &vi) in codes.iter().zip(y).zip(r).zip(v) {
-                out[b.idx()] += D::curvature(vi, yi, ri);
+            for ((((&b, &yi), &ei), &ri), &vi) in codes.iter().zip(y).zip(eta).zip(r).zip(v) {
+                out[b.idx()] += d.curvature(vi, yi, ei, ri);
             }
         }
     }
@@ -240,18 +258,20 @@ impl Rows {
     /// `(Σ v ℓ(y, η + s) − Σ v ℓ(y, η)) / W` for a step of block `k` (`None`: the intercept).
     fn loss_change<D: Datafit>(
         &mut self,
+        d: D,
         data: &BinnedData,
         block: Option<usize>,
         step: &Step<'_>,
     ) -> f64 {
         let (y, r, v) = (&self.y[..], &self.resid[..], data.weights.as_deref());
+        let eta = &self.eta[..];
         let n = y.len();
         let total = match block {
             Some(k) => with_codes!(&data.features[k].codes, c => {
-                chunked_sum(n, &mut self.partials, |rows| chunk_loss_change::<D, _>(rows, y, r, v, step, |i| c[i].idx()))
+                chunked_sum(n, &mut self.partials, |rows| chunk_loss_change::<D, _>(d, rows, y, eta, r, v, step, |i| c[i].idx()))
             }),
             None => chunked_sum(n, &mut self.partials, |rows| {
-                chunk_loss_change::<D, _>(rows, y, r, v, step, |_| 0)
+                chunk_loss_change::<D, _>(d, rows, y, eta, r, v, step, |_| 0)
             }),
         };
         total / data.total_weight
@@ -261,17 +281,18 @@ impl Rows {
     /// row; returns `(Σ v r / W, Σ v p(1−p) / W)` after it.
     fn apply<D: Datafit>(
         &mut self,
+        d: D,
         data: &BinnedData,
         block: Option<usize>,
         s: &[f64],
     ) -> (f64, f64) {
         let out = match block {
             Some(k) => {
-                with_codes!(&data.features[k].codes, c => self.apply_with::<D, _>(data, |i| s[c[i].idx()]))
+                with_codes!(&data.features[k].codes, c => self.apply_with::<D, _>(d, data, |i| s[c[i].idx()]))
             }
             None => {
                 let s0 = s[0];
-                self.apply_with::<D, _>(data, |_| s0)
+                self.apply_with::<D, _>(d, data, |_| s0)
             }
         };
         (out[0] / data.total_weight, out[1] / data.total_weight)
@@ -279,6 +300,7 @@ impl Rows {
 
     fn apply_with<D: Datafit, S: Fn(usize) -> f64 + Sync>(
         &mut self,
+        d: D,
         data: &BinnedData,
         s_of: S,
     ) -> [f64; 2] {
@@ -300,14 +322,14 @@ impl Rows {
             } else {
                 Some(&mut vresid[..])
             };
-            parts[0] = chunk_apply::<D, S>(eta, resid, vr, y, v, 0, &s_of);
+            parts[0] = chunk_apply::<D, S>(d, eta, resid, vr, y, v, 0, &s_of);
         } else if vresid.is_empty() {
             eta.par_chunks_mut(ROW_CHUNK)
                 .zip(resid.par_chunks_mut(ROW_CHUNK))
                 .zip(parts.par_iter_mut())
                 .enumerate()
                 .for_each(|(c, ((e, r), o))| {
-                    *o = chunk_apply::<D, S>(e, r, None, y, v, c * ROW_CHUNK, &s_of)
+                    *o = chunk_apply::<D, S>(d, e, r, None, y, v, c * ROW_CHUNK, &s_of)
                 });
         } else {
             eta.par_chunks_mut(ROW_CHUNK)
@@ -316,7 +338,7 @@ impl Rows {
                 .zip(parts.par_iter_mut())
                 .enumerate()
                 .for_each(|(c, (((e, r), vr), o))| {
-                    *o = chunk_apply::<D, S>(e, r, Some(vr), y, v, c * ROW_CHUNK, &s_of)
+                    *o = chunk_apply::<D, S>(d, e, r, Some(vr), y, v, c * ROW_CHUNK, &s_of)
                 });
         }
         parts
@@ -360,10 +382,12 @@ pub(crate) struct NewtonState<D: Datafit> {
     curvature: Curvature,
     // The penalty whose term `objective` includes (see `set_lambda`).
     lambda: f64,
-    datafit: PhantomData<D>,
+    datafit: D,
+    // Curvature floor per unit normalised bin weight (`τ·B`).
+    floor: f64,
 }
 
-impl<D: Datafit> NewtonState<D> {
+impl<D: Datafit + Default> NewtonState<D> {
     /// The constant model: intercept `link(ȳ)`, every block 0. Sums are fresh.
     pub(crate) fn new(
         data: &BinnedData,
@@ -374,10 +398,7 @@ impl<D: Datafit> NewtonState<D> {
         Self::with_start(data, y, mean, data.zero_blocks(), curvature)
     }
 
-    /// The model with the blocks `beta`, re-centred on `data`'s weights, and the intercept
-    /// fitted to them (from `link(mean)` plus the blocks' means, by Newton steps; `mean` is
-    /// the weighted mean target). Sums are fresh; the objective is the loss alone until
-    /// [`NewtonState::set_lambda`].
+    /// [`NewtonState::with_datafit`] of the datafit's default value.
     pub(crate) fn with_start(
         data: &BinnedData,
         y: ArrayView1<'_, f64>,
@@ -385,7 +406,25 @@ impl<D: Datafit> NewtonState<D> {
         beta: Vec<Vec<f64>>,
         curvature: Curvature,
     ) -> Self {
-        let mut intercept = D::link(mean);
+        Self::with_datafit(D::default(), data, y, mean, beta, curvature)
+    }
+}
+
+impl<D: Datafit> NewtonState<D> {
+
+    /// The model with the blocks `beta`, re-centred on `data`'s weights, and the intercept
+    /// fitted to them (from `link(mean)` plus the blocks' means, by Newton steps; `mean` is
+    /// the weighted mean target). Sums are fresh; the objective is the loss alone until
+    /// [`NewtonState::set_lambda`].
+    pub(crate) fn with_datafit(
+        d: D,
+        data: &BinnedData,
+        y: ArrayView1<'_, f64>,
+        mean: f64,
+        beta: Vec<Vec<f64>>,
+        curvature: Curvature,
+    ) -> Self {
+        let mut intercept = d.link(mean);
         let n = data.n_samples;
         let w_total = data.total_weight;
         let (wn, beta, means) = crate::blocks::centre(data, beta);
@@ -405,8 +444,8 @@ impl<D: Datafit> NewtonState<D> {
         let (mut loss, mut hess) = (0.0, 0.0);
         let resid: Vec<f64> = (0..n)
             .map(|i| {
-                loss += v(i) * D::loss(y[i], eta[i]);
-                let (r, h) = D::residual(y[i], eta[i], v(i));
+                loss += v(i) * d.loss(y[i], eta[i]);
+                let (r, h) = d.residual(y[i], eta[i], v(i));
                 hess += h;
                 r
             })
@@ -449,8 +488,12 @@ impl<D: Datafit> NewtonState<D> {
             e1n: vec![0.0; max_bins],
             curvature,
             lambda: 0.0,
-            datafit: PhantomData,
+            datafit: d,
+            floor: CURVATURE_FLOOR * d.curvature_bound().unwrap_or(0.0),
         };
+        if d.curvature_bound().is_none() {
+            st.floor = UNBOUNDED_FLOOR * st.hess_c;
+        }
         if st.beta.iter().flatten().any(|&x| x != 0.0) {
             st.intercept_step(data, 0.0);
         }
@@ -585,12 +628,12 @@ impl<D: Datafit> NewtonState<D> {
             e1: &self.e1[..nb],
             e1n: &self.e1n[..nb],
         };
-        let dloss = self.rows.loss_change::<D>(data, Some(k), &step);
+        let dloss = self.rows.loss_change(self.datafit, data, Some(k), &step);
         let change = dloss + penalty_change(lambda, dtv);
         if !(change < 0.0 && change <= ARMIJO * t * pred) {
             return false;
         }
-        (self.grad_c, self.hess_c) = self.rows.apply::<D>(data, Some(k), &self.s[..nb]);
+        (self.grad_c, self.hess_c) = self.rows.apply(self.datafit, data, Some(k), &self.s[..nb]);
         self.beta[k][..nb].copy_from_slice(&self.cand[..nb]);
         self.intercept += mean;
         self.objective += change;
@@ -603,11 +646,12 @@ impl<D: Datafit> NewtonState<D> {
         let nb = data.features[k].n_bins();
         if self.curvature == Curvature::Newton {
             let (y, r, v) = (&self.rows.y, &self.rows.resid, data.weights.as_deref());
+            let (eta, d) = (&self.rows.eta, self.datafit);
             let inv_w = 1.0 / data.total_weight;
-            with_codes!(&data.features[k].codes, c => hessian_sums::<D, _>(c, y, r, v, inv_w, &mut self.h[..nb]));
+            with_codes!(&data.features[k].codes, c => hessian_sums::<D, _>(d, c, y, eta, r, v, inv_w, &mut self.h[..nb]));
             for (h, &w) in self.h[..nb].iter_mut().zip(&self.wn[k]) {
                 *h = if w > 0.0 {
-                    h.max(CURVATURE_FLOOR * D::CURVATURE_BOUND * w)
+                    h.max(self.floor * w)
                 } else {
                     0.0
                 };
@@ -622,14 +666,40 @@ impl<D: Datafit> NewtonState<D> {
                 }
             }
         }
+        let Some(bound) = self.datafit.curvature_bound() else {
+            return self.damped_block_step(data, k, nb, lambda);
+        };
         // Majorise–minimise: the curvature bound (w_b/W)·sup ℓ'' ≥ H_b.
         for (h, &w) in self.h[..nb].iter_mut().zip(&self.wn[k]) {
-            *h = D::CURVATURE_BOUND * w;
+            *h = bound * w;
         }
         match self.direction(k, nb, lambda) {
             Some(pred) => self.try_block_step(data, k, nb, 1.0, pred, lambda),
             None => false,
         }
+    }
+
+    /// The fallback of a datafit without a curvature bound: full proximal steps with the
+    /// curvature in `self.h` inflated fourfold per try ([`DAMPINGS`] tries; with the plain
+    /// rule [`Curvature::Bound`], from the floor). Returns whether a step was accepted.
+    fn damped_block_step(&mut self, data: &BinnedData, k: usize, nb: usize, lambda: f64) -> bool {
+        if self.curvature == Curvature::Bound {
+            for (h, &w) in self.h[..nb].iter_mut().zip(&self.wn[k]) {
+                *h = self.floor / UNBOUNDED_FLOOR * w;
+            }
+        }
+        for _ in 0..DAMPINGS {
+            self.h[..nb].iter_mut().for_each(|h| *h *= 4.0);
+            match self.direction(k, nb, lambda) {
+                Some(pred) => {
+                    if self.try_block_step(data, k, nb, 1.0, pred, lambda) {
+                        return true;
+                    }
+                }
+                None => return false,
+            }
+        }
+        false
     }
 
     /// Newton steps on the intercept (with backtracking) until its gradient is at most
@@ -641,7 +711,7 @@ impl<D: Datafit> NewtonState<D> {
             if !(g.abs() > target) {
                 break;
             }
-            let newton = g / self.hess_c.max(CURVATURE_FLOOR * D::CURVATURE_BOUND);
+            let newton = g / self.hess_c.max(self.floor);
             let pred = -g * newton;
             let mut accepted = false;
             for halving in 0..INTERCEPT_HALVINGS {
@@ -656,9 +726,9 @@ impl<D: Datafit> NewtonState<D> {
                     e1: &self.e1[..1],
                     e1n: &self.e1n[..1],
                 };
-                let change = self.rows.loss_change::<D>(data, None, &step);
+                let change = self.rows.loss_change(self.datafit, data, None, &step);
                 if change < 0.0 && change <= ARMIJO * t * pred {
-                    (self.grad_c, self.hess_c) = self.rows.apply::<D>(data, None, &self.s[..1]);
+                    (self.grad_c, self.hess_c) = self.rows.apply(self.datafit, data, None, &self.s[..1]);
                     self.intercept += s;
                     self.objective += change;
                     accepted = true;

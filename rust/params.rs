@@ -327,6 +327,12 @@ pub enum Loss {
     Squared,
     /// Weighted log-loss of 0/1 labels ([`crate::logistic`]).
     Logistic,
+    /// Half Poisson deviance, log link ([`crate::loglink`]).
+    Poisson,
+    /// Half Gamma deviance, log link ([`crate::loglink`]).
+    Gamma,
+    /// Half Tweedie deviance of a power in `(1, 2)`, log link ([`crate::loglink`]).
+    Tweedie,
 }
 
 impl std::str::FromStr for Loss {
@@ -335,9 +341,12 @@ impl std::str::FromStr for Loss {
         match s {
             "squared" => Ok(Self::Squared),
             "logistic" => Ok(Self::Logistic),
+            "poisson" => Ok(Self::Poisson),
+            "gamma" => Ok(Self::Gamma),
+            "tweedie" => Ok(Self::Tweedie),
             _ => Err(FastError::InvalidParameter {
                 name: "loss",
-                message: "must be 'squared' or 'logistic'",
+                message: "must be 'squared', 'logistic', 'poisson', 'gamma' or 'tweedie'",
                 value: format!("{s:?}"),
             }),
         }
@@ -351,10 +360,10 @@ impl Loss {
     /// # Errors
     /// [`FastError::InvalidParameter`] naming `engine`.
     pub fn check_engine(self, engine: Engine) -> Result<()> {
-        if self == Self::Logistic && engine == Engine::Tables {
+        if self != Self::Squared && engine == Engine::Tables {
             return Err(FastError::InvalidParameter {
                 name: "engine",
-                message: "must be 'auto' or 'rows' for the logistic loss (the co-occurrence tables need the squared loss)",
+                message: "must be 'auto' or 'rows' for the logistic, poisson, gamma and tweedie losses (the co-occurrence tables need the squared loss)",
                 value: "\"tables\"".to_string(),
             });
         }

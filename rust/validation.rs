@@ -404,12 +404,27 @@ pub(crate) fn run_path<S: DescentState>(
     offset: &AtomicUsize,
     callback: &mut Option<Callback<'_>>,
 ) -> Result<(PenaltySearch, Vec<Vec<f64>>)> {
+    let rule = (PATH_TOL, PATIENCE);
+    run_path_with(data, params, state, loss, offset, callback, rule)
+}
+
+/// [`run_path`] with its own path tolerance and patience (`(path_tol, patience)`, in place of
+/// [`PATH_TOL`] and [`PATIENCE`]).
+pub(crate) fn run_path_with<S: DescentState>(
+    data: &BinnedData,
+    params: &FitParams,
+    state: &dyn Fn(Vec<Vec<f64>>) -> S,
+    loss: &dyn Fn(f64, &[Vec<f64>]) -> f64,
+    offset: &AtomicUsize,
+    callback: &mut Option<Callback<'_>>,
+    (path_tol, patience): (f64, usize),
+) -> Result<(PenaltySearch, Vec<Vec<f64>>)> {
     params.shapes.check_len(data.n_features())?;
     let mut st = state(data.zero_blocks());
     st.set_shapes(&params.shapes.resolve(data.n_features()));
     let lambda_max = st.start_flat(data);
     let path_params = FitParams {
-        tol: params.tol.max(PATH_TOL),
+        tol: params.tol.max(path_tol),
         ..params.clone()
     };
     let mut search = PenaltySearch::default();
@@ -434,7 +449,7 @@ pub(crate) fn run_path<S: DescentState>(
     let mut since_best = 0;
     let mut ratio = START_RATIO;
     let mut interrupted = false;
-    while ratio >= MIN_RATIO && since_best < PATIENCE && !interrupted {
+    while ratio >= MIN_RATIO && since_best < patience && !interrupted {
         let (loss, stop, values) = try_ratio(&mut st, ratio, &mut search)?;
         interrupted = stop;
         if best.as_ref().is_none_or(|b| loss < b.1) {

@@ -447,6 +447,15 @@ def _mse(est: Any, X: Any, y: npt.NDArray[np.float64]) -> float:
 
 
 def _train_scores(est: Any, X: Any, y: npt.NDArray[Any], task: str) -> str:
+    loss = getattr(est, "loss", "squared_error")
+    if task == "regression" and loss != "squared_error":
+        from sklearn.metrics import mean_gamma_deviance, mean_poisson_deviance, mean_tweedie_deviance
+
+        mu = est.predict(X)
+        deviance = {"poisson": mean_poisson_deviance, "gamma": mean_gamma_deviance}.get(
+            loss, lambda a, b: mean_tweedie_deviance(a, b, power=est.power)
+        )(y, mu)
+        return f"train mean {loss} deviance = {deviance:.6g}"
     if task == "regression":
         return f"train MSE = {_mse(est, X, y):.6g}"
     p = np.clip(est.predict_proba(X)[:, 1], 1e-15, 1 - 1e-15)
@@ -585,13 +594,19 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     from fastpcam._serialize import save_model
 
     X, y_column, names = read_training_csv(args.data, args.target, args.sep, _categorical_option(args.categorical))
-    target = choose_task(y_column, args.task)
+    loss = getattr(args, "loss", "squared_error")
+    if loss != "squared_error" and args.task == "classification":
+        raise CLIError(f"--loss {loss} is a regression loss; it cannot be used with --task classification")
+    target = choose_task(y_column, "regression" if loss != "squared_error" else args.task)
     print(f"{PROG}: task: {target.task} ({target.reason})", file=sys.stderr)
     shapes = {
         "monotonic_cst": _per_column(args.monotone, names, "--monotone", _direction),
         "penalty_factor": _per_column(args.penalty_factor, names, "--penalty-factor", _nonneg_float),
     }
-    est = _estimator(args, target.task, **{k: v for k, v in shapes.items() if v is not None})
+    extra = {k: v for k, v in shapes.items() if v is not None}
+    if target.task == "regression":
+        extra.update({k: getattr(args, k) for k in ("loss", "power") if hasattr(args, k)})
+    est = _estimator(args, target.task, **extra)
     seconds = _timed_fit(est, X, target.y)
     save_model(est, args.out, feature_names=names)
     categorical = [str(c) for c in getattr(X, "columns", []) if X[c].dtype == object]
@@ -739,6 +754,11 @@ def build_parser() -> argparse.ArgumentParser:
                      "(nonincreasing), numeric columns only (repeatable)")
     fit.add_argument("--penalty-factor", action="append", metavar="COL=F,...",
                      help="per-column multipliers >= 0 of the fusion penalty (0: unpenalised; repeatable)")
+    fit.add_argument("--loss", choices=("squared_error", "poisson", "gamma", "tweedie"), default=argparse.SUPPRESS,
+                     help="regression loss: squared_error, or poisson / gamma / tweedie with a log link "
+                     "(implies --task regression; default: squared_error)")
+    fit.add_argument("--power", type=float, default=argparse.SUPPRESS, metavar="P",
+                     help="Tweedie power of --loss tweedie, in (1, 2) (default: 1.5)")
     fit.add_argument("--sep", default=",", help="field separator (default: ','; '\\t' for tabs)")
     _add_out(fit, "MODEL.json", "where to save the model (required)", required=True)
     fit.set_defaults(func=_cmd_fit)

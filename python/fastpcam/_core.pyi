@@ -1,7 +1,7 @@
 """Type stubs of the compiled core (``rust/bindings``).
 
 Every fit function takes one ``config``: a dict keyed by the Python parameter names
-(:class:`FitConfig`); ``loss`` is required, and a key left out takes its default from
+(:class:`FitConfig`); ``loss`` ("squared", "logistic", "poisson", "gamma" or "tweedie") is required, and a key left out takes its default from
 :func:`defaults` (defined once, in ``rust/bindings/config.rs``).
 """
 
@@ -42,6 +42,7 @@ class FitConfig(TypedDict, total=False):
     max_swaps: int
     monotonic_cst: Optional[list[int]]
     penalty_factor: Optional[list[float]]
+    power: float
 
 def defaults() -> FitConfig: ...
 

@@ -2,18 +2,37 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+import warnings
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import numpy.typing as npt
 from sklearn.base import RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import _BaseFAST
+from ._base import FAST_PARAMS, _BaseFAST, _store_params
 from ._fitted import register
 from ._params import document
 from ._input import as_1d
-from ._params import DEFAULT_MAX_BINS, DEFAULT_SUBSAMPLE_FOR_BIN, core_config
+from ._params import (
+    DEFAULT_ENGINE,
+    DEFAULT_MAX_BINS,
+    DEFAULT_MAX_ITER,
+    DEFAULT_POWER,
+    DEFAULT_SELECTION,
+    DEFAULT_SUBSAMPLE_FOR_BIN,
+    DEFAULT_TOL,
+    DEFAULT_VALIDATION_FRACTION,
+    constraints,
+    core_config,
+)
+
+#: The core's loss of each ``loss`` of :class:`FASTRegressor`.
+LOSSES = {"squared_error": "squared", "poisson": "poisson", "gamma": "gamma", "tweedie": "tweedie"}
+#: The ``to_sql`` outputs of a log-link model.
+_SQL_OUTPUTS = ("mean", "link")
 
 
 @register
@@ -22,7 +41,7 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
     r"""Piecewise-constant additive regression fitted with FAST.
 
     The model is :math:`f(x) = c + \sum_j \beta_j[\mathrm{bin}_j(x_j)]`: one value per bin per
-    feature. FAST minimises
+    feature. With the default ``loss="squared_error"`` FAST minimises
 
     .. math::
 
@@ -33,6 +52,22 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
     descent: each step picks the feature with the steepest descent (the BGS-s rule) and solves
     its block exactly with a weighted fused-lasso dynamic programme. The fit stops when the
     KKT residual (``kkt_residual_``, a certificate of optimality) is at most ``tol``.
+
+    With ``loss="poisson"``, ``"gamma"`` or ``"tweedie"`` the model is additive on the log
+    scale, :math:`\eta = f(x)`, ``predict`` returns the mean :math:`\mu = e^{\eta}`, and FAST
+    minimises
+
+    .. math::
+
+        F(c, \beta) = \frac{1}{W} \sum_i v_i\, h(y_i, \eta_i)
+                      + \lambda_f \sum_j \sum_b |\beta_{j,b+1} - \beta_{j,b}|
+
+    with scikit-learn's half losses :math:`h`: Poisson :math:`e^\eta - y\eta`, Gamma
+    :math:`\eta + y e^{-\eta}`, Tweedie :math:`e^{(2-p)\eta}/(2-p) - y e^{(1-p)\eta}/(1-p)`
+    (``power`` :math:`p`). Each block update is a proximal-Newton step (a weighted fused-lasso
+    problem on per-bin curvatures, solved exactly) with backtracking and damping, so the
+    objective never increases. As in scikit-learn, ``y`` is a rate and ``sample_weight`` the
+    exposure: a row of weight 2 counts as two identical rows.
 
     Parameters
     ----------
@@ -102,16 +137,27 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
         per row (each iteration passes over the rows); ``"tables"`` builds co-occurrence
         tables of every pair of features once (sufficient statistics, DESIGN §4) and then never
         touches the rows; ``"auto"`` picks by a cost model (tables for many rows and few
-        features). Both give the same model.
+        features). Both give the same model. The log-link losses run on the rows.
+    loss : {"squared_error", "poisson", "gamma", "tweedie"}, default="squared_error"
+        The loss (scikit-learn's names, as in ``HistGradientBoostingRegressor``).
+        ``"poisson"`` (counts or rates, ``y >= 0``), ``"gamma"`` (severities, ``y > 0``) and
+        ``"tweedie"`` (pure premiums with exact zeros, ``y >= 0``) use a log link; the
+        held-out search of ``lambda_ratio="auto"`` then scores the mean deviance. Sufficient
+        statistics and Dask input support the squared loss only.
+    power : float, default=1.5
+        The Tweedie variance power of ``loss="tweedie"``, in (1, 2) (a compound
+        Poisson-Gamma distribution, as scikit-learn's ``TweedieRegressor(power=...)``).
+        Ignored by the other losses.
     <<monotonic_cst penalty_factor>>
 
     Attributes
     ----------
     intercept_ : float
-        The intercept :math:`c`.
+        The intercept :math:`c` (on the log scale for a log-link loss).
     <<cuts_>>
     values_ : list of ndarray of shape (n_bins_j,)
-        The shape function's value per bin, centred (weighted mean 0 over training rows).
+        The shape function's value per bin, centred (weighted mean 0 over training rows); on
+        the log scale for a log-link loss (a multiplicative factor :math:`e^{\beta}`).
     <<bin_weights_>>
     missing_values_ : ndarray of shape (n_features_in_,)
         Value of a missing (NaN) entry per feature: the fitted value of the feature's missing
@@ -138,7 +184,8 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
         The held-out search of ``lambda_ratio="auto"``, one entry per ratio in the
         order tried (down the path, or up from its first ratio, then the refinement):
         ``"lambda_ratio"``, ``"validation_mse"`` (weighted MSE on the held-out
-        rows of the fit on the others) and ``"n_iter"`` (block updates of that fit). Empty
+        rows of the fit on the others; ``"validation_deviance"``, the weighted mean unit
+        deviance, for a log-link loss) and ``"n_iter"`` (block updates of that fit). Empty
         when no search ran.
     <<n_validation_>>
     engine_ : str
@@ -153,9 +200,153 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
     >>> model = FASTRegressor().fit(X[:2000], y[:2000])
     >>> bool(model.converged_)
     True
+
+    Poisson regression of a count with exposure (``y`` is the rate, the exposure the weight):
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> Xc = rng.uniform(size=(2000, 2))
+    >>> exposure = rng.uniform(0.5, 2.0, size=2000)
+    >>> counts = rng.poisson(exposure * np.exp(Xc[:, 0]))
+    >>> pois = FASTRegressor(loss="poisson").fit(Xc, counts / exposure, sample_weight=exposure)
+    >>> bool(np.all(pois.predict(Xc) > 0))
+    True
     """
 
+    _parameter_constraints: dict = constraints(FAST_PARAMS + ("loss", "power"))
+
     engine_: str
+
+    def __init__(
+        self,
+        lambda_f: Optional[float] = None,
+        *,
+        lambda_ratio: Union[float, str] = "auto",
+        validation_fraction: float = DEFAULT_VALIDATION_FRACTION,
+        max_bins: Union[int, str, None] = DEFAULT_MAX_BINS,
+        selection: str = DEFAULT_SELECTION,
+        tol: float = DEFAULT_TOL,
+        max_iter: int = DEFAULT_MAX_ITER,
+        max_time: Optional[float] = None,
+        n_jobs: Optional[int] = None,
+        random_state: int = 0,
+        subsample_for_bin: int = DEFAULT_SUBSAMPLE_FOR_BIN,
+        verbose: int = 0,
+        callback: Optional[Callable[[int, float, float, float], Optional[bool]]] = None,
+        categorical_features: Any = "from_dtype",
+        bins: Any = None,
+        engine: str = DEFAULT_ENGINE,
+        monotonic_cst: Any = None,
+        penalty_factor: Any = None,
+        loss: str = "squared_error",
+        power: float = DEFAULT_POWER,
+    ) -> None:
+        _store_params(self, locals())
+
+    @property
+    def _loss(self) -> str:  # type: ignore[override]
+        """The core's loss of ``loss``."""
+        return LOSSES.get(getattr(self, "loss", "squared_error"), "squared")
+
+    @property
+    def _validation_loss(self) -> str:  # type: ignore[override]
+        return "validation_mse" if self._loss == "squared" else "validation_deviance"
+
+    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
+        tags = super().__sklearn_tags__()
+        tags.target_tags.positive_only = self._loss != "squared"
+        return tags
+
+    def _log_link(self) -> bool:
+        return self._loss != "squared"
+
+    def _after_fit(self, X: Any, y: Any, sample_weight: Any) -> None:
+        """At ``lambda_f = 0`` with a Poisson or Tweedie loss: warn about bins whose targets
+        are all 0 (their log-mean has no finite maximum-likelihood value)."""
+        if not (self._loss in ("poisson", "tweedie") and self.lambda_f_ == 0.0):
+            return
+        v = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        zero = 0
+        for j, cuts in enumerate(self.cuts_):
+            col = X[:, j]
+            codes = np.where(np.isnan(col), len(cuts) + 1, np.searchsorted(cuts, col, side="right"))
+            tot = np.bincount(codes, weights=v, minlength=len(cuts) + 2)
+            pos = np.bincount(codes, weights=v * y, minlength=len(cuts) + 2)
+            zero += int(np.sum((tot > 0) & (pos == 0)))
+        if zero:
+            warnings.warn(
+                f"lambda_f=0 and {zero} bins hold only zero targets: their log-mean has no finite "
+                "maximum-likelihood value, so the fitted values there only reflect where the solver "
+                "stopped. Use lambda_f > 0 (or the default lambda_ratio).",
+                ConvergenceWarning,
+                stacklevel=5,  # the caller of fit
+            )
+
+    @document
+    def predict(self, X: Any) -> npt.NDArray[np.float64]:
+        """Predict with the fitted additive model.
+
+        ``η = intercept_ + Σ_j values_[j][searchsorted(cuts_[j], X[:, j], "right")]`` for
+        non-missing entries (a NaN entry of feature ``j`` contributes ``missing_values_[j]``,
+        a category not seen in training 0); ``predict`` is ``η`` for the squared loss and the
+        mean ``exp(η)`` for a log-link loss.
+
+        <<predict_X>>
+        y_pred : ndarray of shape (n_samples,)
+            Predictions.
+        """
+        eta = self._decision(X)
+        if self._log_link():
+            with np.errstate(over="ignore"):
+                return np.exp(eta)
+        return eta
+
+    def to_sql(
+        self,
+        table: Union[str, Sequence[str], None] = None,
+        columns: Union[Mapping[str, str], Sequence[str], None] = None,
+        dialect: str = "sqlite",
+        *,
+        alias: str = "prediction",
+        output: str = "mean",
+    ) -> str:
+        """SQL that computes ``predict`` inside a database.
+
+        The additive score is written one ``CASE`` per non-flat feature, every number exact
+        (see :meth:`fastpcam._inspect.AdditiveModelMixin.to_sql`). For a log-link loss the
+        mean is ``EXP(score)``: SQLite has ``EXP`` from 3.35 on when built with its math
+        functions (the default of its amalgamation and of Python's ``sqlite3`` here),
+        PostgreSQL and DuckDB always. ``output="link"`` writes the score itself (the log of
+        the mean) for databases without ``EXP``.
+
+        Parameters
+        ----------
+        table : str or sequence of str, optional
+            The table to read; ``None`` returns just the expression.
+        columns : mapping or sequence of str, optional
+            SQL column names (a mapping from feature name, or one name per feature).
+        dialect : {"sqlite", "ansi"}, default="sqlite"
+            As in :meth:`fastpcam._inspect.AdditiveModelMixin.to_sql`.
+        alias : str, default="prediction"
+            Name of the output column when ``table`` is given.
+        output : {"mean", "link"}, default="mean"
+            ``"mean"``: ``predict(X)``; ``"link"``: the additive score ``η`` (the same for
+            the squared loss).
+
+        Returns
+        -------
+        sql : str
+            ``SELECT <expression> AS <alias> FROM <table>``, or the expression alone.
+        """
+        if output not in _SQL_OUTPUTS:
+            raise ValueError(f"output must be one of {', '.join(map(repr, _SQL_OUTPUTS))}, got {output!r}")
+        check_is_fitted(self, "values_")
+
+        def exp(expr: str, lit: Any) -> str:
+            return f"EXP(\n  {expr}\n  )"
+
+        link = output == "mean" and self._log_link()
+        return self._select_sql(self._sql_expression(columns, dialect, exp if link else None), table, dialect, alias)
 
 
 def lambda_max(

@@ -168,7 +168,8 @@ class AdditiveModelMixin:
 
         Like EBM's local explanations: row ``i`` holds ``f_j(x_ij)`` for every feature ``j``
         and then ``intercept_``, and the row sums to ``predict(X)[i]`` (up to the order of
-        the floating-point additions).
+        the floating-point additions); for a log-link loss (``loss="poisson"``, ...) to
+        ``log(predict(X)[i])``, and for a classifier to the log-odds.
 
         Parameters
         ----------

@@ -35,6 +35,7 @@ DEFAULT_ENGINE: str = str(CORE_DEFAULTS["engine"])
 DEFAULT_MAX_SWAPS: int = int(CORE_DEFAULTS["max_swaps"])
 DEFAULT_N_LAMBDA_S: int = int(CORE_DEFAULTS["n_lambda_s"])
 DEFAULT_SCALE_DOWN_FACTOR: float = float(CORE_DEFAULTS["scale_down_factor"])
+DEFAULT_POWER: float = float(CORE_DEFAULTS["power"])
 SPARSE_LAMBDA_RATIO: float = float(_core.SPARSE_LAMBDA_RATIO)
 SPARSE_MAX_BINS: int = int(_core.SPARSE_MAX_BINS)
 DEFAULT_MAX_FEATURES: int = int(_core.SPARSE_MAX_FEATURES)
@@ -70,6 +71,9 @@ CONSTRAINTS: dict[str, list[Any]] = {
     # shape constraints (fastpcam._shapes)
     "monotonic_cst": ["array-like", dict, None],
     "penalty_factor": ["array-like", dict, None],
+    # regression losses
+    "loss": [StrOptions({"squared_error", "poisson", "gamma", "tweedie"})],
+    "power": [Interval(Real, 1, 2, closed="neither")],
     # cross-validation
     "lambda_ratios": ["array-like", None],
     "cv": ["cv_object"],

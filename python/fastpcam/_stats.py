@@ -370,6 +370,11 @@ def fit_estimator(est: Any, stats: SufficientStatistics, held: Optional[Sufficie
     ``stats + held``; with fewer than ``VALIDATION_MIN_ROWS`` rows on either side, the two
     are added and fitted at the fixed ratio, as in memory.
     """
+    if getattr(est, "_loss", "squared") != "squared":
+        raise ValueError(
+            f"{type(est).__name__}(loss={getattr(est, 'loss', est._loss)!r}) cannot be fitted on sufficient "
+            "statistics: they exist for the squared loss only; fit on the rows instead"
+        )
     if held is not None and not (
         est._validated() and min(held.n_rows, stats.n_rows) >= _core.VALIDATION_MIN_ROWS and held.total_weight > 0
     ):

@@ -14,6 +14,7 @@ use crate::params::{
     Engine, FitParams, Loss, Penalty, Selection, Shapes, Validation, DEFAULT_LAMBDA_RATIO,
     DEFAULT_MAX_ITER, DEFAULT_TOL, DEFAULT_VALIDATION_FRACTION,
 };
+use crate::loglink::DEFAULT_TWEEDIE_POWER;
 use crate::sparse::{
     LambdaS, SparseParams, DEFAULT_MAX_SWAPS, DEFAULT_N_LAMBDA_S, DEFAULT_SCALE_DOWN,
 };
@@ -60,7 +61,7 @@ impl<'py, T: IntoPyObject<'py>> IntoPyObject<'py> for AutoOr<T> {
 #[derive(Debug, Clone, FromPyObject, IntoPyObject)]
 #[pyo3(from_item_all)]
 pub(crate) struct FitConfig {
-    /// "squared" or "logistic" (the one key every fit gives).
+    /// "squared", "logistic", "poisson", "gamma" or "tweedie" (the one key every fit gives).
     pub loss: String,
     #[pyo3(default = FitConfig::default().lambda_f)]
     pub lambda_f: Option<f64>,
@@ -116,6 +117,9 @@ pub(crate) struct FitConfig {
     /// Per feature: the multiplier of `λ_f` (`None`: all 1).
     #[pyo3(default = FitConfig::default().penalty_factor)]
     pub penalty_factor: Option<Vec<f64>>,
+    /// The Tweedie power of `loss="tweedie"`, in (1, 2).
+    #[pyo3(default = FitConfig::default().power)]
+    pub power: f64,
 }
 
 impl Default for FitConfig {
@@ -145,6 +149,7 @@ impl Default for FitConfig {
             max_swaps: DEFAULT_MAX_SWAPS,
             monotonic_cst: None,
             penalty_factor: None,
+            power: DEFAULT_TWEEDIE_POWER,
         }
     }
 }

@@ -15,6 +15,7 @@ use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 
 use crate::logistic;
+use crate::loglink::{self, LogLinkLoss};
 use crate::model::AdditiveModel;
 use crate::params::Loss;
 use crate::solver::{self, Progress};
@@ -28,7 +29,8 @@ fn weights(w: Option<PyReadonlyArray1<'_, f64>>) -> Option<Vec<f64>> {
     w.map(|w| w.as_array().to_vec())
 }
 
-/// Fits FAST for the configuration's loss (squared or logistic); see `fastpcam._core.pyi`.
+/// Fits FAST for the configuration's loss (squared, logistic, or a log-link loss: poisson,
+/// gamma, tweedie); see `fastpcam._core.pyi`.
 #[pyfunction]
 #[pyo3(signature = (x, y, sample_weight=None, *, config, progress=None))]
 fn fit<'py>(
@@ -47,9 +49,10 @@ fn fit<'py>(
     let fitted = compute_interruptible(py, "fit", config.n_jobs, &cancel, || {
         let mut call = |p: &Progress| bridge.call(p);
         let callback: Option<solver::Callback<'_>> = Some(&mut call);
-        match loss {
-            Loss::Squared => solver::fit_with_engine(x, y, w.as_deref(), &params, engine, callback),
-            Loss::Logistic => logistic::fit_logistic(x, y, w.as_deref(), &params, callback),
+        match (loss, LogLinkLoss::of(loss, config.power)) {
+            (_, Some(link)) => loglink::fit_loglink(x, y, w.as_deref(), &params, link, callback),
+            (Loss::Logistic, None) => logistic::fit_logistic(x, y, w.as_deref(), &params, callback),
+            _ => solver::fit_with_engine(x, y, w.as_deref(), &params, engine, callback),
         }
     })?;
     bridge.finish()?;

@@ -32,6 +32,7 @@ def test_signature_defaults_come_from_the_core(cls):
         SparseFASTRegressor: {"lambda_ratio": _core.SPARSE_LAMBDA_RATIO, "max_bins": _core.SPARSE_MAX_BINS,
                               "max_features": _core.SPARSE_MAX_FEATURES},
         FASTRegressorCV: {"selection": "greedy"},
+        FASTRegressor: {"loss": "squared_error"},  # scikit-learn's name of the core's "squared"
     }.get(cls, {})
     params = cls().get_params()
     shared = [k for k in params if k in core and k not in ("bins", "n_jobs", "lambda_f", "max_features")]

@@ -21,7 +21,10 @@ def _expected_failed_checks(estimator):
     return EXPECTED_FAILED_CHECKS
 
 
-@parametrize_with_checks([FASTRegressor()], expected_failed_checks=_expected_failed_checks)
+@parametrize_with_checks(
+    [FASTRegressor(), FASTRegressor(loss="poisson"), FASTRegressor(loss="gamma"), FASTRegressor(loss="tweedie")],
+    expected_failed_checks=_expected_failed_checks,
+)
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 
