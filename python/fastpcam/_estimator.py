@@ -236,10 +236,10 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
         categorical_features: Any = "from_dtype",
         bins: Any = None,
         engine: str = DEFAULT_ENGINE,
-        monotonic_cst: Any = None,
-        penalty_factor: Any = None,
         loss: str = "squared_error",
         power: float = DEFAULT_POWER,
+        monotonic_cst: Any = None,
+        penalty_factor: Any = None,
     ) -> None:
         _store_params(self, locals())
 
