@@ -74,7 +74,8 @@ class SparseFASTRegressor(RegressorMixin, _BaseFAST):
     Parameters
     ----------
     max_features : int, default=10
-        The most shape functions that may be non-flat; ``1 <= max_features <= n_features``.
+        The most shape functions that may be non-flat (``>= 1``); a value above the number of
+        features allows every feature, so the default fits data with fewer features too.
     method : {"agis", "l0"}, default="agis"
         The algorithm (see above).
     lambda_f : float or None, default=None
@@ -217,11 +218,15 @@ class SparseFASTRegressor(RegressorMixin, _BaseFAST):
         method: str,
         max_features: Optional[int],
         lambda_s: Optional[Sequence[float]] = None,
+        clip: bool = False,
     ) -> tuple[npt.NDArray[np.float64], Optional[npt.NDArray[np.float64]], dict[str, Any]]:
-        """Validate, run the core; return (y, sample_weight, core output)."""
+        """Validate, run the core; return (y, sample_weight, core output). With ``clip``, a
+        ``max_features`` above the number of features allows every feature; else it is an error."""
         self._validate_params()
         X, y, sample_weight, bins = _input.prepare_fit(self, X, y, sample_weight)
         p = X.shape[1]
+        if max_features is not None and max_features > p and clip:
+            max_features = p
         if max_features is not None and max_features > p:
             raise ValueError(
                 f"max_features={max_features} must be <= the number of features; X has {p} features"
@@ -298,7 +303,7 @@ class SparseFASTRegressor(RegressorMixin, _BaseFAST):
         self : SparseFASTRegressor
             The fitted estimator.
         """
-        y_arr, sw, out = self._run(X, y, sample_weight, method=self.method, max_features=self.max_features)
+        y_arr, sw, out = self._run(X, y, sample_weight, method=self.method, max_features=self.max_features, clip=True)
         models = out["models"]
         if not models:
             chosen = self._constant_model(out, y_arr, sw)

@@ -202,9 +202,18 @@ def test_max_features_below_one(make):
         make(X, y)
 
 
+@pytest.mark.parametrize("method", ["agis", "l0"])
+def test_estimator_max_features_above_the_number_of_features_allows_every_feature(method):
+    """The default max_features (10) fits data with fewer features: every feature may enter."""
+    X, y = sparse_data(n=100)
+    X = X[:, :4]
+    est = SparseFASTRegressor(method=method, max_features=10).fit(X, y)
+    assert len(est.support_) <= 4
+    same = SparseFASTRegressor(method=method, max_features=4).fit(X, y)
+    np.testing.assert_array_equal(est.predict(X), same.predict(X))
+
+
 @pytest.mark.parametrize("make", [
-    lambda X, y: SparseFASTRegressor(max_features=31).fit(X, y),
-    lambda X, y: SparseFASTRegressor(max_features=31, method="l0").fit(X, y),
     lambda X, y: agis_path(X, y, 31),
     lambda X, y: l0_path(X, y, 31),
 ])
