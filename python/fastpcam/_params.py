@@ -41,6 +41,13 @@ SPARSE_MAX_BINS: int = int(_core.SPARSE_MAX_BINS)
 DEFAULT_MAX_FEATURES: int = int(_core.SPARSE_MAX_FEATURES)
 
 _NON_NEGATIVE = Interval(Real, 0, None, closed="left")
+#: The largest count the core takes (a 64-bit size); larger ints are refused by name here
+#: instead of overflowing at the boundary.
+_MAX_COUNT = 2**63 - 1
+
+
+def _count(low: int) -> Interval:
+    return Interval(Integral, low, _MAX_COUNT, closed="both")
 
 #: Constraints of every parameter of any estimator, by name (scikit-learn's
 #: ``_parameter_constraints``); an estimator takes the entries of its own parameters.
@@ -48,25 +55,26 @@ CONSTRAINTS: dict[str, list[Any]] = {
     "lambda_f": [_NON_NEGATIVE, None],
     "lambda_ratio": [_NON_NEGATIVE, StrOptions({"auto"})],
     "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
-    "max_bins": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"}), None],
+    "max_bins": [_count(2), StrOptions({"auto"}), None],
     "selection": [StrOptions({"greedy", "cyclic", "sweep", "auto"})],
     "tol": [_NON_NEGATIVE],
-    "max_iter": [Interval(Integral, 0, None, closed="left")],
+    "max_iter": [_count(0)],
     "max_time": [Interval(Real, 0, None, closed="neither"), None],
-    "n_jobs": [Integral, None],
-    "random_state": [Interval(Integral, 0, None, closed="left")],
-    "subsample_for_bin": [Interval(Integral, 2, None, closed="left")],
+    # scikit-learn's n_jobs: None or -1 all cores, -2 all but one, ...; 0 means nothing
+    "n_jobs": [Interval(Integral, -_MAX_COUNT, -1, closed="both"), _count(1), None],
+    "random_state": [Interval(Integral, 0, 2**64 - 1, closed="both")],
+    "subsample_for_bin": [_count(2)],
     "verbose": ["verbose"],
     "callback": [callable, None],
     "categorical_features": [StrOptions({"from_dtype"}), "array-like", None],
     "bins": [dict, list, None],
     "engine": [StrOptions({"auto", "rows", "tables"})],
     # feature-sparse fits
-    "max_features": [Interval(Integral, 1, None, closed="left")],
+    "max_features": [_count(1)],
     "method": [StrOptions({"agis", "l0"})],
     "local_search": ["boolean"],
-    "max_swaps": [Interval(Integral, 0, None, closed="left")],
-    "n_lambda_s": [Interval(Integral, 1, None, closed="left")],
+    "max_swaps": [_count(0)],
+    "n_lambda_s": [_count(1)],
     "scale_down_factor": [Interval(Real, 0, 1, closed="neither")],
     # shape constraints (fastpcam._shapes)
     "monotonic_cst": ["array-like", dict, None],
