@@ -104,15 +104,31 @@ pub fn check_target(y: ndarray::ArrayView1<'_, f64>, n: usize) -> Result<()> {
             "X has {n} sample (n_samples = {n}); at least 2 are needed to fit"
         )));
     }
-    match y.iter().position(|v| !v.is_finite()) {
-        Some(index) => Err(FastError::NonFiniteValue {
+    if let Some(index) = y.iter().position(|v| !v.is_finite()) {
+        return Err(FastError::NonFiniteValue {
             what: "y",
             index,
             value: y[index],
+        });
+    }
+    match y.iter().position(|v| v.abs() > MAX_ABS_TARGET) {
+        Some(index) => Err(FastError::InvalidParameter {
+            name: "y",
+            message: "must hold values of magnitude <= 1e150 (their squares would overflow); \
+                      rescale y: the fitted model scales with it",
+            value: format!("{:e} at index {index}", y[index]),
         }),
         None => Ok(()),
     }
 }
+
+/// The largest `|y|` a fit takes: squared residuals of larger values overflow.
+pub const MAX_ABS_TARGET: f64 = 1e150;
+
+/// The range of a total sample weight that sums and means of weighted values can use
+/// without overflow or loss of precision (subnormal weights); only the weights' ratios
+/// matter, so any weights can be rescaled into it.
+pub const WEIGHT_TOTAL_RANGE: (f64, f64) = (1e-150, 1e150);
 
 /// Checks that every entry of `values` is finite.
 ///
@@ -142,8 +158,17 @@ pub fn check_weights(what: &'static str, weights: &[f64]) -> Result<f64> {
         });
     }
     let total: f64 = weights.iter().sum();
-    if !(total > 0.0) || !total.is_finite() {
+    if !(total > 0.0) {
         return Err(FastError::ZeroTotalWeight(what));
+    }
+    let (low, high) = WEIGHT_TOTAL_RANGE;
+    if !(low..=high).contains(&total) {
+        return Err(FastError::InvalidParameter {
+            name: what,
+            message: "must sum to between 1e-150 and 1e150 (sums outside overflow or lose precision); \
+                      rescale the weights: only their ratios matter",
+            value: format!("a sum of {total:e}"),
+        });
     }
     Ok(total)
 }

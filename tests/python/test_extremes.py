@@ -1,0 +1,56 @@
+"""Extreme sizes and scales. An allocation whose size depends on the input is checked before
+it is made: asking for more memory than the machine has raises ``MemoryError`` naming the
+size and what to change, instead of killing the interpreter. Weights and targets at scales
+that would overflow are refused with a message saying how to rescale them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fastpcam
+
+
+def test_tables_engine_too_large_raises_memory_error():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50_000, 40))  # every value distinct: 40 features of ~4,096 bins
+    y = rng.normal(size=len(X))
+    est = fastpcam.FASTRegressor(engine="tables", lambda_ratio=1e-3)
+    with pytest.raises(MemoryError, match=r"co-occurrence tables would need \d+ bytes .*engine='rows'"):
+        est.fit(X, y)
+    assert not hasattr(est, "intercept_")
+    # the same data fit on the rows engine
+    assert np.isfinite(fastpcam.FASTRegressor(engine="rows", lambda_ratio=1e-3, max_iter=20).fit(X, y).objective_)
+
+
+def test_statistics_with_huge_bins_raise_memory_error():
+    rng = np.random.default_rng(1)
+    X = rng.uniform(size=(1000, 2))
+    y = rng.normal(size=len(X))
+    with pytest.raises(MemoryError, match=r"\(670\.6 GiB\).*fewer bins"):
+        fastpcam.sufficient_statistics(X, y, cuts=[np.linspace(0, 1, 300_000)] * 2)
+
+
+@pytest.mark.parametrize("weight", [1e-315, 1e308])
+def test_weights_at_extreme_scales_are_refused_not_fitted_flat(weight):
+    """Subnormal weights once gave a flat model with lambda_max_=inf and converged_=True, and
+    huge ones overflowed to "sums to zero"; only the ratios of weights matter, so the message
+    says to rescale them."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(200, 2)), rng.normal(size=200)
+    with pytest.raises(ValueError, match=r"sample_weight must sum to between 1e-150 and 1e150.*rescale"):
+        fastpcam.FASTRegressor().fit(X, y, sample_weight=np.full(200, weight))
+    # the same weights rescaled give the unweighted model
+    ref = fastpcam.FASTRegressor(lambda_ratio=1e-2).fit(X, y)
+    scaled = fastpcam.FASTRegressor(lambda_ratio=1e-2).fit(X, y, sample_weight=np.full(200, 3.0))
+    np.testing.assert_allclose(scaled.predict(X), ref.predict(X), rtol=1e-9, atol=1e-12)
+
+
+def test_huge_targets_are_refused_with_a_hint():
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(200, 2)), rng.normal(size=200)
+    with pytest.raises(ValueError, match=r"y must hold values of magnitude <= 1e150.*rescale y.*at index 0"):
+        fastpcam.FASTRegressor().fit(X, y * 1e200)
+    big = fastpcam.FASTRegressor(lambda_ratio=1e-2).fit(X, y * 1e100)
+    small = fastpcam.FASTRegressor(lambda_ratio=1e-2).fit(X, y)
+    np.testing.assert_allclose(big.predict(X) / 1e100, small.predict(X), rtol=1e-9, atol=1e-9)
