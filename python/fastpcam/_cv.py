@@ -100,6 +100,32 @@ def _warn_unconverged(models: list[FASTRegressor], where: str) -> None:
         )
 
 
+def _check_splits(splits: list[Any], n: int) -> list[tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]]:
+    """Every split's training and test rows as index arrays: non-empty, and indices (or boolean
+    masks) of the ``n`` rows."""
+    if not splits:
+        raise ValueError("cv gave no split")
+    out = []
+    for k, (train, test) in enumerate(splits):
+        pair = []
+        for name, rows in (("training", train), ("test", test)):
+            idx = np.asarray(rows)
+            if idx.dtype.kind == "b":
+                if idx.shape != (n,):
+                    raise ValueError(f"cv split {k}: the {name} mask has shape {idx.shape}, expected ({n},)")
+                idx = np.flatnonzero(idx)
+            elif idx.size and idx.dtype.kind not in "iu":
+                raise ValueError(f"cv split {k}: the {name} rows must be integer indices, got dtype {idx.dtype}")
+            if idx.size == 0:
+                raise ValueError(f"cv split {k}: the {name} set is empty")
+            if idx.min() < 0 or idx.max() >= n:
+                bad = int(idx.max()) if idx.max() >= n else int(idx.min())
+                raise ValueError(f"cv split {k}: {name} index {bad} is out of range for {n} rows")
+            pair.append(idx.astype(np.intp, copy=False))
+        out.append((pair[0], pair[1]))
+    return out
+
+
 class LambdaPath(Sequence):  # type: ignore[type-arg]
     """The fits of :func:`lambda_path`: a sequence of fitted :class:`FASTRegressor`.
 
@@ -396,6 +422,7 @@ class FASTRegressorCV(RegressorMixin, _BaseFAST):
             if hasattr(self, key):
                 setattr(template, key, getattr(self, key))
         splits = list(check_cv(self.cv, ye, classifier=False).split(Xe, ye, groups))
+        splits = _check_splits(splits, len(ye))
         threads = n_threads(self.n_jobs) or os.cpu_count() or 1
         # lambda_max on all the data: an empty path bins the data and returns it
         lmax = float(_core_path(template, Xe, ye, we, bins, [], False, threads)["lambda_max"])

@@ -9,12 +9,13 @@ import numpy as np
 import numpy.typing as npt
 from sklearn.base import RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._base import FAST_PARAMS, _BaseFAST, _store_params
 from ._fitted import register
-from ._params import document
+from ._params import constraints, document
 from ._input import as_1d
 from ._params import (
     DEFAULT_ENGINE,
@@ -390,6 +391,7 @@ def lambda_max(
     y = as_1d(y, "y")
     w = None if sample_weight is None else as_1d(sample_weight, "sample_weight")
     params = dict(max_bins=max_bins, random_state=random_state, subsample_for_bin=subsample_for_bin, n_jobs=n_jobs)
+    validate_parameter_constraints(constraints(params), params, caller_name="lambda_max")
     # a path without penalties bins the data and returns its lambda_max
     return float(_core.fit_path(X, y, w, config=core_config(params, "squared"), lambdas=[], relative=False)["lambda_max"])
 

@@ -150,6 +150,34 @@ def numeric_column(col: npt.NDArray[Any], name: str) -> npt.NDArray[np.float64]:
         ) from None
 
 
+def _check_numeric(X: Any) -> None:
+    """Name the first column of ``X`` that holds no numbers (dates, text) before ``X`` is
+    converted to floats (which would fail without naming it, or turn dates into numbers)."""
+    if is_dataframe(X):
+        for c in X.columns:
+            if getattr(X[c].dtype, "kind", "O") in "mM":
+                raise TypeError(
+                    f"X column {c!r} holds dates or durations (dtype {X[c].dtype}); convert them to "
+                    "numbers first (e.g. days since a date)"
+                )
+        return
+    if not isinstance(X, np.ndarray):
+        return
+    if X.dtype.kind in "mM":
+        raise TypeError(f"X holds dates or durations (dtype {X.dtype}); convert them to numbers first")
+    if X.dtype.kind == "O" and X.ndim == 2:
+        for j in range(X.shape[1]):
+            try:
+                np.asarray(X[:, j], dtype=np.float64)
+            except TypeError as err:  # neither a number nor a string
+                raise TypeError(f"X column {j} is not numeric ({err})") from None
+            except ValueError as err:  # text
+                raise ValueError(
+                    f"X column {j} is not numeric ({err}); list it in categorical_features to treat it "
+                    "as categorical"
+                ) from None
+
+
 def frame_matrix(
     frame: Any, columns: list[Any], dtypes: Optional[list[Any]] = None, where: str = "X"
 ) -> FloatArray:
@@ -260,6 +288,7 @@ def prepare_fit(est: Any, X: Any, y: Any, sample_weight: Any) -> tuple[FloatArra
     points for the core (categories' and user ``bins``)."""
     X, mask = _categorical_mask(est, X)
     if mask is None:
+        _check_numeric(X)
         X, y = validate_data(est, X, y, dtype=np.float64, order=None, y_numeric=True, ensure_all_finite=False)
         est.is_categorical_ = np.zeros(X.shape[1], dtype=bool)
         est.categories_ = [None] * X.shape[1]
@@ -280,6 +309,7 @@ def prepare_predict(est: Any, X: Any) -> FloatArray:
     """``X`` as the float matrix the fitted tables index (checked against the fit's columns)."""
     mask = getattr(est, "is_categorical_", None)
     if mask is None or not np.any(mask):
+        _check_numeric(X)
         return validate_data(est, X, dtype=np.float64, order=None, reset=False, ensure_all_finite=False)
     _check_feature_names(est, X, reset=False)
     _check_n_features(est, X, reset=False)
@@ -326,11 +356,22 @@ def resolve_bins(est: Any) -> Optional[list[Optional[list[float]]]]:
                 if key not in names:
                     raise ValueError(f"bins names column {key!r}, which is not a column of X")
                 key = names.index(key)
-            if not isinstance(key, (int, np.integer)) or not 0 <= int(key) < p:
+            if isinstance(key, (bool, np.bool_)) or not isinstance(key, (int, np.integer)) or not 0 <= int(key) < p:
                 raise ValueError(f"bins has key {key!r}; expected a feature index in [0, {p}) or name")
             if cuts is None:
                 continue
-            arr = np.asarray(cuts, dtype=np.float64).ravel()
+            if getattr(est, "categories_", [None] * p)[int(key)] is not None:
+                raise ValueError(
+                    f"bins gives cut points for feature {key} ({names[int(key)]!r}), which is categorical: "
+                    "its bins are its categories"
+                    if names else f"bins gives cut points for feature {key}, which is categorical: its bins are its categories"
+                )
+            try:
+                arr = np.asarray(cuts, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise ValueError(f"bins for feature {key} must be a 1-D sequence of numbers, got {cuts!r}") from None
+            if arr.ndim != 1:
+                raise ValueError(f"bins for feature {key} must be a 1-D sequence of cut points, got shape {arr.shape}")
             if not np.all(np.isfinite(arr)) or np.any(np.diff(arr) <= 0):
                 raise ValueError(f"bins for feature {key} must be finite, strictly increasing cut points, got {arr}")
             out[int(key)] = arr.tolist()

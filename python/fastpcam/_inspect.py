@@ -288,6 +288,8 @@ class AdditiveModelMixin:
         """``SELECT expr AS alias FROM table``, or ``expr`` alone without a table."""
         if table is None:
             return expr
+        if not isinstance(table, (str, Sequence)):
+            raise TypeError(f"table must be a str, a sequence of str or None, got {type(table).__name__} {table!r}")
         parts = [table] if isinstance(table, str) else list(table)
         if not parts or not all(isinstance(t, str) and t for t in parts):
             raise ValueError(f"table must be a non-empty str or a sequence of non-empty str, got {table!r}")
