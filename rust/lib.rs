@@ -43,6 +43,7 @@
 //! * [`solver`] — the regression entry points (bin, engine, fixed or held-out penalty, path,
 //!   thread pool);
 //! * [`logistic`] — the classification entry points (binary log-loss);
+//! * [`multinomial`] — multiclass classification (softmax log-loss, one chain per class);
 //! * [`sparse`] — feature-sparse FAST: AGIS, group-ℓ0 FAST and the BGS local search.
 //!
 //! The PyO3 layer lives in `bindings` behind the `python` feature.
@@ -56,6 +57,7 @@ pub mod error;
 pub mod flsa;
 pub mod logistic;
 pub mod model;
+pub mod multinomial;
 pub mod newton;
 pub mod params;
 pub mod report;

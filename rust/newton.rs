@@ -38,13 +38,13 @@ pub const MAX_STEP: f64 = 50.0;
 /// of threads). Smaller than the regressor's: a row costs an `exp` and a `log1p` here.
 const ROW_CHUNK: usize = 1 << 13;
 /// Armijo constant of the backtracking line search.
-const ARMIJO: f64 = 1e-4;
+pub(crate) const ARMIJO: f64 = 1e-4;
 /// Halvings of a proximal-Newton step before falling back to the majorise–minimise step.
-const NEWTON_HALVINGS: usize = 4;
+pub(crate) const NEWTON_HALVINGS: usize = 4;
 /// Halvings of an intercept Newton step.
-const INTERCEPT_HALVINGS: i32 = 40;
+pub(crate) const INTERCEPT_HALVINGS: i32 = 40;
 /// Floor of the Newton curvature, as a fraction of the bound `w_b/(4W)`.
-const CURVATURE_FLOOR: f64 = 1e-3;
+pub(crate) const CURVATURE_FLOOR: f64 = 1e-3;
 
 /// Block update rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -177,7 +177,7 @@ fn hessian_sums<D: Datafit, C: Code>(
 /// `TV(new) − TV(old)` for `new = old + step`, jump by jump: where a jump keeps its sign the
 /// change is `±(step_{t+1} − step_t)`, exact to the step's own precision however large the
 /// jump (a difference of two large sums would drown small steps in rounding).
-fn tv_change(old: &[f64], new: &[f64], step: &[f64]) -> f64 {
+pub(crate) fn tv_change(old: &[f64], new: &[f64], step: &[f64]) -> f64 {
     let mut change = 0.0;
     for t in 0..old.len().saturating_sub(1) {
         let (before, after) = (old[t + 1] - old[t], new[t + 1] - new[t]);
@@ -197,7 +197,7 @@ fn tv_change(old: &[f64], new: &[f64], step: &[f64]) -> f64 {
 
 /// `λ·ΔTV`, 0 when the chain's total variation does not change (also for `λ = ∞`, which
 /// keeps chains flat).
-fn penalty_change(lambda: f64, dtv: f64) -> f64 {
+pub(crate) fn penalty_change(lambda: f64, dtv: f64) -> f64 {
     if dtv == 0.0 {
         0.0
     } else {

@@ -1,0 +1,944 @@
+//! Multinomial FAST: piecewise-constant additive models for `K ≥ 3` classes (softmax).
+//!
+//! With class labels `y_i ∈ {0, …, K−1}`, sample weights `v_i ≥ 0`, `W = Σ v_i` and one
+//! additive score per class, `η_{i,c} = c_c + Σ_j β_{j,c}[code_j(i)]`, this module minimises
+//!
+//! ```text
+//! F(c, β) = 1/W Σ_i v_i ℓ(y_i, η_i)  +  λ_f Σ_j Σ_c Σ_b |β_{j,c,b+1} − β_{j,c,b}|,
+//! ℓ(y, η) = log Σ_c e^{η_c} − η_y     (the log-loss of p = softmax(η))
+//! ```
+//!
+//! over the same binned data as the other losses ([`crate::binning`]).
+//!
+//! **Identifiability.** Full softmax: every class has its own intercept and its own chain
+//! per feature. Each class's chain is centred (weighted mean 0 over the training rows, the
+//! mean moved into that class's intercept), and the intercepts are reported with mean 0
+//! over the classes (softmax is unchanged when every class's score moves by the same
+//! amount). So at `λ_f ≥ λ_max` the intercepts are the log class priors minus their mean.
+//! Adding one function `g(x_j)` to every class's chain leaves the loss unchanged but not the
+//! penalty; the optimal objective is unique, the tables need not be (compare objectives).
+//!
+//! **One block, K chains.** Block `j` (feature `j`) holds the `K` class chains of the
+//! feature; the one descent loop ([`crate::descent`]) scores, selects and updates it like a
+//! binary block. Its bin sums are `R_{j,c,b} = Σ_{code_j(i)=b} v_i (1[y_i=c] − p_{i,c}) / W`
+//! (minus the gradient in `β_{j,c,b}`); its BGS-s score is the sum of the chains' scores and
+//! its KKT violation the largest over the chains ([`crate::selection::chain_block_score`]
+//! per class), the intercept's the largest `|Σ_i v_i (1[y_i=c] − p_{i,c})| / W`.
+//!
+//! **Block update: proximal Newton with a diagonal per-class curvature.** The loss
+//! restricted to block `j` is majorised, around the current point, by a quadratic with the
+//! diagonal `H_{c,b} = Σ_{code_j(i)=b} v_i p_{i,c}(1 − p_{i,c}) / W` (floored at
+//! `τ·½·w_b/W`); each class chain is then an independent weighted FLSA, solved exactly by the
+//! DP ([`crate::blocks::solve_block`]). The joint step of the `K` chains is backtracked
+//! (Armijo); when that fails, the majorise–minimise step with the bound `h_{c,b} = ½·w_b/W` is
+//! tried (Böhning: the softmax Hessian is at most `½(I − 11ᵀ/K) ≤ ½ I`), which cannot
+//! increase the objective. The intercepts take joint diagonal Newton steps with backtracking.
+//!
+//! **The objective never increases.** A step `s` is accepted only if the change of `F`,
+//! computed without cancellation (`ℓ(y, η+s) − ℓ(y, η) = log1p(Σ_c p_c expm1(s_c)) − s_y`,
+//! summed over the rows), is negative; the reported objective is the running sum of
+//! accepted changes.
+//!
+//! **In the descent loop.** [`DescentState::blocks`] lists the `p` feature blocks (the `K`
+//! chains of a block one after the other, class-major: `β_{j,c,b}` at `c·n_bins + b`), then
+//! one more entry: the `K` intercepts. So a fit's values (and the warm starts of the held-out
+//! search, [`crate::validation::run_path`]) carry the whole model. Row passes are serial and
+//! bin sums are parallel over features, each in row order: the same model for any number of
+//! threads.
+
+use std::sync::atomic::AtomicUsize;
+use std::time::Instant;
+
+use ndarray::{ArrayView1, ArrayView2};
+use rayon::prelude::*;
+
+use crate::binning::{bin_data, BinnedData};
+use crate::blocks::{normalised_weights, solve_block};
+use crate::descent::{descend, DescentState};
+use crate::error::{FastError, Result};
+use crate::flsa::FlsaWorkspace;
+use crate::newton::{
+    penalty_change, tv_change, Curvature, ARMIJO, CURVATURE_FLOOR, INTERCEPT_HALVINGS, MAX_STEP,
+    NEWTON_HALVINGS,
+};
+use crate::params::{Engine, FitParams, Penalty, Selection, Validation};
+use crate::report::{BinnedFit, Callback, Fit, PenaltySearch};
+use crate::selection::{bin_sums_into, block_score, chain_block_score, BlockScore};
+use crate::validation::{
+    one_fit, restore_weights, run_path, swap_weights, validation_of, validation_rows, Split,
+};
+
+/// The curvature bound of the softmax log-loss per class: `½`.
+pub const CURVATURE_BOUND: f64 = 0.5;
+
+/// The fixed `λ_f / λ_max` used when there are too few rows (or a class missing on one side)
+/// to hold out: the binary classifier's.
+pub use crate::logistic::DEFAULT_LAMBDA_RATIO_LOGISTIC as DEFAULT_LAMBDA_RATIO_MULTINOMIAL;
+
+/// A fitted multinomial model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MultinomialFit {
+    /// Number of classes `K`.
+    pub n_classes: usize,
+    /// The intercepts `c_c`, mean 0 over the classes.
+    pub intercepts: Vec<f64>,
+    /// Per feature, the missing bin's value of every class (0 without a missing bin).
+    pub missing_values: Vec<Vec<f64>>,
+    /// Everything else: cuts, bin weights, report and search. `fit.model.values[j]` holds the
+    /// chain values bin-major (`(n_chain_j) × K`, class `c` of bin `b` at `b·K + c`);
+    /// `fit.model.intercept` and `fit.model.missing_values` are 0.
+    pub fit: Fit,
+}
+
+/// `log Σ_c e^{η_c} − η_y` and the probabilities `p` (into `p`), for one row's scores.
+#[inline]
+fn softmax_loss(eta: &[f64], y: usize, p: &mut [f64]) -> f64 {
+    let m = eta.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let mut s = 0.0;
+    for (pc, &e) in p.iter_mut().zip(eta) {
+        *pc = (e - m).exp();
+        s += *pc;
+    }
+    p.iter_mut().for_each(|pc| *pc /= s);
+    s.ln() + m - eta[y]
+}
+
+/// The multinomial optimisation state: blocks and intercepts, per-row scores, probabilities
+/// and weighted residuals (class-major: class `c` of row `i` at `c·n + i`), bin sums and
+/// buffers.
+pub(crate) struct MultinomialState {
+    k: usize,
+    n: usize,
+    // p feature blocks (class-major) and the intercepts.
+    beta: Vec<Vec<f64>>,
+    sums: Vec<Vec<f64>>,
+    y: Vec<usize>,
+    eta: Vec<f64>,
+    prob: Vec<f64>,
+    vr: Vec<f64>,
+    grad: Vec<f64>,
+    hess: Vec<f64>,
+    objective: f64,
+    lambda: f64,
+    n_chain: Vec<usize>,
+    wn: Vec<Vec<f64>>,
+    ws: FlsaWorkspace,
+    h: Vec<f64>,
+    z: Vec<f64>,
+    bnew: Vec<f64>,
+    delta: Vec<f64>,
+    cand: Vec<f64>,
+    s: Vec<f64>,
+    e1: Vec<f64>,
+    row: Vec<f64>,
+    curvature: Curvature,
+}
+
+impl MultinomialState {
+    /// The model with the blocks `beta` (each class-major, `K·n_bins` values; a block of
+    /// `n_bins` zeros stands for a zero block), re-centred per class on `data`'s weights; a
+    /// `p + 1`-th entry gives the intercepts, otherwise they start at the log class priors.
+    /// When a block is not zero the intercepts are then fitted (Newton steps). Sums are
+    /// fresh; the objective is the loss alone until [`DescentState::set_penalty`].
+    pub(crate) fn with_start(
+        data: &BinnedData,
+        y: &[usize],
+        k: usize,
+        mut beta: Vec<Vec<f64>>,
+        curvature: Curvature,
+    ) -> Self {
+        let n = data.n_samples;
+        let p = data.n_features();
+        let w_total = data.total_weight;
+        let v = |i: usize| data.weights.as_ref().map_or(1.0, |w| w[i]);
+        let mut intercepts = if beta.len() > p {
+            beta.truncate(p + 1);
+            beta.pop().unwrap_or_default()
+        } else {
+            let mut prior = vec![0.0; k];
+            (0..n).for_each(|i| prior[y[i]] += v(i));
+            let logs: Vec<f64> = prior.iter().map(|w| (w / w_total).ln()).collect();
+            let mean = logs.iter().sum::<f64>() / k as f64;
+            logs.iter().map(|l| l - mean).collect()
+        };
+        let wn = normalised_weights(data);
+        for (j, b) in beta.iter_mut().enumerate() {
+            let nb = data.features[j].n_bins();
+            if b.len() != k * nb {
+                *b = vec![0.0; k * nb];
+            }
+            for c in 0..k {
+                let chain = &mut b[c * nb..(c + 1) * nb];
+                let m: f64 = chain.iter().zip(&wn[j]).map(|(b, w)| b * w).sum();
+                if m != 0.0 {
+                    chain.iter_mut().for_each(|x| *x -= m);
+                    intercepts[c] += m;
+                }
+            }
+        }
+        let mut eta = vec![0.0; k * n];
+        for c in 0..k {
+            eta[c * n..(c + 1) * n]
+                .iter_mut()
+                .for_each(|e| *e = intercepts[c]);
+        }
+        for (f, b) in data.features.iter().zip(&beta) {
+            if b.iter().any(|&x| x != 0.0) {
+                let nb = f.n_bins();
+                for i in 0..n {
+                    let bin = f.codes.get(i);
+                    for c in 0..k {
+                        eta[c * n + i] += b[c * nb + bin];
+                    }
+                }
+            }
+        }
+        let any_block = beta.iter().flatten().any(|&x| x != 0.0);
+        beta.push(intercepts);
+        let max_bins = data.features.iter().map(|f| f.n_bins()).max().unwrap_or(1);
+        let mut st = Self {
+            k,
+            n,
+            sums: beta[..p].to_vec(),
+            beta,
+            y: y.to_vec(),
+            eta,
+            prob: vec![0.0; k * n],
+            vr: vec![0.0; k * n],
+            grad: vec![0.0; k],
+            hess: vec![0.0; k],
+            objective: 0.0,
+            lambda: 0.0,
+            n_chain: data.features.iter().map(|f| f.n_chain()).collect(),
+            wn,
+            ws: FlsaWorkspace::with_capacity(max_bins),
+            h: vec![0.0; k * max_bins],
+            z: vec![0.0; max_bins],
+            bnew: vec![0.0; k * max_bins],
+            delta: vec![0.0; k * max_bins],
+            cand: vec![0.0; k * max_bins],
+            s: vec![0.0; k * max_bins],
+            e1: vec![0.0; k * max_bins],
+            row: vec![0.0; 2 * k],
+            curvature,
+        };
+        st.objective = st.recompute(data, 0..n) / w_total;
+        st.intercept_sums(data);
+        if any_block {
+            st.intercept_step(data, 0.0);
+        }
+        st.refresh_all_sums(data);
+        st
+    }
+
+    /// Probabilities and weighted residuals of `rows` from `eta`; returns their weighted loss.
+    fn recompute(&mut self, data: &BinnedData, rows: std::ops::Range<usize>) -> f64 {
+        let (k, n) = (self.k, self.n);
+        let mut loss = 0.0;
+        for i in rows {
+            let v = data.weights.as_ref().map_or(1.0, |w| w[i]);
+            let (e, pr) = self.row.split_at_mut(k);
+            for c in 0..k {
+                e[c] = self.eta[c * n + i];
+            }
+            loss += v * softmax_loss(e, self.y[i], pr);
+            for c in 0..k {
+                let onehot = if self.y[i] == c { 1.0 } else { 0.0 };
+                self.prob[c * n + i] = pr[c];
+                self.vr[c * n + i] = v * (onehot - pr[c]);
+            }
+        }
+        loss
+    }
+
+    /// The intercepts' gradient `Σ v r_c / W` and curvature `Σ v p_c (1 − p_c) / W`.
+    fn intercept_sums(&mut self, data: &BinnedData) {
+        let (k, n) = (self.k, self.n);
+        let inv_w = 1.0 / data.total_weight;
+        for c in 0..k {
+            let (mut g, mut h) = (0.0, 0.0);
+            for i in 0..n {
+                let v = data.weights.as_ref().map_or(1.0, |w| w[i]);
+                let pc = self.prob[c * n + i];
+                g += self.vr[c * n + i];
+                h += v * pc * (1.0 - pc);
+            }
+            self.grad[c] = g * inv_w;
+            self.hess[c] = h * inv_w;
+        }
+    }
+
+    /// `Σ_i v_i (log1p(Σ_c p_c expm1(s_c)) − s_y) / W` for the step `s` of bin `bin(i)`
+    /// (`s[c·stride + bin]`, `e1 = expm1(s)`).
+    fn loss_change(&self, data: &BinnedData, bin: impl Fn(usize) -> usize, stride: usize) -> f64 {
+        let (k, n) = (self.k, self.n);
+        let mut acc = 0.0;
+        for i in 0..n {
+            let b = bin(i);
+            let mut t = 0.0;
+            for c in 0..k {
+                t += self.prob[c * n + i] * self.e1[c * stride + b];
+            }
+            let d = t.ln_1p() - self.s[self.y[i] * stride + b];
+            acc += data.weights.as_ref().map_or(d, |w| w[i] * d);
+        }
+        acc / data.total_weight
+    }
+
+    /// Applies the step `s` (as in [`MultinomialState::loss_change`]) to every row.
+    fn apply(&mut self, data: &BinnedData, bin: impl Fn(usize) -> usize, stride: usize) {
+        let (k, n) = (self.k, self.n);
+        for i in 0..n {
+            let b = bin(i);
+            for c in 0..k {
+                self.eta[c * n + i] += self.s[c * stride + b];
+            }
+        }
+        self.recompute(data, 0..n);
+        self.intercept_sums(data);
+    }
+
+    /// Block `j`'s score: the chains' BGS-s scores summed, their largest violation.
+    fn block_score(&self, j: usize, lambda: f64) -> BlockScore {
+        let nb = self.wn[j].len();
+        let mut out = BlockScore::default();
+        for c in 0..self.k {
+            let r = c * nb..(c + 1) * nb;
+            let s = chain_block_score(
+                &self.sums[j][r.clone()],
+                &self.beta[j][r],
+                lambda,
+                self.n_chain[j],
+            );
+            out.score += s.score;
+            out.max_d = out.max_d.max(s.max_d);
+        }
+        out
+    }
+
+    /// The proximal step of block `j` for the curvature in `self.h`, every class chain
+    /// solved exactly; returns the predicted change (negative), or `None`.
+    fn direction(&mut self, j: usize, lambda: f64) -> Option<f64> {
+        let (nb, nc) = (self.wn[j].len(), self.n_chain[j]);
+        let mut linear = 0.0;
+        let mut dtv = 0.0;
+        let mut moved = false;
+        for c in 0..self.k {
+            let r = c * nb..(c + 1) * nb;
+            let (sums, beta) = (&self.sums[j][r.clone()], &self.beta[j][r.clone()]);
+            solve_block(
+                sums,
+                beta,
+                &self.h[r.clone()],
+                nc,
+                lambda,
+                &mut self.ws,
+                &mut self.z,
+                &mut self.bnew[r.clone()],
+            );
+            for b in 0..nb {
+                let d = self.bnew[c * nb + b] - beta[b];
+                self.delta[c * nb + b] = d;
+                moved |= d != 0.0;
+                linear -= sums[b] * d;
+            }
+            dtv += tv_change(
+                &beta[..nc],
+                &self.bnew[c * nb..c * nb + nc],
+                &self.delta[c * nb..c * nb + nc],
+            );
+        }
+        let pred = linear + penalty_change(lambda, dtv);
+        (moved && pred < 0.0).then_some(pred)
+    }
+
+    /// Tries `β_j ← centre(β_j + t·delta)`; keeps it if `F` decreases enough (Armijo).
+    fn try_block_step(&mut self, data: &BinnedData, j: usize, t: f64, pred: f64, lambda: f64) -> bool {
+        let (nb, nc, k) = (self.wn[j].len(), self.n_chain[j], self.k);
+        let mut means = vec![0.0; k];
+        let mut dtv = 0.0;
+        for c in 0..k {
+            for b in 0..nb {
+                let i = c * nb + b;
+                let s = t * self.delta[i];
+                if !(s.abs() <= MAX_STEP) {
+                    return false;
+                }
+                self.s[i] = s;
+                self.e1[i] = s.exp_m1();
+                // A full step takes the FLSA's values themselves: fused bins stay identical.
+                self.cand[i] = if t == 1.0 {
+                    self.bnew[i]
+                } else {
+                    self.beta[j][i] + s
+                };
+                means[c] += self.wn[j][b] * self.cand[i];
+            }
+            let r = c * nb..c * nb + nc;
+            dtv += tv_change(&self.beta[j][r.clone()], &self.cand[r.clone()], &self.s[r]);
+        }
+        for c in 0..k {
+            self.cand[c * nb..(c + 1) * nb]
+                .iter_mut()
+                .for_each(|x| *x -= means[c]);
+        }
+        let f = &data.features[j];
+        let dloss = self.loss_change(data, |i| f.codes.get(i), nb);
+        let change = dloss + penalty_change(lambda, dtv);
+        if !(change < 0.0 && change <= ARMIJO * t * pred) {
+            return false;
+        }
+        self.apply(data, |i| f.codes.get(i), nb);
+        self.beta[j].copy_from_slice(&self.cand[..k * nb]);
+        let p = self.beta.len() - 1;
+        for c in 0..k {
+            self.beta[p][c] += means[c];
+        }
+        self.objective += change;
+        true
+    }
+
+    /// One update of block `j` (its sums fresh). Returns whether the state moved.
+    fn update(&mut self, data: &BinnedData, j: usize, lambda: f64) -> bool {
+        let (k, n) = (self.k, self.n);
+        let nb = self.wn[j].len();
+        if self.curvature == Curvature::Newton {
+            let f = &data.features[j];
+            self.h[..k * nb].iter_mut().for_each(|h| *h = 0.0);
+            let inv_w = 1.0 / data.total_weight;
+            for i in 0..n {
+                let v = data.weights.as_ref().map_or(1.0, |w| w[i]);
+                let b = f.codes.get(i);
+                for c in 0..k {
+                    let pc = self.prob[c * n + i];
+                    self.h[c * nb + b] += v * pc * (1.0 - pc);
+                }
+            }
+            for c in 0..k {
+                for b in 0..nb {
+                    let w = self.wn[j][b];
+                    let h = &mut self.h[c * nb + b];
+                    *h = if w > 0.0 {
+                        (*h * inv_w).max(CURVATURE_FLOOR * CURVATURE_BOUND * w)
+                    } else {
+                        0.0
+                    };
+                }
+            }
+            if let Some(pred) = self.direction(j, lambda) {
+                let mut t = 1.0;
+                for _ in 0..=NEWTON_HALVINGS {
+                    if self.try_block_step(data, j, t, pred, lambda) {
+                        return true;
+                    }
+                    t *= 0.5;
+                }
+            }
+        }
+        for c in 0..k {
+            for b in 0..nb {
+                self.h[c * nb + b] = CURVATURE_BOUND * self.wn[j][b];
+            }
+        }
+        match self.direction(j, lambda) {
+            Some(pred) => self.try_block_step(data, j, 1.0, pred, lambda),
+            None => false,
+        }
+    }
+
+    /// Joint diagonal Newton steps on the intercepts (with backtracking) until their largest
+    /// gradient is at most `target` (a few steps at most). Returns whether the state moved.
+    fn intercept_step(&mut self, data: &BinnedData, target: f64) -> bool {
+        let k = self.k;
+        let mut moved = false;
+        for _ in 0..4 {
+            let gmax = self.grad.iter().fold(0.0f64, |a, g| a.max(g.abs()));
+            if !(gmax > target) {
+                break;
+            }
+            let newton: Vec<f64> = (0..k)
+                .map(|c| self.grad[c] / self.hess[c].max(CURVATURE_FLOOR * CURVATURE_BOUND))
+                .collect();
+            let pred: f64 = -(0..k).map(|c| self.grad[c] * newton[c]).sum::<f64>();
+            let mut accepted = false;
+            for halving in 0..INTERCEPT_HALVINGS {
+                let t = 0.5f64.powi(halving);
+                if newton.iter().any(|s| !((t * s).abs() <= MAX_STEP)) {
+                    continue;
+                }
+                for c in 0..k {
+                    self.s[c] = t * newton[c];
+                    self.e1[c] = self.s[c].exp_m1();
+                }
+                let change = self.loss_change(data, |_| 0, 1);
+                if change < 0.0 && change <= ARMIJO * t * pred {
+                    self.apply(data, |_| 0, 1);
+                    let p = self.beta.len() - 1;
+                    for c in 0..k {
+                        self.beta[p][c] += self.s[c];
+                    }
+                    self.objective += change;
+                    accepted = true;
+                    break;
+                }
+            }
+            if !accepted {
+                break;
+            }
+            moved = true;
+        }
+        moved
+    }
+
+    /// The intercepts.
+    pub(crate) fn intercepts(&self) -> &[f64] {
+        &self.beta[self.beta.len() - 1]
+    }
+}
+
+impl DescentState for MultinomialState {
+    const INTERCEPT_SHARE: f64 = 1.0;
+    const FLAT_SWEEPS: usize = 200;
+
+    fn resolve_selection(&self, requested: Selection, _n_blocks: usize) -> Selection {
+        match requested {
+            Selection::Auto => Selection::Greedy,
+            s => s,
+        }
+    }
+
+    fn flat_tolerance(&self) -> f64 {
+        1e-14
+    }
+
+    fn settle_intercept(&mut self, data: &BinnedData) -> bool {
+        let moved = self.intercept_step(data, 1e-15);
+        self.refresh_all_sums(data);
+        moved
+    }
+
+    /// The flat model: every chain flat, the missing levels and intercepts fitted (sweeps
+    /// at `λ_f = ∞`); returns `λ_max`, the largest jump gradient over every class chain.
+    fn start_flat(&mut self, data: &BinnedData) -> f64 {
+        let with_missing: Vec<usize> = (0..data.n_features())
+            .filter(|&j| data.features[j].missing)
+            .collect();
+        let sweeps = if with_missing.is_empty() { 0 } else { Self::FLAT_SWEEPS };
+        for _ in 0..sweeps {
+            let worst = with_missing
+                .iter()
+                .map(|&j| self.block_score(j, f64::INFINITY).max_d)
+                .fold(self.intercept_gradient(), f64::max);
+            if worst <= self.flat_tolerance() {
+                break;
+            }
+            let mut moved = false;
+            for &j in &with_missing {
+                self.refresh_sums(data, j);
+                moved |= self.update(data, j, f64::INFINITY);
+            }
+            if !self.settle_intercept(data) && !moved {
+                break;
+            }
+        }
+        self.lambda_max()
+    }
+
+    fn set_penalty(&mut self, lambda: f64) {
+        let mut tv = 0.0;
+        for (j, b) in self.beta[..self.n_chain.len()].iter().enumerate() {
+            let (nb, nc) = (self.wn[j].len(), self.n_chain[j]);
+            for c in 0..self.k {
+                tv += b[c * nb..c * nb + nc]
+                    .windows(2)
+                    .map(|w| (w[1] - w[0]).abs())
+                    .sum::<f64>();
+            }
+        }
+        if tv > 0.0 {
+            self.objective += (lambda - self.lambda) * tv;
+        }
+        self.lambda = lambda;
+    }
+
+    fn sums(&self) -> &[Vec<f64>] {
+        &self.sums
+    }
+
+    fn sums_and_residual(&mut self) -> (&mut [Vec<f64>], Option<&[f64]>) {
+        (&mut self.sums, None)
+    }
+
+    fn n_chain(&self) -> &[usize] {
+        &self.n_chain
+    }
+
+    /// The largest over the classes.
+    fn intercept_gradient(&self) -> f64 {
+        self.grad.iter().fold(0.0, |a, g| a.max(g.abs()))
+    }
+
+    fn refresh_all_sums(&mut self, data: &BinnedData) {
+        let (k, n) = (self.k, self.n);
+        let inv_w = 1.0 / data.total_weight;
+        let vr = &self.vr;
+        let work = |(f, out): (&crate::binning::BinnedFeature, &mut Vec<f64>)| {
+            let nb = f.n_bins();
+            for c in 0..k {
+                bin_sums_into(f, &vr[c * n..(c + 1) * n], inv_w, &mut out[c * nb..(c + 1) * nb]);
+            }
+        };
+        if n * data.n_features() * k < crate::selection::PARALLEL_THRESHOLD {
+            data.features.iter().zip(self.sums.iter_mut()).for_each(work);
+        } else {
+            data.features
+                .par_iter()
+                .zip(self.sums.par_iter_mut())
+                .for_each(work);
+        }
+    }
+
+    fn refresh_sums(&mut self, data: &BinnedData, j: usize) {
+        let (k, n) = (self.k, self.n);
+        let inv_w = 1.0 / data.total_weight;
+        let f = &data.features[j];
+        let nb = f.n_bins();
+        for c in 0..k {
+            bin_sums_into(
+                f,
+                &self.vr[c * n..(c + 1) * n],
+                inv_w,
+                &mut self.sums[j][c * nb..(c + 1) * nb],
+            );
+        }
+    }
+
+    fn score(&self, lambda: f64, scores: &mut [BlockScore]) -> (f64, f64) {
+        let mut block_max = 0.0f64;
+        for (j, s) in scores.iter_mut().enumerate() {
+            *s = self.block_score(j, lambda);
+            block_max = block_max.max(s.max_d);
+        }
+        (block_max, self.intercept_gradient())
+    }
+
+    fn lambda_max(&self) -> f64 {
+        let mut out = 0.0f64;
+        for (j, &nc) in self.n_chain.iter().enumerate() {
+            let nb = self.wn[j].len();
+            for c in 0..self.k {
+                let r = c * nb..c * nb + nc;
+                out = out.max(block_score(&self.sums[j][r.clone()], &self.beta[j][r], 0.0).max_d);
+            }
+        }
+        out
+    }
+
+    fn objective(&self, _lambda: f64) -> f64 {
+        self.objective
+    }
+
+    fn step_intercept(&mut self, data: &BinnedData, block_max: f64, threshold: f64) -> bool {
+        self.intercept_step(data, (0.1 * block_max).max(threshold))
+    }
+
+    fn update_block(&mut self, data: &BinnedData, j: usize, lambda: f64) -> bool {
+        self.update(data, j, lambda)
+    }
+
+    /// Reports the intercepts with mean 0 over the classes (every row's scores move by the
+    /// same amount: probabilities and objective unchanged).
+    fn finish(&mut self, _data: &BinnedData) {
+        let (k, n) = (self.k, self.n);
+        let p = self.beta.len() - 1;
+        let mean = self.beta[p].iter().sum::<f64>() / k as f64;
+        if mean != 0.0 {
+            self.beta[p].iter_mut().for_each(|c| *c -= mean);
+            self.eta[..k * n].iter_mut().for_each(|e| *e -= mean);
+        }
+    }
+
+    /// The first class's intercept (all of them are the last entry of
+    /// [`DescentState::blocks`]).
+    fn intercept(&self) -> f64 {
+        self.intercepts()[0]
+    }
+
+    fn blocks(&self) -> &[Vec<f64>] {
+        &self.beta
+    }
+}
+
+/// The class index of every row, checked: integers in `0..n_classes`, every class with
+/// positive total weight.
+fn check_classes(y: ArrayView1<'_, f64>, n_classes: usize, data: &BinnedData) -> Result<Vec<usize>> {
+    crate::error::check_target(y, data.n_samples)?;
+    if n_classes < 2 {
+        return Err(FastError::InvalidParameter {
+            name: "n_classes",
+            message: "must be at least 2",
+            value: n_classes.to_string(),
+        });
+    }
+    if let Some(i) = y
+        .iter()
+        .position(|&v| !(v >= 0.0 && v < n_classes as f64 && v.fract() == 0.0))
+    {
+        return Err(FastError::InvalidParameter {
+            name: "y",
+            message: "must hold class indices 0, 1, ..., n_classes - 1",
+            value: format!("{} at index {i}", y[i]),
+        });
+    }
+    let class: Vec<usize> = y.iter().map(|&v| v as usize).collect();
+    let weights = class_weights(&class, n_classes, data.weights.as_deref());
+    if let Some(c) = weights.iter().position(|&w| !(w > 0.0)) {
+        return Err(FastError::InvalidParameter {
+            name: "y",
+            message: "needs every class with positive total sample weight",
+            value: format!("class {c} has weight {}", weights[c]),
+        });
+    }
+    Ok(class)
+}
+
+/// Total weight of each class.
+fn class_weights(class: &[usize], k: usize, w: Option<&[f64]>) -> Vec<f64> {
+    let mut out = vec![0.0; k];
+    for (i, &c) in class.iter().enumerate() {
+        out[c] += w.map_or(1.0, |w| w[i]);
+    }
+    out
+}
+
+/// Held-out rows drawn within each class (a share `fraction` of each, from `seed`), sorted.
+pub fn stratified_rows(class: &[usize], k: usize, fraction: f64, seed: u64) -> Vec<usize> {
+    let mut rows = Vec::new();
+    for c in 0..k {
+        let members: Vec<usize> = (0..class.len()).filter(|&i| class[i] == c).collect();
+        rows.extend(
+            validation_rows(members.len(), fraction, seed)
+                .into_iter()
+                .map(|m| members[m]),
+        );
+    }
+    rows.sort_unstable();
+    rows
+}
+
+/// The weighted mean log-loss of the model `values` (feature blocks and intercepts, as
+/// [`DescentState::blocks`]) on the rows `rows` of weights `v`.
+pub(crate) fn holdout_log_loss(
+    data: &BinnedData,
+    class: &[usize],
+    k: usize,
+    values: &[Vec<f64>],
+    (rows, v): (&[usize], &[f64]),
+) -> f64 {
+    let p = data.n_features();
+    let mut eta = vec![0.0; k];
+    let mut prob = vec![0.0; k];
+    let (mut num, mut den) = (0.0, 0.0);
+    for (&i, &w) in rows.iter().zip(v) {
+        eta.copy_from_slice(&values[p][..k]);
+        for (f, b) in data.features.iter().zip(&values[..p]) {
+            let (nb, bin) = (f.n_bins(), f.codes.get(i));
+            for c in 0..k {
+                eta[c] += b[c * nb + bin];
+            }
+        }
+        num += w * softmax_loss(&eta, class[i], &mut prob);
+        den += w;
+    }
+    num / den
+}
+
+/// A fit at `params.lambda` (relative to the `λ_max` of `data`) from the model `init`
+/// (`None`: the constant model).
+fn fit_at(
+    data: &BinnedData,
+    params: &FitParams,
+    init: Option<Vec<Vec<f64>>>,
+    state: &dyn Fn(Vec<Vec<f64>>) -> MultinomialState,
+    callback: Option<Callback<'_>>,
+) -> Result<BinnedFit> {
+    let start = Instant::now();
+    let mut flat = state(data.zero_blocks());
+    let lambda_max = flat.start_flat(data);
+    let mut st = match init {
+        None => flat,
+        Some(init) => state(init),
+    };
+    let lambda = params.lambda.resolve(lambda_max)?;
+    Ok(descend(data, params, &mut st, lambda, lambda_max, start, callback))
+}
+
+/// Bins `x` and fits multinomial FAST with `n_classes` classes (`y` holds class indices).
+/// With [`Penalty::Validated`] the penalty is chosen on held-out rows drawn within each
+/// class, by the held-out weighted mean log-loss ([`crate::validation::run_path`]); with
+/// fewer than [`crate::validation::MIN_ROWS`] rows on a side, or a class without weight on a
+/// side, the fixed ratio [`DEFAULT_LAMBDA_RATIO_MULTINOMIAL`] is used. Runs on the current
+/// rayon pool.
+///
+/// # Errors
+/// Bad parameters, non-finite `x` or `y`, a label that is not a class index, a class without
+/// weight, mismatched lengths, bad weights: see [`FastError`].
+pub fn fit_multinomial(
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    n_classes: usize,
+    weights: Option<&[f64]>,
+    params: &FitParams,
+    callback: Option<Callback<'_>>,
+) -> Result<MultinomialFit> {
+    fit_multinomial_with(x, y, n_classes, weights, params, callback, Curvature::Newton)
+}
+
+/// [`fit_multinomial`] with a chosen block update rule.
+///
+/// # Errors
+/// As [`fit_multinomial`].
+pub fn fit_multinomial_with(
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    k: usize,
+    weights: Option<&[f64]>,
+    params: &FitParams,
+    callback: Option<Callback<'_>>,
+    curvature: Curvature,
+) -> Result<MultinomialFit> {
+    params.check()?;
+    crate::error::check_target_len(y.len(), x.nrows())?;
+    let mut data = bin_data(x, weights, &params.binning)?;
+    let class = check_classes(y, k, &data)?;
+    let (fitted, search) = match params.lambda {
+        Penalty::Validated(_) => {
+            let (fit, search) = fit_validated(&mut data, &class, k, params, callback, curvature)?;
+            (fit, Some(search))
+        }
+        _ => {
+            let state = |b| MultinomialState::with_start(&data, &class, k, b, curvature);
+            (fit_at(&data, params, None, &state, callback)?, None)
+        }
+    };
+    Ok(to_fit(&data, k, fitted, search))
+}
+
+/// The held-out search (see [`fit_multinomial`]) and the final fit on all rows.
+fn fit_validated(
+    data: &mut BinnedData,
+    class: &[usize],
+    k: usize,
+    params: &FitParams,
+    callback: Option<Callback<'_>>,
+    curvature: Curvature,
+) -> Result<(BinnedFit, PenaltySearch)> {
+    let Validation { fraction, seed } =
+        validation_of(params, "fit_multinomial's search needs Penalty::Validated")?;
+    let mut split = Split::new(data, stratified_rows(class, k, fraction, seed));
+    let held_classes: Vec<usize> = split.rows.iter().map(|&i| class[i]).collect();
+    let every_class = |w: Vec<f64>| w.iter().all(|&w| w > 0.0);
+    let ok = split.enough_rows()
+        && every_class(class_weights(&held_classes, k, Some(&split.held_weights)))
+        && every_class(class_weights(class, k, Some(&split.train)));
+    if !ok {
+        let fixed = FitParams {
+            lambda: Penalty::Relative(DEFAULT_LAMBDA_RATIO_MULTINOMIAL),
+            ..params.clone()
+        };
+        let state = |b| MultinomialState::with_start(data, class, k, b, curvature);
+        let fit = fit_at(data, &fixed, None, &state, callback)?;
+        return Ok((fit, PenaltySearch::fixed(DEFAULT_LAMBDA_RATIO_MULTINOMIAL)));
+    }
+    let offset = AtomicUsize::new(0);
+    let mut wrapped = callback.map(|cb| one_fit(cb, &offset));
+    let mut callback: Option<Callback<'_>> = wrapped.as_mut().map(|w| w as Callback<'_>);
+    let saved = swap_weights(data, std::mem::take(&mut split.train));
+    let path = {
+        let data = &*data;
+        let state = |b| MultinomialState::with_start(data, class, k, b, curvature);
+        let held = (&split.rows[..], &split.held_weights[..]);
+        let loss = |_: f64, b: &[Vec<f64>]| holdout_log_loss(data, class, k, b, held);
+        run_path(data, params, &state, &loss, &offset, &mut callback)
+    };
+    restore_weights(data, saved);
+    let (mut search, best) = path?;
+    search.n_validation = split.rows.len();
+    let final_params = FitParams {
+        lambda: Penalty::Relative(search.ratio),
+        ..params.clone()
+    };
+    let data = &*data;
+    let state = |b| MultinomialState::with_start(data, class, k, b, curvature);
+    let fit = fit_at(data, &final_params, Some(best), &state, callback)?;
+    Ok((fit, search))
+}
+
+/// The fitted model of a descent's result (blocks class-major, then the intercepts).
+fn to_fit(data: &BinnedData, k: usize, mut fitted: BinnedFit, search: Option<PenaltySearch>) -> MultinomialFit {
+    let p = data.n_features();
+    let intercepts = fitted.values.pop().unwrap_or_else(|| vec![0.0; k]);
+    let mut missing_values = Vec::with_capacity(p);
+    let mut chain_values = Vec::with_capacity(p);
+    for (f, b) in data.features.iter().zip(&fitted.values) {
+        let (nb, nc) = (f.n_bins(), f.n_chain());
+        let mut vals = vec![0.0; nc * k];
+        for bin in 0..nc {
+            for c in 0..k {
+                vals[bin * k + c] = b[c * nb + bin];
+            }
+        }
+        chain_values.push(vals);
+        missing_values.push(
+            (0..k)
+                .map(|c| if f.missing { b[c * nb + nc] } else { 0.0 })
+                .collect(),
+        );
+    }
+    // `Fit::new` reads the chain bins of each block: give it bin-major values of one block
+    // per feature, with the missing bin's slot (if any) last.
+    let flat: Vec<Vec<f64>> = data
+        .features
+        .iter()
+        .map(|f| vec![0.0; f.n_bins()])
+        .collect();
+    let shell = BinnedFit {
+        intercept: 0.0,
+        values: flat,
+        ..fitted
+    };
+    let mut fit = Fit::new(data, Engine::Rows, shell, search);
+    fit.model.values = chain_values;
+    MultinomialFit {
+        n_classes: k,
+        intercepts,
+        missing_values,
+        fit,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn softmax_loss_is_stable() {
+        let mut p = [0.0; 3];
+        let l = softmax_loss(&[1000.0, 0.0, -1000.0], 0, &mut p);
+        assert!(l.abs() < 1e-300 && (p[0] - 1.0).abs() < 1e-15);
+        let l = softmax_loss(&[0.0, 0.0, 0.0], 2, &mut p);
+        assert!((l - 3f64.ln()).abs() < 1e-15);
+        assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-15);
+    }
+
+    #[test]
+    fn stratified_rows_cover_every_class() {
+        let class: Vec<usize> = (0..300).map(|i| i % 3).collect();
+        let rows = stratified_rows(&class, 3, 0.2, 1);
+        assert_eq!(rows.len(), 60);
+        for c in 0..3 {
+            assert_eq!(rows.iter().filter(|&&i| class[i] == c).count(), 20);
+        }
+        assert!(rows.windows(2).all(|w| w[0] < w[1]));
+    }
+}
