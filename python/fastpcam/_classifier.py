@@ -17,6 +17,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d
 from . import _core, _fitted
 from ._base import FAST_PARAMS, _BaseFAST
 from ._fitted import register
+from ._inspect import _quote_ident
 from ._params import constraints, document
 
 _OUTPUTS = ("probability", "log_odds")
@@ -405,9 +406,41 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
         """
         if output not in _OUTPUTS:
             raise ValueError(f"output must be one of {', '.join(map(repr, _OUTPUTS))}, got {output!r}")
+        if self._multiclass:
+            return self._multiclass_sql(table, columns, dialect, output if alias is None else alias, output)
 
         def sigmoid(expr: str, lit: Any) -> str:
             return f"{lit(1.0)} / ({lit(1.0)} + EXP(-(\n  {expr}\n  )))"
 
         expr = self._sql_expression(columns, dialect, sigmoid if output == "probability" else None)
         return self._select_sql(expr, table, dialect, output if alias is None else alias)
+
+    def _multiclass_sql(
+        self, table: Any, columns: Any, dialect: str, prefix: str, output: str
+    ) -> str:
+        """The SQL of a multiclass model: one score expression per class and, for
+        probabilities, their softmax ``p_k = 1 / Σ_m EXP(s_m - s_k)`` (exact for any scores:
+        an overflowing ``EXP`` gives ``p_k = 0``). Column ``k`` is named
+        ``<prefix>_<classes_[k]>``."""
+        scores = [view._sql_expression(columns, dialect) for view in self._views()]
+        names = [f"{prefix}_{c.item() if isinstance(c, np.generic) else c}" for c in self.classes_]
+        one = "CAST(1.0 AS DOUBLE PRECISION)" if dialect == "ansi" else "1.0"
+
+        def softmax_sql(s: list[str]) -> list[str]:
+            return [
+                f"{one} / ({' + '.join(f'EXP(({s[m]}) - ({s[k]}))' if m != k else one for m in range(len(s)))})"
+                for k in range(len(s))
+            ]
+
+        if table is None:
+            exprs = scores if output == "log_odds" else softmax_sql(scores)
+            return ",\n".join(f"{e}\n  AS {_quote_ident(n, dialect)}" for e, n in zip(exprs, names))
+        inner = self._select_sql(scores[0], table, dialect, "s0")
+        head, source = inner.rsplit("\nFROM ", 1)
+        cols = [f"  {e}\n  AS {_quote_ident(f's{k}', dialect)}" for k, e in enumerate(scores)]
+        subquery = "SELECT\n" + ",\n".join(cols) + f"\nFROM {source}"
+        refs = [_quote_ident(f"s{k}", dialect) for k in range(len(scores))]
+        outer = refs if output == "log_odds" else softmax_sql(refs)
+        select = ",\n".join(f"  {e} AS {_quote_ident(n, dialect)}" for e, n in zip(outer, names))
+        return f"SELECT\n{select}\nFROM (\n{subquery}\n) AS {_quote_ident('scores', dialect)}"
+
