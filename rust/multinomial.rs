@@ -353,7 +353,14 @@ impl MultinomialState {
     }
 
     /// Tries `β_j ← centre(β_j + t·delta)`; keeps it if `F` decreases enough (Armijo).
-    fn try_block_step(&mut self, data: &BinnedData, j: usize, t: f64, pred: f64, lambda: f64) -> bool {
+    fn try_block_step(
+        &mut self,
+        data: &BinnedData,
+        j: usize,
+        t: f64,
+        pred: f64,
+        lambda: f64,
+    ) -> bool {
         let (nb, nc, k) = (self.wn[j].len(), self.n_chain[j], self.k);
         let mut means = vec![0.0; k];
         let mut dtv = 0.0;
@@ -523,7 +530,11 @@ impl DescentState for MultinomialState {
         let with_missing: Vec<usize> = (0..data.n_features())
             .filter(|&j| data.features[j].missing)
             .collect();
-        let sweeps = if with_missing.is_empty() { 0 } else { Self::FLAT_SWEEPS };
+        let sweeps = if with_missing.is_empty() {
+            0
+        } else {
+            Self::FLAT_SWEEPS
+        };
         for _ in 0..sweeps {
             let worst = with_missing
                 .iter()
@@ -585,11 +596,19 @@ impl DescentState for MultinomialState {
         let work = |(f, out): (&crate::binning::BinnedFeature, &mut Vec<f64>)| {
             let nb = f.n_bins();
             for c in 0..k {
-                bin_sums_into(f, &vr[c * n..(c + 1) * n], inv_w, &mut out[c * nb..(c + 1) * nb]);
+                bin_sums_into(
+                    f,
+                    &vr[c * n..(c + 1) * n],
+                    inv_w,
+                    &mut out[c * nb..(c + 1) * nb],
+                );
             }
         };
         if n * data.n_features() * k < crate::selection::PARALLEL_THRESHOLD {
-            data.features.iter().zip(self.sums.iter_mut()).for_each(work);
+            data.features
+                .iter()
+                .zip(self.sums.iter_mut())
+                .for_each(work);
         } else {
             data.features
                 .par_iter()
@@ -671,7 +690,11 @@ impl DescentState for MultinomialState {
 
 /// The class index of every row, checked: integers in `0..n_classes`, every class with
 /// positive total weight.
-fn check_classes(y: ArrayView1<'_, f64>, n_classes: usize, data: &BinnedData) -> Result<Vec<usize>> {
+fn check_classes(
+    y: ArrayView1<'_, f64>,
+    n_classes: usize,
+    data: &BinnedData,
+) -> Result<Vec<usize>> {
     crate::error::check_target(y, data.n_samples)?;
     if n_classes < 2 {
         return Err(FastError::InvalidParameter {
@@ -770,7 +793,9 @@ fn fit_at(
         Some(init) => state(init),
     };
     let lambda = params.lambda.resolve(lambda_max)?;
-    Ok(descend(data, params, &mut st, lambda, lambda_max, start, callback))
+    Ok(descend(
+        data, params, &mut st, lambda, lambda_max, start, callback,
+    ))
 }
 
 /// Bins `x` and fits multinomial FAST with `n_classes` classes (`y` holds class indices).
@@ -791,7 +816,15 @@ pub fn fit_multinomial(
     params: &FitParams,
     callback: Option<Callback<'_>>,
 ) -> Result<MultinomialFit> {
-    fit_multinomial_with(x, y, n_classes, weights, params, callback, Curvature::Newton)
+    fit_multinomial_with(
+        x,
+        y,
+        n_classes,
+        weights,
+        params,
+        callback,
+        Curvature::Newton,
+    )
 }
 
 /// [`fit_multinomial`] with a chosen block update rule.
@@ -875,7 +908,12 @@ fn fit_validated(
 }
 
 /// The fitted model of a descent's result (blocks class-major, then the intercepts).
-fn to_fit(data: &BinnedData, k: usize, mut fitted: BinnedFit, search: Option<PenaltySearch>) -> MultinomialFit {
+fn to_fit(
+    data: &BinnedData,
+    k: usize,
+    mut fitted: BinnedFit,
+    search: Option<PenaltySearch>,
+) -> MultinomialFit {
     let p = data.n_features();
     let intercepts = fitted.values.pop().unwrap_or_else(|| vec![0.0; k]);
     let mut missing_values = Vec::with_capacity(p);
@@ -929,6 +967,141 @@ mod tests {
         let l = softmax_loss(&[0.0, 0.0, 0.0], 2, &mut p);
         assert!((l - 3f64.ln()).abs() < 1e-15);
         assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-15);
+    }
+
+    /// Three classes driven by two features, a missing value in every seventh row.
+    fn problem(n: usize) -> (ndarray::Array2<f64>, ndarray::Array1<f64>) {
+        let mut x = ndarray::Array2::<f64>::zeros((n, 2));
+        let mut y = ndarray::Array1::<f64>::zeros(n);
+        for i in 0..n {
+            let a = ((i * 37) % 101) as f64 / 101.0;
+            let b = ((i * 53) % 89) as f64 / 89.0;
+            x[[i, 0]] = a;
+            x[[i, 1]] = if i % 7 == 0 { f64::NAN } else { b };
+            let noise = (i * 29) % 10;
+            y[i] = if noise < 2 {
+                (i % 3) as f64
+            } else if a < 0.3 {
+                0.0
+            } else if b > 0.5 {
+                1.0
+            } else {
+                2.0
+            };
+        }
+        (x, y)
+    }
+
+    fn params(lambda: Penalty, tol: f64) -> FitParams {
+        FitParams {
+            lambda,
+            tol,
+            ..FitParams::default()
+        }
+    }
+
+    #[test]
+    fn fit_converges_with_a_monotone_history() {
+        let (x, y) = problem(600);
+        let fit = fit_multinomial(
+            x.view(),
+            y.view(),
+            3,
+            None,
+            &params(Penalty::Relative(0.01), 1e-6),
+            None,
+        )
+        .unwrap();
+        let r = &fit.fit.report;
+        assert!(r.converged && r.kkt_residual <= 1e-6, "{r:?}");
+        assert!(r.history.objective.windows(2).all(|w| w[1] <= w[0]));
+        assert!(r.objective <= *r.history.objective.last().unwrap());
+        assert!(fit.intercepts.iter().sum::<f64>().abs() < 1e-12);
+        // Curvature bound only (majorise-minimise) reaches the same optimum.
+        let mm = fit_multinomial_with(
+            x.view(),
+            y.view(),
+            3,
+            None,
+            &params(Penalty::Relative(0.01), 1e-6),
+            None,
+            Curvature::Bound,
+        )
+        .unwrap();
+        assert!((mm.fit.report.objective - r.objective).abs() < 1e-7);
+    }
+
+    #[test]
+    fn lambda_max_gives_flat_chains_and_log_priors() {
+        let (x, y) = problem(300);
+        let fit = fit_multinomial(
+            x.view(),
+            y.view(),
+            3,
+            None,
+            &params(Penalty::Relative(1.0), 1e-8),
+            None,
+        )
+        .unwrap();
+        assert_eq!(fit.fit.report.n_iter, 0);
+        for v in &fit.fit.model.values {
+            assert!(v.chunks(3).all(|row| row == &v[..3]));
+        }
+        // Just below λ_max a chain moves.
+        let below = fit_multinomial(
+            x.view(),
+            y.view(),
+            3,
+            None,
+            &params(Penalty::Relative(0.9), 1e-8),
+            None,
+        )
+        .unwrap();
+        assert!(below
+            .fit
+            .model
+            .values
+            .iter()
+            .any(|v| v.chunks(3).any(|row| row != &v[..3])));
+    }
+
+    #[test]
+    fn one_and_two_threads_agree() {
+        let (x, y) = problem(30_000);
+        let run = |t| {
+            crate::solver::with_threads(Some(t), || {
+                fit_multinomial(
+                    x.view(),
+                    y.view(),
+                    3,
+                    None,
+                    &params(Penalty::Relative(0.01), 1e-3),
+                    None,
+                )
+                .unwrap()
+            })
+            .unwrap()
+        };
+        let (a, b) = (run(1), run(2));
+        assert_eq!(a.intercepts, b.intercepts);
+        assert_eq!(a.missing_values, b.missing_values);
+        assert_eq!(a.fit.model, b.fit.model);
+        assert_eq!(a.fit.report.objective, b.fit.report.objective);
+        assert_eq!(
+            a.fit.report.history.objective,
+            b.fit.report.history.objective
+        );
+    }
+
+    #[test]
+    fn bad_labels_are_errors() {
+        let (x, mut y) = problem(100);
+        y[5] = 3.0;
+        let err = fit_multinomial(x.view(), y.view(), 3, None, &FitParams::default(), None);
+        assert!(matches!(
+            err,
+            Err(FastError::InvalidParameter { name: "y", .. })
+        ));
     }
 
     #[test]
