@@ -1,4 +1,4 @@
-"""The scikit-learn estimator :class:`FASTClassifier` (binary classification)."""
+"""The scikit-learn estimator :class:`FASTClassifier` (binary, or softmax for three or more classes)."""
 
 from __future__ import annotations
 
@@ -145,8 +145,25 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
 
     Notes
     -----
-    Only two classes are supported; for more, wrap the estimator in
-    :class:`sklearn.multiclass.OneVsRestClassifier`. With ``lambda_f=0`` and classes that
+    **Three or more classes** fit a softmax model with one additive score per class,
+    :math:`P(y = \texttt{classes\_[k]} \mid x) \propto e^{\eta_k(x)}`, by minimising the
+    mean multinomial log-loss plus :math:`\lambda_f \sum_j \sum_k \mathrm{TV}(\beta_{j,\cdot,k})`
+    (``rust/multinomial.rs``): each feature's block holds one fused chain per class, updated
+    by proximal Newton with a diagonal per-class curvature (each chain solved exactly by the
+    DP, backtracking, and the majorise-minimise bound 1/2 as a fallback). ``intercept_`` then
+    has shape (n_classes,) (mean 0 over the classes: at ``lambda_f >= lambda_max_`` it is the
+    log class priors minus their mean), ``values_[j]`` shape (len(cuts_[j]) + 1, n_classes)
+    and ``missing_values_`` shape (n_features_in_, n_classes); every class's chain is centred
+    over the training rows. ``decision_function`` gives one column per class,
+    ``predict_proba`` their softmax, ``predict`` the argmax; ``shape_functions()`` a list per
+    class, ``term_importances()`` one column per class, ``explain`` an array of shape
+    (n_samples, n_features_in_ + 1, n_classes), ``plot`` one figure per class, ``to_sql`` one
+    column per class (the probabilities as a softmax of the per-class scores, or the scores
+    with ``output="log_odds"``), named ``<output>_<class>``. Categorical features are ordered
+    by the weighted mean class index of their rows. The held-out search holds out rows
+    within each class and scores the mean log-loss. Adding the same function of a feature to
+    every class's chain leaves the loss unchanged, so the optimal objective is unique but
+    the tables need not be. Two classes keep the single log-odds model above. With ``lambda_f=0`` and classes that
     some bin (or the whole model) separates perfectly, the log-odds have no finite
     maximum-likelihood value: the fit stops at the tolerance or ``max_iter`` with large but
     finite values and warns.
