@@ -52,7 +52,7 @@ use std::time::Instant;
 use ndarray::{ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
-use crate::binning::{bin_data, BinnedData};
+use crate::binning::{bin_data, BinnedData, BinnedFeature, Code};
 use crate::blocks::{normalised_weights, solve_block};
 use crate::descent::{descend, DescentState};
 use crate::error::{FastError, Result};
@@ -63,7 +63,8 @@ use crate::newton::{
 };
 use crate::params::{Engine, FitParams, Penalty, Selection, Validation};
 use crate::report::{BinnedFit, Callback, Fit, PenaltySearch};
-use crate::selection::{bin_sums_into, block_score, chain_block_score, BlockScore};
+use crate::selection::{block_score, chain_block_score, BlockScore};
+use crate::with_codes;
 use crate::validation::{
     one_fit, restore_weights, run_path, swap_weights, validation_of, validation_rows, Split,
 };
@@ -103,8 +104,43 @@ fn softmax_loss(eta: &[f64], y: usize, p: &mut [f64]) -> f64 {
     s.ln() + m - eta[y]
 }
 
+/// One row's weighted residuals `v (1[y=c] − p_c)` into `vr`, and into `acc[1 + c]` and
+/// `acc[1 + K + c]` its contributions to the intercepts' gradient and curvature.
+#[inline]
+fn row_residuals(v: f64, y: usize, p: &[f64], vr: &mut [f64], acc: &mut [f64]) {
+    let k = p.len();
+    for (c, (&pc, r)) in p.iter().zip(vr.iter_mut()).enumerate() {
+        let onehot = if y == c { 1.0 } else { 0.0 };
+        *r = v * (onehot - pc);
+        acc[1 + c] += *r;
+        acc[1 + k + c] += v * pc * (1.0 - pc);
+    }
+}
+
+/// `out[c·n_bins + b] = Σ_{code(i)=b} vr[i·K + c] · inv_w` for one feature (one pass over
+/// its codes, in row order).
+fn class_bin_sums(feature: &BinnedFeature, vr: &[f64], k: usize, inv_w: f64, out: &mut [f64]) {
+    let nb = feature.n_bins();
+    out.iter_mut().for_each(|o| *o = 0.0);
+    with_codes!(&feature.codes, codes => {
+        for (r, &b) in vr.chunks_exact(k).zip(codes) {
+            let b = b.idx();
+            for (c, &x) in r.iter().enumerate() {
+                out[c * nb + b] += x;
+            }
+        }
+    });
+    out.iter_mut().for_each(|o| *o *= inv_w);
+}
+
+/// Rows per chunk of the parallel row passes (fixed: results do not depend on the number
+/// of threads).
+const ROW_CHUNK: usize = 1 << 12;
+/// Probabilities are recomputed exactly from the scores after this many incremental steps.
+const EXACT_EVERY: usize = 32;
+
 /// The multinomial optimisation state: blocks and intercepts, per-row scores, probabilities
-/// and weighted residuals (class-major: class `c` of row `i` at `c·n + i`), bin sums and
+/// and weighted residuals (row-major: class `c` of row `i` at `i·K + c`), bin sums and
 /// buffers.
 pub(crate) struct MultinomialState {
     k: usize,
@@ -130,7 +166,12 @@ pub(crate) struct MultinomialState {
     cand: Vec<f64>,
     s: Vec<f64>,
     e1: Vec<f64>,
-    row: Vec<f64>,
+    // Per row, Σ_c p_c expm1(s_c) of the last step tried.
+    tsum: Vec<f64>,
+    // Per-chunk accumulators of the row passes, and their sum.
+    parts: Vec<f64>,
+    acc: Vec<f64>,
+    since_exact: usize,
     curvature: Curvature,
 }
 
@@ -176,19 +217,14 @@ impl MultinomialState {
                 }
             }
         }
-        let mut eta = vec![0.0; k * n];
-        for c in 0..k {
-            eta[c * n..(c + 1) * n]
-                .iter_mut()
-                .for_each(|e| *e = intercepts[c]);
-        }
+        let mut eta: Vec<f64> = (0..n).flat_map(|_| intercepts.iter().copied()).collect();
         for (f, b) in data.features.iter().zip(&beta) {
             if b.iter().any(|&x| x != 0.0) {
                 let nb = f.n_bins();
                 for i in 0..n {
                     let bin = f.codes.get(i);
                     for c in 0..k {
-                        eta[c * n + i] += b[c * nb + bin];
+                        eta[i * k + c] += b[c * nb + bin];
                     }
                 }
             }
@@ -219,11 +255,13 @@ impl MultinomialState {
             cand: vec![0.0; k * max_bins],
             s: vec![0.0; k * max_bins],
             e1: vec![0.0; k * max_bins],
-            row: vec![0.0; 2 * k],
+            tsum: vec![0.0; n],
+            parts: vec![0.0; n.div_ceil(ROW_CHUNK).max(1) * (1 + 2 * k)],
+            acc: vec![0.0; 1 + 2 * k],
+            since_exact: 0,
             curvature,
         };
-        st.objective = st.recompute(data, 0..n) / w_total;
-        st.intercept_sums(data);
+        st.objective = st.recompute(data) / w_total;
         if any_block {
             st.intercept_step(data, 0.0);
         }
@@ -231,71 +269,142 @@ impl MultinomialState {
         st
     }
 
-    /// Probabilities and weighted residuals of `rows` from `eta`; returns their weighted loss.
-    fn recompute(&mut self, data: &BinnedData, rows: std::ops::Range<usize>) -> f64 {
-        let (k, n) = (self.k, self.n);
-        let mut loss = 0.0;
-        for i in rows {
-            let v = data.weights.as_ref().map_or(1.0, |w| w[i]);
-            let (e, pr) = self.row.split_at_mut(k);
-            for c in 0..k {
-                e[c] = self.eta[c * n + i];
+    /// Probabilities, weighted residuals and the intercepts' gradient and curvature from the
+    /// scores `eta`, exactly; returns the weighted loss `Σ v ℓ`.
+    fn recompute(&mut self, data: &BinnedData) -> f64 {
+        let k = self.k;
+        let labels = std::mem::take(&mut self.y);
+        let (y, v) = (&labels[..], data.weights.as_deref());
+        let loss = self.row_pass(|r0, eta, prob, vr, acc| {
+            for (r, e) in eta.chunks_exact(k).enumerate() {
+                let i = r0 + r;
+                let vi = v.map_or(1.0, |v| v[i]);
+                let p = &mut prob[r * k..(r + 1) * k];
+                acc[0] += vi * softmax_loss(e, y[i], p);
+                row_residuals(vi, y[i], p, &mut vr[r * k..(r + 1) * k], acc);
             }
-            loss += v * softmax_loss(e, self.y[i], pr);
-            for c in 0..k {
-                let onehot = if self.y[i] == c { 1.0 } else { 0.0 };
-                self.prob[c * n + i] = pr[c];
-                self.vr[c * n + i] = v * (onehot - pr[c]);
-            }
-        }
+        });
+        self.y = labels;
+        self.since_exact = 0;
+        self.finish_sums(data);
         loss
     }
 
-    /// The intercepts' gradient `Σ v r_c / W` and curvature `Σ v p_c (1 − p_c) / W`.
-    fn intercept_sums(&mut self, data: &BinnedData) {
-        let (k, n) = (self.k, self.n);
-        let inv_w = 1.0 / data.total_weight;
+    /// Runs `f(first row, eta, prob, vr, acc)` on fixed chunks of rows (in parallel when
+    /// there are several), each with its own accumulator of `1 + 2K` sums; the accumulators
+    /// are added in chunk order into `self.acc` (the same for any number of threads).
+    /// Returns `acc[0]`.
+    fn row_pass<F>(&mut self, f: F) -> f64
+    where
+        F: Fn(usize, &mut [f64], &mut [f64], &mut [f64], &mut [f64]) + Sync,
+    {
+        let k = self.k;
+        let width = 1 + 2 * k;
+        let parts = &mut self.parts;
+        parts.iter_mut().for_each(|p| *p = 0.0);
+        let chunk = ROW_CHUNK * k;
+        if self.n <= ROW_CHUNK {
+            f(0, &mut self.eta, &mut self.prob, &mut self.vr, &mut parts[..width]);
+        } else {
+            self.eta
+                .par_chunks_mut(chunk)
+                .zip(self.prob.par_chunks_mut(chunk))
+                .zip(self.vr.par_chunks_mut(chunk))
+                .zip(parts.par_chunks_mut(width))
+                .enumerate()
+                .for_each(|(c, (((e, p), vr), acc))| f(c * ROW_CHUNK, e, p, vr, acc));
+        }
+        self.acc.iter_mut().for_each(|a| *a = 0.0);
+        for part in self.parts.chunks_exact(width) {
+            self.acc.iter_mut().zip(part).for_each(|(a, p)| *a += p);
+        }
+        self.acc[0]
+    }
+
+    /// The intercepts' gradient `Σ v r_c / W` and curvature `Σ v p_c (1 − p_c) / W` from the
+    /// sums of the last row pass.
+    fn finish_sums(&mut self, data: &BinnedData) {
+        let (k, inv_w) = (self.k, 1.0 / data.total_weight);
         for c in 0..k {
-            let (mut g, mut h) = (0.0, 0.0);
-            for i in 0..n {
-                let v = data.weights.as_ref().map_or(1.0, |w| w[i]);
-                let pc = self.prob[c * n + i];
-                g += self.vr[c * n + i];
-                h += v * pc * (1.0 - pc);
-            }
-            self.grad[c] = g * inv_w;
-            self.hess[c] = h * inv_w;
+            self.grad[c] = self.acc[1 + c] * inv_w;
+            self.hess[c] = self.acc[1 + k + c] * inv_w;
         }
     }
 
     /// `Σ_i v_i (log1p(Σ_c p_c expm1(s_c)) − s_y) / W` for the step `s` of bin `bin(i)`
-    /// (`s[c·stride + bin]`, `e1 = expm1(s)`).
-    fn loss_change(&self, data: &BinnedData, bin: impl Fn(usize) -> usize, stride: usize) -> f64 {
-        let (k, n) = (self.k, self.n);
-        let mut acc = 0.0;
-        for i in 0..n {
-            let b = bin(i);
-            let mut t = 0.0;
-            for c in 0..k {
-                t += self.prob[c * n + i] * self.e1[c * stride + b];
+    /// (`s[c·stride + bin]`, `e1 = expm1(s)`); keeps each row's `Σ_c p_c expm1(s_c)` for
+    /// [`MultinomialState::apply`].
+    fn loss_change(&mut self, data: &BinnedData, bin: impl Fn(usize) -> usize + Sync, stride: usize) -> f64 {
+        let k = self.k;
+        let (y, v, prob) = (&self.y[..], data.weights.as_deref(), &self.prob[..]);
+        let (s, e1) = (&self.s[..], &self.e1[..]);
+        let f = |r0: usize, tsum: &mut [f64]| -> f64 {
+            let mut acc = 0.0;
+            for (r, t_out) in tsum.iter_mut().enumerate() {
+                let i = r0 + r;
+                let b = bin(i);
+                let p = &prob[i * k..(i + 1) * k];
+                let mut t = 0.0;
+                for (c, pc) in p.iter().enumerate() {
+                    t += pc * e1[c * stride + b];
+                }
+                *t_out = t;
+                let d = t.ln_1p() - s[y[i] * stride + b];
+                acc += v.map_or(d, |v| v[i] * d);
             }
-            let d = t.ln_1p() - self.s[self.y[i] * stride + b];
-            acc += data.weights.as_ref().map_or(d, |w| w[i] * d);
-        }
-        acc / data.total_weight
+            acc
+        };
+        let total: f64 = if self.n <= ROW_CHUNK {
+            f(0, &mut self.tsum)
+        } else {
+            let n_chunks = self.n.div_ceil(ROW_CHUNK);
+            let parts = &mut self.parts[..n_chunks];
+            self.tsum
+                .par_chunks_mut(ROW_CHUNK)
+                .zip(parts.par_iter_mut())
+                .enumerate()
+                .for_each(|(c, (t, o))| *o = f(c * ROW_CHUNK, t));
+            parts.iter().sum()
+        };
+        total / data.total_weight
     }
 
-    /// Applies the step `s` (as in [`MultinomialState::loss_change`]) to every row.
-    fn apply(&mut self, data: &BinnedData, bin: impl Fn(usize) -> usize, stride: usize) {
-        let (k, n) = (self.k, self.n);
-        for i in 0..n {
-            let b = bin(i);
-            for c in 0..k {
-                self.eta[c * n + i] += self.s[c * stride + b];
+    /// Applies the step of the last [`MultinomialState::loss_change`] to every row: the
+    /// scores move by `s`, the probabilities by `p_c ← p_c e^{s_c} / (1 + Σ_d p_d expm1(s_d))`
+    /// (recomputed exactly from the scores every [`EXACT_EVERY`] steps).
+    fn apply(&mut self, data: &BinnedData, bin: impl Fn(usize) -> usize + Sync, stride: usize) {
+        let k = self.k;
+        self.since_exact += 1;
+        let exact = self.since_exact >= EXACT_EVERY;
+        let labels = std::mem::take(&mut self.y);
+        let (y, v) = (&labels[..], data.weights.as_deref());
+        let (s, e1, tsum) = (
+            std::mem::take(&mut self.s),
+            std::mem::take(&mut self.e1),
+            std::mem::take(&mut self.tsum),
+        );
+        self.row_pass(|r0, eta, prob, vr, acc| {
+            for (r, e) in eta.chunks_exact_mut(k).enumerate() {
+                let i = r0 + r;
+                let b = bin(i);
+                let vi = v.map_or(1.0, |v| v[i]);
+                let p = &mut prob[r * k..(r + 1) * k];
+                let inv = 1.0 / (1.0 + tsum[i]);
+                for c in 0..k {
+                    e[c] += s[c * stride + b];
+                    p[c] *= (1.0 + e1[c * stride + b]) * inv;
+                }
+                if exact {
+                    softmax_loss(e, y[i], p);
+                }
+                row_residuals(vi, y[i], p, &mut vr[r * k..(r + 1) * k], acc);
             }
+        });
+        (self.s, self.e1, self.tsum, self.y) = (s, e1, tsum, labels);
+        if exact {
+            self.since_exact = 0;
         }
-        self.recompute(data, 0..n);
-        self.intercept_sums(data);
+        self.finish_sums(data);
     }
 
     /// Block `j`'s score: the chains' BGS-s scores summed, their largest violation.
@@ -417,7 +526,7 @@ impl MultinomialState {
                 let v = data.weights.as_ref().map_or(1.0, |w| w[i]);
                 let b = f.codes.get(i);
                 for c in 0..k {
-                    let pc = self.prob[c * n + i];
+                    let pc = self.prob[i * k + c];
                     self.h[c * nb + b] += v * pc * (1.0 - pc);
                 }
             }
@@ -593,17 +702,7 @@ impl DescentState for MultinomialState {
         let (k, n) = (self.k, self.n);
         let inv_w = 1.0 / data.total_weight;
         let vr = &self.vr;
-        let work = |(f, out): (&crate::binning::BinnedFeature, &mut Vec<f64>)| {
-            let nb = f.n_bins();
-            for c in 0..k {
-                bin_sums_into(
-                    f,
-                    &vr[c * n..(c + 1) * n],
-                    inv_w,
-                    &mut out[c * nb..(c + 1) * nb],
-                );
-            }
-        };
+        let work = |(f, out): (&BinnedFeature, &mut Vec<f64>)| class_bin_sums(f, vr, k, inv_w, out);
         if n * data.n_features() * k < crate::selection::PARALLEL_THRESHOLD {
             data.features
                 .iter()
@@ -618,18 +717,8 @@ impl DescentState for MultinomialState {
     }
 
     fn refresh_sums(&mut self, data: &BinnedData, j: usize) {
-        let (k, n) = (self.k, self.n);
         let inv_w = 1.0 / data.total_weight;
-        let f = &data.features[j];
-        let nb = f.n_bins();
-        for c in 0..k {
-            bin_sums_into(
-                f,
-                &self.vr[c * n..(c + 1) * n],
-                inv_w,
-                &mut self.sums[j][c * nb..(c + 1) * nb],
-            );
-        }
+        class_bin_sums(&data.features[j], &self.vr, self.k, inv_w, &mut self.sums[j]);
     }
 
     fn score(&self, lambda: f64, scores: &mut [BlockScore]) -> (f64, f64) {
