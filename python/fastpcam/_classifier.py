@@ -162,8 +162,8 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
     with ``output="log_odds"``), named ``<output>_<class>``. Categorical features are ordered
     by the weighted mean class index of their rows. The held-out search holds out rows
     within each class and scores the mean log-loss. Adding the same function of a feature to
-    every class's chain leaves the loss unchanged, so the optimal objective is unique but
-    the tables need not be. Two classes keep the single log-odds model above. With ``lambda_f=0`` and classes that
+    every class's chain leaves the loss unchanged; the fit moves that common part out of the
+    penalty, so at every cut the classes' jumps have median 0. Two classes keep the single log-odds model above. With ``lambda_f=0`` and classes that
     some bin (or the whole model) separates perfectly, the log-odds have no finite
     maximum-likelihood value: the fit stops at the tolerance or ``max_iter`` with large but
     finite values and warns.

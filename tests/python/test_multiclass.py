@@ -113,6 +113,17 @@ def test_shapes_probabilities_and_predictions():
         np.testing.assert_allclose(centre, 0.0, atol=1e-9 * len(y))
 
 
+def test_class_jumps_have_median_zero():
+    # Identifiability: the common part of the class chains is moved out of the penalty, so
+    # at every cut the classes' jumps have median 0 (odd number of classes).
+    X, y = _data(n=600, k=3, seed=12, nan=True)
+    m = FASTClassifier(lambda_ratio=0.005, tol=1e-6).fit(X, y)
+    for v in m.values_:
+        jumps = np.diff(v, axis=0)
+        np.testing.assert_allclose(np.median(jumps, axis=1), 0.0, atol=1e-12)
+    assert any(np.abs(np.diff(v, axis=0)).max() > 0 for v in m.values_)
+
+
 def test_kkt_and_monotone_history():
     X, y = _data(n=500, seed=4)
     m = FASTClassifier(lambda_ratio=0.003, tol=1e-4).fit(X, y)
