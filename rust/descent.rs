@@ -77,10 +77,9 @@ pub trait DescentState {
         } else {
             Self::FLAT_SWEEPS
         } {
-            let (sums, beta, n_chain) = (self.sums(), self.blocks(), self.n_chain());
             let worst = with_missing
                 .iter()
-                .map(|&k| chain_block_score(&sums[k], &beta[k], f64::INFINITY, n_chain[k]).max_d)
+                .map(|&k| self.block_score(k, f64::INFINITY).max_d)
                 .fold(self.intercept_gradient().abs(), f64::max);
             if worst <= tolerance {
                 break;
@@ -95,6 +94,12 @@ pub trait DescentState {
             }
         }
         self.lambda_max()
+    }
+
+    /// Block `k`'s BGS-s score and largest KKT violation from fresh sums (by default its
+    /// chain's, [`chain_block_score`]).
+    fn block_score(&self, k: usize, lambda: f64) -> BlockScore {
+        chain_block_score(&self.sums()[k], &self.blocks()[k], lambda, self.n_chain()[k])
     }
 
     /// Prepares a descent at the penalty `lambda` (nothing by default).

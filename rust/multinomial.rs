@@ -415,7 +415,7 @@ impl MultinomialState {
     }
 
     /// Block `j`'s score: the chains' BGS-s scores summed, their largest violation.
-    fn block_score(&self, j: usize, lambda: f64) -> BlockScore {
+    fn chains_score(&self, j: usize, lambda: f64) -> BlockScore {
         let nb = self.wn[j].len();
         let mut out = BlockScore::default();
         for c in 0..self.k {
@@ -698,35 +698,8 @@ impl DescentState for MultinomialState {
         moved
     }
 
-    /// The flat model: every chain flat, the missing levels and intercepts fitted (sweeps
-    /// at `λ_f = ∞`); returns `λ_max`, the largest jump gradient over every class chain.
-    fn start_flat(&mut self, data: &BinnedData) -> f64 {
-        let with_missing: Vec<usize> = (0..data.n_features())
-            .filter(|&j| data.features[j].missing)
-            .collect();
-        let sweeps = if with_missing.is_empty() {
-            0
-        } else {
-            Self::FLAT_SWEEPS
-        };
-        for _ in 0..sweeps {
-            let worst = with_missing
-                .iter()
-                .map(|&j| self.block_score(j, f64::INFINITY).max_d)
-                .fold(self.intercept_gradient(), f64::max);
-            if worst <= self.flat_tolerance() {
-                break;
-            }
-            let mut moved = false;
-            for &j in &with_missing {
-                self.refresh_sums(data, j);
-                moved |= self.update(data, j, f64::INFINITY);
-            }
-            if !self.settle_intercept(data) && !moved {
-                break;
-            }
-        }
-        self.lambda_max()
+    fn block_score(&self, j: usize, lambda: f64) -> BlockScore {
+        self.chains_score(j, lambda)
     }
 
     fn set_penalty(&mut self, lambda: f64) {
@@ -789,7 +762,7 @@ impl DescentState for MultinomialState {
     fn score(&self, lambda: f64, scores: &mut [BlockScore]) -> (f64, f64) {
         let mut block_max = 0.0f64;
         for (j, s) in scores.iter_mut().enumerate() {
-            *s = self.block_score(j, lambda);
+            *s = self.chains_score(j, lambda);
             block_max = block_max.max(s.max_d);
         }
         (block_max, self.intercept_gradient())
