@@ -71,10 +71,10 @@ use crate::newton::{
 use crate::params::{Engine, FitParams, Penalty, Selection, Validation};
 use crate::report::{BinnedFit, Callback, Fit, PenaltySearch};
 use crate::selection::{block_score, chain_block_score, BlockScore};
-use crate::with_codes;
 use crate::validation::{
     one_fit, restore_weights, run_path, swap_weights, validation_of, validation_rows, Split,
 };
+use crate::with_codes;
 
 /// The curvature bound of the softmax log-loss per class: `½`.
 pub const CURVATURE_BOUND: f64 = 0.5;
@@ -311,7 +311,13 @@ impl MultinomialState {
         parts.iter_mut().for_each(|p| *p = 0.0);
         let chunk = ROW_CHUNK * k;
         if self.n <= ROW_CHUNK {
-            f(0, &mut self.eta, &mut self.prob, &mut self.vr, &mut parts[..width]);
+            f(
+                0,
+                &mut self.eta,
+                &mut self.prob,
+                &mut self.vr,
+                &mut parts[..width],
+            );
         } else {
             self.eta
                 .par_chunks_mut(chunk)
@@ -341,7 +347,12 @@ impl MultinomialState {
     /// `Σ_i v_i (log1p(Σ_c p_c expm1(s_c)) − s_y) / W` for the step `s` of bin `bin(i)`
     /// (`s[c·stride + bin]`, `e1 = expm1(s)`); keeps each row's `Σ_c p_c expm1(s_c)` for
     /// [`MultinomialState::apply`].
-    fn loss_change(&mut self, data: &BinnedData, bin: impl Fn(usize) -> usize + Sync, stride: usize) -> f64 {
+    fn loss_change(
+        &mut self,
+        data: &BinnedData,
+        bin: impl Fn(usize) -> usize + Sync,
+        stride: usize,
+    ) -> f64 {
         let k = self.k;
         let (y, v, prob) = (&self.y[..], data.weights.as_deref(), &self.prob[..]);
         let (s, e1) = (&self.s[..], &self.e1[..]);
@@ -756,7 +767,13 @@ impl DescentState for MultinomialState {
 
     fn refresh_sums(&mut self, data: &BinnedData, j: usize) {
         let inv_w = 1.0 / data.total_weight;
-        class_bin_sums(&data.features[j], &self.vr, self.k, inv_w, &mut self.sums[j]);
+        class_bin_sums(
+            &data.features[j],
+            &self.vr,
+            self.k,
+            inv_w,
+            &mut self.sums[j],
+        );
     }
 
     fn score(&self, lambda: f64, scores: &mut [BlockScore]) -> (f64, f64) {
