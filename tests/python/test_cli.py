@@ -409,7 +409,8 @@ def test_fit_and_predict_three_text_classes(tmp_path: Path, capsys: pytest.Captu
     rows = [line.split(",") for line in lines[1:]]
     proba = np.array([[float(v) for v in r[-3:]] for r in rows])
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-12)
-    np.testing.assert_allclose(proba, est.predict_proba(x[:, None]), rtol=0, atol=1e-15)
+    pd = pytest.importorskip("pandas")
+    np.testing.assert_allclose(proba, est.predict_proba(pd.DataFrame({"x": x})), rtol=0, atol=1e-15)
 
 
 @pytest.mark.parametrize(
