@@ -264,3 +264,25 @@ def test_plots_per_class():
     figs = m.plot()
     assert len(figs) == 3 and all(len(f.axes) == 3 for f in figs)
     assert "hi" in figs[0]._suptitle.get_text()
+
+
+def test_categorical_feature_round_trips():
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(13)
+    n = 600
+    colour = rng.choice(["red", "green", "blue", "grey"], size=n)
+    x = rng.normal(size=n)
+    score = np.column_stack([x, (colour == "red") * 2.0, (colour == "blue") * 2.0 - x])
+    y = np.argmax(score + rng.gumbel(size=(n, 3)), axis=1)
+    df = pd.DataFrame({"x": x, "colour": colour})
+    m = FASTClassifier(lambda_ratio=0.01).fit(df, np.array(["a", "b", "c"])[y])
+    assert m.is_categorical_[1] and m.values_[1].shape == (len(m.categories_[1]), 3)
+    m2 = FASTClassifier.from_json(m.to_json())
+    np.testing.assert_array_equal(m2.predict_proba(df), m.predict_proba(df))
+    con = sqlite3.connect(":memory:")
+    df.to_sql("t", con, index=False)
+    got = np.array(con.execute(m.to_sql("t")).fetchall(), dtype=float)
+    np.testing.assert_allclose(got, m.predict_proba(df), rtol=0, atol=1e-9)
+    contrib = m.explain(df.iloc[:5])
+    assert list(contrib.columns.get_level_values(0).unique()) == ["a", "b", "c"]
+    np.testing.assert_allclose(contrib["b"].sum(axis=1), m.decision_function(df.iloc[:5])[:, 1], atol=1e-12)
