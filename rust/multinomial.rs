@@ -32,14 +32,18 @@
 //! its KKT violation the largest over the chains ([`crate::selection::chain_block_score`]
 //! per class), the intercept's the largest `|Σ_i v_i (1[y_i=c] − p_{i,c})| / W`.
 //!
-//! **Block update: proximal Newton with a diagonal per-class curvature.** The loss
-//! restricted to block `j` is majorised, around the current point, by a quadratic with the
-//! diagonal `H_{c,b} = Σ_{code_j(i)=b} v_i p_{i,c}(1 − p_{i,c}) / W` (floored at
-//! `τ·½·w_b/W`); each class chain is then an independent weighted FLSA, solved exactly by the
-//! DP ([`crate::blocks::solve_block`]). The joint step of the `K` chains is backtracked
-//! (Armijo); when that fails, the majorise–minimise step with the bound `h_{c,b} = ½·w_b/W` is
-//! tried (Böhning: the softmax Hessian is at most `½(I − 11ᵀ/K) ≤ ½ I`), which cannot
-//! increase the objective. The intercepts take joint diagonal Newton steps with backtracking.
+//! **Block update: proximal Newton, each class chain solved exactly.** The loss restricted
+//! to block `j` has, per bin, the `K × K` Hessian `Σ_{code_j(i)=b} v_i (diag(p_i) − p_i p_iᵀ)/W`:
+//! diagonal per class (`H_{c,b} = Σ v p_c(1 − p_c) / W`, floored at `τ·½·w_b/W`) but coupled
+//! across classes. The step minimises the block's quadratic model plus the penalty by
+//! Gauss–Seidel sweeps over the classes ([`INNER_SWEEPS`]): each class's chain is a weighted
+//! FLSA with the diagonal curvature `H_{c,b}` and the other classes' steps fixed in its
+//! linear term, solved exactly by the DP ([`crate::blocks::solve_block`]); the sweeps need
+//! no pass over the rows. The joint step of the `K` chains is backtracked (Armijo); when that
+//! fails, the majorise–minimise step with the bound `h_{c,b} = ½·w_b/W` and independent
+//! classes is tried (Böhning: the softmax Hessian is at most `½(I − 11ᵀ/K) ≤ ½ I`), which
+//! cannot increase the objective. The intercepts take joint diagonal Newton steps with
+//! backtracking.
 //!
 //! **The objective never increases.** A step `s` is accepted only if the change of `F`,
 //! computed without cancellation (`ℓ(y, η+s) − ℓ(y, η) = log1p(Σ_c p_c expm1(s_c)) − s_y`,
@@ -140,6 +144,10 @@ fn class_bin_sums(feature: &BinnedFeature, vr: &[f64], k: usize, inv_w: f64, out
     out.iter_mut().for_each(|o| *o *= inv_w);
 }
 
+/// Gauss–Seidel sweeps over the classes of a block's proximal-Newton step (measured on
+/// chem97 at its chosen penalty: 1 sweep 1,131 block updates, 3: 393, 6: 194, 12: 104, 24: 55).
+const INNER_SWEEPS: usize = 16;
+
 /// Rows per chunk of the parallel row passes (fixed: results do not depend on the number
 /// of threads).
 const ROW_CHUNK: usize = 1 << 12;
@@ -173,6 +181,9 @@ pub(crate) struct MultinomialState {
     cand: Vec<f64>,
     s: Vec<f64>,
     e1: Vec<f64>,
+    // Per bin, Σ v p_c p_d / W of block updates (K × K per bin), and the adjusted sums.
+    cross: Vec<f64>,
+    adjusted: Vec<f64>,
     // Per row, Σ_c p_c expm1(s_c) of the last step tried.
     tsum: Vec<f64>,
     // Per-chunk accumulators of the row passes, and their sum.
@@ -262,6 +273,8 @@ impl MultinomialState {
             cand: vec![0.0; k * max_bins],
             s: vec![0.0; k * max_bins],
             e1: vec![0.0; k * max_bins],
+            cross: vec![0.0; k * k * max_bins],
+            adjusted: vec![0.0; max_bins],
             tsum: vec![0.0; n],
             parts: vec![0.0; n.div_ceil(ROW_CHUNK).max(1) * (1 + 2 * k)],
             acc: vec![0.0; 1 + 2 * k],
@@ -444,28 +457,57 @@ impl MultinomialState {
     }
 
     /// The proximal step of block `j` for the curvature in `self.h`, every class chain
-    /// solved exactly; returns the predicted change (negative), or `None`.
-    fn direction(&mut self, j: usize, lambda: f64) -> Option<f64> {
-        let (nb, nc) = (self.wn[j].len(), self.n_chain[j]);
+    /// solved exactly by the DP; returns the predicted change (negative), or `None`. With
+    /// `coupled`, the step minimises the block's quadratic model with its exact Hessian per
+    /// bin, `diag(h) − cross` (`cross[b·K² + c·K + d] = Σ v p_c p_d / W`), by
+    /// [`INNER_SWEEPS`] Gauss–Seidel sweeps over the classes, each class's chain solved
+    /// exactly with the other classes' steps fixed; otherwise the classes are independent.
+    fn direction(&mut self, j: usize, lambda: f64, coupled: bool) -> Option<f64> {
+        let (k, nb, nc) = (self.k, self.wn[j].len(), self.n_chain[j]);
+        self.delta[..k * nb].iter_mut().for_each(|d| *d = 0.0);
+        let sweeps = if coupled { INNER_SWEEPS } else { 1 };
+        for _ in 0..sweeps {
+            for c in 0..k {
+                let r = c * nb..(c + 1) * nb;
+                let sums = &self.sums[j][r.clone()];
+                if coupled {
+                    for b in 0..nb {
+                        let row = &self.cross[b * k * k + c * k..b * k * k + (c + 1) * k];
+                        let mut x = sums[b];
+                        for (d, &h) in row.iter().enumerate() {
+                            if d != c {
+                                x += h * self.delta[d * nb + b];
+                            }
+                        }
+                        self.adjusted[b] = x;
+                    }
+                } else {
+                    self.adjusted[..nb].copy_from_slice(sums);
+                }
+                let beta = &self.beta[j][r.clone()];
+                solve_block(
+                    &self.adjusted[..nb],
+                    beta,
+                    &self.h[r.clone()],
+                    nc,
+                    lambda,
+                    &mut self.ws,
+                    &mut self.z,
+                    &mut self.bnew[r.clone()],
+                );
+                for b in 0..nb {
+                    self.delta[c * nb + b] = self.bnew[c * nb + b] - beta[b];
+                }
+            }
+        }
         let mut linear = 0.0;
         let mut dtv = 0.0;
         let mut moved = false;
-        for c in 0..self.k {
+        for c in 0..k {
             let r = c * nb..(c + 1) * nb;
-            let (sums, beta) = (&self.sums[j][r.clone()], &self.beta[j][r.clone()]);
-            solve_block(
-                sums,
-                beta,
-                &self.h[r.clone()],
-                nc,
-                lambda,
-                &mut self.ws,
-                &mut self.z,
-                &mut self.bnew[r.clone()],
-            );
+            let (sums, beta) = (&self.sums[j][r.clone()], &self.beta[j][r]);
             for b in 0..nb {
-                let d = self.bnew[c * nb + b] - beta[b];
-                self.delta[c * nb + b] = d;
+                let d = self.delta[c * nb + b];
                 moved |= d != 0.0;
                 linear -= sums[b] * d;
             }
@@ -595,17 +637,38 @@ impl MultinomialState {
         if self.curvature == Curvature::Newton {
             let f = &data.features[j];
             self.h[..k * nb].iter_mut().for_each(|h| *h = 0.0);
+            self.cross[..nb * k * k].iter_mut().for_each(|h| *h = 0.0);
             let inv_w = 1.0 / data.total_weight;
-            let (h, prob, v) = (&mut self.h, &self.prob, data.weights.as_deref());
+            let (h, cross, prob, v) = (
+                &mut self.h,
+                &mut self.cross,
+                &self.prob,
+                data.weights.as_deref(),
+            );
             with_codes!(&f.codes, codes => {
                 for (i, (p, &b)) in prob.chunks_exact(k).zip(codes).enumerate() {
                     let vi = v.map_or(1.0, |v| v[i]);
                     let b = b.idx();
+                    let block = &mut cross[b * k * k..(b + 1) * k * k];
                     for (c, &pc) in p.iter().enumerate() {
                         h[c * nb + b] += vi * pc * (1.0 - pc);
+                        let vp = vi * pc;
+                        for (d, &pd) in p.iter().enumerate().skip(c + 1) {
+                            block[c * k + d] += vp * pd;
+                        }
                     }
                 }
             });
+            // Symmetric, scaled by 1/W.
+            for b in 0..nb {
+                let block = &mut self.cross[b * k * k..(b + 1) * k * k];
+                for c in 0..k {
+                    for d in c + 1..k {
+                        block[c * k + d] *= inv_w;
+                        block[d * k + c] = block[c * k + d];
+                    }
+                }
+            }
             for c in 0..k {
                 for b in 0..nb {
                     let w = self.wn[j][b];
@@ -617,7 +680,7 @@ impl MultinomialState {
                     };
                 }
             }
-            if let Some(pred) = self.direction(j, lambda) {
+            if let Some(pred) = self.direction(j, lambda, true) {
                 let mut t = 1.0;
                 for _ in 0..=NEWTON_HALVINGS {
                     if self.try_block_step(data, j, t, pred, lambda) {
@@ -632,7 +695,7 @@ impl MultinomialState {
                 self.h[c * nb + b] = CURVATURE_BOUND * self.wn[j][b];
             }
         }
-        match self.direction(j, lambda) {
+        match self.direction(j, lambda, false) {
             Some(pred) => self.try_block_step(data, j, 1.0, pred, lambda),
             None => false,
         }

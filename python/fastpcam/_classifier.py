@@ -149,8 +149,9 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
     :math:`P(y = \texttt{classes\_[k]} \mid x) \propto e^{\eta_k(x)}`, by minimising the
     mean multinomial log-loss plus :math:`\lambda_f \sum_j \sum_k \mathrm{TV}(\beta_{j,\cdot,k})`
     (``rust/multinomial.rs``): each feature's block holds one fused chain per class, updated
-    by proximal Newton with a diagonal per-class curvature (each chain solved exactly by the
-    DP, backtracking, and the majorise-minimise bound 1/2 as a fallback). ``intercept_`` then
+    by proximal Newton (the block's quadratic model minimised by sweeps over the classes,
+    each class chain solved exactly by the DP with its diagonal curvature; backtracking, and
+    the majorise-minimise bound 1/2 as a fallback). ``intercept_`` then
     has shape (n_classes,) (mean 0 over the classes: at ``lambda_f >= lambda_max_`` it is the
     log class priors minus their mean), ``values_[j]`` shape (len(cuts_[j]) + 1, n_classes)
     and ``missing_values_`` shape (n_features_in_, n_classes); every class's chain is centred
