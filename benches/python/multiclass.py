@@ -105,7 +105,7 @@ def main() -> None:
             proba = model.predict_proba(X_te)
             loss = log_loss(y_te, proba, labels=model.classes_)
             acc = accuracy_score(y_te, model.classes_[np.argmax(proba, axis=1)])
-            extra = f"lambda_ratio {model.lambda_ratio_:.3g}, {model.n_iter_} updates" if label == "FAST" else ""
+            extra = f"lambda_ratio {model.lambda_ratio_:.3g}, final fit {model.n_iter_} block updates" if label == "FAST" else ""
             rows.append((name, len(np.unique(y)), len(y), label, loss, acc, seconds, extra))
             print(f"{name:16s} {label:13s} log-loss {loss:.4f}  acc {acc:.4f}  {seconds:7.2f} s  {extra}", flush=True)
     lines = [
