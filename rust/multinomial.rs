@@ -148,6 +148,9 @@ fn class_bin_sums(feature: &BinnedFeature, vr: &[f64], k: usize, inv_w: f64, out
 /// chem97 at its chosen penalty: 1 sweep 1,131 block updates, 3: 393, 6: 194, 12: 104, 24: 55).
 const INNER_SWEEPS: usize = 16;
 
+/// The median shift ignores medians below this share of the block's largest value.
+const SHIFT_TOL: f64 = 1e-9;
+
 /// Rows per chunk of the parallel row passes (fixed: results do not depend on the number
 /// of threads).
 const ROW_CHUNK: usize = 1 << 12;
@@ -592,6 +595,7 @@ impl MultinomialState {
         let mut g = 0.0;
         let mut dtv = 0.0;
         let mut shift = vec![0.0; nc];
+        let scale = beta[..k * nb].iter().fold(0.0f64, |a, b| a.max(b.abs()));
         for t in 0..nc.saturating_sub(1) {
             for (c, x) in jumps.iter_mut().enumerate() {
                 *x = beta[c * nb + t + 1] - beta[c * nb + t];
@@ -602,6 +606,13 @@ impl MultinomialState {
                 sorted[k / 2]
             } else {
                 0.5 * (sorted[k / 2 - 1] + sorted[k / 2])
+            };
+            // A median at the rounding level of the block's values is 0: fused chains stay
+            // exactly fused (a shift by rounding would unfuse every class there).
+            let median = if median.abs() <= SHIFT_TOL * scale {
+                0.0
+            } else {
+                median
             };
             if median != 0.0 {
                 dtv += jumps
@@ -843,6 +854,11 @@ impl DescentState for MultinomialState {
         let mut block_max = 0.0f64;
         for (j, s) in scores.iter_mut().enumerate() {
             *s = self.chains_score(j, lambda);
+            // Scores equal in their leading 20 mantissa bits (about 6 digits) are ties (the
+            // lowest index wins): blocks that fit the same rows equally well are not told
+            // apart by rounding (e.g. by the order in which sample weights or repeated rows
+            // were summed), which would pick different optimal tables.
+            s.score = f64::from_bits(s.score.to_bits() & !0xFFFF_FFFF);
             block_max = block_max.max(s.max_d);
         }
         (block_max, self.intercept_gradient())
