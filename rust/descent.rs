@@ -99,7 +99,12 @@ pub trait DescentState {
     /// Block `k`'s BGS-s score and largest KKT violation from fresh sums (by default its
     /// chain's, [`chain_block_score`]).
     fn block_score(&self, k: usize, lambda: f64) -> BlockScore {
-        chain_block_score(&self.sums()[k], &self.blocks()[k], lambda, self.n_chain()[k])
+        chain_block_score(
+            &self.sums()[k],
+            &self.blocks()[k],
+            lambda,
+            self.n_chain()[k],
+        )
     }
 
     /// Prepares a descent at the penalty `lambda` (nothing by default).
