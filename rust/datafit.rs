@@ -331,18 +331,27 @@ mod tests {
                 let e = 1e-6;
                 let grad = (d.loss(y, eta + e) - d.loss(y, eta - e)) / (2.0 * e);
                 let scale = d.loss(y, eta).abs().max(1.0);
-                assert!((r + grad).abs() <= 1e-6 * scale, "{d:?} y {y} eta {eta}: r {r} vs {grad}");
+                assert!(
+                    (r + grad).abs() <= 1e-6 * scale,
+                    "{d:?} y {y} eta {eta}: r {r} vs {grad}"
+                );
                 let (r_hi, _) = d.residual(y, eta + e, 1.0);
                 let (r_lo, _) = d.residual(y, eta - e, 1.0);
                 let curv = -(r_hi - r_lo) / (2.0 * e);
-                assert!((h / 2.0 - curv).abs() <= 1e-6 * scale, "{d:?} y {y} eta {eta}");
+                assert!(
+                    (h / 2.0 - curv).abs() <= 1e-6 * scale,
+                    "{d:?} y {y} eta {eta}"
+                );
                 assert_eq!(d.curvature(2.0, y, eta, r), h);
                 assert!(h >= 0.0);
                 for &s in &[-5.0, -0.3, -1e-9, 1e-9, 0.4, 6.0] {
                     let change = d.loss_change(y, eta, r, s, s.exp_m1(), (-s).exp_m1());
                     let direct = d.loss(y, eta + s) - d.loss(y, eta);
                     let tol = 1e-12 * (d.loss(y, eta).abs() + d.loss(y, eta + s).abs() + 1.0);
-                    assert!((change - direct).abs() <= tol, "{d:?} y {y} eta {eta} s {s}");
+                    assert!(
+                        (change - direct).abs() <= tol,
+                        "{d:?} y {y} eta {eta} s {s}"
+                    );
                 }
                 assert_eq!(d.loss_change(y, eta, r, 0.0, 0.0, 0.0), 0.0);
             }
@@ -364,7 +373,9 @@ mod tests {
         }
         // scikit-learn's unit deviances at a few points.
         assert!((Poisson.holdout(0.0, 0.5f64.ln()) - 1.0).abs() < 1e-15);
-        assert!((Poisson.holdout(2.0, 1.0f64.ln()) - 2.0 * (2.0 * 2.0f64.ln() - 1.0)).abs() < 1e-14);
+        assert!(
+            (Poisson.holdout(2.0, 1.0f64.ln()) - 2.0 * (2.0 * 2.0f64.ln() - 1.0)).abs() < 1e-14
+        );
         assert!((Gamma.holdout(2.0, 1.0f64.ln()) - 2.0 * (-(2.0f64.ln()) + 1.0)).abs() < 1e-14);
         let t = Tweedie { power: 1.5 };
         // 2(y^{0.5}/(−0.5·0.5) − y·μ^{−0.5}/(−0.5) + μ^{0.5}/0.5) at y = 4, μ = 1: 2(−8 + 8 + 2)

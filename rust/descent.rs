@@ -85,13 +85,9 @@ pub trait DescentState {
         } else {
             Self::FLAT_SWEEPS
         } {
-            let (sums, beta, n_chain) = (self.sums(), self.blocks(), self.n_chain());
             let worst = active
                 .iter()
-                .map(|&k| {
-                    let shape = shapes.get(k).copied().unwrap_or_default();
-                    shaped_chain_score(&sums[k], &beta[k], lambda_of(k), n_chain[k], shape).max_d
-                })
+                .map(|&k| self.block_score(k, lambda_of(k)).max_d)
                 .fold(self.intercept_gradient().abs(), f64::max);
             if worst <= tolerance {
                 break;
@@ -106,6 +102,20 @@ pub trait DescentState {
             }
         }
         self.lambda_max()
+    }
+
+    /// Block `k`'s BGS-s score and largest KKT violation from fresh sums (by default its
+    /// chain's under its shape: [`shaped_chain_score`] with its monotone constraint and
+    /// penalty factor).
+    fn block_score(&self, k: usize, lambda: f64) -> BlockScore {
+        let shape = self.shapes().get(k).copied().unwrap_or_default();
+        shaped_chain_score(
+            &self.sums()[k],
+            &self.blocks()[k],
+            lambda,
+            self.n_chain()[k],
+            shape,
+        )
     }
 
     /// Prepares a descent at the penalty `lambda` (nothing by default).

@@ -165,7 +165,8 @@ pub fn check_weights(what: &'static str, weights: &[f64]) -> Result<f64> {
     if !(low..=high).contains(&total) {
         return Err(FastError::InvalidParameter {
             name: what,
-            message: "must sum to between 1e-150 and 1e150 (sums outside overflow or lose precision); \
+            message:
+                "must sum to between 1e-150 and 1e150 (sums outside overflow or lose precision); \
                       rescale the weights: only their ratios matter",
             value: format!("a sum of {total:e}"),
         });

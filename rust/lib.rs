@@ -46,6 +46,7 @@
 //!   thread pool);
 //! * [`logistic`] — the classification entry points (binary log-loss);
 //! * [`loglink`] — the log-link regression entry points (Poisson, Gamma, Tweedie);
+//! * [`multinomial`] — multiclass classification (softmax log-loss, one chain per class);
 //! * [`sparse`] — feature-sparse FAST: AGIS, group-ℓ0 FAST and the BGS local search.
 //!
 //! The PyO3 layer lives in `bindings` behind the `python` feature.
@@ -61,6 +62,7 @@ pub mod logistic;
 pub mod loglink;
 pub mod model;
 pub mod monotone;
+pub mod multinomial;
 pub mod newton;
 pub mod params;
 pub mod report;

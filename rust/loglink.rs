@@ -54,8 +54,8 @@ use crate::newton::{Curvature, NewtonState};
 use crate::params::{FitParams, Penalty, Validation, DEFAULT_LAMBDA_RATIO};
 use crate::report::{BinnedFit, Callback, Fit, PenaltySearch};
 use crate::validation::{
-    holdout_loss, one_fit, restore_weights, run_path_with, swap_weights, validation_of,
-    stratified_validation_rows, Split,
+    holdout_loss, one_fit, restore_weights, run_path_with, stratified_validation_rows,
+    swap_weights, validation_of, Split,
 };
 
 /// Default Tweedie power (scikit-learn's `HalfTweedieLoss` and LightGBM's default).
@@ -207,7 +207,11 @@ pub fn fit_loglink(
 ///
 /// # Errors
 /// As [`fit_loglink_binned`] for `y`.
-pub fn lambda_max_loglink(data: &BinnedData, y: ArrayView1<'_, f64>, loss: LogLinkLoss) -> Result<f64> {
+pub fn lambda_max_loglink(
+    data: &BinnedData,
+    y: ArrayView1<'_, f64>,
+    loss: LogLinkLoss,
+) -> Result<f64> {
     let mean = loss.check_target(y, data)?;
     with_datafit!(loss, d => {
         let mut st = NewtonState::with_datafit(d, data, y, mean, data.zero_blocks(), Curvature::Newton);

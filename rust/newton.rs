@@ -50,13 +50,13 @@ const UNBOUNDED_FLOOR: f64 = 1e-8;
 /// of threads). Smaller than the regressor's: a row costs an `exp` and a `log1p` here.
 const ROW_CHUNK: usize = 1 << 13;
 /// Armijo constant of the backtracking line search.
-const ARMIJO: f64 = 1e-4;
+pub(crate) const ARMIJO: f64 = 1e-4;
 /// Halvings of a proximal-Newton step before falling back to the majorise–minimise step.
-const NEWTON_HALVINGS: usize = 4;
+pub(crate) const NEWTON_HALVINGS: usize = 4;
 /// Halvings of an intercept Newton step.
-const INTERCEPT_HALVINGS: i32 = 40;
+pub(crate) const INTERCEPT_HALVINGS: i32 = 40;
 /// Floor of the Newton curvature, as a fraction of the bound `w_b/(4W)`.
-const CURVATURE_FLOOR: f64 = 1e-3;
+pub(crate) const CURVATURE_FLOOR: f64 = 1e-3;
 
 /// Block update rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -196,7 +196,7 @@ fn hessian_sums<D: Datafit, C: Code>(
 /// `TV(new) − TV(old)` for `new = old + step`, jump by jump: where a jump keeps its sign the
 /// change is `±(step_{t+1} − step_t)`, exact to the step's own precision however large the
 /// jump (a difference of two large sums would drown small steps in rounding).
-fn tv_change(old: &[f64], new: &[f64], step: &[f64]) -> f64 {
+pub(crate) fn tv_change(old: &[f64], new: &[f64], step: &[f64]) -> f64 {
     let mut change = 0.0;
     for t in 0..old.len().saturating_sub(1) {
         let (before, after) = (old[t + 1] - old[t], new[t + 1] - new[t]);
@@ -227,7 +227,7 @@ fn keep_monotone(chain: &mut [f64], direction: i8) {
 
 /// `λ·ΔTV`, 0 when the chain's total variation does not change (also for `λ = ∞`, which
 /// keeps chains flat).
-fn penalty_change(lambda: f64, dtv: f64) -> f64 {
+pub(crate) fn penalty_change(lambda: f64, dtv: f64) -> f64 {
     if dtv == 0.0 {
         0.0
     } else {
@@ -411,7 +411,6 @@ impl<D: Datafit + Default> NewtonState<D> {
 }
 
 impl<D: Datafit> NewtonState<D> {
-
     /// The model with the blocks `beta`, re-centred on `data`'s weights, and the intercept
     /// fitted to them (from `link(mean)` plus the blocks' means, by Newton steps; `mean` is
     /// the weighted mean target). Sums are fresh; the objective is the loss alone until
@@ -650,11 +649,7 @@ impl<D: Datafit> NewtonState<D> {
             let inv_w = 1.0 / data.total_weight;
             with_codes!(&data.features[k].codes, c => hessian_sums::<D, _>(d, c, y, eta, r, v, inv_w, &mut self.h[..nb]));
             for (h, &w) in self.h[..nb].iter_mut().zip(&self.wn[k]) {
-                *h = if w > 0.0 {
-                    h.max(self.floor * w)
-                } else {
-                    0.0
-                };
+                *h = if w > 0.0 { h.max(self.floor * w) } else { 0.0 };
             }
             if let Some(pred) = self.direction(k, nb, lambda) {
                 let mut t = 1.0;
@@ -728,7 +723,8 @@ impl<D: Datafit> NewtonState<D> {
                 };
                 let change = self.rows.loss_change(self.datafit, data, None, &step);
                 if change < 0.0 && change <= ARMIJO * t * pred {
-                    (self.grad_c, self.hess_c) = self.rows.apply(self.datafit, data, None, &self.s[..1]);
+                    (self.grad_c, self.hess_c) =
+                        self.rows.apply(self.datafit, data, None, &self.s[..1]);
                     self.intercept += s;
                     self.objective += change;
                     accepted = true;

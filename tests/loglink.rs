@@ -8,9 +8,7 @@ mod common;
 use common::{grid_features, params, penalty, HELD_OUT};
 use fastpcam::binning::bin_data;
 use fastpcam::datafit::{Datafit, Gamma, Poisson, Tweedie};
-use fastpcam::loglink::{
-    fit_loglink, fit_loglink_binned_with, lambda_max_loglink, LogLinkLoss,
-};
+use fastpcam::loglink::{fit_loglink, fit_loglink_binned_with, lambda_max_loglink, LogLinkLoss};
 use fastpcam::newton::Curvature;
 use fastpcam::params::{Penalty, Selection};
 use fastpcam::solver::{with_threads, Fit};
@@ -71,7 +69,13 @@ fn half_loss(loss: LogLinkLoss, y: f64, eta: f64) -> f64 {
 }
 
 /// The objective of a fitted model recomputed from its tables.
-fn objective(loss: LogLinkLoss, f: &Fit, x: &Array2<f64>, y: &Array1<f64>, w: Option<&[f64]>) -> f64 {
+fn objective(
+    loss: LogLinkLoss,
+    f: &Fit,
+    x: &Array2<f64>,
+    y: &Array1<f64>,
+    w: Option<&[f64]>,
+) -> f64 {
     let eta = f.model.predict(x.view()).unwrap();
     let (mut total, mut wt) = (0.0, 0.0);
     for i in 0..y.len() {
@@ -96,7 +100,11 @@ fn objective_is_the_recomputed_one_and_kkt_holds() {
         let w: Vec<f64> = (0..600).map(|i| 0.5 + (i % 4) as f64).collect();
         let prm = params(Penalty::Relative(0.01), Selection::Greedy, 1e-8, None);
         let f = fit_loglink(x.view(), y.view(), Some(&w), &prm, loss, None).unwrap();
-        assert!(f.report.kkt_residual <= 1e-8, "{loss:?}: {}", f.report.kkt_residual);
+        assert!(
+            f.report.kkt_residual <= 1e-8,
+            "{loss:?}: {}",
+            f.report.kkt_residual
+        );
         let again = objective(loss, &f, &x, &y, Some(&w));
         assert!(
             (again - f.report.objective).abs() <= 1e-10 * again.abs().max(1.0),
@@ -114,7 +122,10 @@ fn flat_at_lambda_max_with_intercept_log_mean() {
         let w: Vec<f64> = (0..400).map(|i| 1.0 + (i % 3) as f64).collect();
         let prm = params(Penalty::Relative(1.0), Selection::Greedy, 1e-8, None);
         let f = fit_loglink(x.view(), y.view(), Some(&w), &prm, loss, None).unwrap();
-        assert!(f.model.values.iter().flatten().all(|&b| b == 0.0), "{loss:?}");
+        assert!(
+            f.model.values.iter().flatten().all(|&b| b == 0.0),
+            "{loss:?}"
+        );
         let expect = weighted_mean(&y, Some(&w)).ln();
         assert!((f.model.intercept - expect).abs() < 1e-12, "{loss:?}");
         let d = bin_data(x.view(), Some(&w), &prm.binning).unwrap();
@@ -131,10 +142,15 @@ fn lambda_zero_gives_the_binwise_means() {
         let f = fit_loglink(x.view(), y.view(), None, &prm, loss, None).unwrap();
         let eta = f.model.predict(x.view()).unwrap();
         for level in 0..5 {
-            let rows: Vec<usize> = (0..500).filter(|&i| x[[i, 0]] == level as f64 / 5.0).collect();
+            let rows: Vec<usize> = (0..500)
+                .filter(|&i| x[[i, 0]] == level as f64 / 5.0)
+                .collect();
             let mean = rows.iter().map(|&i| y[i]).sum::<f64>() / rows.len() as f64;
             let got = eta[rows[0]].exp();
-            assert!((got - mean).abs() <= 1e-8 * mean, "{loss:?} level {level}: {got} vs {mean}");
+            assert!(
+                (got - mean).abs() <= 1e-8 * mean,
+                "{loss:?} level {level}: {got} vs {mean}"
+            );
         }
     }
 }
@@ -143,7 +159,9 @@ fn lambda_zero_gives_the_binwise_means() {
 fn a_weight_of_two_is_two_rows() {
     for loss in LOSSES {
         let (x, y) = data(loss, 200, 2, 4, 6, 2.0);
-        let w: Vec<f64> = (0..200).map(|i| if i % 3 == 0 { 2.0 } else { 1.0 }).collect();
+        let w: Vec<f64> = (0..200)
+            .map(|i| if i % 3 == 0 { 2.0 } else { 1.0 })
+            .collect();
         let rows: Vec<usize> = (0..200).chain((0..200).filter(|i| i % 3 == 0)).collect();
         let x2 = x.select(ndarray::Axis(0), &rows);
         let y2 = y.select(ndarray::Axis(0), &rows);
@@ -151,8 +169,14 @@ fn a_weight_of_two_is_two_rows() {
         let a = fit_loglink(x.view(), y.view(), Some(&w), &prm, loss, None).unwrap();
         let b = fit_loglink(x2.view(), y2.view(), None, &prm, loss, None).unwrap();
         assert!((a.report.objective - b.report.objective).abs() <= 1e-9 * a.report.objective.abs());
-        let (pa, pb) = (a.model.predict(x.view()).unwrap(), b.model.predict(x.view()).unwrap());
-        assert!(pa.iter().zip(&pb).all(|(u, v)| (u - v).abs() <= 1e-6), "{loss:?}");
+        let (pa, pb) = (
+            a.model.predict(x.view()).unwrap(),
+            b.model.predict(x.view()).unwrap(),
+        );
+        assert!(
+            pa.iter().zip(&pb).all(|(u, v)| (u - v).abs() <= 1e-6),
+            "{loss:?}"
+        );
     }
 }
 
@@ -179,18 +203,27 @@ fn huge_targets_and_zero_groups_stay_finite() {
         1 => 1.0 + (i % 7) as f64,
         _ => 1e12 * (1.0 + (i % 5) as f64),
     });
-    for loss in [LogLinkLoss::Poisson, LogLinkLoss::Tweedie(1.2), LogLinkLoss::Tweedie(1.8)] {
+    for loss in [
+        LogLinkLoss::Poisson,
+        LogLinkLoss::Tweedie(1.2),
+        LogLinkLoss::Tweedie(1.8),
+    ] {
         for lambda in [Penalty::Absolute(0.0), Penalty::Relative(1e-3)] {
             let prm = params(lambda, Selection::Greedy, 1e-6, None);
             let f = fit_loglink(x.view(), y.view(), None, &prm, loss, None).unwrap();
-            assert!(f.model.values[0].iter().all(|v| v.is_finite()), "{loss:?} {lambda:?}");
+            assert!(
+                f.model.values[0].iter().all(|v| v.is_finite()),
+                "{loss:?} {lambda:?}"
+            );
             assert!(f.report.objective.is_finite());
             let obj = &f.report.history.objective;
             assert!(obj.windows(2).all(|p| p[1] <= p[0]), "{loss:?}");
         }
     }
     // Gamma: targets over 24 orders of magnitude.
-    let y = Array1::from_shape_fn(n, |i| 10f64.powi((i % 3) as i32 * 12 - 12) * (1.0 + (i % 4) as f64));
+    let y = Array1::from_shape_fn(n, |i| {
+        10f64.powi((i % 3) as i32 * 12 - 12) * (1.0 + (i % 4) as f64)
+    });
     let prm = params(Penalty::Relative(1e-3), Selection::Greedy, 1e-8, None);
     let f = fit_loglink(x.view(), y.view(), None, &prm, LogLinkLoss::Gamma, None).unwrap();
     assert!(f.report.kkt_residual <= 1e-8 && f.model.values[0].iter().all(|v| v.is_finite()));
@@ -218,13 +251,27 @@ fn bad_targets_and_power_name_the_argument() {
         "gamma needs y > 0",
     );
     common::assert_invalid(
-        fit_loglink(x.view(), (&y * 0.0).view(), None, &prm, LogLinkLoss::Poisson, None),
+        fit_loglink(
+            x.view(),
+            (&y * 0.0).view(),
+            None,
+            &prm,
+            LogLinkLoss::Poisson,
+            None,
+        ),
         "y",
         "all zero",
     );
     for power in [1.0, 2.0, 0.5, f64::NAN] {
         common::assert_invalid(
-            fit_loglink(x.view(), y.view(), None, &prm, LogLinkLoss::Tweedie(power), None),
+            fit_loglink(
+                x.view(),
+                y.view(),
+                None,
+                &prm,
+                LogLinkLoss::Tweedie(power),
+                None,
+            ),
             "power",
             "power outside (1, 2)",
         );

@@ -202,12 +202,16 @@ class _BaseFAST(AdditiveModelMixin, BaseEstimator):
         X, y, sample_weight, bins = _input.prepare_fit(self, X, y, sample_weight)
         progress, interval = self._progress()
         out = self._call_core(
-            _core.fit, X, y, sample_weight, config=self._config(bins=bins, progress_interval=interval), progress=progress
+            self._core_fit, X, y, sample_weight, config=self._config(bins=bins, progress_interval=interval), progress=progress
         )
         _fitted.write(self, out, self._validation_loss)
         self._report(str(out["stop"]))
         self._after_fit(X, y, sample_weight)
         return self
+
+    def _core_fit(self, X: Any, y: Any, sample_weight: Any, **kwargs: Any) -> Any:
+        """The core's fit for this estimator's loss (the multiclass classifier has its own)."""
+        return _core.fit(X, y, sample_weight, **kwargs)
 
     def _after_fit(self, X: Any, y: Any, sample_weight: Any) -> None:
         """Checks of the fitted model on the training data (the classifier's separation)."""

@@ -1,4 +1,4 @@
-"""The scikit-learn estimator :class:`FASTClassifier` (binary classification)."""
+"""The scikit-learn estimator :class:`FASTClassifier` (binary, or softmax for three or more classes)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,17 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import expit
-from sklearn.base import ClassifierMixin
+from scipy.special import expit, softmax
+from sklearn.base import ClassifierMixin, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import column_or_1d
+from sklearn.utils.validation import check_is_fitted, column_or_1d
 
-from . import _fitted
+from . import _core, _fitted
 from ._base import FAST_PARAMS, _BaseFAST
 from ._fitted import register
+from ._inspect import _quote_ident
 from ._params import constraints, document
 
 _OUTPUTS = ("probability", "log_odds")
@@ -146,8 +147,26 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
 
     Notes
     -----
-    Only two classes are supported; for more, wrap the estimator in
-    :class:`sklearn.multiclass.OneVsRestClassifier`. With ``lambda_f=0`` and classes that
+    **Three or more classes** fit a softmax model with one additive score per class,
+    :math:`P(y = \texttt{classes\_[k]} \mid x) \propto e^{\eta_k(x)}`, by minimising the
+    mean multinomial log-loss plus :math:`\lambda_f \sum_j \sum_k \mathrm{TV}(\beta_{j,\cdot,k})`
+    (``rust/multinomial.rs``): each feature's block holds one fused chain per class, updated
+    by proximal Newton (the block's quadratic model minimised by sweeps over the classes,
+    each class chain solved exactly by the DP with its diagonal curvature; backtracking, and
+    the majorise-minimise bound 1/2 as a fallback). ``intercept_`` then
+    has shape (n_classes,) (mean 0 over the classes: at ``lambda_f >= lambda_max_`` it is the
+    log class priors minus their mean), ``values_[j]`` shape (len(cuts_[j]) + 1, n_classes)
+    and ``missing_values_`` shape (n_features_in_, n_classes); every class's chain is centred
+    over the training rows. ``decision_function`` gives one column per class,
+    ``predict_proba`` their softmax, ``predict`` the argmax; ``shape_functions()`` a list per
+    class, ``term_importances()`` one column per class, ``explain`` an array of shape
+    (n_samples, n_features_in_ + 1, n_classes), ``plot`` one figure per class, ``to_sql`` one
+    column per class (the probabilities as a softmax of the per-class scores, or the scores
+    with ``output="log_odds"``), named ``<output>_<class>``. Categorical features are ordered
+    by the weighted mean class index of their rows. The held-out search holds out rows
+    within each class and scores the mean log-loss. Adding the same function of a feature to
+    every class's chain leaves the loss unchanged; the fit moves that common part out of the
+    penalty, so at every cut the classes' jumps have median 0. Two classes keep the single log-odds model above. With ``lambda_f=0`` and classes that
     some bin (or the whole model) separates perfectly, the log-odds have no finite
     maximum-likelihood value: the fit stops at the tolerance or ``max_iter`` with large but
     finite values and warns.
@@ -174,7 +193,7 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
 
     def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
         tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
+        tags.classifier_tags.multi_class = True
         return tags
 
     def _encode_y(self, y: Any, sample_weight: Any) -> npt.NDArray[np.float64]:
@@ -189,13 +208,6 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
                 raise ValueError(f"y contains a missing label (None/NaN) at index {bad[0]}")
         check_classification_targets(y)
         classes, y_idx = np.unique(y, return_inverse=True)
-        if len(classes) > 2:
-            shown = ", ".join(_label(c) for c in classes[:5]) + (", ..." if len(classes) > 5 else "")
-            raise ValueError(
-                f"Only binary classification is supported. y has {len(classes)} classes ({shown}); "
-                "multiclass is not supported: wrap FASTClassifier in "
-                "sklearn.multiclass.OneVsRestClassifier for one-vs-rest models"
-            )
         if len(classes) < 2:
             raise ValueError(
                 f"y has only one class ({_label(classes[0])}); FASTClassifier needs two classes"
@@ -205,16 +217,107 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
         if sample_weight is not None:
             w = np.asarray(sample_weight, dtype=np.float64)
             if w.shape == y_idx.shape:
-                for k in (0, 1):
+                for k in range(len(classes)):
                     if not np.sum(w[y_idx == k]) > 0:
                         raise ValueError(
                             f"class {_label(classes[k])} has zero total sample weight; FASTClassifier "
-                            "needs both classes with positive weight"
+                            "needs every class with positive weight"
                         )
         self.classes_ = classes
         return y_idx.astype(np.float64)
 
+    def _core_fit(self, X: Any, y: Any, sample_weight: Any, **kwargs: Any) -> Any:
+        """The binary fit (one score), or the softmax fit with one score per class."""
+        if len(self.classes_) == 2:
+            return _core.fit(X, y, sample_weight, **kwargs)
+        out, extra = _core.fit_multinomial(X, y, sample_weight, n_classes=len(self.classes_), **kwargs)
+        return {**out, **extra}
+
+    @property
+    def _multiclass(self) -> bool:
+        return _fitted.is_multiclass(self)
+
+    def _class_view(self, k: int) -> "FASTClassifier":
+        """Class ``k``'s additive score of a multiclass model as a fitted single-score model
+        (same parameters and bins; ``intercept_`` a float, ``values_[j]`` one value per bin)."""
+        view = clone(self)
+        view.__dict__.update(_fitted.class_state(self, k))
+        return view
+
+    def _views(self) -> list["FASTClassifier"]:
+        check_is_fitted(self, "values_")
+        return [self._class_view(k) for k in range(len(self.intercept_))]
+
+    def shape_functions(self) -> Any:
+        """The shape function of every input feature, in feature order.
+
+        Returns
+        -------
+        list of ShapeFunction, or list of list of ShapeFunction
+            Binary: one entry per input feature (see :meth:`FASTRegressor.shape_functions`),
+            on the log-odds scale. Multiclass: one such list per class, in the order of
+            ``classes_`` (``shape_functions()[k][j]`` is class ``k``'s score's function of
+            feature ``j``: ``values`` of shape (n_bins,), ``missing_value`` a float).
+        """
+        if not self._multiclass:
+            return super().shape_functions()
+        return [view.shape_functions() for view in self._views()]
+
+    def term_importances(self, importance_type: str = "avg_weight") -> npt.NDArray[np.float64]:
+        """How much each feature moves the score, as InterpretML's EBM defines it.
+
+        Parameters
+        ----------
+        importance_type : {"avg_weight", "min_max"}, default="avg_weight"
+            As for :meth:`FASTRegressor.term_importances`, on the log-odds scale (per class
+            score for a multiclass model).
+
+        Returns
+        -------
+        ndarray of shape (n_features_in_,) or (n_features_in_, n_classes)
+            One importance per feature; a multiclass model gives one column per class
+            (``classes_`` order).
+        """
+        if not self._multiclass:
+            return super().term_importances(importance_type)
+        return np.column_stack([view.term_importances(importance_type) for view in self._views()])
+
+    def explain(self, X: Any) -> Any:
+        """Per-row contributions: one column per feature, plus the intercept.
+
+        Binary: as :meth:`FASTRegressor.explain`, on the log-odds scale (rows sum to
+        ``decision_function(X)``). Multiclass: an array of shape
+        (n_samples, n_features_in_ + 1, n_classes) whose ``[:, :, k]`` sums to
+        ``decision_function(X)[:, k]``; for a DataFrame ``X``, a DataFrame with a column
+        MultiIndex (class label, feature name or ``"intercept"``).
+        """
+        if not self._multiclass:
+            return super().explain(X)
+        parts = [view.explain(X) for view in self._views()]
+        if hasattr(parts[0], "columns"):
+            import pandas as pd
+
+            return pd.concat(dict(zip(self.classes_.tolist(), parts)), axis=1)
+        return np.stack(parts, axis=2)
+
+    def plot(self, features: Any = None, **kwargs: Any) -> Any:
+        """Step plots of the shape functions (see :func:`fastpcam.plot.shape_functions`).
+
+        A multiclass model gives a list of figures, one per class in ``classes_`` order
+        (each titled with its class).
+        """
+        if not self._multiclass:
+            return super().plot(features, **kwargs)
+        figures = []
+        for label, view in zip(self.classes_, self._views()):
+            title = kwargs.pop("title", None)
+            figures.append(view.plot(features, title=title or f"class {_label(label)} (intercept {view.intercept_:.4g})",
+                                     **kwargs))
+        return figures
+
     def _after_fit(self, X: Any, y: Any, sample_weight: Any) -> None:
+        if self._multiclass:
+            return
         if self.lambda_f_ == 0.0:
             self._warn_if_separated(X, y, sample_weight)
 
@@ -267,6 +370,8 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
             :math:`\\sigma(\\eta)`, each computed without cancellation.
         """
         eta = self.decision_function(X)
+        if eta.ndim == 2:
+            return softmax(eta, axis=1)
         return np.column_stack([expit(-eta), expit(eta)])
 
     @document
@@ -278,6 +383,8 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
             ``classes_[1]`` where the log-odds are positive, else ``classes_[0]``.
         """
         eta = self.decision_function(X)
+        if eta.ndim == 2:
+            return self.classes_[np.argmax(eta, axis=1)]
         return self.classes_[(eta > 0).astype(np.intp)]
 
     def to_sql(
@@ -319,9 +426,41 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
         """
         if output not in _OUTPUTS:
             raise ValueError(f"output must be one of {', '.join(map(repr, _OUTPUTS))}, got {output!r}")
+        if self._multiclass:
+            return self._multiclass_sql(table, columns, dialect, output if alias is None else alias, output)
 
         def sigmoid(expr: str, lit: Any) -> str:
             return f"{lit(1.0)} / ({lit(1.0)} + EXP(-(\n  {expr}\n  )))"
 
         expr = self._sql_expression(columns, dialect, sigmoid if output == "probability" else None)
         return self._select_sql(expr, table, dialect, output if alias is None else alias)
+
+    def _multiclass_sql(
+        self, table: Any, columns: Any, dialect: str, prefix: str, output: str
+    ) -> str:
+        """The SQL of a multiclass model: one score expression per class and, for
+        probabilities, their softmax ``p_k = 1 / Σ_m EXP(s_m - s_k)`` (exact for any scores:
+        an overflowing ``EXP`` gives ``p_k = 0``). Column ``k`` is named
+        ``<prefix>_<classes_[k]>``."""
+        scores = [view._sql_expression(columns, dialect) for view in self._views()]
+        names = [f"{prefix}_{c.item() if isinstance(c, np.generic) else c}" for c in self.classes_]
+        one = "CAST(1.0 AS DOUBLE PRECISION)" if dialect == "ansi" else "1.0"
+
+        def softmax_sql(s: list[str]) -> list[str]:
+            return [
+                f"{one} / ({' + '.join(f'EXP(({s[m]}) - ({s[k]}))' if m != k else one for m in range(len(s)))})"
+                for k in range(len(s))
+            ]
+
+        if table is None:
+            exprs = scores if output == "log_odds" else softmax_sql(scores)
+            return ",\n".join(f"{e}\n  AS {_quote_ident(n, dialect)}" for e, n in zip(exprs, names))
+        inner = self._select_sql(scores[0], table, dialect, "s0")
+        head, source = inner.rsplit("\nFROM ", 1)
+        cols = [f"  {e}\n  AS {_quote_ident(f's{k}', dialect)}" for k, e in enumerate(scores)]
+        subquery = "SELECT\n" + ",\n".join(cols) + f"\nFROM {source}"
+        refs = [_quote_ident(f"s{k}", dialect) for k in range(len(scores))]
+        outer = refs if output == "log_odds" else softmax_sql(refs)
+        select = ",\n".join(f"  {e} AS {_quote_ident(n, dialect)}" for e, n in zip(outer, names))
+        return f"SELECT\n{select}\nFROM (\n{subquery}\n) AS {_quote_ident('scores', dialect)}"
+

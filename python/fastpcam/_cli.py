@@ -1,9 +1,10 @@
 """The ``fastpcam`` command line: ``demo``, ``fit`` and ``predict``.
 
-``fit`` reads a CSV file and fits a regressor or a binary classifier. ``--task auto`` (the
-default) chooses classification when the target column holds text (``yes``/``no``,
-``true``/``false``, ...) or exactly two distinct numbers, and regression for any other
-numeric target; the choice and its reason go to stderr. Feature columns holding numbers are
+``fit`` reads a CSV file and fits a regressor or a classifier (binary, or softmax for three
+or more classes). ``--task auto`` (the default) chooses classification when the target column
+holds text (``yes``/``no``, ``low``/``mid``/``high``, ...; any number of classes) or exactly
+two distinct numbers, and regression for any other numeric target (a numeric target with more
+values, e.g. a count or a 0-10 score, needs ``--task classification`` to be read as classes); the choice and its reason go to stderr. Feature columns holding numbers are
 numeric features, columns holding text are categorical features (as a pandas object column
 is for the estimators), ``--categorical`` makes any column categorical, and an empty cell or
 ``NA``, ``N/A``, ``NaN``, ``nan``, ``NULL``, ``null`` is a missing value. ``predict`` encodes
@@ -336,24 +337,15 @@ def choose_task(y: _Column, task: str) -> _Target:
             return _Target("regression", values, f"target {y.name!r}: {how}")
     labels = _class_labels(y)
     classes = np.unique(labels.astype(str) if labels.dtype == object else labels)
-    if len(classes) != 2:
-        if task == "auto" and not numeric:
-            cell = y.cells[y.first_text]
-            raise CLIError(
-                f"{y.where(y.first_text)}: {cell!r} is not a number and the target has {len(classes)} "
-                f"distinct value{'' if len(classes) == 1 else 's'}: regression needs a numeric target and classification exactly two classes"
-            )
+    if len(classes) < 2:
         raise CLIError(
             f"{y.path}: target column {y.name!r} has {len(classes)} distinct value"
-            f"{'' if len(classes) == 1 else 's'}; classification needs exactly two classes "
-            "(fastpcam fits binary classifiers)"
+            f"{'' if len(classes) == 1 else 's'}; classification needs at least two classes"
         )
     how = "--task classification" if task == "classification" else (
         "two distinct numbers; --task regression fits a regressor instead" if numeric else "text")
-    return _Target(
-        "classification", labels,
-        f"target {y.name!r}: {how}; classes {_shown(classes)}, positive class {_shown(classes[1:])}",
-    )
+    which = f"positive class {_shown(classes[1:])}" if len(classes) == 2 else f"{len(classes)} classes (softmax)"
+    return _Target("classification", labels, f"target {y.name!r}: {how}; classes {_shown(classes)}, {which}")
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -458,9 +450,14 @@ def _train_scores(est: Any, X: Any, y: npt.NDArray[Any], task: str) -> str:
         return f"train mean {loss} deviance = {deviance:.6g}"
     if task == "regression":
         return f"train MSE = {_mse(est, X, y):.6g}"
-    p = np.clip(est.predict_proba(X)[:, 1], 1e-15, 1 - 1e-15)
-    positive = y == est.classes_[1]
-    log_loss = -float(np.mean(np.where(positive, np.log(p), np.log1p(-p))))
+    proba = est.predict_proba(X)
+    if proba.shape[1] == 2:
+        p = np.clip(proba[:, 1], 1e-15, 1 - 1e-15)
+        positive = y == est.classes_[1]
+        log_loss = -float(np.mean(np.where(positive, np.log(p), np.log1p(-p))))
+    else:
+        own = proba[np.arange(len(y)), np.searchsorted(est.classes_, y)]
+        log_loss = -float(np.mean(np.log(np.clip(own, 1e-15, 1.0))))
     accuracy = float(np.mean(est.predict(X) == y))
     return f"train log-loss = {log_loss:.6g}, accuracy = {accuracy:.4f}"
 
@@ -701,10 +698,12 @@ _FIT_DESCRIPTION = """\
 Fit a FASTRegressor or a FASTClassifier to a CSV file with a header row and save it as JSON.
 
 Task (--task auto, the default): classification when the target column holds text (e.g.
-yes/no, true/false) or exactly two distinct numbers (e.g. 0/1), else regression; the choice
-is printed to stderr. --task regression or --task classification overrides it.
-Classification is binary: the positive class is the larger label (sorted as
-scikit-learn sorts classes_).
+yes/no, low/mid/high: any number of classes) or exactly two distinct numbers (e.g. 0/1),
+else regression; the choice is printed to stderr. --task regression or --task
+classification overrides it (a numeric target with three or more values, e.g. a 0-10
+score, is a regression target unless --task classification is given). With two classes the
+positive class is the larger label (sorted as scikit-learn sorts classes_); with three or
+more the model is a softmax with one score per class.
 
 Features: every column except the target. A column of numbers is a numeric feature, a
 column of text is a categorical feature (categories need pandas); --categorical makes any

@@ -88,6 +88,25 @@ def fit(
     config: FitConfig,
     progress: Optional[Callable[[int, float, float, float], object]] = None,
 ) -> FitOutput: ...
+
+class MultinomialExtra(TypedDict):
+    n_classes: int
+    intercepts: npt.NDArray[np.float64]  # [class], mean 0
+    missing_values: list[npt.NDArray[np.float64]]  # [feature][class]
+
+def fit_multinomial(
+    x: npt.NDArray[np.float64],
+    y: npt.NDArray[np.float64],
+    sample_weight: Optional[npt.NDArray[np.float64]] = None,
+    *,
+    n_classes: int,
+    config: FitConfig,
+    progress: Optional[Callable[[int, float, float, float], object]] = None,
+) -> tuple[FitOutput, MultinomialExtra]:
+    """Softmax FAST (``y``: class indices ``0..n_classes``); ``values[j]`` are bin-major
+    (``n_bins × n_classes``), ``intercept`` and ``missing_values`` of the first part are 0."""
+    ...
+
 class PathFit(ModelOutput):
     lambda_f: float
 

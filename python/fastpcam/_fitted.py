@@ -228,14 +228,42 @@ def shape_functions(model: Any) -> list[ShapeFunction]:
     ]
 
 
+def is_multiclass(model: Any) -> bool:
+    """Whether a fitted model has one additive score per class (``intercept_`` an array)."""
+    return np.ndim(getattr(model, "intercept_", 0.0)) == 1
+
+
+#: The fitted attributes that a one-class view shares with its multiclass model.
+_SHARED = ("cuts_", "bin_weights_", "missing_weights_", "categories_", "is_categorical_", "feature_names_in_",
+           "n_features_in_", "n_jobs")  # fmt: skip
+
+
+def class_state(model: Any, k: int) -> dict[str, Any]:
+    """The fitted state of class ``k``'s additive score of a multiclass model, as the
+    attributes of a single-score model (``intercept_`` a float, ``values_[j]`` and
+    ``missing_values_`` one value per bin / feature)."""
+    state = {name: getattr(model, name) for name in _SHARED if hasattr(model, name)}
+    state["intercept_"] = float(model.intercept_[k])
+    state["values_"] = [np.ascontiguousarray(v[:, k]) for v in model.values_]
+    state["missing_values_"] = np.ascontiguousarray(np.asarray(model.missing_values_)[:, k])
+    return state
+
+
 def write(est: Any, out: Mapping[str, Any], validation_loss: str = "validation_mse") -> None:
     """Set the fitted state of ``est`` from the core's output of one fit (``fit``,
-    ``fit_stats``, one fit of a path, one sparse model merged with its run)."""
-    est.intercept_ = float(out["intercept"])
+    ``fit_stats``, one fit of a path, one sparse model merged with its run; a multiclass fit
+    adds ``n_classes``, ``intercepts`` and per-class ``missing_values``)."""
     est.cuts_ = [np.asarray(c, dtype=np.float64) for c in out["cuts"]]
-    est.values_ = [np.asarray(v, dtype=np.float64) for v in out["values"]]
     est.bin_weights_ = [np.asarray(b, dtype=np.float64) for b in out["bin_weights"]]
-    est.missing_values_ = np.asarray(out["missing_values"], dtype=np.float64)
+    if "n_classes" in out:
+        k = int(out["n_classes"])
+        est.intercept_ = np.asarray(out["intercepts"], dtype=np.float64)
+        est.values_ = [np.asarray(v, dtype=np.float64).reshape(-1, k) for v in out["values"]]
+        est.missing_values_ = np.asarray(out["missing_values"], dtype=np.float64).reshape(-1, k)
+    else:
+        est.intercept_ = float(out["intercept"])
+        est.values_ = [np.asarray(v, dtype=np.float64) for v in out["values"]]
+        est.missing_values_ = np.asarray(out["missing_values"], dtype=np.float64)
     est.missing_weights_ = np.asarray(out["missing_weights"], dtype=np.float64)
     est.n_iter_ = int(out["n_iter"])
     est.converged_ = bool(out["converged"])
@@ -263,7 +291,13 @@ def write(est: Any, out: Mapping[str, Any], validation_loss: str = "validation_m
 
 def decision(est: Any, X: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """``intercept_ + Σ_j f_j(X[:, j])`` for an encoded ``X`` (categories as ranks): an unseen
-    category (rank ``len(categories_[j])``) falls in an extra bin of value 0."""
+    category (rank ``len(categories_[j])``) falls in an extra bin of value 0. A multiclass
+    model gives one column per class."""
+    if is_multiclass(est):
+        from types import SimpleNamespace
+
+        columns = [decision(SimpleNamespace(**class_state(est, k)), X) for k in range(len(est.intercept_))]
+        return np.column_stack(columns)
     cuts, values = list(est.cuts_), list(est.values_)
     for j, c in enumerate(getattr(est, "categories_", None) or []):
         if c is not None:
@@ -271,7 +305,8 @@ def decision(est: Any, X: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
             values[j] = np.append(values[j], 0.0)
     try:
         return _core.predict(
-            X, est.intercept_, cuts, values, getattr(est, "missing_values_", None), n_jobs=n_threads(est.n_jobs)
+            X, est.intercept_, cuts, values, getattr(est, "missing_values_", None),
+            n_jobs=n_threads(getattr(est, "n_jobs", None)),
         )
     except ValueError as err:
         raise name_columns(err, getattr(est, "feature_names_in_", None)) from None

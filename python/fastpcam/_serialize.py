@@ -47,7 +47,7 @@ from typing import Any, Sequence, Union
 
 import numpy as np
 
-from ._fitted import REGISTRY, check_fitted, estimator_class, shape_functions
+from ._fitted import REGISTRY, check_fitted, estimator_class, is_multiclass, shape_functions
 
 __all__ = ["FORMAT", "SCHEMA_VERSION", "model_from_dict", "model_to_dict", "load_model", "save_model"]
 
@@ -178,7 +178,9 @@ def model_to_dict(est: Any, feature_names: Sequence[str] | None = None) -> dict[
         If ``feature_names`` has the wrong length or the model holds non-finite numbers.
     """
     check_fitted(est)
-    shapes = shape_functions(est)
+    multiclass = is_multiclass(est)
+    # A multiclass model's bins, weights and categories are those of any class's view.
+    shapes = shape_functions(est._class_view(0) if multiclass else est)
     names = [sf.name for sf in shapes] if feature_names is None else [str(n) for n in feature_names]
     if len(names) != len(shapes):
         raise ValueError(f"feature_names has {len(names)} names but the model has {len(shapes)} features")
@@ -210,7 +212,7 @@ def model_to_dict(est: Any, feature_names: Sequence[str] | None = None) -> dict[
         "fastpcam_version": fastpcam_version(),
         "task": getattr(est, "_task", "regression"),
         "estimator": cls.__name__ if REGISTRY.get(cls.__name__) is cls else _TASKS["regression"],
-        "intercept": float(est.intercept_),
+        "intercept": 0.0 if multiclass else float(est.intercept_),
         "features": features,
         "lambda_f": _stat_to_json(getattr(est, "lambda_f_", None)),
         "lambda_max": _stat_to_json(getattr(est, "lambda_max_", None)),
@@ -227,9 +229,34 @@ def model_to_dict(est: Any, feature_names: Sequence[str] | None = None) -> dict[
             if hasattr(est, name)
         },
     }
-    if not math.isfinite(out["intercept"]):
+    if multiclass:
+        _multiclass_to_dict(est, out)
+    elif not math.isfinite(out["intercept"]):
         raise ValueError("intercept_ is not finite; cannot serialise the model")
     return out
+
+
+def _multiclass_to_dict(est: Any, out: dict[str, Any]) -> None:
+    """A multiclass model's scores in ``out``: ``n_classes``, ``intercept`` a list (one per
+    class), each feature's ``values`` a list of bins each holding one value per class, and
+    ``missing_value`` a list of one value per class."""
+    k = len(est.intercept_)
+    out["n_classes"] = k
+    out["intercept"] = _finite_floats(est.intercept_, "intercept_")
+    for j, feature in enumerate(out["features"]):
+        values = np.asarray(est.values_[j], dtype=np.float64)
+        feature["values"] = [_finite_floats(row, f"values_[{j}]") for row in values]
+        missing = np.asarray(est.missing_values_[j], dtype=np.float64)
+        feature.pop("missing_value", None)
+        if np.any(missing != 0.0):
+            feature["missing_value"] = _finite_floats(missing, f"missing_values_[{j}]")
+
+
+def _class_table(x: Any, k: int, what: str) -> np.ndarray:
+    """A multiclass table from a model file: a list of lists of ``k`` numbers."""
+    if not isinstance(x, list) or not all(isinstance(row, list) and len(row) == k for row in x):
+        raise ValueError(f"model file: {what} must be a list of lists of {k} numbers (one per class)")
+    return np.stack([_float_array(row, what) for row in x]) if x else np.zeros((0, k))
 
 
 def _check_header(d: Any) -> None:
@@ -282,12 +309,17 @@ def model_from_dict(d: dict[str, Any]) -> Any:
     if not isinstance(features, list) or not features:
         raise ValueError("model file: 'features' must be a non-empty list")
     intercept = d.get("intercept")
-    if not isinstance(intercept, (int, float)) or isinstance(intercept, bool) or not math.isfinite(intercept):
+    n_classes = len(intercept) if isinstance(intercept, list) else 0
+    if n_classes:
+        intercept = _float_array(intercept, "'intercept'")
+        if n_classes < 3 or d.get("n_classes") != n_classes:
+            raise ValueError(f"model file: a list 'intercept' needs n_classes == its length >= 3, got {d.get('n_classes')!r}")
+    elif not isinstance(intercept, (int, float)) or isinstance(intercept, bool) or not math.isfinite(intercept):
         raise ValueError(f"model file: 'intercept' must be a finite number, got {intercept!r}")
 
     names: list[str] = []
     cuts: list[np.ndarray] = []
-    missing_values: list[float] = []
+    missing_values: list[Any] = []
     missing_weights: list[float] = []
     categories: list[Any] = []
     monotone: list[int] = []
@@ -301,18 +333,19 @@ def model_from_dict(d: dict[str, Any]) -> Any:
         if not isinstance(name, str):
             raise ValueError(f"model file: features[{j}].name must be a string")
         c = _float_array(feature.get("cuts"), f"features[{j}] ({name!r}).cuts")
-        v = _float_array(feature.get("values"), f"features[{j}] ({name!r}).values")
-        if v.size != c.size + 1:
+        what = f"features[{j}] ({name!r}).values"
+        v = _class_table(feature.get("values"), n_classes, what) if n_classes else _float_array(feature.get("values"), what)
+        if len(v) != c.size + 1:
             raise ValueError(
-                f"model file: feature {name!r} has {c.size} cuts and {v.size} values; "
+                f"model file: feature {name!r} has {c.size} cuts and {len(v)} values; "
                 "expected len(values) == len(cuts) + 1"
             )
         if c.size > 1 and not np.all(np.diff(c) > 0):
             raise ValueError(f"model file: the cuts of feature {name!r} are not strictly increasing")
         if "bin_weights" in feature:
             w = _float_array(feature["bin_weights"], f"features[{j}] ({name!r}).bin_weights")
-            if w.size != v.size:
-                raise ValueError(f"model file: feature {name!r} has {v.size} values but {w.size} bin_weights")
+            if w.size != len(v):
+                raise ValueError(f"model file: feature {name!r} has {len(v)} values but {w.size} bin_weights")
             bin_weights.append(w)
         d_j = feature.get("monotone", 0)
         if d_j not in (-1, 0, 1) or isinstance(d_j, bool):
@@ -328,13 +361,17 @@ def model_from_dict(d: dict[str, Any]) -> Any:
         names.append(name)
         cuts.append(c)
         values.append(v)
-        missing_values.append(float(feature.get("missing_value", 0.0)))
+        if n_classes:
+            mv = feature.get("missing_value", [0.0] * n_classes)
+            missing_values.append(_class_table([mv], n_classes, f"features[{j}] ({name!r}).missing_value")[0])
+        else:
+            missing_values.append(float(feature.get("missing_value", 0.0)))
         missing_weights.append(float(feature.get("missing_weight", 0.0)))
         cats = feature.get("categories")
         if cats is not None:
-            if not isinstance(cats, list) or len(cats) != v.size:
+            if not isinstance(cats, list) or len(cats) != len(v):
                 raise ValueError(
-                    f"model file: feature {name!r} has {v.size} values but categories is not a list of {v.size}"
+                    f"model file: feature {name!r} has {len(v)} values but categories is not a list of {len(v)}"
                 )
             categories.append(np.asarray(cats, dtype=object))
         else:
@@ -348,7 +385,7 @@ def model_from_dict(d: dict[str, Any]) -> Any:
         known = est.get_params(deep=False)
         est.set_params(**{k: v for k, v in stored.items() if k in known})
 
-    est.intercept_ = float(intercept)
+    est.intercept_ = intercept if n_classes else float(intercept)
     est.cuts_ = cuts
     est.values_ = values
     est.missing_values_ = np.asarray(missing_values, dtype=np.float64)

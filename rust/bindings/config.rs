@@ -10,11 +10,11 @@ use pyo3::prelude::*;
 use pyo3::IntoPyObjectExt;
 
 use crate::binning::{auto_max_bins, BinningParams, DEFAULT_BIN_SAMPLE_SIZE};
+use crate::loglink::DEFAULT_TWEEDIE_POWER;
 use crate::params::{
     Engine, FitParams, Loss, Penalty, Selection, Shapes, Validation, DEFAULT_LAMBDA_RATIO,
     DEFAULT_MAX_ITER, DEFAULT_TOL, DEFAULT_VALIDATION_FRACTION,
 };
-use crate::loglink::DEFAULT_TWEEDIE_POWER;
 use crate::sparse::{
     LambdaS, SparseParams, DEFAULT_MAX_SWAPS, DEFAULT_N_LAMBDA_S, DEFAULT_SCALE_DOWN,
 };

@@ -5,6 +5,7 @@
 mod config;
 mod dask;
 mod errors;
+mod multinomial;
 mod output;
 mod progress;
 mod sparse;
@@ -135,6 +136,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(defaults, m)?)?;
     sparse::register(m)?;
     dask::register(m)?;
+    multinomial::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_LAMBDA_RATIO", crate::params::DEFAULT_LAMBDA_RATIO)?;
     m.add("VALIDATION_MIN_ROWS", crate::validation::MIN_ROWS)?;

@@ -369,8 +369,11 @@ def test_explicit_task_overrides_auto() -> None:
     two = _column(["0", "1", "1", "0"])
     assert _cli.choose_task(two, "regression").task == "regression"
     many = _column(["1", "2", "3", "4"])
-    with pytest.raises(_cli.CLIError, match="4 distinct values; classification needs exactly two classes"):
-        _cli.choose_task(many, "classification")
+    chosen = _cli.choose_task(many, "classification")
+    assert chosen.task == "classification" and "4 classes (softmax)" in chosen.reason
+    assert _cli.choose_task(many, "auto").task == "regression"
+    with pytest.raises(_cli.CLIError, match="1 distinct value; classification needs at least two classes"):
+        _cli.choose_task(_column(["1", "1"]), "classification")
     with pytest.raises(_cli.CLIError, match="line 3: 'b' is not a number"):
         _cli.choose_task(_column(["1", "b", "1", "b"]), "regression")
 
@@ -385,11 +388,35 @@ def test_fit_task_regression_on_a_binary_target(tmp_path: Path, capsys: pytest.C
     assert type(load_model(tmp_path / "m.json")) is FASTRegressor
 
 
+def test_fit_and_predict_three_text_classes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=300)
+    labels = np.where(x < -0.4, "low", np.where(x > 0.4, "high", "mid"))
+    flip = rng.random(300) < 0.1
+    labels[flip] = rng.choice(["low", "mid", "high"], size=int(flip.sum()))
+    data = _write_csv(tmp_path / "d.csv", ["y", "x"], [[c, v] for c, v in zip(labels, x)])
+    model = tmp_path / "m.json"
+    assert main(["fit", str(data), "--target", "y", "-o", str(model)]) == 0
+    captured = capsys.readouterr()
+    assert "3 classes (softmax)" in captured.err and "train log-loss" in captured.out
+    est = load_model(model)
+    assert type(est) is FASTClassifier and list(est.classes_) == ["high", "low", "mid"]
+    out = tmp_path / "p.csv"
+    assert main(["predict", str(model), str(data), "--proba", "-o", str(out)]) == 0
+    lines = out.read_text().splitlines()
+    header = lines[0].split(",")
+    assert header[-3:] == ["proba_high", "proba_low", "proba_mid"]
+    rows = [line.split(",") for line in lines[1:]]
+    proba = np.array([[float(v) for v in r[-3:]] for r in rows])
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-12)
+    pd = pytest.importorskip("pandas")
+    np.testing.assert_allclose(proba, est.predict_proba(pd.DataFrame({"x": x})), rtol=0, atol=1e-15)
+
+
 @pytest.mark.parametrize(
     "labels, needles",
     [
-        (["a", "b", "c"], ("'y'", "is not a number", "3 distinct values", "exactly two classes")),
-        (["a"], ("'y'", "1 distinct value", "exactly two classes")),
+        (["a"], ("'y'", "1 distinct value", "at least two classes")),
     ],
 )
 def test_fit_bad_classification_target(tmp_path: Path, capsys: pytest.CaptureFixture[str], labels: list[str],
