@@ -38,19 +38,20 @@ def _interrupt_after(seconds):
 
 
 @pytest.mark.parametrize(
-    "make",
+    "make, classes",
     [
-        lambda: FASTRegressor(lambda_ratio=1e-6, tol=0, max_iter=10**9, max_time=MAX_TIME, engine="rows"),
-        lambda: FASTRegressor(tol=0, max_iter=10**9, max_time=MAX_TIME, selection="cyclic"),
-        lambda: FASTClassifier(lambda_ratio=1e-6, tol=0, max_iter=10**9, max_time=MAX_TIME),
+        (lambda: FASTRegressor(lambda_ratio=1e-6, tol=0, max_iter=10**9, max_time=MAX_TIME, engine="rows"), None),
+        (lambda: FASTRegressor(tol=0, max_iter=10**9, max_time=MAX_TIME, selection="cyclic"), None),
+        (lambda: FASTClassifier(lambda_ratio=1e-6, tol=0, max_iter=10**9, max_time=MAX_TIME), [0.0]),
+        (lambda: FASTClassifier(lambda_ratio=1e-6, tol=0, max_iter=10**9, max_time=MAX_TIME), [-0.5, 0.5]),
     ],
-    ids=["regressor", "regressor_held_out_search", "classifier"],
+    ids=["regressor", "regressor_held_out_search", "classifier", "multiclass"],
 )
-def test_ctrl_c_stops_a_fit(make):
+def test_ctrl_c_stops_a_fit(make, classes):
     X, y = _data()
     est = make()
-    if isinstance(est, FASTClassifier):
-        y = (y > 0).astype(int)
+    if classes is not None:  # class labels: y cut at these thresholds
+        y = np.digitize(y, classes)
     timer = _interrupt_after(1.0)
     start = time.perf_counter()
     try:
