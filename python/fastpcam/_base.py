@@ -9,6 +9,7 @@ how they turn the additive score into predictions.
 
 from __future__ import annotations
 
+import inspect
 import sys
 import warnings
 from typing import Any, Callable, Optional, Union
@@ -234,6 +235,42 @@ class _BaseFAST(AdditiveModelMixin, BaseEstimator):
         """The additive score ``intercept_ + Σ_j f_j(x_j)`` of the rows of ``X``."""
         check_is_fitted(self, "values_")
         return _fitted.decision(self, _input.prepare_predict(self, X))
+
+
+def fast_init(*names: str, **own: tuple[Any, Any]) -> Callable[..., None]:
+    """The ``__init__`` of an estimator with the parameters ``names``, in this order: each one
+    of :class:`_BaseFAST`'s keeps its default and annotation, unless ``own`` gives it (or a
+    parameter of the estimator's own) as ``name=(default, annotation)``. As in
+    :class:`_BaseFAST`, the first parameter may be passed by position, the others by keyword.
+
+    scikit-learn reads the parameters from the signature (``get_params``, ``clone``, the
+    ``repr``), which ``__init__.__signature__`` states; the arguments are stored as
+    :class:`_BaseFAST` stores them.
+    """
+    base = inspect.signature(_BaseFAST.__init__).parameters
+    unknown = [name for name in names if name not in base and name not in own]
+    if unknown:
+        raise TypeError(f"fast_init: no default for {', '.join(unknown)}")
+    unused = sorted(set(own) - set(names))
+    if unused:
+        raise TypeError(f"fast_init: {', '.join(unused)} not among the parameters")
+    params = [base["self"]]
+    for i, name in enumerate(names):
+        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD if i == 0 else inspect.Parameter.KEYWORD_ONLY
+        default, annotation = own[name] if name in own else (base[name].default, base[name].annotation)
+        params.append(inspect.Parameter(name, kind, default=default, annotation=annotation))
+    signature = inspect.Signature(params, return_annotation=None)
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            bound = signature.bind(self, *args, **kwargs)
+        except TypeError as err:
+            raise TypeError(f"{type(self).__name__}.__init__() {err}") from None
+        bound.apply_defaults()
+        _store_params(self, bound.arguments)
+
+    __init__.__signature__ = signature  # type: ignore[attr-defined]
+    return __init__
 
 
 def _store_params(est: Any, given: dict[str, Any]) -> None:

@@ -25,18 +25,10 @@ from sklearn.model_selection import check_cv
 from sklearn.utils import _safe_indexing
 
 from . import _core, _fitted, _input
-from ._base import _BaseFAST, _store_params
+from ._base import _BaseFAST, fast_init
 from ._estimator import FASTRegressor
 from ._fitted import register
-from ._params import (
-    document,
-    DEFAULT_MAX_BINS,
-    DEFAULT_MAX_ITER,
-    DEFAULT_SUBSAMPLE_FOR_BIN,
-    DEFAULT_TOL,
-    constraints,
-    n_threads,
-)
+from ._params import constraints, document, n_threads
 
 __all__ = ["FASTRegressorCV", "LambdaPath", "lambda_path", "DEFAULT_LAMBDA_RATIOS"]
 
@@ -359,27 +351,13 @@ class FASTRegressorCV(RegressorMixin, _BaseFAST):
     n_splits_: int
     best_estimator_: FASTRegressor
 
-    def __init__(
-        self,
-        lambda_ratios: Any = None,
-        *,
-        cv: Any = 5,
-        one_standard_error: bool = False,
-        max_bins: Union[int, str, None] = DEFAULT_MAX_BINS,
-        selection: str = "greedy",
-        tol: float = DEFAULT_TOL,
-        max_iter: int = DEFAULT_MAX_ITER,
-        max_time: Optional[float] = None,
-        n_jobs: Optional[int] = None,
-        random_state: int = 0,
-        subsample_for_bin: int = DEFAULT_SUBSAMPLE_FOR_BIN,
-        categorical_features: Any = "from_dtype",
-        bins: Any = None,
-        verbose: int = 0,
-        monotonic_cst: Any = None,
-        penalty_factor: Any = None,
-    ) -> None:
-        _store_params(self, locals())
+    __init__ = fast_init(
+        *CV_PARAMS,
+        lambda_ratios=(None, "Any"),
+        cv=(5, "Any"),
+        one_standard_error=(False, "bool"),
+        selection=("greedy", "str"),
+    )
 
     def _ratios(self) -> npt.NDArray[np.float64]:
         if self.lambda_ratios is None:

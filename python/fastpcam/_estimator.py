@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable, Mapping, Optional, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -13,25 +13,24 @@ from sklearn.utils._param_validation import validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import FAST_PARAMS, _BaseFAST, _store_params
+from ._base import FAST_PARAMS, _BaseFAST, fast_init
 from ._fitted import register
 from ._params import constraints, document
 from ._input import as_1d
 from ._params import (
-    DEFAULT_ENGINE,
     DEFAULT_MAX_BINS,
-    DEFAULT_MAX_ITER,
     DEFAULT_POWER,
-    DEFAULT_SELECTION,
     DEFAULT_SUBSAMPLE_FOR_BIN,
-    DEFAULT_TOL,
-    DEFAULT_VALIDATION_FRACTION,
     constraints,
     core_config,
 )
 
 #: The core's loss of each ``loss`` of :class:`FASTRegressor`.
 LOSSES = {"squared_error": "squared", "poisson": "poisson", "gamma": "gamma", "tweedie": "tweedie"}
+_AFTER_ENGINE = FAST_PARAMS.index("engine") + 1
+#: The parameters of :class:`FASTRegressor`, in signature order: :class:`_BaseFAST`'s and the
+#: loss, with its Tweedie power, after ``engine``.
+REGRESSOR_PARAMS = FAST_PARAMS[:_AFTER_ENGINE] + ("loss", "power") + FAST_PARAMS[_AFTER_ENGINE:]
 #: The ``to_sql`` outputs of a log-link model.
 _SQL_OUTPUTS = ("mean", "link")
 
@@ -214,35 +213,11 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
     True
     """
 
-    _parameter_constraints: dict = constraints(FAST_PARAMS + ("loss", "power"))
+    _parameter_constraints: dict = constraints(REGRESSOR_PARAMS)
 
     engine_: str
 
-    def __init__(
-        self,
-        lambda_f: Optional[float] = None,
-        *,
-        lambda_ratio: Union[float, str] = "auto",
-        validation_fraction: float = DEFAULT_VALIDATION_FRACTION,
-        max_bins: Union[int, str, None] = DEFAULT_MAX_BINS,
-        selection: str = DEFAULT_SELECTION,
-        tol: float = DEFAULT_TOL,
-        max_iter: int = DEFAULT_MAX_ITER,
-        max_time: Optional[float] = None,
-        n_jobs: Optional[int] = None,
-        random_state: int = 0,
-        subsample_for_bin: int = DEFAULT_SUBSAMPLE_FOR_BIN,
-        verbose: int = 0,
-        callback: Optional[Callable[[int, float, float, float], Optional[bool]]] = None,
-        categorical_features: Any = "from_dtype",
-        bins: Any = None,
-        engine: str = DEFAULT_ENGINE,
-        loss: str = "squared_error",
-        power: float = DEFAULT_POWER,
-        monotonic_cst: Any = None,
-        penalty_factor: Any = None,
-    ) -> None:
-        _store_params(self, locals())
+    __init__ = fast_init(*REGRESSOR_PARAMS, loss=("squared_error", "str"), power=(DEFAULT_POWER, "float"))
 
     @property
     def _loss(self) -> str:  # type: ignore[override]

@@ -50,3 +50,49 @@ def test_the_fallback_ratio_is_the_cores():
     for cls in (FASTRegressor, FASTClassifier):
         assert "DEFAULT_LAMBDA_RATIO`` (3e-3" in cls.__doc__ and _core.DEFAULT_LAMBDA_RATIO == 3e-3
     assert "1e-3" not in FASTRegressorCV.__doc__  # the CV docs once called 1e-3 the default
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
+def test_init_stores_every_parameter_of_its_signature(cls):
+    """The signature scikit-learn reads is the one ``__init__`` accepts: every parameter is
+    stored under its name (so ``get_params``/``clone`` round-trip), the first may be passed by
+    position, the others only by keyword, and an unknown one is refused by name."""
+    from sklearn.base import clone
+
+    signature = inspect.signature(cls)
+    names = list(signature.parameters)
+    assert list(inspect.signature(cls.__init__).parameters) == ["self"] + names
+    assert [p.kind for p in signature.parameters.values()][1:] == [inspect.Parameter.KEYWORD_ONLY] * (len(names) - 1)
+    est = cls()
+    assert set(vars(est)) == set(names)
+    assert est.get_params(deep=False) == {n: p.default for n, p in signature.parameters.items()}
+    marker = object()
+    est = cls(marker, **{names[-1]: "x"})
+    assert getattr(est, names[0]) is marker and getattr(clone(est, safe=False), names[-1]) == "x"
+    with pytest.raises(TypeError, match="unexpected keyword argument 'nope'"):
+        cls(nope=1)
+    with pytest.raises(TypeError):
+        cls(None, None)
+
+
+def test_regressor_signatures_extend_the_base():
+    """FASTRegressor is the base's parameters plus ``loss`` and ``power`` after ``engine``;
+    FASTRegressorCV its own three first, then a subset with its own ``selection`` preset."""
+    from fastpcam._base import FAST_PARAMS, _BaseFAST, fast_init
+
+    reg = list(inspect.signature(FASTRegressor).parameters)
+    assert [n for n in reg if n not in ("loss", "power")] == list(FAST_PARAMS)
+    assert reg[reg.index("engine") + 1 : reg.index("engine") + 3] == ["loss", "power"]
+    base = inspect.signature(_BaseFAST).parameters
+    cv = inspect.signature(FASTRegressorCV).parameters
+    assert list(cv)[:3] == ["lambda_ratios", "cv", "one_standard_error"]
+    for name in list(cv)[3:]:
+        assert cv[name].annotation == base[name].annotation
+        if name != "selection":
+            assert cv[name].default == base[name].default
+    with pytest.raises(TypeError, match=r"FASTRegressorCV.__init__\(\) got an unexpected keyword argument 'loss'"):
+        FASTRegressorCV(loss="poisson")
+    with pytest.raises(TypeError, match="no default for unknown"):
+        fast_init("lambda_f", "unknown")
+    with pytest.raises(TypeError, match="loss not among"):
+        fast_init("lambda_f", loss=("squared_error", "str"))
