@@ -206,8 +206,15 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
             bad = [i for i, v in enumerate(y) if v is None or (isinstance(v, float) and np.isnan(v))]
             if bad:
                 raise ValueError(f"y contains a missing label (None/NaN) at index {bad[0]}")
-        check_classification_targets(y)
-        classes, y_idx = np.unique(y, return_inverse=True)
+        try:
+            check_classification_targets(y)
+            classes, y_idx = np.unique(y, return_inverse=True)
+        except TypeError:  # labels that cannot be sorted together, e.g. str and int
+            kinds = sorted({type(v).__name__ for v in y})
+            raise ValueError(
+                f"y mixes labels of types {', '.join(kinds)}, which cannot be ordered; use labels of one "
+                "type (all strings or all numbers)"
+            ) from None
         if len(classes) < 2:
             raise ValueError(
                 f"y has only one class ({_label(classes[0])}); FASTClassifier needs two classes"

@@ -86,3 +86,10 @@ def test_lambda_max_validates_its_parameters():
     X, y = _data()
     with pytest.raises(ValueError, match=r"'max_bins' parameter of lambda_max must be"):
         fastpcam.lambda_max(X, y, max_bins=2.5)
+
+
+def test_mixed_label_types_are_named():
+    X, _ = _data()
+    y = np.array(["a", 1] * 25, dtype=object)
+    with pytest.raises(ValueError, match=r"y mixes labels of types int, str"):
+        fastpcam.FASTClassifier().fit(X, y)
