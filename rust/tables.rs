@@ -251,6 +251,23 @@ impl Tables {
                 format!("W = {total_weight}"),
             );
         }
+        // Weights are sums of sample weights: none can be negative, nor the sum of squares.
+        if let Some((j, b)) = weights
+            .iter()
+            .enumerate()
+            .find_map(|(j, w)| w.iter().position(|&v| v < 0.0).map(|b| (j, b)))
+        {
+            return bad(
+                "must have weights >= 0 (sums of sample weights)",
+                format!("weights[{j}][{b}] = {}", weights[j][b]),
+            );
+        }
+        if yy < 0.0 || pairs.iter().any(|&v| v < 0.0) {
+            return bad(
+                "must have a sum of squares and pair tables >= 0 (sums of sample weights)",
+                format!("yy = {yy}"),
+            );
+        }
         let all_zero = [y_mean, yy]
             .iter()
             .chain(ysum.iter().chain(&weights).flatten())

@@ -93,3 +93,14 @@ def test_mixed_label_types_are_named():
     y = np.array(["a", 1] * 25, dtype=object)
     with pytest.raises(ValueError, match=r"y mixes labels of types int, str"):
         fastpcam.FASTClassifier().fit(X, y)
+
+
+def test_hand_built_statistics_with_negative_weights_are_refused():
+    X, y = _data()
+    cuts = [np.quantile(X[:, j], [0.25, 0.5, 0.75]) for j in range(X.shape[1])]
+    stats = fastpcam.sufficient_statistics(X, y, cuts=cuts)
+    bad = stats.copy()
+    bad.weights[1][2] = -1.0
+    with pytest.raises(ValueError, match=r"weights >= 0.*weights\[1\]\[2\] = -1"):
+        bad.fit(lambda_ratio=0.01)
+    assert np.isfinite(stats.fit(lambda_ratio=0.01).objective_)
