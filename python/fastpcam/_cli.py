@@ -794,8 +794,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (OSError, ValueError, AttributeError):  # no real file descriptor (e.g. captured)
             pass
         return 1
-    except (CLIError, ValueError, OSError) as exc:
-        message = str(exc)
+    except (CLIError, ValueError, OSError, TypeError, OverflowError, RecursionError, MemoryError) as exc:
+        # bad arguments, bad data and bad (or tampered) model files: a message, never a traceback
+        message = str(exc) or type(exc).__name__
         if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
             message = f"{exc.filename}: {exc.strerror}"
         print(f"{PROG}: error: {message}", file=sys.stderr)

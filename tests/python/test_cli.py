@@ -752,3 +752,28 @@ def test_load_houses_as_frame() -> None:
     assert list(ds.data.columns) == ds.feature_names
     assert ds.frame.shape == (20640, 9) and ds.target.name == "target"
     np.testing.assert_array_equal(ds.data.to_numpy(), load_houses().data)
+
+
+@pytest.mark.parametrize("tamper", ["list_for_number", "huge_number", "deep_nesting"])
+def test_tampered_model_file_gives_a_message_not_a_traceback(tmp_path: Path, tamper: str) -> None:
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 2))
+    model = tmp_path / "m.json"
+    save_model(FASTRegressor(lambda_ratio=0.01).fit(X, X[:, 0]), model)
+    d = json.loads(model.read_text())
+    if tamper == "list_for_number":
+        d["features"][0]["missing_value"] = [1]
+        text = json.dumps(d)
+    elif tamper == "huge_number":
+        text = json.dumps(d).replace('"intercept": ', '"intercept": 1' + "0" * 400 + ', "was": ', 1)
+    else:
+        text = '{"a": ' * 100_000 + "1" + "}" * 100_000
+    model.write_text(text)
+    data = tmp_path / "x.csv"
+    data.write_text("x0,x1\n" + "\n".join(f"{a},{b}" for a, b in X[:5]) + "\n")
+    run = subprocess.run([sys.executable, "-m", "fastpcam", "predict", str(model), str(data)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2
+    assert run.stderr.startswith("fastpcam: error: ")
+    assert "Traceback" not in run.stderr
