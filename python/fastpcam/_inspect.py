@@ -353,11 +353,7 @@ class AdditiveModelMixin:
             If ``s`` is not JSON, not a fastpcam model, or was written with a newer
             ``schema_version`` than this fastpcam reads.
         """
-        try:
-            d = json.loads(s)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"not a fastpcam model: the text is not valid JSON ({exc})") from None
-        return _serialize.model_from_dict(d)
+        return _serialize.model_from_dict(_serialize.loads(s))
 
 
 def _shape_comment(sf: ShapeFunction) -> str:

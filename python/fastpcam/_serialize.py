@@ -279,15 +279,50 @@ def _check_header(d: Any) -> None:
         raise ValueError(f"model file has task {task!r}; this fastpcam reads {' or '.join(map(repr, _TASKS))} models")
 
 
+def _is_finite_number(x: Any) -> bool:
+    """A JSON number (not a bool) that is a finite float (a huge int is not)."""
+    if not isinstance(x, (int, float)) or isinstance(x, bool):
+        return False
+    try:
+        return math.isfinite(float(x))
+    except OverflowError:
+        return False
+
+
+def _number(x: Any, what: str) -> float:
+    """A finite number of a model file, or a ValueError naming the field."""
+    if not _is_finite_number(x):
+        raise ValueError(f"model file: {what} must be a finite number, got {x!r:.80}")
+    return float(x)
+
+
 def _float_array(x: Any, what: str) -> np.ndarray:
     if not isinstance(x, list) or not all(
         isinstance(v, (int, float)) and not isinstance(v, bool) for v in x
     ):
         raise ValueError(f"model file: {what} must be a list of numbers")
-    a = np.array(x, dtype=np.float64)
+    try:
+        a = np.array(x, dtype=np.float64)
+    except OverflowError:
+        raise ValueError(f"model file: {what} contains a number too large for a float") from None
     if not np.all(np.isfinite(a)):
         raise ValueError(f"model file: {what} contains non-finite values")
     return a
+
+
+#: Parameters a model file may not set: they choose the loading process's resources.
+_RESOURCE_PARAMS = frozenset({"n_jobs", "verbose", "callback", "max_time"})
+
+
+def loads(text: Union[str, bytes], bad_json: str = "not a fastpcam model: the text is not valid JSON") -> Any:
+    """JSON text as Python objects; malformed or absurdly nested text is a ValueError starting
+    with ``bad_json``."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{bad_json} ({exc})") from None
+    except RecursionError:
+        raise ValueError(f"{bad_json} (nested too deeply)") from None
 
 
 def model_from_dict(d: dict[str, Any]) -> Any:
@@ -314,8 +349,8 @@ def model_from_dict(d: dict[str, Any]) -> Any:
         intercept = _float_array(intercept, "'intercept'")
         if n_classes < 3 or d.get("n_classes") != n_classes:
             raise ValueError(f"model file: a list 'intercept' needs n_classes == its length >= 3, got {d.get('n_classes')!r}")
-    elif not isinstance(intercept, (int, float)) or isinstance(intercept, bool) or not math.isfinite(intercept):
-        raise ValueError(f"model file: 'intercept' must be a finite number, got {intercept!r}")
+    else:
+        _number(intercept, "'intercept'")
 
     names: list[str] = []
     cuts: list[np.ndarray] = []
@@ -365,14 +400,19 @@ def model_from_dict(d: dict[str, Any]) -> Any:
             mv = feature.get("missing_value", [0.0] * n_classes)
             missing_values.append(_class_table([mv], n_classes, f"features[{j}] ({name!r}).missing_value")[0])
         else:
-            missing_values.append(float(feature.get("missing_value", 0.0)))
-        missing_weights.append(float(feature.get("missing_weight", 0.0)))
+            missing_values.append(_number(feature.get("missing_value", 0.0), f"features[{j}] ({name!r}).missing_value"))
+        weight = _number(feature.get("missing_weight", 0.0), f"features[{j}] ({name!r}).missing_weight")
+        if weight < 0:
+            raise ValueError(f"model file: features[{j}] ({name!r}).missing_weight must be >= 0, got {weight}")
+        missing_weights.append(weight)
         cats = feature.get("categories")
         if cats is not None:
             if not isinstance(cats, list) or len(cats) != len(v):
                 raise ValueError(
                     f"model file: feature {name!r} has {len(v)} values but categories is not a list of {len(v)}"
                 )
+            if not all(isinstance(c, str) or _is_finite_number(c) for c in cats):
+                raise ValueError(f"model file: the categories of feature {name!r} must be strings or finite numbers")
             categories.append(np.asarray(cats, dtype=object))
         else:
             categories.append(None)
@@ -382,8 +422,14 @@ def model_from_dict(d: dict[str, Any]) -> Any:
     est = cls()
     stored = d.get("params")
     if isinstance(stored, dict):
+        # A file never chooses the resources of the process that loads it: those stay at their
+        # defaults (set them after loading). Every other known parameter is checked.
         known = est.get_params(deep=False)
-        est.set_params(**{k: v for k, v in stored.items() if k in known})
+        est.set_params(**{k: v for k, v in stored.items() if k in known and k not in _RESOURCE_PARAMS})
+        try:
+            est._validate_params()
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"model file: params: {exc}") from None
 
     est.intercept_ = intercept if n_classes else float(intercept)
     est.cuts_ = cuts
@@ -473,8 +519,5 @@ def load_model(path: PathLike) -> Any:
         If the file cannot be read.
     """
     with open(path, encoding="utf-8") as f:
-        try:
-            d = json.load(f)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{os.fspath(path)} is not a JSON file: {exc}") from exc
-    return model_from_dict(d)
+        text = f.read()
+    return model_from_dict(loads(text, f"{os.fspath(path)} is not a JSON file"))
