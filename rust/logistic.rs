@@ -168,7 +168,7 @@ pub fn fit_logistic_binned_with(
 ) -> Result<BinnedFit> {
     params.check()?;
     let mean = check_labels(y, data)?;
-    let state = |beta| LogisticState::with_start(data, y, mean, beta, curvature);
+    let state = |beta| LogisticState::with_datafit(Logistic, data, y, mean, beta, curvature);
     fit_from(data, params, None, state, callback)
 }
 
@@ -223,12 +223,16 @@ pub fn fit_logistic_validated(
         (std::mem::take(&mut split.train), split.rows.len()),
         params,
         (
-            &|data, beta| LogisticState::with_start(data, y, train_mean, beta, Curvature::Newton),
+            &|data, beta| {
+                LogisticState::with_datafit(Logistic, data, y, train_mean, beta, Curvature::Newton)
+            },
             &|data, c, b| holdout_loss(data, y, (c, b), held, term),
         ),
         RULE,
         |data, final_params, best, callback| {
-            let state = |beta| LogisticState::with_start(data, y, mean, beta, Curvature::Newton);
+            let state = |beta| {
+                LogisticState::with_datafit(Logistic, data, y, mean, beta, Curvature::Newton)
+            };
             fit_from(data, final_params, Some(best), state, callback)
         },
         callback,
