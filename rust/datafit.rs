@@ -21,8 +21,12 @@
 
 /// A per-row loss for the Newton state.
 pub trait Datafit: Copy + Send + Sync + 'static {
-    /// An upper bound of `∂²ℓ/∂η²` over every `y` and `η`, if there is one.
-    fn curvature_bound(&self) -> Option<f64>;
+    /// An upper bound of `∂²ℓ/∂η²` over every `y` and `η`, if there is one (by default
+    /// none: the log-link losses' curvature grows without bound).
+    #[inline]
+    fn curvature_bound(&self) -> Option<f64> {
+        None
+    }
 
     /// `ℓ(y, η)`.
     fn loss(&self, y: f64, eta: f64) -> f64;
@@ -104,11 +108,6 @@ pub struct Poisson;
 
 impl Datafit for Poisson {
     #[inline]
-    fn curvature_bound(&self) -> Option<f64> {
-        None
-    }
-
-    #[inline]
     fn loss(&self, y: f64, eta: f64) -> f64 {
         eta.exp() - y * eta
     }
@@ -150,11 +149,6 @@ impl Datafit for Poisson {
 pub struct Gamma;
 
 impl Datafit for Gamma {
-    #[inline]
-    fn curvature_bound(&self) -> Option<f64> {
-        None
-    }
-
     #[inline]
     fn loss(&self, y: f64, eta: f64) -> f64 {
         eta + y * (-eta).exp()
@@ -209,11 +203,6 @@ impl Tweedie {
 }
 
 impl Datafit for Tweedie {
-    #[inline]
-    fn curvature_bound(&self) -> Option<f64> {
-        None
-    }
-
     #[inline]
     fn loss(&self, y: f64, eta: f64) -> f64 {
         let p = self.power;

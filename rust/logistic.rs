@@ -48,8 +48,6 @@
 //! `max_time`. No single step moves a log-odds by more than [`MAX_STEP`], so every value
 //! stays finite. The Python estimator warns in that case.
 
-use std::sync::atomic::AtomicUsize;
-
 use ndarray::{ArrayView1, ArrayView2};
 
 use crate::binning::{bin_data, BinnedData};
@@ -60,8 +58,7 @@ use crate::newton::NewtonState;
 use crate::params::{FitParams, Penalty, Validation};
 use crate::report::{BinnedFit, Callback, Fit, PenaltySearch};
 use crate::validation::{
-    holdout_loss, one_fit, restore_weights, run_path, stratified_validation_rows, swap_weights,
-    validation_of, Split,
+    holdout_loss, search_then_refit, stratified_validation_rows, validation_of, Split, RULE,
 };
 
 pub use crate::datafit::log_loss;
@@ -171,7 +168,7 @@ pub fn fit_logistic_binned_with(
 ) -> Result<BinnedFit> {
     params.check()?;
     let mean = check_labels(y, data)?;
-    let state = |beta| LogisticState::with_start(data, y, mean, beta, curvature);
+    let state = |beta| LogisticState::with_datafit(Logistic, data, y, mean, beta, curvature);
     fit_from(data, params, None, state, callback)
 }
 
@@ -215,35 +212,29 @@ pub fn fit_logistic_validated(
     let held_mean = weighted_mean(y, split.rows.iter().copied(), &split.held_weights);
     let train_mean = weighted_mean(y, 0..data.n_samples, &split.train);
     if !(split.enough_rows() && two_classes(held_mean) && two_classes(train_mean)) {
-        let fixed = FitParams {
-            lambda: Penalty::Relative(DEFAULT_LAMBDA_RATIO_LOGISTIC),
-            ..params.clone()
-        };
+        let fixed = params.at_ratio(DEFAULT_LAMBDA_RATIO_LOGISTIC);
         let fit = fit_logistic_binned(data, y, &fixed, callback)?;
         return Ok((fit, PenaltySearch::fixed(DEFAULT_LAMBDA_RATIO_LOGISTIC)));
     }
-
-    let offset = AtomicUsize::new(0);
-    let mut wrapped = callback.map(|cb| one_fit(cb, &offset));
-    let mut callback: Option<Callback<'_>> = wrapped.as_mut().map(|w| w as Callback<'_>);
-    let saved = swap_weights(data, std::mem::take(&mut split.train));
-    let path = {
-        let data = &*data;
-        let state = |beta| LogisticState::with_start(data, y, train_mean, beta, Curvature::Newton);
-        let held = (&split.rows[..], &split.held_weights[..]);
-        let term = |w: f64, y: f64, eta: f64| w * log_loss(y, eta);
-        let loss = |c: f64, b: &[Vec<f64>]| holdout_loss(data, y, (c, b), held, term);
-        run_path(data, params, &state, &loss, &offset, &mut callback)
-    };
-    restore_weights(data, saved);
-    let (mut search, best) = path?;
-    search.n_validation = split.rows.len();
-
-    let final_params = FitParams {
-        lambda: Penalty::Relative(search.ratio),
-        ..params.clone()
-    };
-    let state = |beta| LogisticState::with_start(data, y, mean, beta, Curvature::Newton);
-    let fit = fit_from(data, &final_params, Some(best), state, callback)?;
-    Ok((fit, search))
+    let held = (&split.rows[..], &split.held_weights[..]);
+    let term = |w: f64, y: f64, eta: f64| w * log_loss(y, eta);
+    search_then_refit(
+        data,
+        (std::mem::take(&mut split.train), split.rows.len()),
+        params,
+        (
+            &|data, beta| {
+                LogisticState::with_datafit(Logistic, data, y, train_mean, beta, Curvature::Newton)
+            },
+            &|data, c, b| holdout_loss(data, y, (c, b), held, term),
+        ),
+        RULE,
+        |data, final_params, best, callback| {
+            let state = |beta| {
+                LogisticState::with_datafit(Logistic, data, y, mean, beta, Curvature::Newton)
+            };
+            fit_from(data, final_params, Some(best), state, callback)
+        },
+        callback,
+    )
 }

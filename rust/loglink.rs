@@ -42,8 +42,6 @@
 //! held-out weighted mean unit deviance, a tighter path tolerance ([`LOGLINK_PATH_TOL`]) and
 //! more patience ([`LOGLINK_PATIENCE`]).
 
-use std::sync::atomic::AtomicUsize;
-
 use ndarray::{ArrayView1, ArrayView2};
 
 use crate::binning::{bin_data, BinnedData};
@@ -54,8 +52,7 @@ use crate::newton::{Curvature, NewtonState};
 use crate::params::{FitParams, Penalty, Validation, DEFAULT_LAMBDA_RATIO};
 use crate::report::{BinnedFit, Callback, Fit, PenaltySearch};
 use crate::validation::{
-    holdout_loss, one_fit, restore_weights, run_path_with, stratified_validation_rows,
-    swap_weights, validation_of, Split,
+    holdout_loss, search_then_refit, stratified_validation_rows, validation_of, Split,
 };
 
 /// Default Tweedie power (scikit-learn's `HalfTweedieLoss` and LightGBM's default).
@@ -289,37 +286,25 @@ pub fn fit_loglink_validated(
     let mut split = Split::new(data, stratified_validation_rows(&positive, fraction, seed));
     let train_mean = weighted_mean(y, &split.train);
     if !(split.enough_rows() && train_mean > 0.0) {
-        let fixed = FitParams {
-            lambda: Penalty::Relative(DEFAULT_LAMBDA_RATIO),
-            ..params.clone()
-        };
+        let fixed = params.at_ratio(DEFAULT_LAMBDA_RATIO);
         let fit = fit_loglink_binned(data, y, &fixed, loss, callback)?;
         return Ok((fit, PenaltySearch::fixed(DEFAULT_LAMBDA_RATIO)));
     }
-    with_datafit!(loss, d => {
-        let offset = AtomicUsize::new(0);
-        let mut wrapped = callback.map(|cb| one_fit(cb, &offset));
-        let mut callback: Option<Callback<'_>> = wrapped.as_mut().map(|w| w as Callback<'_>);
-        let saved = swap_weights(data, std::mem::take(&mut split.train));
-        let path = {
-            let data = &*data;
-            let state =
-                |beta| NewtonState::with_datafit(d, data, y, train_mean, beta, Curvature::Newton);
-            let held = (&split.rows[..], &split.held_weights[..]);
-            let term = |w: f64, y: f64, eta: f64| w * d.holdout(y, eta);
-            let loss = |c: f64, b: &[Vec<f64>]| holdout_loss(data, y, (c, b), held, term);
-            let rule = (LOGLINK_PATH_TOL, LOGLINK_PATIENCE);
-            run_path_with(data, params, &state, &loss, &offset, &mut callback, rule)
-        };
-        restore_weights(data, saved);
-        let (mut search, best) = path?;
-        search.n_validation = split.rows.len();
-        let final_params = FitParams {
-            lambda: Penalty::Relative(search.ratio),
-            ..params.clone()
-        };
-        let state = |beta| NewtonState::with_datafit(d, data, y, mean, beta, Curvature::Newton);
-        let fit = fit_from(data, &final_params, Some(best), state, callback)?;
-        Ok((fit, search))
-    })
+    let held = (&split.rows[..], &split.held_weights[..]);
+    let newton = Curvature::Newton;
+    with_datafit!(loss, d => search_then_refit(
+        data,
+        (std::mem::take(&mut split.train), split.rows.len()),
+        params,
+        (
+            &|data, beta| NewtonState::with_datafit(d, data, y, train_mean, beta, newton),
+            &|data, c, b| holdout_loss(data, y, (c, b), held, |w, y, eta| w * d.holdout(y, eta)),
+        ),
+        (LOGLINK_PATH_TOL, LOGLINK_PATIENCE),
+        |data, final_params, best, callback| {
+            let state = |beta| NewtonState::with_datafit(d, data, y, mean, beta, newton);
+            fit_from(data, final_params, Some(best), state, callback)
+        },
+        callback,
+    ))
 }

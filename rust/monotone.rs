@@ -168,14 +168,21 @@ mod tests {
         best.map(|b| b.1).unwrap_or_default()
     }
 
+    /// A random chain of `min + ⌊span·u⌋` bins: targets in `[−2, 2)`, weights in `[0.05, 1.05)`.
+    fn random_chain(rng: &mut Rng, min: usize, span: f64) -> (Vec<f64>, Vec<f64>) {
+        let n = min + (rng.next() * span) as usize;
+        let z: Vec<f64> = (0..n).map(|_| rng.next() * 4.0 - 2.0).collect();
+        let h: Vec<f64> = (0..n).map(|_| 0.05 + rng.next()).collect();
+        (z, h)
+    }
+
     #[test]
     fn pava_matches_brute_force() {
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         let mut ws = PavaWorkspace::default();
         for _ in 0..300 {
-            let n = 1 + (rng.next() * 9.0) as usize;
-            let z: Vec<f64> = (0..n).map(|_| rng.next() * 4.0 - 2.0).collect();
-            let h: Vec<f64> = (0..n).map(|_| 0.05 + rng.next()).collect();
+            let (z, h) = random_chain(&mut rng, 1, 9.0);
+            let n = z.len();
             let mut out = vec![0.0; n];
             isotonic_weighted(&z, &h, &mut ws, &mut out);
             let brute = brute_isotonic(&z, &h);
@@ -208,9 +215,8 @@ mod tests {
         let mut rng = Rng(12345);
         let mut ws = PavaWorkspace::default();
         for case in 0..300 {
-            let n = 2 + (rng.next() * 7.0) as usize;
-            let z: Vec<f64> = (0..n).map(|_| rng.next() * 4.0 - 2.0).collect();
-            let h: Vec<f64> = (0..n).map(|_| 0.05 + rng.next()).collect();
+            let (z, h) = random_chain(&mut rng, 2, 7.0);
+            let n = z.len();
             let lambda = rng.next() * 0.8;
             let direction = if case % 2 == 0 { 1 } else { -1 };
             let mut out = vec![0.0; n];

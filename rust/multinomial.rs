@@ -57,7 +57,6 @@
 //! bin sums are parallel over features, each in row order: the same model for any number of
 //! threads.
 
-use std::sync::atomic::AtomicUsize;
 use std::time::Instant;
 
 use ndarray::{ArrayView1, ArrayView2};
@@ -76,9 +75,7 @@ use crate::newton::{
 use crate::params::{ChainShape, Engine, FitParams, Penalty, Selection, Validation};
 use crate::report::{BinnedFit, Callback, Fit, PenaltySearch};
 use crate::selection::{block_score, chain_block_score, BlockScore};
-use crate::validation::{
-    one_fit, restore_weights, run_path, swap_weights, validation_of, validation_rows, Split,
-};
+use crate::validation::{search_then_refit, validation_of, validation_rows, Split, RULE};
 use crate::with_codes;
 
 /// The curvature bound of the softmax log-loss per class: `½`.
@@ -1102,36 +1099,32 @@ fn fit_validated(
         && every_class(class_weights(&held_classes, k, Some(&split.held_weights)))
         && every_class(class_weights(class, k, Some(&split.train)));
     if !ok {
-        let fixed = FitParams {
-            lambda: Penalty::Relative(DEFAULT_LAMBDA_RATIO_MULTINOMIAL),
-            ..params.clone()
-        };
+        let fixed = params.at_ratio(DEFAULT_LAMBDA_RATIO_MULTINOMIAL);
         let state = |b| MultinomialState::with_start(data, class, k, b, curvature);
         let fit = fit_at(data, &fixed, None, &state, callback)?;
         return Ok((fit, PenaltySearch::fixed(DEFAULT_LAMBDA_RATIO_MULTINOMIAL)));
     }
-    let offset = AtomicUsize::new(0);
-    let mut wrapped = callback.map(|cb| one_fit(cb, &offset));
-    let mut callback: Option<Callback<'_>> = wrapped.as_mut().map(|w| w as Callback<'_>);
-    let saved = swap_weights(data, std::mem::take(&mut split.train));
-    let path = {
-        let data = &*data;
-        let state = |b| MultinomialState::with_start(data, class, k, b, curvature);
-        let held = (&split.rows[..], &split.held_weights[..]);
-        let loss = |_: f64, b: &[Vec<f64>]| holdout_log_loss(data, class, k, b, held);
-        run_path(data, params, &state, &loss, &offset, &mut callback)
-    };
-    restore_weights(data, saved);
-    let (mut search, best) = path?;
-    search.n_validation = split.rows.len();
-    let final_params = FitParams {
-        lambda: Penalty::Relative(search.ratio),
-        ..params.clone()
-    };
-    let data = &*data;
-    let state = |b| MultinomialState::with_start(data, class, k, b, curvature);
-    let fit = fit_at(data, &final_params, Some(best), &state, callback)?;
-    Ok((fit, search))
+    let held = (&split.rows[..], &split.held_weights[..]);
+    let state = |data: &BinnedData, b| MultinomialState::with_start(data, class, k, b, curvature);
+    search_then_refit(
+        data,
+        (std::mem::take(&mut split.train), split.rows.len()),
+        params,
+        (&state, &|data, _, b| {
+            holdout_log_loss(data, class, k, b, held)
+        }),
+        RULE,
+        |data, final_params, best, callback| {
+            fit_at(
+                data,
+                final_params,
+                Some(best),
+                &|b| state(data, b),
+                callback,
+            )
+        },
+        callback,
+    )
 }
 
 /// The fitted model of a descent's result (blocks class-major, then the intercepts).

@@ -395,18 +395,7 @@ impl<D: Datafit + Default> NewtonState<D> {
         mean: f64,
         curvature: Curvature,
     ) -> Self {
-        Self::with_start(data, y, mean, data.zero_blocks(), curvature)
-    }
-
-    /// [`NewtonState::with_datafit`] of the datafit's default value.
-    pub(crate) fn with_start(
-        data: &BinnedData,
-        y: ArrayView1<'_, f64>,
-        mean: f64,
-        beta: Vec<Vec<f64>>,
-        curvature: Curvature,
-    ) -> Self {
-        Self::with_datafit(D::default(), data, y, mean, beta, curvature)
+        Self::with_datafit(D::default(), data, y, mean, data.zero_blocks(), curvature)
     }
 }
 

@@ -169,6 +169,15 @@ impl Default for FitParams {
 }
 
 impl FitParams {
+    /// These parameters at the fixed ratio `λ_f / λ_max = ratio`.
+    #[must_use]
+    pub fn at_ratio(&self, ratio: f64) -> Self {
+        Self {
+            lambda: Penalty::Relative(ratio),
+            ..self.clone()
+        }
+    }
+
     /// Validates every parameter.
     ///
     /// # Errors

@@ -244,10 +244,7 @@ pub fn fit_validated(
     let engine = resolve_engine(data, engine);
     let split = Split::new(data, validation_rows(data.n_samples, fraction, seed));
     if !split.enough_rows() {
-        let fixed = FitParams {
-            lambda: Penalty::Relative(DEFAULT_LAMBDA_RATIO),
-            ..params.clone()
-        };
+        let fixed = params.at_ratio(DEFAULT_LAMBDA_RATIO);
         let fit = fit_binned_engine(data, y, &fixed, None, engine, callback)?;
         return Ok((fit, PenaltySearch::fixed(DEFAULT_LAMBDA_RATIO)));
     }
@@ -282,7 +279,7 @@ pub fn fit_validated(
         let loss = |c: f64, b: &[Vec<f64>]| holdout_loss(data, y, (c, b), held, squared_error);
         let (search, best) = {
             let state = squared_state(data, y, train_tables.as_ref());
-            run_path(data, params, &state, &loss, &offset, &mut callback)?
+            run_path(data, params, &state, &loss, &offset, &mut callback, RULE)?
         };
         Ok::<_, FastError>((search, best, train_tables))
     })();
@@ -290,10 +287,7 @@ pub fn fit_validated(
     let (mut search, best, train_tables) = path?;
     search.n_validation = rows.len();
 
-    let final_params = FitParams {
-        lambda: Penalty::Relative(search.ratio),
-        ..params.clone()
-    };
+    let final_params = params.at_ratio(search.ratio);
     let fit = match (train_tables, held_tables) {
         (Some(train), Some(held)) => {
             let mut all = Arc::try_unwrap(train).unwrap_or_else(|t| (*t).clone());
@@ -337,10 +331,7 @@ pub fn fit_tables_validated(
     all.add(&held)?;
     let data_all = tables_shell(&all, cuts.clone(), missing.clone())?;
     if !(held.total_weight > 0.0 && train.total_weight > 0.0) {
-        let fixed = FitParams {
-            lambda: Penalty::Relative(DEFAULT_LAMBDA_RATIO),
-            ..params.clone()
-        };
+        let fixed = params.at_ratio(DEFAULT_LAMBDA_RATIO);
         let fit = fit_binned_tables(&data_all, Arc::new(all), &fixed, None, callback)?;
         let search = PenaltySearch::fixed(DEFAULT_LAMBDA_RATIO);
         return Ok((Fit::new(&data_all, Engine::Tables, fit, None), search));
@@ -352,11 +343,8 @@ pub fn fit_tables_validated(
     let train = Arc::new(train);
     let state = |beta: Vec<Vec<f64>>| BlockState::with_tables(&data, Arc::clone(&train), beta);
     let loss = |c: f64, b: &[Vec<f64>]| held.mean_squared_error(c, b);
-    let (search, best) = run_path(&data, params, &state, &loss, &offset, &mut callback)?;
-    let final_params = FitParams {
-        lambda: Penalty::Relative(search.ratio),
-        ..params.clone()
-    };
+    let (search, best) = run_path(&data, params, &state, &loss, &offset, &mut callback, RULE)?;
+    let final_params = params.at_ratio(search.ratio);
     let all = Arc::new(all);
     let fit = fit_binned_tables(&data_all, all, &final_params, Some(best), callback)?;
     let search_copy = Some(search.clone());
@@ -393,24 +381,56 @@ fn squared_error(w: f64, y: f64, p: f64) -> f64 {
     w * e * e
 }
 
-/// The held-out path: one solver state (made by `state` from blocks) carried from ratio to
-/// ratio, each fit scored by `loss(intercept, blocks)`; returns the search and the blocks
-/// of the best fit. `offset` counts the block updates done.
-pub(crate) fn run_path<S: DescentState>(
-    data: &BinnedData,
+/// The default path rule `(path_tol, patience)` of [`run_path`]: [`PATH_TOL`] and [`PATIENCE`].
+pub(crate) const RULE: (f64, usize) = (PATH_TOL, PATIENCE);
+
+/// The held-out search on the rows of weight `train` and the final fit on all rows: the path
+/// (`rule`, see [`run_path`]) runs with `train` swapped in for `data`'s sample weights
+/// (restored afterwards) on states made by `state`, each fit scored by `loss`; then
+/// `refit(data, params at the chosen ratio, best blocks, callback)` fits on all rows. The
+/// callback sees the search and the final fit as one fit ([`one_fit`]). `n_validation` is
+/// the number of held-out rows, reported in the search.
+pub(crate) fn search_then_refit<S: DescentState>(
+    data: &mut BinnedData,
+    (train, n_validation): (Vec<f64>, usize),
     params: &FitParams,
-    state: &dyn Fn(Vec<Vec<f64>>) -> S,
-    loss: &dyn Fn(f64, &[Vec<f64>]) -> f64,
-    offset: &AtomicUsize,
-    callback: &mut Option<Callback<'_>>,
-) -> Result<(PenaltySearch, Vec<Vec<f64>>)> {
-    let rule = (PATH_TOL, PATIENCE);
-    run_path_with(data, params, state, loss, offset, callback, rule)
+    (state, loss): (PathState<'_, S>, PathLoss<'_>),
+    rule: (f64, usize),
+    refit: impl FnOnce(
+        &BinnedData,
+        &FitParams,
+        Vec<Vec<f64>>,
+        Option<Callback<'_>>,
+    ) -> Result<BinnedFit>,
+    callback: Option<Callback<'_>>,
+) -> Result<(BinnedFit, PenaltySearch)> {
+    let offset = AtomicUsize::new(0);
+    let mut wrapped = callback.map(|cb| one_fit(cb, &offset));
+    let mut callback: Option<Callback<'_>> = wrapped.as_mut().map(|w| w as Callback<'_>);
+    let saved = swap_weights(data, train);
+    let path = {
+        let data = &*data;
+        let state = |b: Vec<Vec<f64>>| state(data, b);
+        let loss = |c: f64, b: &[Vec<f64>]| loss(data, c, b);
+        run_path(data, params, &state, &loss, &offset, &mut callback, rule)
+    };
+    restore_weights(data, saved);
+    let (mut search, best) = path?;
+    search.n_validation = n_validation;
+    let fit = refit(data, &params.at_ratio(search.ratio), best, callback)?;
+    Ok((fit, search))
 }
 
-/// [`run_path`] with its own path tolerance and patience (`(path_tol, patience)`, in place of
-/// [`PATH_TOL`] and [`PATIENCE`]).
-pub(crate) fn run_path_with<S: DescentState>(
+/// The solver state of [`search_then_refit`]'s path, made from the data and blocks.
+pub(crate) type PathState<'a, S> = &'a dyn Fn(&BinnedData, Vec<Vec<f64>>) -> S;
+/// The held-out loss of [`search_then_refit`]'s path: `loss(data, intercept, blocks)`.
+pub(crate) type PathLoss<'a> = &'a dyn Fn(&BinnedData, f64, &[Vec<f64>]) -> f64;
+
+/// The held-out path: one solver state (made by `state` from blocks) carried from ratio to
+/// ratio, each fit scored by `loss(intercept, blocks)`, with the path tolerance and patience
+/// `(path_tol, patience)` (mostly [`RULE`]); returns the search and the blocks of the best
+/// fit. `offset` counts the block updates done.
+pub(crate) fn run_path<S: DescentState>(
     data: &BinnedData,
     params: &FitParams,
     state: &dyn Fn(Vec<Vec<f64>>) -> S,
