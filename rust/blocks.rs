@@ -24,8 +24,9 @@ use rayon::prelude::*;
 use crate::binning::{BinnedData, Code};
 use crate::descent::{DescentState, Pair, AUTO_GREEDY_MAX_FEATURES};
 use crate::flsa::{flsa_weighted_unchecked, FlsaWorkspace};
+use crate::grid::{block_tv, solve_grid, GridWorkspace, MAX_ROUNDS};
 use crate::monotone::{monotone_flsa, PavaWorkspace};
-use crate::params::{ChainShape, Selection};
+use crate::params::{ChainShape, Grid, Selection};
 use crate::selection::bin_sums_into;
 use crate::tables::Tables;
 use crate::with_codes;
@@ -91,6 +92,10 @@ pub struct BlockState {
     delta: Vec<f64>,
     // The second block's buffers of a paired update (allocated on first use).
     pair: PairBuffers,
+    // Every pair block's column part of its gradient from its last solve (empty for chains).
+    duals: Vec<Vec<f64>>,
+    dual_before: Vec<f64>,
+    grid_ws: GridWorkspace,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -179,9 +184,14 @@ impl BlockState {
     /// Sets every block's shape (one per block, or empty: all free, factor 1).
     pub fn set_shapes(&mut self, shapes: &[ChainShape]) {
         self.shapes = shapes.to_vec();
+        self.duals.resize(self.beta.len(), Vec::new());
         for k in 0..self.beta.len() {
-            let nc = self.n_chain[k];
-            self.tv[k] = self.shape(k).factor * total_variation(&self.beta[k][..nc]);
+            let shape = self.shape(k);
+            self.tv[k] = block_tv(&self.beta[k], self.n_chain[k], shape);
+            let cells = shape.grid.map_or(0, Grid::cells);
+            if self.duals[k].len() != cells {
+                self.duals[k] = vec![0.0; cells];
+            }
         }
     }
 
@@ -227,6 +237,9 @@ impl BlockState {
             bnew: vec![0.0; max_bins],
             delta: vec![0.0; max_bins],
             pair: PairBuffers::default(),
+            duals: Vec::new(),
+            dual_before: Vec::new(),
+            grid_ws: GridWorkspace::default(),
         };
         state.sync(data);
         // A warm start's residual need not have weighted mean 0: the intercept takes it.
@@ -286,11 +299,15 @@ impl BlockState {
 
     /// Exact update of block `k`: the weighted FLSA of its partial-residual bin means over
     /// the chain (`λ = ∞` keeps the chain flat at its weighted mean), and the missing bin's
-    /// own mean. Needs block `k`'s sums fresh; leaves every block's sums stale.
-    pub fn update_block(&mut self, data: &BinnedData, k: usize, lambda: f64) {
+    /// own mean. Needs block `k`'s sums fresh; leaves every block's sums stale. A pair
+    /// block's update ([`crate::grid`]) may not move: returns whether the state moved.
+    pub fn update_block(&mut self, data: &BinnedData, k: usize, lambda: f64) -> bool {
         let nb = data.features[k].n_bins();
         let nc = self.n_chain[k];
         let shape = self.shape(k);
+        if let Some(grid) = shape.grid {
+            return self.update_grid(data, k, grid, shape.penalty(lambda), lambda);
+        }
         solve_block(
             &self.sums[k][..nb],
             &self.beta[k][..nb],
@@ -304,6 +321,57 @@ impl BlockState {
         let new = std::mem::take(&mut self.bnew);
         self.set_block(data, k, &new[..nb]);
         self.bnew = new;
+        true
+    }
+
+    /// Update of pair block `k` (fresh sums) on its `grid` at the block's penalty `penalty`
+    /// ([`solve_grid`], warm-started from the block's dual). The solution is applied only if
+    /// it lowers the objective (exactly predicted from the sums); returns whether the state
+    /// moved (the solution, or only the block's dual, which its score reads).
+    fn update_grid(&mut self, data: &BinnedData, k: usize, grid: Grid, penalty: f64, lambda: f64) -> bool {
+        let (cells, nb) = (grid.cells(), data.features[k].n_bins());
+        let (beta, sums, wn) = (&self.beta[k], &self.sums[k], &self.wn[k]);
+        for b in 0..nb {
+            self.z[b] = if wn[b] > 0.0 { beta[b] + sums[b] / wn[b] } else { beta[b] };
+        }
+        if !(wn[..cells].iter().sum::<f64>() > 0.0) {
+            return false;
+        }
+        self.dual_before.clone_from(&self.duals[k]);
+        let solve = solve_grid(
+            &self.z[..cells],
+            &wn[..cells],
+            grid,
+            penalty,
+            &mut self.duals[k],
+            &mut self.grid_ws,
+            &mut self.bnew[..cells],
+        );
+        if nb > cells {
+            // The missing cell: a free level.
+            self.bnew[cells] = self.z[cells];
+        }
+        let dual_moved = self.dual_before != self.duals[k];
+        let new = &self.bnew[..nb];
+        let loss_change: f64 = (0..nb)
+            .map(|b| {
+                let d = new[b] - beta[b];
+                -d * sums[b] + 0.5 * wn[b] * d * d
+            })
+            .sum();
+        let tv_new = block_tv(new, cells, self.shape(k));
+        let change = loss_change + lambda * (tv_new - self.tv[k]);
+
+        if change < -PAIR_MARGIN * self.objective(lambda).abs() {
+            let new = std::mem::take(&mut self.bnew);
+            self.set_block(data, k, &new[..nb]);
+            self.bnew = new;
+            true
+        } else {
+            // The block stays; its new dual still changes its score (an unfinished solve
+            // continues at its next update).
+            dual_moved || solve.rounds == MAX_ROUNDS
+        }
     }
 
     /// Whether [`BlockState::update_pair`] pays on these data: rows engine, and enough rows
@@ -329,6 +397,14 @@ impl BlockState {
             fresh,
         } = pair;
         assert!(k1 != k2, "a pair needs two blocks");
+        if self.shape(k1).grid.is_some() || self.shape(k2).grid.is_some() {
+            // A pair term's block: one ordinary update.
+            if !fresh {
+                self.refresh_sums(data, k1);
+            }
+            self.update_block(data, k1, lambda);
+            return (self.objective(lambda), false);
+        }
         let Backend::Rows { resid, vresid, .. } = &self.backend else {
             // The tables engine: one ordinary update.
             self.update_block(data, k1, lambda);
@@ -396,8 +472,7 @@ impl BlockState {
                 -d * r2[b] + 0.5 * w2[b] * d * d
             })
             .sum();
-        let nc2 = self.n_chain[k2];
-        let tv2 = self.shape(k2).factor * total_variation(&new2[..nc2]);
+        let tv2 = block_tv(&new2, self.n_chain[k2], self.shape(k2));
         let change = loss_change + lambda * (tv2 - self.tv[k2]);
         // A margin well above rounding: an accepted step surely lowers the objective.
         let accept = change < -PAIR_MARGIN * after_first.abs();
@@ -422,8 +497,8 @@ impl BlockState {
         for b in 0..nb {
             beta[b] = values[b] - mean;
         }
-        let factor = self.shapes.get(k).map_or(1.0, |s| s.factor);
-        self.tv[k] = factor * total_variation(&beta[..self.n_chain[k]]);
+        let shape = self.shapes.get(k).copied().unwrap_or_default();
+        self.tv[k] = block_tv(beta, self.n_chain[k], shape);
         let delta = std::mem::take(&mut self.delta);
         if let Backend::Tables { tables, since_sync } = &mut self.backend {
             // Block k's sums are fresh: Δloss = −Σ_b Δ_b R_kb + ½ Σ_b (w_b/W) Δ_b².
@@ -540,6 +615,10 @@ impl DescentState for BlockState {
         BlockState::set_shapes(self, shapes);
     }
 
+    fn duals(&self) -> &[Vec<f64>] {
+        &self.duals
+    }
+
     /// `Σ_i v_i r_i / W` from block 0's sums (every block's sums add up to it).
     fn intercept_gradient(&self) -> f64 {
         self.sums.first().map_or(0.0, |s| s.iter().sum())
@@ -555,8 +634,7 @@ impl DescentState for BlockState {
     }
 
     fn update_block(&mut self, data: &BinnedData, k: usize, lambda: f64) -> bool {
-        BlockState::update_block(self, data, k, lambda);
-        true
+        BlockState::update_block(self, data, k, lambda)
     }
 
     fn pairs_pay(&self, data: &BinnedData) -> bool {

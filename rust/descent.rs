@@ -16,10 +16,8 @@ use crate::binning::BinnedData;
 use crate::error::{check_len, FastError, Result};
 use crate::params::{ChainShape, FitParams, Selection};
 use crate::report::{BinnedFit, Callback, FitReport, History, Progress, StopReason};
-use crate::selection::{
-    all_bin_sums, bin_sums_into, score_blocks, select, shaped_block_score, shaped_chain_score,
-    BlockScore,
-};
+use crate::grid::{kind_score, score_blocks};
+use crate::selection::{all_bin_sums, bin_sums_into, select, shaped_block_score, BlockScore};
 
 /// With `selection = Auto` on the rows engine, greedy BGS-s for at most this many features,
 /// scored sweeps above (measured: README, "Defaults").
@@ -104,18 +102,26 @@ pub trait DescentState {
         self.lambda_max()
     }
 
-    /// Block `k`'s BGS-s score and largest KKT violation from fresh sums (by default its
-    /// chain's under its shape: [`shaped_chain_score`] with its monotone constraint and
-    /// penalty factor).
+    /// Block `k`'s BGS-s score and largest KKT violation from fresh sums, by its kind and
+    /// shape ([`kind_score`]: a chain with its monotone constraint and penalty factor, or a
+    /// pair's grid with its stored dual).
     fn block_score(&self, k: usize, lambda: f64) -> BlockScore {
         let shape = self.shapes().get(k).copied().unwrap_or_default();
-        shaped_chain_score(
+        let dual = self.duals().get(k).map_or(&[][..], |d| &d[..]);
+        kind_score(
             &self.sums()[k],
             &self.blocks()[k],
-            lambda,
+            dual,
             self.n_chain()[k],
             shape,
+            lambda,
         )
+    }
+
+    /// Every pair block's stored column part of its gradient ([`crate::grid`]; empty
+    /// entries for chains, or empty: no pair blocks).
+    fn duals(&self) -> &[Vec<f64>] {
+        &[]
     }
 
     /// Prepares a descent at the penalty `lambda` (nothing by default).
@@ -164,14 +170,16 @@ pub trait DescentState {
     /// `max d` and the intercept's, `|Σ_i v_i r_i| / W`.
     fn score(&self, lambda: f64, scores: &mut [BlockScore]) -> (f64, f64) {
         let (sums, blocks, n_chain) = (self.sums(), self.blocks(), self.n_chain());
-        let block_max = score_blocks(sums, blocks, n_chain, self.shapes(), lambda, scores);
+        let kinds = (n_chain, self.shapes(), self.duals());
+        let block_max = score_blocks(sums, blocks, kinds, lambda, scores);
         (block_max, self.intercept_gradient().abs())
     }
 
     /// `max_{k,t} |g_{k,t}| / factor_k` over the chains' jumps of the penalised blocks (only
     /// the feasible part `max(∓g, 0)` for a monotone chain), from fresh sums: at the flat
     /// model (see [`DescentState::start_flat`]) this is `λ_max`, the smallest `λ_f` at which
-    /// every penalised chain stays flat.
+    /// every penalised chain stays flat. Pair blocks do not count: `λ_f` is scaled by the
+    /// main effects alone.
     fn lambda_max(&self) -> f64 {
         let chains = self.sums().iter().zip(self.blocks()).zip(self.n_chain());
         let shapes = self.shapes();
@@ -179,7 +187,7 @@ pub trait DescentState {
             .enumerate()
             .map(|(k, ((s, b), &nc))| {
                 let shape = shapes.get(k).copied().unwrap_or_default();
-                if shape.factor > 0.0 {
+                if shape.factor > 0.0 && shape.grid.is_none() {
                     let free = ChainShape {
                         factor: 1.0,
                         ..shape

@@ -29,6 +29,9 @@
 //! * [`report`] — the results of a fit: blocks, stop reason, KKT residual, history, progress
 //!   and the held-out penalty search;
 //! * [`selection`] — per-feature bin sums of the residual and the BGS-s scores / KKT residual;
+//! * [`grid`] — the 2-D block of a pair term (weighted 2-D TV denoising by Dykstra's
+//!   splitting into exact 1-D FLSAs, its certificate) and the scores and penalties of every
+//!   block kind;
 //! * [`tables`] — sufficient statistics (co-occurrence tables): iterations that never touch
 //!   the rows;
 //! * [`descent`] — the one block coordinate descent loop (greedy BGS-s, scored sweeps or
@@ -42,6 +45,8 @@
 //!   given penalty;
 //! * [`validation`] — the penalty chosen on held-out rows along a warm-started path, for any
 //!   state;
+//! * [`pairs`] — pair terms: interaction bins, screening, the pair blocks as virtual
+//!   features of the one loop, and the pair penalty chosen on held-out rows;
 //! * [`solver`] — the regression entry points (bin, engine, fixed or held-out penalty, path,
 //!   thread pool);
 //! * [`logistic`] — the classification entry points (binary log-loss);
@@ -58,12 +63,14 @@ pub mod descent;
 pub mod engine;
 pub mod error;
 pub mod flsa;
+pub mod grid;
 pub mod logistic;
 pub mod loglink;
 pub mod model;
 pub mod monotone;
 pub mod multinomial;
 pub mod newton;
+pub mod pairs;
 pub mod params;
 pub mod report;
 pub mod selection;

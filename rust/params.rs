@@ -152,6 +152,79 @@ pub struct FitParams {
     pub binning: BinningParams,
     /// Per-block monotonicity and penalty factors (empty: every block free, factor 1).
     pub shapes: Shapes,
+    /// Pair terms (none by default: the additive model).
+    pub pairs: PairParams,
+}
+
+/// Default `max_interaction_bins`: interaction bins per feature of a pair term (measured:
+/// README, "Pair terms").
+pub const DEFAULT_MAX_INTERACTION_BINS: usize = 32;
+
+/// Which pair terms a fit gets (DESIGN §11, [`crate::pairs`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Interactions {
+    /// The `K` pairs with the largest screening gain on the main effects' residual (0: the
+    /// additive model).
+    Count(usize),
+    /// These pairs of feature indices.
+    List(Vec<(usize, usize)>),
+}
+
+/// The pair terms of a fit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairParams {
+    /// Which pairs.
+    pub interactions: Interactions,
+    /// Interaction bins per feature at most (`>= 2`).
+    pub max_bins: usize,
+    /// `λ_pair / λ_f`, the pair terms' penalty relative to the main effects'; `None`: chosen
+    /// on held-out rows.
+    pub penalty: Option<f64>,
+}
+
+impl Default for PairParams {
+    fn default() -> Self {
+        Self {
+            interactions: Interactions::Count(0),
+            max_bins: DEFAULT_MAX_INTERACTION_BINS,
+            penalty: None,
+        }
+    }
+}
+
+impl PairParams {
+    /// Whether the fit has pair terms.
+    pub fn any(&self) -> bool {
+        match &self.interactions {
+            Interactions::Count(k) => *k > 0,
+            Interactions::List(l) => !l.is_empty(),
+        }
+    }
+
+    /// Checks the values (the pairs' indices are checked against the data later).
+    ///
+    /// # Errors
+    /// [`FastError::InvalidParameter`] naming `max_interaction_bins` or
+    /// `interaction_penalty`.
+    pub fn check(&self) -> Result<()> {
+        if self.max_bins < 2 {
+            return Err(FastError::InvalidParameter {
+                name: "max_interaction_bins",
+                message: "must be >= 2",
+                value: self.max_bins.to_string(),
+            });
+        }
+        if let Some(v) = self.penalty {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(FastError::InvalidParameter {
+                    name: "interaction_penalty",
+                    message: "must be finite and >= 0 (or 'auto')",
+                    value: v.to_string(),
+                });
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Default for FitParams {
@@ -164,6 +237,7 @@ impl Default for FitParams {
             max_time: None,
             binning: BinningParams::default(),
             shapes: Shapes::default(),
+            pairs: PairParams::default(),
         }
     }
 }
@@ -224,17 +298,22 @@ impl FitParams {
             }
         }
         self.shapes.check()?;
+        self.pairs.check()?;
         self.binning.check()
     }
 }
 
-/// The shape of one block's chain (DESIGN §10): its direction and penalty factor.
+/// The shape of one block (DESIGN §10): its direction and penalty factor, and for a pair
+/// term its 2-D grid (DESIGN §11).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ChainShape {
     /// `1` nondecreasing, `-1` nonincreasing, `0` free.
     pub monotone: i8,
     /// The block's jumps are penalised by `λ_f · factor` (`≥ 0`; 0: unpenalised).
     pub factor: f64,
+    /// `None`: a 1-D chain (a main effect). `Some`: a pair term, whose bins are the cells of
+    /// a 2-D grid penalised by the anisotropic total variation (see [`crate::grid`]).
+    pub grid: Option<Grid>,
 }
 
 impl Default for ChainShape {
@@ -242,7 +321,31 @@ impl Default for ChainShape {
         Self {
             monotone: 0,
             factor: 1.0,
+            grid: None,
         }
+    }
+}
+
+/// The grid of a pair term `(j, k)`: `rows × cols` cells in row-major order, row `a` for
+/// feature `j`'s interaction bin `a` and column `b` for feature `k`'s. When a feature has a
+/// missing bin, the last row (column) holds the rows where it is missing: a line of its own,
+/// fused along its length but joined to no other line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grid {
+    /// Rows, the missing row included.
+    pub rows: usize,
+    /// Columns, the missing column included.
+    pub cols: usize,
+    /// Whether the last row is the missing row.
+    pub missing_row: bool,
+    /// Whether the last column is the missing column.
+    pub missing_col: bool,
+}
+
+impl Grid {
+    /// Number of cells.
+    pub fn cells(self) -> usize {
+        self.rows * self.cols
     }
 }
 
@@ -266,6 +369,9 @@ pub struct Shapes {
     pub monotone: Vec<i8>,
     /// Nonnegative multipliers of `λ_f` (empty: all 1).
     pub penalty_factor: Vec<f64>,
+    /// The grid of every pair block (`None` for a main effect; empty: no pair blocks). Pair
+    /// blocks come after the main effects ([`crate::pairs`]).
+    pub grids: Vec<Option<Grid>>,
 }
 
 impl Shapes {
@@ -275,6 +381,7 @@ impl Shapes {
         ChainShape {
             monotone: self.monotone.get(k).copied().unwrap_or(0),
             factor: self.penalty_factor.get(k).copied().unwrap_or(1.0),
+            grid: self.grids.get(k).copied().flatten(),
         }
     }
 

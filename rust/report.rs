@@ -109,6 +109,8 @@ pub struct Fit {
     pub report: FitReport,
     /// The held-out penalty search, for [`crate::params::Penalty::Validated`].
     pub search: Option<PenaltySearch>,
+    /// The pair terms (none for an additive model).
+    pub pairs: PairFit,
 }
 
 impl Fit {
@@ -129,6 +131,7 @@ impl Fit {
             lambda_max: fitted.lambda_max,
             report: fitted.report,
             search,
+            pairs: PairFit::default(),
         }
     }
 }
@@ -192,3 +195,61 @@ pub fn chain_weights(data: &BinnedData) -> (Vec<Vec<f64>>, Vec<f64>) {
         })
         .unzip()
 }
+
+/// One feature's interaction bins.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Axis {
+    /// The interaction bin of every main bin (the missing bin last, if any, mapped to
+    /// [`crate::pairs::MISSING`]).
+    pub map: Vec<usize>,
+    /// Increasing cuts, a subset of the feature's main cuts.
+    pub cuts: Vec<f64>,
+    /// Whether the last interaction bin is the missing bin.
+    pub missing: bool,
+}
+
+impl Axis {
+    /// Interaction bins (the grid's rows or columns).
+    pub fn len(&self) -> usize {
+        self.cuts.len() + 1
+    }
+
+    /// Whether the axis has no bin (never: a chain has at least one).
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+}
+
+/// One pair term of a fit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairTerm {
+    /// The features `(j, k)`, `j < k`.
+    pub features: (usize, usize),
+    /// Their interaction bins.
+    pub axes: (Axis, Axis),
+    /// The grid.
+    pub grid: crate::params::Grid,
+    /// `θ`, one value per cell (row-major), then the missing cell's if either feature has
+    /// missing values; centred.
+    pub values: Vec<f64>,
+    /// Training weight of every cell (the missing cell's last).
+    pub cell_weights: Vec<f64>,
+}
+
+/// The pair terms of a fit and how they were chosen.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PairFit {
+    /// One entry per pair term, in block order.
+    pub terms: Vec<PairTerm>,
+    /// `ρ = λ_pair / λ_f`.
+    pub penalty: f64,
+    /// The `ρ` tried on held-out rows, in order (empty: `ρ` was given or fixed).
+    pub path: Vec<f64>,
+    /// Held-out loss at each.
+    pub path_loss: Vec<f64>,
+    /// Block updates of each path fit.
+    pub path_n_iter: Vec<usize>,
+    /// The screening gain of every pair kept (empty for a given list).
+    pub gains: Vec<f64>,
+}
+

@@ -146,30 +146,6 @@ pub fn shaped_chain_score(
     out
 }
 
-/// Every block's score ([`shaped_chain_score`] of its bin sums, values, chain length and
-/// shape; `shapes` empty: every chain free) into `scores`, in parallel over blocks when they
-/// hold many bins; returns the largest `max_d`.
-pub fn score_blocks(
-    sums: &[Vec<f64>],
-    beta: &[Vec<f64>],
-    n_chain: &[usize],
-    shapes: &[ChainShape],
-    lambda: f64,
-    scores: &mut [BlockScore],
-) -> f64 {
-    let total_bins: usize = beta.iter().map(Vec::len).sum();
-    let score = |(k, s): (usize, &mut BlockScore)| {
-        let shape = shapes.get(k).copied().unwrap_or_default();
-        *s = shaped_chain_score(&sums[k], &beta[k], lambda, n_chain[k], shape)
-    };
-    if total_bins < PARALLEL_THRESHOLD / 8 {
-        scores.iter_mut().enumerate().for_each(score);
-    } else {
-        scores.par_iter_mut().enumerate().for_each(score);
-    }
-    scores.iter().map(|s| s.max_d).fold(0.0, f64::max)
-}
-
 /// The block with the largest score; ties go to the lowest index. `None` when no block can
 /// move (every score is zero).
 pub fn select(scores: &[BlockScore]) -> Option<usize> {
@@ -212,6 +188,7 @@ mod tests {
         let up = ChainShape {
             monotone: 1,
             factor: 1.0,
+            grid: None,
         };
         let down = ChainShape { monotone: -1, ..up };
         // g_0 = 0.3 > 0 pushes the jump down: a nondecreasing chain at θ = 0 is optimal,
@@ -229,6 +206,7 @@ mod tests {
         let half = ChainShape {
             monotone: 0,
             factor: 0.5,
+            grid: None,
         };
         assert_eq!(
             shaped_block_score(&s, &b, 0.2, half),

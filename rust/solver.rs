@@ -18,7 +18,9 @@ use crate::binning::{bin_data, BinnedData};
 use crate::error::{FastError, Result};
 use crate::params::{Engine, FitParams, Penalty};
 use crate::tables::Tables;
-use crate::validation::fit_validated;
+use crate::blocks::BlockState;
+use crate::pairs::fit_pairs;
+use crate::validation::{fit_validated, reborrow, squared_error};
 
 pub use crate::descent::{AUTO_GREEDY_MAX_FEATURES, SWEEP_SKIP};
 pub use crate::engine::{
@@ -75,17 +77,27 @@ pub fn fit_with_engine(
     crate::error::check_target_len(y.len(), x.nrows())?;
     let mut data = bin_data(x, weights, &params.binning)?;
     let engine = resolve_engine(&data, engine);
+    let mut callback = callback;
     let (fitted, search) = match params.lambda {
         Penalty::Validated(_) => {
-            let (fit, search) = fit_validated(&mut data, y, params, engine, callback)?;
+            let cb = reborrow(&mut callback);
+            let (fit, search) = fit_validated(&mut data, y, params, engine, cb)?;
             (fit, Some(search))
         }
         _ => (
-            fit_binned_engine(&data, y, params, None, engine, callback)?,
+            fit_binned_engine(&data, y, params, None, engine, reborrow(&mut callback))?,
             None,
         ),
     };
-    Ok(Fit::new(&data, engine, fitted, search))
+    if !params.pairs.any() {
+        return Ok(Fit::new(&data, engine, fitted, search));
+    }
+    // Pair terms: every block together on the rows engine, from the main effects' fit.
+    let state = |d: &BinnedData, b: Vec<Vec<f64>>| BlockState::with_start(d, y, b);
+    let (fitted, pairs) = fit_pairs(&mut data, y, params, fitted, &state, &squared_error, callback)?;
+    let mut fit = Fit::new(&data, Engine::Rows, fitted, search);
+    fit.pairs = pairs;
+    Ok(fit)
 }
 
 /// Fits FAST on binned data. Runs on the current rayon pool.

@@ -100,6 +100,7 @@ impl SparseParams {
             max_time: None,
             binning: self.binning.clone(),
             shapes: self.shapes.clone(),
+            pairs: crate::params::PairParams::default(),
         }
     }
 }

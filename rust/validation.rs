@@ -376,7 +376,7 @@ pub(crate) fn one_fit<'a>(
 }
 
 /// The squared error of a row of weight `w`: `w (y − p)²`.
-fn squared_error(w: f64, y: f64, p: f64) -> f64 {
+pub(crate) fn squared_error(w: f64, y: f64, p: f64) -> f64 {
     let e = y - p;
     w * e * e
 }

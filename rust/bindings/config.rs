@@ -11,9 +11,11 @@ use pyo3::IntoPyObjectExt;
 
 use crate::binning::{auto_max_bins, BinningParams, DEFAULT_BIN_SAMPLE_SIZE};
 use crate::loglink::DEFAULT_TWEEDIE_POWER;
+use crate::pairs::DEFAULT_INTERACTIONS;
 use crate::params::{
-    Engine, FitParams, Loss, Penalty, Selection, Shapes, Validation, DEFAULT_LAMBDA_RATIO,
-    DEFAULT_MAX_ITER, DEFAULT_TOL, DEFAULT_VALIDATION_FRACTION,
+    Engine, FitParams, Interactions, Loss, PairParams, Penalty, Selection, Shapes, Validation,
+    DEFAULT_LAMBDA_RATIO, DEFAULT_MAX_INTERACTION_BINS, DEFAULT_MAX_ITER, DEFAULT_TOL,
+    DEFAULT_VALIDATION_FRACTION,
 };
 use crate::sparse::{
     LambdaS, SparseParams, DEFAULT_MAX_SWAPS, DEFAULT_N_LAMBDA_S, DEFAULT_SCALE_DOWN,
@@ -31,6 +33,14 @@ pub(crate) enum AutoOr<T> {
 pub(crate) type MaxBins = AutoOr<Option<usize>>;
 /// `lambda_ratio`: "auto" (chosen on held-out rows) or a ratio of `λ_max`.
 pub(crate) type LambdaRatio = AutoOr<f64>;
+
+/// `interactions`: a number of pairs to screen for, or a list of feature-index pairs (the
+/// facade resolves names).
+#[derive(Debug, Clone, PartialEq, FromPyObject, IntoPyObject)]
+pub(crate) enum InteractionsConfig {
+    Count(usize),
+    List(Vec<(usize, usize)>),
+}
 
 impl<'a, 'py, T: FromPyObjectOwned<'py>> FromPyObject<'a, 'py> for AutoOr<T> {
     type Error = PyErr;
@@ -120,6 +130,14 @@ pub(crate) struct FitConfig {
     /// The Tweedie power of `loss="tweedie"`, in (1, 2).
     #[pyo3(default = FitConfig::default().power)]
     pub power: f64,
+    /// Pair terms: how many, or which.
+    #[pyo3(default = FitConfig::default().interactions)]
+    pub interactions: InteractionsConfig,
+    #[pyo3(default = FitConfig::default().max_interaction_bins)]
+    pub max_interaction_bins: usize,
+    /// `λ_pair / λ_f`, or "auto" (chosen on held-out rows).
+    #[pyo3(default = FitConfig::default().interaction_penalty)]
+    pub interaction_penalty: AutoOr<f64>,
 }
 
 impl Default for FitConfig {
@@ -150,6 +168,9 @@ impl Default for FitConfig {
             monotonic_cst: None,
             penalty_factor: None,
             power: DEFAULT_TWEEDIE_POWER,
+            interactions: InteractionsConfig::Count(DEFAULT_INTERACTIONS),
+            max_interaction_bins: DEFAULT_MAX_INTERACTION_BINS,
+            interaction_penalty: AutoOr::Auto,
         }
     }
 }
@@ -168,11 +189,27 @@ impl FitConfig {
         }
     }
 
+    /// The pair terms: `interactions`, `max_interaction_bins`, `interaction_penalty`.
+    pub fn pairs(&self) -> PairParams {
+        PairParams {
+            interactions: match &self.interactions {
+                InteractionsConfig::Count(k) => Interactions::Count(*k),
+                InteractionsConfig::List(l) => Interactions::List(l.clone()),
+            },
+            max_bins: self.max_interaction_bins,
+            penalty: match self.interaction_penalty {
+                AutoOr::Auto => None,
+                AutoOr::Value(v) => Some(v),
+            },
+        }
+    }
+
     /// The blocks' shapes: `monotonic_cst` and `penalty_factor`.
     pub fn shapes(&self) -> Shapes {
         Shapes {
             monotone: self.monotonic_cst.clone().unwrap_or_default(),
             penalty_factor: self.penalty_factor.clone().unwrap_or_default(),
+            grids: Vec::new(),
         }
     }
 
@@ -200,6 +237,7 @@ impl FitConfig {
             max_time: self.max_time,
             binning: self.binning(n_rows),
             shapes: self.shapes(),
+            pairs: self.pairs(),
         };
         params.check()?;
         Ok(params)

@@ -4,6 +4,7 @@ use numpy::{IntoPyArray, PyArray1};
 use pyo3::prelude::*;
 
 use crate::binning::BinnedData;
+use crate::report::PairFit;
 use crate::solver::{self, BinnedFit};
 
 /// Float arrays as numpy arrays.
@@ -44,6 +45,53 @@ pub(crate) struct FitOutput<'py> {
     search_loss: Bound<'py, PyArray1<f64>>,
     search_n_iter: Bound<'py, PyArray1<i64>>,
     search_n_validation: usize,
+    pairs: PairOutput<'py>,
+}
+
+/// The pair terms of a fit (empty lists for an additive model): per term its features, its
+/// interaction cuts and main-bin maps per axis, its grid `(rows, cols, missing_row,
+/// missing_col)`, its cell values and weights (row-major, centred; the facade purifies).
+#[derive(IntoPyObject)]
+pub(crate) struct PairOutput<'py> {
+    features: Vec<(usize, usize)>,
+    cuts: Vec<(Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>)>,
+    maps: Vec<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>)>,
+    grids: Vec<(usize, usize, bool, bool)>,
+    values: Vec<Bound<'py, PyArray1<f64>>>,
+    weights: Vec<Bound<'py, PyArray1<f64>>>,
+    penalty: f64,
+    path: Bound<'py, PyArray1<f64>>,
+    path_loss: Bound<'py, PyArray1<f64>>,
+    path_n_iter: Bound<'py, PyArray1<i64>>,
+    gains: Bound<'py, PyArray1<f64>>,
+}
+
+impl<'py> PairOutput<'py> {
+    pub(crate) fn new(py: Python<'py>, pairs: PairFit) -> Self {
+        let mut out = PairOutput {
+            features: Vec::new(),
+            cuts: Vec::new(),
+            maps: Vec::new(),
+            grids: Vec::new(),
+            values: Vec::new(),
+            weights: Vec::new(),
+            penalty: pairs.penalty,
+            path: pairs.path.into_pyarray(py),
+            path_loss: pairs.path_loss.into_pyarray(py),
+            path_n_iter: counts(py, pairs.path_n_iter),
+            gains: pairs.gains.into_pyarray(py),
+        };
+        for t in pairs.terms {
+            let (a, b) = t.axes;
+            out.features.push(t.features);
+            out.grids.push((t.grid.rows, t.grid.cols, t.grid.missing_row, t.grid.missing_col));
+            out.maps.push((counts(py, a.map), counts(py, b.map)));
+            out.cuts.push((a.cuts.into_pyarray(py), b.cuts.into_pyarray(py)));
+            out.values.push(t.values.into_pyarray(py));
+            out.weights.push(t.cell_weights.into_pyarray(py));
+        }
+        out
+    }
 }
 
 impl<'py> FitOutput<'py> {
@@ -77,6 +125,7 @@ impl<'py> FitOutput<'py> {
             search_loss: search.validation_loss.into_pyarray(py),
             search_n_iter: counts(py, search.n_iter),
             search_n_validation: search.n_validation,
+            pairs: PairOutput::new(py, fitted.pairs),
         }
     }
 }

@@ -41,6 +41,7 @@ pub fn params(
             ..BinningParams::default()
         },
         shapes: Default::default(),
+        pairs: Default::default(),
     }
 }
 

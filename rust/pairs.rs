@@ -1,0 +1,450 @@
+//! Pair terms (DESIGN §11): the model
+//!
+//! ```text
+//! f(x) = c + Σ_j β_j[b_j(x_j)] + Σ_{t=(j,k)} θ_t[a_j(x_j), a_k(x_k)]
+//! ```
+//!
+//! with the penalty `λ_f (Σ_j TV(β_j) + ρ Σ_t TV2(θ_t))`: convex, so the fit keeps its KKT
+//! certificate.
+//!
+//! * **Interaction bins** `a_j` ([`Axis`]): feature `j`'s main bins merged into at most
+//!   `max_bins` groups of about equal weight, so their cuts are a subset of the main cuts;
+//!   the rows missing either feature share one free cell outside the grid.
+//! * **Each pair is one more block** of the one descent loop: a virtual feature whose value
+//!   is the cell index `a_j·cols + a_k` (its "cuts" are the cell boundaries `1, 2, …`), with a
+//!   [`Grid`] shape and the penalty factor `ρ`. Everything that works on bin sums (the
+//!   residual passes, the scores, the held-out loss) works on it unchanged; the block update
+//!   and the score are the grid's ([`crate::grid`]).
+//! * **Choosing pairs** ([`screen`]): after the main effects, every pair among the
+//!   `SCREEN_FEATURES` features with the largest main effects is scored on the residual by
+//!   the gain of its cell means less a noise allowance, `Σ_c S_c²/w_c − cells·σ²`, and the
+//!   `K` best with a positive gain are kept (memory `O(p + K·cells)`; a 5 × 60,000 matrix
+//!   scores at most `SCREEN_FEATURES²/2` pairs).
+//! * **The pair penalty** `ρ = λ_pair / λ_f` is chosen on the held-out rows of the main
+//!   effects' search, down the path `PAIR_PATH` warm-started from one state, stopping once the
+//!   held-out loss gets worse; the model is then refitted on all rows at the best `ρ`.
+
+use std::time::Instant;
+
+use ndarray::ArrayView1;
+use rayon::prelude::*;
+
+use crate::binning::{bin_weights, BinnedData, BinnedFeature, Code, Codes};
+use crate::descent::{descend, DescentState};
+use crate::error::{FastError, Result};
+use crate::params::{FitParams, Grid, Interactions, Penalty, Shapes, Validation};
+use crate::report::{Axis, BinnedFit, Callback, PairFit, PairTerm};
+use crate::validation::{
+    holdout_loss, reborrow, restore_weights, swap_weights, validation_rows, Split,
+};
+use crate::with_codes;
+
+/// Default `interactions`: the number of pair terms screened for (measured: README, "Pair
+/// terms").
+pub const DEFAULT_INTERACTIONS: usize = 10;
+
+/// Pairs are screened among this many features with the largest main effects at most.
+pub const SCREEN_FEATURES: usize = 40;
+
+/// The pair penalties `ρ = λ_pair / λ_f` tried on held-out rows, in order.
+pub const PAIR_PATH: [f64; 6] = [0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125];
+
+/// `ρ` when it cannot be chosen on held-out rows (too few rows, or a fixed `λ_f`).
+pub const DEFAULT_PAIR_PENALTY: f64 = 0.25;
+
+/// KKT tolerance of the held-out path fits, as a fraction of `ρ` (the pair blocks' own
+/// penalty relative to `λ_f`), at least the requested tolerance.
+pub const PAIR_PATH_TOL: f64 = 0.25;
+
+/// Interaction bins of `feature` (at most `max_bins` in its chain): consecutive main bins
+/// grouped by weight quantiles; the missing bin, if any, last on its own.
+pub fn axis(feature: &BinnedFeature, max_bins: usize) -> Axis {
+    let nc = feature.n_chain();
+    let w = &feature.bin_weights[..nc];
+    let mut map = Vec::with_capacity(feature.n_bins());
+    let mut cuts = Vec::new();
+    if nc <= max_bins {
+        map.extend(0..nc);
+        cuts.extend_from_slice(&feature.cuts);
+    } else {
+        let total: f64 = w.iter().sum();
+        let (mut cum, mut group) = (0.0, 0usize);
+        for b in 0..nc {
+            let boundary = total * (group + 1) as f64 / max_bins as f64;
+            if b > 0 && cum >= boundary && group + 1 < max_bins {
+                group += 1;
+                cuts.push(feature.cuts[b - 1]);
+            }
+            map.push(group);
+            cum += w[b];
+        }
+    }
+    if feature.missing {
+        map.push(MISSING);
+    }
+    Axis {
+        map,
+        cuts,
+        missing: feature.missing,
+    }
+}
+
+/// The interaction bin of a main missing bin in [`Axis::map`]: the row is in the pair's
+/// missing cell.
+pub const MISSING: usize = usize::MAX;
+
+/// The grid of the pair with axes `a` (rows) and `b` (columns).
+pub fn grid_of(a: &Axis, b: &Axis) -> Grid {
+    Grid {
+        rows: a.len(),
+        cols: b.len(),
+        missing_row: false,
+        missing_col: false,
+    }
+}
+
+/// The cell of every row of the pair `(j, k)`.
+fn cell_codes(data: &BinnedData, (j, k): (usize, usize), (a, b): (&Axis, &Axis)) -> Codes {
+    let cols = b.len();
+    let cells = a.len() * cols;
+    let (fj, fk) = (&data.features[j], &data.features[k]);
+    let cell = |cj: usize, ck: usize| {
+        let (r, c) = (a.map[cj], b.map[ck]);
+        if r == MISSING || c == MISSING {
+            cells
+        } else {
+            r * cols + c
+        }
+    };
+    let mut out = vec![0u32; data.n_samples];
+    with_codes!(&fj.codes, cj => with_codes!(&fk.codes, ck => {
+        out.par_iter_mut()
+            .zip(cj.par_iter().zip(ck.par_iter()))
+            .for_each(|(o, (&x, &y))| *o = cell(x.idx(), y.idx()) as u32);
+    }));
+    if cells < 1 << 8 {
+        Codes::U8(out.into_iter().map(|c| c as u8).collect())
+    } else if cells < 1 << 16 {
+        Codes::U16(out.into_iter().map(|c| c as u16).collect())
+    } else {
+        Codes::U32(out)
+    }
+}
+
+/// The virtual feature of a pair: its value is the cell index, so its bins are the cells;
+/// when either feature has a missing bin, the rows missing either value share one more bin
+/// (the missing cell: a free level joined to no cell, so the pair adds a constant to them,
+/// which the facade moves into the intercept).
+fn pair_feature(data: &BinnedData, pair: (usize, usize), axes: (&Axis, &Axis)) -> BinnedFeature {
+    let cells = axes.0.len() * axes.1.len();
+    let missing = axes.0.missing || axes.1.missing;
+    let codes = cell_codes(data, pair, axes);
+    let bin_weights = bin_weights(&codes, cells + usize::from(missing), data.weights.as_deref());
+    BinnedFeature {
+        cuts: (1..cells).map(|c| c as f64).collect(),
+        codes,
+        bin_weights,
+        missing,
+    }
+}
+
+/// The main effects' size: `Σ_b w_b β_b²` (weighted variance of the block's contribution).
+fn main_size(data: &BinnedData, beta: &[Vec<f64>], j: usize) -> f64 {
+    let w = &data.features[j].bin_weights;
+    beta[j].iter().zip(w).map(|(b, w)| w * b * b).sum()
+}
+
+/// The pairs with the largest screening gain on the residual `vr` (`v∘r`, one per row), at
+/// most `count`, among the features with the largest main effects (see the module
+/// documentation); returns the pairs (`j < k`) and their gains, best first.
+pub fn screen(
+    data: &BinnedData,
+    beta: &[Vec<f64>],
+    vr: &[f64],
+    count: usize,
+    max_bins: usize,
+) -> Vec<((usize, usize), f64)> {
+    let p = beta.len();
+    let mut order: Vec<usize> = (0..p).filter(|&j| data.features[j].n_bins() > 1).collect();
+    let size: Vec<f64> = (0..p).map(|j| main_size(data, beta, j)).collect();
+    order.sort_by(|&a, &b| size[b].total_cmp(&size[a]).then(a.cmp(&b)));
+    order.truncate(SCREEN_FEATURES);
+    order.sort_unstable();
+    let axes: Vec<Option<Axis>> = (0..p)
+        .map(|j| order.contains(&j).then(|| axis(&data.features[j], max_bins)))
+        .collect();
+    let candidates: Vec<(usize, usize)> = order
+        .iter()
+        .enumerate()
+        .flat_map(|(i, &j)| order[i + 1..].iter().map(move |&k| (j, k)))
+        .collect();
+    let weights = data.weights.as_deref();
+    let (mut ss, mut w_total) = (0.0, 0.0);
+    for (i, &x) in vr.iter().enumerate() {
+        let v = weights.map_or(1.0, |w| w[i]);
+        if v > 0.0 {
+            ss += x * x / v;
+            w_total += v;
+        }
+    }
+    let sigma2 = if w_total > 0.0 { ss / w_total } else { 0.0 };
+    let mut gains: Vec<((usize, usize), f64)> = candidates
+        .par_iter()
+        .map(|&(j, k)| {
+            let (a, b) = (axes[j].as_ref().unwrap_or_else(|| unreachable!()), axes[k].as_ref().unwrap_or_else(|| unreachable!()));
+            let cols = b.len();
+            let cells = a.len() * cols;
+            let (mut s, mut w) = (vec![0.0; cells], vec![0.0; cells]);
+            let (fj, fk) = (&data.features[j], &data.features[k]);
+            with_codes!(&fj.codes, cj => with_codes!(&fk.codes, ck => {
+                for i in 0..vr.len() {
+                    let (r, c) = (a.map[cj[i].idx()], b.map[ck[i].idx()]);
+                    if r == MISSING || c == MISSING {
+                        continue;
+                    }
+                    s[r * cols + c] += vr[i];
+                    w[r * cols + c] += weights.map_or(1.0, |w| w[i]);
+                }
+            }));
+            let mut gain = 0.0;
+            for (s, w) in s.iter().zip(&w) {
+                if *w > 0.0 {
+                    gain += s * s / w - sigma2;
+                }
+            }
+            ((j, k), gain)
+        })
+        .collect();
+    gains.retain(|(_, g)| *g > 0.0);
+    gains.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    gains.truncate(count);
+    gains
+}
+
+/// Checks a list of pairs against `p` features: distinct features below `p`, no pair twice.
+/// Returns them as `(min, max)`.
+///
+/// # Errors
+/// [`FastError::InvalidParameter`] naming `interactions` and the pair.
+pub fn check_pairs(pairs: &[(usize, usize)], p: usize) -> Result<Vec<(usize, usize)>> {
+    let mut out: Vec<(usize, usize)> = Vec::with_capacity(pairs.len());
+    for &(j, k) in pairs {
+        let bad = |message| FastError::InvalidParameter {
+            name: "interactions",
+            message,
+            value: format!("({j}, {k})"),
+        };
+        if j >= p || k >= p {
+            return Err(bad("every pair must hold two feature indices below n_features_in_"));
+        }
+        if j == k {
+            return Err(bad("a pair needs two different features"));
+        }
+        let pair = (j.min(k), j.max(k));
+        if out.contains(&pair) {
+            return Err(bad("lists a pair twice"));
+        }
+        out.push(pair);
+    }
+    Ok(out)
+}
+
+/// The shapes of the main effects (`params.shapes`) followed by `grids.len()` pair blocks
+/// with the penalty factor `rho`.
+fn with_pair_shapes(params: &FitParams, p: usize, grids: &[Grid], rho: f64, tol: f64) -> FitParams {
+    let main = &params.shapes;
+    let mut shapes = Shapes {
+        monotone: (0..p).map(|j| main.get(j).monotone).collect(),
+        penalty_factor: (0..p).map(|j| main.get(j).factor).collect(),
+        grids: vec![None; p],
+    };
+    for &g in grids {
+        shapes.monotone.push(0);
+        shapes.penalty_factor.push(rho);
+        shapes.grids.push(Some(g));
+    }
+    FitParams {
+        shapes,
+        tol,
+        ..params.clone()
+    }
+}
+
+/// Adds pair terms to the main effects' fit `mains` (blocks on `data`, at its `λ_f`): chooses
+/// the pairs, appends their virtual features to `data` (removed again before returning),
+/// chooses `ρ` on held-out rows when `params.pairs.penalty` is `None` and `params.lambda`
+/// holds rows out, and fits every block together on all rows, warm-started. `state` makes the
+/// loss's state on `data` from blocks; `term` is a held-out row's loss `(v, y, f) ↦ …`.
+///
+/// # Errors
+/// A bad pair list ([`check_pairs`]); those of the state's fit.
+pub(crate) fn fit_pairs<S: DescentState>(
+    data: &mut BinnedData,
+    y: ArrayView1<'_, f64>,
+    params: &FitParams,
+    mains: BinnedFit,
+    state: &dyn Fn(&BinnedData, Vec<Vec<f64>>) -> S,
+    term: &dyn Fn(f64, f64, f64) -> f64,
+    mut callback: Option<Callback<'_>>,
+) -> Result<(BinnedFit, PairFit)> {
+    let start = Instant::now();
+    let p = data.n_features();
+    let pp = &params.pairs;
+    let (pairs, gains) = match &pp.interactions {
+        Interactions::List(list) => (check_pairs(list, p)?, Vec::new()),
+        Interactions::Count(count) => {
+            let mut st = state(data, mains.values.clone());
+            let (_, vr) = st.sums_and_residual();
+            let vr = vr.map(<[f64]>::to_vec).unwrap_or_default();
+            screen(data, &mains.values, &vr, *count, pp.max_bins).into_iter().unzip()
+        }
+    };
+    if pairs.is_empty() {
+        return Ok((mains, PairFit::default()));
+    }
+    let axes: Vec<(Axis, Axis)> = pairs
+        .iter()
+        .map(|&(j, k)| {
+            (
+                axis(&data.features[j], pp.max_bins),
+                axis(&data.features[k], pp.max_bins),
+            )
+        })
+        .collect();
+    let grids: Vec<Grid> = axes.iter().map(|(a, b)| grid_of(a, b)).collect();
+    let virtual_features: Vec<BinnedFeature> = pairs
+        .par_iter()
+        .zip(&axes)
+        .map(|(&pair, (a, b))| pair_feature(data, pair, (a, b)))
+        .collect();
+    data.features.extend(virtual_features);
+    let result = fit_on_pairs(data, y, params, &mains, (&grids, state, term), &mut callback, start);
+    let cell_weights: Vec<Vec<f64>> = data.features[p..].iter().map(|f| f.bin_weights.clone()).collect();
+    data.features.truncate(p);
+    let (mut fit, penalty, [path, path_loss], path_n_iter) = result?;
+    let pair_values = fit.values.split_off(p);
+    let terms = pairs
+        .into_iter()
+        .zip(axes)
+        .zip(grids)
+        .zip(pair_values.into_iter().zip(cell_weights))
+        .map(|(((features, axes), grid), (values, cell_weights))| PairTerm {
+            features,
+            axes,
+            grid,
+            values,
+            cell_weights,
+        })
+        .collect();
+    Ok((
+        fit,
+        PairFit {
+            terms,
+            penalty,
+            path,
+            path_loss,
+            path_n_iter,
+            gains,
+        },
+    ))
+}
+
+type PairSearchResult = (BinnedFit, f64, [Vec<f64>; 2], Vec<usize>);
+
+/// [`fit_pairs`] once the pair blocks are in `data`: the held-out choice of `ρ` (if asked)
+/// and the final fit.
+fn fit_on_pairs<S: DescentState>(
+    data: &mut BinnedData,
+    y: ArrayView1<'_, f64>,
+    params: &FitParams,
+    mains: &BinnedFit,
+    (grids, state, term): (&[Grid], &dyn Fn(&BinnedData, Vec<Vec<f64>>) -> S, &dyn Fn(f64, f64, f64) -> f64),
+    callback: &mut Option<Callback<'_>>,
+    start: Instant,
+) -> Result<PairSearchResult> {
+    let p = data.n_features() - grids.len();
+    let lambda = mains.lambda_f;
+    let mut init = mains.values.clone();
+    init.extend(data.features[p..].iter().map(|f| vec![0.0; f.n_bins()]));
+    let (mut path, mut path_loss, mut path_n_iter) = (Vec::new(), Vec::new(), Vec::new());
+    let mut rho = params.pairs.penalty.unwrap_or(DEFAULT_PAIR_PENALTY);
+    if let (None, Penalty::Validated(Validation { fraction, seed })) = (params.pairs.penalty, params.lambda) {
+        let split = Split::new(data, validation_rows(data.n_samples, fraction, seed));
+        if split.enough_rows() {
+            let Split {
+                rows,
+                held_weights,
+                train,
+            } = split;
+            let saved = swap_weights(data, train);
+            let searched = (|| {
+                let data = &*data;
+                let mut st = state(data, init.clone());
+                let mut best: Option<(f64, f64, Vec<Vec<f64>>)> = None;
+                for &r in &PAIR_PATH {
+                    let prm = with_pair_shapes(params, p, grids, r, params.tol.max(PAIR_PATH_TOL * r));
+                    let fit = descend(data, &prm, &mut st, lambda, mains.lambda_max, Instant::now(), reborrow(callback));
+                    let loss = holdout_loss(data, y, (fit.intercept, &fit.values), (&rows, &held_weights), term);
+                    path.push(r);
+                    path_loss.push(loss);
+                    path_n_iter.push(fit.report.n_iter);
+                    let better = best.as_ref().is_none_or(|(_, l, _)| loss < *l);
+                    if better {
+                        best = Some((r, loss, fit.values));
+                    } else {
+                        break;
+                    }
+                    if fit.report.stop == crate::report::StopReason::Callback {
+                        break;
+                    }
+                }
+                best
+            })();
+            restore_weights(data, saved);
+            if let Some((r, _, values)) = searched {
+                rho = r;
+                init = values;
+            }
+        }
+    }
+    let prm = with_pair_shapes(params, p, grids, rho, params.tol);
+    let mut st = state(data, init);
+    let fit = descend(data, &prm, &mut st, lambda, mains.lambda_max, start, reborrow(callback));
+    Ok((fit, rho, [path, path_loss], path_n_iter))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feature(cuts: usize, weights: Vec<f64>, missing: bool) -> BinnedFeature {
+        BinnedFeature {
+            cuts: (0..cuts).map(|c| c as f64 + 0.5).collect(),
+            codes: Codes::U8(vec![0]),
+            bin_weights: weights,
+            missing,
+        }
+    }
+
+    #[test]
+    fn axes_group_bins_by_weight_and_keep_the_missing_bin() {
+        let f = feature(7, vec![1.0; 9], true);
+        let a = axis(&f, 4);
+        assert_eq!(a.cuts.len(), 3);
+        assert!(a.cuts.iter().all(|c| f.cuts.contains(c)));
+        assert_eq!(a.map.len(), 9);
+        assert!(a.map.windows(2).take(7).all(|w| w[1] >= w[0]));
+        assert_eq!(a.map[8], MISSING);
+        assert_eq!(a.len(), 4);
+        let small = axis(&f, 16);
+        assert_eq!(small.cuts, f.cuts);
+    }
+
+    #[test]
+    fn pair_lists_are_checked() {
+        assert_eq!(check_pairs(&[(2, 0)], 3).unwrap(), vec![(0, 2)]);
+        assert!(check_pairs(&[(0, 3)], 3).is_err());
+        assert!(check_pairs(&[(1, 1)], 3).is_err());
+        assert!(check_pairs(&[(0, 1), (1, 0)], 3).is_err());
+    }
+}

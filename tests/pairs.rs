@@ -1,0 +1,299 @@
+//! Pair terms: the 2-D block solver against brute force (2×2) and an independent slow
+//! reference (small grids, missing lines included), and fits with pairs: a known interaction
+//! is found, the objective never increases, the KKT certificate holds, `interactions = 0`
+//! is the additive fit, and 1 and 2 threads agree bit for bit.
+
+mod common;
+
+use fastpcam::grid::{grid_tv, solve_grid, GridWorkspace};
+use fastpcam::params::{Grid, Interactions, PairParams, Penalty, Selection};
+use fastpcam::solver::{fit, with_threads};
+use ndarray::{Array1, Array2};
+use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
+
+fn objective(theta: &[f64], z: &[f64], h: &[f64], grid: Grid, lambda: f64) -> f64 {
+    let fit: f64 = theta
+        .iter()
+        .zip(z)
+        .zip(h)
+        .map(|((t, z), h)| 0.5 * h * (t - z) * (t - z))
+        .sum();
+    fit + lambda * grid_tv(theta, grid)
+}
+
+fn solve(z: &[f64], h: &[f64], grid: Grid, lambda: f64) -> Vec<f64> {
+    let mut ws = GridWorkspace::default();
+    let (mut out, mut dual) = (vec![0.0; z.len()], vec![0.0; z.len()]);
+    // Repeated warm-started solves, as the descent loop does, until the solve converges.
+    for _ in 0..50 {
+        let s = solve_grid(z, h, grid, lambda, &mut dual, &mut ws, &mut out);
+        if s.rounds < fastpcam::grid::MAX_ROUNDS {
+            break;
+        }
+    }
+    out
+}
+
+/// The edges of a grid as cell pairs.
+fn edges(grid: Grid) -> Vec<(usize, usize)> {
+    let (rows, cols) = (grid.rows, grid.cols);
+    let chain_c = cols - usize::from(grid.missing_col);
+    let chain_r = rows - usize::from(grid.missing_row);
+    let mut e = Vec::new();
+    for r in 0..rows {
+        for c in 0..chain_c.saturating_sub(1) {
+            e.push((r * cols + c, r * cols + c + 1));
+        }
+    }
+    for r in 0..chain_r.saturating_sub(1) {
+        for c in 0..cols {
+            e.push((r * cols + c, (r + 1) * cols + c));
+        }
+    }
+    e
+}
+
+/// Brute force: for every sign pattern of the edges (−, 0, +), the minimiser of the
+/// objective with those signs fixed (cells joined by 0-edges merged, the rest a linear
+/// term), evaluated at the true objective; the best of them all is the optimum (each is a
+/// feasible point, and the optimum's own pattern gives the optimum).
+fn brute_force(z: &[f64], h: &[f64], grid: Grid, lambda: f64) -> f64 {
+    let e = edges(grid);
+    let n = z.len();
+    let mut best = f64::INFINITY;
+    for code in 0..3usize.pow(e.len() as u32) {
+        let mut signs = vec![0i32; e.len()];
+        let mut c = code;
+        for s in signs.iter_mut() {
+            *s = (c % 3) as i32 - 1;
+            c /= 3;
+        }
+        // Union of cells joined by zero edges.
+        let mut group: Vec<usize> = (0..n).collect();
+        fn find(g: &mut Vec<usize>, i: usize) -> usize {
+            if g[i] != i {
+                let r = find(g, g[i]);
+                g[i] = r;
+            }
+            g[i]
+        }
+        for (k, &(a, b)) in e.iter().enumerate() {
+            if signs[k] == 0 {
+                let (ra, rb) = (find(&mut group, a), find(&mut group, b));
+                group[ra] = rb;
+            }
+        }
+        // Linear term: λ Σ s_e (θ_b − θ_a).
+        let mut lin = vec![0.0; n];
+        for (k, &(a, b)) in e.iter().enumerate() {
+            lin[b] += lambda * f64::from(signs[k]);
+            lin[a] -= lambda * f64::from(signs[k]);
+        }
+        let mut num = vec![0.0; n];
+        let mut den = vec![0.0; n];
+        for i in 0..n {
+            let g = find(&mut group, i);
+            num[g] += h[i] * z[i] - lin[i];
+            den[g] += h[i];
+        }
+        let theta: Vec<f64> = (0..n)
+            .map(|i| {
+                let g = find(&mut group, i);
+                num[g] / den[g]
+            })
+            .collect();
+        best = best.min(objective(&theta, z, h, grid, lambda));
+    }
+    best
+}
+
+/// Independent slow reference: FISTA on the dual (one flow per edge, `|u_e| ≤ λ`),
+/// `θ = z − Dᵀu / h`, run to convergence.
+fn dual_reference(z: &[f64], h: &[f64], grid: Grid, lambda: f64) -> Vec<f64> {
+    let e = edges(grid);
+    let n = z.len();
+    let hmin = h.iter().cloned().fold(f64::INFINITY, f64::min);
+    let step = hmin / 8.0; // 1 / ‖D H⁻¹ Dᵀ‖ with at most 4 edges per cell
+    let theta_of = |u: &[f64]| {
+        let mut t = z.to_vec();
+        for (k, &(a, b)) in e.iter().enumerate() {
+            // Dθ_e = θ_b − θ_a; Dᵀu adds −u to a and +u to b.
+            t[a] += u[k] / h[a];
+            t[b] -= u[k] / h[b];
+        }
+        t
+    };
+    let (mut u, mut v) = (vec![0.0; e.len()], vec![0.0; e.len()]);
+    let mut tk = 1.0f64;
+    for _ in 0..200_000 {
+        let t = theta_of(&v);
+        let mut un = vec![0.0; e.len()];
+        for (k, &(a, b)) in e.iter().enumerate() {
+            un[k] = (v[k] + step * (t[b] - t[a])).clamp(-lambda, lambda);
+        }
+        let tn = 0.5 * (1.0 + (1.0 + 4.0 * tk * tk).sqrt());
+        for k in 0..e.len() {
+            v[k] = un[k] + (tk - 1.0) / tn * (un[k] - u[k]);
+        }
+        u = un;
+        tk = tn;
+    }
+    let _ = n;
+    theta_of(&u)
+}
+
+fn random_problem(rng: &mut impl Rng, n: usize) -> (Vec<f64>, Vec<f64>) {
+    let z = (0..n).map(|_| rng.random_range(-2.0..2.0)).collect();
+    let h = (0..n).map(|_| rng.random_range(0.2..2.0)).collect();
+    (z, h)
+}
+
+#[test]
+fn two_by_two_blocks_match_brute_force() {
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(1);
+    let grid = Grid {
+        rows: 2,
+        cols: 2,
+        missing_row: false,
+        missing_col: false,
+    };
+    for case in 0..200 {
+        let (z, h) = random_problem(&mut rng, 4);
+        let lambda = rng.random_range(0.0..1.5);
+        let theta = solve(&z, &h, grid, lambda);
+        let got = objective(&theta, &z, &h, grid, lambda);
+        let want = brute_force(&z, &h, grid, lambda);
+        assert!(got <= want + 1e-9 * (1.0 + want.abs()), "case {case}: {got} vs {want}");
+        assert!(got >= want - 1e-12 * (1.0 + want.abs()), "case {case}: below the optimum");
+    }
+}
+
+#[test]
+fn small_grids_match_the_dual_reference() {
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(2);
+    for (rows, cols, mr, mc) in [(3, 4, false, false), (4, 3, true, false), (3, 3, true, true), (5, 5, false, true)] {
+        let grid = Grid {
+            rows,
+            cols,
+            missing_row: mr,
+            missing_col: mc,
+        };
+        for _ in 0..3 {
+            let (z, h) = random_problem(&mut rng, rows * cols);
+            let lambda = rng.random_range(0.05..1.0);
+            let theta = solve(&z, &h, grid, lambda);
+            let reference = dual_reference(&z, &h, grid, lambda);
+            let (a, b) = (objective(&theta, &z, &h, grid, lambda), objective(&reference, &z, &h, grid, lambda));
+            assert!((a - b).abs() <= 1e-8 * (1.0 + b.abs()), "{rows}x{cols}: {a} vs {b}");
+            for (x, y) in theta.iter().zip(&reference) {
+                assert!((x - y).abs() < 1e-5, "{rows}x{cols}: values {x} vs {y}");
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    /// The block solve never does worse than its input `θ = z`-projection bounds: it beats
+    /// both the flat grid and `z` itself, and a 2×2 grid reaches the brute-force optimum.
+    #[test]
+    fn grid_solve_beats_simple_points(seed in 0u64..10_000, rows in 1usize..6, cols in 2usize..6, lambda in 0.0f64..2.0) {
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
+        let grid = Grid { rows, cols, missing_row: false, missing_col: false };
+        let (z, h) = random_problem(&mut rng, rows * cols);
+        let theta = solve(&z, &h, grid, lambda);
+        let f = objective(&theta, &z, &h, grid, lambda);
+        let mean = z.iter().zip(&h).map(|(a, b)| a * b).sum::<f64>() / h.iter().sum::<f64>();
+        let flat = vec![mean; z.len()];
+        prop_assert!(f <= objective(&flat, &z, &h, grid, lambda) + 1e-9);
+        prop_assert!(f <= objective(&z, &z, &h, grid, lambda) + 1e-9);
+    }
+}
+
+/// `y = 2·[x0 > ½]·[x1 > ½] + x2 + noise` with 6 features.
+fn interaction_data(n: usize, seed: u64) -> (Array2<f64>, Array1<f64>) {
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
+    let x = Array2::from_shape_fn((n, 6), |_| rng.random_range(0.0..1.0));
+    let y = Array1::from_shape_fn(n, |i| {
+        let r = &x.row(i);
+        let inter = if r[0] > 0.5 && r[1] > 0.5 { 2.0 } else { 0.0 };
+        inter + r[2] + 0.1 * rng.random_range(-1.0..1.0)
+    });
+    (x, y)
+}
+
+fn pair_params(interactions: Interactions, penalty: Option<f64>) -> fastpcam::params::FitParams {
+    let mut prm = common::params(common::HELD_OUT, Selection::Auto, 1e-2, Some(64));
+    prm.pairs = PairParams {
+        interactions,
+        penalty,
+        ..PairParams::default()
+    };
+    prm
+}
+
+#[test]
+fn a_known_interaction_is_found_and_certified() {
+    let (x, y) = interaction_data(4000, 3);
+    let prm = pair_params(Interactions::Count(3), None);
+    let f = fit(x.view(), y.view(), None, &prm, None).unwrap();
+    assert_eq!(f.pairs.terms[0].features, (0, 1), "gains {:?}", f.pairs.gains);
+    assert!(f.report.converged, "kkt {}", f.report.kkt_residual);
+    assert!(f.report.kkt_residual <= 1e-2);
+    // The objective never increases along the final fit.
+    let h = &f.report.history.objective;
+    for w in h.windows(2) {
+        assert!(w[1] <= w[0] + 1e-12 * w[0].abs(), "{} -> {}", w[0], w[1]);
+    }
+    // The held-out path of the pair penalty ran and chose one of its values.
+    assert!(!f.pairs.path.is_empty());
+    assert!(f.pairs.path.contains(&f.pairs.penalty));
+    // Far better than the additive model in training loss.
+    let additive = fit(x.view(), y.view(), None, &pair_params(Interactions::Count(0), None), None).unwrap();
+    assert!(f.report.objective < 0.5 * additive.report.objective);
+}
+
+#[test]
+fn zero_interactions_is_the_additive_fit() {
+    let (x, y) = interaction_data(1500, 4);
+    let mut plain = common::params(common::HELD_OUT, Selection::Auto, 1e-2, Some(64));
+    let a = fit(x.view(), y.view(), None, &plain, None).unwrap();
+    plain.pairs.interactions = Interactions::List(vec![]);
+    let b = fit(x.view(), y.view(), None, &plain, None).unwrap();
+    let c = fit(x.view(), y.view(), None, &pair_params(Interactions::Count(0), Some(0.1)), None).unwrap();
+    for other in [&b, &c] {
+        assert_eq!(a.model, other.model);
+        assert_eq!(a.report.objective, other.report.objective);
+        assert!(other.pairs.terms.is_empty());
+    }
+}
+
+#[test]
+fn one_and_two_threads_agree_with_pairs() {
+    let (x, y) = interaction_data(3000, 5);
+    let prm = pair_params(Interactions::List(vec![(0, 1), (2, 3)]), None);
+    let run = |t| with_threads(Some(t), || fit(x.view(), y.view(), None, &prm, None)).unwrap().unwrap();
+    let (a, b) = (run(1), run(2));
+    assert_eq!(a.model, b.model);
+    assert_eq!(a.pairs, b.pairs);
+    assert_eq!(a.report.objective, b.report.objective);
+}
+
+#[test]
+fn fixed_pair_penalty_and_bad_lists() {
+    let (x, y) = interaction_data(1000, 6);
+    let prm = pair_params(Interactions::List(vec![(1, 0)]), Some(0.5));
+    let f = fit(x.view(), y.view(), None, &prm, None).unwrap();
+    assert_eq!(f.pairs.terms[0].features, (0, 1));
+    assert_eq!(f.pairs.penalty, 0.5);
+    assert!(f.pairs.path.is_empty());
+    let t = &f.pairs.terms[0];
+    assert_eq!(t.values.len(), t.grid.cells());
+    let bad = pair_params(Interactions::List(vec![(0, 9)]), None);
+    common::assert_invalid(fit(x.view(), y.view(), None, &bad, None), "interactions", "index");
+    let mut fixed = pair_params(Interactions::Count(2), None);
+    fixed.lambda = Penalty::Relative(1e-3);
+    let f = fit(x.view(), y.view(), None, &fixed, None).unwrap();
+    assert_eq!(f.pairs.penalty, fastpcam::pairs::DEFAULT_PAIR_PENALTY);
+}
