@@ -198,7 +198,7 @@ def test_inconsistent_pair_attributes_are_an_error(data):
     X, y, _ = data
     model = FASTRegressor(**CAT, max_iter=100).fit(X, y)
     _set_pairs(model, X)
-    model.interaction_values_ = [model.interaction_values_[0][:, :-1], model.interaction_values_[1]]
+    model.interaction_values_[0] = model.interaction_values_[0][:, :-1]
     with pytest.raises(ValueError, match=r"interaction_values_\[0\] has shape"):
         model.to_onnx()
 
