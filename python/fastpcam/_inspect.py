@@ -345,7 +345,7 @@ class AdditiveModelMixin:
 
         return _onnx.to_onnx(self, path, target_opset=_onnx.DEFAULT_OPSET if target_opset is None else target_opset)
 
-    def to_html(self, path: Any = None, *, title: Optional[str] = None) -> str:
+    def to_html(self, path: Any = None, *, title: Optional[str] = None, max_features: Optional[int] = None) -> str:
         """A self-contained interactive HTML report of the model (see :mod:`fastpcam._report`).
 
         One file that loads nothing from the network: shape functions (hover shows the bin,
@@ -358,6 +358,9 @@ class AdditiveModelMixin:
             Write the report to this file.
         title : str, optional
             The page title (default: the estimator's class name).
+        max_features : int, optional
+            Most shape functions drawn, the most important first (default
+            ``fastpcam._report.DEFAULT_MAX_FEATURES``); the others are listed by name.
 
         Returns
         -------
@@ -366,7 +369,8 @@ class AdditiveModelMixin:
         """
         from . import _report
 
-        return _report.to_html(self, path, title=title)
+        limit = _report.DEFAULT_MAX_FEATURES if max_features is None else max_features
+        return _report.to_html(self, path, title=title, max_features=limit)
 
     # ------------------------------------------------------------------------ JSON
 
