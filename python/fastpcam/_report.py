@@ -28,6 +28,7 @@ __all__ = ["to_html"]
 
 #: Most shape functions drawn (the most important first); the others are listed by name.
 DEFAULT_MAX_FEATURES = 60
+_MISSING_LABEL = "(missing)"
 _COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 _STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 1.5em auto;
@@ -159,7 +160,7 @@ def _shape_figure(go: Any, per_class: list[ShapeFunction], class_names: list[str
                                      hovertext=np.repeat(hover, 2), hoverinfo="text",
                                      showlegend=len(per_class) > 1), row=1, col=1)  # fmt: skip
         if sf.missing_weight or s.missing_value != 0.0:
-            mx = x[-1] if categorical else edges[-1]
+            mx = _MISSING_LABEL if categorical else edges[-1]
             fig.add_trace(go.Scatter(
                 x=[mx], y=[s.missing_value], mode="markers", name=f"missing{' ' + cname if cname else ''}",
                 marker=dict(symbol="x", size=10, color=color), showlegend=False, hoverinfo="text",
@@ -168,7 +169,12 @@ def _shape_figure(go: Any, per_class: list[ShapeFunction], class_names: list[str
     if weights is not None:
         if categorical:
             hover_w = [f"{bins[b]}<br>weight {weights[b]:,.6g}" for b in range(n_bins)]
-            fig.add_trace(go.Bar(x=x, y=weights, marker_color="#8aa", hovertext=hover_w, hoverinfo="text",
+            xw, ww = list(x), list(weights)
+            if sf.missing_weight:
+                xw.append(_MISSING_LABEL)
+                ww.append(sf.missing_weight)
+                hover_w.append(f"missing bin<br>weight {sf.missing_weight:,.6g}")
+            fig.add_trace(go.Bar(x=xw, y=ww, marker_color="#8aa", hovertext=hover_w, hoverinfo="text",
                                  showlegend=False), row=2, col=1)  # fmt: skip
         else:
             lo, hi, total, count = _histogram(edges, weights)
@@ -190,12 +196,21 @@ def _shape_figure(go: Any, per_class: list[ShapeFunction], class_names: list[str
     return fig
 
 
-def _pair_figure(go: Any, term: PairTerm) -> Any:
-    def labels(cuts: npt.NDArray[np.float64]) -> list[str]:
+def _pair_figure(go: Any, term: PairTerm, categories: list[Optional[npt.NDArray[Any]]]) -> Any:
+    def labels(cuts: npt.NDArray[np.float64], cats: Optional[npt.NDArray[Any]]) -> list[str]:
         e = np.concatenate(([-np.inf], cuts, [np.inf]))
-        return [_interval(e[b], e[b + 1]) for b in range(len(e) - 1)]
+        if cats is None:
+            return [_interval(e[b], e[b + 1]) for b in range(len(e) - 1)]
+        out = []  # a categorical feature's bins hold the categories whose ranks fall in them
+        for b in range(len(e) - 1):
+            held = [str(c) for r, c in enumerate(cats) if e[b] <= r < e[b + 1]]
+            if e[b] <= len(cats) < e[b + 1]:
+                held.append("unseen")
+            text = ", ".join(held[:4]) + (", …" if len(held) > 4 else "") if held else "none"
+            out.append(f"{text} [{b}]")  # the bin number keeps the labels distinct
+        return out
 
-    lj, lk = labels(term.cuts_j), labels(term.cuts_k)
+    lj, lk = labels(term.cuts_j, categories[term.j]), labels(term.cuts_k, categories[term.k])
     text = [[f"{term.name_j} {lj[a]}<br>{term.name_k} {lk[b]}<br>value {term.values[a, b]:.6g}"
              + ("" if term.weights is None else f"<br>weight {term.weights[a, b]:,.6g}")
              for b in range(len(lk))] for a in range(len(lj))]  # fmt: skip
@@ -231,8 +246,12 @@ def _path_figure(go: Any, model: Any) -> Optional[Any]:
     chosen = getattr(model, "lambda_ratio_", None)
     if chosen is not None and chosen > 0:
         fig.add_vline(x=chosen, line_dash="dash", line_color="#d62728", annotation_text=f"chosen {chosen:.3g}")
-    positive = x[x > 0]
-    fig.update_xaxes(type="log" if positive.size == x.size else "linear", title_text="lambda_f / lambda_max")
+    log = bool(np.all(x > 0))
+    if log:
+        lo, hi = np.log10(x.min()), np.log10(x.max())
+        pad = 0.08 * (hi - lo) or 0.1
+        fig.update_xaxes(type="log", range=[lo - pad, hi + pad])
+    fig.update_xaxes(title_text="lambda_f / lambda_max")
     fig.update_yaxes(title_text=name)
     fig.update_layout(title="Held-out path of the penalty", height=360, template="plotly_white",
                       margin=dict(l=60, r=15, t=45, b=45))  # fmt: skip
@@ -251,6 +270,7 @@ def _importance_figure(go: Any, names: list[str], imp: npt.NDArray[np.float64], 
         ))  # fmt: skip
     fig.update_layout(
         title="Term importances (mean absolute contribution over the training rows)", barmode="group",
+        yaxis=dict(automargin=True),
         height=max(260, 22 * len(names) * imp.shape[1] + 90), template="plotly_white",
         margin=dict(l=150, r=15, t=45, b=40), showlegend=imp.shape[1] > 1,
     )  # fmt: skip
@@ -310,10 +330,13 @@ def to_html(
     path_fig = _path_figure(go, model)
     if path_fig is not None:
         figures.append(("path", path_fig))
-    figures.append(("importance", _importance_figure(go, names, imp, class_names)))
-    shapes = [_shape_figure(go, [sfs[j] for sfs in per_class], class_names, float(total[j])) for j in drawn]
     pairs = sorted(pair_terms(model), key=_pair_importance, reverse=True)
-    pair_figs = [_pair_figure(go, t) for t in pairs]
+    terms = names + [f"{t.name_j} × {t.name_k}" for t in pairs]
+    by_feature = imp.reshape(len(names), -1)
+    pair_imp = np.array([_pair_importance(t) for t in pairs]).reshape(len(pairs), 1) if pairs else by_feature[:0]
+    figures.append(("importance", _importance_figure(go, terms, np.vstack([by_feature, pair_imp]), class_names)))
+    shapes = [_shape_figure(go, [sfs[j] for sfs in per_class], class_names, float(total[j])) for j in drawn]
+    pair_figs = [_pair_figure(go, t, [sf.categories for sf in per_class[0]]) for t in pairs]
 
     config = {"displaylogo": False, "responsive": True}
     first = [True]
