@@ -436,7 +436,7 @@ class FASTRegressorCV(RegressorMixin, _BaseFAST):
             return out
 
         with warnings.catch_warnings(), _progress.bar(
-            self.progress, desc=f"{type(self).__name__} folds", total=len(splits), unit=" folds"
+            self.progress, desc=f"{type(self).__name__} folds", total=len(splits), unit=" folds", mininterval=0
         ) as folds:
             # fold models are fitted with the data's feature names; no warning is meant here
             for message in _FEATURE_NAME_WARNINGS:

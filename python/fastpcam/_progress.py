@@ -114,7 +114,7 @@ def fit_bar(
 
     def report(n_iter: int, objective: float, kkt: float, elapsed: float) -> bool:
         shown.update(max(0, int(n_iter) - shown.n))
-        shown.set_postfix_str(f"KKT {kkt:.2e}" + (f" (tol {tol:g})" if tol is not None else ""), refresh=False)
+        shown.set_postfix_str(f"KKT {kkt:.2e}" + (f" (tol {tol:g})" if tol is not None else ""))
         return True if callback is None else callback(n_iter, objective, kkt, elapsed)
 
     try:
