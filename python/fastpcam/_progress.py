@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
+import time
 from typing import Any, Callable, Iterator, Optional
 
 __all__ = ["AUTO_DELAY", "FIT_INTERVAL", "bar", "check", "fit_bar", "ticker", "dask_bar"]
@@ -100,6 +101,13 @@ def bar(progress: Any, *, desc: str, total: Optional[float] = None, unit: str = 
     return tqdm(total=total, desc=desc, unit=unit, delay=delay, leave=False, dynamic_ncols=True, **kwargs)
 
 
+def _refresh(shown: Any) -> None:
+    """Redraw a bar, unless its ``delay`` has not passed yet (a bar drawn before its delay
+    would not be cleared when it closes)."""
+    if time.time() - getattr(shown, "start_t", 0.0) >= getattr(shown, "delay", 0.0):
+        shown.refresh()
+
+
 @contextlib.contextmanager
 def fit_bar(
     est: Any, callback: Optional[Callable[[int, float, float, float], bool]], interval: float
@@ -114,7 +122,8 @@ def fit_bar(
 
     def report(n_iter: int, objective: float, kkt: float, elapsed: float) -> bool:
         shown.update(max(0, int(n_iter) - shown.n))
-        shown.set_postfix_str(f"KKT {kkt:.2e}" + (f" (tol {tol:g})" if tol is not None else ""))
+        shown.set_postfix_str(f"KKT {kkt:.2e}" + (f" (tol {tol:g})" if tol is not None else ""), refresh=False)
+        _refresh(shown)
         return True if callback is None else callback(n_iter, objective, kkt, elapsed)
 
     try:
@@ -135,7 +144,7 @@ def ticker(progress: Any, desc: str) -> Iterator[Any]:
 
     def tick() -> None:
         while not done.wait(FIT_INTERVAL):
-            shown.refresh()
+            _refresh(shown)
 
     thread = threading.Thread(target=tick, name="fastpcam-progress", daemon=True)
     thread.start()
