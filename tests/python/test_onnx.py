@@ -299,3 +299,10 @@ def test_without_onnx_the_error_names_the_extra(monkeypatch, data):
     monkeypatch.setitem(sys.modules, "onnx", None)
     with pytest.raises(ImportError, match=r"fastpcam\[onnx\]"):
         model.to_onnx()
+
+
+@pytest.mark.parametrize("name", ["fastpcam.FASTRegressor.to_onnx", "fastpcam.onnx_inputs", "fastpcam.register_skl2onnx"])
+def test_docstrings_pass_numpydoc(name):
+    validate = pytest.importorskip("numpydoc.validate", reason="numpydoc is not installed").validate
+    ignore = {"ES01", "SA01", "EX01", "RT02", "GL08"}  # as tests/python/test_docs.py
+    assert [e for e in validate(name)["errors"] if e[0] not in ignore] == []

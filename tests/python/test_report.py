@@ -116,6 +116,8 @@ def _chromium():
     binary = shutil.which("chromium") or shutil.which("chromium-browser")
     driver = shutil.which("chromedriver")
     if binary is None or driver is None:
+        if os.environ.get("CI"):  # .ci/run installs them: their absence there is a failure
+            pytest.fail("CI needs Debian's chromium and chromium-driver for the report's browser test")
         pytest.skip("headless Chromium is not installed (Debian packages chromium and chromium-driver)")
     webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
     from selenium.webdriver.chrome.service import Service
@@ -179,3 +181,9 @@ def test_report_renders_in_headless_chromium(model, browser, tmp_path):
     assert len(np.unique((pixels[::7, ::7] * 255).astype(np.uint8).reshape(-1, 3), axis=0)) > 20  # colour
     if SCREENSHOT_DIR:
         shutil.copy(shot, os.path.join(SCREENSHOT_DIR, "report.png"))
+
+
+def test_to_html_docstring_passes_numpydoc():
+    validate = pytest.importorskip("numpydoc.validate", reason="numpydoc is not installed").validate
+    ignore = {"ES01", "SA01", "EX01", "RT02", "GL08"}  # as tests/python/test_docs.py
+    assert [e for e in validate("fastpcam.FASTRegressor.to_html")["errors"] if e[0] not in ignore] == []
