@@ -244,8 +244,13 @@ def _path_figure(go: Any, model: Any) -> Optional[Any]:
         hovertemplate="lambda_ratio %{x:.4g}<br>" + name + " %{y:.6g}<extra></extra>",
     ))  # fmt: skip
     chosen = getattr(model, "lambda_ratio_", None)
-    if chosen is not None and chosen > 0:
-        fig.add_vline(x=chosen, line_dash="dash", line_color="#d62728", annotation_text=f"chosen {chosen:.3g}")
+    if chosen is not None and np.any(np.isclose(x, chosen, rtol=1e-9, atol=0)):
+        at = int(np.argmin(np.abs(x - chosen)))
+        fig.add_trace(go.Scatter(
+            x=[x[at]], y=[y[at]], mode="markers+text", marker=dict(symbol="star", size=14, color="#d62728"),
+            text=[f"chosen {chosen:.3g}"], textposition="top center", showlegend=False,
+            hovertemplate="chosen lambda_ratio %{x:.4g}<br>" + name + " %{y:.6g}<extra></extra>",
+        ))  # fmt: skip
     log = bool(np.all(x > 0))
     if log:
         lo, hi = np.log10(x.min()), np.log10(x.max())
@@ -253,7 +258,7 @@ def _path_figure(go: Any, model: Any) -> Optional[Any]:
         fig.update_xaxes(type="log", range=[lo - pad, hi + pad])
     fig.update_xaxes(title_text="lambda_f / lambda_max")
     fig.update_yaxes(title_text=name)
-    fig.update_layout(title="Held-out path of the penalty", height=360, template="plotly_white",
+    fig.update_layout(title="Held-out path of the penalty", height=360, template="plotly_white", showlegend=False,
                       margin=dict(l=60, r=15, t=45, b=45))  # fmt: skip
     return fig
 
