@@ -725,6 +725,14 @@ numbers and text is an error unless it is named in --categorical. An empty cell 
 NA, N/A, NaN, nan, NULL, null is a missing value (its own bin in the model)."""
 
 
+_MODEL_HELP = "model JSON written by `fastpcam fit` or `fastpcam demo --out`"
+_REPORT_DESCRIPTION = """\
+Write one self-contained HTML file (it loads nothing from the network) showing a model saved
+by `fastpcam fit`: the fit summary, term importances, every shape function with its bins
+(hover for the bin, its value and its weight), the data's histograms and the pair terms.
+Needs plotly, the `report` extra."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``fastpcam`` argument parser."""
     parser = _Parser(
@@ -781,7 +789,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "and categorical columns encoded as at fit time. Writes a CSV with a header: "
                              "'prediction' (the predicted value, or the class label of a classifier), "
                              "and with --proba one column 'proba_<class>' per class.")
-    predict.add_argument("model", help="model JSON written by `fastpcam fit` or `fastpcam demo --out`")
+    predict.add_argument("model", help=_MODEL_HELP)
     predict.add_argument("data", help="CSV file (header row; .gz is read gzipped; '-' is stdin)")
     predict.add_argument("--proba", action="store_true",
                          help="classifier: also write the probability of each class (predict_proba)")
@@ -790,12 +798,8 @@ def build_parser() -> argparse.ArgumentParser:
     predict.set_defaults(func=_cmd_predict)
 
     report = sub.add_parser("report", help="write a saved model's interactive HTML report",
-                            description="Write one self-contained HTML file (it loads nothing from the "
-                            "network) showing a model saved by `fastpcam fit`: the fit summary, term "
-                            "importances, every shape function with its bins (hover for the bin, its value "
-                            "and its weight), the data's histograms and the pair terms. Needs plotly, the "
-                            "`report` extra.")
-    report.add_argument("model", help="model JSON written by `fastpcam fit` or `fastpcam demo --out`")
+                            description=_REPORT_DESCRIPTION)
+    report.add_argument("model", help=_MODEL_HELP)
     _add_out(report, "REPORT.html", "where to write the report (required)", required=True)
     report.add_argument("--title", default=None, help="page title (default: the estimator's class name)")
     report.set_defaults(func=_cmd_report)

@@ -27,14 +27,18 @@ __all__ = ["PairTerm", "pair_terms", "class_shape_functions", "intercepts"]
 class PairTerm:
     """One fitted pair term: features ``j`` and ``k`` and the table of its values."""
 
-    j: int
-    k: int
-    name_j: str
-    name_k: str
-    cuts_j: npt.NDArray[np.float64]
-    cuts_k: npt.NDArray[np.float64]
+    features: tuple[int, int]  # (j, k)
+    names: tuple[str, str]
+    cuts: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]  # (cuts_j, cuts_k)
     values: npt.NDArray[np.float64]  # (len(cuts_j) + 1, len(cuts_k) + 1)
     weights: Optional[npt.NDArray[np.float64]] = None  # training weight per cell, if stored
+
+    j = property(lambda self: self.features[0], doc="The first feature's index.")
+    k = property(lambda self: self.features[1], doc="The second feature's index.")
+    name_j = property(lambda self: self.names[0], doc="The first feature's name.")
+    name_k = property(lambda self: self.names[1], doc="The second feature's name.")
+    cuts_j = property(lambda self: self.cuts[0], doc="The first feature's cut points.")
+    cuts_k = property(lambda self: self.cuts[1], doc="The second feature's cut points.")
 
     def __call__(self, xj: Any, xk: Any) -> npt.NDArray[np.float64]:
         """The term's contribution at (encoded) values of its two features; NaN gives 0."""
@@ -70,7 +74,7 @@ def pair_terms(model: Any) -> list[PairTerm]:
                 "from interaction_cuts_"
             )
         w = None if weights is None else np.asarray(weights[t], dtype=np.float64)
-        out.append(PairTerm(j, k, names[j], names[k], cj, ck, v, w))
+        out.append(PairTerm((j, k), (names[j], names[k]), (cj, ck), v, w))
     return out
 
 
