@@ -436,12 +436,12 @@ def _converter(scope: Any, operator: Any, container: Any) -> None:
     columns = [g.op("Gather", x, g.const(np.array([j], dtype=np.int64), "column"), axis=1) for j in range(len(sfs))]
     score = _scores(g, model, columns, strings)
     n_scores = len(intercepts(model))
-    real = {"to": TensorProto.DOUBLE if double else TensorProto.FLOAT}  # outputs typed as the input
+    real = int(TensorProto.DOUBLE if double else TensorProto.FLOAT)  # outputs typed as the input
     if _is_classifier(model):
         _label(g, model, score, n_scores, out=operator.outputs[0].full_name)
-        g.op("Cast", _probabilities(g, score, n_scores), out=operator.outputs[1].full_name, **real)
+        g.op("Cast", _probabilities(g, score, n_scores), out=operator.outputs[1].full_name, to=real)
     else:
-        g.op("Cast", g.op("Exp", score) if _log_link(model) else score, out=operator.outputs[0].full_name, **real)
+        g.op("Cast", g.op("Exp", score) if _log_link(model) else score, out=operator.outputs[0].full_name, to=real)
 
 
 def register_skl2onnx() -> None:
