@@ -18,7 +18,7 @@ pd = pytest.importorskip("pandas", reason="the test data are a DataFrame")
 
 from sklearn.exceptions import NotFittedError  # noqa: E402
 
-from fastpcam import FASTClassifier, FASTRegressor, FASTRegressorCV  # noqa: E402
+from fastpcam import FASTClassifier, FASTRegressor, FASTRegressorCV, SparseFASTRegressor  # noqa: E402
 from fastpcam._cli import main  # noqa: E402
 
 from test_onnx import _data, _set_pairs  # noqa: E402
@@ -78,6 +78,13 @@ def test_report_of_classifiers_cv_and_a_model_file(data, tmp_path):
     assert {"low", "mid", "high"} <= {t.get("name") for t in traces}  # one trace per class
     cv = FASTRegressorCV(cv=3, lambda_ratios=[0.1, 0.01, 0.001], **CAT).fit(X, y)
     assert "mean validation MSE (CV)" in cv.to_html()
+    binary = FASTClassifier(**CAT, max_iter=300).fit(X, y > np.median(y))
+    assert "validation_log_loss" in binary.to_html() and "log-odds" in binary.to_html()
+    sparse = SparseFASTRegressor(max_features=3).fit(X.drop(columns=["region"]), y)
+    doc = sparse.to_html()
+    assert "Flat (unused) features:" in doc and len(_plotly_figures(doc)) == 1 + 3  # importances and 3 shapes (no path)
+    poisson = FASTRegressor(loss="poisson", max_iter=300, **CAT).fit(X, y / 1e5)
+    assert "validation_deviance" in poisson.to_html()
     # a model read back from JSON (no held-out path stored) still reports
     loaded = FASTRegressor.from_json(FASTRegressor(**CAT, max_iter=200).fit(X, y).to_json())
     doc = loaded.to_html(max_features=3)
