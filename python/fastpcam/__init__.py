@@ -12,6 +12,8 @@ from ._cv import FASTRegressorCV, lambda_path
 from ._sparse import SparseFASTRegressor, agis_path, l0_path
 from ._stats import SufficientStatistics
 from ._dask import fit_from_parquet, sufficient_statistics
+from ._onnx import onnx_inputs, register_skl2onnx
 
 __all__ = ["FASTRegressor", "FASTClassifier", "FASTRegressorCV", "lambda_path", "SparseFASTRegressor", "agis_path", "flsa", "l0_path", "lambda_max", "__version__"]
 __all__ += ["SufficientStatistics", "sufficient_statistics", "fit_from_parquet"]
+__all__ += ["onnx_inputs", "register_skl2onnx"]

@@ -20,7 +20,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from . import _core, _dask, _fitted, _input, _params, _shapes
+from . import _core, _dask, _fitted, _input, _params, _progress, _shapes
 from ._inspect import AdditiveModelMixin
 from ._params import (
     DEFAULT_ENGINE,
@@ -36,7 +36,7 @@ from ._params import (
 #: The parameters of :class:`_BaseFAST`, in signature order.
 FAST_PARAMS = (
     "lambda_f", "lambda_ratio", "validation_fraction", "max_bins", "selection", "tol", "max_iter", "max_time",
-    "n_jobs", "random_state", "subsample_for_bin", "verbose", "callback", "categorical_features", "bins", "engine",
+    "n_jobs", "random_state", "subsample_for_bin", "verbose", "progress", "callback", "categorical_features", "bins", "engine",
     "monotonic_cst", "penalty_factor",
 )  # fmt: skip
 
@@ -88,6 +88,7 @@ class _BaseFAST(AdditiveModelMixin, BaseEstimator):
         random_state: int = 0,
         subsample_for_bin: int = DEFAULT_SUBSAMPLE_FOR_BIN,
         verbose: int = 0,
+        progress: Union[bool, str] = "auto",
         callback: Optional[Callable[[int, float, float, float], Optional[bool]]] = None,
         categorical_features: Any = "from_dtype",
         bins: Any = None,
@@ -201,10 +202,10 @@ class _BaseFAST(AdditiveModelMixin, BaseEstimator):
             return _dask.fit_dask(self, X, y, sample_weight)
         y = self._encode_y(y, sample_weight)
         X, y, sample_weight, bins = _input.prepare_fit(self, X, y, sample_weight)
-        progress, interval = self._progress()
-        out = self._call_core(
-            self._core_fit, X, y, sample_weight, config=self._config(bins=bins, progress_interval=interval), progress=progress
-        )
+        with _progress.fit_bar(self, *self._progress()) as (progress, interval):
+            out = self._call_core(
+                self._core_fit, X, y, sample_weight, config=self._config(bins=bins, progress_interval=interval), progress=progress
+            )
         _fitted.write(self, out, self._validation_loss)
         self._report(str(out["stop"]))
         self._after_fit(X, y, sample_weight)

@@ -85,7 +85,7 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
         :math:`\max d` when ``lambda_f_ == 0``).
     max_iter : int, default=100000
         Maximum number of block updates.
-    <<max_time n_jobs random_state subsample_for_bin verbose>>
+    <<max_time n_jobs random_state subsample_for_bin verbose progress>>
     callback : callable or None, default=None
         Called about every 0.1 s as ``callback(n_iter, objective, kkt_residual, elapsed)``;
         returning ``False`` stops the fit early and keeps the model reached so far.

@@ -1,4 +1,4 @@
-"""The ``fastpcam`` command line: ``demo``, ``fit`` and ``predict``.
+"""The ``fastpcam`` command line: ``demo``, ``fit``, ``predict`` and ``report``.
 
 ``fit`` reads a CSV file and fits a regressor or a classifier (binary, or softmax for three
 or more classes). ``--task auto`` (the default) chooses classification when the target column
@@ -9,7 +9,8 @@ numeric features, columns holding text are categorical features (as a pandas obj
 is for the estimators), ``--categorical`` makes any column categorical, and an empty cell or
 ``NA``, ``N/A``, ``NaN``, ``nan``, ``NULL``, ``null`` is a missing value. ``predict`` encodes
 the columns as the saved model did at fit time and writes the predictions (class labels for a
-classifier; ``--proba`` adds one probability column per class).
+classifier; ``--proba`` adds one probability column per class). ``report`` writes a saved
+model's self-contained HTML report (``model.to_html``).
 
 Bad input (a missing file or column, a non-numeric cell, a bad option value, an
 incompatible model file) prints ``fastpcam: error: <message>`` to stderr and exits with
@@ -655,6 +656,18 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    from fastpcam._serialize import load_model
+
+    est = load_model(args.model)
+    try:
+        est.to_html(args.out, title=args.title)
+    except ImportError as exc:
+        raise CLIError(str(exc)) from None
+    print(f"report of the {type(est).__name__} in {args.model} written to {args.out}")
+    return 0
+
+
 # ------------------------------------------------------------------------------- parser
 
 
@@ -710,6 +723,14 @@ column of text is a categorical feature (categories need pandas); --categorical 
 column categorical (e.g. integer codes), and its cells are matched as text. A column mixing
 numbers and text is an error unless it is named in --categorical. An empty cell or one of
 NA, N/A, NaN, nan, NULL, null is a missing value (its own bin in the model)."""
+
+
+_MODEL_HELP = "model JSON written by `fastpcam fit` or `fastpcam demo --out`"
+_REPORT_DESCRIPTION = """\
+Write one self-contained HTML file (it loads nothing from the network) showing a model saved
+by `fastpcam fit`: the fit summary, term importances, every shape function with its bins
+(hover for the bin, its value and its weight), the data's histograms and the pair terms.
+Needs plotly, the `report` extra."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -768,13 +789,20 @@ def build_parser() -> argparse.ArgumentParser:
                              "and categorical columns encoded as at fit time. Writes a CSV with a header: "
                              "'prediction' (the predicted value, or the class label of a classifier), "
                              "and with --proba one column 'proba_<class>' per class.")
-    predict.add_argument("model", help="model JSON written by `fastpcam fit` or `fastpcam demo --out`")
+    predict.add_argument("model", help=_MODEL_HELP)
     predict.add_argument("data", help="CSV file (header row; .gz is read gzipped; '-' is stdin)")
     predict.add_argument("--proba", action="store_true",
                          help="classifier: also write the probability of each class (predict_proba)")
     predict.add_argument("--sep", default=",", help="field separator (default: ',')")
     _add_out(predict, "PREDICTIONS.csv", "write the predictions here (default: stdout)")
     predict.set_defaults(func=_cmd_predict)
+
+    report = sub.add_parser("report", help="write a saved model's interactive HTML report",
+                            description=_REPORT_DESCRIPTION)
+    report.add_argument("model", help=_MODEL_HELP)
+    _add_out(report, "REPORT.html", "where to write the report (required)", required=True)
+    report.add_argument("--title", default=None, help="page title (default: the estimator's class name)")
+    report.set_defaults(func=_cmd_report)
     return parser
 
 

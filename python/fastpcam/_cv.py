@@ -24,7 +24,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import check_cv
 from sklearn.utils import _safe_indexing
 
-from . import _core, _fitted, _input
+from . import _core, _fitted, _input, _progress
 from ._base import _BaseFAST, fast_init
 from ._estimator import FASTRegressor
 from ._fitted import register
@@ -42,7 +42,8 @@ _PATH_PARAMS = tuple(k for k in FASTRegressor().get_params(deep=False) if k not 
 #: The parameters of :class:`FASTRegressorCV`, in signature order.
 CV_PARAMS = (
     "lambda_ratios", "cv", "one_standard_error", "max_bins", "selection", "tol", "max_iter", "max_time", "n_jobs",
-    "random_state", "subsample_for_bin", "categorical_features", "bins", "verbose", "monotonic_cst", "penalty_factor",
+    "random_state", "subsample_for_bin", "categorical_features", "bins", "verbose", "progress", "monotonic_cst",
+    "penalty_factor",
 )  # fmt: skip
 
 _FEATURE_NAME_WARNINGS = ("X does not have valid feature names", "X has feature names")
@@ -204,7 +205,8 @@ def lambda_path(
         Parameters shared by every fit: any :class:`FASTRegressor` parameter except
         ``lambda_f``, ``lambda_ratio``, ``verbose`` and ``callback`` (``max_bins``,
         ``selection``, ``tol``, ``max_iter``, ``max_time`` per fit, ``n_jobs``,
-        ``random_state``, ``subsample_for_bin``, ...).
+        ``random_state``, ``subsample_for_bin``, ...). ``progress`` shows the elapsed time
+        of the path (see :mod:`fastpcam._progress`).
 
     Returns
     -------
@@ -247,7 +249,8 @@ def lambda_path(
         if isinstance(lambda_min_ratio, bool) or not isinstance(lambda_min_ratio, Real) or not 0 < lambda_min_ratio <= 1:
             raise ValueError(f"lambda_min_ratio must be in (0, 1], got {lambda_min_ratio!r}")
         grid, relative = np.geomspace(1.0, float(lambda_min_ratio), int(n_lambdas)), True
-    out = _core_path(template, X, y, w, bins, grid, relative, n_threads(template.n_jobs))
+    with _progress.ticker(template.progress, f"lambda_path: {len(grid)} penalties"):
+        out = _core_path(template, X, y, w, bins, grid, relative, n_threads(template.n_jobs))
     models = _path_models(out, template)
     _warn_unconverged(models, "the path")
     return LambdaPath(models, np.array([m.lambda_f_ for m in models]), float(out["lambda_max"]))
@@ -304,6 +307,10 @@ class FASTRegressorCV(RegressorMixin, _BaseFAST):
         As in :class:`FASTRegressor` (user cut points per feature).
     verbose : int, default=0
         ``1`` prints one line per fold and the choice.
+    progress : {"auto", True, False}, default="auto"
+        A progress bar over the folds, then the refit's (tqdm, if installed): ``"auto"``
+        shows it only in a terminal or a notebook and only once the job has run a few
+        seconds; ``True`` always; ``False`` never (see :mod:`fastpcam._progress`).
     <<monotonic_cst penalty_factor>>
 
     Attributes
@@ -357,6 +364,7 @@ class FASTRegressorCV(RegressorMixin, _BaseFAST):
         cv=(5, "Any"),
         one_standard_error=(False, "bool"),
         selection=("greedy", "str"),
+        progress=("auto", "Union[bool, str]"),
     )
 
     def _ratios(self) -> npt.NDArray[np.float64]:
@@ -422,11 +430,18 @@ class FASTRegressorCV(RegressorMixin, _BaseFAST):
             mse = np.array([float(wv @ (m.predict(Xv) - yv) ** 2 / total) if total > 0 else np.nan for m in models])
             return mse, models, time.perf_counter() - t0
 
-        with warnings.catch_warnings():
+        def counted(k: int) -> tuple[npt.NDArray[np.float64], list[FASTRegressor], float]:
+            out = run_fold(k)
+            folds.update(1)
+            return out
+
+        with warnings.catch_warnings(), _progress.bar(
+            self.progress, desc=f"{type(self).__name__} folds", total=len(splits), unit=" folds", mininterval=0
+        ) as folds:
             # fold models are fitted with the data's feature names; no warning is meant here
             for message in _FEATURE_NAME_WARNINGS:
                 warnings.filterwarnings("ignore", message=message, category=UserWarning)
-            results = Parallel(n_jobs=workers, prefer="threads")(delayed(run_fold)(k) for k in range(len(splits)))
+            results = Parallel(n_jobs=workers, prefer="threads")(delayed(counted)(k) for k in range(len(splits)))
 
         scores = np.vstack([r[0] for r in results])  # (n_splits, n_lambdas)
         if self.verbose:

@@ -39,7 +39,7 @@ from typing import Any, Iterator, NamedTuple, Optional, Sequence, Union
 import numpy as np
 import numpy.typing as npt
 
-from . import _core, _fitted
+from . import _core, _fitted, _progress
 from ._input import as_matrix, as_vector, frame_matrix, resolve_bins, resolve_mask, set_input_attributes
 from ._params import CORE_DEFAULTS, core_config, n_threads, name_columns
 from ._stats import (
@@ -414,9 +414,11 @@ def _cuts_from_sample(
     return [np.ascontiguousarray(c) for c in cuts]
 
 
-def dask_statistics(X: Any, y: Any, sample_weight: Any = None, *, cuts: Any, missing: Any = None) -> SufficientStatistics:
+def dask_statistics(
+    X: Any, y: Any, sample_weight: Any = None, *, cuts: Any, missing: Any = None, progress: Any = "auto"
+) -> SufficientStatistics:
     """:func:`fastpcam.sufficient_statistics` of a Dask collection (given cut points)."""
-    with _quiet_annotations():
+    with _quiet_annotations(), _progress.dask_bar(progress, "Dask statistics"):
         inp = _prepare(X, y, sample_weight)
         cut_list = _check_cuts(cuts, inp.layout.n_features)
         if missing is None:
@@ -451,7 +453,7 @@ def fit_dask(est: Any, X: Any, y: Any, sample_weight: Any = None) -> Any:
     set_input_attributes(est, p, inp.names)
     bins = resolve_bins(est)
     need_sample = bins is None or any(b is None for b in bins)
-    with _quiet_annotations():
+    with _quiet_annotations(), _progress.dask_bar(getattr(est, "progress", "auto"), "Dask statistics"):
         sample = _first_pass(inp, int(est.subsample_for_bin) if need_sample else 0, int(est.random_state))
         if need_sample:
             cuts = _cuts_from_sample(sample, bins, est._config(), inp.layout.columns)
@@ -540,6 +542,20 @@ def _batches(files: list[str], names: list[str], batch_rows: int) -> Any:
                 start += batch.num_rows
 
 
+def _rows_bar(progress: Any, desc: str, files: list[str], batches: Any) -> Any:
+    """``batches`` with a progress bar over the files' rows."""
+    import pyarrow.parquet as pq
+
+    if progress is False:
+        yield from batches
+        return
+    total = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    with _progress.bar(progress, desc=desc, total=total, unit=" rows", unit_scale=True) as shown:
+        for item in batches:
+            yield item
+            shown.update(item[2].num_rows)
+
+
 def _batch_nan(batch: Any, names: list[str]) -> npt.NDArray[np.bool_]:
     """Which columns of an Arrow record batch hold a null or NaN."""
     import pyarrow as pa
@@ -579,6 +595,7 @@ def parquet_statistics(
     batch_rows: int = DEFAULT_BATCH_ROWS,
     n_jobs: Optional[int] = None,
     held_out: Optional[tuple[float, int]] = None,
+    progress: Any = "auto",
 ) -> Any:
     """Sufficient statistics of Parquet files, streamed in batches of ``batch_rows`` rows.
 
@@ -612,7 +629,7 @@ def parquet_statistics(
         ws: Optional[npt.NDArray[np.float64]] = None if sample_weight is None else np.empty(0)
         nan = np.zeros(p, dtype=np.bool_)
         n_rows = 0
-        for _, _, batch in _batches(files, read, batch_rows):
+        for _, _, batch in _rows_bar(progress, "Parquet sample pass", files, _batches(files, read, batch_rows)):
             nan |= _batch_nan(batch, feats)
             n_rows += batch.num_rows
             if k == 0:
@@ -644,7 +661,8 @@ def parquet_statistics(
         flags = _check_missing(missing, p)
     total: Any = None
     names = labels if all(isinstance(c, str) for c in feats) else None
-    for b, (f, start, batch) in enumerate(_batches(files, read, batch_rows)):
+    batches = _rows_bar(progress, "Parquet statistics pass", files, _batches(files, read, batch_rows))
+    for b, (f, start, batch) in enumerate(batches):
         x = _batch_columns(batch, feats)
         y = _batch_columns(batch, [target])[:, 0]
         w = None if sample_weight is None else _batch_columns(batch, [sample_weight])[:, 0]
@@ -700,7 +718,8 @@ def fit_from_parquet(
         Rows read per batch.
     **params : dict
         :class:`~fastpcam.FASTRegressor` parameters (``bins`` by feature index or name,
-        ``max_bins``, ``random_state``, ``subsample_for_bin``, ``lambda_f``, ``tol``, …).
+        ``max_bins``, ``random_state``, ``subsample_for_bin``, ``lambda_f``, ``tol``, …);
+        ``progress`` shows a bar over the rows of each pass (see :mod:`fastpcam._progress`).
 
     Returns
     -------
@@ -724,6 +743,7 @@ def fit_from_parquet(
         batch_rows=batch_rows,
         n_jobs=n_threads(est.n_jobs),
         held_out=(float(est.validation_fraction), int(est.random_state)) if est._validated() else None,
+        progress=est.progress,
     )
     if est._validated():
         return fit_estimator(est, *stats)
@@ -738,6 +758,7 @@ def sufficient_statistics(
     cuts: Any,
     missing: Any = None,
     n_jobs: Optional[int] = None,
+    progress: Any = "auto",
 ) -> SufficientStatistics:
     """Sufficient statistics of a data set binned with given cut points.
 
@@ -763,14 +784,18 @@ def sufficient_statistics(
         ``X``. Parts that are to be added up need the same flags.
     n_jobs : int or None, default=None
         Threads for an in-memory ``X`` (``None``: all cores); Dask partitions use one each.
+    progress : {"auto", True, False}, default="auto"
+        A progress bar over the Dask tasks (local schedulers; tqdm, if installed): see
+        :mod:`fastpcam._progress`.
 
     Returns
     -------
     stats : SufficientStatistics
         The statistics.
     """
+    _progress.check(progress)
     if is_dask_collection(X):
-        return dask_statistics(X, y, sample_weight, cuts=cuts, missing=missing)
+        return dask_statistics(X, y, sample_weight, cuts=cuts, missing=missing, progress=progress)
     x, names = as_matrix(X)
     cut_list = _check_cuts(cuts, x.shape[1])
     flags = np.asarray(np.isnan(x).any(axis=0), dtype=np.bool_) if missing is None else _check_missing(missing, x.shape[1])

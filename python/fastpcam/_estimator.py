@@ -115,7 +115,7 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
         steepest-descent magnitude of every jump. ``0`` asks for an exact optimum.
     max_iter : int, default=100000
         Maximum number of block (dynamic programme) updates, in both selection modes.
-    <<max_time n_jobs random_state subsample_for_bin verbose>>
+    <<max_time n_jobs random_state subsample_for_bin verbose progress>>
     callback : callable or None, default=None
         Called about every 0.1 s during the fit as ``callback(n_iter, objective,
         kkt_residual, elapsed)``; returning ``False`` stops the fit early and keeps the model

@@ -315,6 +315,63 @@ class AdditiveModelMixin:
             raise ValueError(f"columns has {len(cols)} names but the model has {len(names)} features")
         return cols
 
+    # ------------------------------------------------------------------ ONNX, HTML
+
+    def to_onnx(self, path: Any = None, *, target_opset: Optional[int] = None) -> Any:
+        """The model as an ONNX graph that reproduces ``predict`` in float64.
+
+        Needs the ``onnx`` extra (``pip install fastpcam[onnx]``). The graph has one input
+        per feature, shape ``[N, 1]``, named after the feature, in feature order: float64
+        for a numeric feature (NaN is missing), str for a categorical feature with string
+        categories (``""`` is missing) and float64 holding the category for one with
+        numeric categories; :func:`fastpcam.onnx_inputs` builds that feed from ``X``.
+        Outputs: a regressor's ``prediction`` (and ``score``, the log of the mean, for a
+        log-link loss); a classifier's ``label``, ``probabilities`` and ``decision``. Pair
+        terms are included. See ``docs/export.md`` and :mod:`fastpcam._onnx`.
+
+        Parameters
+        ----------
+        path : str or path-like, optional
+            Also write the graph to this file.
+        target_opset : int, optional
+            The ``ai.onnx`` opset (at least 13); default ``fastpcam._onnx.DEFAULT_OPSET``.
+
+        Returns
+        -------
+        onnx.ModelProto
+            The checked graph.
+        """
+        from . import _onnx
+
+        return _onnx.to_onnx(self, path, target_opset=_onnx.DEFAULT_OPSET if target_opset is None else target_opset)
+
+    def to_html(self, path: Any = None, *, title: Optional[str] = None, max_features: Optional[int] = None) -> str:
+        """A self-contained interactive HTML report of the model (see :mod:`fastpcam._report`).
+
+        One file that loads nothing from the network: shape functions (hover shows the bin,
+        its value and its training weight), heatmaps of pair terms, term importances, the
+        fit summary (penalty, KKT certificate, held-out path) and the bin weights.
+
+        Parameters
+        ----------
+        path : str or path-like, optional
+            Write the report to this file.
+        title : str, optional
+            The page title (default: the estimator's class name).
+        max_features : int, optional
+            Most shape functions drawn, the most important first (default
+            ``fastpcam._report.DEFAULT_MAX_FEATURES``); the others are listed by name.
+
+        Returns
+        -------
+        str
+            The HTML document.
+        """
+        from . import _report
+
+        limit = _report.DEFAULT_MAX_FEATURES if max_features is None else max_features
+        return _report.to_html(self, path, title=title, max_features=limit)
+
     # ------------------------------------------------------------------------ JSON
 
     def to_json(self) -> str:

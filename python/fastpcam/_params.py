@@ -65,6 +65,7 @@ CONSTRAINTS: dict[str, list[Any]] = {
     "random_state": [Interval(Integral, 0, 2**64 - 1, closed="both")],
     "subsample_for_bin": [_count(2)],
     "verbose": ["verbose"],
+    "progress": [StrOptions({"auto"}), "boolean"],
     "callback": [callable, None],
     "categorical_features": [StrOptions({"from_dtype"}), "array-like", None],
     "bins": [dict, list, None],
@@ -144,6 +145,12 @@ DOCS: dict[str, str] = {
     "verbose": (
         "verbose : int, default=0\n"
         "    ``1`` prints progress about once a second and a summary; ``2`` ten times a second."
+    ),
+    "progress": (
+        "progress : {\"auto\", True, False}, default=\"auto\"\n"
+        "    A progress bar (tqdm, if installed): ``\"auto\"`` shows one only in a terminal or a\n"
+        "    notebook and only once the job has run a few seconds; ``True`` always; ``False`` never\n"
+        "    (see :mod:`fastpcam._progress`). Independent of ``verbose``."
     ),
     "n_features_in_": "n_features_in_ : int\n    Number of features seen during fit.",
     "feature_names_in_": (

@@ -249,12 +249,12 @@ def test_predict_with_newer_schema_is_an_error(tmp_path: Path, capsys: pytest.Ca
 def test_every_subcommand_takes_out() -> None:
     parser = build_parser()
     subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    assert set(subparsers.choices) == {"demo", "fit", "predict"}
+    assert set(subparsers.choices) == {"demo", "fit", "predict", "report"}
     for name, sub in subparsers.choices.items():
         out = [a for a in sub._actions if a.dest == "out"]
         assert out and {"-o", "--out"} <= set(out[0].option_strings), name
     for argv in (["demo", "-o", "m.json"], ["fit", "d.csv", "--target", "y", "-o", "m.json"],
-                 ["predict", "m.json", "d.csv", "-o", "p.csv"]):
+                 ["predict", "m.json", "d.csv", "-o", "p.csv"], ["report", "m.json", "-o", "r.html"]):
         assert parser.parse_args(argv).out == argv[-1]
 
 
