@@ -328,11 +328,22 @@ impl BlockState {
     /// ([`solve_grid`], warm-started from the block's dual). The solution is applied only if
     /// it lowers the objective (exactly predicted from the sums); returns whether the state
     /// moved (the solution, or only the block's dual, which its score reads).
-    fn update_grid(&mut self, data: &BinnedData, k: usize, grid: Grid, penalty: f64, lambda: f64) -> bool {
+    fn update_grid(
+        &mut self,
+        data: &BinnedData,
+        k: usize,
+        grid: Grid,
+        penalty: f64,
+        lambda: f64,
+    ) -> bool {
         let (cells, nb) = (grid.cells(), data.features[k].n_bins());
         let (beta, sums, wn) = (&self.beta[k], &self.sums[k], &self.wn[k]);
         for b in 0..nb {
-            self.z[b] = if wn[b] > 0.0 { beta[b] + sums[b] / wn[b] } else { beta[b] };
+            self.z[b] = if wn[b] > 0.0 {
+                beta[b] + sums[b] / wn[b]
+            } else {
+                beta[b]
+            };
         }
         if !(wn[..cells].iter().sum::<f64>() > 0.0) {
             return false;
@@ -368,9 +379,9 @@ impl BlockState {
             self.bnew = new;
             true
         } else {
-            // The block stays; its new dual still changes its score (an unfinished solve
-            // continues at its next update).
-            dual_moved || solve.rounds == MAX_ROUNDS
+            // The block stays; an unfinished solve continues from its new dual at the block's
+            // next update.
+            dual_moved && solve.rounds == MAX_ROUNDS
         }
     }
 

@@ -14,9 +14,9 @@ use std::time::Instant;
 
 use crate::binning::BinnedData;
 use crate::error::{check_len, FastError, Result};
+use crate::grid::{kind_score, score_blocks};
 use crate::params::{ChainShape, FitParams, Selection};
 use crate::report::{BinnedFit, Callback, FitReport, History, Progress, StopReason};
-use crate::grid::{kind_score, score_blocks};
 use crate::selection::{all_bin_sums, bin_sums_into, select, shaped_block_score, BlockScore};
 
 /// With `selection = Auto` on the rows engine, greedy BGS-s for at most this many features,

@@ -48,6 +48,9 @@ pub const MAX_ROUNDS: usize = 16;
 /// (the block objective's range).
 pub const GAP_TOL: f64 = 1e-12;
 
+/// A solution whose cells differ by at most this fraction of the size of the input is flat.
+const FLAT_TOL: f64 = 1e-12;
+
 /// Weight of an empty cell, relative to the mean cell weight.
 const EMPTY_FLOOR: f64 = 1e-2;
 
@@ -86,7 +89,10 @@ pub fn grid_tv(theta: &[f64], grid: Grid) -> f64 {
         tv += row.windows(2).map(|w| (w[1] - w[0]).abs()).sum::<f64>();
     }
     for r in 0..chain_r.saturating_sub(1) {
-        let (a, b) = (&theta[r * cols..(r + 1) * cols], &theta[(r + 1) * cols..(r + 2) * cols]);
+        let (a, b) = (
+            &theta[r * cols..(r + 1) * cols],
+            &theta[(r + 1) * cols..(r + 2) * cols],
+        );
         tv += a.iter().zip(b).map(|(x, y)| (y - x).abs()).sum::<f64>();
     }
     tv
@@ -102,7 +108,14 @@ fn chain_lengths(grid: Grid) -> (usize, usize) {
 
 /// One line's weighted FLSA: the first `chain` entries fused at `lambda`, the rest (a missing
 /// cell) free.
-fn solve_line(v: &[f64], h: &[f64], chain: usize, lambda: f64, ws: &mut FlsaWorkspace, out: &mut [f64]) {
+fn solve_line(
+    v: &[f64],
+    h: &[f64],
+    chain: usize,
+    lambda: f64,
+    ws: &mut FlsaWorkspace,
+    out: &mut [f64],
+) {
     if chain > 1 {
         flsa_weighted_unchecked(&v[..chain], &h[..chain], lambda, ws, &mut out[..chain]);
     } else {
@@ -143,7 +156,10 @@ pub fn solve_grid(
     if lambda == f64::INFINITY {
         flat_grid(z, &ws.h, grid, out);
         dual[..n].iter_mut().for_each(|d| *d = 0.0);
-        return GridSolve { rounds: 0, gap: 0.0 };
+        return GridSolve {
+            rounds: 0,
+            gap: 0.0,
+        };
     }
     for c in 0..n {
         ws.q[c] = dual[c] / ws.h[c];
@@ -163,7 +179,14 @@ pub fn solve_grid(
         }
         for r in 0..rows {
             let s = r * cols..(r + 1) * cols;
-            solve_line(&ws.v[s.clone()], &ws.h[s.clone()], chain_c, lambda, &mut ws.flsa, &mut ws.x[s]);
+            solve_line(
+                &ws.v[s.clone()],
+                &ws.h[s.clone()],
+                chain_c,
+                lambda,
+                &mut ws.flsa,
+                &mut ws.x[s],
+            );
         }
         // Columns: y = prox_cols(x + q); q ← x + q − y. The dual point s = h∘(z − y) (the
         // row part h∘(z − q − x) plus the new column part) and the primal y give the gap
@@ -198,8 +221,22 @@ pub fn solve_grid(
             break;
         }
     }
+    // A grid flat up to rounding (Dykstra fuses rows only up to its gap) is made flat.
+    let (lo, hi) = out[..n]
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+            (a.min(v), b.max(v))
+        });
+    let size = z[..n]
+        .iter()
+        .fold(lo.abs().max(hi.abs()), |m, v| m.max(v.abs()));
+    if hi - lo <= FLAT_TOL * size {
+        let mean = (0..n).map(|c| ws.h[c] * out[c]).sum::<f64>() / ws.h[..n].iter().sum::<f64>();
+        out[..n].iter_mut().for_each(|v| *v = mean);
+    }
     for c in 0..n {
-        dual[c] = ws.q[c] * ws.h[c];
+        // An empty cell has no gradient: its row and column parts are both 0.
+        dual[c] = if h[c] > 0.0 { ws.q[c] * ws.h[c] } else { 0.0 };
     }
     solve
 }
@@ -221,7 +258,11 @@ fn flat_grid(z: &[f64], h: &[f64], grid: Grid, out: &mut [f64]) {
     for r in 0..grid.rows {
         for c in 0..cols {
             let k = part(r, c);
-            out[r * cols + c] = if den[k] > 0.0 { num[k] / den[k] } else { z[r * cols + c] };
+            out[r * cols + c] = if den[k] > 0.0 {
+                num[k] / den[k]
+            } else {
+                z[r * cols + c]
+            };
         }
     }
 }
@@ -229,12 +270,18 @@ fn flat_grid(z: &[f64], h: &[f64], grid: Grid, out: &mut [f64]) {
 /// Jumps of a grid's lines at most this fraction of the block's range count as fused in
 /// [`grid_score`]: the 2-D solve fuses cells only up to its duality gap, where a 1-D solve
 /// fuses them exactly.
-pub const JUMP_TOL: f64 = 1e-7;
+pub const JUMP_TOL: f64 = 1e-4;
 
 /// One line's violation of `g ∈ λ ∂TV1(θ)` (its first `chain` entries a fused chain, the
 /// rest free cells): the chain's jumps as in [`block_score`] (jumps within `fused` of zero
 /// counted as fused), the chain's level `|Σ g|`, and each free cell's `|g|`.
-fn line_violation(g: &[f64], theta: &[f64], chain: usize, (lambda, fused): (f64, f64), out: &mut BlockScore) {
+fn line_violation(
+    g: &[f64],
+    theta: &[f64],
+    chain: usize,
+    (lambda, fused): (f64, f64),
+    out: &mut BlockScore,
+) {
     let mut suffix = 0.0;
     for t in (0..chain.saturating_sub(1)).rev() {
         suffix += g[t + 1];
@@ -245,6 +292,7 @@ fn line_violation(g: &[f64], theta: &[f64], chain: usize, (lambda, fused): (f64,
         } else {
             (grad + lambda.copysign(jump)).abs()
         };
+
         out.score += d * d;
         out.max_d = out.max_d.max(d);
     }
@@ -270,7 +318,11 @@ pub fn grid_score(
     let (chain_r, chain_c) = chain_lengths(grid);
     let mut out = BlockScore::default();
     let n = grid.cells();
-    let (lo, hi) = theta[..n].iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| (a.min(v), b.max(v)));
+    let (lo, hi) = theta[..n]
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+            (a.min(v), b.max(v))
+        });
     let fused = JUMP_TOL * (hi - lo).max(0.0);
     buf.resize(2 * rows.max(cols), 0.0);
     let (g, t) = buf.split_at_mut(rows.max(cols));
@@ -279,7 +331,13 @@ pub fn grid_score(
             let i = r * cols + c;
             g[c] = sums[i] - dual.get(i).copied().unwrap_or(0.0);
         }
-        line_violation(&g[..cols], &theta[r * cols..(r + 1) * cols], chain_c, (lambda, fused), &mut out);
+        line_violation(
+            &g[..cols],
+            &theta[r * cols..(r + 1) * cols],
+            chain_c,
+            (lambda, fused),
+            &mut out,
+        );
     }
     for c in 0..cols {
         for r in 0..rows {
@@ -297,7 +355,10 @@ pub fn grid_score(
 pub fn block_tv(beta: &[f64], n_chain: usize, shape: ChainShape) -> f64 {
     let tv = match shape.grid {
         Some(g) => grid_tv(&beta[..g.cells()], g),
-        None => beta[..n_chain].windows(2).map(|w| (w[1] - w[0]).abs()).sum(),
+        None => beta[..n_chain]
+            .windows(2)
+            .map(|w| (w[1] - w[0]).abs())
+            .sum(),
     };
     shape.factor * tv
 }
@@ -388,7 +449,15 @@ mod tests {
         for (a, b) in out.iter().zip(&z) {
             assert!((a - b).abs() < 1e-12);
         }
-        solve_grid(&z, &h, grid(2, 3), f64::INFINITY, &mut dual, &mut ws, &mut out);
+        solve_grid(
+            &z,
+            &h,
+            grid(2, 3),
+            f64::INFINITY,
+            &mut dual,
+            &mut ws,
+            &mut out,
+        );
         let m = z.iter().zip(&h).map(|(a, b)| a * b).sum::<f64>() / h.iter().sum::<f64>();
         assert!(out.iter().all(|v| (v - m).abs() < 1e-12));
     }

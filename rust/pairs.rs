@@ -32,16 +32,17 @@ use rayon::prelude::*;
 use crate::binning::{bin_weights, BinnedData, BinnedFeature, Code, Codes};
 use crate::descent::{descend, DescentState};
 use crate::error::{FastError, Result};
-use crate::params::{FitParams, Grid, Interactions, Penalty, Shapes, Validation};
+use crate::params::{FitParams, Grid, Interactions, Penalty, Selection, Shapes, Validation};
 use crate::report::{Axis, BinnedFit, Callback, PairFit, PairTerm};
 use crate::validation::{
     holdout_loss, reborrow, restore_weights, swap_weights, validation_rows, Split,
 };
 use crate::with_codes;
 
-/// Default `interactions`: the number of pair terms screened for (measured: README, "Pair
-/// terms").
-pub const DEFAULT_INTERACTIONS: usize = 10;
+/// Default `interactions`: the additive model. Pair terms are asked for explicitly (e.g.
+/// `interactions = 10`) until their fits converge as fast as the additive ones (measured:
+/// `docs/pairs.md`).
+pub const DEFAULT_INTERACTIONS: usize = 0;
 
 /// Pairs are screened among this many features with the largest main effects at most.
 pub const SCREEN_FEATURES: usize = 40;
@@ -51,6 +52,10 @@ pub const PAIR_PATH: [f64; 6] = [0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.00781
 
 /// `ρ` when it cannot be chosen on held-out rows (too few rows, or a fixed `λ_f`).
 pub const DEFAULT_PAIR_PENALTY: f64 = 0.25;
+
+/// Block updates per block at most in each held-out path fit (the path compares held-out
+/// losses; it need not converge).
+pub const PATH_BUDGET: usize = 50;
 
 /// KKT tolerance of the held-out path fits, as a fraction of `ρ` (the pair blocks' own
 /// penalty relative to `λ_f`), at least the requested tolerance.
@@ -139,7 +144,11 @@ fn pair_feature(data: &BinnedData, pair: (usize, usize), axes: (&Axis, &Axis)) -
     let cells = axes.0.len() * axes.1.len();
     let missing = axes.0.missing || axes.1.missing;
     let codes = cell_codes(data, pair, axes);
-    let bin_weights = bin_weights(&codes, cells + usize::from(missing), data.weights.as_deref());
+    let bin_weights = bin_weights(
+        &codes,
+        cells + usize::from(missing),
+        data.weights.as_deref(),
+    );
     BinnedFeature {
         cuts: (1..cells).map(|c| c as f64).collect(),
         codes,
@@ -171,7 +180,11 @@ pub fn screen(
     order.truncate(SCREEN_FEATURES);
     order.sort_unstable();
     let axes: Vec<Option<Axis>> = (0..p)
-        .map(|j| order.contains(&j).then(|| axis(&data.features[j], max_bins)))
+        .map(|j| {
+            order
+                .contains(&j)
+                .then(|| axis(&data.features[j], max_bins))
+        })
         .collect();
     let candidates: Vec<(usize, usize)> = order
         .iter()
@@ -191,7 +204,10 @@ pub fn screen(
     let mut gains: Vec<((usize, usize), f64)> = candidates
         .par_iter()
         .map(|&(j, k)| {
-            let (a, b) = (axes[j].as_ref().unwrap_or_else(|| unreachable!()), axes[k].as_ref().unwrap_or_else(|| unreachable!()));
+            let (a, b) = (
+                axes[j].as_ref().unwrap_or_else(|| unreachable!()),
+                axes[k].as_ref().unwrap_or_else(|| unreachable!()),
+            );
             let cols = b.len();
             let cells = a.len() * cols;
             let (mut s, mut w) = (vec![0.0; cells], vec![0.0; cells]);
@@ -235,7 +251,9 @@ pub fn check_pairs(pairs: &[(usize, usize)], p: usize) -> Result<Vec<(usize, usi
             value: format!("({j}, {k})"),
         };
         if j >= p || k >= p {
-            return Err(bad("every pair must hold two feature indices below n_features_in_"));
+            return Err(bad(
+                "every pair must hold two feature indices below n_features_in_",
+            ));
         }
         if j == k {
             return Err(bad("a pair needs two different features"));
@@ -263,9 +281,16 @@ fn with_pair_shapes(params: &FitParams, p: usize, grids: &[Grid], rho: f64, tol:
         shapes.penalty_factor.push(rho);
         shapes.grids.push(Some(g));
     }
+    // Scored sweeps: one pass over the rows per update, where greedy selection refreshes
+    // every block's sums (pairs included) before each update.
+    let selection = match params.selection {
+        Selection::Auto => Selection::Sweep,
+        s => s,
+    };
     FitParams {
         shapes,
         tol,
+        selection,
         ..params.clone()
     }
 }
@@ -283,8 +308,8 @@ pub(crate) fn fit_pairs<S: DescentState>(
     y: ArrayView1<'_, f64>,
     params: &FitParams,
     mains: BinnedFit,
-    state: &dyn Fn(&BinnedData, Vec<Vec<f64>>) -> S,
-    term: &dyn Fn(f64, f64, f64) -> f64,
+    state: StateMaker<'_, S>,
+    term: RowLoss<'_>,
     mut callback: Option<Callback<'_>>,
 ) -> Result<(BinnedFit, PairFit)> {
     let start = Instant::now();
@@ -296,7 +321,9 @@ pub(crate) fn fit_pairs<S: DescentState>(
             let mut st = state(data, mains.values.clone());
             let (_, vr) = st.sums_and_residual();
             let vr = vr.map(<[f64]>::to_vec).unwrap_or_default();
-            screen(data, &mains.values, &vr, *count, pp.max_bins).into_iter().unzip()
+            screen(data, &mains.values, &vr, *count, pp.max_bins)
+                .into_iter()
+                .unzip()
         }
     };
     if pairs.is_empty() {
@@ -318,8 +345,19 @@ pub(crate) fn fit_pairs<S: DescentState>(
         .map(|(&pair, (a, b))| pair_feature(data, pair, (a, b)))
         .collect();
     data.features.extend(virtual_features);
-    let result = fit_on_pairs(data, y, params, &mains, (&grids, state, term), &mut callback, start);
-    let cell_weights: Vec<Vec<f64>> = data.features[p..].iter().map(|f| f.bin_weights.clone()).collect();
+    let result = fit_on_pairs(
+        data,
+        y,
+        params,
+        &mains,
+        (&grids, state, term),
+        &mut callback,
+        start,
+    );
+    let cell_weights: Vec<Vec<f64>> = data.features[p..]
+        .iter()
+        .map(|f| f.bin_weights.clone())
+        .collect();
     data.features.truncate(p);
     let (mut fit, penalty, [path, path_loss], path_n_iter) = result?;
     let pair_values = fit.values.split_off(p);
@@ -328,13 +366,15 @@ pub(crate) fn fit_pairs<S: DescentState>(
         .zip(axes)
         .zip(grids)
         .zip(pair_values.into_iter().zip(cell_weights))
-        .map(|(((features, axes), grid), (values, cell_weights))| PairTerm {
-            features,
-            axes,
-            grid,
-            values,
-            cell_weights,
-        })
+        .map(
+            |(((features, axes), grid), (values, cell_weights))| PairTerm {
+                features,
+                axes,
+                grid,
+                values,
+                cell_weights,
+            },
+        )
         .collect();
     Ok((
         fit,
@@ -350,6 +390,10 @@ pub(crate) fn fit_pairs<S: DescentState>(
 }
 
 type PairSearchResult = (BinnedFit, f64, [Vec<f64>; 2], Vec<usize>);
+/// Makes the loss's state on the data from blocks.
+type StateMaker<'a, S> = &'a dyn Fn(&BinnedData, Vec<Vec<f64>>) -> S;
+/// A held-out row's loss `(v, y, f) ↦ …`.
+type RowLoss<'a> = &'a dyn Fn(f64, f64, f64) -> f64;
 
 /// [`fit_pairs`] once the pair blocks are in `data`: the held-out choice of `ρ` (if asked)
 /// and the final fit.
@@ -358,7 +402,7 @@ fn fit_on_pairs<S: DescentState>(
     y: ArrayView1<'_, f64>,
     params: &FitParams,
     mains: &BinnedFit,
-    (grids, state, term): (&[Grid], &dyn Fn(&BinnedData, Vec<Vec<f64>>) -> S, &dyn Fn(f64, f64, f64) -> f64),
+    (grids, state, term): (&[Grid], StateMaker<'_, S>, RowLoss<'_>),
     callback: &mut Option<Callback<'_>>,
     start: Instant,
 ) -> Result<PairSearchResult> {
@@ -368,7 +412,9 @@ fn fit_on_pairs<S: DescentState>(
     init.extend(data.features[p..].iter().map(|f| vec![0.0; f.n_bins()]));
     let (mut path, mut path_loss, mut path_n_iter) = (Vec::new(), Vec::new(), Vec::new());
     let mut rho = params.pairs.penalty.unwrap_or(DEFAULT_PAIR_PENALTY);
-    if let (None, Penalty::Validated(Validation { fraction, seed })) = (params.pairs.penalty, params.lambda) {
+    if let (None, Penalty::Validated(Validation { fraction, seed })) =
+        (params.pairs.penalty, params.lambda)
+    {
         let split = Split::new(data, validation_rows(data.n_samples, fraction, seed));
         if split.enough_rows() {
             let Split {
@@ -377,14 +423,30 @@ fn fit_on_pairs<S: DescentState>(
                 train,
             } = split;
             let saved = swap_weights(data, train);
-            let searched = (|| {
+            let mut search = || {
                 let data = &*data;
                 let mut st = state(data, init.clone());
                 let mut best: Option<(f64, f64, Vec<Vec<f64>>)> = None;
                 for &r in &PAIR_PATH {
-                    let prm = with_pair_shapes(params, p, grids, r, params.tol.max(PAIR_PATH_TOL * r));
-                    let fit = descend(data, &prm, &mut st, lambda, mains.lambda_max, Instant::now(), reborrow(callback));
-                    let loss = holdout_loss(data, y, (fit.intercept, &fit.values), (&rows, &held_weights), term);
+                    let mut prm =
+                        with_pair_shapes(params, p, grids, r, params.tol.max(PAIR_PATH_TOL * r));
+                    prm.max_iter = prm.max_iter.min(PATH_BUDGET * data.n_features());
+                    let fit = descend(
+                        data,
+                        &prm,
+                        &mut st,
+                        lambda,
+                        mains.lambda_max,
+                        Instant::now(),
+                        reborrow(callback),
+                    );
+                    let loss = holdout_loss(
+                        data,
+                        y,
+                        (fit.intercept, &fit.values),
+                        (&rows, &held_weights),
+                        term,
+                    );
                     path.push(r);
                     path_loss.push(loss);
                     path_n_iter.push(fit.report.n_iter);
@@ -399,7 +461,8 @@ fn fit_on_pairs<S: DescentState>(
                     }
                 }
                 best
-            })();
+            };
+            let searched = search();
             restore_weights(data, saved);
             if let Some((r, _, values)) = searched {
                 rho = r;
@@ -409,7 +472,15 @@ fn fit_on_pairs<S: DescentState>(
     }
     let prm = with_pair_shapes(params, p, grids, rho, params.tol);
     let mut st = state(data, init);
-    let fit = descend(data, &prm, &mut st, lambda, mains.lambda_max, start, reborrow(callback));
+    let fit = descend(
+        data,
+        &prm,
+        &mut st,
+        lambda,
+        mains.lambda_max,
+        start,
+        reborrow(callback),
+    );
     Ok((fit, rho, [path, path_loss], path_n_iter))
 }
 

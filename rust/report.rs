@@ -252,4 +252,3 @@ pub struct PairFit {
     /// The screening gain of every pair kept (empty for a given list).
     pub gains: Vec<f64>,
 }
-

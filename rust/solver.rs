@@ -15,11 +15,11 @@ use std::sync::Arc;
 use ndarray::{ArrayView1, ArrayView2};
 
 use crate::binning::{bin_data, BinnedData};
+use crate::blocks::BlockState;
 use crate::error::{FastError, Result};
+use crate::pairs::fit_pairs;
 use crate::params::{Engine, FitParams, Penalty};
 use crate::tables::Tables;
-use crate::blocks::BlockState;
-use crate::pairs::fit_pairs;
 use crate::validation::{fit_validated, reborrow, squared_error};
 
 pub use crate::descent::{AUTO_GREEDY_MAX_FEATURES, SWEEP_SKIP};
@@ -94,7 +94,15 @@ pub fn fit_with_engine(
     }
     // Pair terms: every block together on the rows engine, from the main effects' fit.
     let state = |d: &BinnedData, b: Vec<Vec<f64>>| BlockState::with_start(d, y, b);
-    let (fitted, pairs) = fit_pairs(&mut data, y, params, fitted, &state, &squared_error, callback)?;
+    let (fitted, pairs) = fit_pairs(
+        &mut data,
+        y,
+        params,
+        fitted,
+        &state,
+        &squared_error,
+        callback,
+    )?;
     let mut fit = Fit::new(&data, Engine::Rows, fitted, search);
     fit.pairs = pairs;
     Ok(fit)

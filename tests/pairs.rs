@@ -164,15 +164,26 @@ fn two_by_two_blocks_match_brute_force() {
         let theta = solve(&z, &h, grid, lambda);
         let got = objective(&theta, &z, &h, grid, lambda);
         let want = brute_force(&z, &h, grid, lambda);
-        assert!(got <= want + 1e-9 * (1.0 + want.abs()), "case {case}: {got} vs {want}");
-        assert!(got >= want - 1e-12 * (1.0 + want.abs()), "case {case}: below the optimum");
+        assert!(
+            got <= want + 1e-9 * (1.0 + want.abs()),
+            "case {case}: {got} vs {want}"
+        );
+        assert!(
+            got >= want - 1e-12 * (1.0 + want.abs()),
+            "case {case}: below the optimum"
+        );
     }
 }
 
 #[test]
 fn small_grids_match_the_dual_reference() {
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(2);
-    for (rows, cols, mr, mc) in [(3, 4, false, false), (4, 3, true, false), (3, 3, true, true), (5, 5, false, true)] {
+    for (rows, cols, mr, mc) in [
+        (3, 4, false, false),
+        (4, 3, true, false),
+        (3, 3, true, true),
+        (5, 5, false, true),
+    ] {
         let grid = Grid {
             rows,
             cols,
@@ -184,8 +195,14 @@ fn small_grids_match_the_dual_reference() {
             let lambda = rng.random_range(0.05..1.0);
             let theta = solve(&z, &h, grid, lambda);
             let reference = dual_reference(&z, &h, grid, lambda);
-            let (a, b) = (objective(&theta, &z, &h, grid, lambda), objective(&reference, &z, &h, grid, lambda));
-            assert!((a - b).abs() <= 1e-8 * (1.0 + b.abs()), "{rows}x{cols}: {a} vs {b}");
+            let (a, b) = (
+                objective(&theta, &z, &h, grid, lambda),
+                objective(&reference, &z, &h, grid, lambda),
+            );
+            assert!(
+                (a - b).abs() <= 1e-8 * (1.0 + b.abs()),
+                "{rows}x{cols}: {a} vs {b}"
+            );
             for (x, y) in theta.iter().zip(&reference) {
                 assert!((x - y).abs() < 1e-5, "{rows}x{cols}: values {x} vs {y}");
             }
@@ -238,7 +255,12 @@ fn a_known_interaction_is_found_and_certified() {
     let (x, y) = interaction_data(4000, 3);
     let prm = pair_params(Interactions::Count(3), None);
     let f = fit(x.view(), y.view(), None, &prm, None).unwrap();
-    assert_eq!(f.pairs.terms[0].features, (0, 1), "gains {:?}", f.pairs.gains);
+    assert_eq!(
+        f.pairs.terms[0].features,
+        (0, 1),
+        "gains {:?}",
+        f.pairs.gains
+    );
     assert!(f.report.converged, "kkt {}", f.report.kkt_residual);
     assert!(f.report.kkt_residual <= 1e-2);
     // The objective never increases along the final fit.
@@ -250,7 +272,14 @@ fn a_known_interaction_is_found_and_certified() {
     assert!(!f.pairs.path.is_empty());
     assert!(f.pairs.path.contains(&f.pairs.penalty));
     // Far better than the additive model in training loss.
-    let additive = fit(x.view(), y.view(), None, &pair_params(Interactions::Count(0), None), None).unwrap();
+    let additive = fit(
+        x.view(),
+        y.view(),
+        None,
+        &pair_params(Interactions::Count(0), None),
+        None,
+    )
+    .unwrap();
     assert!(f.report.objective < 0.5 * additive.report.objective);
 }
 
@@ -261,7 +290,14 @@ fn zero_interactions_is_the_additive_fit() {
     let a = fit(x.view(), y.view(), None, &plain, None).unwrap();
     plain.pairs.interactions = Interactions::List(vec![]);
     let b = fit(x.view(), y.view(), None, &plain, None).unwrap();
-    let c = fit(x.view(), y.view(), None, &pair_params(Interactions::Count(0), Some(0.1)), None).unwrap();
+    let c = fit(
+        x.view(),
+        y.view(),
+        None,
+        &pair_params(Interactions::Count(0), Some(0.1)),
+        None,
+    )
+    .unwrap();
     for other in [&b, &c] {
         assert_eq!(a.model, other.model);
         assert_eq!(a.report.objective, other.report.objective);
@@ -273,7 +309,11 @@ fn zero_interactions_is_the_additive_fit() {
 fn one_and_two_threads_agree_with_pairs() {
     let (x, y) = interaction_data(3000, 5);
     let prm = pair_params(Interactions::List(vec![(0, 1), (2, 3)]), None);
-    let run = |t| with_threads(Some(t), || fit(x.view(), y.view(), None, &prm, None)).unwrap().unwrap();
+    let run = |t| {
+        with_threads(Some(t), || fit(x.view(), y.view(), None, &prm, None))
+            .unwrap()
+            .unwrap()
+    };
     let (a, b) = (run(1), run(2));
     assert_eq!(a.model, b.model);
     assert_eq!(a.pairs, b.pairs);
@@ -291,7 +331,11 @@ fn fixed_pair_penalty_and_bad_lists() {
     let t = &f.pairs.terms[0];
     assert_eq!(t.values.len(), t.grid.cells());
     let bad = pair_params(Interactions::List(vec![(0, 9)]), None);
-    common::assert_invalid(fit(x.view(), y.view(), None, &bad, None), "interactions", "index");
+    common::assert_invalid(
+        fit(x.view(), y.view(), None, &bad, None),
+        "interactions",
+        "index",
+    );
     let mut fixed = pair_params(Interactions::Count(2), None);
     fixed.lambda = Penalty::Relative(1e-3);
     let f = fit(x.view(), y.view(), None, &fixed, None).unwrap();

@@ -20,10 +20,12 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from . import _core, _dask, _fitted, _input, _params, _progress, _shapes
+from . import _core, _dask, _fitted, _input, _pairs, _params, _progress, _shapes
 from ._inspect import AdditiveModelMixin
 from ._params import (
     DEFAULT_ENGINE,
+    DEFAULT_INTERACTIONS,
+    DEFAULT_MAX_INTERACTION_BINS,
     document,
     DEFAULT_MAX_BINS,
     DEFAULT_MAX_ITER,
@@ -37,7 +39,7 @@ from ._params import (
 FAST_PARAMS = (
     "lambda_f", "lambda_ratio", "validation_fraction", "max_bins", "selection", "tol", "max_iter", "max_time",
     "n_jobs", "random_state", "subsample_for_bin", "verbose", "progress", "callback", "categorical_features", "bins", "engine",
-    "monotonic_cst", "penalty_factor",
+    "monotonic_cst", "penalty_factor", "interactions", "max_interaction_bins", "interaction_penalty",
 )  # fmt: skip
 
 
@@ -52,6 +54,8 @@ class _BaseFAST(AdditiveModelMixin, BaseEstimator):
     _task = "regression"
     #: The key of the held-out loss in ``validation_path_``.
     _validation_loss = "validation_mse"
+    #: The core losses that fit pair terms.
+    _pair_losses: tuple[str, ...] = ("squared",)
     #: Fitted attributes of the class saved in model files besides the tables.
     _json_attributes: tuple[str, ...] = ("lambda_ratio_",)
 
@@ -95,6 +99,9 @@ class _BaseFAST(AdditiveModelMixin, BaseEstimator):
         engine: str = DEFAULT_ENGINE,
         monotonic_cst: Any = None,
         penalty_factor: Any = None,
+        interactions: Any = DEFAULT_INTERACTIONS,
+        max_interaction_bins: int = DEFAULT_MAX_INTERACTION_BINS,
+        interaction_penalty: Union[float, str] = "auto",
     ) -> None:
         _store_params(self, locals())
 
@@ -117,7 +124,22 @@ class _BaseFAST(AdditiveModelMixin, BaseEstimator):
                     "monotonic_cst and penalty_factor are not supported for more than two classes yet"
                 )
             config["monotonic_cst"], config["penalty_factor"] = shapes
+        if "interactions" in config:
+            config["interactions"] = self._interactions(config["interactions"])
         return config
+
+    def _interactions(self, interactions: Any) -> Any:
+        """``interactions`` for the core: resolved against the fitted input; 0 where this
+        estimator's loss has no pair terms (an explicit request there is an error)."""
+        if self._loss not in self._pair_losses or len(getattr(self, "classes_", ())) > 2:
+            if interactions is not DEFAULT_INTERACTIONS and _pairs.any_pairs(interactions):
+                raise ValueError(
+                    f"interactions: pair terms are not supported for this model yet "
+                    f"(loss {self._loss!r}{', more than two classes' if len(getattr(self, 'classes_', ())) > 2 else ''}); "
+                    "use interactions=0"
+                )
+            return 0
+        return _pairs.resolve(self, interactions)
 
     def _call_core(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)``, a core error naming the feature of a column it cites."""

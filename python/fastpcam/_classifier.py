@@ -98,7 +98,7 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
         Where the optimisation keeps its residual information: the logistic loss needs a
         residual per row (``"rows"``; ``"auto"`` means the same). The sufficient-statistics
         engine (``"tables"``) exists for the squared loss only.
-    <<monotonic_cst penalty_factor>>
+    <<monotonic_cst penalty_factor interactions max_interaction_bins interaction_penalty>>
         Binary problems only for now (more classes with constraints are an error).
 
     Attributes
@@ -139,7 +139,7 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
     <<n_validation_>>
     engine_ : str
         The engine that ran the fit (``"rows"``).
-    <<n_features_in_ feature_names_in_ is_categorical_ categories_ monotonic_cst_ penalty_factor_>>
+    <<n_features_in_ feature_names_in_ is_categorical_ categories_ monotonic_cst_ penalty_factor_ interaction_features_ interaction_cuts_ interaction_values_ interaction_penalty_>>
 
     See Also
     --------

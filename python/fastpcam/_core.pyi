@@ -43,6 +43,9 @@ class FitConfig(TypedDict, total=False):
     monotonic_cst: Optional[list[int]]
     penalty_factor: Optional[list[float]]
     power: float
+    interactions: Union[int, list[tuple[int, int]]]
+    max_interaction_bins: int
+    interaction_penalty: Union[float, str]
 
 def defaults() -> FitConfig: ...
 
@@ -79,6 +82,24 @@ class FitOutput(ModelOutput, Bins, History):
     search_loss: npt.NDArray[np.float64]
     search_n_iter: npt.NDArray[np.int64]
     search_n_validation: int
+    pairs: PairOutput
+
+class PairOutput(TypedDict):
+    """The pair terms of a fit (empty lists without pairs): per term its features, interaction
+    cuts and main-bin maps per axis (-1: the missing bin), grid ``(rows, cols, missing_row,
+    missing_col)``, cell values and weights (row-major, then the missing cell if any)."""
+
+    features: list[tuple[int, int]]
+    cuts: list[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]]
+    maps: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]
+    grids: list[tuple[int, int, bool, bool]]
+    values: list[npt.NDArray[np.float64]]
+    weights: list[npt.NDArray[np.float64]]
+    penalty: float
+    path: npt.NDArray[np.float64]
+    path_loss: npt.NDArray[np.float64]
+    path_n_iter: npt.NDArray[np.int64]
+    gains: npt.NDArray[np.float64]
 
 def fit(
     x: npt.NDArray[np.float64],

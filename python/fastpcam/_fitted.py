@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from . import _core
+from . import _core, _pairs
 from ._params import n_threads, name_columns
 from ._text import shape_segments
 
@@ -287,6 +287,7 @@ def write(est: Any, out: Mapping[str, Any], validation_loss: str = "validation_m
     }
     if "engine" in out:
         est.engine_ = str(out["engine"])
+    _pairs.write(est, out)
 
 
 def decision(est: Any, X: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -304,9 +305,11 @@ def decision(est: Any, X: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
             cuts[j] = np.append(cuts[j], len(c) - 0.5)
             values[j] = np.append(values[j], 0.0)
     try:
-        return _core.predict(
+        score = _core.predict(
             X, est.intercept_, cuts, values, getattr(est, "missing_values_", None),
             n_jobs=n_threads(getattr(est, "n_jobs", None)),
         )
     except ValueError as err:
         raise name_columns(err, getattr(est, "feature_names_in_", None)) from None
+    pairs = _pairs.contribution(est, X)
+    return score if pairs is None else score + pairs

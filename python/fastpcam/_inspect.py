@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, Un
 import numpy as np
 import numpy.typing as npt
 
-from . import _serialize
+from . import _pairs, _serialize
 from ._fitted import ShapeFunction, check_fitted, feature_names, shape_functions
 from ._input import prepare_predict
 
@@ -136,8 +136,10 @@ class AdditiveModelMixin:
 
         Returns
         -------
-        ndarray of shape (n_features_in_,)
-            One importance per feature, in feature order (0 for a flat feature).
+        ndarray of shape (n_features_in_ + len(interaction_features_),)
+            One importance per feature, in feature order (0 for a flat feature), then one per
+            pair term (over the cells' training weights, missing rows counting 0), as EBM lists
+            its terms.
         """
         check_fitted(self)
         if importance_type not in _IMPORTANCE_TYPES:
@@ -159,7 +161,23 @@ class AdditiveModelMixin:
             else:
                 held = values[weights > 0]
                 out[sf.index] = float(held.max() - held.min()) if held.size else 0.0
-        return out
+        pairs = []
+        for v, w in zip(getattr(self, "interaction_values_", []), getattr(self, "interaction_weights_", [])):
+            v, w = np.asarray(v).ravel(), np.asarray(w).ravel()
+            if importance_type == "avg_weight":
+                total = float(np.sum(self.bin_weights_[0])) + float(self.missing_weights_[0])  # type: ignore[attr-defined]
+                pairs.append(float(w @ np.abs(v) / total) if total > 0 else 0.0)
+            else:
+                held = v[w > 0]
+                pairs.append(float(held.max() - held.min()) if held.size else 0.0)
+        return np.concatenate([out, np.asarray(pairs, dtype=np.float64)])
+
+    def term_names(self) -> list[str]:
+        """The names of the terms of :meth:`term_importances` and :meth:`explain`: the
+        features, then ``"a & b"`` for each pair term (EBM's naming)."""
+        check_fitted(self)
+        names = feature_names(self)
+        return names + [f"{names[j]} & {names[k]}" for j, k in getattr(self, "interaction_features_", [])]
 
     # ------------------------------------------------------------ local explanations
 
@@ -186,15 +204,18 @@ class AdditiveModelMixin:
         index = getattr(X, "index", None) if hasattr(X, "columns") else None
         Xv = self._inspect_input(X)
         p = len(self.values_)  # type: ignore[attr-defined]
-        out = np.empty((Xv.shape[0], p + 1), dtype=np.float64)
+        features = getattr(self, "interaction_features_", None) or []
+        out = np.empty((Xv.shape[0], p + len(features) + 1), dtype=np.float64)
         for sf in self.shape_functions():
             out[:, sf.index] = sf(Xv[:, sf.index])
-        out[:, p] = float(self.intercept_)  # type: ignore[attr-defined]
+        for t in range(len(features)):
+            out[:, p + t] = _pairs.contribution(self, Xv, only=t)  # type: ignore[arg-type]
+        out[:, -1] = float(self.intercept_)  # type: ignore[attr-defined]
         if index is None:
             return out
         import pandas as pd
 
-        return pd.DataFrame(out, columns=feature_names(self) + ["intercept"], index=index)
+        return pd.DataFrame(out, columns=self.term_names() + ["intercept"], index=index)
 
     # ------------------------------------------------------------------------- SQL
 
@@ -280,8 +301,41 @@ class AdditiveModelMixin:
             for lo, hi, value in segments[:-1]:
                 whens.append(f"WHEN {col} < {lit(hi)} THEN {lit(value)}")
             terms.append(_shape_comment(sf) + _case(whens, lit(segments[-1][2])))
+        terms.extend(self._sql_pairs(cols, dialect, lit))
         expr = "\n  + ".join(terms)
         return expr if link is None else link(expr, lit)
+
+    def _sql_pairs(self, cols: list[str], dialect: str, lit: Callable[[float], str]) -> list[str]:
+        """One term per pair: ``CASE <row index> WHEN a THEN CASE <column index> WHEN b THEN
+        v END ... ELSE 0 END``, where an axis index is a ``CASE`` over the interaction cuts
+        (over the labels for a categorical feature); ``NULL`` or an unseen label gives 0."""
+        out = []
+        cats = getattr(self, "categories_", None) or [None] * len(cols)
+        for (j, k), (cj, ck), v in zip(
+            getattr(self, "interaction_features_", []),
+            getattr(self, "interaction_cuts_", []),
+            getattr(self, "interaction_values_", []),
+        ):
+            index = []
+            for f, c in ((j, cj), (k, ck)):
+                col = _quote_ident(cols[f], dialect)
+                if cats[f] is not None:
+                    whens = []
+                    for code, label in enumerate(cats[f]):
+                        literal = lit(float(label)) if isinstance(label, (int, float, np.number)) else _quote_string(label)
+                        whens.append(f"WHEN {col} = {literal} THEN {int(np.searchsorted(c, code, side='right'))}")
+                    index.append(_case(whens, "NULL"))
+                else:
+                    whens = [f"WHEN {col} IS NULL THEN NULL"]
+                    whens += [f"WHEN {col} < {lit(float(cut))} THEN {b}" for b, cut in enumerate(c)]
+                    index.append(_case(whens, str(len(c))))
+            v = np.asarray(v)
+            rows = []
+            for a in range(v.shape[0]):
+                inner = " ".join(f"WHEN {b} THEN {lit(float(v[a, b]))}" for b in range(v.shape[1]))
+                rows.append(f"WHEN {a} THEN CASE {index[1]} {inner} ELSE {lit(0.0)} END")
+            out.append(f"/* {cols[j]} & {cols[k]} */ CASE {index[0]} {' '.join(rows)} ELSE {lit(0.0)} END")
+        return out
 
     @staticmethod
     def _select_sql(expr: str, table: Union[str, Sequence[str], None], dialect: str, alias: str) -> str:

@@ -36,6 +36,8 @@ DEFAULT_MAX_SWAPS: int = int(CORE_DEFAULTS["max_swaps"])
 DEFAULT_N_LAMBDA_S: int = int(CORE_DEFAULTS["n_lambda_s"])
 DEFAULT_SCALE_DOWN_FACTOR: float = float(CORE_DEFAULTS["scale_down_factor"])
 DEFAULT_POWER: float = float(CORE_DEFAULTS["power"])
+DEFAULT_INTERACTIONS: int = int(CORE_DEFAULTS["interactions"])
+DEFAULT_MAX_INTERACTION_BINS: int = int(CORE_DEFAULTS["max_interaction_bins"])
 SPARSE_LAMBDA_RATIO: float = float(_core.SPARSE_LAMBDA_RATIO)
 SPARSE_MAX_BINS: int = int(_core.SPARSE_MAX_BINS)
 DEFAULT_MAX_FEATURES: int = int(_core.SPARSE_MAX_FEATURES)
@@ -80,6 +82,10 @@ CONSTRAINTS: dict[str, list[Any]] = {
     # shape constraints (fastpcam._shapes)
     "monotonic_cst": ["array-like", dict, None],
     "penalty_factor": ["array-like", dict, None],
+    # pair terms (fastpcam._pairs)
+    "interactions": [_count(0), "array-like"],
+    "max_interaction_bins": [_count(2)],
+    "interaction_penalty": [_NON_NEGATIVE, StrOptions({"auto"})],
     # regression losses
     "loss": [StrOptions({"squared_error", "poisson", "gamma", "tweedie"})],
     "power": [Interval(Real, 1, 2, closed="neither")],
@@ -208,6 +214,43 @@ DOCS: dict[str, str] = {
         "    it unpenalised (its bin means, or its isotonic fit under a constraint). ``lambda_max_``\n"
         "    is taken over the penalised features. A dict maps names (or indices) to factors,\n"
         "    features left out keep 1."
+    ),
+    "interactions": (
+        f"interactions : int or list of pairs, default={DEFAULT_INTERACTIONS}\n"
+        "    Pair terms ``θ_t[a_j(x_j), a_k(x_k)]`` added to the additive model (GA2M, EBM's\n"
+        "    name): an int ``K`` screens every pair of the features with the largest main effects\n"
+        "    on the main effects' residual and keeps the ``K`` best; a list of ``(j, k)`` pairs\n"
+        "    (indices or feature names) fits exactly those; ``0`` gives the additive model of the\n"
+        "    FAST paper. Each pair is a 2-D block penalised by its total variation, so the fit stays\n"
+        "    convex and certified (see ``docs/pairs.md``). Squared-error regression only, for now:\n"
+        "    other losses and more than two classes refuse pairs."
+    ),
+    "max_interaction_bins": (
+        f"max_interaction_bins : int, default={DEFAULT_MAX_INTERACTION_BINS}\n"
+        "    Interaction bins per feature of a pair term at most: the feature's main bins merged\n"
+        "    into groups of about equal weight (their cuts are a subset of ``cuts_[j]``)."
+    ),
+    "interaction_penalty": (
+        "interaction_penalty : float or 'auto', default='auto'\n"
+        "    The pair terms' fusion penalty relative to the main effects', ``λ_pair / λ_f``;\n"
+        "    ``'auto'`` chooses it on the held-out rows of ``lambda_ratio='auto'`` (else 0.25)."
+    ),
+    "interaction_features_": (
+        "interaction_features_ : list of tuple of int\n"
+        "    The features ``(j, k)`` of each pair term (empty for an additive model)."
+    ),
+    "interaction_cuts_": (
+        "interaction_cuts_ : list of tuple of ndarray\n"
+        "    Per pair term, the interaction cuts of ``j`` and of ``k`` (subsets of ``cuts_``)."
+    ),
+    "interaction_values_": (
+        "interaction_values_ : list of ndarray\n"
+        "    Per pair term, its purified table of shape ``(len(cuts_j) + 1, len(cuts_k) + 1)``:\n"
+        "    row ``searchsorted(cuts_j, x_j, 'right')``, column likewise; 0 for a row missing\n"
+        "    either value. Weighted row and column means are zero (moved into ``values_``)."
+    ),
+    "interaction_penalty_": (
+        "interaction_penalty_ : float\n    ``λ_pair / λ_f`` as fitted (0 without pairs)."
     ),
     "monotonic_cst_": (
         "monotonic_cst_ : ndarray of shape (n_features_in_,)\n"

@@ -233,7 +233,61 @@ def model_to_dict(est: Any, feature_names: Sequence[str] | None = None) -> dict[
         _multiclass_to_dict(est, out)
     elif not math.isfinite(out["intercept"]):
         raise ValueError("intercept_ is not finite; cannot serialise the model")
+    pairs = getattr(est, "interaction_features_", None) or []
+    if pairs:
+        out["interactions"] = [
+            {
+                "features": [int(j), int(k)],
+                "cuts": [_finite_floats(cj, f"interaction_cuts_[{t}][0]"), _finite_floats(ck, f"interaction_cuts_[{t}][1]")],
+                "values": [_finite_floats(row, f"interaction_values_[{t}]") for row in np.asarray(v)],
+            }
+            for t, ((j, k), (cj, ck), v) in enumerate(
+                zip(pairs, est.interaction_cuts_, est.interaction_values_)
+            )
+        ]
+        out["interaction_penalty"] = _stat_to_json(getattr(est, "interaction_penalty_", None))
     return out
+
+
+def _pairs_from_dict(d: dict[str, Any], est: Any, n_features: int) -> None:
+    """The pair terms of a model file (``interactions``), checked."""
+    items = d.get("interactions", [])
+    if not isinstance(items, list):
+        raise ValueError("model file: 'interactions' must be a list")
+    features, cuts, values = [], [], []
+    for t, item in enumerate(items):
+        what = f"interactions[{t}]"
+        if not isinstance(item, dict):
+            raise ValueError(f"model file: {what} must be an object")
+        f = item.get("features")
+        if (
+            not isinstance(f, list)
+            or len(f) != 2
+            or not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n_features for i in f)
+            or f[0] == f[1]
+        ):
+            raise ValueError(f"model file: {what}.features must be two different feature indices below {n_features}")
+        c = item.get("cuts")
+        if not isinstance(c, list) or len(c) != 2:
+            raise ValueError(f"model file: {what}.cuts must hold two lists of cuts")
+        cj, ck = (_float_array(x, f"{what}.cuts") for x in c)
+        for axis in (cj, ck):
+            if axis.size > 1 and not np.all(np.diff(axis) > 0):
+                raise ValueError(f"model file: {what}.cuts are not strictly increasing")
+        rows = item.get("values")
+        if not isinstance(rows, list) or len(rows) != cj.size + 1:
+            raise ValueError(f"model file: {what}.values must hold len(cuts[0]) + 1 = {cj.size + 1} rows")
+        v = np.asarray([_float_array(r, f"{what}.values") for r in rows], dtype=np.float64)
+        if v.shape != (cj.size + 1, ck.size + 1):
+            raise ValueError(f"model file: {what}.values must have shape {(cj.size + 1, ck.size + 1)}")
+        features.append((int(f[0]), int(f[1])))
+        cuts.append((cj, ck))
+        values.append(v)
+    est.interaction_features_ = features
+    est.interaction_cuts_ = cuts
+    est.interaction_values_ = values
+    penalty = _stat_from_json(d.get("interaction_penalty"), "interaction_penalty") if features else None
+    est.interaction_penalty_ = float(penalty) if penalty is not None else 0.0
 
 
 def _multiclass_to_dict(est: Any, out: dict[str, Any]) -> None:
@@ -460,6 +514,7 @@ def model_from_dict(d: dict[str, Any]) -> Any:
     est.kkt_residual_ = float(kkt) if kkt is not None else math.nan
     objective = _stat_from_json(fit.get("objective"), "objective")
     est.objective_ = float(objective) if objective is not None else math.nan
+    _pairs_from_dict(d, est, len(cuts))
     attributes = d.get("attributes")
     for name, value in (attributes.items() if isinstance(attributes, dict) else ()):
         if name in getattr(cls, "_json_attributes", ()):

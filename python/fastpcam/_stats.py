@@ -22,7 +22,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import numpy as np
 import numpy.typing as npt
 
-from . import _core, _fitted
+from . import _core, _fitted, _pairs
 from ._input import set_input_attributes
 from ._params import name_columns
 
@@ -354,6 +354,11 @@ class SufficientStatistics:
         """
         est = _fitted.estimator_class("FASTRegressor")(**params)
         est._validate_params()
+        if _pairs.any_pairs(est.interactions):
+            raise ValueError(
+                "interactions: pair terms need the rows, which sufficient statistics do not hold; "
+                "use interactions=0, or fit on the data"
+            )
         set_input_attributes(est, self.n_features, self.feature_names)
         if held_out is not None:
             if not isinstance(held_out, SufficientStatistics):

@@ -73,7 +73,7 @@ def pair_terms(model: Any) -> list[PairTerm]:
                 f"interaction_values_[{t}] has shape {v.shape}, expected {(len(cj) + 1, len(ck) + 1)} "
                 "from interaction_cuts_"
             )
-        w = None if weights is None else np.asarray(weights[t], dtype=np.float64)
+        w = None if weights is None or len(weights) != len(features) else np.asarray(weights[t], dtype=np.float64)
         out.append(PairTerm((j, k), (names[j], names[k]), (cj, ck), v, w))
     return out
 

@@ -105,6 +105,21 @@ def _plot_categorical(ax: Any, sf: Any, color: str, rug: bool) -> None:
     ax.set_xticklabels(labels, rotation=45, ha="right", fontsize=7)
 
 
+def _plot_pair(ax: Any, model: Any, t: int, names: tuple[str, str], importance: Optional[float]) -> None:
+    """Pair term ``t`` as a heatmap over its interaction bins (rows: the first feature), a
+    diverging colour scale centred on 0."""
+    v = np.asarray(model.interaction_values_[t])
+    bound = float(np.max(np.abs(v))) or 1.0
+    ax.imshow(v, origin="lower", aspect="auto", cmap="RdBu_r", vmin=-bound, vmax=bound, interpolation="nearest")
+    ax.set_xlabel(f"{names[1]} (interaction bin)", fontsize=8)
+    ax.set_ylabel(f"{names[0]} (interaction bin)", fontsize=8)
+    label = f"{names[0]} & {names[1]}  (±{bound:.3g})"
+    if importance is not None:
+        label += f"  importance {importance:.3g}"
+    ax.set_title(label, fontsize=9)
+    ax.tick_params(labelsize=7)
+
+
 def shape_functions(
     model: Any,
     features: Union[None, str, int, Sequence[Union[str, int]]] = None,
@@ -150,7 +165,8 @@ def shape_functions(
     Returns
     -------
     matplotlib.figure.Figure
-        The figure, with exactly one axes per plotted feature (``fig.axes[k]``).
+        The figure, with exactly one axes per plotted feature (``fig.axes[k]``), then (when
+        ``features`` is None) one heatmap per pair term (``interaction_values_``).
 
     Raises
     ------
@@ -172,7 +188,8 @@ def shape_functions(
     imp = None
     if importances and all(sf.bin_weights is not None for sf in shapes):
         imp = model.term_importances()
-    n = len(shapes)
+    pairs = list(getattr(model, "interaction_features_", None) or []) if features is None else []
+    n = len(shapes) + len(pairs)
     ncols = min(int(ncols), n)
     nrows = math.ceil(n / ncols)
     fig, axes = plt.subplots(
@@ -192,6 +209,10 @@ def shape_functions(
         ax.tick_params(labelsize=7)
         if k % ncols == 0:
             ax.set_ylabel("contribution", fontsize=8)
+    all_names = [sf.name for sf in model.shape_functions()] if feature_names is None else names
+    for t, (j, k) in enumerate(pairs):
+        ax = flat[len(shapes) + t]
+        _plot_pair(ax, model, t, (all_names[j], all_names[k]), None if imp is None else imp[len(all_names) + t])
     for ax in flat[n:]:
         fig.delaxes(ax)
     fig.suptitle(title if title is not None else f"shape functions (intercept {float(model.intercept_):.4g})",

@@ -48,14 +48,17 @@ pub(crate) struct FitOutput<'py> {
     pairs: PairOutput<'py>,
 }
 
+/// One array per axis of a pair term.
+type AxisPair<'py, T> = (Bound<'py, PyArray1<T>>, Bound<'py, PyArray1<T>>);
+
 /// The pair terms of a fit (empty lists for an additive model): per term its features, its
 /// interaction cuts and main-bin maps per axis, its grid `(rows, cols, missing_row,
 /// missing_col)`, its cell values and weights (row-major, centred; the facade purifies).
 #[derive(IntoPyObject)]
 pub(crate) struct PairOutput<'py> {
     features: Vec<(usize, usize)>,
-    cuts: Vec<(Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>)>,
-    maps: Vec<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>)>,
+    cuts: Vec<AxisPair<'py, f64>>,
+    maps: Vec<AxisPair<'py, i64>>,
     grids: Vec<(usize, usize, bool, bool)>,
     values: Vec<Bound<'py, PyArray1<f64>>>,
     weights: Vec<Bound<'py, PyArray1<f64>>>,
@@ -84,9 +87,15 @@ impl<'py> PairOutput<'py> {
         for t in pairs.terms {
             let (a, b) = t.axes;
             out.features.push(t.features);
-            out.grids.push((t.grid.rows, t.grid.cols, t.grid.missing_row, t.grid.missing_col));
+            out.grids.push((
+                t.grid.rows,
+                t.grid.cols,
+                t.grid.missing_row,
+                t.grid.missing_col,
+            ));
             out.maps.push((counts(py, a.map), counts(py, b.map)));
-            out.cuts.push((a.cuts.into_pyarray(py), b.cuts.into_pyarray(py)));
+            out.cuts
+                .push((a.cuts.into_pyarray(py), b.cuts.into_pyarray(py)));
             out.values.push(t.values.into_pyarray(py));
             out.weights.push(t.cell_weights.into_pyarray(py));
         }

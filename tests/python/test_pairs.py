@@ -1,0 +1,238 @@
+"""Pair terms (``interactions``): the fitted attributes, purification, prediction, every place
+a model goes (explain, importances, JSON, SQL, plots), bad input, and the additive limit."""
+
+from __future__ import annotations
+
+import sqlite3
+import warnings
+
+import numpy as np
+import pytest
+
+import fastpcam
+from fastpcam import FASTClassifier, FASTRegressor
+from fastpcam import _core, _pairs
+
+
+def interaction_data(n=3000, seed=0, nan=0.0):
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, 5))
+    y = 2.0 * ((X[:, 0] > 0.5) & (X[:, 1] > 0.5)) + X[:, 2] + 0.1 * rng.standard_normal(n)
+    if nan:
+        X[rng.random(n) < nan, 0] = np.nan
+    return X, y
+
+
+def manual_predict(m, X):
+    """The documented formula: intercept + main effects + pair tables (0 if a value is NaN)."""
+    out = np.full(X.shape[0], m.intercept_)
+    for j in range(X.shape[1]):
+        x = X[:, j]
+        v = np.where(np.isnan(x), m.missing_values_[j], m.values_[j][np.searchsorted(m.cuts_[j], np.nan_to_num(x), "right")])
+        out += v
+    for (j, k), (cj, ck), v in zip(m.interaction_features_, m.interaction_cuts_, m.interaction_values_):
+        ok = ~(np.isnan(X[:, j]) | np.isnan(X[:, k]))
+        a = np.searchsorted(cj, X[ok, j], "right")
+        b = np.searchsorted(ck, X[ok, k], "right")
+        out[ok] += v[a, b]
+    return out
+
+
+def raw_predict(out, X):
+    """Prediction from the core's unpurified output (cells before purification)."""
+    pred = np.full(X.shape[0], out["intercept"])
+    for j in range(X.shape[1]):
+        x = X[:, j]
+        v = np.asarray(out["values"][j])
+        pred += np.where(np.isnan(x), out["missing_values"][j], v[np.searchsorted(out["cuts"][j], np.nan_to_num(x), "right")])
+    pairs = out["pairs"]
+    for t, (j, k) in enumerate(pairs["features"]):
+        rows, cols, _, _ = pairs["grids"][t]
+        cells = np.asarray(pairs["values"][t])
+        cj, ck = pairs["cuts"][t]
+        ok = ~(np.isnan(X[:, j]) | np.isnan(X[:, k]))
+        a = np.searchsorted(cj, X[ok, j], "right")
+        b = np.searchsorted(ck, X[ok, k], "right")
+        pred[ok] += cells[a * cols + b]
+        if cells.size > rows * cols:
+            pred[~ok] += cells[-1]
+    return pred
+
+
+def test_a_known_interaction_is_found_and_beats_the_additive_model():
+    X, y = interaction_data()
+    pairs = FASTRegressor(interactions=5).fit(X, y)
+    additive = FASTRegressor(interactions=0).fit(X, y)
+    assert pairs.interaction_features_[0] == (0, 1)
+    assert np.mean((pairs.predict(X) - y) ** 2) < 0.3 * np.mean((additive.predict(X) - y) ** 2)
+    assert pairs.converged_ and pairs.kkt_residual_ <= pairs.tol
+    # The held-out choice of the pair penalty ran and chose a value on its path.
+    assert pairs.interaction_penalty_ in pairs.interaction_path_["interaction_penalty"]
+    t = 0
+    cj, ck = pairs.interaction_cuts_[t]
+    assert pairs.interaction_values_[t].shape == (len(cj) + 1, len(ck) + 1)
+    # Interaction cuts are a subset of the main cuts, at most max_interaction_bins bins.
+    assert set(cj) <= set(pairs.cuts_[0]) and len(cj) + 1 <= pairs.max_interaction_bins
+
+
+def test_zero_interactions_is_the_additive_model_exactly():
+    X, y = interaction_data(n=1500)
+    a = FASTRegressor(interactions=0).fit(X, y)
+    b = FASTRegressor(interactions=[]).fit(X, y)
+    assert a.interaction_features_ == [] == b.interaction_features_
+    assert a.objective_ == b.objective_
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))
+    for va, vb in zip(a.values_, b.values_):
+        np.testing.assert_array_equal(va, vb)
+
+
+@pytest.mark.parametrize("nan", [0.0, 0.1])
+def test_purification_leaves_predictions_unchanged(nan):
+    X, y = interaction_data(nan=nan, seed=1)
+    m = FASTRegressor(interactions=[(0, 1), (2, 3)], max_interaction_bins=16).fit(X, y)
+    # The documented formula reproduces predict.
+    np.testing.assert_allclose(m.predict(X), manual_predict(m, X), rtol=0, atol=1e-10)
+    # predict equals the core's unpurified model.
+    out = _core.fit(X, y, None, config=m._config(bins=None))
+    np.testing.assert_allclose(m.predict(X), raw_predict(out, X), rtol=0, atol=1e-9)
+    # Purified where allowed: pair (2, 3) has no missing values, so both its weighted row and
+    # column means vanish.
+    t = m.interaction_features_.index((2, 3))
+    v, w = m.interaction_values_[t], m.interaction_weights_[t]
+    rows = (w * v).sum(axis=1)[w.sum(axis=1) > 0] / w.sum(axis=1)[w.sum(axis=1) > 0]
+    cols = (w * v).sum(axis=0)[w.sum(axis=0) > 0] / w.sum(axis=0)[w.sum(axis=0) > 0]
+    assert np.max(np.abs(rows)) < 1e-9 and np.max(np.abs(cols)) < 1e-9
+
+
+def test_pairs_by_name_with_pandas_and_names_in_errors():
+    pd = pytest.importorskip("pandas")
+    X, y = interaction_data(n=1200)
+    df = pd.DataFrame(X, columns=["a", "b", "c", "d", "e"])
+    m = FASTRegressor(interactions=[("a", "b")]).fit(df, y)
+    assert m.interaction_features_ == [(0, 1)]
+    assert m.term_names()[-1] == "a & b"
+    with pytest.raises(ValueError, match="unknown feature 'zz'"):
+        FASTRegressor(interactions=[("a", "zz")]).fit(df, y)
+    with pytest.raises(ValueError, match="out of range"):
+        FASTRegressor(interactions=[(0, 7)]).fit(X, y)
+    with pytest.raises(ValueError, match="two different features"):
+        FASTRegressor(interactions=[(1, 1)]).fit(X, y)
+    with pytest.raises(ValueError, match="interactions"):
+        FASTRegressor(interactions=-1).fit(X, y)
+    with pytest.raises(ValueError, match="max_interaction_bins"):
+        FASTRegressor(max_interaction_bins=1).fit(X, y)
+    with pytest.raises(ValueError, match="interaction_penalty"):
+        FASTRegressor(interaction_penalty=-0.5).fit(X, y)
+
+
+def test_explain_and_importances_include_pairs():
+    X, y = interaction_data(n=1500, nan=0.05)
+    m = FASTRegressor(interactions=[(0, 1)]).fit(X, y)
+    e = m.explain(X)
+    assert e.shape == (X.shape[0], X.shape[1] + 1 + 1)
+    np.testing.assert_allclose(e.sum(axis=1), m.predict(X), atol=1e-10)
+    imp = m.term_importances()
+    assert imp.shape == (X.shape[1] + 1,) and imp[-1] > 0.1
+    assert len(m.term_names()) == imp.size
+
+
+def test_json_round_trip_and_bad_files():
+    X, y = interaction_data(n=1500, nan=0.05)
+    m = FASTRegressor(interactions=[(0, 1), (1, 2)]).fit(X, y)
+    text = m.to_json()
+    back = FASTRegressor.from_json(text)
+    np.testing.assert_array_equal(back.predict(X), m.predict(X))
+    assert back.interaction_features_ == m.interaction_features_
+    import json
+
+    d = json.loads(text)
+    d["interactions"][0]["values"] = d["interactions"][0]["values"][:-1]
+    with pytest.raises(ValueError, match=r"interactions\[0\]\.values"):
+        fastpcam.FASTRegressor.from_json(json.dumps(d))
+    d = json.loads(text)
+    d["interactions"][0]["features"] = [0, 99]
+    with pytest.raises(ValueError, match=r"interactions\[0\]\.features"):
+        fastpcam.FASTRegressor.from_json(json.dumps(d))
+
+
+def test_sql_reproduces_predict_with_pairs_and_nulls():
+    X, y = interaction_data(n=800, nan=0.1)
+    m = FASTRegressor(interactions=[(0, 1), (2, 3)], max_interaction_bins=8).fit(X, y)
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE TABLE t (x0 REAL, x1 REAL, x2 REAL, x3 REAL, x4 REAL)")
+    con.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?)", [[None if np.isnan(v) else float(v) for v in r] for r in X])
+    got = np.array([r[0] for r in con.execute(m.to_sql("t"))])
+    np.testing.assert_allclose(got, m.predict(X), rtol=0, atol=1e-12)
+
+
+def test_categorical_feature_in_a_pair():
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(3)
+    n = 2000
+    cat = rng.choice(["red", "green", "blue"], n)
+    x = rng.random(n)
+    y = np.where(cat == "red", 2.0 * (x > 0.5), 0.0) + 0.1 * rng.standard_normal(n)
+    df = pd.DataFrame({"colour": pd.Categorical(cat), "x": x})
+    m = FASTRegressor(interactions=[("colour", "x")]).fit(df, y)
+    assert m.interaction_features_ == [(0, 1)]
+    np.testing.assert_allclose(m.explain(df).sum(axis=1), m.predict(df), atol=1e-10)
+    # An unseen category is missing: the pair adds nothing.
+    new = pd.DataFrame({"colour": pd.Categorical(["purple", "red"]), "x": [0.9, 0.9]})
+    e = m.explain(new)
+    assert e["colour & x"].iloc[0] == 0.0
+    assert np.mean((m.predict(df) - y) ** 2) < 0.05
+
+
+def test_one_and_two_threads_give_the_same_model():
+    X, y = interaction_data(n=2000)
+    a = FASTRegressor(interactions=3, n_jobs=1).fit(X, y)
+    b = FASTRegressor(interactions=3, n_jobs=2).fit(X, y)
+    assert a.interaction_features_ == b.interaction_features_
+    assert a.objective_ == b.objective_
+    for va, vb in zip(a.interaction_values_, b.interaction_values_):
+        np.testing.assert_array_equal(va, vb)
+
+
+def test_losses_without_pairs_refuse_an_explicit_request_and_default_to_additive():
+    X, y = interaction_data(n=600)
+    yb = (y > np.median(y)).astype(int)
+    with pytest.raises(ValueError, match="pair terms are not supported"):
+        FASTRegressor(loss="poisson", interactions=[(0, 1)]).fit(X, np.exp(y / 4))
+    m = FASTRegressor(loss="poisson").fit(X, np.exp(y / 4))
+    assert m.interaction_features_ == []
+    c = FASTClassifier().fit(X, yb)
+    assert c.interaction_features_ == []
+
+
+def test_plots_draw_pair_heatmaps():
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    X, y = interaction_data(n=1000)
+    m = FASTRegressor(interactions=[(0, 1)]).fit(X, y)
+    fig = m.plot()
+    assert len([ax for ax in fig.axes if ax.images]) == 1
+
+
+def test_screening_is_bounded_on_wide_data():
+    rng = np.random.default_rng(5)
+    X = rng.random((60, 3000))
+    y = X[:, 0] * X[:, 1] + 0.01 * rng.standard_normal(60)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = FASTRegressor(interactions=4, max_iter=2000).fit(X, y)
+    assert len(m.interaction_features_) <= 4
+    assert all(j < k for j, k in m.interaction_features_)
+    assert _pairs.any_pairs(4) and not _pairs.any_pairs(0)
+
+
+def test_fits_from_statistics_refuse_pairs_by_name():
+    X, y = interaction_data(n=500)
+    stats = fastpcam.sufficient_statistics(X, y, cuts=[np.linspace(0.1, 0.9, 9)] * X.shape[1])
+    with pytest.raises(ValueError, match="interactions: pair terms need the rows"):
+        stats.fit(interactions=3)
+    assert stats.fit().interaction_features_ == []
+    dd = pytest.importorskip("dask.array")
+    with pytest.raises(ValueError, match="interactions: pair terms need the rows"):
+        FASTRegressor(interactions=[(0, 1)]).fit(dd.from_array(X, chunks=250), dd.from_array(y, chunks=250))
