@@ -55,10 +55,12 @@ use crate::datafit::Logistic;
 use crate::descent::{fit_from, DescentState};
 use crate::error::{FastError, Result};
 use crate::newton::NewtonState;
+use crate::pairs::fit_pairs;
 use crate::params::{FitParams, Penalty, Validation};
 use crate::report::{BinnedFit, Callback, Fit, PenaltySearch};
 use crate::validation::{
-    holdout_loss, search_then_refit, stratified_validation_rows, validation_of, Split, RULE,
+    holdout_loss, reborrow, search_then_refit, stratified_validation_rows, validation_of, Split,
+    RULE,
 };
 
 pub use crate::datafit::log_loss;
@@ -118,15 +120,33 @@ pub fn fit_logistic(
     params.check()?;
     crate::error::check_target_len(y.len(), x.nrows())?;
     let mut data = bin_data(x, weights, &params.binning)?;
+    let mut callback = callback;
     let (fitted, search) = match params.lambda {
         Penalty::Validated(_) => {
-            let (fit, search) = fit_logistic_validated(&mut data, y, params, callback)?;
+            let cb = reborrow(&mut callback);
+            let (fit, search) = fit_logistic_validated(&mut data, y, params, cb)?;
             (fit, Some(search))
         }
-        _ => (fit_logistic_binned(&data, y, params, callback)?, None),
+        _ => (
+            fit_logistic_binned(&data, y, params, reborrow(&mut callback))?,
+            None,
+        ),
     };
     // The logistic solver runs on rows.
-    Ok(Fit::new(&data, crate::params::Engine::Rows, fitted, search))
+    let engine = crate::params::Engine::Rows;
+    if !params.pairs.any() {
+        return Ok(Fit::new(&data, engine, fitted, search));
+    }
+    // Pair terms: every block together, from the main effects' fit.
+    let mean = check_labels(y, &data)?;
+    let state = |d: &BinnedData, b: Vec<Vec<f64>>| {
+        LogisticState::with_datafit(Logistic, d, y, mean, b, Curvature::Newton)
+    };
+    let term = |w: f64, y: f64, eta: f64| w * log_loss(y, eta);
+    let (fitted, pairs) = fit_pairs(&mut data, y, params, fitted, &state, &term, callback)?;
+    let mut fit = Fit::new(&data, engine, fitted, search);
+    fit.pairs = pairs;
+    Ok(fit)
 }
 
 /// `λ_max` of the logistic problem on binned data: `max_{k,t} |g_{k,t}|` at the constant

@@ -32,8 +32,9 @@ use crate::binning::{BinnedData, Code};
 use crate::datafit::Datafit;
 use crate::descent::DescentState;
 use crate::flsa::FlsaWorkspace;
+use crate::grid::{block_tv, grid_tv, solve_grid, GridWorkspace};
 use crate::monotone::PavaWorkspace;
-use crate::params::{ChainShape, Selection};
+use crate::params::{ChainShape, Grid, Selection};
 use crate::with_codes;
 
 /// Largest change of any linear predictor (log-odds) in one step; longer steps are shortened by backtracking.
@@ -385,6 +386,9 @@ pub(crate) struct NewtonState<D: Datafit> {
     datafit: D,
     // Curvature floor per unit normalised bin weight (`τ·B`).
     floor: f64,
+    // Every pair block's column part of its gradient from its last solve (empty for chains).
+    duals: Vec<Vec<f64>>,
+    grid_ws: GridWorkspace,
 }
 
 impl<D: Datafit + Default> NewtonState<D> {
@@ -478,6 +482,8 @@ impl<D: Datafit> NewtonState<D> {
             lambda: 0.0,
             datafit: d,
             floor: CURVATURE_FLOOR * d.curvature_bound().unwrap_or(0.0),
+            duals: Vec::new(),
+            grid_ws: GridWorkspace::default(),
         };
         if d.curvature_bound().is_none() {
             st.floor = UNBOUNDED_FLOOR * st.hess_c;
@@ -504,16 +510,13 @@ impl<D: Datafit> NewtonState<D> {
         self.shapes.get(k).copied().unwrap_or_default()
     }
 
-    /// `Σ_j factor_j · TV(β_j)` over the chains.
+    /// `Σ_j factor_j · TV(β_j)` over the chains (`TV2` for a pair's grid).
     fn penalised_tv(&self) -> f64 {
         self.beta
             .iter()
             .zip(&self.n_chain)
             .enumerate()
-            .map(|(k, (b, &nc))| {
-                let tv = b[..nc].windows(2).map(|w| (w[1] - w[0]).abs()).sum::<f64>();
-                self.shape(k).factor * tv
-            })
+            .map(|(k, (b, &nc))| block_tv(b, nc, self.shape(k)))
             .sum()
     }
 
@@ -524,6 +527,13 @@ impl<D: Datafit> NewtonState<D> {
         }
         let before = self.penalised_tv();
         self.shapes = shapes.to_vec();
+        self.duals.resize(self.beta.len(), Vec::new());
+        for k in 0..self.beta.len() {
+            let cells = self.shape(k).grid.map_or(0, Grid::cells);
+            if self.duals[k].len() != cells {
+                self.duals[k] = vec![0.0; cells];
+            }
+        }
         let after = self.penalised_tv();
         if after != before {
             self.objective += self.lambda * (after - before);
@@ -538,6 +548,9 @@ impl<D: Datafit> NewtonState<D> {
     fn direction(&mut self, k: usize, nb: usize, lambda: f64) -> Option<f64> {
         let nc = self.n_chain[k];
         let shape = self.shape(k);
+        if let Some(grid) = shape.grid {
+            return self.grid_direction(k, nb, grid, shape.penalty(lambda));
+        }
         let (sums, beta, h) = (&self.sums[k], &self.beta[k], &self.h);
         crate::blocks::solve_block(
             &sums[..nb],
@@ -562,6 +575,45 @@ impl<D: Datafit> NewtonState<D> {
                 lambda,
                 tv_change(&beta[..nc], &self.bnew[..nc], &self.delta[..nc]),
             );
+        (moved && pred < 0.0).then_some(pred)
+    }
+
+    /// [`NewtonState::direction`] of a pair block: the 2-D TV proximal step of its grid
+    /// ([`solve_grid`], warm-started from its dual), the missing cell's own level.
+    fn grid_direction(&mut self, k: usize, nb: usize, grid: Grid, penalty: f64) -> Option<f64> {
+        let cells = grid.cells();
+        let (sums, beta, h) = (&self.sums[k], &self.beta[k], &self.h);
+        for b in 0..nb {
+            self.z[b] = if h[b] > 0.0 {
+                beta[b] + sums[b] / h[b]
+            } else {
+                beta[b]
+            };
+        }
+        if !(h[..cells].iter().sum::<f64>() > 0.0) {
+            return None;
+        }
+        solve_grid(
+            &self.z[..cells],
+            &h[..cells],
+            grid,
+            penalty,
+            &mut self.duals[k],
+            &mut self.grid_ws,
+            &mut self.bnew[..cells],
+        );
+        if nb > cells {
+            self.bnew[cells] = self.z[cells];
+        }
+        let mut linear = 0.0;
+        let mut moved = false;
+        for b in 0..nb {
+            self.delta[b] = self.bnew[b] - beta[b];
+            moved |= self.delta[b] != 0.0;
+            linear -= sums[b] * self.delta[b];
+        }
+        let dtv = grid_tv(&self.bnew[..cells], grid) - grid_tv(&beta[..cells], grid);
+        let pred = linear + penalty_change(penalty, dtv);
         (moved && pred < 0.0).then_some(pred)
     }
 
@@ -609,7 +661,10 @@ impl<D: Datafit> NewtonState<D> {
             self.e1n[b] = (-s).exp_m1();
             mean += wn[b] * self.cand[b];
         }
-        let dtv = tv_change(&beta[..nc], &self.cand[..nc], &self.s[..nc]);
+        let dtv = match shape.grid {
+            Some(g) => grid_tv(&self.cand[..g.cells()], g) - grid_tv(&beta[..g.cells()], g),
+            None => tv_change(&beta[..nc], &self.cand[..nc], &self.s[..nc]),
+        };
         self.cand[..nb].iter_mut().for_each(|c| *c -= mean);
         let step = Step {
             s: &self.s[..nb],
@@ -777,6 +832,10 @@ impl<D: Datafit> DescentState for NewtonState<D> {
 
     fn set_shapes(&mut self, shapes: &[ChainShape]) {
         self.set_block_shapes(shapes);
+    }
+
+    fn duals(&self) -> &[Vec<f64>] {
+        &self.duals
     }
 
     /// As of the last row pass.

@@ -222,8 +222,8 @@ DOCS: dict[str, str] = {
         "    on the main effects' residual and keeps the ``K`` best; a list of ``(j, k)`` pairs\n"
         "    (indices or feature names) fits exactly those; ``0`` gives the additive model of the\n"
         "    FAST paper. Each pair is a 2-D block penalised by its total variation, so the fit stays\n"
-        "    convex and certified (see ``docs/pairs.md``). Squared-error regression only, for now:\n"
-        "    other losses and more than two classes refuse pairs."
+        "    convex and certified (see ``docs/pairs.md``). Squared error and binary classification, for\n"
+        "    now: the log-link losses and more than two classes refuse pairs."
     ),
     "max_interaction_bins": (
         f"max_interaction_bins : int, default={DEFAULT_MAX_INTERACTION_BINS}\n"

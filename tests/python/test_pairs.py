@@ -236,3 +236,22 @@ def test_fits_from_statistics_refuse_pairs_by_name():
     dd = pytest.importorskip("dask.array")
     with pytest.raises(ValueError, match="interactions: pair terms need the rows"):
         FASTRegressor(interactions=[(0, 1)]).fit(dd.from_array(X, chunks=250), dd.from_array(y, chunks=250))
+
+
+def test_binary_classifier_fits_pairs():
+    rng = np.random.default_rng(7)
+    n = 4000
+    X = rng.random((n, 4))
+    logit = 4.0 * (((X[:, 0] > 0.5) ^ (X[:, 1] > 0.5)).astype(float) - 0.5)  # XOR: no main effect
+    yb = (rng.random(n) < 1 / (1 + np.exp(-logit))).astype(int)
+    add = FASTClassifier(interactions=0).fit(X, yb)
+    pairs = FASTClassifier(interactions=3).fit(X, yb)
+    assert pairs.interaction_features_[0] == (0, 1)
+    from sklearn.metrics import log_loss
+
+    assert log_loss(yb, pairs.predict_proba(X)[:, 1]) < 0.85 * log_loss(yb, add.predict_proba(X)[:, 1])
+    h = pairs.history_["objective"]
+    assert np.all(np.diff(h) <= 1e-12 * np.abs(h[:-1]))
+    np.testing.assert_allclose(pairs.explain(X).sum(axis=1), pairs.decision_function(X), atol=1e-10)
+    with pytest.raises(ValueError, match="more than two classes"):
+        FASTClassifier(interactions=[(0, 1)]).fit(X, rng.integers(0, 3, n))
