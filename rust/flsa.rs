@@ -157,22 +157,9 @@ pub fn flsa_weighted(
     ws: &mut FlsaWorkspace,
     out: &mut [f64],
 ) -> Result<()> {
-    if y.is_empty() {
-        return Err(FastError::TooFewSamples(
-            "y is empty; the fused lasso needs at least one point".to_string(),
-        ));
-    }
-    check_len("w", y.len(), w.len(), "one weight per point of y")?;
-    check_len("out", y.len(), out.len(), "one output per point of y")?;
-    check_finite("y", y)?;
-    check_weights("w", w)?;
-    if !(lambda.is_finite() && lambda >= 0.0) {
-        return Err(FastError::InvalidPenalty {
-            name: "lambda",
-            value: lambda,
-        });
-    }
-    flsa_weighted_unchecked(y, w, lambda, ws, out);
+    check_problem(y, Some(w), "w", lambda, out)?;
+    let totals = checked_totals(y, w, "w")?;
+    solve(y, w, totals, lambda, FlsaMethod::Auto, ws, out);
     Ok(())
 }
 
@@ -184,6 +171,7 @@ pub fn flsa_weighted(
 /// are used). Does not allocate when `ws` came from [`FlsaWorkspace::with_capacity`]`(n)`
 /// with `n ≥ B`, or has already grown that large. Never panics when `w` and `out` are long
 /// enough, whatever their values (invalid values give a meaningless result, not a panic).
+/// Uses [`FlsaMethod::Auto`].
 ///
 /// # Errors
 /// None (see [`flsa_weighted`] for the checked form).
@@ -197,87 +185,364 @@ pub fn flsa_weighted_unchecked(
     ws: &mut FlsaWorkspace,
     out: &mut [f64],
 ) {
+    flsa_weighted_with_method(y, w, lambda, FlsaMethod::Auto, ws, out);
+}
+
+/// [`flsa_weighted_unchecked`] with the algorithm chosen by the caller (benchmarks and tests
+/// compare the two; the solver uses [`FlsaMethod::Auto`]). Same contract.
+///
+/// # Errors
+/// None.
+///
+/// # Panics
+/// If `w` or `out` is shorter than `y`.
+pub fn flsa_weighted_with_method(
+    y: &[f64],
+    w: &[f64],
+    lambda: f64,
+    method: FlsaMethod,
+    ws: &mut FlsaWorkspace,
+    out: &mut [f64],
+) {
     let n = y.len();
     if n == 0 {
         return;
     }
     let w = &w[..n];
-    let out = &mut out[..n];
+    let totals = weighted_totals(y, w);
+    solve(y, w, totals, lambda, method, ws, &mut out[..n]);
+}
 
-    // Pass 1: total weight, weighted sum, number of points of positive weight.
-    let (sw, swy, npos) = weighted_totals(y, w);
-    if npos == 0 || sw <= 0.0 || sw.is_nan() {
-        // Invalid input (no positive weight): nothing to fit.
+/// Checked entry point with optional weights, writing into `out`: `weights = None` means unit
+/// weights, solved without materialising them. Validation and the totals share one pass over
+/// the data, and nothing is allocated unless some weight is zero or the direct algorithm
+/// gives up (then `ws` grows, and keeps what it grew).
+///
+/// # Errors
+/// As [`flsa_weighted`], with a bad `weights` argument reported under the name `weights`.
+pub fn flsa_into(
+    y: &[f64],
+    weights: Option<&[f64]>,
+    lambda: f64,
+    ws: &mut FlsaWorkspace,
+    out: &mut [f64],
+) -> Result<()> {
+    check_problem(y, weights, "weights", lambda, out)?;
+    match weights {
+        Some(w) => {
+            let totals = checked_totals(y, w, "weights")?;
+            solve(y, w, totals, lambda, FlsaMethod::Auto, ws, out);
+        }
+        None => {
+            let totals = checked_unit_totals(y)?;
+            solve(y, Unit, totals, lambda, FlsaMethod::Auto, ws, out);
+        }
+    }
+    Ok(())
+}
+
+/// Convenience (allocating) form: `weights = None` means unit weights. Returns the solution
+/// as a new vector (see [`flsa_into`]).
+///
+/// # Errors
+/// As [`flsa_into`].
+pub fn flsa(y: &[f64], weights: Option<&[f64]>, lambda: f64) -> Result<Vec<f64>> {
+    let mut out = vec![0.0; y.len()];
+    flsa_into(y, weights, lambda, &mut FlsaWorkspace::new(), &mut out)?;
+    Ok(out)
+}
+
+/// The length and penalty checks shared by the checked entry points.
+fn check_problem(
+    y: &[f64],
+    weights: Option<&[f64]>,
+    w_name: &'static str,
+    lambda: f64,
+    out: &[f64],
+) -> Result<()> {
+    if y.is_empty() {
+        return Err(FastError::TooFewSamples(
+            "y is empty; the fused lasso needs at least one point".to_string(),
+        ));
+    }
+    if let Some(w) = weights {
+        check_len(w_name, y.len(), w.len(), "one weight per point of y")?;
+    }
+    check_len("out", y.len(), out.len(), "one output per point of y")?;
+    if !(lambda.is_finite() && lambda >= 0.0) {
+        return Err(FastError::InvalidPenalty {
+            name: "lambda",
+            value: lambda,
+        });
+    }
+    Ok(())
+}
+
+/// The totals of a weighted problem, validated in the same pass: when the pass sees a
+/// non-finite `y`, a bad weight or a total outside [`crate::error::WEIGHT_TOTAL_RANGE`], the
+/// detailed checks run to name the first bad entry.
+fn checked_totals(y: &[f64], w: &[f64], w_name: &'static str) -> Result<Totals> {
+    let t = weighted_totals(y, w);
+    let (low, high) = crate::error::WEIGHT_TOTAL_RANGE;
+    // A finite Σ w·y means every y is finite (0·∞ and 0·NaN are NaN); every w ≥ 0 with a
+    // finite sum means every w is finite. The margins leave the exact boundary of the
+    // total's range to the detailed check.
+    let clean = t.swy.is_finite()
+        && t.w_min >= 0.0
+        && t.sw >= low * (1.0 + 1e-9)
+        && t.sw <= high * (1.0 - 1e-9);
+    if !clean {
+        check_finite("y", y)?;
+        check_weights(w_name, w)?;
+    }
+    Ok(t)
+}
+
+/// The totals of a unit-weight problem, validated in the same pass.
+fn checked_unit_totals(y: &[f64]) -> Result<Totals> {
+    let t = weighted_totals(y, Unit);
+    if !t.swy.is_finite() {
+        check_finite("y", y)?;
+    }
+    Ok(t)
+}
+
+/// Which algorithm solves a weighted FLSA (all give the exact solution, up to rounding).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FlsaMethod {
+    /// The direct algorithm on chains of at most [`DIRECT_MAX_SHORT`] and at least
+    /// [`DIRECT_MIN_LONG`] points, the DP in between; the direct algorithm hands over to the
+    /// DP when it rescans too much (see [`DIRECT_STEP_BUDGET`]), so the worst case stays
+    /// `O(B)`.
+    #[default]
+    Auto,
+    /// Johnson's dynamic programme alone: `O(B)` always.
+    Dp,
+    /// The weighted direct algorithm alone, without a budget: `O(B²)` in the worst case.
+    Direct,
+}
+
+/// [`FlsaMethod::Auto`] solves chains of up to this many points by the direct algorithm,
+/// which is faster than the DP there on noisy and on smooth chains alike
+/// (`benches/flsa.rs`, `flsa_short`).
+pub const DIRECT_MAX_SHORT: usize = 64;
+
+/// [`FlsaMethod::Auto`] solves chains of at least this many points by the direct algorithm
+/// (with its budget). In between, where the whole problem sits in cache, the DP is the
+/// faster on smooth chains (few long segments make the direct algorithm rescan), and about
+/// 30% slower on noisy ones; the DP is kept there so that no chain is solved slower than
+/// before.
+pub const DIRECT_MIN_LONG: usize = 2048;
+
+/// Steps per point (points visited, counting the rescans after each jump) after which
+/// [`FlsaMethod::Auto`] abandons the direct algorithm for the DP. Noisy signals need about 2.
+pub const DIRECT_STEP_BUDGET: usize = 4;
+
+/// The direct algorithm also gives up once its rescans exceed this many per point closed so
+/// far, plus [`DIRECT_RESCAN_SLACK`]: past about 2.5 steps per point the DP is faster, and a
+/// signal on which the direct algorithm is quadratic (a smooth trend under a large penalty)
+/// then costs little before the DP takes over.
+const DIRECT_RESCAN_RATE: usize = 2;
+
+/// See [`DIRECT_RESCAN_RATE`].
+const DIRECT_RESCAN_SLACK: usize = 64;
+
+/// Per-point weights: a slice, or [`Unit`] weights that are never stored.
+trait Weights: Copy {
+    /// The weight of point `i`.
+    fn at(self, i: usize) -> f64;
+    /// The first `n` weights as a slice (unit weights are written into `ones` first).
+    fn stored<'b>(self, n: usize, ones: &'b mut Vec<f64>) -> &'b [f64]
+    where
+        Self: 'b;
+}
+
+impl Weights for &[f64] {
+    #[inline(always)]
+    fn at(self, i: usize) -> f64 {
+        self[i]
+    }
+
+    fn stored<'b>(self, n: usize, _ones: &'b mut Vec<f64>) -> &'b [f64]
+    where
+        Self: 'b,
+    {
+        &self[..n]
+    }
+}
+
+/// Unit weights.
+#[derive(Debug, Clone, Copy)]
+struct Unit;
+
+impl Weights for Unit {
+    #[inline(always)]
+    fn at(self, _i: usize) -> f64 {
+        1.0
+    }
+
+    fn stored<'b>(self, n: usize, ones: &'b mut Vec<f64>) -> &'b [f64]
+    where
+        Self: 'b,
+    {
+        if ones.len() < n {
+            ones.resize(n, 1.0);
+        }
+        &ones[..n]
+    }
+}
+
+/// What the first pass learns about a problem.
+#[derive(Debug, Clone, Copy)]
+struct Totals {
+    /// `Σ w`.
+    sw: f64,
+    /// `Σ w·y`.
+    swy: f64,
+    /// Smallest weight (`0` when some point has zero weight).
+    w_min: f64,
+    /// Largest `|y|`.
+    y_max: f64,
+}
+
+/// Everything after the first pass: the closed-form cases, the compaction of zero weights and
+/// the recursion.
+fn solve<W: Weights>(
+    y: &[f64],
+    w: W,
+    t: Totals,
+    lambda: f64,
+    method: FlsaMethod,
+    ws: &mut FlsaWorkspace,
+    out: &mut [f64],
+) {
+    let n = y.len();
+    if n == 1 || !(t.sw > 0.0) {
+        // One point, or invalid input (no positive weight): nothing to fit.
         out.copy_from_slice(y);
         return;
     }
-    if npos == 1 {
-        let p = w.iter().position(|&wt| wt > 0.0).unwrap_or(0);
-        out.fill(y[p]);
-        return;
-    }
-    if lambda <= 0.0 || lambda.is_nan() {
+    let zeros = !(t.w_min > 0.0);
+    if !(lambda > 0.0) {
         out.copy_from_slice(y);
-        if npos < n {
+        if zeros {
             fill_zero_weight(w, out);
         }
         return;
     }
-
-    // Pass 2: λ_max; at or above it the solution is the weighted mean.
-    let ybar = swy / sw;
-    let lambda_max = lambda_max_centred(&y[..n - 1], &w[..n - 1], ybar);
-    if lambda >= lambda_max {
-        out.fill(ybar);
+    let FlsaWorkspace {
+        knots,
+        bounds,
+        y: cy,
+        w: cw,
+    } = ws;
+    if !zeros {
+        let Some(ybar) = mean_below_lambda_max(y, w, t, lambda, out) else {
+            return;
+        };
+        let sc = Scaled::new(ybar, n, t.sw, t.y_max, t.w_min);
+        recursion(y, w, sc, ybar, lambda, method, knots, bounds, cw, out);
         return;
     }
-
-    ws.reserve_points(npos);
-    if npos == n {
-        dp(y, w, ybar, lambda, &mut ws.knots, &mut ws.bounds[..n], out);
-    } else {
-        let mut m = 0;
-        for (&yt, &wt) in y.iter().zip(w) {
-            if wt > 0.0 {
-                ws.y[m] = yt;
-                ws.w[m] = wt;
-                m += 1;
-            }
-        }
-        dp(
-            &ws.y[..m],
-            &ws.w[..m],
-            ybar,
-            lambda,
-            &mut ws.knots,
-            &mut ws.bounds[..m],
-            &mut out[..m],
-        );
-        expand_in_place(w, m, out);
+    // Compact the points of positive weight.
+    if cy.len() < n {
+        cy.resize(n, 0.0);
+        cw.resize(n, 0.0);
     }
+    let mut m = 0;
+    let mut wpos_min = f64::INFINITY;
+    for (i, &yt) in y.iter().enumerate() {
+        let wt = w.at(i);
+        if wt > 0.0 {
+            cy[m] = yt;
+            cw[m] = wt;
+            wpos_min = wpos_min.min(wt);
+            m += 1;
+        }
+    }
+    if m <= 1 {
+        // One positive weight (or none, for invalid input): every point takes its value.
+        let v = if m == 1 { cy[0] } else { y[0] };
+        out.fill(v);
+        return;
+    }
+    let Some(ybar) = mean_below_lambda_max(y, w, t, lambda, out) else {
+        return;
+    };
+    let sc = Scaled::new(ybar, m, t.sw, t.y_max, wpos_min);
+    let (yc, wc) = (&cy[..m], &cw[..m]);
+    recursion(
+        yc,
+        wc,
+        sc,
+        ybar,
+        lambda,
+        method,
+        knots,
+        bounds,
+        &mut Vec::new(),
+        &mut out[..m],
+    );
+    expand_in_place(w, m, out);
 }
 
-/// Convenience (allocating) form for the Python binding: `weights = None` means unit
-/// weights. Returns the solution as a new vector.
-///
-/// # Errors
-/// As [`flsa_weighted`]; a bad `weights` argument is reported under the name `weights`.
-pub fn flsa(y: &[f64], weights: Option<&[f64]>, lambda: f64) -> Result<Vec<f64>> {
-    let ones;
-    let w = match weights {
-        Some(w) => {
-            check_len("weights", y.len(), w.len(), "one weight per point of y")?;
-            check_weights("weights", w)?;
-            w
-        }
-        None => {
-            ones = vec![1.0; y.len()];
-            &ones[..]
-        }
+/// The weighted mean `ȳ_w`, or `None` after filling `out` with it when `λ ≥ λ_max` (then it
+/// is the solution).
+fn mean_below_lambda_max<W: Weights>(
+    y: &[f64],
+    w: W,
+    t: Totals,
+    lambda: f64,
+    out: &mut [f64],
+) -> Option<f64> {
+    let ybar = t.swy / t.sw;
+    let lambda_max = lambda_max_centred(&y[..y.len() - 1], w, ybar);
+    if lambda >= lambda_max {
+        out.fill(ybar);
+        return None;
+    }
+    Some(ybar)
+}
+
+/// Solves `n ≥ 2` points of positive weight by `method`. `ones` is scratch for the DP on
+/// unit weights (it needs them stored).
+#[allow(clippy::too_many_arguments)]
+fn recursion<W: Weights>(
+    y: &[f64],
+    w: W,
+    sc: Option<Scaled>,
+    ybar: f64,
+    lambda: f64,
+    method: FlsaMethod,
+    knots: &mut Vec<Knot>,
+    bounds: &mut Vec<[f64; 2]>,
+    ones: &mut Vec<f64>,
+    out: &mut [f64],
+) {
+    let n = y.len();
+    let budget = match method {
+        FlsaMethod::Dp => 0,
+        FlsaMethod::Auto if n > DIRECT_MAX_SHORT && n < DIRECT_MIN_LONG => 0,
+        FlsaMethod::Auto => DIRECT_STEP_BUDGET.saturating_mul(n).saturating_add(64),
+        FlsaMethod::Direct => usize::MAX,
     };
-    let mut out = vec![0.0; y.len()];
-    flsa_weighted(y, w, lambda, &mut FlsaWorkspace::new(), &mut out)?;
-    Ok(out)
+    if budget > 0 {
+        if let Some(sc) = sc {
+            let solved = if sc.plain {
+                direct::<W, false>(y, w, sc, lambda, budget, out)
+            } else {
+                direct::<W, true>(y, w, sc, lambda, budget, out)
+            };
+            if solved {
+                return;
+            }
+        }
+    }
+    if bounds.len() < n {
+        bounds.resize(n, [0.0; 2]);
+    }
+    let w_slice = w.stored(n, ones);
+    dp(y, w_slice, ybar, lambda, knots, &mut bounds[..n], out);
 }
 
 /// `O(B)` optimality check of a candidate `b`.
@@ -315,31 +580,39 @@ pub fn flsa_kkt_violation(y: &[f64], w: &[f64], lambda: f64, b: &[f64]) -> f64 {
     worse(viol, u.abs())
 }
 
-/// `(Σ w, Σ w·y, #{w > 0})` with four independent accumulators (no conditional: a zero
+/// [`Totals`] in one pass with four independent accumulators (no conditional: a zero
 /// weight adds exactly 0 for finite `y`).
-fn weighted_totals(y: &[f64], w: &[f64]) -> (f64, f64, usize) {
+fn weighted_totals<W: Weights>(y: &[f64], w: W) -> Totals {
     let mut sw = [0.0_f64; 4];
     let mut swy = [0.0_f64; 4];
-    let mut cnt = [0_usize; 4];
-    let (yc, wc) = (y.chunks_exact(4), w.chunks_exact(4));
-    let (yr, wr) = (yc.remainder(), wc.remainder());
-    for (ys, ws) in yc.zip(wc) {
-        for j in 0..4 {
-            sw[j] += ws[j];
-            swy[j] += ws[j] * ys[j];
-            cnt[j] += usize::from(ws[j] > 0.0);
-        }
-    }
-    for (j, (&yt, &wt)) in yr.iter().zip(wr).enumerate() {
+    let mut w_min = [f64::INFINITY; 4];
+    let mut y_max = [0.0_f64; 4];
+    let chunks = y.len() / 4;
+    let mut add = |j: usize, i: usize| {
+        let (yt, wt) = (y[i], w.at(i));
         sw[j] += wt;
         swy[j] += wt * yt;
-        cnt[j] += usize::from(wt > 0.0);
+        w_min[j] = if wt < w_min[j] { wt } else { w_min[j] };
+        y_max[j] = if yt.abs() > y_max[j] {
+            yt.abs()
+        } else {
+            y_max[j]
+        };
+    };
+    for c in 0..chunks {
+        for j in 0..4 {
+            add(j, 4 * c + j);
+        }
     }
-    (
-        (sw[0] + sw[1]) + (sw[2] + sw[3]),
-        (swy[0] + swy[1]) + (swy[2] + swy[3]),
-        cnt.iter().sum(),
-    )
+    for (j, i) in (4 * chunks..y.len()).enumerate() {
+        add(j, i);
+    }
+    Totals {
+        sw: (sw[0] + sw[1]) + (sw[2] + sw[3]),
+        swy: (swy[0] + swy[1]) + (swy[2] + swy[3]),
+        w_min: w_min[0].min(w_min[1]).min(w_min[2].min(w_min[3])),
+        y_max: y_max[0].max(y_max[1]).max(y_max[2].max(y_max[3])),
+    }
 }
 
 /// `max_t |u_t|` for the prefix sums `u_t = Σ_{s≤t} w_s (y_s − ȳ)` over all of `y`.
@@ -347,7 +620,7 @@ fn weighted_totals(y: &[f64], w: &[f64]) -> (f64, f64, usize) {
 /// The prefix sum is a serial dependency chain, so the range is cut into four blocks whose
 /// local prefix sums advance in lockstep; each block's extremes are then shifted by the
 /// total of the blocks before it. (Zero weights add exactly 0.)
-fn lambda_max_centred(y: &[f64], w: &[f64], ybar: f64) -> f64 {
+fn lambda_max_centred<W: Weights>(y: &[f64], w: W, ybar: f64) -> f64 {
     const K: usize = 4;
     let m = y.len();
     let q = m / K;
@@ -357,14 +630,14 @@ fn lambda_max_centred(y: &[f64], w: &[f64], ybar: f64) -> f64 {
     for i in 0..q {
         for j in 0..K {
             let t = j * q + i;
-            u[j] += w[t] * (y[t] - ybar);
+            u[j] += w.at(t) * (y[t] - ybar);
             hi[j] = if u[j] > hi[j] { u[j] } else { hi[j] };
             lo[j] = if u[j] < lo[j] { u[j] } else { lo[j] };
         }
     }
     // The tail continues the last block.
     for t in K * q..m {
-        u[K - 1] += w[t] * (y[t] - ybar);
+        u[K - 1] += w.at(t) * (y[t] - ybar);
         hi[K - 1] = if u[K - 1] > hi[K - 1] {
             u[K - 1]
         } else {
@@ -397,13 +670,13 @@ fn worse(m: f64, v: f64) -> f64 {
 
 /// Gives each point of zero weight the value of the preceding point of positive weight (the
 /// first positive one for leading points). Needs at least one positive weight.
-fn fill_zero_weight(w: &[f64], out: &mut [f64]) {
-    let Some(first) = w.iter().position(|&wt| wt > 0.0) else {
+fn fill_zero_weight<W: Weights>(w: W, out: &mut [f64]) {
+    let Some(first) = (0..out.len()).position(|i| w.at(i) > 0.0) else {
         return;
     };
     let mut v = out[first];
-    for (o, &wt) in out.iter_mut().zip(w) {
-        if wt > 0.0 {
+    for (i, o) in out.iter_mut().enumerate() {
+        if w.at(i) > 0.0 {
             v = *o;
         } else {
             *o = v;
@@ -415,13 +688,13 @@ fn fill_zero_weight(w: &[f64], out: &mut [f64]) {
 /// order); spreads it over `out` so that point `t` gets the value of the last positive point
 /// at or before `t` (or the first positive one). Works backwards, which reads only entries
 /// not yet overwritten (the source index never exceeds the target).
-fn expand_in_place(w: &[f64], m: usize, out: &mut [f64]) {
+fn expand_in_place<W: Weights>(w: W, m: usize, out: &mut [f64]) {
     // `cnt` = number of positive weights at indices <= t.
     let mut cnt = m;
     for t in (0..out.len()).rev() {
         let src = cnt.saturating_sub(1);
         out[t] = out[src];
-        if w[t] > 0.0 {
+        if w.at(t) > 0.0 {
             cnt -= 1;
         }
     }
@@ -491,6 +764,181 @@ fn walk_from_left(
         b = bl;
     }
     (a, b, lower, upper, i)
+}
+
+/// The scaled, centred problem the direct algorithm solves: point `i` has value
+/// `(y_i − c)·sy` and weight `w_i·sw`, the penalty is `λ·sy·sw`. `sy` and `sw` are powers of
+/// two, so the scaling is exact and the solution is `b'/sy + c` without extra rounding; they
+/// bring the weights near 1 and the values near `[−1, 1]`, so that the products of sums the
+/// algorithm forms cannot overflow or underflow, and centring keeps a large common offset
+/// out of its sums. When the problem is already well scaled (`plain`), it is solved as it is.
+#[derive(Debug, Clone, Copy)]
+struct Scaled {
+    c: f64,
+    sy: f64,
+    sw: f64,
+    plain: bool,
+}
+
+impl Scaled {
+    /// The scaling for a problem with `m` points of positive weight, total weight `sw`,
+    /// largest `|y|` `y_max` and smallest positive weight `w_min`, centred at `c`; `None`
+    /// when the weights span so many decades that the direct algorithm's products could
+    /// lose precision (the DP handles those).
+    fn new(c: f64, m: usize, sw: f64, y_max: f64, w_min: f64) -> Option<Self> {
+        // Weights within 30 decades of 1, values within [1e-30, 1e30] and an offset at most
+        // half the largest value: no product of the scan leaves the normal range.
+        let plain = (1e-30..=1e30).contains(&w_min)
+            && sw <= 1e30
+            && (1e-30..=1e30).contains(&y_max)
+            && c.abs() <= 0.5 * y_max;
+        let sw = pow2_near_inverse(sw / m as f64);
+        let sy = if y_max > 0.0 {
+            pow2_near_inverse(y_max)
+        } else {
+            1.0
+        };
+        let ok = w_min * sw >= 1e-100 && w_min * sw <= 1e100;
+        ok.then_some(Self { c, sy, sw, plain })
+    }
+}
+
+/// A power of two near `1/x` (`x > 0` finite), within the normal range.
+fn pow2_near_inverse(x: f64) -> f64 {
+    let e = x.log2().round().clamp(-1000.0, 1000.0);
+    // `e` is an integer in [−1000, 1000]: the cast is exact and 2^−e is a normal number.
+    2_f64.powi(-(e as i32))
+}
+
+/// L. Condat's direct algorithm ("A Direct Algorithm for 1D Total Variation Denoising",
+/// *IEEE Signal Processing Letters* 20(11), 2013), generalised to positive weights and
+/// rewritten without divisions in the scan, on `n ≥ 2` points scaled by `sc`; writes the
+/// solution into `out`. Returns `false` (with `out` partly written) if it would take more
+/// than `budget` steps.
+///
+/// It scans forward, keeping the segment `k0..=k` under construction, the lowest and highest
+/// values `v⁻ ≤ v⁺` it can still take, and the dual residuals of these candidates at `k`:
+/// `u_k(v) = u_in + Σ_{s=k0..k} w_s (y_s − v) = B_k − W_k·v`, with `u_in` the residual
+/// entering the segment (`0` at the start, `+λ` after a downward jump, `−λ` after an upward
+/// one), `B_k = u_in + Σ w_s y_s` and `W_k = Σ w_s`. Residuals must stay in `[−λ, λ]` and end
+/// at `0` after the last point. Adding point `k + 1`:
+///
+/// * if `u(v⁻) < −λ`, even the lowest candidate is too high for the points seen: the segment
+///   ends at `k⁻` (the last point where `v⁻` was re-estimated) with value `v⁻` and a
+///   downward jump, and the scan restarts at `k⁻ + 1` with `u_in = +λ`;
+/// * symmetrically if `u(v⁺) > λ` (an upward jump after `k⁺`, restart with `u_in = −λ`);
+/// * otherwise the point joins the segment, and a candidate whose residual left `[−λ, λ]`
+///   on the inside is re-estimated so that its residual is back on the bound:
+///   `v⁻ = (B_k − λ)/W_k` (and `k⁻ = k`), `v⁺ = (B_k + λ)/W_k`.
+///
+/// At the last point the right boundary `u = 0` decides in the same way, the last segment
+/// taking `B/W`. This is Condat's sequence of decisions. Condat updates `v` by a division at
+/// every re-estimate, which puts a division on the loop-carried path; here each candidate
+/// is kept as a fraction `N/D` (`N = B_j ∓ λ`, `D = W_j` at its last re-estimate `j`, or a
+/// value kept across a boundary restart), and `u(v) < −λ` is tested as
+/// `D·B − W·N < −λ·D` (`D > 0`), so the scan has multiplications only and divides once per
+/// segment. Each step visits one point; the restarts rescan `k±+1..=k` (about one extra
+/// visit per point on noisy signals), so the worst case is `O(n²)`: hence `budget`. The
+/// points of one segment get bit-identical values. Never panics whatever the values (NaNs
+/// end the scan at the last point: every comparison fails).
+fn direct<W: Weights, const SCALED: bool>(
+    y: &[f64],
+    w: W,
+    sc: Scaled,
+    lam: f64,
+    budget: usize,
+    out: &mut [f64],
+) -> bool {
+    let n = y.len();
+    debug_assert!(n >= 2 && out.len() == n);
+    let last = n - 1;
+    let Scaled { c, sy, sw, .. } = sc;
+    let lam = if SCALED { lam * sy * sw } else { lam };
+    let unscale = 1.0 / sy;
+    let yv = |i: usize| if SCALED { (y[i] - c) * sy } else { y[i] };
+    let wv = |i: usize| if SCALED { w.at(i) * sw } else { w.at(i) };
+    // Points revisited after restarts, and how many may be before the budget is spent.
+    let mut rescanned = 0_usize;
+    let rescan_budget = budget.saturating_sub(n);
+    let limited = budget < usize::MAX;
+    // Segment start, current point, and the last points where v⁻ (v⁺) was re-estimated.
+    let (mut k0, mut k, mut km, mut kp) = (0_usize, 0_usize, 0_usize, 0_usize);
+    let mut wsum = wv(0);
+    let mut bsum = wsum * yv(0);
+    // v⁻ = nm/dm and v⁺ = np/dp.
+    let (mut nm, mut dm) = (bsum - lam, wsum);
+    let (mut np, mut dp) = (bsum + lam, wsum);
+    // Closes k0..=end at `value` and restarts the scan at end + 1 with incoming residual
+    // `u_in` (returns `false` from `direct` once the rescans exceed the budget).
+    macro_rules! close_and_restart {
+        ($end:expr, $value:expr, $u_in:expr) => {{
+            let (end, value) = ($end, $value);
+            out[k0..=end].fill(if SCALED { value * unscale + c } else { value });
+            // The scan goes back from k to end + 1; give up once the rescans exceed the
+            // budget, or `DIRECT_RESCAN_RATE` per point closed so far plus a slack (smooth
+            // trends under a large penalty rescan quadratically from the start).
+            let back = k - end;
+            rescanned += back;
+            if rescanned > rescan_budget
+                || (limited && rescanned > DIRECT_RESCAN_RATE * end + DIRECT_RESCAN_SLACK)
+            {
+                return false;
+            }
+            k0 = end + 1;
+            (k, km, kp) = (k0, k0, k0);
+            wsum = wv(k0);
+            bsum = $u_in + wsum * yv(k0);
+        }};
+    }
+    loop {
+        if k == last {
+            // Right boundary: the residual of the last segment must end at 0. The candidate
+            // that is not closed keeps its value (Condat's rule).
+            if dm * bsum - wsum * nm < 0.0 && km < last {
+                close_and_restart!(km, nm / dm, lam);
+                (nm, dm) = (bsum - lam, wsum);
+            } else if dp * bsum - wsum * np > 0.0 && kp < last {
+                close_and_restart!(kp, np / dp, -lam);
+                (np, dp) = (bsum + lam, wsum);
+            } else {
+                let v = bsum / wsum;
+                out[k0..].fill(if SCALED { v * unscale + c } else { v });
+                return true;
+            }
+            continue;
+        }
+        let wn = wv(k + 1);
+        let b1 = bsum + wn * yv(k + 1);
+        let w1 = wsum + wn;
+        let rm = dm * b1 - w1 * nm;
+        if rm < -lam * dm {
+            // Downward jump after k⁻.
+            close_and_restart!(km, nm / dm, lam);
+            (nm, dm) = (bsum - lam, wsum);
+            (np, dp) = (bsum + lam, wsum);
+            continue;
+        }
+        let rp = dp * b1 - w1 * np;
+        if rp > lam * dp {
+            // Upward jump after k⁺.
+            close_and_restart!(kp, np / dp, -lam);
+            (nm, dm) = (bsum - lam, wsum);
+            (np, dp) = (bsum + lam, wsum);
+            continue;
+        }
+        // No jump: extend the segment and re-estimate the candidates that left their range.
+        k += 1;
+        bsum = b1;
+        wsum = w1;
+        if rm >= lam * dm {
+            km = k;
+            (nm, dm) = (b1 - lam, w1);
+        }
+        if rp <= -lam * dp {
+            kp = k;
+            (np, dp) = (b1 + lam, w1);
+        }
+    }
 }
 
 /// Johnson's recursion on `n ≥ 2` points of positive weight, centred at `c`; writes
@@ -885,6 +1333,64 @@ mod tests {
                 flsa_weighted_unchecked(&[1.0, 2.0, 0.5, 4.0], &w, lambda, &mut ws, &mut out);
             }
         }
+    }
+
+    #[test]
+    fn direct_hands_over_to_the_dp_on_smooth_trends() {
+        // A ramp under a large penalty: the direct algorithm rescans quadratically. Auto gives
+        // up early and returns the DP's solution bit for bit; the unbudgeted direct
+        // algorithm still agrees with it.
+        let n = 4096;
+        let y: Vec<f64> = (0..n).map(|t| (t as f64).sqrt()).collect();
+        let w = vec![1.0; n];
+        let lambda = 2e3;
+        let t = weighted_totals(&y, Unit);
+        let ybar = t.swy / t.sw;
+        assert!(lambda < lambda_max_centred(&y[..n - 1], Unit, ybar));
+        let sc = Scaled::new(ybar, n, t.sw, t.y_max, t.w_min).unwrap();
+        let mut out = vec![0.0; n];
+        let budget = DIRECT_STEP_BUDGET * n + 64;
+        assert!(!direct::<_, false>(&y, Unit, sc, lambda, budget, &mut out));
+        assert!(direct::<_, false>(
+            &y,
+            Unit,
+            sc,
+            lambda,
+            usize::MAX,
+            &mut out
+        ));
+        let mut ws = FlsaWorkspace::new();
+        let mut auto = vec![0.0; n];
+        let mut dp = vec![0.0; n];
+        flsa_weighted_with_method(&y, &w, lambda, FlsaMethod::Auto, &mut ws, &mut auto);
+        flsa_weighted_with_method(&y, &w, lambda, FlsaMethod::Dp, &mut ws, &mut dp);
+        assert_eq!(auto, dp);
+        assert_close(&out, &dp, 1e-9);
+        // The scaled form of the same problem agrees too.
+        let scaled = Scaled { plain: false, ..sc };
+        let mut out2 = vec![0.0; n];
+        assert!(direct::<_, true>(
+            &y,
+            Unit,
+            scaled,
+            lambda,
+            usize::MAX,
+            &mut out2
+        ));
+        assert_close(&out2, &dp, 1e-9);
+    }
+
+    #[test]
+    fn scaling_is_chosen_by_magnitude() {
+        // Moderate problems are solved as they are; offsets, huge or tiny scales are scaled.
+        assert!(Scaled::new(0.1, 10, 10.0, 3.0, 0.5).unwrap().plain);
+        assert!(!Scaled::new(1e3, 10, 10.0, 1e3 + 1.0, 0.5).unwrap().plain);
+        assert!(!Scaled::new(0.0, 10, 1e40, 3.0, 1e39).unwrap().plain);
+        assert!(!Scaled::new(0.0, 10, 10.0, 1e-40, 0.5).unwrap().plain);
+        let sc = Scaled::new(0.0, 4, 4e-60, 1e50, 1e-60).unwrap();
+        assert_eq!((sc.sw, sc.sy), (2_f64.powi(199), 2_f64.powi(-166)));
+        // Weights spanning more than 100 decades around their mean go to the DP.
+        assert!(Scaled::new(0.0, 2, 1.0, 1.0, 1e-120).is_none());
     }
 
     #[test]
