@@ -7,15 +7,26 @@
 //! ½ Σ_t w_t (y_t − b_t)²  +  λ Σ_{t<B−1} |b_{t+1} − b_t|
 //! ```
 //!
-//! in `O(B)` time and memory by N. Johnson's dynamic programme ("A dynamic programming
-//! algorithm for the fused lasso and L0-segmentation", *Journal of Computational and
-//! Graphical Statistics* 22(2), 2013), in the weighted form of the `tf_dp_weight` routine of
-//! the glmgen library (Arnold, Sadhanala & Tibshirani). This is the exact block update of the
-//! FAST solver: it is called once per feature per sweep, thousands of times per fit, so the
-//! hot path ([`flsa_weighted_unchecked`]) reuses the buffers of a [`FlsaWorkspace`] and does
-//! not allocate once that workspace is large enough.
+//! by one of two exact algorithms ([`FlsaMethod`]):
 //!
-//! ## The recursion
+//! * N. Johnson's dynamic programme ("A dynamic programming algorithm for the fused lasso
+//!   and L0-segmentation", *Journal of Computational and Graphical Statistics* 22(2), 2013),
+//!   in the weighted form of the `tf_dp_weight` routine of the glmgen library (Arnold,
+//!   Sadhanala & Tibshirani): `O(B)` time and memory always;
+//! * L. Condat's direct algorithm ("A Direct Algorithm for 1D Total Variation Denoising",
+//!   *IEEE Signal Processing Letters* 20(11), 2013), generalised to weights and rewritten so
+//!   that its scan has no division (see `direct`): no memory beyond the output, about twice
+//!   as fast as Condat's own formulation, but `O(B²)` in the worst case (smooth trends under a
+//!   large penalty), so it runs under a budget and hands over to the DP when it rescans too
+//!   much.
+//!
+//! This is the exact block update of the FAST solver: it is called once per feature per
+//! sweep, thousands of times per fit, so the hot path ([`flsa_weighted_unchecked`]) reuses
+//! the buffers of a [`FlsaWorkspace`] and does not allocate once that workspace is large
+//! enough. Both algorithms give the points of a fused segment *bit-identical* values (the
+//! solver relies on this to detect fused bins by exact equality).
+//!
+//! ## The recursion of the DP
 //!
 //! Let `F_0(x) = ½ w_0 (x − y_0)²` and, for `k ≥ 1`,
 //! `F_k(x) = ½ w_k (x − y_k)² + H_{k−1}(x)` with `H_{k−1}(x) = min_z F_{k−1}(z) + λ|x − z|`,
@@ -33,30 +44,40 @@
 //! walks in from both ends to find `t⁻_k` and `t⁺_k`, pops the knots it walked over, pushes
 //! `t⁻_k` and `t⁺_k` as new knots and adds `w_{k+1}(x − y_{k+1})` to the end pieces. Each
 //! knot is pushed once and popped at most once, hence `O(B)` in total. The last value is
-//! the root of `f_{B−1}` and the rest follow by `b_k = clamp(b_{k+1}, t⁻_k, t⁺_k)`, so the
-//! points of a fused segment receive *bit-identical* values (the solver relies on this to
-//! detect fused bins by exact equality).
+//! the root of `f_{B−1}` and the rest follow by `b_k = clamp(b_{k+1}, t⁻_k, t⁺_k)`.
 //!
 //! ## Numerical safeguards
 //!
-//! * Points of zero weight are removed before the recursion and copy a neighbour afterwards
-//!   (see [`flsa_weighted`]).
-//! * The recursion runs on `y − ȳ_w` (the weighted mean), so a large common offset costs no
-//!   precision; `λ = 0` returns `y` itself and `λ ≥ λ_max` (below) the weighted mean itself.
-//! * Each new knot is clamped into the interval between the knots that bracket it, which
-//!   keeps the knots sorted and finite even when rounding makes an accumulated slope
-//!   inconsistent (possible only with weights spanning many orders of magnitude).
+//! * Points of zero weight are removed before either algorithm and copy a neighbour
+//!   afterwards (see [`flsa_weighted`]).
+//! * `λ = 0` returns `y` itself and `λ ≥ λ_max` (below) the weighted mean itself.
+//! * The DP runs on `y − ȳ_w` (the weighted mean), so a large common offset costs no
+//!   precision; each new knot is clamped into the interval between the knots that bracket
+//!   it, which keeps the knots sorted and finite even when rounding makes an accumulated
+//!   slope inconsistent (possible only with weights spanning many orders of magnitude).
+//! * The direct algorithm solves the problem as given when its magnitudes are moderate, and
+//!   otherwise an exactly rescaled (powers of two) and centred copy; weights spanning more
+//!   than 100 decades around their mean go to the DP.
 //!
 //! `λ_max = max_{t<B−1} |Σ_{s≤t} w_s (y_s − ȳ_w)|` is the smallest penalty at which the
 //! solution is constant.
 //!
 //! ## Performance
 //!
-//! About 14 ns per point on cache-resident signals and 20–30 ns per point at `B = 10⁶–10⁷`
-//! (`benches/flsa.rs`, λ = 10 on a noisy piecewise-constant signal), against 13–22 ns for
-//! Condat's direct algorithm on the unweighted problem in the same run. The two
-//! preliminary passes (totals and `λ_max`) cost about 1–1.5 ns per point; the rest is the
-//! recursion, whose cost is set by the number of knots each walk pops (0, 1, 2 or more with
+//! `benches/flsa.rs` (a noisy piecewise-constant signal, λ = 10; results in
+//! `benches/python/results/flsa.md`): the direct algorithm takes about 8–14 ns per point
+//! from `10³` to `10⁷` points, against 15–20 ns for Condat's formulation and 7–20 ns for the
+//! DP in the same run. The DP is at its best while the whole problem sits in cache, and
+//! slows to ~20 ns per point beyond, where its 16 bytes of back-pointers per point cost
+//! memory bandwidth; the direct algorithm needs no memory besides the output. On smooth
+//! signals the direct algorithm rescans, so [`FlsaMethod::Auto`] uses it only for chains of
+//! at most [`DIRECT_MAX_SHORT`] or at least [`DIRECT_MIN_LONG`] points (the short chains of
+//! the solver are as fast as or faster than with the DP alone: `flsa_short`), and abandons
+//! it for the DP beyond about 2.5 visits per point. One pass computes the totals (and
+//! validates the input in the checked entry points), a second `λ_max`: together about
+//! 1.5–3 ns per point.
+//!
+//! In the DP, the cost is set by the number of knots each walk pops (0, 1, 2 or more with
 //! probabilities of roughly 0.3, 0.47, 0.19 and 0.05 on each side on that signal, with at
 //! most ~17 knots alive): the walks' exits are mispredicted about once per step, and the
 //! test on the newest knot waits on the previous step's division. Branch-free walks (pop
@@ -65,6 +86,10 @@
 //! clamp of every step on one loop-carried dependency chain.
 
 use crate::error::{check_finite, check_len, check_weights, FastError, Result};
+
+/// Segments of the direct algorithm whose values differ by at most this many units of
+/// rounding (relative to the values and to `λ/W`) are given the same value.
+const TIE_ULPS: f64 = 8.0;
 
 /// Smallest ring-buffer size (a power of two).
 const MIN_RING: usize = 16;
@@ -137,8 +162,8 @@ impl FlsaWorkspace {
 /// Checked entry point: the exact weighted FLSA solution of `y` written into `out`.
 ///
 /// Validates lengths (`y`, `w`, `out` equal; `B ≥ 1`), finite `y`, weights finite and
-/// `≥ 0` with a positive total, and `λ` finite and `≥ 0`, then calls
-/// [`flsa_weighted_unchecked`].
+/// `≥ 0` with a positive total, and `λ` finite and `≥ 0` (the value checks share one pass
+/// with the totals of the solve), then solves as [`flsa_weighted_unchecked`].
 ///
 /// A point of zero weight does not enter the fit: it takes the value of the preceding point
 /// of positive weight (points before the first positive weight take the value of the first
@@ -868,12 +893,34 @@ fn direct<W: Weights, const SCALED: bool>(
     // v⁻ = nm/dm and v⁺ = np/dp.
     let (mut nm, mut dm) = (bsum - lam, wsum);
     let (mut np, mut dp) = (bsum + lam, wsum);
-    // Closes k0..=end at `value` and restarts the scan at end + 1 with incoming residual
-    // `u_in` (returns `false` from `direct` once the rescans exceed the budget).
+    // The value of the segment closed last, and `λ/D` of its fraction.
+    let (mut prev, mut prev_slack) = (f64::NAN, 0.0);
+    // A segment's value, or the previous segment's when the two differ by rounding only:
+    // where the exact solution has no jump but a dual residual sits exactly on ±λ (ties,
+    // common in integer data), rounding can split one segment in two, and the values of
+    // the two halves differ in their last bits. Giving them the same value keeps fused
+    // points bit-identical, as the DP does.
+    let mut settle = |value: f64, d: f64| {
+        let slack = lam / d;
+        let tie = TIE_ULPS * f64::EPSILON * (value.abs() + prev.abs() + slack + prev_slack);
+        let v = if (value - prev).abs() <= tie {
+            prev
+        } else {
+            value
+        };
+        (prev, prev_slack) = (v, slack);
+        if SCALED {
+            v * unscale + c
+        } else {
+            v
+        }
+    };
+    // Closes k0..=end at `value = N/D` and restarts the scan at end + 1 with incoming
+    // residual `u_in` (returns `false` from `direct` once the rescans exceed the budget).
     macro_rules! close_and_restart {
-        ($end:expr, $value:expr, $u_in:expr) => {{
-            let (end, value) = ($end, $value);
-            out[k0..=end].fill(if SCALED { value * unscale + c } else { value });
+        ($end:expr, $n:expr, $d:expr, $u_in:expr) => {{
+            let end = $end;
+            out[k0..=end].fill(settle($n / $d, $d));
             // The scan goes back from k to end + 1; give up once the rescans exceed the
             // budget, or `DIRECT_RESCAN_RATE` per point closed so far plus a slack (smooth
             // trends under a large penalty rescan quadratically from the start).
@@ -895,14 +942,13 @@ fn direct<W: Weights, const SCALED: bool>(
             // Right boundary: the residual of the last segment must end at 0. The candidate
             // that is not closed keeps its value (Condat's rule).
             if dm * bsum - wsum * nm < 0.0 && km < last {
-                close_and_restart!(km, nm / dm, lam);
+                close_and_restart!(km, nm, dm, lam);
                 (nm, dm) = (bsum - lam, wsum);
             } else if dp * bsum - wsum * np > 0.0 && kp < last {
-                close_and_restart!(kp, np / dp, -lam);
+                close_and_restart!(kp, np, dp, -lam);
                 (np, dp) = (bsum + lam, wsum);
             } else {
-                let v = bsum / wsum;
-                out[k0..].fill(if SCALED { v * unscale + c } else { v });
+                out[k0..].fill(settle(bsum / wsum, wsum));
                 return true;
             }
             continue;
@@ -913,7 +959,7 @@ fn direct<W: Weights, const SCALED: bool>(
         let rm = dm * b1 - w1 * nm;
         if rm < -lam * dm {
             // Downward jump after k⁻.
-            close_and_restart!(km, nm / dm, lam);
+            close_and_restart!(km, nm, dm, lam);
             (nm, dm) = (bsum - lam, wsum);
             (np, dp) = (bsum + lam, wsum);
             continue;
@@ -921,7 +967,7 @@ fn direct<W: Weights, const SCALED: bool>(
         let rp = dp * b1 - w1 * np;
         if rp > lam * dp {
             // Upward jump after k⁺.
-            close_and_restart!(kp, np / dp, -lam);
+            close_and_restart!(kp, np, dp, -lam);
             (nm, dm) = (bsum - lam, wsum);
             (np, dp) = (bsum + lam, wsum);
             continue;
@@ -1378,6 +1424,45 @@ mod tests {
             &mut out2
         ));
         assert_close(&out2, &dp, 1e-9);
+    }
+
+    #[test]
+    fn direct_keeps_tied_points_fused() {
+        // A block update of a fit on integer data: y[2] == y[3] lie on a segment whose value
+        // is their own, with dual residuals exactly on −λ at both ends. Rounding once split it
+        // in two segments one unit of rounding apart; both points must get the same value.
+        let y = [
+            -0.14341508625142851,
+            -0.7771778867324375,
+            -0.13934032466836538,
+            -0.13934032466836538,
+            -0.13855321324017766,
+            0.26612482871180015,
+            0.2661248287117995,
+            0.2661248287117995,
+            0.2661248287117988,
+        ];
+        let w = [
+            0.03740384100224916,
+            0.11072886794406697,
+            0.11106329935800016,
+            0.0740421995720001,
+            0.1480843991440002,
+            0.11114531533291076,
+            0.14819375377721422,
+            0.14819375377721422,
+            0.11114531533291061,
+        ];
+        let lambda = 3.8290598290598296e-4;
+        let mut ws = FlsaWorkspace::new();
+        let (mut direct, mut dp) = ([0.0; 9], [0.0; 9]);
+        flsa_weighted_with_method(&y, &w, lambda, FlsaMethod::Direct, &mut ws, &mut direct);
+        flsa_weighted_with_method(&y, &w, lambda, FlsaMethod::Dp, &mut ws, &mut dp);
+        assert_close(&direct, &dp, 1e-15);
+        let runs = |b: &[f64]| b.windows(2).filter(|p| p[0] != p[1]).count();
+        assert_eq!(runs(&dp), 4);
+        assert_eq!(runs(&direct), 4, "{direct:?}");
+        assert_eq!(direct[2], direct[3]);
     }
 
     #[test]

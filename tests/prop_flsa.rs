@@ -477,3 +477,28 @@ proptest! {
         assert_direct_matches_dp(&y, &w, 10_f64.powf(log_frac) * lambda_max(&y, &w))?;
     }
 }
+
+proptest! {
+    #![proptest_config(config(500))]
+
+    /// Integer data and weights make ties (dual residuals exactly on ±λ inside a fused run)
+    /// common: wherever the DP fuses two neighbours, the direct algorithm does too.
+    #[test]
+    fn direct_fuses_where_the_dp_fuses(
+        y in prop::collection::vec(-3_i32..=3, 2..40),
+        w in prop::collection::vec(1_u32..=4, 40),
+        frac in 0.01..1.0_f64,
+    ) {
+        let y: Vec<f64> = y.iter().map(|&v| f64::from(v)).collect();
+        let w: Vec<f64> = w[..y.len()].iter().map(|&v| f64::from(v)).collect();
+        let lambda = frac * lambda_max(&y, &w);
+        let dp = solve_by(&y, &w, lambda, FlsaMethod::Dp);
+        let direct = solve_by(&y, &w, lambda, FlsaMethod::Direct);
+        prop_assert!(max_abs_diff(&dp, &direct) <= 1e-12, "{:?} vs {:?}", dp, direct);
+        for t in 0..y.len() - 1 {
+            if dp[t] == dp[t + 1] {
+                prop_assert_eq!(direct[t], direct[t + 1], "point {}: {:?} vs dp {:?}", t, direct, dp);
+            }
+        }
+    }
+}
