@@ -363,7 +363,7 @@ pub const DIRECT_MIN_LONG: usize = 2048;
 /// [`FlsaMethod::Auto`] abandons the direct algorithm for the DP. Noisy signals need about 2.
 pub const DIRECT_STEP_BUDGET: usize = 4;
 
-/// The direct algorithm also gives up once its rescans exceed this many per point closed so
+/// The direct algorithm also gives up once its rescans exceed this many per point reached so
 /// far, plus [`DIRECT_RESCAN_SLACK`]: past about 2.5 steps per point the DP is faster, and a
 /// signal on which the direct algorithm is quadratic (a smooth trend under a large penalty)
 /// then costs little before the DP takes over.
@@ -922,12 +922,12 @@ fn direct<W: Weights, const SCALED: bool>(
             let end = $end;
             out[k0..=end].fill(settle($n / $d, $d));
             // The scan goes back from k to end + 1; give up once the rescans exceed the
-            // budget, or `DIRECT_RESCAN_RATE` per point closed so far plus a slack (smooth
+            // budget, or `DIRECT_RESCAN_RATE` per point reached so far plus a slack (smooth
             // trends under a large penalty rescan quadratically from the start).
             let back = k - end;
             rescanned += back;
             if rescanned > rescan_budget
-                || (limited && rescanned > DIRECT_RESCAN_RATE * end + DIRECT_RESCAN_SLACK)
+                || (limited && rescanned > DIRECT_RESCAN_RATE * k + DIRECT_RESCAN_SLACK)
             {
                 return false;
             }
