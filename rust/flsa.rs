@@ -15,10 +15,10 @@
 //!   Sadhanala & Tibshirani): `O(B)` time and memory always;
 //! * L. Condat's direct algorithm ("A Direct Algorithm for 1D Total Variation Denoising",
 //!   *IEEE Signal Processing Letters* 20(11), 2013), generalised to weights and rewritten so
-//!   that its scan has no division (see `direct`): no memory beyond the output, about twice
-//!   as fast as Condat's own formulation, but `O(B²)` in the worst case (smooth trends under a
-//!   large penalty), so it runs under a budget and hands over to the DP when it rescans too
-//!   much.
+//!   that no division lies on the loop-carried path of its scan (see `direct`): no memory
+//!   beyond the output, about twice as fast as Condat's own formulation, but `O(B²)` in the
+//!   worst case (smooth trends under a large penalty), so it runs under a budget and hands
+//!   over to the DP when it rescans too much.
 //!
 //! This is the exact block update of the FAST solver: it is called once per feature per
 //! sweep, thousands of times per fit, so the hot path ([`flsa_weighted_unchecked`]) reuses
@@ -794,9 +794,10 @@ fn walk_from_left(
 /// The scaled, centred problem the direct algorithm solves: point `i` has value
 /// `(y_i − c)·sy` and weight `w_i·sw`, the penalty is `λ·sy·sw`. `sy` and `sw` are powers of
 /// two, so the scaling is exact and the solution is `b'/sy + c` without extra rounding; they
-/// bring the weights near 1 and the values near `[−1, 1]`, so that the products of sums the
-/// algorithm forms cannot overflow or underflow, and centring keeps a large common offset
-/// out of its sums. When the problem is already well scaled (`plain`), it is solved as it is.
+/// bring the weights near 1 and the values near `[−1, 1]`, so that the sums and quotients
+/// the algorithm forms stay far from overflow and underflow, and centring keeps a large
+/// common offset out of its sums. When the problem is already well scaled (`plain`), it is
+/// solved as it is.
 #[derive(Debug, Clone, Copy)]
 struct Scaled {
     c: f64,
@@ -808,15 +809,24 @@ struct Scaled {
 impl Scaled {
     /// The scaling for a problem with `m` points of positive weight, total weight `sw`,
     /// largest `|y|` `y_max` and smallest positive weight `w_min`, centred at `c`; `None`
-    /// when the weights span so many decades that the direct algorithm's products could
-    /// lose precision (the DP handles those).
+    /// when the weights span so many decades that the direct algorithm's sums could lose
+    /// precision (the DP handles those).
     fn new(c: f64, m: usize, sw: f64, y_max: f64, w_min: f64) -> Option<Self> {
         // Weights within 30 decades of 1, values within [1e-30, 1e30] and an offset at most
-        // half the largest value: no product of the scan leaves the normal range.
+        // half the largest value: no sum or quotient of the scan nears the ends of the normal
+        // range, and the offset costs no precision.
         let plain = (1e-30..=1e30).contains(&w_min)
             && sw <= 1e30
             && (1e-30..=1e30).contains(&y_max)
             && c.abs() <= 0.5 * y_max;
+        if plain {
+            return Some(Self {
+                c,
+                sy: 1.0,
+                sw: 1.0,
+                plain,
+            });
+        }
         let sw = pow2_near_inverse(sw / m as f64);
         let sy = if y_max > 0.0 {
             pow2_near_inverse(y_max)
@@ -837,35 +847,37 @@ fn pow2_near_inverse(x: f64) -> f64 {
 
 /// L. Condat's direct algorithm ("A Direct Algorithm for 1D Total Variation Denoising",
 /// *IEEE Signal Processing Letters* 20(11), 2013), generalised to positive weights and
-/// rewritten without divisions in the scan, on `n ≥ 2` points scaled by `sc`; writes the
-/// solution into `out`. Returns `false` (with `out` partly written) if it would take more
-/// than `budget` steps.
+/// rewritten so that no division lies on its loop-carried path, on `n ≥ 2` points scaled by
+/// `sc`; writes the solution into `out`. Returns `false` (with `out` partly written) if it
+/// would take more than `budget` steps.
 ///
-/// It scans forward, keeping the segment `k0..=k` under construction, the lowest and highest
-/// values `v⁻ ≤ v⁺` it can still take, and the dual residuals of these candidates at `k`:
-/// `u_k(v) = u_in + Σ_{s=k0..k} w_s (y_s − v) = B_k − W_k·v`, with `u_in` the residual
-/// entering the segment (`0` at the start, `+λ` after a downward jump, `−λ` after an upward
-/// one), `B_k = u_in + Σ w_s y_s` and `W_k = Σ w_s`. Residuals must stay in `[−λ, λ]` and end
-/// at `0` after the last point. Adding point `k + 1`:
+/// It scans forward, keeping the segment `k0..=k` under construction and the lowest and
+/// highest values `v⁻ ≤ v⁺` it can still take. With `u_in` the dual residual entering the
+/// segment (`0` at the start, `+λ` after a downward jump, `−λ` after an upward one),
+/// `A_k = Σ_{s=k0..k} w_s y_s` and `W_k = Σ_{s=k0..k} w_s`, the residual of a value `v` at `k`
+/// is `u_k(v) = u_in + A_k − W_k·v`; residuals must stay in `[−λ, λ]` and end at `0` after the
+/// last point. So `v` must lie in `[c⁻_k, c⁺_k]` with `c∓_k = (u_in ∓ λ + A_k)/W_k` for every
+/// `k` of the segment, and `v⁻ = max c⁻`, `v⁺ = min c⁺` over the points seen. Adding point
+/// `k + 1`:
 ///
-/// * if `u(v⁻) < −λ`, even the lowest candidate is too high for the points seen: the segment
-///   ends at `k⁻` (the last point where `v⁻` was re-estimated) with value `v⁻` and a
-///   downward jump, and the scan restarts at `k⁻ + 1` with `u_in = +λ`;
-/// * symmetrically if `u(v⁺) > λ` (an upward jump after `k⁺`, restart with `u_in = −λ`);
-/// * otherwise the point joins the segment, and a candidate whose residual left `[−λ, λ]`
-///   on the inside is re-estimated so that its residual is back on the bound:
-///   `v⁻ = (B_k − λ)/W_k` (and `k⁻ = k`), `v⁺ = (B_k + λ)/W_k`.
+/// * if `v⁻ > c⁺_{k+1}` (Condat's `u(v⁻) < −λ`), even the lowest candidate is too high: the
+///   segment ends at `k⁻` (the last point where `v⁻` rose) with value `v⁻` and a downward
+///   jump, and the scan restarts at `k⁻ + 1` with `u_in = +λ`;
+/// * symmetrically if `v⁺ < c⁻_{k+1}` (an upward jump after `k⁺`, restart with `u_in = −λ`);
+/// * otherwise the point joins: `v⁻ = max(v⁻, c⁻_{k+1})` (and `k⁻ = k + 1` if it rose or
+///   tied), `v⁺ = min(v⁺, c⁺_{k+1})` likewise.
 ///
-/// At the last point the right boundary `u = 0` decides in the same way, the last segment
-/// taking `B/W`. This is Condat's sequence of decisions. Condat updates `v` by a division at
-/// every re-estimate, which puts a division on the loop-carried path; here each candidate
-/// is kept as a fraction `N/D` (`N = B_j ∓ λ`, `D = W_j` at its last re-estimate `j`, or a
-/// value kept across a boundary restart), and `u(v) < −λ` is tested as
-/// `D·B − W·N < −λ·D` (`D > 0`), so the scan has multiplications only and divides once per
-/// segment. Each step visits one point; the restarts rescan `k±+1..=k` (about one extra
-/// visit per point on noisy signals), so the worst case is `O(n²)`: hence `budget`. The
-/// points of one segment get bit-identical values. Never panics whatever the values (NaNs
-/// end the scan at the last point: every comparison fails).
+/// At the last point the right boundary decides in the same way against `(u_in + A)/W`,
+/// which the last segment takes; the candidate not closed there keeps its value (Condat's
+/// rule). This is exactly Condat's sequence of decisions. Condat moves `v` by a division of
+/// the residual at each re-estimate, which puts a division on the loop-carried path; here
+/// `c∓` come from the running sums alone (one reciprocal per point, off that path), and the
+/// candidates follow by a maximum and a minimum. `u_in ∓ λ` is one of `0, ±λ, ±2λ`, exact,
+/// so a segment whose value is its data's mean gets it without a cancellation. Each step
+/// visits one point; the restarts rescan `k±+1..=k` (about one extra visit per point on
+/// noisy signals), so the worst case is `O(n²)`: hence `budget`. The points of one segment
+/// get bit-identical values. Never panics whatever the values (NaNs end the scan at the
+/// last point: every comparison fails).
 fn direct<W: Weights, const SCALED: bool>(
     y: &[f64],
     w: W,
@@ -888,20 +900,20 @@ fn direct<W: Weights, const SCALED: bool>(
     let limited = budget < usize::MAX;
     // Segment start, current point, and the last points where v⁻ (v⁺) was re-estimated.
     let (mut k0, mut k, mut km, mut kp) = (0_usize, 0_usize, 0_usize, 0_usize);
+    // Running sums of the segment and the offsets u_in ∓ λ (u_in = 0 at the start).
     let mut wsum = wv(0);
-    let mut bsum = wsum * yv(0);
-    // v⁻ = nm/dm and v⁺ = np/dp.
-    let (mut nm, mut dm) = (bsum - lam, wsum);
-    let (mut np, mut dp) = (bsum + lam, wsum);
-    // The value of the segment closed last, and `λ/D` of its fraction.
+    let mut asum = wsum * yv(0);
+    let (mut off_m, mut off_p) = (-lam, lam);
+    let (mut vmin, mut vmax) = ((asum + off_m) / wsum, (asum + off_p) / wsum);
+    // The value of the segment closed last, and `λ/W` of that segment.
     let (mut prev, mut prev_slack) = (f64::NAN, 0.0);
     // A segment's value, or the previous segment's when the two differ by rounding only:
     // where the exact solution has no jump but a dual residual sits exactly on ±λ (ties,
     // common in integer data), rounding can split one segment in two, and the values of
     // the two halves differ in their last bits. Giving them the same value keeps fused
     // points bit-identical, as the DP does.
-    let mut settle = |value: f64, d: f64| {
-        let slack = lam / d;
+    let mut settle = |value: f64, w_seg: f64| {
+        let slack = lam / w_seg;
         let tie = TIE_ULPS * f64::EPSILON * (value.abs() + prev.abs() + slack + prev_slack);
         let v = if (value - prev).abs() <= tie {
             prev
@@ -915,12 +927,13 @@ fn direct<W: Weights, const SCALED: bool>(
             v
         }
     };
-    // Closes k0..=end at `value = N/D` and restarts the scan at end + 1 with incoming
-    // residual `u_in` (returns `false` from `direct` once the rescans exceed the budget).
+    // Closes k0..=end at `value` (its weight `w_seg`) and restarts the scan at end + 1 with
+    // incoming residual `u_in` (returns `false` from `direct` once the rescans exceed the
+    // budget).
     macro_rules! close_and_restart {
-        ($end:expr, $n:expr, $d:expr, $u_in:expr) => {{
+        ($end:expr, $value:expr, $w_seg:expr, $u_in:expr) => {{
             let end = $end;
-            out[k0..=end].fill(settle($n / $d, $d));
+            out[k0..=end].fill(settle($value, $w_seg));
             // The scan goes back from k to end + 1; give up once the rescans exceed the
             // budget, or `DIRECT_RESCAN_RATE` per point reached so far plus a slack (smooth
             // trends under a large penalty rescan quadratically from the start).
@@ -934,55 +947,58 @@ fn direct<W: Weights, const SCALED: bool>(
             k0 = end + 1;
             (k, km, kp) = (k0, k0, k0);
             wsum = wv(k0);
-            bsum = $u_in + wsum * yv(k0);
+            asum = wsum * yv(k0);
+            (off_m, off_p) = ($u_in - lam, $u_in + lam);
         }};
     }
+    // Weight of the segment up to k⁻ (k⁺), for the tie test of `settle`.
+    let (mut wm, mut wp) = (wsum, wsum);
     loop {
         if k == last {
-            // Right boundary: the residual of the last segment must end at 0. The candidate
-            // that is not closed keeps its value (Condat's rule).
-            if dm * bsum - wsum * nm < 0.0 && km < last {
-                close_and_restart!(km, nm, dm, lam);
-                (nm, dm) = (bsum - lam, wsum);
-            } else if dp * bsum - wsum * np > 0.0 && kp < last {
-                close_and_restart!(kp, np, dp, -lam);
-                (np, dp) = (bsum + lam, wsum);
+            // Right boundary: the residual of the last segment must end at 0.
+            let mean = (asum + 0.5 * (off_m + off_p)) / wsum;
+            if vmin > mean && km < last {
+                close_and_restart!(km, vmin, wm, lam);
+                vmin = (asum + off_m) / wsum;
+                wm = wsum;
+            } else if vmax < mean && kp < last {
+                close_and_restart!(kp, vmax, wp, -lam);
+                vmax = (asum + off_p) / wsum;
+                wp = wsum;
             } else {
-                out[k0..].fill(settle(bsum / wsum, wsum));
+                out[k0..].fill(settle(mean, wsum));
                 return true;
             }
             continue;
         }
         let wn = wv(k + 1);
-        let b1 = bsum + wn * yv(k + 1);
+        let a1 = asum + wn * yv(k + 1);
         let w1 = wsum + wn;
-        let rm = dm * b1 - w1 * nm;
-        if rm < -lam * dm {
+        let inv = 1.0 / w1;
+        let (cm, cp) = ((a1 + off_m) * inv, (a1 + off_p) * inv);
+        if vmin > cp {
             // Downward jump after k⁻.
-            close_and_restart!(km, nm, dm, lam);
-            (nm, dm) = (bsum - lam, wsum);
-            (np, dp) = (bsum + lam, wsum);
+            close_and_restart!(km, vmin, wm, lam);
+            (vmin, vmax) = ((asum + off_m) / wsum, (asum + off_p) / wsum);
+            (wm, wp) = (wsum, wsum);
             continue;
         }
-        let rp = dp * b1 - w1 * np;
-        if rp > lam * dp {
+        if vmax < cm {
             // Upward jump after k⁺.
-            close_and_restart!(kp, np, dp, -lam);
-            (nm, dm) = (bsum - lam, wsum);
-            (np, dp) = (bsum + lam, wsum);
+            close_and_restart!(kp, vmax, wp, -lam);
+            (vmin, vmax) = ((asum + off_m) / wsum, (asum + off_p) / wsum);
+            (wm, wp) = (wsum, wsum);
             continue;
         }
         // No jump: extend the segment and re-estimate the candidates that left their range.
         k += 1;
-        bsum = b1;
+        asum = a1;
         wsum = w1;
-        if rm >= lam * dm {
-            km = k;
-            (nm, dm) = (b1 - lam, w1);
+        if cm >= vmin {
+            (km, vmin, wm) = (k, cm, w1);
         }
-        if rp <= -lam * dp {
-            kp = k;
-            (np, dp) = (b1 + lam, w1);
+        if cp <= vmax {
+            (kp, vmax, wp) = (k, cp, w1);
         }
     }
 }
