@@ -325,7 +325,7 @@ fn checked_totals(y: &[f64], w: &[f64], w_name: &'static str) -> Result<Totals> 
 
 /// The totals of a unit-weight problem, validated in the same pass.
 fn checked_unit_totals(y: &[f64]) -> Result<Totals> {
-    let t = weighted_totals(y, Unit);
+    let t = unit_totals(y);
     if !t.swy.is_finite() {
         check_finite("y", y)?;
     }
@@ -462,11 +462,20 @@ fn solve<W: Weights>(
         w: cw,
     } = ws;
     if !zeros {
-        let Some(ybar) = mean_below_lambda_max(y, w, t, lambda, out) else {
+        // Long signals go to the direct algorithm first, which finds λ ≥ λ_max by itself
+        // (one segment): the pass for λ_max is made only if the DP takes over.
+        let checked = !starts_direct(method, n);
+        let Some(ybar) = mean_below_lambda_max(y, w, t, lambda, checked, out) else {
             return;
         };
         let sc = Scaled::new(ybar, n, t.sw, t.y_max, t.w_min);
-        recursion(y, w, sc, ybar, lambda, method, knots, bounds, cw, out);
+        let stage = Stage {
+            ybar,
+            lambda,
+            method,
+            checked,
+        };
+        recursion(y, w, sc, stage, knots, bounds, cw, out);
         return;
     }
     // Compact the points of positive weight.
@@ -491,18 +500,23 @@ fn solve<W: Weights>(
         out.fill(v);
         return;
     }
-    let Some(ybar) = mean_below_lambda_max(y, w, t, lambda, out) else {
+    let checked = !starts_direct(method, m);
+    let Some(ybar) = mean_below_lambda_max(y, w, t, lambda, checked, out) else {
         return;
     };
     let sc = Scaled::new(ybar, m, t.sw, t.y_max, wpos_min);
     let (yc, wc) = (&cy[..m], &cw[..m]);
+    let stage = Stage {
+        ybar,
+        lambda,
+        method,
+        checked,
+    };
     recursion(
         yc,
         wc,
         sc,
-        ybar,
-        lambda,
-        method,
+        stage,
         knots,
         bounds,
         &mut Vec::new(),
@@ -511,22 +525,39 @@ fn solve<W: Weights>(
     expand_in_place(w, m, out);
 }
 
-/// The weighted mean `ȳ_w`, or `None` after filling `out` with it when `λ ≥ λ_max` (then it
-/// is the solution).
+/// The weighted mean `ȳ_w`, or `None` after filling `out` with it when `check` and
+/// `λ ≥ λ_max` (then it is the solution).
 fn mean_below_lambda_max<W: Weights>(
     y: &[f64],
     w: W,
     t: Totals,
     lambda: f64,
+    check: bool,
     out: &mut [f64],
 ) -> Option<f64> {
     let ybar = t.swy / t.sw;
-    let lambda_max = lambda_max_centred(&y[..y.len() - 1], w, ybar);
-    if lambda >= lambda_max {
+    if check && lambda >= lambda_max_centred(&y[..y.len() - 1], w, ybar) {
         out.fill(ybar);
         return None;
     }
     Some(ybar)
+}
+
+/// Whether `method` gives a signal of `n` points of positive weight to the direct algorithm
+/// before any λ_max pass: [`FlsaMethod::Auto`] on long signals, where that pass costs a read
+/// of the data from memory.
+fn starts_direct(method: FlsaMethod, n: usize) -> bool {
+    method == FlsaMethod::Auto && n >= DIRECT_MIN_LONG
+}
+
+/// What [`recursion`] needs besides the data: the weighted mean, the penalty, the method,
+/// and whether `λ < λ_max` is known.
+#[derive(Debug, Clone, Copy)]
+struct Stage {
+    ybar: f64,
+    lambda: f64,
+    method: FlsaMethod,
+    checked: bool,
 }
 
 /// Solves `n ≥ 2` points of positive weight by `method`. `ones` is scratch for the DP on
@@ -536,15 +567,19 @@ fn recursion<W: Weights>(
     y: &[f64],
     w: W,
     sc: Option<Scaled>,
-    ybar: f64,
-    lambda: f64,
-    method: FlsaMethod,
+    stage: Stage,
     knots: &mut Vec<Knot>,
     bounds: &mut Vec<[f64; 2]>,
     ones: &mut Vec<f64>,
     out: &mut [f64],
 ) {
     let n = y.len();
+    let Stage {
+        ybar,
+        lambda,
+        method,
+        checked,
+    } = stage;
     let budget = match method {
         FlsaMethod::Dp => 0,
         FlsaMethod::Auto if n > DIRECT_MAX_SHORT && n < DIRECT_MIN_LONG => 0,
@@ -559,9 +594,17 @@ fn recursion<W: Weights>(
                 direct::<W, true>(y, w, sc, lambda, budget, out)
             };
             if solved {
+                if out[0] == out[n - 1] && out.iter().all(|&v| v == out[0]) {
+                    // One segment: λ ≥ λ_max, and the solution is the weighted mean.
+                    out.fill(ybar);
+                }
                 return;
             }
         }
+    }
+    if !checked && lambda >= lambda_max_centred(&y[..n - 1], w, ybar) {
+        out.fill(ybar);
+        return;
     }
     if bounds.len() < n {
         bounds.resize(n, [0.0; 2]);
@@ -607,13 +650,27 @@ pub fn flsa_kkt_violation(y: &[f64], w: &[f64], lambda: f64, b: &[f64]) -> f64 {
 
 /// [`Totals`] in one pass with four independent accumulators (no conditional: a zero
 /// weight adds exactly 0 for finite `y`).
+#[inline]
 fn weighted_totals<W: Weights>(y: &[f64], w: W) -> Totals {
     let mut sw = [0.0_f64; 4];
     let mut swy = [0.0_f64; 4];
     let mut w_min = [f64::INFINITY; 4];
     let mut y_max = [0.0_f64; 4];
     let chunks = y.len() / 4;
-    let mut add = |j: usize, i: usize| {
+    for (c, ys) in y.chunks_exact(4).enumerate() {
+        for j in 0..4 {
+            let (yt, wt) = (ys[j], w.at(4 * c + j));
+            sw[j] += wt;
+            swy[j] += wt * yt;
+            w_min[j] = if wt < w_min[j] { wt } else { w_min[j] };
+            y_max[j] = if yt.abs() > y_max[j] {
+                yt.abs()
+            } else {
+                y_max[j]
+            };
+        }
+    }
+    for (j, i) in (4 * chunks..y.len()).enumerate() {
         let (yt, wt) = (y[i], w.at(i));
         sw[j] += wt;
         swy[j] += wt * yt;
@@ -623,19 +680,37 @@ fn weighted_totals<W: Weights>(y: &[f64], w: W) -> Totals {
         } else {
             y_max[j]
         };
-    };
-    for c in 0..chunks {
-        for j in 0..4 {
-            add(j, 4 * c + j);
-        }
-    }
-    for (j, i) in (4 * chunks..y.len()).enumerate() {
-        add(j, i);
     }
     Totals {
         sw: (sw[0] + sw[1]) + (sw[2] + sw[3]),
         swy: (swy[0] + swy[1]) + (swy[2] + swy[3]),
         w_min: w_min[0].min(w_min[1]).min(w_min[2].min(w_min[3])),
+        y_max: y_max[0].max(y_max[1]).max(y_max[2].max(y_max[3])),
+    }
+}
+
+/// [`weighted_totals`] for unit weights: a plain sum and maximum, which stream through `y`
+/// faster than the generic form (whose weight lanes are constants here).
+fn unit_totals(y: &[f64]) -> Totals {
+    let mut sy = [0.0_f64; 4];
+    let mut y_max = [0.0_f64; 4];
+    let chunks = y.chunks_exact(4);
+    let rest = chunks.remainder();
+    for ys in chunks {
+        for j in 0..4 {
+            sy[j] += ys[j];
+            y_max[j] = y_max[j].max(ys[j].abs());
+        }
+    }
+    for (j, &yt) in rest.iter().enumerate() {
+        sy[j] += yt;
+        y_max[j] = y_max[j].max(yt.abs());
+    }
+    Totals {
+        // Exact for any length a slice can have in memory.
+        sw: y.len() as f64,
+        swy: (sy[0] + sy[1]) + (sy[2] + sy[3]),
+        w_min: 1.0,
         y_max: y_max[0].max(y_max[1]).max(y_max[2].max(y_max[3])),
     }
 }
@@ -878,6 +953,8 @@ fn pow2_near_inverse(x: f64) -> f64 {
 /// noisy signals), so the worst case is `O(n²)`: hence `budget`. The points of one segment
 /// get bit-identical values. Never panics whatever the values (NaNs end the scan at the
 /// last point: every comparison fails).
+// Not inlined: its loop compiles the same, and fast, whatever entry point calls it.
+#[inline(never)]
 fn direct<W: Weights, const SCALED: bool>(
     y: &[f64],
     w: W,

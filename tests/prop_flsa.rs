@@ -402,8 +402,10 @@ fn assert_direct_matches_dp(y: &[f64], w: &[f64], lambda: f64) -> Result<(), Tes
             d,
             lambda
         );
+        // Rounding is relative to Σ w·|y| too: integer data can make Σ w·|y − ȳ| vanish.
         let v = flsa_kkt_violation(y, w, lambda, &b);
-        let scale = kkt_scale(y, w, lambda);
+        let sum_abs: f64 = y.iter().zip(w).map(|(y, w)| w * y.abs()).sum();
+        let scale = kkt_scale(y, w, lambda) + 1e-6 * sum_abs;
         prop_assert!(
             v <= 1e-9 * scale,
             "{:?}: violation {} scale {}",
@@ -500,5 +502,25 @@ proptest! {
                 prop_assert_eq!(direct[t], direct[t + 1], "point {}: {:?} vs dp {:?}", t, direct, dp);
             }
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(config(60))]
+
+    /// Long signals go to the direct algorithm before any λ_max pass: above λ_max they still
+    /// get the weighted mean, bit-identical at every point, and below it not.
+    #[test]
+    fn long_signals_fuse_above_lambda_max(
+        n in 2048_usize..=5000, seed in any::<u64>(), zeros in any::<bool>(), f in 1e-9..1.0_f64,
+    ) {
+        let (y, w) = signal(n, seed, zeros);
+        let lmax = lambda_max(&y, &w);
+        let b = solve(&y, &w, lmax * (1.0 + f));
+        prop_assert!(b.iter().all(|&v| v == b[0]));
+        prop_assert!((b[0] - weighted_mean(&y, &w)).abs() <= 1e-12 * (1.0 + max_abs(&y)));
+        let b = solve(&y, &w, 0.5 * lmax);
+        prop_assert!(b.iter().any(|&v| v != b[0]));
+        prop_assert_eq!(b, solve_by(&y, &w, 0.5 * lmax, FlsaMethod::Auto));
     }
 }
