@@ -65,17 +65,18 @@
 //! ## Performance
 //!
 //! `benches/flsa.rs` (a noisy piecewise-constant signal, λ = 10; results in
-//! `benches/python/results/flsa.md`): the direct algorithm takes about 8–14 ns per point
-//! from `10³` to `10⁷` points, against 15–20 ns for Condat's formulation and 7–20 ns for the
-//! DP in the same run. The DP is at its best while the whole problem sits in cache, and
-//! slows to ~20 ns per point beyond, where its 16 bytes of back-pointers per point cost
-//! memory bandwidth; the direct algorithm needs no memory besides the output. On smooth
-//! signals the direct algorithm rescans, so [`FlsaMethod::Auto`] uses it only for chains of
-//! at most [`DIRECT_MAX_SHORT`] or at least [`DIRECT_MIN_LONG`] points (the short chains of
-//! the solver are as fast as or faster than with the DP alone: `flsa_short`), and abandons
-//! it for the DP beyond about 2.5 visits per point. One pass computes the totals (and
-//! validates the input in the checked entry points), a second `λ_max`: together about
-//! 1.5–3 ns per point.
+//! `benches/python/results/flsa.md`): [`FlsaMethod::Auto`] takes 8–11 ns per point from
+//! `10⁴` to `10⁷` points, against 14–16 ns for Condat's formulation and 15–23 ns for the DP
+//! in the same run (at `10³` points, where it uses the DP, 7 ns, and Condat's 15). The DP is
+//! at its best while the whole problem sits in cache, and slows to ~20 ns per point beyond,
+//! where its 16 bytes of back-pointers per point cost memory bandwidth; the direct algorithm
+//! needs no memory besides the output. On smooth signals the direct algorithm rescans, so
+//! [`FlsaMethod::Auto`] uses it only for chains of at most [`DIRECT_MAX_SHORT`] or at least
+//! [`DIRECT_MIN_LONG`] points (the short chains of the solver are as fast as or faster than
+//! with the DP alone: `flsa_short`), and abandons it for the DP beyond about 2.5 visits per
+//! point. One pass computes the totals (and validates the input in the checked entry
+//! points), about 1–2 ns per point; chains shorter than [`DIRECT_MIN_LONG`] take a second
+//! one for `λ_max` (long ones only if the DP takes over).
 //!
 //! In the DP, the cost is set by the number of knots each walk pops (0, 1, 2 or more with
 //! probabilities of roughly 0.3, 0.47, 0.19 and 0.05 on each side on that signal, with at
