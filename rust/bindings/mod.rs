@@ -14,7 +14,8 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::atomic::AtomicBool;
 
-use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
 use crate::flsa::FlsaWorkspace;
@@ -126,8 +127,8 @@ fn borrow_or_copy<'a>(a: &'a PyReadonlyArray1<'_, f64>) -> Cow<'a, [f64]> {
 }
 
 /// Exact weighted fused-lasso signal approximator: borrows `y` and `weights` (copies only
-/// non-contiguous ones), solves without the GIL in this thread's reused workspace, and
-/// allocates only the output.
+/// non-contiguous ones), solves without the GIL in this thread's reused workspace straight
+/// into the output array (`numpy.empty`: not zeroed first), and allocates nothing else.
 #[pyfunction]
 #[pyo3(signature = (y, lam, weights=None))]
 fn flsa<'py>(
@@ -139,21 +140,29 @@ fn flsa<'py>(
     let y = borrow_or_copy(&y);
     let w = weights.as_ref().map(borrow_or_copy);
     let (y, w) = (&*y, w.as_deref());
-    let out = py.detach(|| {
-        no_panic("flsa", || {
-            let mut out = vec![0.0; y.len()];
-            FLSA_WS.with(|cell| {
-                let mut ws = cell.borrow_mut();
-                let solved = crate::flsa::flsa_into(y, w, lam, &mut ws, &mut out);
-                if y.len() > FLSA_KEEP_POINTS {
-                    *ws = FlsaWorkspace::new();
-                }
-                solved
-            })?;
-            Ok::<_, crate::error::FastError>(out)
-        })
-    })??;
-    Ok(out.into_pyarray(py))
+    let out = py
+        .import("numpy")?
+        .call_method1("empty", (y.len(),))?
+        .cast_into::<PyArray1<f64>>()?;
+    {
+        let internal =
+            |e: &dyn std::fmt::Display| PyRuntimeError::new_err(format!("flsa output: {e}"));
+        let mut view = out.try_readwrite().map_err(|e| internal(&e))?;
+        let slice = view.as_slice_mut().map_err(|e| internal(&e))?;
+        py.detach(|| {
+            no_panic("flsa", || {
+                FLSA_WS.with(|cell| {
+                    let mut ws = cell.borrow_mut();
+                    let solved = crate::flsa::flsa_into(y, w, lam, &mut ws, slice);
+                    if y.len() > FLSA_KEEP_POINTS {
+                        *ws = FlsaWorkspace::new();
+                    }
+                    solved
+                })
+            })
+        })??;
+    }
+    Ok(out)
 }
 
 /// The default of every configuration key (what a fit uses for a key left out).
