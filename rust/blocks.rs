@@ -288,22 +288,8 @@ impl BlockState {
     /// the chain (`λ = ∞` keeps the chain flat at its weighted mean), and the missing bin's
     /// own mean. Needs block `k`'s sums fresh; leaves every block's sums stale.
     pub fn update_block(&mut self, data: &BinnedData, k: usize, lambda: f64) {
-        let nb = data.features[k].n_bins();
-        let nc = self.n_chain[k];
-        let shape = self.shape(k);
-        solve_block(
-            &self.sums[k][..nb],
-            &self.beta[k][..nb],
-            &self.wn[k][..nb],
-            (nc, shape),
-            lambda,
-            (&mut self.ws, &mut self.pava),
-            &mut self.z,
-            &mut self.bnew,
-        );
-        let new = std::mem::take(&mut self.bnew);
-        self.set_block(data, k, &new[..nb]);
-        self.bnew = new;
+        let nb = self.solve_block_into_bnew(data, k, lambda);
+        self.apply_bnew(data, k, nb);
     }
 
     /// [`BlockState::update_block`] applied only if it lowers the objective: the change
@@ -312,6 +298,25 @@ impl BlockState {
     /// lower `F` (the block is already optimal up to rounding) is dropped, leaving the state
     /// and its sums untouched. Returns whether the block moved.
     pub fn update_block_if_lower(&mut self, data: &BinnedData, k: usize, lambda: f64) -> bool {
+        let nb = self.solve_block_into_bnew(data, k, lambda);
+        let change = predicted_change(
+            &self.sums[k][..nb],
+            &self.beta[k][..nb],
+            &self.wn[k][..nb],
+            &self.bnew[..nb],
+            self.n_chain[k],
+            self.shape(k),
+            lambda,
+        );
+        if !(change < 0.0) {
+            return false;
+        }
+        self.apply_bnew(data, k, nb);
+        true
+    }
+
+    /// Block `k`'s exact update into `bnew` (its sums fresh); returns its number of bins.
+    fn solve_block_into_bnew(&mut self, data: &BinnedData, k: usize, lambda: f64) -> usize {
         let nb = data.features[k].n_bins();
         let nc = self.n_chain[k];
         let shape = self.shape(k);
@@ -325,22 +330,14 @@ impl BlockState {
             &mut self.z,
             &mut self.bnew,
         );
-        let change = predicted_change(
-            &self.sums[k][..nb],
-            &self.beta[k][..nb],
-            &self.wn[k][..nb],
-            &self.bnew[..nb],
-            nc,
-            shape,
-            lambda,
-        );
-        if !(change < 0.0) {
-            return false;
-        }
+        nb
+    }
+
+    /// Sets block `k` to the `nb` values in `bnew`.
+    fn apply_bnew(&mut self, data: &BinnedData, k: usize, nb: usize) {
         let new = std::mem::take(&mut self.bnew);
         self.set_block(data, k, &new[..nb]);
         self.bnew = new;
-        true
     }
 
     /// Whether [`BlockState::update_pair`] pays on these data: rows engine, and enough rows

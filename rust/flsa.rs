@@ -71,12 +71,11 @@
 //! at its best while the whole problem sits in cache, and slows to ~20 ns per point beyond,
 //! where its 16 bytes of back-pointers per point cost memory bandwidth; the direct algorithm
 //! needs no memory besides the output. On smooth signals the direct algorithm rescans, so
-//! [`FlsaMethod::Auto`] uses it only for chains of at most [`DIRECT_MAX_SHORT`] or at least
-//! [`DIRECT_MIN_LONG`] points (the short chains of the solver are as fast as or faster than
-//! with the DP alone: `flsa_short`), and abandons it for the DP beyond about 2.5 visits per
-//! point. One pass computes the totals (and validates the input in the checked entry
-//! points), about 1–2 ns per point; chains shorter than [`DIRECT_MIN_LONG`] take a second
-//! one for `λ_max` (long ones only if the DP takes over).
+//! [`FlsaMethod::Auto`] uses it only for signals of at least [`DIRECT_MIN_LONG`] points
+//! (the solver's short chains keep the DP: `flsa_short`), and abandons it for the DP beyond
+//! about 2.5 visits per point. One pass computes the totals (and validates the input in the
+//! checked entry points), about 1–2 ns per point; chains shorter than [`DIRECT_MIN_LONG`]
+//! take a second one for `λ_max` (long ones only if the DP takes over).
 //!
 //! In the DP, the cost is set by the number of knots each walk pops (0, 1, 2 or more with
 //! probabilities of roughly 0.3, 0.47, 0.19 and 0.05 on each side on that signal, with at
@@ -336,10 +335,9 @@ fn checked_unit_totals(y: &[f64]) -> Result<Totals> {
 /// Which algorithm solves a weighted FLSA (all give the exact solution, up to rounding).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FlsaMethod {
-    /// The direct algorithm on chains of at most [`DIRECT_MAX_SHORT`] and at least
-    /// [`DIRECT_MIN_LONG`] points, the DP in between; the direct algorithm hands over to the
-    /// DP when it rescans too much (see [`DIRECT_STEP_BUDGET`]), so the worst case stays
-    /// `O(B)`.
+    /// The direct algorithm on signals of at least [`DIRECT_MIN_LONG`] points, the DP on
+    /// shorter ones; the direct algorithm hands over to the DP when it rescans too much (see
+    /// [`DIRECT_STEP_BUDGET`]), so the worst case stays `O(B)`.
     #[default]
     Auto,
     /// Johnson's dynamic programme alone: `O(B)` always.
@@ -348,16 +346,13 @@ pub enum FlsaMethod {
     Direct,
 }
 
-/// [`FlsaMethod::Auto`] solves chains of up to this many points by the direct algorithm,
-/// which is faster than the DP there on noisy and on smooth chains alike
-/// (`benches/flsa.rs`, `flsa_short`).
-pub const DIRECT_MAX_SHORT: usize = 64;
-
-/// [`FlsaMethod::Auto`] solves chains of at least this many points by the direct algorithm
-/// (with its budget). In between, where the whole problem sits in cache, the DP is the
-/// faster on smooth chains (few long segments make the direct algorithm rescan), and about
-/// 30% slower on noisy ones; the DP is kept there so that no chain is solved slower than
-/// before.
+/// [`FlsaMethod::Auto`] solves signals of at least this many points by the direct algorithm
+/// (with its budget), and shorter ones by the DP. Below, where the whole problem sits in
+/// cache, the DP is the faster on smooth chains (few long segments make the direct
+/// algorithm rescan) and about 30% slower on noisy ones; on chains of up to 64 points the
+/// direct algorithm is 15–35% faster on both (`benches/flsa.rs`, `flsa_short`). The solver's
+/// block updates are such short chains, and a model's held-out penalty search can turn on
+/// the last bits of their solutions, so they keep the DP: fitted models stay bit-identical.
 pub const DIRECT_MIN_LONG: usize = 2048;
 
 /// Steps per point (points visited, counting the rescans after each jump) after which
@@ -583,7 +578,7 @@ fn recursion<W: Weights>(
     } = stage;
     let budget = match method {
         FlsaMethod::Dp => 0,
-        FlsaMethod::Auto if n > DIRECT_MAX_SHORT && n < DIRECT_MIN_LONG => 0,
+        FlsaMethod::Auto if n < DIRECT_MIN_LONG => 0,
         FlsaMethod::Auto => DIRECT_STEP_BUDGET.saturating_mul(n).saturating_add(64),
         FlsaMethod::Direct => usize::MAX,
     };
@@ -653,40 +648,55 @@ pub fn flsa_kkt_violation(y: &[f64], w: &[f64], lambda: f64, b: &[f64]) -> f64 {
 /// weight adds exactly 0 for finite `y`).
 #[inline]
 fn weighted_totals<W: Weights>(y: &[f64], w: W) -> Totals {
-    let mut sw = [0.0_f64; 4];
-    let mut swy = [0.0_f64; 4];
-    let mut w_min = [f64::INFINITY; 4];
-    let mut y_max = [0.0_f64; 4];
+    let mut lanes = Lanes {
+        sw: [0.0; 4],
+        swy: [0.0; 4],
+        w_min: [f64::INFINITY; 4],
+        y_max: [0.0; 4],
+    };
     let chunks = y.len() / 4;
     for (c, ys) in y.chunks_exact(4).enumerate() {
         for j in 0..4 {
-            let (yt, wt) = (ys[j], w.at(4 * c + j));
-            sw[j] += wt;
-            swy[j] += wt * yt;
-            w_min[j] = if wt < w_min[j] { wt } else { w_min[j] };
-            y_max[j] = if yt.abs() > y_max[j] {
-                yt.abs()
-            } else {
-                y_max[j]
-            };
+            lanes.add(j, ys[j], w.at(4 * c + j));
         }
     }
     for (j, i) in (4 * chunks..y.len()).enumerate() {
-        let (yt, wt) = (y[i], w.at(i));
-        sw[j] += wt;
-        swy[j] += wt * yt;
-        w_min[j] = if wt < w_min[j] { wt } else { w_min[j] };
-        y_max[j] = if yt.abs() > y_max[j] {
-            yt.abs()
-        } else {
-            y_max[j]
-        };
+        lanes.add(j, y[i], w.at(i));
     }
+    let Lanes {
+        sw,
+        swy,
+        w_min,
+        y_max,
+    } = lanes;
     Totals {
         sw: (sw[0] + sw[1]) + (sw[2] + sw[3]),
         swy: (swy[0] + swy[1]) + (swy[2] + swy[3]),
         w_min: w_min[0].min(w_min[1]).min(w_min[2].min(w_min[3])),
         y_max: y_max[0].max(y_max[1]).max(y_max[2].max(y_max[3])),
+    }
+}
+
+/// The four independent accumulators of [`weighted_totals`].
+struct Lanes {
+    sw: [f64; 4],
+    swy: [f64; 4],
+    w_min: [f64; 4],
+    y_max: [f64; 4],
+}
+
+impl Lanes {
+    #[inline(always)]
+    fn add(&mut self, j: usize, yt: f64, wt: f64) {
+        self.sw[j] += wt;
+        self.swy[j] += wt * yt;
+        self.w_min[j] = if wt < self.w_min[j] {
+            wt
+        } else {
+            self.w_min[j]
+        };
+        let a = yt.abs();
+        self.y_max[j] = if a > self.y_max[j] { a } else { self.y_max[j] };
     }
 }
 
