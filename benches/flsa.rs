@@ -15,9 +15,11 @@
 //!   the yardstick for `flsa_unit_weights`. The setup checks that all give the same
 //!   solution (to 1e-9) before timing them.
 //!
-//! `flsa_short/{flsa,dp}/B` times the solver's own use: a batch of 512 chains of B = 16 … 256
-//! points (weights uniform on [0.5, 2]), each at its own penalty, log-uniform between
-//! 1e-3 and 1 times its `λ_max`; throughput counts the points of the whole batch.
+//! `flsa_short/{flsa,dp,direct}_{noisy,smooth}/B` times the solver's own use: a batch of 512
+//! chains of B = 16 … 256 points (weights uniform on [0.5, 2]), each at its own penalty,
+//! log-uniform between 1e-3 and 1 times its `λ_max`; `noisy` chains are cut from the signal
+//! below, `smooth` ones are a random sine plus 5% noise; `direct` is the direct algorithm
+//! alone (`FlsaMethod::Direct`), for reference. Throughput counts the points of the batch.
 //!
 //! λ = 10 leaves roughly one fitted segment per 70 points (about 15 000 segments at
 //! B = 1e6), well below λ_max, so the dynamic programme does its full work. Throughput is
