@@ -299,15 +299,51 @@ impl BlockState {
 
     /// Exact update of block `k`: the weighted FLSA of its partial-residual bin means over
     /// the chain (`λ = ∞` keeps the chain flat at its weighted mean), and the missing bin's
-    /// own mean. Needs block `k`'s sums fresh; leaves every block's sums stale. A pair
-    /// block's update ([`crate::grid`]) may not move: returns whether the state moved.
-    pub fn update_block(&mut self, data: &BinnedData, k: usize, lambda: f64) -> bool {
-        let nb = data.features[k].n_bins();
-        let nc = self.n_chain[k];
+    /// own mean; a pair block's grid update ([`BlockState::update_grid`]). Needs block `k`'s
+    /// sums fresh; leaves every block's sums stale.
+    pub fn update_block(&mut self, data: &BinnedData, k: usize, lambda: f64) {
+        let shape = self.shape(k);
+        if let Some(grid) = shape.grid {
+            self.update_grid(data, k, grid, shape.penalty(lambda), lambda);
+            return;
+        }
+        let nb = self.solve_block_into_bnew(data, k, lambda);
+        self.apply_bnew(data, k, nb);
+    }
+
+    /// [`BlockState::update_block`] applied only if it lowers the objective: the change
+    /// `F(new) − F(now) = −Σ_b Δ_b R_kb + ½ Σ_b (w_b/W) Δ_b² + λ_k ΔTV` is predicted from
+    /// block `k`'s fresh sums `R_kb` (see [`predicted_change`]), and a solution that does not
+    /// lower `F` (the block is already optimal up to rounding) is dropped, leaving the state
+    /// and its sums untouched. Returns whether the block moved (for a pair block, whether its
+    /// solution or its unfinished solve's dual moved).
+    pub fn update_block_if_lower(&mut self, data: &BinnedData, k: usize, lambda: f64) -> bool {
         let shape = self.shape(k);
         if let Some(grid) = shape.grid {
             return self.update_grid(data, k, grid, shape.penalty(lambda), lambda);
         }
+        let nb = self.solve_block_into_bnew(data, k, lambda);
+        let change = predicted_change(
+            &self.sums[k][..nb],
+            &self.beta[k][..nb],
+            &self.wn[k][..nb],
+            &self.bnew[..nb],
+            self.n_chain[k],
+            self.shape(k),
+            lambda,
+        );
+        if !(change < 0.0) {
+            return false;
+        }
+        self.apply_bnew(data, k, nb);
+        true
+    }
+
+    /// Block `k`'s exact update into `bnew` (its sums fresh); returns its number of bins.
+    fn solve_block_into_bnew(&mut self, data: &BinnedData, k: usize, lambda: f64) -> usize {
+        let nb = data.features[k].n_bins();
+        let nc = self.n_chain[k];
+        let shape = self.shape(k);
         solve_block(
             &self.sums[k][..nb],
             &self.beta[k][..nb],
@@ -318,10 +354,14 @@ impl BlockState {
             &mut self.z,
             &mut self.bnew,
         );
+        nb
+    }
+
+    /// Sets block `k` to the `nb` values in `bnew`.
+    fn apply_bnew(&mut self, data: &BinnedData, k: usize, nb: usize) {
         let new = std::mem::take(&mut self.bnew);
         self.set_block(data, k, &new[..nb]);
         self.bnew = new;
-        true
     }
 
     /// Update of pair block `k` (fresh sums) on its `grid` at the block's penalty `penalty`
@@ -645,7 +685,7 @@ impl DescentState for BlockState {
     }
 
     fn update_block(&mut self, data: &BinnedData, k: usize, lambda: f64) -> bool {
-        BlockState::update_block(self, data, k, lambda)
+        self.update_block_if_lower(data, k, lambda)
     }
 
     fn pairs_pay(&self, data: &BinnedData) -> bool {
@@ -762,6 +802,55 @@ pub fn solve_block(
     if nb > nc {
         out[nc] = z[nc];
     }
+}
+
+/// `F(new) − F(beta)` when block `k` (bin sums `sums`, normalised bin weights `wn`, chain
+/// of `nc` bins under `shape`) goes from `beta` to `new`, everything else fixed:
+/// `−Σ_b Δ_b R_b + ½ Σ_b w_b Δ_b² + λ·factor·ΔTV` with `Δ = new − beta`. The change of the
+/// total variation is summed jump by jump from the changes of the jumps, `±(Δ_{b+1} − Δ_b)`
+/// while a jump keeps its sign, so that it is exact to rounding in `Δ` rather than in the
+/// total variation: near the optimum both the loss and the penalty change by far less than
+/// their own rounding.
+fn predicted_change(
+    sums: &[f64],
+    beta: &[f64],
+    wn: &[f64],
+    new: &[f64],
+    nc: usize,
+    shape: ChainShape,
+    lambda: f64,
+) -> f64 {
+    let loss: f64 = (0..sums.len())
+        .map(|b| {
+            let d = new[b] - beta[b];
+            d * (0.5 * wn[b] * d - sums[b])
+        })
+        .sum();
+    let mut tv = 0.0;
+    for b in 0..nc.saturating_sub(1) {
+        let (old_jump, new_jump) = (beta[b + 1] - beta[b], new[b + 1] - new[b]);
+        let d = (new[b + 1] - beta[b + 1]) - (new[b] - beta[b]);
+        tv += if old_jump > 0.0 && new_jump > 0.0 {
+            d
+        } else if old_jump < 0.0 && new_jump < 0.0 {
+            -d
+        } else {
+            new_jump.abs() - old_jump.abs()
+        };
+    }
+    let penalty = if tv == 0.0 {
+        0.0
+    } else if lambda == f64::INFINITY {
+        // A chain kept flat: only a flattening can happen.
+        if tv < 0.0 {
+            f64::NEG_INFINITY
+        } else {
+            f64::INFINITY
+        }
+    } else {
+        shape.penalty(lambda) * tv
+    };
+    loss + penalty
 }
 
 /// Mutable references to two different entries of `v`.

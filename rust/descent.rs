@@ -10,6 +10,9 @@
 //! updates, at the time budget, when a callback asks to, or when no block can move any more
 //! (rounding level). The states differ only in what the trait asks of them.
 
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::binning::BinnedData;
@@ -18,6 +21,31 @@ use crate::grid::{kind_score, score_blocks};
 use crate::params::{ChainShape, FitParams, Selection};
 use crate::report::{BinnedFit, Callback, FitReport, History, Progress, StopReason};
 use crate::selection::{all_bin_sums, bin_sums_into, select, shaped_block_score, BlockScore};
+
+thread_local! {
+    // The stop request of the work running on this thread (see `with_cancel`).
+    static CANCEL: RefCell<Option<Arc<AtomicBool>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` on this thread with the stop request `flag`: once it is set, every descent that
+/// `f` runs on this thread (a fit, each fit of a path, of a search, of a feature-sparse run)
+/// stops at its next iteration as a callback would ([`StopReason::Callback`]), so long work
+/// of any kind ends promptly (the Python layer sets it on Ctrl-C).
+pub fn with_cancel<R>(flag: Arc<AtomicBool>, f: impl FnOnce() -> R) -> R {
+    let previous = CANCEL.with(|c| c.replace(Some(flag)));
+    let out = f();
+    CANCEL.with(|c| *c.borrow_mut() = previous);
+    out
+}
+
+/// Whether the work on this thread was asked to stop ([`with_cancel`]).
+pub(crate) fn cancelled() -> bool {
+    CANCEL.with(|c| {
+        c.borrow()
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Relaxed))
+    })
+}
 
 /// With `selection = Auto` on the rows engine, greedy BGS-s for at most this many features,
 /// scored sweeps above (measured: README, "Defaults").
@@ -350,6 +378,9 @@ pub(crate) fn descend<S: DescentState>(
                     break StopReason::Callback;
                 }
             }
+            if cancelled() {
+                break StopReason::Callback;
+            }
             if kkt <= params.tol {
                 break StopReason::Converged;
             }
@@ -369,6 +400,9 @@ pub(crate) fn descend<S: DescentState>(
                 continue;
             }
         } else {
+            if cancelled() {
+                break StopReason::Callback;
+            }
             if n_iter >= params.max_iter {
                 break StopReason::MaxIter;
             }

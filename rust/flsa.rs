@@ -7,15 +7,26 @@
 //! ½ Σ_t w_t (y_t − b_t)²  +  λ Σ_{t<B−1} |b_{t+1} − b_t|
 //! ```
 //!
-//! in `O(B)` time and memory by N. Johnson's dynamic programme ("A dynamic programming
-//! algorithm for the fused lasso and L0-segmentation", *Journal of Computational and
-//! Graphical Statistics* 22(2), 2013), in the weighted form of the `tf_dp_weight` routine of
-//! the glmgen library (Arnold, Sadhanala & Tibshirani). This is the exact block update of the
-//! FAST solver: it is called once per feature per sweep, thousands of times per fit, so the
-//! hot path ([`flsa_weighted_unchecked`]) reuses the buffers of a [`FlsaWorkspace`] and does
-//! not allocate once that workspace is large enough.
+//! by one of two exact algorithms ([`FlsaMethod`]):
 //!
-//! ## The recursion
+//! * N. Johnson's dynamic programme ("A dynamic programming algorithm for the fused lasso
+//!   and L0-segmentation", *Journal of Computational and Graphical Statistics* 22(2), 2013),
+//!   in the weighted form of the `tf_dp_weight` routine of the glmgen library (Arnold,
+//!   Sadhanala & Tibshirani): `O(B)` time and memory always;
+//! * L. Condat's direct algorithm ("A Direct Algorithm for 1D Total Variation Denoising",
+//!   *IEEE Signal Processing Letters* 20(11), 2013), generalised to weights and rewritten so
+//!   that no division lies on the loop-carried path of its scan (see `direct`): no memory
+//!   beyond the output, about twice as fast as Condat's own formulation, but `O(B²)` in the
+//!   worst case (smooth trends under a large penalty), so it runs under a budget and hands
+//!   over to the DP when it rescans too much.
+//!
+//! This is the exact block update of the FAST solver: it is called once per feature per
+//! sweep, thousands of times per fit, so the hot path ([`flsa_weighted_unchecked`]) reuses
+//! the buffers of a [`FlsaWorkspace`] and does not allocate once that workspace is large
+//! enough. Both algorithms give the points of a fused segment *bit-identical* values (the
+//! solver relies on this to detect fused bins by exact equality).
+//!
+//! ## The recursion of the DP
 //!
 //! Let `F_0(x) = ½ w_0 (x − y_0)²` and, for `k ≥ 1`,
 //! `F_k(x) = ½ w_k (x − y_k)² + H_{k−1}(x)` with `H_{k−1}(x) = min_z F_{k−1}(z) + λ|x − z|`,
@@ -33,30 +44,40 @@
 //! walks in from both ends to find `t⁻_k` and `t⁺_k`, pops the knots it walked over, pushes
 //! `t⁻_k` and `t⁺_k` as new knots and adds `w_{k+1}(x − y_{k+1})` to the end pieces. Each
 //! knot is pushed once and popped at most once, hence `O(B)` in total. The last value is
-//! the root of `f_{B−1}` and the rest follow by `b_k = clamp(b_{k+1}, t⁻_k, t⁺_k)`, so the
-//! points of a fused segment receive *bit-identical* values (the solver relies on this to
-//! detect fused bins by exact equality).
+//! the root of `f_{B−1}` and the rest follow by `b_k = clamp(b_{k+1}, t⁻_k, t⁺_k)`.
 //!
 //! ## Numerical safeguards
 //!
-//! * Points of zero weight are removed before the recursion and copy a neighbour afterwards
-//!   (see [`flsa_weighted`]).
-//! * The recursion runs on `y − ȳ_w` (the weighted mean), so a large common offset costs no
-//!   precision; `λ = 0` returns `y` itself and `λ ≥ λ_max` (below) the weighted mean itself.
-//! * Each new knot is clamped into the interval between the knots that bracket it, which
-//!   keeps the knots sorted and finite even when rounding makes an accumulated slope
-//!   inconsistent (possible only with weights spanning many orders of magnitude).
+//! * Points of zero weight are removed before either algorithm and copy a neighbour
+//!   afterwards (see [`flsa_weighted`]).
+//! * `λ = 0` returns `y` itself and `λ ≥ λ_max` (below) the weighted mean itself.
+//! * The DP runs on `y − ȳ_w` (the weighted mean), so a large common offset costs no
+//!   precision; each new knot is clamped into the interval between the knots that bracket
+//!   it, which keeps the knots sorted and finite even when rounding makes an accumulated
+//!   slope inconsistent (possible only with weights spanning many orders of magnitude).
+//! * The direct algorithm solves the problem as given when its magnitudes are moderate, and
+//!   otherwise an exactly rescaled (powers of two) and centred copy; weights spanning more
+//!   than 100 decades around their mean go to the DP.
 //!
 //! `λ_max = max_{t<B−1} |Σ_{s≤t} w_s (y_s − ȳ_w)|` is the smallest penalty at which the
 //! solution is constant.
 //!
 //! ## Performance
 //!
-//! About 14 ns per point on cache-resident signals and 20–30 ns per point at `B = 10⁶–10⁷`
-//! (`benches/flsa.rs`, λ = 10 on a noisy piecewise-constant signal), against 13–22 ns for
-//! Condat's direct algorithm on the unweighted problem in the same run. The two
-//! preliminary passes (totals and `λ_max`) cost about 1–1.5 ns per point; the rest is the
-//! recursion, whose cost is set by the number of knots each walk pops (0, 1, 2 or more with
+//! `benches/flsa.rs` (a noisy piecewise-constant signal, λ = 10; results in
+//! `benches/python/results/flsa.md`): [`FlsaMethod::Auto`] takes 8–11 ns per point from
+//! `10⁴` to `10⁷` points, against 14–16 ns for Condat's formulation and 15–23 ns for the DP
+//! in the same run (at `10³` points, where it uses the DP, 7 ns, and Condat's 15). The DP is
+//! at its best while the whole problem sits in cache, and slows to ~20 ns per point beyond,
+//! where its 16 bytes of back-pointers per point cost memory bandwidth; the direct algorithm
+//! needs no memory besides the output. On smooth signals the direct algorithm rescans, so
+//! [`FlsaMethod::Auto`] uses it only for signals of at least [`DIRECT_MIN_LONG`] points
+//! (the solver's short chains keep the DP: `flsa_short`), and abandons it for the DP beyond
+//! about 2.5 visits per point. One pass computes the totals (and validates the input in the
+//! checked entry points), about 1–2 ns per point; chains shorter than [`DIRECT_MIN_LONG`]
+//! take a second one for `λ_max` (long ones only if the DP takes over).
+//!
+//! In the DP, the cost is set by the number of knots each walk pops (0, 1, 2 or more with
 //! probabilities of roughly 0.3, 0.47, 0.19 and 0.05 on each side on that signal, with at
 //! most ~17 knots alive): the walks' exits are mispredicted about once per step, and the
 //! test on the newest knot waits on the previous step's division. Branch-free walks (pop
@@ -65,6 +86,10 @@
 //! clamp of every step on one loop-carried dependency chain.
 
 use crate::error::{check_finite, check_len, check_weights, FastError, Result};
+
+/// Segments of the direct algorithm whose values differ by at most this many units of
+/// rounding (relative to the values and to `λ/W`) are given the same value.
+const TIE_ULPS: f64 = 8.0;
 
 /// Smallest ring-buffer size (a power of two).
 const MIN_RING: usize = 16;
@@ -137,8 +162,8 @@ impl FlsaWorkspace {
 /// Checked entry point: the exact weighted FLSA solution of `y` written into `out`.
 ///
 /// Validates lengths (`y`, `w`, `out` equal; `B ≥ 1`), finite `y`, weights finite and
-/// `≥ 0` with a positive total, and `λ` finite and `≥ 0`, then calls
-/// [`flsa_weighted_unchecked`].
+/// `≥ 0` with a positive total, and `λ` finite and `≥ 0` (the value checks share one pass
+/// with the totals of the solve), then solves as [`flsa_weighted_unchecked`].
 ///
 /// A point of zero weight does not enter the fit: it takes the value of the preceding point
 /// of positive weight (points before the first positive weight take the value of the first
@@ -157,22 +182,9 @@ pub fn flsa_weighted(
     ws: &mut FlsaWorkspace,
     out: &mut [f64],
 ) -> Result<()> {
-    if y.is_empty() {
-        return Err(FastError::TooFewSamples(
-            "y is empty; the fused lasso needs at least one point".to_string(),
-        ));
-    }
-    check_len("w", y.len(), w.len(), "one weight per point of y")?;
-    check_len("out", y.len(), out.len(), "one output per point of y")?;
-    check_finite("y", y)?;
-    check_weights("w", w)?;
-    if !(lambda.is_finite() && lambda >= 0.0) {
-        return Err(FastError::InvalidPenalty {
-            name: "lambda",
-            value: lambda,
-        });
-    }
-    flsa_weighted_unchecked(y, w, lambda, ws, out);
+    check_problem(y, Some(w), "w", lambda, out)?;
+    let totals = checked_totals(y, w, "w")?;
+    solve(y, w, totals, lambda, FlsaMethod::Auto, ws, out);
     Ok(())
 }
 
@@ -184,6 +196,7 @@ pub fn flsa_weighted(
 /// are used). Does not allocate when `ws` came from [`FlsaWorkspace::with_capacity`]`(n)`
 /// with `n ≥ B`, or has already grown that large. Never panics when `w` and `out` are long
 /// enough, whatever their values (invalid values give a meaningless result, not a panic).
+/// Uses [`FlsaMethod::Auto`].
 ///
 /// # Errors
 /// None (see [`flsa_weighted`] for the checked form).
@@ -197,87 +210,403 @@ pub fn flsa_weighted_unchecked(
     ws: &mut FlsaWorkspace,
     out: &mut [f64],
 ) {
+    flsa_weighted_with_method(y, w, lambda, FlsaMethod::Auto, ws, out);
+}
+
+/// [`flsa_weighted_unchecked`] with the algorithm chosen by the caller (benchmarks and tests
+/// compare the two; the solver uses [`FlsaMethod::Auto`]). Same contract.
+///
+/// # Errors
+/// None.
+///
+/// # Panics
+/// If `w` or `out` is shorter than `y`.
+pub fn flsa_weighted_with_method(
+    y: &[f64],
+    w: &[f64],
+    lambda: f64,
+    method: FlsaMethod,
+    ws: &mut FlsaWorkspace,
+    out: &mut [f64],
+) {
     let n = y.len();
     if n == 0 {
         return;
     }
     let w = &w[..n];
-    let out = &mut out[..n];
+    let totals = weighted_totals(y, w);
+    solve(y, w, totals, lambda, method, ws, &mut out[..n]);
+}
 
-    // Pass 1: total weight, weighted sum, number of points of positive weight.
-    let (sw, swy, npos) = weighted_totals(y, w);
-    if npos == 0 || sw <= 0.0 || sw.is_nan() {
-        // Invalid input (no positive weight): nothing to fit.
+/// Checked entry point with optional weights, writing into `out`: `weights = None` means unit
+/// weights, solved without materialising them. Validation and the totals share one pass over
+/// the data, and nothing is allocated unless some weight is zero or the direct algorithm
+/// gives up (then `ws` grows, and keeps what it grew).
+///
+/// # Errors
+/// As [`flsa_weighted`], with a bad `weights` argument reported under the name `weights`.
+pub fn flsa_into(
+    y: &[f64],
+    weights: Option<&[f64]>,
+    lambda: f64,
+    ws: &mut FlsaWorkspace,
+    out: &mut [f64],
+) -> Result<()> {
+    check_problem(y, weights, "weights", lambda, out)?;
+    match weights {
+        Some(w) => {
+            let totals = checked_totals(y, w, "weights")?;
+            solve(y, w, totals, lambda, FlsaMethod::Auto, ws, out);
+        }
+        None => {
+            let totals = checked_unit_totals(y)?;
+            solve(y, Unit, totals, lambda, FlsaMethod::Auto, ws, out);
+        }
+    }
+    Ok(())
+}
+
+/// Convenience (allocating) form: `weights = None` means unit weights. Returns the solution
+/// as a new vector (see [`flsa_into`]).
+///
+/// # Errors
+/// As [`flsa_into`].
+pub fn flsa(y: &[f64], weights: Option<&[f64]>, lambda: f64) -> Result<Vec<f64>> {
+    let mut out = vec![0.0; y.len()];
+    flsa_into(y, weights, lambda, &mut FlsaWorkspace::new(), &mut out)?;
+    Ok(out)
+}
+
+/// The length and penalty checks shared by the checked entry points.
+fn check_problem(
+    y: &[f64],
+    weights: Option<&[f64]>,
+    w_name: &'static str,
+    lambda: f64,
+    out: &[f64],
+) -> Result<()> {
+    if y.is_empty() {
+        return Err(FastError::TooFewSamples(
+            "y is empty; the fused lasso needs at least one point".to_string(),
+        ));
+    }
+    if let Some(w) = weights {
+        check_len(w_name, y.len(), w.len(), "one weight per point of y")?;
+    }
+    check_len("out", y.len(), out.len(), "one output per point of y")?;
+    if !(lambda.is_finite() && lambda >= 0.0) {
+        return Err(FastError::InvalidPenalty {
+            name: "lambda",
+            value: lambda,
+        });
+    }
+    Ok(())
+}
+
+/// The totals of a weighted problem, validated in the same pass: when the pass sees a
+/// non-finite `y`, a bad weight or a total outside [`crate::error::WEIGHT_TOTAL_RANGE`], the
+/// detailed checks run to name the first bad entry.
+fn checked_totals(y: &[f64], w: &[f64], w_name: &'static str) -> Result<Totals> {
+    let t = weighted_totals(y, w);
+    let (low, high) = crate::error::WEIGHT_TOTAL_RANGE;
+    // A finite Σ w·y means every y is finite (0·∞ and 0·NaN are NaN); every w ≥ 0 with a
+    // finite sum means every w is finite. The margins leave the exact boundary of the
+    // total's range to the detailed check.
+    let clean = t.swy.is_finite()
+        && t.w_min >= 0.0
+        && t.sw >= low * (1.0 + 1e-9)
+        && t.sw <= high * (1.0 - 1e-9);
+    if !clean {
+        check_finite("y", y)?;
+        check_weights(w_name, w)?;
+    }
+    Ok(t)
+}
+
+/// The totals of a unit-weight problem, validated in the same pass.
+fn checked_unit_totals(y: &[f64]) -> Result<Totals> {
+    let t = unit_totals(y);
+    if !t.swy.is_finite() {
+        check_finite("y", y)?;
+    }
+    Ok(t)
+}
+
+/// Which algorithm solves a weighted FLSA (all give the exact solution, up to rounding).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FlsaMethod {
+    /// The direct algorithm on signals of at least [`DIRECT_MIN_LONG`] points, the DP on
+    /// shorter ones; the direct algorithm hands over to the DP when it rescans too much (see
+    /// [`DIRECT_STEP_BUDGET`]), so the worst case stays `O(B)`.
+    #[default]
+    Auto,
+    /// Johnson's dynamic programme alone: `O(B)` always.
+    Dp,
+    /// The weighted direct algorithm alone, without a budget: `O(B²)` in the worst case.
+    Direct,
+}
+
+/// [`FlsaMethod::Auto`] solves signals of at least this many points by the direct algorithm
+/// (with its budget), and shorter ones by the DP. Below, where the whole problem sits in
+/// cache, the DP is the faster on smooth chains (few long segments make the direct
+/// algorithm rescan) and about 30% slower on noisy ones; on chains of up to 64 points the
+/// direct algorithm is 15–35% faster on both (`benches/flsa.rs`, `flsa_short`). The solver's
+/// block updates are such short chains, and a model's held-out penalty search can turn on
+/// the last bits of their solutions, so they keep the DP: fitted models stay bit-identical.
+pub const DIRECT_MIN_LONG: usize = 2048;
+
+/// Steps per point (points visited, counting the rescans after each jump) after which
+/// [`FlsaMethod::Auto`] abandons the direct algorithm for the DP. Noisy signals need about 2.
+pub const DIRECT_STEP_BUDGET: usize = 4;
+
+/// The direct algorithm also gives up once its rescans exceed this many per point reached so
+/// far, plus [`DIRECT_RESCAN_SLACK`]: past about 2.5 steps per point the DP is faster, and a
+/// signal on which the direct algorithm is quadratic (a smooth trend under a large penalty)
+/// then costs little before the DP takes over.
+const DIRECT_RESCAN_RATE: usize = 2;
+
+/// See [`DIRECT_RESCAN_RATE`].
+const DIRECT_RESCAN_SLACK: usize = 64;
+
+/// Per-point weights: a slice, or [`Unit`] weights that are never stored.
+trait Weights: Copy {
+    /// The weight of point `i`.
+    fn at(self, i: usize) -> f64;
+    /// The first `n` weights as a slice (unit weights are written into `ones` first).
+    fn stored<'b>(self, n: usize, ones: &'b mut Vec<f64>) -> &'b [f64]
+    where
+        Self: 'b;
+}
+
+impl Weights for &[f64] {
+    #[inline(always)]
+    fn at(self, i: usize) -> f64 {
+        self[i]
+    }
+
+    fn stored<'b>(self, n: usize, _ones: &'b mut Vec<f64>) -> &'b [f64]
+    where
+        Self: 'b,
+    {
+        &self[..n]
+    }
+}
+
+/// Unit weights.
+#[derive(Debug, Clone, Copy)]
+struct Unit;
+
+impl Weights for Unit {
+    #[inline(always)]
+    fn at(self, _i: usize) -> f64 {
+        1.0
+    }
+
+    fn stored<'b>(self, n: usize, ones: &'b mut Vec<f64>) -> &'b [f64]
+    where
+        Self: 'b,
+    {
+        if ones.len() < n {
+            ones.resize(n, 1.0);
+        }
+        &ones[..n]
+    }
+}
+
+/// What the first pass learns about a problem.
+#[derive(Debug, Clone, Copy)]
+struct Totals {
+    /// `Σ w`.
+    sw: f64,
+    /// `Σ w·y`.
+    swy: f64,
+    /// Smallest weight (`0` when some point has zero weight).
+    w_min: f64,
+    /// Largest `|y|`.
+    y_max: f64,
+}
+
+/// Everything after the first pass: the closed-form cases, the compaction of zero weights and
+/// the recursion.
+fn solve<W: Weights>(
+    y: &[f64],
+    w: W,
+    t: Totals,
+    lambda: f64,
+    method: FlsaMethod,
+    ws: &mut FlsaWorkspace,
+    out: &mut [f64],
+) {
+    let n = y.len();
+    if n == 1 || !(t.sw > 0.0) {
+        // One point, or invalid input (no positive weight): nothing to fit.
         out.copy_from_slice(y);
         return;
     }
-    if npos == 1 {
-        let p = w.iter().position(|&wt| wt > 0.0).unwrap_or(0);
-        out.fill(y[p]);
-        return;
-    }
-    if lambda <= 0.0 || lambda.is_nan() {
+    let zeros = !(t.w_min > 0.0);
+    if !(lambda > 0.0) {
         out.copy_from_slice(y);
-        if npos < n {
+        if zeros {
             fill_zero_weight(w, out);
         }
         return;
     }
+    let FlsaWorkspace {
+        knots,
+        bounds,
+        y: cy,
+        w: cw,
+    } = ws;
+    if !zeros {
+        // Long signals go to the direct algorithm first, which finds λ ≥ λ_max by itself
+        // (one segment): the pass for λ_max is made only if the DP takes over.
+        let checked = !starts_direct(method, n);
+        let Some(ybar) = mean_below_lambda_max(y, w, t, lambda, checked, out) else {
+            return;
+        };
+        let sc = Scaled::new(ybar, n, t.sw, t.y_max, t.w_min);
+        let stage = Stage {
+            ybar,
+            lambda,
+            method,
+            checked,
+        };
+        recursion(y, w, sc, stage, knots, bounds, cw, out);
+        return;
+    }
+    // Compact the points of positive weight.
+    if cy.len() < n {
+        cy.resize(n, 0.0);
+        cw.resize(n, 0.0);
+    }
+    let mut m = 0;
+    let mut wpos_min = f64::INFINITY;
+    for (i, &yt) in y.iter().enumerate() {
+        let wt = w.at(i);
+        if wt > 0.0 {
+            cy[m] = yt;
+            cw[m] = wt;
+            wpos_min = wpos_min.min(wt);
+            m += 1;
+        }
+    }
+    if m <= 1 {
+        // One positive weight (or none, for invalid input): every point takes its value.
+        let v = if m == 1 { cy[0] } else { y[0] };
+        out.fill(v);
+        return;
+    }
+    let checked = !starts_direct(method, m);
+    let Some(ybar) = mean_below_lambda_max(y, w, t, lambda, checked, out) else {
+        return;
+    };
+    let sc = Scaled::new(ybar, m, t.sw, t.y_max, wpos_min);
+    let (yc, wc) = (&cy[..m], &cw[..m]);
+    let stage = Stage {
+        ybar,
+        lambda,
+        method,
+        checked,
+    };
+    recursion(
+        yc,
+        wc,
+        sc,
+        stage,
+        knots,
+        bounds,
+        &mut Vec::new(),
+        &mut out[..m],
+    );
+    expand_in_place(w, m, out);
+}
 
-    // Pass 2: λ_max; at or above it the solution is the weighted mean.
-    let ybar = swy / sw;
-    let lambda_max = lambda_max_centred(&y[..n - 1], &w[..n - 1], ybar);
-    if lambda >= lambda_max {
+/// The weighted mean `ȳ_w`, or `None` after filling `out` with it when `check` and
+/// `λ ≥ λ_max` (then it is the solution).
+fn mean_below_lambda_max<W: Weights>(
+    y: &[f64],
+    w: W,
+    t: Totals,
+    lambda: f64,
+    check: bool,
+    out: &mut [f64],
+) -> Option<f64> {
+    let ybar = t.swy / t.sw;
+    if check && lambda >= lambda_max_centred(&y[..y.len() - 1], w, ybar) {
+        out.fill(ybar);
+        return None;
+    }
+    Some(ybar)
+}
+
+/// Whether `method` gives a signal of `n` points of positive weight to the direct algorithm
+/// before any λ_max pass: [`FlsaMethod::Auto`] on long signals, where that pass costs a read
+/// of the data from memory.
+fn starts_direct(method: FlsaMethod, n: usize) -> bool {
+    method == FlsaMethod::Auto && n >= DIRECT_MIN_LONG
+}
+
+/// What [`recursion`] needs besides the data: the weighted mean, the penalty, the method,
+/// and whether `λ < λ_max` is known.
+#[derive(Debug, Clone, Copy)]
+struct Stage {
+    ybar: f64,
+    lambda: f64,
+    method: FlsaMethod,
+    checked: bool,
+}
+
+/// Solves `n ≥ 2` points of positive weight by `method`. `ones` is scratch for the DP on
+/// unit weights (it needs them stored).
+#[allow(clippy::too_many_arguments)]
+fn recursion<W: Weights>(
+    y: &[f64],
+    w: W,
+    sc: Option<Scaled>,
+    stage: Stage,
+    knots: &mut Vec<Knot>,
+    bounds: &mut Vec<[f64; 2]>,
+    ones: &mut Vec<f64>,
+    out: &mut [f64],
+) {
+    let n = y.len();
+    let Stage {
+        ybar,
+        lambda,
+        method,
+        checked,
+    } = stage;
+    let budget = match method {
+        FlsaMethod::Dp => 0,
+        FlsaMethod::Auto if n < DIRECT_MIN_LONG => 0,
+        FlsaMethod::Auto => DIRECT_STEP_BUDGET.saturating_mul(n).saturating_add(64),
+        FlsaMethod::Direct => usize::MAX,
+    };
+    if budget > 0 {
+        if let Some(sc) = sc {
+            let solved = if sc.plain {
+                direct::<W, false>(y, w, sc, lambda, budget, out)
+            } else {
+                direct::<W, true>(y, w, sc, lambda, budget, out)
+            };
+            if solved {
+                if out[0] == out[n - 1] && out.iter().all(|&v| v == out[0]) {
+                    // One segment: λ ≥ λ_max, and the solution is the weighted mean.
+                    out.fill(ybar);
+                }
+                return;
+            }
+        }
+    }
+    if !checked && lambda >= lambda_max_centred(&y[..n - 1], w, ybar) {
         out.fill(ybar);
         return;
     }
-
-    ws.reserve_points(npos);
-    if npos == n {
-        dp(y, w, ybar, lambda, &mut ws.knots, &mut ws.bounds[..n], out);
-    } else {
-        let mut m = 0;
-        for (&yt, &wt) in y.iter().zip(w) {
-            if wt > 0.0 {
-                ws.y[m] = yt;
-                ws.w[m] = wt;
-                m += 1;
-            }
-        }
-        dp(
-            &ws.y[..m],
-            &ws.w[..m],
-            ybar,
-            lambda,
-            &mut ws.knots,
-            &mut ws.bounds[..m],
-            &mut out[..m],
-        );
-        expand_in_place(w, m, out);
+    if bounds.len() < n {
+        bounds.resize(n, [0.0; 2]);
     }
-}
-
-/// Convenience (allocating) form for the Python binding: `weights = None` means unit
-/// weights. Returns the solution as a new vector.
-///
-/// # Errors
-/// As [`flsa_weighted`]; a bad `weights` argument is reported under the name `weights`.
-pub fn flsa(y: &[f64], weights: Option<&[f64]>, lambda: f64) -> Result<Vec<f64>> {
-    let ones;
-    let w = match weights {
-        Some(w) => {
-            check_len("weights", y.len(), w.len(), "one weight per point of y")?;
-            check_weights("weights", w)?;
-            w
-        }
-        None => {
-            ones = vec![1.0; y.len()];
-            &ones[..]
-        }
-    };
-    let mut out = vec![0.0; y.len()];
-    flsa_weighted(y, w, lambda, &mut FlsaWorkspace::new(), &mut out)?;
-    Ok(out)
+    let w_slice = w.stored(n, ones);
+    dp(y, w_slice, ybar, lambda, knots, &mut bounds[..n], out);
 }
 
 /// `O(B)` optimality check of a candidate `b`.
@@ -315,31 +644,86 @@ pub fn flsa_kkt_violation(y: &[f64], w: &[f64], lambda: f64, b: &[f64]) -> f64 {
     worse(viol, u.abs())
 }
 
-/// `(Σ w, Σ w·y, #{w > 0})` with four independent accumulators (no conditional: a zero
+/// [`Totals`] in one pass with four independent accumulators (no conditional: a zero
 /// weight adds exactly 0 for finite `y`).
-fn weighted_totals(y: &[f64], w: &[f64]) -> (f64, f64, usize) {
-    let mut sw = [0.0_f64; 4];
-    let mut swy = [0.0_f64; 4];
-    let mut cnt = [0_usize; 4];
-    let (yc, wc) = (y.chunks_exact(4), w.chunks_exact(4));
-    let (yr, wr) = (yc.remainder(), wc.remainder());
-    for (ys, ws) in yc.zip(wc) {
+#[inline]
+fn weighted_totals<W: Weights>(y: &[f64], w: W) -> Totals {
+    let mut lanes = Lanes {
+        sw: [0.0; 4],
+        swy: [0.0; 4],
+        w_min: [f64::INFINITY; 4],
+        y_max: [0.0; 4],
+    };
+    let chunks = y.len() / 4;
+    for (c, ys) in y.chunks_exact(4).enumerate() {
         for j in 0..4 {
-            sw[j] += ws[j];
-            swy[j] += ws[j] * ys[j];
-            cnt[j] += usize::from(ws[j] > 0.0);
+            lanes.add(j, ys[j], w.at(4 * c + j));
         }
     }
-    for (j, (&yt, &wt)) in yr.iter().zip(wr).enumerate() {
-        sw[j] += wt;
-        swy[j] += wt * yt;
-        cnt[j] += usize::from(wt > 0.0);
+    for (j, i) in (4 * chunks..y.len()).enumerate() {
+        lanes.add(j, y[i], w.at(i));
     }
-    (
-        (sw[0] + sw[1]) + (sw[2] + sw[3]),
-        (swy[0] + swy[1]) + (swy[2] + swy[3]),
-        cnt.iter().sum(),
-    )
+    let Lanes {
+        sw,
+        swy,
+        w_min,
+        y_max,
+    } = lanes;
+    Totals {
+        sw: (sw[0] + sw[1]) + (sw[2] + sw[3]),
+        swy: (swy[0] + swy[1]) + (swy[2] + swy[3]),
+        w_min: w_min[0].min(w_min[1]).min(w_min[2].min(w_min[3])),
+        y_max: y_max[0].max(y_max[1]).max(y_max[2].max(y_max[3])),
+    }
+}
+
+/// The four independent accumulators of [`weighted_totals`].
+struct Lanes {
+    sw: [f64; 4],
+    swy: [f64; 4],
+    w_min: [f64; 4],
+    y_max: [f64; 4],
+}
+
+impl Lanes {
+    #[inline(always)]
+    fn add(&mut self, j: usize, yt: f64, wt: f64) {
+        self.sw[j] += wt;
+        self.swy[j] += wt * yt;
+        self.w_min[j] = if wt < self.w_min[j] {
+            wt
+        } else {
+            self.w_min[j]
+        };
+        let a = yt.abs();
+        self.y_max[j] = if a > self.y_max[j] { a } else { self.y_max[j] };
+    }
+}
+
+/// [`weighted_totals`] for unit weights: a plain sum and maximum, which stream through `y`
+/// faster than the generic form (whose weight lanes are constants here).
+fn unit_totals(y: &[f64]) -> Totals {
+    let mut sy = [0.0_f64; 4];
+    let mut y_max = [0.0_f64; 4];
+    let chunks = y.chunks_exact(4);
+    let rest = chunks.remainder();
+    for ys in chunks {
+        for j in 0..4 {
+            sy[j] += ys[j];
+            y_max[j] = y_max[j].max(ys[j].abs());
+        }
+    }
+    for (j, &yt) in rest.iter().enumerate() {
+        sy[j] += yt;
+        y_max[j] = y_max[j].max(yt.abs());
+    }
+    Totals {
+        // Exact for any length a slice can have in memory.
+        sw: y.len() as f64,
+        swy: (sy[0] + sy[1]) + (sy[2] + sy[3]),
+        w_min: 1.0,
+        y_max: y_max[0].max(y_max[1]).max(y_max[2].max(y_max[3])),
+    }
 }
 
 /// `max_t |u_t|` for the prefix sums `u_t = Σ_{s≤t} w_s (y_s − ȳ)` over all of `y`.
@@ -347,7 +731,7 @@ fn weighted_totals(y: &[f64], w: &[f64]) -> (f64, f64, usize) {
 /// The prefix sum is a serial dependency chain, so the range is cut into four blocks whose
 /// local prefix sums advance in lockstep; each block's extremes are then shifted by the
 /// total of the blocks before it. (Zero weights add exactly 0.)
-fn lambda_max_centred(y: &[f64], w: &[f64], ybar: f64) -> f64 {
+fn lambda_max_centred<W: Weights>(y: &[f64], w: W, ybar: f64) -> f64 {
     const K: usize = 4;
     let m = y.len();
     let q = m / K;
@@ -357,14 +741,14 @@ fn lambda_max_centred(y: &[f64], w: &[f64], ybar: f64) -> f64 {
     for i in 0..q {
         for j in 0..K {
             let t = j * q + i;
-            u[j] += w[t] * (y[t] - ybar);
+            u[j] += w.at(t) * (y[t] - ybar);
             hi[j] = if u[j] > hi[j] { u[j] } else { hi[j] };
             lo[j] = if u[j] < lo[j] { u[j] } else { lo[j] };
         }
     }
     // The tail continues the last block.
     for t in K * q..m {
-        u[K - 1] += w[t] * (y[t] - ybar);
+        u[K - 1] += w.at(t) * (y[t] - ybar);
         hi[K - 1] = if u[K - 1] > hi[K - 1] {
             u[K - 1]
         } else {
@@ -397,13 +781,13 @@ fn worse(m: f64, v: f64) -> f64 {
 
 /// Gives each point of zero weight the value of the preceding point of positive weight (the
 /// first positive one for leading points). Needs at least one positive weight.
-fn fill_zero_weight(w: &[f64], out: &mut [f64]) {
-    let Some(first) = w.iter().position(|&wt| wt > 0.0) else {
+fn fill_zero_weight<W: Weights>(w: W, out: &mut [f64]) {
+    let Some(first) = (0..out.len()).position(|i| w.at(i) > 0.0) else {
         return;
     };
     let mut v = out[first];
-    for (o, &wt) in out.iter_mut().zip(w) {
-        if wt > 0.0 {
+    for (i, o) in out.iter_mut().enumerate() {
+        if w.at(i) > 0.0 {
             v = *o;
         } else {
             *o = v;
@@ -415,13 +799,13 @@ fn fill_zero_weight(w: &[f64], out: &mut [f64]) {
 /// order); spreads it over `out` so that point `t` gets the value of the last positive point
 /// at or before `t` (or the first positive one). Works backwards, which reads only entries
 /// not yet overwritten (the source index never exceeds the target).
-fn expand_in_place(w: &[f64], m: usize, out: &mut [f64]) {
+fn expand_in_place<W: Weights>(w: W, m: usize, out: &mut [f64]) {
     // `cnt` = number of positive weights at indices <= t.
     let mut cnt = m;
     for t in (0..out.len()).rev() {
         let src = cnt.saturating_sub(1);
         out[t] = out[src];
-        if w[t] > 0.0 {
+        if w.at(t) > 0.0 {
             cnt -= 1;
         }
     }
@@ -491,6 +875,220 @@ fn walk_from_left(
         b = bl;
     }
     (a, b, lower, upper, i)
+}
+
+/// The scaled, centred problem the direct algorithm solves: point `i` has value
+/// `(y_i − c)·sy` and weight `w_i·sw`, the penalty is `λ·sy·sw`. `sy` and `sw` are powers of
+/// two, so the scaling is exact and the solution is `b'/sy + c` without extra rounding; they
+/// bring the weights near 1 and the values near `[−1, 1]`, so that the sums and quotients
+/// the algorithm forms stay far from overflow and underflow, and centring keeps a large
+/// common offset out of its sums. When the problem is already well scaled (`plain`), it is
+/// solved as it is.
+#[derive(Debug, Clone, Copy)]
+struct Scaled {
+    c: f64,
+    sy: f64,
+    sw: f64,
+    plain: bool,
+}
+
+impl Scaled {
+    /// The scaling for a problem with `m` points of positive weight, total weight `sw`,
+    /// largest `|y|` `y_max` and smallest positive weight `w_min`, centred at `c`; `None`
+    /// when the weights span so many decades that the direct algorithm's sums could lose
+    /// precision (the DP handles those).
+    fn new(c: f64, m: usize, sw: f64, y_max: f64, w_min: f64) -> Option<Self> {
+        // Weights within 30 decades of 1, values within [1e-30, 1e30] and an offset at most
+        // half the largest value: no sum or quotient of the scan nears the ends of the normal
+        // range, and the offset costs no precision.
+        let plain = (1e-30..=1e30).contains(&w_min)
+            && sw <= 1e30
+            && (1e-30..=1e30).contains(&y_max)
+            && c.abs() <= 0.5 * y_max;
+        if plain {
+            return Some(Self {
+                c,
+                sy: 1.0,
+                sw: 1.0,
+                plain,
+            });
+        }
+        let sw = pow2_near_inverse(sw / m as f64);
+        let sy = if y_max > 0.0 {
+            pow2_near_inverse(y_max)
+        } else {
+            1.0
+        };
+        let ok = w_min * sw >= 1e-100 && w_min * sw <= 1e100;
+        ok.then_some(Self { c, sy, sw, plain })
+    }
+}
+
+/// A power of two near `1/x` (`x > 0` finite), within the normal range.
+fn pow2_near_inverse(x: f64) -> f64 {
+    let e = x.log2().round().clamp(-1000.0, 1000.0);
+    // `e` is an integer in [−1000, 1000]: the cast is exact and 2^−e is a normal number.
+    2_f64.powi(-(e as i32))
+}
+
+/// L. Condat's direct algorithm ("A Direct Algorithm for 1D Total Variation Denoising",
+/// *IEEE Signal Processing Letters* 20(11), 2013), generalised to positive weights and
+/// rewritten so that no division lies on its loop-carried path, on `n ≥ 2` points scaled by
+/// `sc`; writes the solution into `out`. Returns `false` (with `out` partly written) if it
+/// would take more than `budget` steps.
+///
+/// It scans forward, keeping the segment `k0..=k` under construction and the lowest and
+/// highest values `v⁻ ≤ v⁺` it can still take. With `u_in` the dual residual entering the
+/// segment (`0` at the start, `+λ` after a downward jump, `−λ` after an upward one),
+/// `A_k = Σ_{s=k0..k} w_s y_s` and `W_k = Σ_{s=k0..k} w_s`, the residual of a value `v` at `k`
+/// is `u_k(v) = u_in + A_k − W_k·v`; residuals must stay in `[−λ, λ]` and end at `0` after the
+/// last point. So `v` must lie in `[c⁻_k, c⁺_k]` with `c∓_k = (u_in ∓ λ + A_k)/W_k` for every
+/// `k` of the segment, and `v⁻ = max c⁻`, `v⁺ = min c⁺` over the points seen. Adding point
+/// `k + 1`:
+///
+/// * if `v⁻ > c⁺_{k+1}` (Condat's `u(v⁻) < −λ`), even the lowest candidate is too high: the
+///   segment ends at `k⁻` (the last point where `v⁻` rose) with value `v⁻` and a downward
+///   jump, and the scan restarts at `k⁻ + 1` with `u_in = +λ`;
+/// * symmetrically if `v⁺ < c⁻_{k+1}` (an upward jump after `k⁺`, restart with `u_in = −λ`);
+/// * otherwise the point joins: `v⁻ = max(v⁻, c⁻_{k+1})` (and `k⁻ = k + 1` if it rose or
+///   tied), `v⁺ = min(v⁺, c⁺_{k+1})` likewise.
+///
+/// At the last point the right boundary decides in the same way against `(u_in + A)/W`,
+/// which the last segment takes; the candidate not closed there keeps its value (Condat's
+/// rule). This is exactly Condat's sequence of decisions. Condat moves `v` by a division of
+/// the residual at each re-estimate, which puts a division on the loop-carried path; here
+/// `c∓` come from the running sums alone (one reciprocal per point, off that path), and the
+/// candidates follow by a maximum and a minimum. `u_in ∓ λ` is one of `0, ±λ, ±2λ`, exact,
+/// so a segment whose value is its data's mean gets it without a cancellation. Each step
+/// visits one point; the restarts rescan `k±+1..=k` (about one extra visit per point on
+/// noisy signals), so the worst case is `O(n²)`: hence `budget`. The points of one segment
+/// get bit-identical values. Never panics whatever the values (NaNs end the scan at the
+/// last point: every comparison fails).
+// Not inlined: its loop compiles the same, and fast, whatever entry point calls it.
+#[inline(never)]
+fn direct<W: Weights, const SCALED: bool>(
+    y: &[f64],
+    w: W,
+    sc: Scaled,
+    lam: f64,
+    budget: usize,
+    out: &mut [f64],
+) -> bool {
+    let n = y.len();
+    debug_assert!(n >= 2 && out.len() == n);
+    let last = n - 1;
+    let Scaled { c, sy, sw, .. } = sc;
+    let lam = if SCALED { lam * sy * sw } else { lam };
+    let unscale = 1.0 / sy;
+    let yv = |i: usize| if SCALED { (y[i] - c) * sy } else { y[i] };
+    let wv = |i: usize| if SCALED { w.at(i) * sw } else { w.at(i) };
+    // Points revisited after restarts, and how many may be before the budget is spent.
+    let mut rescanned = 0_usize;
+    let rescan_budget = budget.saturating_sub(n);
+    let limited = budget < usize::MAX;
+    // Segment start, current point, and the last points where v⁻ (v⁺) was re-estimated.
+    let (mut k0, mut k, mut km, mut kp) = (0_usize, 0_usize, 0_usize, 0_usize);
+    // Running sums of the segment and the offsets u_in ∓ λ (u_in = 0 at the start).
+    let mut wsum = wv(0);
+    let mut asum = wsum * yv(0);
+    let (mut off_m, mut off_p) = (-lam, lam);
+    let (mut vmin, mut vmax) = ((asum + off_m) / wsum, (asum + off_p) / wsum);
+    // The value of the segment closed last, and `λ/W` of that segment.
+    let (mut prev, mut prev_slack) = (f64::NAN, 0.0);
+    // A segment's value, or the previous segment's when the two differ by rounding only:
+    // where the exact solution has no jump but a dual residual sits exactly on ±λ (ties,
+    // common in integer data), rounding can split one segment in two, and the values of
+    // the two halves differ in their last bits. Giving them the same value keeps fused
+    // points bit-identical, as the DP does.
+    let mut settle = |value: f64, w_seg: f64| {
+        let slack = lam / w_seg;
+        let tie = TIE_ULPS * f64::EPSILON * (value.abs() + prev.abs() + slack + prev_slack);
+        let v = if (value - prev).abs() <= tie {
+            prev
+        } else {
+            value
+        };
+        (prev, prev_slack) = (v, slack);
+        if SCALED {
+            v * unscale + c
+        } else {
+            v
+        }
+    };
+    // Closes k0..=end at `value` (its weight `w_seg`) and restarts the scan at end + 1 with
+    // incoming residual `u_in` (returns `false` from `direct` once the rescans exceed the
+    // budget).
+    macro_rules! close_and_restart {
+        ($end:expr, $value:expr, $w_seg:expr, $u_in:expr) => {{
+            let end = $end;
+            out[k0..=end].fill(settle($value, $w_seg));
+            // The scan goes back from k to end + 1; give up once the rescans exceed the
+            // budget, or `DIRECT_RESCAN_RATE` per point reached so far plus a slack (smooth
+            // trends under a large penalty rescan quadratically from the start).
+            let back = k - end;
+            rescanned += back;
+            if rescanned > rescan_budget
+                || (limited && rescanned > DIRECT_RESCAN_RATE * k + DIRECT_RESCAN_SLACK)
+            {
+                return false;
+            }
+            k0 = end + 1;
+            (k, km, kp) = (k0, k0, k0);
+            wsum = wv(k0);
+            asum = wsum * yv(k0);
+            (off_m, off_p) = ($u_in - lam, $u_in + lam);
+        }};
+    }
+    // Weight of the segment up to k⁻ (k⁺), for the tie test of `settle`.
+    let (mut wm, mut wp) = (wsum, wsum);
+    loop {
+        if k == last {
+            // Right boundary: the residual of the last segment must end at 0.
+            let mean = (asum + 0.5 * (off_m + off_p)) / wsum;
+            if vmin > mean && km < last {
+                close_and_restart!(km, vmin, wm, lam);
+                vmin = (asum + off_m) / wsum;
+                wm = wsum;
+            } else if vmax < mean && kp < last {
+                close_and_restart!(kp, vmax, wp, -lam);
+                vmax = (asum + off_p) / wsum;
+                wp = wsum;
+            } else {
+                out[k0..].fill(settle(mean, wsum));
+                return true;
+            }
+            continue;
+        }
+        let wn = wv(k + 1);
+        let a1 = asum + wn * yv(k + 1);
+        let w1 = wsum + wn;
+        let inv = 1.0 / w1;
+        let (cm, cp) = ((a1 + off_m) * inv, (a1 + off_p) * inv);
+        if vmin > cp {
+            // Downward jump after k⁻.
+            close_and_restart!(km, vmin, wm, lam);
+            (vmin, vmax) = ((asum + off_m) / wsum, (asum + off_p) / wsum);
+            (wm, wp) = (wsum, wsum);
+            continue;
+        }
+        if vmax < cm {
+            // Upward jump after k⁺.
+            close_and_restart!(kp, vmax, wp, -lam);
+            (vmin, vmax) = ((asum + off_m) / wsum, (asum + off_p) / wsum);
+            (wm, wp) = (wsum, wsum);
+            continue;
+        }
+        // No jump: extend the segment and re-estimate the candidates that left their range.
+        k += 1;
+        asum = a1;
+        wsum = w1;
+        if cm >= vmin {
+            (km, vmin, wm) = (k, cm, w1);
+        }
+        if cp <= vmax {
+            (kp, vmax, wp) = (k, cp, w1);
+        }
+    }
 }
 
 /// Johnson's recursion on `n ≥ 2` points of positive weight, centred at `c`; writes
@@ -885,6 +1483,103 @@ mod tests {
                 flsa_weighted_unchecked(&[1.0, 2.0, 0.5, 4.0], &w, lambda, &mut ws, &mut out);
             }
         }
+    }
+
+    #[test]
+    fn direct_hands_over_to_the_dp_on_smooth_trends() {
+        // A ramp under a large penalty: the direct algorithm rescans quadratically. Auto gives
+        // up early and returns the DP's solution bit for bit; the unbudgeted direct
+        // algorithm still agrees with it.
+        let n = 4096;
+        let y: Vec<f64> = (0..n).map(|t| (t as f64).sqrt()).collect();
+        let w = vec![1.0; n];
+        let lambda = 2e3;
+        let t = weighted_totals(&y, Unit);
+        let ybar = t.swy / t.sw;
+        assert!(lambda < lambda_max_centred(&y[..n - 1], Unit, ybar));
+        let sc = Scaled::new(ybar, n, t.sw, t.y_max, t.w_min).unwrap();
+        let mut out = vec![0.0; n];
+        let budget = DIRECT_STEP_BUDGET * n + 64;
+        assert!(!direct::<_, false>(&y, Unit, sc, lambda, budget, &mut out));
+        assert!(direct::<_, false>(
+            &y,
+            Unit,
+            sc,
+            lambda,
+            usize::MAX,
+            &mut out
+        ));
+        let mut ws = FlsaWorkspace::new();
+        let mut auto = vec![0.0; n];
+        let mut dp = vec![0.0; n];
+        flsa_weighted_with_method(&y, &w, lambda, FlsaMethod::Auto, &mut ws, &mut auto);
+        flsa_weighted_with_method(&y, &w, lambda, FlsaMethod::Dp, &mut ws, &mut dp);
+        assert_eq!(auto, dp);
+        assert_close(&out, &dp, 1e-9);
+        // The scaled form of the same problem agrees too.
+        let scaled = Scaled { plain: false, ..sc };
+        let mut out2 = vec![0.0; n];
+        assert!(direct::<_, true>(
+            &y,
+            Unit,
+            scaled,
+            lambda,
+            usize::MAX,
+            &mut out2
+        ));
+        assert_close(&out2, &dp, 1e-9);
+    }
+
+    #[test]
+    fn direct_keeps_tied_points_fused() {
+        // A block update of a fit on integer data: y[2] == y[3] lie on a segment whose value
+        // is their own, with dual residuals exactly on −λ at both ends. Rounding once split it
+        // in two segments one unit of rounding apart; both points must get the same value.
+        let y = [
+            -0.14341508625142851,
+            -0.7771778867324375,
+            -0.13934032466836538,
+            -0.13934032466836538,
+            -0.13855321324017766,
+            0.26612482871180015,
+            0.2661248287117995,
+            0.2661248287117995,
+            0.2661248287117988,
+        ];
+        let w = [
+            0.03740384100224916,
+            0.11072886794406697,
+            0.11106329935800016,
+            0.0740421995720001,
+            0.1480843991440002,
+            0.11114531533291076,
+            0.14819375377721422,
+            0.14819375377721422,
+            0.11114531533291061,
+        ];
+        let lambda = 3.8290598290598296e-4;
+        let mut ws = FlsaWorkspace::new();
+        let (mut direct, mut dp) = ([0.0; 9], [0.0; 9]);
+        flsa_weighted_with_method(&y, &w, lambda, FlsaMethod::Direct, &mut ws, &mut direct);
+        flsa_weighted_with_method(&y, &w, lambda, FlsaMethod::Dp, &mut ws, &mut dp);
+        assert_close(&direct, &dp, 1e-15);
+        let runs = |b: &[f64]| b.windows(2).filter(|p| p[0] != p[1]).count();
+        assert_eq!(runs(&dp), 4);
+        assert_eq!(runs(&direct), 4, "{direct:?}");
+        assert_eq!(direct[2], direct[3]);
+    }
+
+    #[test]
+    fn scaling_is_chosen_by_magnitude() {
+        // Moderate problems are solved as they are; offsets, huge or tiny scales are scaled.
+        assert!(Scaled::new(0.1, 10, 10.0, 3.0, 0.5).unwrap().plain);
+        assert!(!Scaled::new(1e3, 10, 10.0, 1e3 + 1.0, 0.5).unwrap().plain);
+        assert!(!Scaled::new(0.0, 10, 1e40, 3.0, 1e39).unwrap().plain);
+        assert!(!Scaled::new(0.0, 10, 10.0, 1e-40, 0.5).unwrap().plain);
+        let sc = Scaled::new(0.0, 4, 4e-60, 1e50, 1e-60).unwrap();
+        assert_eq!((sc.sw, sc.sy), (2_f64.powi(199), 2_f64.powi(-166)));
+        // Weights spanning more than 100 decades around their mean go to the DP.
+        assert!(Scaled::new(0.0, 2, 1.0, 1.0, 1e-120).is_none());
     }
 
     #[test]

@@ -19,8 +19,8 @@
 //! listed before it:
 //!
 //! * [`error`] — the errors, each naming the argument at fault;
-//! * [`flsa`] — the weighted fused-lasso signal approximator (Johnson's O(B) dynamic
-//!   programme), the exact block update;
+//! * [`flsa`] — the weighted fused-lasso signal approximator (a weighted direct algorithm
+//!   and Johnson's O(B) dynamic programme), the exact block update;
 //! * [`monotone`] — weighted isotonic regression (PAVA) and the exact monotone block solve;
 //! * [`binning`] — one binned representation of the data (cut points, compact per-feature
 //!   codes, bin weights) shared by every solver;

@@ -426,6 +426,12 @@ impl<'a> SparseSolver<'a> {
             .sum::<f64>()
     }
 
+    /// Whether the block updates up to `budget_end` are spent, or the work was asked to stop
+    /// ([`crate::descent::with_cancel`]).
+    fn spent(&self, budget_end: usize) -> bool {
+        self.n_iter >= budget_end || crate::descent::cancelled()
+    }
+
     fn push_history(&mut self, k: usize, lambda_s: Option<f64>) {
         let obj = self.objective(lambda_s);
         self.history.objective.push(obj);
@@ -522,7 +528,7 @@ impl<'a> SparseSolver<'a> {
             let mut max_d: f64 = 0.0;
             let mut changed = false;
             for i in 0..s.len() {
-                if self.n_iter >= budget_end {
+                if self.spent(budget_end) {
                     if lambda_s.is_some() {
                         s.retain(|&k| self.nonzero[k]);
                     }
@@ -629,7 +635,7 @@ impl<'a> SparseSolver<'a> {
             let mut max_d: f64 = 0.0;
             let mut changed = false;
             for k in order {
-                if self.n_iter >= budget_end {
+                if self.spent(budget_end) {
                     self.sync_support(s);
                     return false;
                 }
@@ -667,7 +673,7 @@ impl<'a> SparseSolver<'a> {
         let mut swaps = 0;
         loop {
             let converged = self.cbcd(s, lambda_s, budget_end);
-            if !params.local_search || swaps >= params.max_swaps || self.n_iter >= budget_end {
+            if !params.local_search || swaps >= params.max_swaps || self.spent(budget_end) {
                 return (converged, swaps);
             }
             if self.local_search_step(s, Some(lambda_s)).is_none() {
@@ -898,7 +904,7 @@ pub fn agis_binned(
         s.push(k);
         let mut converged = sv.converge(&mut s, None, budget_end);
         let mut swaps = 0;
-        while params.local_search && swaps < params.max_swaps && sv.n_iter < budget_end {
+        while params.local_search && swaps < params.max_swaps && !sv.spent(budget_end) {
             if sv.local_search_step(&mut s, None).is_none() {
                 break;
             }

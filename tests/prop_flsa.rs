@@ -3,11 +3,13 @@
 //! The DP is checked against an independent brute force on tiny inputs, against its own KKT
 //! conditions on inputs of up to 2000 points, and against the exact invariances of the
 //! problem (λ = 0, λ ≥ λ_max, shifts, scalings, mean preservation, integer weights as
-//! repeated points, zero weights). Case counts are fixed so that the whole file runs in a few
+//! repeated points, zero weights). The direct algorithm is checked against the DP on weighted,
+//! unit-weight and zero-weight signals. Case counts are fixed so that the whole file runs in a few
 //! seconds in debug mode: `cargo test --test prop_flsa`.
 
 use fastpcam::flsa::{
-    flsa, flsa_kkt_violation, flsa_weighted, flsa_weighted_unchecked, FlsaWorkspace,
+    flsa, flsa_into, flsa_kkt_violation, flsa_weighted, flsa_weighted_unchecked,
+    flsa_weighted_with_method, FlsaMethod, FlsaWorkspace,
 };
 use proptest::prelude::*;
 use proptest::test_runner::Config;
@@ -372,5 +374,153 @@ proptest! {
         let ones = vec![1.0; y.len()];
         let lambda = f * lambda_max(&y, &ones);
         prop_assert_eq!(flsa(&y, None, lambda).unwrap(), solve(&y, &ones, lambda));
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The direct algorithm against the DP
+// ---------------------------------------------------------------------------------------
+
+fn solve_by(y: &[f64], w: &[f64], lambda: f64, method: FlsaMethod) -> Vec<f64> {
+    let mut out = vec![f64::NAN; y.len()];
+    flsa_weighted_with_method(y, w, lambda, method, &mut FlsaWorkspace::new(), &mut out);
+    out
+}
+
+/// The direct algorithm (alone, and as `Auto`) and the DP agree to 1e-9 of the signal's
+/// scale, and the direct solution's KKT residual is at rounding level.
+fn assert_direct_matches_dp(y: &[f64], w: &[f64], lambda: f64) -> Result<(), TestCaseError> {
+    let dp = solve_by(y, w, lambda, FlsaMethod::Dp);
+    let tol = 1e-9 * (1.0 + max_abs(y));
+    for method in [FlsaMethod::Direct, FlsaMethod::Auto] {
+        let b = solve_by(y, w, lambda, method);
+        let d = max_abs_diff(&b, &dp);
+        prop_assert!(
+            d <= tol,
+            "{:?}: max |b − dp| = {} (λ = {})",
+            method,
+            d,
+            lambda
+        );
+        // Rounding is relative to Σ w·|y| too: integer data can make Σ w·|y − ȳ| vanish.
+        let v = flsa_kkt_violation(y, w, lambda, &b);
+        let sum_abs: f64 = y.iter().zip(w).map(|(y, w)| w * y.abs()).sum();
+        let scale = kkt_scale(y, w, lambda) + 1e-6 * sum_abs;
+        prop_assert!(
+            v <= 1e-9 * scale,
+            "{:?}: violation {} scale {}",
+            method,
+            v,
+            scale
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(config(300))]
+
+    /// Weighted (four decades), with and without zero weights, over the whole range of λ.
+    #[test]
+    fn direct_matches_dp_weighted(
+        n in 1_usize..=3000, seed in any::<u64>(), zeros in any::<bool>(), log_frac in -6.0..0.2_f64,
+    ) {
+        let (y, w) = signal(n, seed, zeros);
+        assert_direct_matches_dp(&y, &w, 10_f64.powf(log_frac) * lambda_max(&y, &w))?;
+    }
+
+    /// Unit weights, through the slice form and the checked form without weights.
+    #[test]
+    fn direct_matches_dp_unit_weights(
+        n in 1_usize..=3000, seed in any::<u64>(), log_frac in -6.0..0.2_f64,
+    ) {
+        let (y, _) = signal(n, seed, false);
+        let ones = vec![1.0; n];
+        let lambda = 10_f64.powf(log_frac) * lambda_max(&y, &ones);
+        assert_direct_matches_dp(&y, &ones, lambda)?;
+        let mut out = vec![f64::NAN; n];
+        flsa_into(&y, None, lambda, &mut FlsaWorkspace::new(), &mut out).unwrap();
+        prop_assert_eq!(&out, &solve_by(&y, &ones, lambda, FlsaMethod::Auto));
+    }
+
+    /// Tiny problems, where every case of the boundary logic is hit often; integer-valued
+    /// signals make ties and exact cancellations common.
+    #[test]
+    fn direct_matches_dp_on_tiny_inputs(
+        (y, w, frac) in tiny_problem(12), round in any::<bool>(), unit in any::<bool>(),
+        zero_at in prop::collection::vec(0_usize..12, 0..4),
+    ) {
+        let y: Vec<f64> = if round { y.iter().map(|v| v.round()).collect() } else { y };
+        let mut w = if unit { vec![1.0; y.len()] } else { w };
+        for &i in &zero_at {
+            if i < w.len() && w.iter().filter(|&&v| v > 0.0).count() > 1 {
+                w[i] = 0.0;
+            }
+        }
+        assert_direct_matches_dp(&y, &w, frac * lambda_max(&y, &w))?;
+    }
+}
+
+proptest! {
+    #![proptest_config(config(200))]
+
+    /// Offsets, and scales of y and w far from 1 (the direct algorithm then solves an exactly
+    /// rescaled, centred problem), with and without zero weights.
+    #[test]
+    fn direct_matches_dp_scaled(
+        n in 2_usize..=600, seed in any::<u64>(), zeros in any::<bool>(), log_frac in -4.0..0.0_f64,
+        ky in 0_usize..4, kw in 0_usize..4, offset in prop_oneof![Just(0.0), -1e4..1e4_f64],
+    ) {
+        let (y, w) = signal(n, seed, zeros);
+        let sy = [1e-60, 1e-3, 1e5, 1e60][ky];
+        let sw = [1e-70, 1e-9, 1e7, 1e70][kw];
+        let y: Vec<f64> = y.iter().map(|v| (v + offset) * sy).collect();
+        let w: Vec<f64> = w.iter().map(|v| v * sw).collect();
+        assert_direct_matches_dp(&y, &w, 10_f64.powf(log_frac) * lambda_max(&y, &w))?;
+    }
+}
+
+proptest! {
+    #![proptest_config(config(500))]
+
+    /// Integer data and weights make ties (dual residuals exactly on ±λ inside a fused run)
+    /// common: wherever the DP fuses two neighbours, the direct algorithm does too.
+    #[test]
+    fn direct_fuses_where_the_dp_fuses(
+        y in prop::collection::vec(-3_i32..=3, 2..40),
+        w in prop::collection::vec(1_u32..=4, 40),
+        frac in 0.01..1.0_f64,
+    ) {
+        let y: Vec<f64> = y.iter().map(|&v| f64::from(v)).collect();
+        let w: Vec<f64> = w[..y.len()].iter().map(|&v| f64::from(v)).collect();
+        let lambda = frac * lambda_max(&y, &w);
+        let dp = solve_by(&y, &w, lambda, FlsaMethod::Dp);
+        let direct = solve_by(&y, &w, lambda, FlsaMethod::Direct);
+        prop_assert!(max_abs_diff(&dp, &direct) <= 1e-12, "{:?} vs {:?}", dp, direct);
+        for t in 0..y.len() - 1 {
+            if dp[t] == dp[t + 1] {
+                prop_assert_eq!(direct[t], direct[t + 1], "point {}: {:?} vs dp {:?}", t, direct, dp);
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(config(60))]
+
+    /// Long signals go to the direct algorithm before any λ_max pass: above λ_max they still
+    /// get the weighted mean, bit-identical at every point, and below it not.
+    #[test]
+    fn long_signals_fuse_above_lambda_max(
+        n in 2048_usize..=5000, seed in any::<u64>(), zeros in any::<bool>(), f in 1e-9..1.0_f64,
+    ) {
+        let (y, w) = signal(n, seed, zeros);
+        let lmax = lambda_max(&y, &w);
+        let b = solve(&y, &w, lmax * (1.0 + f));
+        prop_assert!(b.iter().all(|&v| v == b[0]));
+        prop_assert!((b[0] - weighted_mean(&y, &w)).abs() <= 1e-12 * (1.0 + max_abs(&y)));
+        let b = solve(&y, &w, 0.5 * lmax);
+        prop_assert!(b.iter().any(|&v| v != b[0]));
+        prop_assert_eq!(b, solve_by(&y, &w, 0.5 * lmax, FlsaMethod::Auto));
     }
 }

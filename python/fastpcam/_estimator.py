@@ -374,8 +374,10 @@ def lambda_max(
 def flsa(y: Any, lam: float, weights: Any = None) -> npt.NDArray[np.float64]:
     """Exact weighted fused-lasso segmentation of a 1-D signal.
 
-    Minimises ``½ Σ_i w_i (y_i − b_i)² + lam · Σ_i |b_{i+1} − b_i|`` by Johnson's O(n) dynamic
-    programme. Points with weight 0 take a neighbour's value.
+    Minimises ``½ Σ_i w_i (y_i − b_i)² + lam · Σ_i |b_{i+1} − b_i|`` exactly, by Condat's direct
+    algorithm generalised to weights, or Johnson's O(n) dynamic programme where that is faster.
+    Points with weight 0 take a neighbour's value. Contiguous float64 arrays are read in place
+    (other inputs are converted first), and the solve releases the GIL.
 
     Parameters
     ----------

@@ -63,12 +63,16 @@ pub fn compute_interruptible<R: Send>(
     f: impl FnOnce() -> crate::Result<R> + Send,
 ) -> Result<R, PyErr> {
     let mut interrupt: Option<PyErr> = None;
+    // Every descent the work runs stops once this is set (`descent::with_cancel`).
+    let stop_all = std::sync::Arc::new(AtomicBool::new(false));
+    let stop = std::sync::Arc::clone(&stop_all);
     let out = py.detach(|| {
         std::thread::scope(|scope| {
             let (done, result) = mpsc::channel();
             scope.spawn(move || {
                 // The receiver outlives this thread: the send cannot fail.
-                let _ = done.send(no_panic(what, || crate::solver::with_threads(n_jobs, f)));
+                let run = move || crate::descent::with_cancel(stop, f);
+                let _ = done.send(no_panic(what, || crate::solver::with_threads(n_jobs, run)));
             });
             loop {
                 match result.recv_timeout(SIGNAL_POLL) {
@@ -77,6 +81,7 @@ pub fn compute_interruptible<R: Send>(
                         if let Err(e) = Python::attach(|py| py.check_signals()) {
                             interrupt = Some(e);
                             cancel.store(true, Ordering::Relaxed);
+                            stop_all.store(true, Ordering::Relaxed);
                         }
                     }
                     Err(RecvTimeoutError::Timeout) => {}

@@ -10,11 +10,15 @@ mod output;
 mod progress;
 mod sparse;
 
+use std::borrow::Cow;
+use std::cell::RefCell;
 use std::sync::atomic::AtomicBool;
 
-use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
+use crate::flsa::FlsaWorkspace;
 use crate::logistic;
 use crate::loglink::{self, LogLinkLoss};
 use crate::model::AdditiveModel;
@@ -105,7 +109,26 @@ fn predict<'py>(
     Ok(out.into_pyarray(py))
 }
 
-/// Exact weighted fused-lasso signal approximator.
+/// Signals above this many points do not keep their solver buffers in the thread's
+/// workspace after the call (they are needed only for zero weights or the DP fallback).
+const FLSA_KEEP_POINTS: usize = 1 << 20;
+
+thread_local! {
+    /// The workspace of [`flsa`] calls on this thread, reused from call to call.
+    static FLSA_WS: RefCell<FlsaWorkspace> = RefCell::new(FlsaWorkspace::new());
+}
+
+/// A contiguous array's data, borrowed; a strided one is copied.
+fn borrow_or_copy<'a>(a: &'a PyReadonlyArray1<'_, f64>) -> Cow<'a, [f64]> {
+    match a.as_slice() {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => Cow::Owned(a.as_array().to_vec()),
+    }
+}
+
+/// Exact weighted fused-lasso signal approximator: borrows `y` and `weights` (copies only
+/// non-contiguous ones), solves without the GIL in this thread's reused workspace straight
+/// into the output array (`numpy.empty`: not zeroed first), and allocates nothing else.
 #[pyfunction]
 #[pyo3(signature = (y, lam, weights=None))]
 fn flsa<'py>(
@@ -114,10 +137,32 @@ fn flsa<'py>(
     lam: f64,
     weights: Option<PyReadonlyArray1<'py, f64>>,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-    let y = y.as_array().to_vec();
-    let w = weights.map(|w| w.as_array().to_vec());
-    let out = py.detach(|| no_panic("flsa", || crate::flsa::flsa(&y, w.as_deref(), lam)))??;
-    Ok(out.into_pyarray(py))
+    let y = borrow_or_copy(&y);
+    let w = weights.as_ref().map(borrow_or_copy);
+    let (y, w) = (&*y, w.as_deref());
+    let out = py
+        .import("numpy")?
+        .call_method1("empty", (y.len(),))?
+        .cast_into::<PyArray1<f64>>()?;
+    {
+        let internal =
+            |e: &dyn std::fmt::Display| PyRuntimeError::new_err(format!("flsa output: {e}"));
+        let mut view = out.try_readwrite().map_err(|e| internal(&e))?;
+        let slice = view.as_slice_mut().map_err(|e| internal(&e))?;
+        py.detach(|| {
+            no_panic("flsa", || {
+                FLSA_WS.with(|cell| {
+                    let mut ws = cell.borrow_mut();
+                    let solved = crate::flsa::flsa_into(y, w, lam, &mut ws, slice);
+                    if y.len() > FLSA_KEEP_POINTS {
+                        *ws = FlsaWorkspace::new();
+                    }
+                    solved
+                })
+            })
+        })??;
+    }
+    Ok(out)
 }
 
 /// The default of every configuration key (what a fit uses for a key left out).

@@ -17,7 +17,8 @@ import pytest
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from fastpcam import FASTClassifier, FASTRegressor
+import fastpcam
+from fastpcam import FASTClassifier, FASTRegressor, FASTRegressorCV, SparseFASTRegressor
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name != "posix", reason="needs POSIX signals")
 
@@ -69,3 +70,35 @@ def test_ctrl_c_stops_a_fit(make, classes):
     small = make().set_params(max_iter=50, max_time=None)
     small.fit(X[:2000], y[:2000])
     check_is_fitted(small)
+
+
+def _long_path():
+    X, y = _data(n=100_000, p=20)
+    return lambda: fastpcam.lambda_path(X, y, n_lambdas=400, lambda_min_ratio=1e-7, tol=0, max_iter=10**7)
+
+
+@pytest.mark.parametrize(
+    "work",
+    [
+        lambda: (lambda X, y: SparseFASTRegressor(max_features=30, method="l0", tol=0, max_iter=10**8).fit(X, y))(
+            *_data(n=100_000, p=40)
+        ),
+        lambda: (lambda X, y: FASTRegressorCV(lambda_ratios=np.geomspace(0.1, 1e-7, 200), tol=0, max_iter=10**7).fit(X, y))(
+            *_data(n=100_000, p=20)
+        ),
+        lambda: _long_path()(),
+    ],
+    ids=["sparse", "cv", "lambda_path"],
+)
+def test_ctrl_c_stops_paths_searches_and_sparse_fits(work):
+    """Every descent the core runs stops once Ctrl-C is seen: feature-sparse runs, the
+    cross-validated path and lambda_path raise KeyboardInterrupt promptly too."""
+    timer = _interrupt_after(1.5)
+    start = time.perf_counter()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            work()
+    finally:
+        timer.cancel()
+    elapsed = time.perf_counter() - start
+    assert elapsed < MAX_TIME / 4, f"the work ran {elapsed:.1f} s after Ctrl-C"
