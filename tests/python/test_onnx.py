@@ -306,3 +306,20 @@ def test_docstrings_pass_numpydoc(name):
     validate = pytest.importorskip("numpydoc.validate", reason="numpydoc is not installed").validate
     ignore = {"ES01", "SA01", "EX01", "RT02", "GL08"}  # as tests/python/test_docs.py
     assert [e for e in validate(name)["errors"] if e[0] not in ignore] == []
+
+
+@pytest.mark.parametrize("estimator", ["regressor", "classifier"])
+def test_fitted_pair_terms_reproduce_predict(data, estimator):
+    """A model fitted with pairs (numeric with NaN, string and numeric categories, unseen
+    categories among the scored rows) exports to a graph that reproduces predict."""
+    X, y, full = data
+    pairs = [("latitude", "longitude"), ("region", "median_income"), ("age_class", "total_rooms")]
+    if estimator == "regressor":
+        model = FASTRegressor(interactions=pairs, **CAT).fit(X, y)
+        _close(_run(model, full)["prediction"], model.predict(full))
+    else:
+        yb = (y > np.median(y)).astype(int)
+        model = FASTClassifier(interactions=pairs, **CAT).fit(X, yb)
+        out = _run(model, full)
+        _close(out["probabilities"][:, 1], model.predict_proba(full)[:, 1])
+    assert len(model.interaction_features_) == 3
