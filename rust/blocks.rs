@@ -24,7 +24,7 @@ use rayon::prelude::*;
 use crate::binning::{BinnedData, Code};
 use crate::descent::{DescentState, Pair, AUTO_GREEDY_MAX_FEATURES};
 use crate::flsa::{flsa_weighted_unchecked, FlsaWorkspace};
-use crate::grid::{block_tv, solve_grid, GridWorkspace, MAX_ROUNDS};
+use crate::grid::{block_tv, grid_step, GridWorkspace, MAX_ROUNDS};
 use crate::monotone::{monotone_flsa, PavaWorkspace};
 use crate::params::{ChainShape, Grid, Selection};
 use crate::selection::bin_sums_into;
@@ -378,30 +378,18 @@ impl BlockState {
     ) -> bool {
         let (cells, nb) = (grid.cells(), data.features[k].n_bins());
         let (beta, sums, wn) = (&self.beta[k], &self.sums[k], &self.wn[k]);
-        for b in 0..nb {
-            self.z[b] = if wn[b] > 0.0 {
-                beta[b] + sums[b] / wn[b]
-            } else {
-                beta[b]
-            };
-        }
-        if !(wn[..cells].iter().sum::<f64>() > 0.0) {
-            return false;
-        }
         self.dual_before.clone_from(&self.duals[k]);
-        let solve = solve_grid(
-            &self.z[..cells],
-            &wn[..cells],
+        let Some(solve) = grid_step(
+            (&sums[..nb], &beta[..nb], &wn[..nb]),
             grid,
             penalty,
             &mut self.duals[k],
             &mut self.grid_ws,
-            &mut self.bnew[..cells],
-        );
-        if nb > cells {
-            // The missing cell: a free level.
-            self.bnew[cells] = self.z[cells];
-        }
+            &mut self.z,
+            &mut self.bnew,
+        ) else {
+            return false;
+        };
         let dual_moved = self.dual_before != self.duals[k];
         let new = &self.bnew[..nb];
         let loss_change: f64 = (0..nb)

@@ -241,6 +241,48 @@ pub fn solve_grid(
     solve
 }
 
+/// The proximal step of a pair block: with curvature weights `h` and the working response
+/// `z_b = β_b + R_b / h_b` (`β_b` where `h_b = 0`), `out` minimises
+/// `½ Σ_b h_b (z_b − out_b)² + penalty · TV2(out)` over the grid ([`solve_grid`], from and
+/// into `dual`) and takes `z` in the missing cell after the grid, if any (a free level).
+/// `None` when the grid holds no weight (nothing to fit). `z` is scratch; slices hold the
+/// block's bins.
+#[allow(clippy::too_many_arguments)]
+pub fn grid_step(
+    (sums, beta, h): (&[f64], &[f64], &[f64]),
+    grid: Grid,
+    penalty: f64,
+    dual: &mut [f64],
+    ws: &mut GridWorkspace,
+    z: &mut [f64],
+    out: &mut [f64],
+) -> Option<GridSolve> {
+    let (cells, nb) = (grid.cells(), sums.len());
+    for b in 0..nb {
+        z[b] = if h[b] > 0.0 {
+            beta[b] + sums[b] / h[b]
+        } else {
+            beta[b]
+        };
+    }
+    if !(h[..cells].iter().sum::<f64>() > 0.0) {
+        return None;
+    }
+    let solve = solve_grid(
+        &z[..cells],
+        &h[..cells],
+        grid,
+        penalty,
+        dual,
+        ws,
+        &mut out[..cells],
+    );
+    if nb > cells {
+        out[cells] = z[cells];
+    }
+    Some(solve)
+}
+
 /// `λ = ∞`: every connected part (the main grid, the missing row, the missing column, the
 /// corner) at its `h`-weighted mean of `z`.
 fn flat_grid(z: &[f64], h: &[f64], grid: Grid, out: &mut [f64]) {

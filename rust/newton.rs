@@ -32,7 +32,7 @@ use crate::binning::{BinnedData, Code};
 use crate::datafit::Datafit;
 use crate::descent::DescentState;
 use crate::flsa::FlsaWorkspace;
-use crate::grid::{block_tv, grid_tv, solve_grid, GridWorkspace};
+use crate::grid::{block_tv, grid_step, grid_tv, GridWorkspace};
 use crate::monotone::PavaWorkspace;
 use crate::params::{ChainShape, Grid, Selection};
 use crate::with_codes;
@@ -583,28 +583,15 @@ impl<D: Datafit> NewtonState<D> {
     fn grid_direction(&mut self, k: usize, nb: usize, grid: Grid, penalty: f64) -> Option<f64> {
         let cells = grid.cells();
         let (sums, beta, h) = (&self.sums[k], &self.beta[k], &self.h);
-        for b in 0..nb {
-            self.z[b] = if h[b] > 0.0 {
-                beta[b] + sums[b] / h[b]
-            } else {
-                beta[b]
-            };
-        }
-        if !(h[..cells].iter().sum::<f64>() > 0.0) {
-            return None;
-        }
-        solve_grid(
-            &self.z[..cells],
-            &h[..cells],
+        grid_step(
+            (&sums[..nb], &beta[..nb], &h[..nb]),
             grid,
             penalty,
             &mut self.duals[k],
             &mut self.grid_ws,
-            &mut self.bnew[..cells],
-        );
-        if nb > cells {
-            self.bnew[cells] = self.z[cells];
-        }
+            &mut self.z,
+            &mut self.bnew,
+        )?;
         let mut linear = 0.0;
         let mut moved = false;
         for b in 0..nb {
