@@ -162,10 +162,13 @@ def _set_pairs(model, X, seed=0):
 
 
 def _pair_formula(model, enc):
+    """The documented pair formula on encoded rows: 0 where either value is missing (NaN)
+    or an unseen category (code ``len(categories_[j])``)."""
     total = np.zeros(len(enc))
+    unseen = [np.inf if c is None else len(c) for c in model.categories_]
     for (j, k), (cj, ck), v in zip(model.interaction_features_, model.interaction_cuts_, model.interaction_values_):
         xj, xk = enc[:, j], enc[:, k]
-        nan = np.isnan(xj) | np.isnan(xk)
+        nan = np.isnan(xj) | np.isnan(xk) | (np.nan_to_num(xj) >= unseen[j]) | (np.nan_to_num(xk) >= unseen[k])
         a = np.searchsorted(cj, np.where(nan, 0, xj), side="right")
         b = np.searchsorted(ck, np.where(nan, 0, xk), side="right")
         total += np.where(nan, 0.0, v[a, b])
