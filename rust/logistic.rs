@@ -55,7 +55,7 @@ use crate::datafit::Logistic;
 use crate::descent::{fit_from, DescentState};
 use crate::error::{FastError, Result};
 use crate::newton::NewtonState;
-use crate::pairs::fit_pairs;
+use crate::pairs::{with_pairs, RowLoss, StateMaker};
 use crate::params::{FitParams, Penalty, Validation};
 use crate::report::{BinnedFit, Callback, Fit, PenaltySearch};
 use crate::validation::{
@@ -132,21 +132,30 @@ pub fn fit_logistic(
             None,
         ),
     };
-    // The logistic solver runs on rows.
-    let engine = crate::params::Engine::Rows;
-    if !params.pairs.any() {
-        return Ok(Fit::new(&data, engine, fitted, search));
-    }
-    // Pair terms: every block together, from the main effects' fit.
-    let mean = check_labels(y, &data)?;
+    // The logistic solver runs on rows; pair terms (if asked for) start from the labels'
+    // weighted mean, checked again only then.
+    let mean = if params.pairs.any() {
+        check_labels(y, &data)?
+    } else {
+        0.0
+    };
     let state = |d: &BinnedData, b: Vec<Vec<f64>>| {
         LogisticState::with_datafit(Logistic, d, y, mean, b, Curvature::Newton)
     };
     let term = |w: f64, y: f64, eta: f64| w * log_loss(y, eta);
-    let (fitted, pairs) = fit_pairs(&mut data, y, params, fitted, &state, &term, callback)?;
-    let mut fit = Fit::new(&data, engine, fitted, search);
-    fit.pairs = pairs;
-    Ok(fit)
+    let models = (
+        &state as StateMaker<'_, LogisticState>,
+        &term as RowLoss<'_>,
+    );
+    let engine = crate::params::Engine::Rows;
+    with_pairs(
+        &mut data,
+        y,
+        params,
+        (fitted, search, engine),
+        models,
+        callback,
+    )
 }
 
 /// `λ_max` of the logistic problem on binned data: `max_{k,t} |g_{k,t}|` at the constant

@@ -542,26 +542,36 @@ impl<D: Datafit> NewtonState<D> {
 
     /// The proximal step of block `k` for the curvature in `self.h`: `bnew = FLSA(z, h, λ)`
     /// over the chain (`λ = ∞`: the chain flat at its `h`-weighted mean), `z` itself in the
-    /// missing bin (no penalty); `delta = bnew − β`. Returns the predicted change
+    /// missing bin (no penalty), or a pair block's grid step ([`grid_step`]); `delta = bnew − β`. Returns the predicted change
     /// `−Σ R δ + λ ΔTV` (negative), or `None` when the step is zero or not a descent
     /// direction (rounding level).
     fn direction(&mut self, k: usize, nb: usize, lambda: f64) -> Option<f64> {
         let nc = self.n_chain[k];
         let shape = self.shape(k);
-        if let Some(grid) = shape.grid {
-            return self.grid_direction(k, nb, grid, shape.penalty(lambda));
-        }
         let (sums, beta, h) = (&self.sums[k], &self.beta[k], &self.h);
-        crate::blocks::solve_block(
-            &sums[..nb],
-            &beta[..nb],
-            &h[..nb],
-            (nc, shape),
-            lambda,
-            (&mut self.ws, &mut self.pava),
-            &mut self.z,
-            &mut self.bnew,
-        );
+        if let Some(grid) = shape.grid {
+            // A pair block: the 2-D TV proximal step of its grid, warm-started from its dual.
+            grid_step(
+                (&sums[..nb], &beta[..nb], &h[..nb]),
+                grid,
+                shape.penalty(lambda),
+                &mut self.duals[k],
+                &mut self.grid_ws,
+                &mut self.z,
+                &mut self.bnew,
+            )?;
+        } else {
+            crate::blocks::solve_block(
+                &sums[..nb],
+                &beta[..nb],
+                &h[..nb],
+                (nc, shape),
+                lambda,
+                (&mut self.ws, &mut self.pava),
+                &mut self.z,
+                &mut self.bnew,
+            );
+        }
         let lambda = shape.penalty(lambda);
         let mut linear = 0.0;
         let mut moved = false;
@@ -570,37 +580,11 @@ impl<D: Datafit> NewtonState<D> {
             moved |= self.delta[b] != 0.0;
             linear -= sums[b] * self.delta[b];
         }
-        let pred = linear
-            + penalty_change(
-                lambda,
-                tv_change(&beta[..nc], &self.bnew[..nc], &self.delta[..nc]),
-            );
-        (moved && pred < 0.0).then_some(pred)
-    }
-
-    /// [`NewtonState::direction`] of a pair block: the 2-D TV proximal step of its grid
-    /// ([`solve_grid`], warm-started from its dual), the missing cell's own level.
-    fn grid_direction(&mut self, k: usize, nb: usize, grid: Grid, penalty: f64) -> Option<f64> {
-        let cells = grid.cells();
-        let (sums, beta, h) = (&self.sums[k], &self.beta[k], &self.h);
-        grid_step(
-            (&sums[..nb], &beta[..nb], &h[..nb]),
-            grid,
-            penalty,
-            &mut self.duals[k],
-            &mut self.grid_ws,
-            &mut self.z,
-            &mut self.bnew,
-        )?;
-        let mut linear = 0.0;
-        let mut moved = false;
-        for b in 0..nb {
-            self.delta[b] = self.bnew[b] - beta[b];
-            moved |= self.delta[b] != 0.0;
-            linear -= sums[b] * self.delta[b];
-        }
-        let dtv = grid_tv(&self.bnew[..cells], grid) - grid_tv(&beta[..cells], grid);
-        let pred = linear + penalty_change(penalty, dtv);
+        let dtv = match shape.grid {
+            Some(g) => grid_tv(&self.bnew[..g.cells()], g) - grid_tv(&beta[..g.cells()], g),
+            None => tv_change(&beta[..nc], &self.bnew[..nc], &self.delta[..nc]),
+        };
+        let pred = linear + penalty_change(lambda, dtv);
         (moved && pred < 0.0).then_some(pred)
     }
 

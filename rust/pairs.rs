@@ -32,8 +32,10 @@ use rayon::prelude::*;
 use crate::binning::{bin_weights, BinnedData, BinnedFeature, Code, Codes};
 use crate::descent::{descend, DescentState};
 use crate::error::{FastError, Result};
-use crate::params::{FitParams, Grid, Interactions, Penalty, Selection, Shapes, Validation};
-use crate::report::{Axis, BinnedFit, Callback, PairFit, PairTerm};
+use crate::params::{
+    Engine, FitParams, Grid, Interactions, Penalty, Selection, Shapes, Validation,
+};
+use crate::report::{Axis, BinnedFit, Callback, Fit, PairFit, PairTerm, PenaltySearch};
 use crate::validation::{
     holdout_loss, reborrow, restore_weights, swap_weights, validation_rows, Split,
 };
@@ -295,6 +297,29 @@ fn with_pair_shapes(params: &FitParams, p: usize, grids: &[Grid], rho: f64, tol:
     }
 }
 
+/// The fit of the main effects `mains` (blocks on `data`, with their penalty search, found by
+/// `engine`), with the pair terms `params.pairs` asks for added by [`fit_pairs`] (which run
+/// on rows): the one ending of every entry point that fits pairs.
+///
+/// # Errors
+/// As [`fit_pairs`].
+pub(crate) fn with_pairs<S: DescentState>(
+    data: &mut BinnedData,
+    y: ArrayView1<'_, f64>,
+    params: &FitParams,
+    (mains, search, engine): (BinnedFit, Option<PenaltySearch>, Engine),
+    (state, term): (StateMaker<'_, S>, RowLoss<'_>),
+    callback: Option<Callback<'_>>,
+) -> Result<Fit> {
+    if !params.pairs.any() {
+        return Ok(Fit::new(data, engine, mains, search));
+    }
+    let (fitted, pairs) = fit_pairs(data, y, params, mains, state, term, callback)?;
+    let mut fit = Fit::new(data, Engine::Rows, fitted, search);
+    fit.pairs = pairs;
+    Ok(fit)
+}
+
 /// Adds pair terms to the main effects' fit `mains` (blocks on `data`, at its `λ_f`): chooses
 /// the pairs, appends their virtual features to `data` (removed again before returning),
 /// chooses `ρ` on held-out rows when `params.pairs.penalty` is `None` and `params.lambda`
@@ -391,9 +416,9 @@ pub(crate) fn fit_pairs<S: DescentState>(
 
 type PairSearchResult = (BinnedFit, f64, [Vec<f64>; 2], Vec<usize>);
 /// Makes the loss's state on the data from blocks.
-type StateMaker<'a, S> = &'a dyn Fn(&BinnedData, Vec<Vec<f64>>) -> S;
+pub(crate) type StateMaker<'a, S> = &'a dyn Fn(&BinnedData, Vec<Vec<f64>>) -> S;
 /// A held-out row's loss `(v, y, f) ↦ …`.
-type RowLoss<'a> = &'a dyn Fn(f64, f64, f64) -> f64;
+pub(crate) type RowLoss<'a> = &'a dyn Fn(f64, f64, f64) -> f64;
 
 /// [`fit_pairs`] once the pair blocks are in `data`: the held-out choice of `ρ` (if asked)
 /// and the final fit.

@@ -17,7 +17,7 @@ use ndarray::{ArrayView1, ArrayView2};
 use crate::binning::{bin_data, BinnedData};
 use crate::blocks::BlockState;
 use crate::error::{FastError, Result};
-use crate::pairs::fit_pairs;
+use crate::pairs::{with_pairs, RowLoss, StateMaker};
 use crate::params::{Engine, FitParams, Penalty};
 use crate::tables::Tables;
 use crate::validation::{fit_validated, reborrow, squared_error};
@@ -89,23 +89,20 @@ pub fn fit_with_engine(
             None,
         ),
     };
-    if !params.pairs.any() {
-        return Ok(Fit::new(&data, engine, fitted, search));
-    }
-    // Pair terms: every block together on the rows engine, from the main effects' fit.
+    // Pair terms (if asked for): every block together on the rows engine.
     let state = |d: &BinnedData, b: Vec<Vec<f64>>| BlockState::with_start(d, y, b);
-    let (fitted, pairs) = fit_pairs(
+    let models = (
+        &state as StateMaker<'_, BlockState>,
+        &squared_error as RowLoss<'_>,
+    );
+    with_pairs(
         &mut data,
         y,
         params,
-        fitted,
-        &state,
-        &squared_error,
+        (fitted, search, engine),
+        models,
         callback,
-    )?;
-    let mut fit = Fit::new(&data, Engine::Rows, fitted, search);
-    fit.pairs = pairs;
-    Ok(fit)
+    )
 }
 
 /// Fits FAST on binned data. Runs on the current rayon pool.

@@ -132,7 +132,7 @@ class _BaseFAST(AdditiveModelMixin, BaseEstimator):
         """``interactions`` for the core: resolved against the fitted input; 0 where this
         estimator's loss has no pair terms (an explicit request there is an error)."""
         if self._loss not in self._pair_losses or len(getattr(self, "classes_", ())) > 2:
-            if interactions is not DEFAULT_INTERACTIONS and _pairs.any_pairs(interactions):
+            if _pairs.any_pairs(interactions):
                 raise ValueError(
                     f"interactions: pair terms are not supported for this model yet "
                     f"(loss {self._loss!r}{', more than two classes' if len(getattr(self, 'classes_', ())) > 2 else ''}); "
