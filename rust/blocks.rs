@@ -24,7 +24,7 @@ use rayon::prelude::*;
 use crate::binning::{BinnedData, Code};
 use crate::descent::{DescentState, Pair, AUTO_GREEDY_MAX_FEATURES};
 use crate::flsa::{flsa_weighted_unchecked, FlsaWorkspace};
-use crate::grid::{block_tv, grid_step, GridWorkspace, MAX_ROUNDS};
+use crate::grid::{block_tv, grid_step, GridWorkspace};
 use crate::monotone::{monotone_flsa, PavaWorkspace};
 use crate::params::{ChainShape, Grid, Selection};
 use crate::selection::bin_sums_into;
@@ -94,7 +94,6 @@ pub struct BlockState {
     pair: PairBuffers,
     // Every pair block's column part of its gradient from its last solve (empty for chains).
     duals: Vec<Vec<f64>>,
-    dual_before: Vec<f64>,
     grid_ws: GridWorkspace,
 }
 
@@ -238,7 +237,6 @@ impl BlockState {
             delta: vec![0.0; max_bins],
             pair: PairBuffers::default(),
             duals: Vec::new(),
-            dual_before: Vec::new(),
             grid_ws: GridWorkspace::default(),
         };
         state.sync(data);
@@ -365,9 +363,9 @@ impl BlockState {
     }
 
     /// Update of pair block `k` (fresh sums) on its `grid` at the block's penalty `penalty`
-    /// ([`solve_grid`], warm-started from the block's dual). The solution is applied only if
-    /// it lowers the objective (exactly predicted from the sums); returns whether the state
-    /// moved (the solution, or only the block's dual, which its score reads).
+    /// ([`crate::grid::solve_grid`], exact; the block's dual becomes the solve's column part,
+    /// which its score reads). The solution is applied only if it lowers the objective
+    /// (exactly predicted from the sums); returns whether it was.
     fn update_grid(
         &mut self,
         data: &BinnedData,
@@ -378,8 +376,7 @@ impl BlockState {
     ) -> bool {
         let (cells, nb) = (grid.cells(), data.features[k].n_bins());
         let (beta, sums, wn) = (&self.beta[k], &self.sums[k], &self.wn[k]);
-        self.dual_before.clone_from(&self.duals[k]);
-        let Some(solve) = grid_step(
+        let Some(_) = grid_step(
             (&sums[..nb], &beta[..nb], &wn[..nb]),
             grid,
             penalty,
@@ -390,7 +387,6 @@ impl BlockState {
         ) else {
             return false;
         };
-        let dual_moved = self.dual_before != self.duals[k];
         let new = &self.bnew[..nb];
         let loss_change: f64 = (0..nb)
             .map(|b| {
@@ -407,9 +403,7 @@ impl BlockState {
             self.bnew = new;
             true
         } else {
-            // The block stays; an unfinished solve continues from its new dual at the block's
-            // next update.
-            dual_moved && solve.rounds == MAX_ROUNDS
+            false
         }
     }
 
@@ -674,6 +668,15 @@ impl DescentState for BlockState {
 
     fn update_block(&mut self, data: &BinnedData, k: usize, lambda: f64) -> bool {
         self.update_block_if_lower(data, k, lambda)
+    }
+
+    fn set_values(&mut self, data: &BinnedData, k: usize, values: &[f64]) -> bool {
+        // The tables engine's update reads fresh sums; pair fits run on rows.
+        if self.uses_tables() {
+            return false;
+        }
+        self.set_block(data, k, values);
+        true
     }
 
     fn pairs_pay(&self, data: &BinnedData) -> bool {

@@ -21,6 +21,7 @@ use crate::grid::{kind_score, score_blocks};
 use crate::params::{ChainShape, FitParams, Selection};
 use crate::report::{BinnedFit, Callback, FitReport, History, Progress, StopReason};
 use crate::selection::{all_bin_sums, bin_sums_into, select, shaped_block_score, BlockScore};
+use crate::transfer;
 
 thread_local! {
     // The stop request of the work running on this thread (see `with_cancel`).
@@ -239,6 +240,13 @@ pub trait DescentState {
     /// sums are stale if it did.
     fn update_block(&mut self, data: &BinnedData, k: usize, lambda: f64) -> bool;
 
+    /// Sets block `k` to `values` where that changes no prediction (a transfer between blocks
+    /// that share a feature, [`crate::transfer`]), keeping the state exact. Returns `false`,
+    /// changing nothing, if the state cannot (the default): transfers are then skipped.
+    fn set_values(&mut self, _data: &BinnedData, _k: usize, _values: &[f64]) -> bool {
+        false
+    }
+
     /// Whether scored sweeps should solve blocks two at a time ([`DescentState::update_pair`]).
     fn pairs_pay(&self, _data: &BinnedData) -> bool {
         false
@@ -332,7 +340,8 @@ pub(crate) fn descend<S: DescentState>(
     mut callback: Option<Callback<'_>>,
 ) -> BinnedFit {
     let p = data.n_features();
-    st.set_shapes(&params.shapes.resolve(p));
+    let shapes = params.shapes.resolve(p);
+    st.set_shapes(&shapes);
     st.set_penalty(lambda);
     let scale = |max_d: f64| if lambda > 0.0 { max_d / lambda } else { max_d };
     let unit = if lambda > 0.0 { lambda } else { 1.0 };
@@ -354,10 +363,22 @@ pub(crate) fn descend<S: DescentState>(
     let mut fresh = true; // sums of every block are up to date
     let mut last_was_intercept = false;
     let mut last_kkt: Option<f64> = None; // KKT residual of the current iterate, if known
+                                          // Block updates since the last transfer between blocks sharing a feature (pair fits).
+    let mut since_transfer = 0usize;
+    let links = &params.shapes.links;
 
     let stop = loop {
         // In cyclic and sweep modes, the KKT residual is evaluated at the start of each sweep.
         if selection == Selection::Greedy || sweep_pos == 0 {
+            if !links.is_empty() && since_transfer >= movable.len() {
+                // Once per sweep's worth of updates: the penalty moved along the directions
+                // that change no prediction, which block updates cross only slowly.
+                since_transfer = 0;
+                let moves = transfer::plan(st.blocks(), st.n_chain(), &shapes, links, lambda);
+                if moves.iter().all(|(k, v)| st.set_values(data, *k, v)) && !moves.is_empty() {
+                    fresh = false;
+                }
+            }
             if !fresh {
                 st.refresh_all_sums(data);
                 fresh = true;
@@ -456,6 +477,7 @@ pub(crate) fn descend<S: DescentState>(
                 let (after_first, second) = st.update_pair(data, pair, lambda);
                 (fresh, last_kkt, sweep_moved) = (false, None, true);
                 n_iter += 1;
+                since_transfer += 1 + usize::from(second);
                 history.push(k, after_first, start);
                 sweep_pos += 1;
                 if second {
@@ -483,6 +505,7 @@ pub(crate) fn descend<S: DescentState>(
             break StopReason::Stalled;
         }
         n_iter += 1;
+        since_transfer += 1;
         history.push(k, st.objective(lambda), start);
         if selection != Selection::Greedy {
             sweep_moved |= moved;

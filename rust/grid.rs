@@ -9,12 +9,14 @@
 //! length, joined to no other line).
 //!
 //! **The block update** minimises `½ Σ_c h_c (θ_c − z_c)² + λ TV2(θ)`: a weighted 2-D TV
-//! denoising. `TV2` is the sum of the row chains' and the column chains' 1-D total
-//! variations, so the problem splits into two sets of exact weighted FLSAs ([`crate::flsa`]),
-//! and [`solve_grid`] alternates them by Dykstra's algorithm in the `h`-metric (as Barbero &
-//! Sra's proxTV does for 2-D TV): alternating exact minimisation of the dual over the row
-//! part `p` and the column part `q` of the gradient, `θ = z − p − q`. It warm-starts from the
-//! column part of the previous solve, so repeated updates of a block continue one run.
+//! denoising, solved exactly by [`solve_grid`] with the divide-and-conquer algorithm of
+//! Hochbaum (2001) and Chambolle & Darbon (2009) for total variation on a graph: at the
+//! weighted mean `α` of a region of cells, one minimum cut ([`crate::maxflow`]) splits the
+//! region into the cells whose optimal value is above `α` and the rest; every edge across
+//! the cut is then at `±λ` (a fixed linear term moved into the working response of its two
+//! ends), and each side is solved the same way, until a cut leaves its region whole: that
+//! region is flat at its `α`. Each region's value is exact (a weighted mean of shifted
+//! responses), so fused cells are exactly equal.
 //!
 //! **The certificate.** `θ` minimises the block (given the others) iff its gradient `R`
 //! (the residual's cell sums) splits as `R = G_r + G_c` with every row of `G_r` in `λ ∂TV1`
@@ -22,79 +24,69 @@
 //! a sum of convex functions finite everywhere is the sum of their subdifferentials).
 //! [`grid_score`] measures how far a given split is from that, line by line, with the 1-D
 //! chain measure of [`crate::selection`] plus each line's level (a row's part must add up to
-//! 0 over the row). The split used is `G_c = Q`, the column part of the last solve (stored
-//! per block), `G_r = R − Q`. So the violation it reports is at least the smallest one over
-//! all splits: the fit's KKT residual covers pair blocks conservatively, and it is 0 at an
-//! exact block optimum with an exact split.
+//! 0 over the row). The split used is `G_c = Q`, the column part of the last solve's edge
+//! flows (stored per block: the flows of the cuts, `±λ` across them, inside a flat region
+//! those of its last maximum flow), `G_r = R − Q`. So the violation it reports is at least
+//! the smallest one over all splits: the fit's KKT residual covers pair blocks
+//! conservatively, and it is 0 at a block optimum. Every solve also reports its duality gap
+//! from those flows ([`GridSolve::gap`]; rounding level).
 //!
-//! Cells without weight (`h_c = 0`) make `θ` non-unique: the solver gives every cell a
+//! Cells without weight (`h_c = 0`) make `θ` non-unique: the step gives every cell a
 //! weight of at least `EMPTY_FLOOR` times the mean (for an empty cell, a proximal term
-//! towards its current value), so an empty cell keeps its value unless the penalty moves it,
-//! and ends between its neighbours. The floor also keeps Dykstra's rate from collapsing (a
-//! floor of 1e-9 made it stall on sparse grids). The update is applied only if it lowers
-//! the true objective, and a fixed point of the floored update is a fixed point of the true
-//! block minimisation, so the floor changes the path, not the optimum.
+//! towards its current value; for a light cell, a larger curvature, which majorises the
+//! loss), so an empty cell keeps its value unless the penalty moves it, and ends between its
+//! neighbours. The update is applied only if it lowers the true objective, and a fixed
+//! point of the floored update is a fixed point of the true block minimisation, so the floor
+//! changes the path, not the optimum.
 
 use rayon::prelude::*;
 
-use crate::flsa::{flsa_weighted_unchecked, FlsaWorkspace};
+use crate::maxflow::FlowNetwork;
 use crate::params::{ChainShape, Grid};
 use crate::selection::{shaped_chain_score, BlockScore, PARALLEL_THRESHOLD};
 
-/// Dykstra rounds at most per solve (the next update of the block continues from there).
-pub const MAX_ROUNDS: usize = 16;
-
-/// A solve stops once its duality gap is at most this fraction of `½ Σ_c h_c (z_c − z̄)²`
-/// (the block objective's range).
-pub const GAP_TOL: f64 = 1e-12;
-
-/// A solution whose cells differ by at most this fraction of the size of the input is flat.
-const FLAT_TOL: f64 = 1e-12;
-
 /// Weight of an empty cell, relative to the mean cell weight.
-const EMPTY_FLOOR: f64 = 1e-2;
+const EMPTY_FLOOR: f64 = 1e-6;
 
 /// Buffers of [`solve_grid`] (they grow to the largest grid solved).
 #[derive(Debug, Clone, Default)]
 pub struct GridWorkspace {
-    flsa: FlsaWorkspace,
+    network: FlowNetwork,
     h: Vec<f64>,
-    q: Vec<f64>,
-    v: Vec<f64>,
-    x: Vec<f64>,
-    line_v: Vec<f64>,
-    line_h: Vec<f64>,
-    line_out: Vec<f64>,
+    /// The working response, shifted by the edges cut so far.
+    zs: Vec<f64>,
+    /// Cells grouped by region; a region is a range of it.
+    cells: Vec<usize>,
+    /// Each cell's region label, and its node in the current region's network.
+    label: Vec<usize>,
+    node: Vec<usize>,
+    /// Each edge's flow, from its first cell to its second.
+    flow: Vec<f64>,
+    /// The current network's edges: (edge, forward arc).
+    arcs: Vec<(usize, usize)>,
+    side: Vec<bool>,
+    regions: Vec<(usize, usize)>,
+    /// The edges between a warm start's parts: (higher cell, lower cell).
+    seeded: Vec<(usize, usize)>,
+    /// Each cell's net outflow (the dual point).
+    net: Vec<f64>,
 }
 
 /// How a solve ended.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GridSolve {
-    /// Dykstra rounds run.
-    pub rounds: usize,
+    /// Minimum cuts computed.
+    pub cuts: usize,
     /// The duality gap of the returned solution: its objective exceeds the block's minimum
-    /// by at most this much. The dual point is the split `h∘p + h∘q` of the last round, whose
-    /// row and column parts are exact subgradients of the 1-D solves (so it is feasible),
-    /// and whose primal point is the returned `θ`.
+    /// by at most this much (rounding level). The dual point is the divergence of the edge
+    /// flows (each within `±λ`, so it is feasible).
     pub gap: f64,
 }
 
 /// `TV2(θ)` over the grid's edges (a missing line is joined to no other line).
 pub fn grid_tv(theta: &[f64], grid: Grid) -> f64 {
-    let (rows, cols) = (grid.rows, grid.cols);
-    let (chain_r, chain_c) = chain_lengths(grid);
     let mut tv = 0.0;
-    for r in 0..rows {
-        let row = &theta[r * cols..r * cols + chain_c];
-        tv += row.windows(2).map(|w| (w[1] - w[0]).abs()).sum::<f64>();
-    }
-    for r in 0..chain_r.saturating_sub(1) {
-        let (a, b) = (
-            &theta[r * cols..(r + 1) * cols],
-            &theta[(r + 1) * cols..(r + 2) * cols],
-        );
-        tv += a.iter().zip(b).map(|(x, y)| (y - x).abs()).sum::<f64>();
-    }
+    for_each_edge(grid, |_, a, b, _| tv += (theta[b] - theta[a]).abs());
     tv
 }
 
@@ -106,145 +98,284 @@ fn chain_lengths(grid: Grid) -> (usize, usize) {
     )
 }
 
-/// One line's weighted FLSA: the first `chain` entries fused at `lambda`, the rest (a missing
-/// cell) free.
-fn solve_line(
-    v: &[f64],
-    h: &[f64],
-    chain: usize,
-    lambda: f64,
-    ws: &mut FlsaWorkspace,
-    out: &mut [f64],
-) {
-    if chain > 1 {
-        flsa_weighted_unchecked(&v[..chain], &h[..chain], lambda, ws, &mut out[..chain]);
-    } else {
-        out[..chain].copy_from_slice(&v[..chain]);
+/// Calls `f(edge, a, b, vertical)` for every edge `a — b` of the grid (`a < b`), numbered
+/// from 0: every row's chain (across), then every column's chain (down).
+fn for_each_edge(grid: Grid, mut f: impl FnMut(usize, usize, usize, bool)) {
+    let cols = grid.cols;
+    let (chain_r, chain_c) = chain_lengths(grid);
+    let mut e = 0;
+    for r in 0..grid.rows {
+        for c in 0..chain_c.saturating_sub(1) {
+            f(e, r * cols + c, r * cols + c + 1, false);
+            e += 1;
+        }
     }
-    out[chain..v.len()].copy_from_slice(&v[chain..]);
+    for r in 0..chain_r.saturating_sub(1) {
+        for c in 0..cols {
+            f(e, r * cols + c, (r + 1) * cols + c, true);
+            e += 1;
+        }
+    }
 }
 
-/// Minimises `½ Σ_c h_c (θ_c − z_c)² + lambda · TV2(θ)` over the grid (see the module
-/// documentation) into `out`, from and into the column part `dual` of the gradient (`Q`,
-/// gradient units; zeros for a cold start). `lambda = ∞` gives every connected part of the
-/// grid its `h`-weighted mean. Slices hold `grid.cells()` entries; `h ≥ 0` with at least one
-/// positive entry, `z` finite.
+/// The edges of a cell towards its right and lower neighbours: `(edge, neighbour)`.
+fn forward_edges(grid: Grid, cell: usize) -> [Option<(usize, usize)>; 2] {
+    let cols = grid.cols;
+    let (chain_r, chain_c) = chain_lengths(grid);
+    let (r, c) = (cell / cols, cell % cols);
+    let across = grid.rows * chain_c.saturating_sub(1);
+    [
+        (c + 1 < chain_c).then(|| (r * (chain_c - 1) + c, cell + 1)),
+        (r + 1 < chain_r).then(|| (across + r * cols + c, cell + cols)),
+    ]
+}
+
+/// The number of edges of the grid.
+fn n_edges(grid: Grid) -> usize {
+    let (chain_r, chain_c) = chain_lengths(grid);
+    grid.rows * chain_c.saturating_sub(1) + chain_r.saturating_sub(1) * grid.cols
+}
+
+/// The weight floor of a grid's cells: `EMPTY_FLOOR` times their mean weight.
+pub fn weight_floor(h: &[f64]) -> f64 {
+    EMPTY_FLOOR * h.iter().sum::<f64>() / h.len().max(1) as f64
+}
+
+/// Minimises `½ Σ_c h_c (θ_c − z_c)² + lambda · TV2(θ)` over the grid exactly (see the module
+/// documentation) into `out`, and writes the column part of the gradient (`Q`, gradient
+/// units: each cell's net flow over its column edges) into `dual`. Weights below
+/// [`weight_floor`] are raised to it. `lambda = ∞` gives every connected part of the grid its
+/// `h`-weighted mean. Slices hold `grid.cells()` entries; `h ≥ 0` with at least one positive
+/// entry, `z` finite.
+///
+/// `start` (e.g. the block's current values) warm-starts the solve: its connected parts of
+/// equal values are taken as the first regions, the edges between them at `±λ` in the order
+/// of their values. If the regions' solution keeps that order on every such edge, it is
+/// optimal (the flows are a certificate); otherwise the solve starts again from the whole
+/// grid. Near a fit's optimum the parts rarely change, and one small cut per part replaces
+/// the recursion.
+#[allow(clippy::too_many_arguments)]
 pub fn solve_grid(
     z: &[f64],
     h: &[f64],
     grid: Grid,
     lambda: f64,
+    start: Option<&[f64]>,
     dual: &mut [f64],
     ws: &mut GridWorkspace,
     out: &mut [f64],
 ) -> GridSolve {
     let n = grid.cells();
-    let (rows, cols) = (grid.rows, grid.cols);
-    let (chain_r, chain_c) = chain_lengths(grid);
-    let mean_h = h[..n].iter().sum::<f64>() / n as f64;
-    let floor = EMPTY_FLOOR * mean_h;
-    for buf in [&mut ws.h, &mut ws.q, &mut ws.v, &mut ws.x] {
-        buf.resize(n, 0.0);
-    }
-    let len = rows.max(cols);
-    for buf in [&mut ws.line_v, &mut ws.line_h, &mut ws.line_out] {
-        buf.resize(len, 0.0);
-    }
-    for c in 0..n {
-        ws.h[c] = h[c].max(floor);
-    }
+    let floor = weight_floor(&h[..n]);
+    ws.h.clear();
+    ws.h.extend(h[..n].iter().map(|&v| v.max(floor)));
     if lambda == f64::INFINITY {
         flat_grid(z, &ws.h, grid, out);
         dual[..n].iter_mut().for_each(|d| *d = 0.0);
-        return GridSolve {
-            rounds: 0,
-            gap: 0.0,
-        };
+        return GridSolve { cuts: 0, gap: 0.0 };
     }
+    let (mut cuts, mut solved) = (0, false);
+    if let Some(start) = start {
+        (cuts, solved) = divide(z, grid, lambda, Some(&start[..n]), ws, out);
+    }
+    if !solved {
+        cuts += divide(z, grid, lambda, None, ws, out).0;
+    }
+    // The dual point: each cell's net outflow, by direction; the gap P(θ) − D(s).
+    dual[..n].iter_mut().for_each(|d| *d = 0.0);
+    let net = &mut ws.net;
+    net.clear();
+    net.resize(n, 0.0);
+    for_each_edge(grid, |e, a, b, vertical| {
+        let f = ws.flow[e];
+        net[a] += f;
+        net[b] -= f;
+        if vertical {
+            dual[a] += f;
+            dual[b] -= f;
+        }
+    });
+    let (mut primal, mut dual_value) = (0.0, 0.0);
     for c in 0..n {
-        ws.q[c] = dual[c] / ws.h[c];
+        let d = out[c] - z[c];
+        primal += 0.5 * ws.h[c] * d * d;
+        dual_value += net[c] * z[c] - 0.5 * net[c] * net[c] / ws.h[c];
     }
-    let zbar = (0..n).map(|c| ws.h[c] * z[c]).sum::<f64>() / ws.h[..n].iter().sum::<f64>();
-    let range = 0.5 * (0..n).map(|c| ws.h[c] * (z[c] - zbar).powi(2)).sum::<f64>();
-    let target = GAP_TOL * range;
-    let mut solve = GridSolve {
-        rounds: 0,
-        gap: f64::INFINITY,
-    };
-    while solve.rounds < MAX_ROUNDS {
-        solve.rounds += 1;
-        // Rows: x = prox_rows(z − q).
-        for c in 0..n {
-            ws.v[c] = z[c] - ws.q[c];
-        }
-        for r in 0..rows {
-            let s = r * cols..(r + 1) * cols;
-            solve_line(
-                &ws.v[s.clone()],
-                &ws.h[s.clone()],
-                chain_c,
-                lambda,
-                &mut ws.flsa,
-                &mut ws.x[s],
-            );
-        }
-        // Columns: y = prox_cols(x + q); q ← x + q − y. The dual point s = h∘(z − y) (the
-        // row part h∘(z − q − x) plus the new column part) and the primal y give the gap
-        // P(y) − D(s), D(s) = Σ s z − Σ s² / (2h).
-        let (mut fit, mut dual_value) = (0.0, 0.0);
-        for col in 0..cols {
-            for r in 0..rows {
-                let c = r * cols + col;
-                ws.line_v[r] = ws.x[c] + ws.q[c];
-                ws.line_h[r] = ws.h[c];
-            }
-            solve_line(
-                &ws.line_v[..rows],
-                &ws.line_h[..rows],
-                chain_r,
-                lambda,
-                &mut ws.flsa,
-                &mut ws.line_out[..rows],
-            );
-            for r in 0..rows {
-                let c = r * cols + col;
-                let y = ws.line_out[r];
-                ws.q[c] = ws.line_v[r] - y;
-                out[c] = y;
-                let d = z[c] - y;
-                fit += 0.5 * ws.h[c] * d * d;
-                dual_value += ws.h[c] * d * z[c] - 0.5 * ws.h[c] * d * d;
-            }
-        }
-        solve.gap = (fit + lambda * grid_tv(&out[..n], grid) - dual_value).max(0.0);
-        if solve.gap <= target {
-            break;
-        }
+    GridSolve {
+        cuts,
+        gap: (primal + lambda * grid_tv(&out[..n], grid) - dual_value).max(0.0),
     }
-    // A grid flat up to rounding (Dykstra fuses rows only up to its gap) is made flat.
-    let (lo, hi) = out[..n]
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
-            (a.min(v), b.max(v))
-        });
-    let size = z[..n]
-        .iter()
-        .fold(lo.abs().max(hi.abs()), |m, v| m.max(v.abs()));
-    if hi - lo <= FLAT_TOL * size {
-        let mean = (0..n).map(|c| ws.h[c] * out[c]).sum::<f64>() / ws.h[..n].iter().sum::<f64>();
-        out[..n].iter_mut().for_each(|v| *v = mean);
-    }
-    for c in 0..n {
-        // An empty cell has no gradient: its row and column parts are both 0.
-        dual[c] = if h[c] > 0.0 { ws.q[c] * ws.h[c] } else { 0.0 };
-    }
-    solve
 }
 
-/// The proximal step of a pair block: with curvature weights `h` and the working response
-/// `z_b = β_b + R_b / h_b` (`β_b` where `h_b = 0`), `out` minimises
-/// `½ Σ_b h_b (z_b − out_b)² + penalty · TV2(out)` over the grid ([`solve_grid`], from and
-/// into `dual`) and takes `z` in the missing cell after the grid, if any (a free level).
+/// The divide-and-conquer solve of [`solve_grid`] (weights in `ws.h`), from the whole grid or
+/// from the parts of `seed`; edge flows into `ws.flow`. Returns the number of cuts and whether
+/// the solution is optimal (always, without a seed).
+fn divide(
+    z: &[f64],
+    grid: Grid,
+    lambda: f64,
+    seed: Option<&[f64]>,
+    ws: &mut GridWorkspace,
+    out: &mut [f64],
+) -> (usize, bool) {
+    let n = grid.cells();
+    ws.zs.clear();
+    ws.zs.extend_from_slice(&z[..n]);
+    ws.flow.clear();
+    ws.flow.resize(n_edges(grid), 0.0);
+    ws.cells.clear();
+    ws.cells.extend(0..n);
+    ws.label.clear();
+    ws.label.resize(n, 0);
+    ws.node.resize(n, 0);
+    ws.regions.clear();
+    ws.seeded.clear();
+    if let Some(seed) = seed {
+        // Parts of equal values (union–find over the edges), each a first region; every edge
+        // between two parts carries λ from the higher part down.
+        ws.label.iter_mut().enumerate().for_each(|(c, l)| *l = c);
+        let label = &mut ws.label;
+        let find = |label: &mut Vec<usize>, mut c: usize| {
+            while label[c] != c {
+                label[c] = label[label[c]];
+                c = label[c];
+            }
+            c
+        };
+        for_each_edge(grid, |_, a, b, _| {
+            if seed[a] == seed[b] {
+                let (ra, rb) = (find(label, a), find(label, b));
+                label[ra.max(rb)] = ra.min(rb);
+            }
+        });
+        for c in 0..n {
+            ws.label[c] = find(&mut ws.label, c);
+        }
+        let (label, zs, flow, h, seeded) =
+            (&ws.label, &mut ws.zs, &mut ws.flow, &ws.h, &mut ws.seeded);
+        for_each_edge(grid, |e, a, b, _| {
+            if label[a] != label[b] {
+                let (up, down) = if seed[a] > seed[b] { (a, b) } else { (b, a) };
+                flow[e] = if up == a { lambda } else { -lambda };
+                zs[up] -= lambda / h[up];
+                zs[down] += lambda / h[down];
+                seeded.push((up, down));
+            }
+        });
+        ws.cells.sort_unstable_by_key(|&c| (ws.label[c], c));
+        let mut lo = 0;
+        for i in 1..=n {
+            if i == n || ws.label[ws.cells[i]] != ws.label[ws.cells[lo]] {
+                ws.regions.push((lo, i));
+                lo = i;
+            }
+        }
+    } else {
+        ws.regions.push((0, n));
+    }
+    let (mut cuts, mut labels) = (0, n);
+    let scale = z[..n].iter().fold(0.0f64, |m, v| m.max(v.abs())) + lambda;
+    while let Some((lo, hi)) = ws.regions.pop() {
+        if lambda == 0.0 || hi - lo == 1 {
+            // Cells on their own (no edge inside the region).
+            for &c in &ws.cells[lo..hi] {
+                out[c] = ws.zs[c];
+            }
+            continue;
+        }
+        let label = ws.label[ws.cells[lo]];
+        let (mut num, mut den) = (0.0, 0.0);
+        for &c in &ws.cells[lo..hi] {
+            num += ws.h[c] * ws.zs[c];
+            den += ws.h[c];
+        }
+        let alpha = num / den;
+        // The network: one node per cell, its terminal capacity `h (z − α)`.
+        let m = hi - lo;
+        ws.network.reset(m);
+        ws.arcs.clear();
+        let mut total = 0.0;
+        for (i, &c) in ws.cells[lo..hi].iter().enumerate() {
+            ws.node[c] = i;
+            let d = ws.h[c] * (ws.zs[c] - alpha);
+            total += d.abs();
+            ws.network.set_terminal(i, d);
+        }
+        for &c in &ws.cells[lo..hi] {
+            for (e, nb) in forward_edges(grid, c).into_iter().flatten() {
+                if ws.label[nb] == label {
+                    let arc = ws.network.add_edge(ws.node[c], ws.node[nb], lambda, lambda);
+                    ws.arcs.push((e, arc));
+                }
+            }
+        }
+        let eps = 1e-13 * (total + scale * f64::EPSILON);
+        ws.network.max_flow(eps);
+        cuts += 1;
+        ws.network.source_side(eps, &mut ws.side);
+        let upper = ws.cells[lo..hi]
+            .iter()
+            .filter(|&&c| ws.side[ws.node[c]])
+            .count();
+        if upper == 0 || upper == m {
+            // Flat at α; the flows of this network are its edges' flows.
+            for &c in &ws.cells[lo..hi] {
+                out[c] = alpha;
+            }
+            for &(e, arc) in &ws.arcs {
+                ws.flow[e] = lambda - ws.network.residual(arc);
+            }
+            continue;
+        }
+        // Split: the cells above α first, each side its own label; an edge across carries
+        // `λ` from its upper end down, a linear term moved into both ends' responses.
+        let (node, side) = (&ws.node, &ws.side);
+        ws.cells[lo..hi].sort_unstable_by_key(|&c| !side[node[c]]);
+        for &(e, _) in &ws.arcs {
+            let (a, b) = edge_ends(grid, e);
+            let (ua, ub) = (side[node[a]], side[node[b]]);
+            if ua != ub {
+                let (up, down) = if ua { (a, b) } else { (b, a) };
+                ws.flow[e] = if ua { lambda } else { -lambda };
+                ws.zs[up] -= lambda / ws.h[up];
+                ws.zs[down] += lambda / ws.h[down];
+            }
+        }
+        for &c in &ws.cells[lo + upper..hi] {
+            ws.label[c] = labels;
+        }
+        for &c in &ws.cells[lo..lo + upper] {
+            ws.label[c] = labels + 1;
+        }
+        labels += 2;
+        ws.regions.push((lo, lo + upper));
+        ws.regions.push((lo + upper, hi));
+    }
+    // A seeded solve is optimal when every edge between two seed parts kept its direction.
+    let kept = ws.seeded.iter().all(|&(up, down)| out[up] >= out[down]);
+    (cuts, kept)
+}
+
+/// The two cells of edge `e` (numbered as in [`for_each_edge`]).
+fn edge_ends(grid: Grid, e: usize) -> (usize, usize) {
+    let cols = grid.cols;
+    let (_, chain_c) = chain_lengths(grid);
+    let across_per_row = chain_c.saturating_sub(1);
+    let across = grid.rows * across_per_row;
+    if e < across {
+        let (r, c) = (e / across_per_row, e % across_per_row);
+        (r * cols + c, r * cols + c + 1)
+    } else {
+        let i = e - across;
+        (i, i + cols)
+    }
+}
+
+/// The proximal step of a pair block: with curvature weights `h` (the grid's floored by
+/// [`weight_floor`]) and the working response `z_b = β_b + R_b / h_b` (`β_b` where
+/// `h_b = 0`), `out` minimises `½ Σ_b h_b (z_b − out_b)² + penalty · TV2(out)` over the grid
+/// ([`solve_grid`], its column part into `dual`) and takes `z` in the missing cell after the
+/// grid, if any (a free level).
 /// `None` when the grid holds no weight (nothing to fit). `z` is scratch; slices hold the
 /// block's bins.
 #[allow(clippy::too_many_arguments)]
@@ -258,9 +389,12 @@ pub fn grid_step(
     out: &mut [f64],
 ) -> Option<GridSolve> {
     let (cells, nb) = (grid.cells(), sums.len());
+    // The grid's cells at the solve's floored weights (see the module documentation).
+    let floor = weight_floor(&h[..cells]);
     for b in 0..nb {
-        z[b] = if h[b] > 0.0 {
-            beta[b] + sums[b] / h[b]
+        let hb = if b < cells { h[b].max(floor) } else { h[b] };
+        z[b] = if hb > 0.0 {
+            beta[b] + sums[b] / hb
         } else {
             beta[b]
         };
@@ -273,6 +407,7 @@ pub fn grid_step(
         &h[..cells],
         grid,
         penalty,
+        Some(&beta[..cells]),
         dual,
         ws,
         &mut out[..cells],
@@ -310,9 +445,8 @@ fn flat_grid(z: &[f64], h: &[f64], grid: Grid, out: &mut [f64]) {
 }
 
 /// Jumps of a grid's lines at most this fraction of the block's range count as fused in
-/// [`grid_score`]: the 2-D solve fuses cells only up to its duality gap, where a 1-D solve
-/// fuses them exactly.
-pub const JUMP_TOL: f64 = 1e-4;
+/// [`grid_score`] (rounding: the solve gives fused cells one value).
+pub const JUMP_TOL: f64 = 1e-12;
 
 /// One line's violation of `g ∈ λ ∂TV1(θ)` (its first `chain` entries a fused chain, the
 /// rest free cells): the chain's jumps as in [`block_score`] (jumps within `fused` of zero
@@ -487,7 +621,7 @@ mod tests {
         let h = [1.0, 2.0, 1.0, 0.5, 1.0, 1.0];
         let mut ws = GridWorkspace::default();
         let (mut out, mut dual) = ([0.0; 6], [0.0; 6]);
-        solve_grid(&z, &h, grid(2, 3), 0.0, &mut dual, &mut ws, &mut out);
+        solve_grid(&z, &h, grid(2, 3), 0.0, None, &mut dual, &mut ws, &mut out);
         for (a, b) in out.iter().zip(&z) {
             assert!((a - b).abs() < 1e-12);
         }
@@ -496,6 +630,7 @@ mod tests {
             &h,
             grid(2, 3),
             f64::INFINITY,
+            None,
             &mut dual,
             &mut ws,
             &mut out,

@@ -66,6 +66,7 @@ pub mod flsa;
 pub mod grid;
 pub mod logistic;
 pub mod loglink;
+pub mod maxflow;
 pub mod model;
 pub mod monotone;
 pub mod multinomial;
@@ -77,6 +78,7 @@ pub mod selection;
 pub mod solver;
 pub mod sparse;
 pub mod tables;
+pub mod transfer;
 pub mod validation;
 
 #[cfg(feature = "python")]

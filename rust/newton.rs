@@ -550,7 +550,7 @@ impl<D: Datafit> NewtonState<D> {
         let shape = self.shape(k);
         let (sums, beta, h) = (&self.sums[k], &self.beta[k], &self.h);
         if let Some(grid) = shape.grid {
-            // A pair block: the 2-D TV proximal step of its grid, warm-started from its dual.
+            // A pair block: the 2-D TV proximal step of its grid, warm-started from its values.
             grid_step(
                 (&sums[..nb], &beta[..nb], &h[..nb]),
                 grid,

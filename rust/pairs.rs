@@ -33,7 +33,7 @@ use crate::binning::{bin_weights, BinnedData, BinnedFeature, Code, Codes};
 use crate::descent::{descend, DescentState};
 use crate::error::{FastError, Result};
 use crate::params::{
-    Engine, FitParams, Grid, Interactions, Penalty, Selection, Shapes, Validation,
+    Engine, FitParams, Grid, Interactions, PairLink, Penalty, Selection, Shapes, Validation,
 };
 use crate::report::{Axis, BinnedFit, Callback, Fit, PairFit, PairTerm, PenaltySearch};
 use crate::validation::{
@@ -270,13 +270,20 @@ pub fn check_pairs(pairs: &[(usize, usize)], p: usize) -> Result<Vec<(usize, usi
 }
 
 /// The shapes of the main effects (`params.shapes`) followed by `grids.len()` pair blocks
-/// with the penalty factor `rho`.
-fn with_pair_shapes(params: &FitParams, p: usize, grids: &[Grid], rho: f64, tol: f64) -> FitParams {
+/// with the penalty factor `rho`, linked to their features by `links`.
+fn with_pair_shapes(
+    params: &FitParams,
+    p: usize,
+    (grids, links): (&[Grid], &[PairLink]),
+    rho: f64,
+    tol: f64,
+) -> FitParams {
     let main = &params.shapes;
     let mut shapes = Shapes {
         monotone: (0..p).map(|j| main.get(j).monotone).collect(),
         penalty_factor: (0..p).map(|j| main.get(j).factor).collect(),
         grids: vec![None; p],
+        links: links.to_vec(),
     };
     for &g in grids {
         shapes.monotone.push(0);
@@ -364,6 +371,17 @@ pub(crate) fn fit_pairs<S: DescentState>(
         })
         .collect();
     let grids: Vec<Grid> = axes.iter().map(|(a, b)| grid_of(a, b)).collect();
+    let links: Vec<PairLink> = pairs
+        .iter()
+        .zip(&axes)
+        .enumerate()
+        .map(|(t, (&features, (a, b)))| PairLink {
+            block: p + t,
+            features,
+            maps: (a.map.clone(), b.map.clone()),
+            missing: (a.missing, b.missing),
+        })
+        .collect();
     let virtual_features: Vec<BinnedFeature> = pairs
         .par_iter()
         .zip(&axes)
@@ -375,7 +393,7 @@ pub(crate) fn fit_pairs<S: DescentState>(
         y,
         params,
         &mains,
-        (&grids, state, term),
+        (&grids, &links, state, term),
         &mut callback,
         start,
     );
@@ -427,7 +445,7 @@ fn fit_on_pairs<S: DescentState>(
     y: ArrayView1<'_, f64>,
     params: &FitParams,
     mains: &BinnedFit,
-    (grids, state, term): (&[Grid], StateMaker<'_, S>, RowLoss<'_>),
+    (grids, links, state, term): (&[Grid], &[PairLink], StateMaker<'_, S>, RowLoss<'_>),
     callback: &mut Option<Callback<'_>>,
     start: Instant,
 ) -> Result<PairSearchResult> {
@@ -453,8 +471,13 @@ fn fit_on_pairs<S: DescentState>(
                 let mut st = state(data, init.clone());
                 let mut best: Option<(f64, f64, Vec<Vec<f64>>)> = None;
                 for &r in &PAIR_PATH {
-                    let mut prm =
-                        with_pair_shapes(params, p, grids, r, params.tol.max(PAIR_PATH_TOL * r));
+                    let mut prm = with_pair_shapes(
+                        params,
+                        p,
+                        (grids, links),
+                        r,
+                        params.tol.max(PAIR_PATH_TOL * r),
+                    );
                     prm.max_iter = prm.max_iter.min(PATH_BUDGET * data.n_features());
                     let fit = descend(
                         data,
@@ -495,7 +518,7 @@ fn fit_on_pairs<S: DescentState>(
             }
         }
     }
-    let prm = with_pair_shapes(params, p, grids, rho, params.tol);
+    let prm = with_pair_shapes(params, p, (grids, links), rho, params.tol);
     let mut st = state(data, init);
     let fit = descend(
         data,

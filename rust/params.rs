@@ -372,6 +372,21 @@ pub struct Shapes {
     /// The grid of every pair block (`None` for a main effect; empty: no pair blocks). Pair
     /// blocks come after the main effects ([`crate::pairs`]).
     pub grids: Vec<Option<Grid>>,
+    /// Every pair block's features and axes ([`crate::transfer`]; empty: no pair blocks).
+    pub links: Vec<PairLink>,
+}
+
+/// A pair block's features and interaction bins, for the transfers of [`crate::transfer`].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PairLink {
+    /// The pair's block.
+    pub block: usize,
+    /// Its features: along its rows, along its columns.
+    pub features: (usize, usize),
+    /// Each feature's main bins' interaction bins (its missing bin, if any, last).
+    pub maps: (Vec<usize>, Vec<usize>),
+    /// Whether each feature has a missing bin.
+    pub missing: (bool, bool),
 }
 
 impl Shapes {

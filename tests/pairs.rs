@@ -25,12 +25,38 @@ fn objective(theta: &[f64], z: &[f64], h: &[f64], grid: Grid, lambda: f64) -> f6
 fn solve(z: &[f64], h: &[f64], grid: Grid, lambda: f64) -> Vec<f64> {
     let mut ws = GridWorkspace::default();
     let (mut out, mut dual) = (vec![0.0; z.len()], vec![0.0; z.len()]);
-    // Repeated warm-started solves, as the descent loop does, until the solve converges.
-    for _ in 0..50 {
-        let s = solve_grid(z, h, grid, lambda, &mut dual, &mut ws, &mut out);
-        if s.rounds < fastpcam::grid::MAX_ROUNDS {
-            break;
-        }
+    let s = solve_grid(z, h, grid, lambda, None, &mut dual, &mut ws, &mut out);
+    // The solve's own certificate: its duality gap is at rounding level.
+    let scale = objective(z, z, h, grid, lambda).max(1.0);
+    assert!(s.gap <= 1e-10 * scale, "gap {} of {scale}", s.gap);
+    // Warm starts reach the same optimum: from the solution itself (its parts are kept, one
+    // cut each), from a perturbed response's solution, and from an arbitrary start.
+    let f = objective(&out, z, h, grid, lambda);
+    let shifted: Vec<f64> = z
+        .iter()
+        .enumerate()
+        .map(|(i, v)| v + 0.1 * ((i % 3) as f64 - 1.0))
+        .collect();
+    let mut near = vec![0.0; z.len()];
+    solve_grid(
+        &shifted, h, grid, lambda, None, &mut dual, &mut ws, &mut near,
+    );
+    let arbitrary: Vec<f64> = (0..z.len()).map(|i| ((i * 7) % 5) as f64).collect();
+    for start in [&out, &near, &arbitrary] {
+        let mut warm = vec![0.0; z.len()];
+        let w = solve_grid(
+            z,
+            h,
+            grid,
+            lambda,
+            Some(start),
+            &mut dual,
+            &mut ws,
+            &mut warm,
+        );
+        assert!(w.gap <= 1e-10 * scale, "warm gap {}", w.gap);
+        let fw = objective(&warm, z, h, grid, lambda);
+        assert!((fw - f).abs() <= 1e-10 * scale, "warm {fw} vs {f}");
     }
     out
 }

@@ -210,6 +210,7 @@ impl FitConfig {
             monotone: self.monotonic_cst.clone().unwrap_or_default(),
             penalty_factor: self.penalty_factor.clone().unwrap_or_default(),
             grids: Vec::new(),
+            links: Vec::new(),
         }
     }
 
