@@ -255,3 +255,25 @@ def test_binary_classifier_fits_pairs():
     np.testing.assert_allclose(pairs.explain(X).sum(axis=1), pairs.decision_function(X), atol=1e-10)
     with pytest.raises(ValueError, match="more than two classes"):
         FASTClassifier(interactions=[(0, 1)]).fit(X, rng.integers(0, 3, n))
+
+
+@pytest.mark.parametrize("task", ["regression", "classification"])
+def test_pairs_sharing_a_feature_converge_at_a_small_penalty(task):
+    # Two pairs and the main effects share feature 1: the penalty moves between them along
+    # directions that change no prediction, which block updates alone cross only slowly.
+    rng = np.random.default_rng(0)
+    n = 3000
+    X = rng.normal(size=(n, 5))
+    f = X[:, 0] * X[:, 1] + np.sin(X[:, 1] * X[:, 2]) + X[:, 3]
+    pairs = [(0, 1), (1, 2)]
+    if task == "regression":
+        est = FASTRegressor(interactions=pairs, lambda_ratio=1e-3, interaction_penalty=0.25, max_iter=10_000)
+        est.fit(X, f + 0.3 * rng.standard_normal(n))
+    else:
+        yb = (rng.random(n) < 1 / (1 + np.exp(-2 * f))).astype(int)
+        est = FASTClassifier(interactions=pairs, lambda_ratio=1e-3, interaction_penalty=0.25, max_iter=10_000)
+        est.fit(X, yb)
+    assert est.converged_, est.kkt_residual_
+    assert est.kkt_residual_ <= est.tol
+    h = est.history_["objective"]
+    assert np.all(np.diff(h) <= 1e-12 * np.abs(h[:-1]))
