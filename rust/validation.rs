@@ -33,6 +33,7 @@
 //! the held-out choice the test MSE is within 2% of an additive EBM's on every one, where
 //! the fixed ratio `3e-3` was up to 32% worse on noise-heavy data (README, "Defaults").
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -87,13 +88,19 @@ pub fn validation_rows(n: usize, fraction: f64, seed: u64) -> Vec<usize> {
     rows
 }
 
-/// Which rows are held out when the rows fall in classes (`class[i]`): `validation_rows`
-/// within each class, so that both classes are on both sides whenever `fraction` of each
-/// class rounds to at least one row. Increasing order. Both classes draw with `seed`, so
-/// swapping the classes holds out the same rows.
-pub fn stratified_validation_rows(class: &[bool], fraction: f64, seed: u64) -> Vec<usize> {
+/// Which rows are held out when the rows fall in classes (`class[i]`: 0/1 labels, class
+/// indices, ...): `validation_rows` within each class, class by class in increasing order, so
+/// that every class is on both sides whenever `fraction` of it rounds to at least one row.
+/// Increasing order. Every class draws with `seed`, so relabelling the classes holds out the
+/// same rows.
+pub fn stratified_validation_rows<C: Copy + Ord>(
+    class: &[C],
+    fraction: f64,
+    seed: u64,
+) -> Vec<usize> {
+    let classes: BTreeSet<C> = class.iter().copied().collect();
     let mut rows = Vec::new();
-    for c in [false, true] {
+    for c in classes {
         let members: Vec<usize> = (0..class.len()).filter(|&i| class[i] == c).collect();
         rows.extend(
             validation_rows(members.len(), fraction, seed)
