@@ -48,9 +48,9 @@
 //! `max_time`. No single step moves a log-odds by more than [`MAX_STEP`], so every value
 //! stays finite. The Python estimator warns in that case.
 
-use ndarray::{ArrayView1, ArrayView2};
+use ndarray::ArrayView1;
 
-use crate::binning::{bin_data, BinnedData};
+use crate::binning::{BinnedData, Rows};
 use crate::datafit::Logistic;
 use crate::descent::{fit_from, DescentState};
 use crate::error::{FastError, Result};
@@ -111,15 +111,12 @@ fn check_labels(y: ArrayView1<'_, f64>, data: &BinnedData) -> Result<f64> {
 /// Bad parameters, a non-finite value in `x` or `y`, a label outside `[0, 1]`, a single
 /// class, mismatched lengths, bad weights, fewer than two rows: see [`FastError`].
 pub fn fit_logistic(
-    x: ArrayView2<'_, f64>,
-    y: ArrayView1<'_, f64>,
-    weights: Option<&[f64]>,
+    rows: Rows<'_>,
     params: &FitParams,
     callback: Option<Callback<'_>>,
 ) -> Result<Fit> {
     params.check()?;
-    crate::error::check_target_len(y.len(), x.nrows())?;
-    let mut data = bin_data(x, weights, &params.binning)?;
+    let (mut data, y) = (rows.bin(&params.binning)?, rows.y);
     let mut callback = callback;
     let (fitted, search) = match params.lambda {
         Penalty::Validated(_) => {

@@ -42,9 +42,9 @@
 //! held-out weighted mean unit deviance, a tighter path tolerance ([`LOGLINK_PATH_TOL`]) and
 //! more patience ([`LOGLINK_PATIENCE`]).
 
-use ndarray::{ArrayView1, ArrayView2};
+use ndarray::ArrayView1;
 
-use crate::binning::{bin_data, BinnedData};
+use crate::binning::{BinnedData, Rows};
 use crate::datafit::{Datafit, Gamma, Poisson, Tweedie};
 use crate::descent::{fit_from, DescentState};
 use crate::error::{FastError, Result};
@@ -178,17 +178,14 @@ macro_rules! with_datafit {
 /// Bad parameters, a non-finite value in `x` or `y`, a target outside the loss's domain (see
 /// [`LogLinkLoss::check_target`]), mismatched lengths, bad weights, fewer than two rows.
 pub fn fit_loglink(
-    x: ArrayView2<'_, f64>,
-    y: ArrayView1<'_, f64>,
-    weights: Option<&[f64]>,
+    rows: Rows<'_>,
     params: &FitParams,
     loss: LogLinkLoss,
     callback: Option<Callback<'_>>,
 ) -> Result<Fit> {
     params.check()?;
     loss.check()?;
-    crate::error::check_target_len(y.len(), x.nrows())?;
-    let mut data = bin_data(x, weights, &params.binning)?;
+    let (mut data, y) = (rows.bin(&params.binning)?, rows.y);
     let (fitted, search) = match params.lambda {
         Penalty::Validated(_) => {
             let (fit, search) = fit_loglink_validated(&mut data, y, params, loss, callback)?;

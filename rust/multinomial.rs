@@ -59,10 +59,10 @@
 
 use std::time::Instant;
 
-use ndarray::{ArrayView1, ArrayView2};
+use ndarray::ArrayView1;
 use rayon::prelude::*;
 
-use crate::binning::{bin_data, BinnedData, BinnedFeature, Code};
+use crate::binning::{BinnedData, BinnedFeature, Code, Rows};
 use crate::blocks::{normalised_weights, solve_block};
 use crate::descent::{descend, DescentState};
 use crate::error::{FastError, Result};
@@ -1003,22 +1003,12 @@ fn fit_at(
 /// Bad parameters, non-finite `x` or `y`, a label that is not a class index, a class without
 /// weight, mismatched lengths, bad weights: see [`FastError`].
 pub fn fit_multinomial(
-    x: ArrayView2<'_, f64>,
-    y: ArrayView1<'_, f64>,
+    rows: Rows<'_>,
     n_classes: usize,
-    weights: Option<&[f64]>,
     params: &FitParams,
     callback: Option<Callback<'_>>,
 ) -> Result<MultinomialFit> {
-    fit_multinomial_with(
-        x,
-        y,
-        n_classes,
-        weights,
-        params,
-        callback,
-        Curvature::Newton,
-    )
+    fit_multinomial_with(rows, n_classes, params, callback, Curvature::Newton)
 }
 
 /// [`fit_multinomial`] with a chosen block update rule.
@@ -1026,18 +1016,15 @@ pub fn fit_multinomial(
 /// # Errors
 /// As [`fit_multinomial`].
 pub fn fit_multinomial_with(
-    x: ArrayView2<'_, f64>,
-    y: ArrayView1<'_, f64>,
+    rows: Rows<'_>,
     k: usize,
-    weights: Option<&[f64]>,
     params: &FitParams,
     callback: Option<Callback<'_>>,
     curvature: Curvature,
 ) -> Result<MultinomialFit> {
     params.check()?;
-    crate::error::check_target_len(y.len(), x.nrows())?;
-    let mut data = bin_data(x, weights, &params.binning)?;
-    let class = check_classes(y, k, &data)?;
+    let mut data = rows.bin(&params.binning)?;
+    let class = check_classes(rows.y, k, &data)?;
     let (fitted, search) = match params.lambda {
         Penalty::Validated(_) => {
             let (fit, search) = fit_validated(&mut data, &class, k, params, callback, curvature)?;
@@ -1182,71 +1169,47 @@ mod tests {
         (x, y)
     }
 
-    fn params(lambda: Penalty, tol: f64) -> FitParams {
-        FitParams {
-            lambda,
+    /// The fit of `problem`'s three classes at `ratio · λ_max` to `tol`, by the update rule
+    /// `curvature`.
+    fn fit3(
+        (x, y): &(ndarray::Array2<f64>, ndarray::Array1<f64>),
+        ratio: f64,
+        tol: f64,
+        curvature: Curvature,
+    ) -> MultinomialFit {
+        let params = FitParams {
+            lambda: Penalty::Relative(ratio),
             tol,
             ..FitParams::default()
-        }
+        };
+        let rows = Rows::new(x.view(), y.view(), None);
+        fit_multinomial_with(rows, 3, &params, None, curvature).unwrap()
     }
 
     #[test]
     fn fit_converges_with_a_monotone_history() {
-        let (x, y) = problem(600);
-        let fit = fit_multinomial(
-            x.view(),
-            y.view(),
-            3,
-            None,
-            &params(Penalty::Relative(0.01), 1e-6),
-            None,
-        )
-        .unwrap();
+        let data = problem(600);
+        let fit = fit3(&data, 0.01, 1e-6, Curvature::Newton);
         let r = &fit.fit.report;
         assert!(r.converged && r.kkt_residual <= 1e-6, "{r:?}");
         assert!(r.history.objective.windows(2).all(|w| w[1] <= w[0]));
         assert!(r.objective <= *r.history.objective.last().unwrap());
         assert!(fit.intercepts.iter().sum::<f64>().abs() < 1e-12);
         // Curvature bound only (majorise-minimise) reaches the same optimum.
-        let mm = fit_multinomial_with(
-            x.view(),
-            y.view(),
-            3,
-            None,
-            &params(Penalty::Relative(0.01), 1e-6),
-            None,
-            Curvature::Bound,
-        )
-        .unwrap();
+        let mm = fit3(&data, 0.01, 1e-6, Curvature::Bound);
         assert!((mm.fit.report.objective - r.objective).abs() < 1e-7);
     }
 
     #[test]
     fn lambda_max_gives_flat_chains_and_log_priors() {
-        let (x, y) = problem(300);
-        let fit = fit_multinomial(
-            x.view(),
-            y.view(),
-            3,
-            None,
-            &params(Penalty::Relative(1.0), 1e-8),
-            None,
-        )
-        .unwrap();
+        let data = problem(300);
+        let fit = fit3(&data, 1.0, 1e-8, Curvature::Newton);
         assert_eq!(fit.fit.report.n_iter, 0);
         for v in &fit.fit.model.values {
             assert!(v.chunks(3).all(|row| row == &v[..3]));
         }
         // Just below λ_max a chain moves.
-        let below = fit_multinomial(
-            x.view(),
-            y.view(),
-            3,
-            None,
-            &params(Penalty::Relative(0.9), 1e-8),
-            None,
-        )
-        .unwrap();
+        let below = fit3(&data, 0.9, 1e-8, Curvature::Newton);
         assert!(below
             .fit
             .model
@@ -1257,20 +1220,10 @@ mod tests {
 
     #[test]
     fn one_and_two_threads_agree() {
-        let (x, y) = problem(30_000);
+        let data = problem(30_000);
         let run = |t| {
-            crate::solver::with_threads(Some(t), || {
-                fit_multinomial(
-                    x.view(),
-                    y.view(),
-                    3,
-                    None,
-                    &params(Penalty::Relative(0.01), 1e-3),
-                    None,
-                )
+            crate::solver::with_threads(Some(t), || fit3(&data, 0.01, 1e-3, Curvature::Newton))
                 .unwrap()
-            })
-            .unwrap()
         };
         let (a, b) = (run(1), run(2));
         assert_eq!(a.intercepts, b.intercepts);
@@ -1287,7 +1240,12 @@ mod tests {
     fn bad_labels_are_errors() {
         let (x, mut y) = problem(100);
         y[5] = 3.0;
-        let err = fit_multinomial(x.view(), y.view(), 3, None, &FitParams::default(), None);
+        let err = fit_multinomial(
+            Rows::new(x.view(), y.view(), None),
+            3,
+            &FitParams::default(),
+            None,
+        );
         assert!(matches!(
             err,
             Err(FastError::InvalidParameter { name: "y", .. })

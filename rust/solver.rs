@@ -12,9 +12,9 @@
 
 use std::sync::Arc;
 
-use ndarray::{ArrayView1, ArrayView2};
+use ndarray::ArrayView1;
 
-use crate::binning::{bin_data, BinnedData};
+use crate::binning::{BinnedData, Rows};
 use crate::blocks::BlockState;
 use crate::error::{FastError, Result};
 use crate::pairs::{with_pairs, RowLoss, StateMaker};
@@ -51,14 +51,8 @@ pub fn with_threads<R: Send>(n_threads: Option<usize>, f: impl FnOnce() -> R + S
 /// # Errors
 /// Bad parameters, a non-finite value in `x` or `y`, mismatched lengths, bad weights, fewer
 /// than two rows: see [`FastError`].
-pub fn fit(
-    x: ArrayView2<'_, f64>,
-    y: ArrayView1<'_, f64>,
-    weights: Option<&[f64]>,
-    params: &FitParams,
-    callback: Option<Callback<'_>>,
-) -> Result<Fit> {
-    fit_with_engine(x, y, weights, params, Engine::Auto, callback)
+pub fn fit(rows: Rows<'_>, params: &FitParams, callback: Option<Callback<'_>>) -> Result<Fit> {
+    fit_with_engine(rows, params, Engine::Auto, callback)
 }
 
 /// [`fit`] with a chosen engine ([`Engine::Auto`]: [`choose_engine`]).
@@ -66,16 +60,13 @@ pub fn fit(
 /// # Errors
 /// As [`fit`].
 pub fn fit_with_engine(
-    x: ArrayView2<'_, f64>,
-    y: ArrayView1<'_, f64>,
-    weights: Option<&[f64]>,
+    rows: Rows<'_>,
     params: &FitParams,
     engine: Engine,
     callback: Option<Callback<'_>>,
 ) -> Result<Fit> {
     params.check()?;
-    crate::error::check_target_len(y.len(), x.nrows())?;
-    let mut data = bin_data(x, weights, &params.binning)?;
+    let (mut data, y) = (rows.bin(&params.binning)?, rows.y);
     let engine = resolve_engine(&data, engine);
     let mut callback = callback;
     let (fitted, search) = match params.lambda {
@@ -184,15 +175,12 @@ pub fn fit_path(
 /// # Errors
 /// As [`fit`] for the data and [`fit_path`] for the penalties.
 pub fn fit_path_rows(
-    x: ArrayView2<'_, f64>,
-    y: ArrayView1<'_, f64>,
-    weights: Option<&[f64]>,
+    rows: Rows<'_>,
     lambdas: &[f64],
     relative: bool,
     params: &FitParams,
 ) -> Result<(BinnedData, f64, Vec<BinnedFit>)> {
-    crate::error::check_target_len(y.len(), x.nrows())?;
-    let data = bin_data(x, weights, &params.binning)?;
+    let (data, y) = (rows.bin(&params.binning)?, rows.y);
     let lmax = lambda_max(&data, y)?;
     let scale = if relative { lmax } else { 1.0 };
     let absolute: Vec<f64> = lambdas.iter().map(|l| l * scale).collect();

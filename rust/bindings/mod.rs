@@ -18,6 +18,7 @@ use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyA
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
+use crate::binning::Rows;
 use crate::flsa::FlsaWorkspace;
 use crate::logistic;
 use crate::loglink::{self, LogLinkLoss};
@@ -54,10 +55,11 @@ fn fit<'py>(
     let fitted = compute_interruptible(py, "fit", config.n_jobs, &cancel, || {
         let mut call = |p: &Progress| bridge.call(p);
         let callback: Option<solver::Callback<'_>> = Some(&mut call);
+        let rows = Rows::new(x, y, w.as_deref());
         match (loss, LogLinkLoss::of(loss, config.power)) {
-            (_, Some(link)) => loglink::fit_loglink(x, y, w.as_deref(), &params, link, callback),
-            (Loss::Logistic, None) => logistic::fit_logistic(x, y, w.as_deref(), &params, callback),
-            _ => solver::fit_with_engine(x, y, w.as_deref(), &params, engine, callback),
+            (_, Some(link)) => loglink::fit_loglink(rows, &params, link, callback),
+            (Loss::Logistic, None) => logistic::fit_logistic(rows, &params, callback),
+            _ => solver::fit_with_engine(rows, &params, engine, callback),
         }
     })?;
     bridge.finish()?;
@@ -80,7 +82,7 @@ fn fit_path<'py>(
     let (x, y, w) = (x.as_array(), y.as_array(), weights(sample_weight));
     let params = config.fit_params(x.nrows(), false)?;
     let (data, lmax, fits) = compute(py, "fit_path", config.n_jobs, || {
-        solver::fit_path_rows(x, y, w.as_deref(), &lambdas, relative, &params)
+        solver::fit_path_rows(Rows::new(x, y, w.as_deref()), &lambdas, relative, &params)
     })?;
     Ok(PathOutput::new(py, &data, lmax, fits))
 }

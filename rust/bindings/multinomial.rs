@@ -9,6 +9,7 @@ use super::config::FitConfig;
 use super::errors::compute_interruptible;
 use super::output::{arrays, FitOutput};
 use super::progress::ProgressBridge;
+use crate::binning::Rows;
 use crate::multinomial;
 use crate::solver::{self, Progress};
 
@@ -41,7 +42,8 @@ fn fit_multinomial<'py>(
     let fitted = compute_interruptible(py, "fit_multinomial", config.n_jobs, &cancel, || {
         let mut call = |p: &Progress| bridge.call(p);
         let callback: Option<solver::Callback<'_>> = Some(&mut call);
-        multinomial::fit_multinomial(x, y, n_classes, w.as_deref(), &params, callback)
+        let rows = Rows::new(x, y, w.as_deref());
+        multinomial::fit_multinomial(rows, n_classes, &params, callback)
     })?;
     bridge.finish()?;
     let extra = MultinomialExtra {
