@@ -59,8 +59,8 @@ use crate::pairs::{with_pairs, RowLoss, StateMaker};
 use crate::params::{FitParams, Penalty, Validation};
 use crate::report::{BinnedFit, Callback, Fit, PenaltySearch};
 use crate::validation::{
-    holdout_loss, reborrow, search_then_refit, stratified_validation_rows, validation_of, Split,
-    RULE,
+    fixed_ratio_fit, holdout_loss, reborrow, search_then_refit, stratified_validation_rows,
+    validation_of, Split, RULE,
 };
 
 pub use crate::datafit::log_loss;
@@ -238,9 +238,9 @@ pub fn fit_logistic_validated(
     let held_mean = weighted_mean(y, split.rows.iter().copied(), &split.held_weights);
     let train_mean = weighted_mean(y, 0..data.n_samples, &split.train);
     if !(split.enough_rows() && two_classes(held_mean) && two_classes(train_mean)) {
-        let fixed = params.at_ratio(DEFAULT_LAMBDA_RATIO_LOGISTIC);
-        let fit = fit_logistic_binned(data, y, &fixed, callback)?;
-        return Ok((fit, PenaltySearch::fixed(DEFAULT_LAMBDA_RATIO_LOGISTIC)));
+        return fixed_ratio_fit(params, DEFAULT_LAMBDA_RATIO_LOGISTIC, |fixed| {
+            fit_logistic_binned(data, y, fixed, callback)
+        });
     }
     let held = (&split.rows[..], &split.held_weights[..]);
     let term = |w: f64, y: f64, eta: f64| w * log_loss(y, eta);

@@ -74,7 +74,7 @@ use crate::params::{ChainShape, Engine, FitParams, Penalty, Selection, Validatio
 use crate::report::{BinnedFit, Callback, Fit, PenaltySearch};
 use crate::selection::{block_score, chain_block_score, BlockScore};
 use crate::validation::{
-    search_then_refit, stratified_validation_rows, validation_of, Split, RULE,
+    fixed_ratio_fit, search_then_refit, stratified_validation_rows, validation_of, Split, RULE,
 };
 use crate::with_codes;
 
@@ -1056,10 +1056,10 @@ fn fit_validated(
         && every_class(class_weights(&held_classes, k, Some(&split.held_weights)))
         && every_class(class_weights(class, k, Some(&split.train)));
     if !ok {
-        let fixed = params.at_ratio(DEFAULT_LAMBDA_RATIO_MULTINOMIAL);
         let state = |b| MultinomialState::with_start(data, class, k, b, curvature);
-        let fit = fit_at(data, &fixed, None, &state, callback)?;
-        return Ok((fit, PenaltySearch::fixed(DEFAULT_LAMBDA_RATIO_MULTINOMIAL)));
+        return fixed_ratio_fit(params, DEFAULT_LAMBDA_RATIO_MULTINOMIAL, |fixed| {
+            fit_at(data, fixed, None, &state, callback)
+        });
     }
     let held = (&split.rows[..], &split.held_weights[..]);
     let state = |data: &BinnedData, b| MultinomialState::with_start(data, class, k, b, curvature);

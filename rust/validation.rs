@@ -129,6 +129,16 @@ pub(crate) fn validation_of(params: &FitParams, entry: &'static str) -> Result<V
     Ok(v)
 }
 
+/// The fit at the fixed ratio `ratio` of `λ_max` (`fit` given the parameters at that ratio)
+/// and an empty search: what a held-out search gives when too few rows can be held out.
+pub(crate) fn fixed_ratio_fit(
+    params: &FitParams,
+    ratio: f64,
+    fit: impl FnOnce(&FitParams) -> Result<BinnedFit>,
+) -> Result<(BinnedFit, PenaltySearch)> {
+    Ok((fit(&params.at_ratio(ratio))?, PenaltySearch::fixed(ratio)))
+}
+
 /// The rows held out and the weights of both sides.
 pub(crate) struct Split {
     /// The held-out rows, increasing.
@@ -251,9 +261,9 @@ pub fn fit_validated(
     let engine = resolve_engine(data, engine);
     let split = Split::new(data, validation_rows(data.n_samples, fraction, seed));
     if !split.enough_rows() {
-        let fixed = params.at_ratio(DEFAULT_LAMBDA_RATIO);
-        let fit = fit_binned_engine(data, y, &fixed, None, engine, callback)?;
-        return Ok((fit, PenaltySearch::fixed(DEFAULT_LAMBDA_RATIO)));
+        return fixed_ratio_fit(params, DEFAULT_LAMBDA_RATIO, |fixed| {
+            fit_binned_engine(data, y, fixed, None, engine, callback)
+        });
     }
     let Split {
         rows,
@@ -338,9 +348,9 @@ pub fn fit_tables_validated(
     all.add(&held)?;
     let data_all = tables_shell(&all, cuts.clone(), missing.clone())?;
     if !(held.total_weight > 0.0 && train.total_weight > 0.0) {
-        let fixed = params.at_ratio(DEFAULT_LAMBDA_RATIO);
-        let fit = fit_binned_tables(&data_all, Arc::new(all), &fixed, None, callback)?;
-        let search = PenaltySearch::fixed(DEFAULT_LAMBDA_RATIO);
+        let (fit, search) = fixed_ratio_fit(params, DEFAULT_LAMBDA_RATIO, |fixed| {
+            fit_binned_tables(&data_all, Arc::new(all), fixed, None, callback)
+        })?;
         return Ok((Fit::new(&data_all, Engine::Tables, fit, None), search));
     }
     let data = tables_shell(&train, cuts, missing)?;
