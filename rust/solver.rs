@@ -16,11 +16,12 @@ use ndarray::ArrayView1;
 
 use crate::binning::{BinnedData, Rows};
 use crate::blocks::BlockState;
+use crate::descent::DescentState;
 use crate::error::{FastError, Result};
 use crate::pairs::{with_pairs, RowLoss, StateMaker};
 use crate::params::{Engine, FitParams, Penalty};
 use crate::tables::Tables;
-use crate::validation::{fit_validated, reborrow, squared_error};
+use crate::validation::{fit_validated, reborrow, squared_error, PenaltySearch};
 
 pub use crate::descent::{AUTO_GREEDY_MAX_FEATURES, SWEEP_SKIP};
 pub use crate::engine::{
@@ -66,26 +67,49 @@ pub fn fit_with_engine(
     callback: Option<Callback<'_>>,
 ) -> Result<Fit> {
     params.check()?;
-    let (mut data, y) = (rows.bin(&params.binning)?, rows.y);
+    let (data, y) = (rows.bin(&params.binning)?, rows.y);
     let engine = resolve_engine(&data, engine);
+    // Pair terms (if asked for): every block together on the rows engine.
+    let state = |d: &BinnedData, b: Vec<Vec<f64>>| BlockState::with_start(d, y, b);
+    fit_then_pairs(
+        (data, y, engine),
+        params,
+        |data, cb| fit_validated(data, y, params, engine, cb),
+        |data, cb| fit_binned_engine(data, y, params, None, engine, cb),
+        (&state, &squared_error),
+        callback,
+    )
+}
+
+/// The course of an entry point whose model may have pair terms, on binned `data` with the
+/// targets `y`: the fit at the requested penalty (`validated`, the held-out search and the
+/// final fit, for [`Penalty::Validated`]; `fixed` otherwise), then the pair terms
+/// ([`with_pairs`], on the states and the held-out row loss of `models`). The callback sees
+/// both fits.
+///
+/// # Errors
+/// As `validated`, `fixed` and [`with_pairs`].
+pub(crate) fn fit_then_pairs<S, V, F>(
+    (mut data, y, engine): (BinnedData, ArrayView1<'_, f64>, Engine),
+    params: &FitParams,
+    validated: V,
+    fixed: F,
+    models: (StateMaker<'_, S>, RowLoss<'_>),
+    callback: Option<Callback<'_>>,
+) -> Result<Fit>
+where
+    S: DescentState,
+    V: FnOnce(&mut BinnedData, Option<Callback<'_>>) -> Result<(BinnedFit, PenaltySearch)>,
+    F: FnOnce(&BinnedData, Option<Callback<'_>>) -> Result<BinnedFit>,
+{
     let mut callback = callback;
     let (fitted, search) = match params.lambda {
         Penalty::Validated(_) => {
-            let cb = reborrow(&mut callback);
-            let (fit, search) = fit_validated(&mut data, y, params, engine, cb)?;
+            let (fit, search) = validated(&mut data, reborrow(&mut callback))?;
             (fit, Some(search))
         }
-        _ => (
-            fit_binned_engine(&data, y, params, None, engine, reborrow(&mut callback))?,
-            None,
-        ),
+        _ => (fixed(&data, reborrow(&mut callback))?, None),
     };
-    // Pair terms (if asked for): every block together on the rows engine.
-    let state = |d: &BinnedData, b: Vec<Vec<f64>>| BlockState::with_start(d, y, b);
-    let models = (
-        &state as StateMaker<'_, BlockState>,
-        &squared_error as RowLoss<'_>,
-    );
     with_pairs(
         &mut data,
         y,
