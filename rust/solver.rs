@@ -120,26 +120,14 @@ where
     )
 }
 
-/// Fits FAST on binned data. Runs on the current rayon pool.
+/// Fits FAST on binned data from the blocks `init` (one value per bin for every feature, a
+/// warm start such as the solution at a nearby `λ_f`; `None`: the constant model). Runs on
+/// the current rayon pool.
 ///
 /// # Errors
 /// Bad parameters (see [`FitParams::check`]); `y` of the wrong length, non-finite, or fewer
-/// than two rows.
+/// than two rows; [`FastError::LengthMismatch`] if `init` does not match the bins.
 pub fn fit_binned(
-    data: &BinnedData,
-    y: ArrayView1<'_, f64>,
-    params: &FitParams,
-    callback: Option<Callback<'_>>,
-) -> Result<BinnedFit> {
-    fit_binned_from(data, y, params, None, callback)
-}
-
-/// [`fit_binned`] warm-started from given blocks `init` (one value per bin for every
-/// feature, e.g. the solution at a nearby `λ_f`); `None` starts from the constant model.
-///
-/// # Errors
-/// As [`fit_binned`], and [`FastError::LengthMismatch`] if `init` does not match the bins.
-pub fn fit_binned_from(
     data: &BinnedData,
     y: ArrayView1<'_, f64>,
     params: &FitParams,
@@ -187,7 +175,7 @@ pub fn fit_path(
             ..params.clone()
         };
         let init = out.last().map(|f| f.values.clone());
-        out.push(fit_binned_from(data, y, &prm, init, None)?);
+        out.push(fit_binned(data, y, &prm, init, None)?);
     }
     Ok(out)
 }

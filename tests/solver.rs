@@ -5,9 +5,7 @@ mod common;
 use common::{grid_features, params, penalty};
 use fastpcam::binning::{bin_data, BinningParams};
 use fastpcam::params::{Engine, FitParams, Penalty, Selection};
-use fastpcam::solver::{
-    fit, fit_binned, fit_binned_from, fit_path, fit_with_engine, lambda_max, with_threads, Fit,
-};
+use fastpcam::solver::{fit, fit_binned, fit_path, fit_with_engine, lambda_max, with_threads, Fit};
 use fastpcam::Rows;
 use ndarray::{Array1, Array2};
 use proptest::prelude::*;
@@ -240,6 +238,7 @@ fn lambda_limits() {
             None,
         ),
         None,
+        None,
     )
     .unwrap();
     assert!(f.values.iter().flatten().all(|&v| v == 0.0));
@@ -255,6 +254,7 @@ fn lambda_limits() {
             1e-9,
             None,
         ),
+        None,
         None,
     )
     .unwrap();
@@ -398,6 +398,7 @@ fn warm_starts_reach_the_cold_optimum_faster() {
                 ..prm.clone()
             },
             None,
+            None,
         )
         .unwrap();
         assert!(f.report.converged);
@@ -415,7 +416,7 @@ fn warm_starts_reach_the_cold_optimum_faster() {
     );
     // A bad warm start is an error, not a panic.
     let bad = vec![vec![0.0; 3]; 5];
-    assert!(fit_binned_from(&d, y.view(), &prm, Some(bad), None).is_err());
+    assert!(fit_binned(&d, y.view(), &prm, Some(bad), None).is_err());
 }
 
 #[test]

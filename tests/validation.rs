@@ -199,7 +199,7 @@ fn bad_fractions_and_other_solvers_are_errors() {
     let binned = bin_data(x.view(), None, &BinningParams::default()).unwrap();
     let prm = params(HELD_OUT, Selection::Greedy, 1e-2, None);
     assert_invalid(
-        fit_binned(&binned, y.view(), &prm, None),
+        fit_binned(&binned, y.view(), &prm, None, None),
         "lambda",
         "fit_binned",
     );
@@ -271,6 +271,7 @@ fn held_out_error_from_statistics_equals_the_rows() {
         &binned,
         y.view(),
         &params(Penalty::Relative(0.01), Selection::Greedy, 1e-3, None),
+        None,
         None,
     )
     .unwrap();
