@@ -14,6 +14,7 @@ use fastpcam::binning::{bin_data, BinningParams};
 use fastpcam::params::{FitParams, Penalty, Validation, DEFAULT_VALIDATION_FRACTION};
 use fastpcam::selection::all_bin_sums;
 use fastpcam::solver::fit;
+use fastpcam::Rows;
 use ndarray::{Array1, Array2};
 use rand::{Rng, SeedableRng};
 use std::hint::black_box;
@@ -78,7 +79,16 @@ fn bench_fit(c: &mut Criterion) {
         group.bench_with_input(
             BenchmarkId::new("greedy", format!("{n}x{p}")),
             &n,
-            |b, _| b.iter(|| fit(black_box(x.view()), y.view(), None, &params, None).unwrap()),
+            |b, _| {
+                b.iter(|| {
+                    fit(
+                        Rows::new(black_box(x.view()), y.view(), None),
+                        &params,
+                        None,
+                    )
+                    .unwrap()
+                })
+            },
         );
         let held_out = FitParams {
             lambda: Penalty::Validated(Validation {
@@ -90,7 +100,16 @@ fn bench_fit(c: &mut Criterion) {
         group.bench_with_input(
             BenchmarkId::new("held_out", format!("{n}x{p}")),
             &n,
-            |b, _| b.iter(|| fit(black_box(x.view()), y.view(), None, &held_out, None).unwrap()),
+            |b, _| {
+                b.iter(|| {
+                    fit(
+                        Rows::new(black_box(x.view()), y.view(), None),
+                        &held_out,
+                        None,
+                    )
+                    .unwrap()
+                })
+            },
         );
     }
     group.finish();

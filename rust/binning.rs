@@ -467,6 +467,36 @@ pub fn bin_column_with_cuts(
     })
 }
 
+/// The rows a fit reads: the feature matrix `x` (rows × features, any memory order; read in
+/// place), one target per row and optional sample weights. The entry points that bin rows
+/// take them (`solver::fit`, `logistic::fit_logistic`, `loglink::fit_loglink`,
+/// `multinomial::fit_multinomial`, `sparse::agis`, ...).
+#[derive(Debug, Clone, Copy)]
+pub struct Rows<'a> {
+    /// Features, one row per sample.
+    pub x: ArrayView2<'a, f64>,
+    /// Targets (values, labels or class indices), one per row.
+    pub y: ArrayView1<'a, f64>,
+    /// Sample weights `v_i` (`None`: unit weights).
+    pub weights: Option<&'a [f64]>,
+}
+
+impl<'a> Rows<'a> {
+    /// The rows of `x` with the targets `y` and the sample weights `weights`.
+    pub fn new(x: ArrayView2<'a, f64>, y: ArrayView1<'a, f64>, weights: Option<&'a [f64]>) -> Self {
+        Self { x, y, weights }
+    }
+
+    /// Checks that there is one target per row and bins `x` ([`bin_data`]).
+    ///
+    /// # Errors
+    /// [`FastError::LengthMismatch`] naming `y`; as [`bin_data`].
+    pub fn bin(&self, params: &BinningParams) -> Result<BinnedData> {
+        crate::error::check_target_len(self.y.len(), self.x.nrows())?;
+        bin_data(self.x, self.weights, params)
+    }
+}
+
 /// Bins every column of `x` (rows × features, any memory order; read in place).
 ///
 /// Runs in parallel over features on the current rayon pool; the result does not depend

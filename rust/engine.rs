@@ -67,10 +67,10 @@ pub(crate) fn squared_state<'a>(
     }
 }
 
-/// `solver::fit_binned_from` on a chosen engine (`Auto` is resolved with [`choose_engine`]).
+/// `solver::fit_binned` on a chosen engine (`Auto` is resolved with [`choose_engine`]).
 ///
 /// # Errors
-/// As `solver::fit_binned_from`.
+/// As `solver::fit_binned`.
 pub fn fit_binned_engine(
     data: &BinnedData,
     y: ArrayView1<'_, f64>,
@@ -89,11 +89,11 @@ pub fn fit_binned_engine(
     fit_from(data, params, init, state, callback)
 }
 
-/// `solver::fit_binned_from` on the tables engine with statistics already built on `data` (so a
+/// `solver::fit_binned` on the tables engine with statistics already built on `data` (so a
 /// path of fits builds them once).
 ///
 /// # Errors
-/// As `solver::fit_binned_from`.
+/// As `solver::fit_binned`.
 pub fn fit_binned_tables(
     data: &BinnedData,
     tables: Arc<Tables>,

@@ -84,4 +84,5 @@ pub mod validation;
 #[cfg(feature = "python")]
 mod bindings;
 
+pub use binning::Rows;
 pub use error::{FastError, Result};

@@ -48,19 +48,19 @@
 //! `max_time`. No single step moves a log-odds by more than [`MAX_STEP`], so every value
 //! stays finite. The Python estimator warns in that case.
 
-use ndarray::{ArrayView1, ArrayView2};
+use ndarray::ArrayView1;
 
-use crate::binning::{bin_data, BinnedData};
+use crate::binning::{BinnedData, Rows};
 use crate::datafit::Logistic;
 use crate::descent::{fit_from, DescentState};
 use crate::error::{FastError, Result};
 use crate::newton::NewtonState;
-use crate::pairs::{with_pairs, RowLoss, StateMaker};
-use crate::params::{FitParams, Penalty, Validation};
+use crate::params::{Engine, FitParams, Validation};
 use crate::report::{BinnedFit, Callback, Fit, PenaltySearch};
+use crate::solver::fit_then_pairs;
 use crate::validation::{
-    holdout_loss, reborrow, search_then_refit, stratified_validation_rows, validation_of, Split,
-    RULE,
+    fixed_ratio_fit, holdout_loss, search_then_refit, stratified_validation_rows, validation_of,
+    Split, RULE,
 };
 
 pub use crate::datafit::log_loss;
@@ -69,7 +69,7 @@ pub use crate::newton::{Curvature, MAX_STEP};
 /// The logistic state.
 type LogisticState = NewtonState<Logistic>;
 
-/// The fixed `λ_f / λ_max` of [`Penalty::Validated`] when there are too few rows (or a
+/// The fixed `λ_f / λ_max` of [`crate::params::Penalty::Validated`] when there are too few rows (or a
 /// single class) to hold out: the classifier's former default, measured in
 /// `docs/classification.md`.
 pub const DEFAULT_LAMBDA_RATIO_LOGISTIC: f64 = 3e-3;
@@ -100,7 +100,7 @@ fn check_labels(y: ArrayView1<'_, f64>, data: &BinnedData) -> Result<f64> {
 }
 
 /// Bins `x` and fits logistic FAST. Runs on the current rayon pool (see
-/// [`crate::solver::with_threads`]). With [`Penalty::Validated`] the penalty is chosen on
+/// [`crate::solver::with_threads`]). With [`crate::params::Penalty::Validated`] the penalty is chosen on
 /// held-out rows ([`fit_logistic_validated`]) and the search is returned in `search`.
 ///
 /// `y` holds the labels 0 and 1 (probabilities in `[0, 1]` are accepted: cross-entropy).
@@ -111,29 +111,14 @@ fn check_labels(y: ArrayView1<'_, f64>, data: &BinnedData) -> Result<f64> {
 /// Bad parameters, a non-finite value in `x` or `y`, a label outside `[0, 1]`, a single
 /// class, mismatched lengths, bad weights, fewer than two rows: see [`FastError`].
 pub fn fit_logistic(
-    x: ArrayView2<'_, f64>,
-    y: ArrayView1<'_, f64>,
-    weights: Option<&[f64]>,
+    rows: Rows<'_>,
     params: &FitParams,
     callback: Option<Callback<'_>>,
 ) -> Result<Fit> {
     params.check()?;
-    crate::error::check_target_len(y.len(), x.nrows())?;
-    let mut data = bin_data(x, weights, &params.binning)?;
-    let mut callback = callback;
-    let (fitted, search) = match params.lambda {
-        Penalty::Validated(_) => {
-            let cb = reborrow(&mut callback);
-            let (fit, search) = fit_logistic_validated(&mut data, y, params, cb)?;
-            (fit, Some(search))
-        }
-        _ => (
-            fit_logistic_binned(&data, y, params, reborrow(&mut callback))?,
-            None,
-        ),
-    };
+    let (data, y) = (rows.bin(&params.binning)?, rows.y);
     // The logistic solver runs on rows; pair terms (if asked for) start from the labels'
-    // weighted mean, checked again only then.
+    // weighted mean.
     let mean = if params.pairs.any() {
         check_labels(y, &data)?
     } else {
@@ -143,17 +128,12 @@ pub fn fit_logistic(
         LogisticState::with_datafit(Logistic, d, y, mean, b, Curvature::Newton)
     };
     let term = |w: f64, y: f64, eta: f64| w * log_loss(y, eta);
-    let models = (
-        &state as StateMaker<'_, LogisticState>,
-        &term as RowLoss<'_>,
-    );
-    let engine = crate::params::Engine::Rows;
-    with_pairs(
-        &mut data,
-        y,
+    fit_then_pairs(
+        (data, y, Engine::Rows),
         params,
-        (fitted, search, engine),
-        models,
+        |data, cb| fit_logistic_validated(data, y, params, cb),
+        |data, cb| fit_logistic_binned(data, y, params, cb),
+        (&state, &term),
         callback,
     )
 }
@@ -241,9 +221,9 @@ pub fn fit_logistic_validated(
     let held_mean = weighted_mean(y, split.rows.iter().copied(), &split.held_weights);
     let train_mean = weighted_mean(y, 0..data.n_samples, &split.train);
     if !(split.enough_rows() && two_classes(held_mean) && two_classes(train_mean)) {
-        let fixed = params.at_ratio(DEFAULT_LAMBDA_RATIO_LOGISTIC);
-        let fit = fit_logistic_binned(data, y, &fixed, callback)?;
-        return Ok((fit, PenaltySearch::fixed(DEFAULT_LAMBDA_RATIO_LOGISTIC)));
+        return fixed_ratio_fit(params, DEFAULT_LAMBDA_RATIO_LOGISTIC, |fixed| {
+            fit_logistic_binned(data, y, fixed, callback)
+        });
     }
     let held = (&split.rows[..], &split.held_weights[..]);
     let term = |w: f64, y: f64, eta: f64| w * log_loss(y, eta);

@@ -42,9 +42,9 @@
 //! held-out weighted mean unit deviance, a tighter path tolerance ([`LOGLINK_PATH_TOL`]) and
 //! more patience ([`LOGLINK_PATIENCE`]).
 
-use ndarray::{ArrayView1, ArrayView2};
+use ndarray::ArrayView1;
 
-use crate::binning::{bin_data, BinnedData};
+use crate::binning::{BinnedData, Rows};
 use crate::datafit::{Datafit, Gamma, Poisson, Tweedie};
 use crate::descent::{fit_from, DescentState};
 use crate::error::{FastError, Result};
@@ -52,7 +52,8 @@ use crate::newton::{Curvature, NewtonState};
 use crate::params::{FitParams, Penalty, Validation, DEFAULT_LAMBDA_RATIO};
 use crate::report::{BinnedFit, Callback, Fit, PenaltySearch};
 use crate::validation::{
-    holdout_loss, search_then_refit, stratified_validation_rows, validation_of, Split,
+    fixed_ratio_fit, holdout_loss, search_then_refit, stratified_validation_rows, validation_of,
+    Split,
 };
 
 /// Default Tweedie power (scikit-learn's `HalfTweedieLoss` and LightGBM's default).
@@ -172,29 +173,37 @@ macro_rules! with_datafit {
 
 /// Bins `x` and fits log-link FAST. Runs on the current rayon pool (see
 /// [`crate::solver::with_threads`]). With [`Penalty::Validated`] the penalty is chosen on
-/// held-out rows ([`fit_loglink_validated`]).
+/// held-out rows: the search of [`crate::validation`] with the held-out weighted mean unit
+/// deviance as its criterion ([`Datafit::holdout`]), rows held out within the targets above and
+/// below their mean, a tighter path tolerance ([`LOGLINK_PATH_TOL`]) and more patience
+/// ([`LOGLINK_PATIENCE`]). With fewer than [`crate::validation::MIN_ROWS`] rows of positive
+/// weight on either side, or training rows whose targets are all 0, the fixed ratio
+/// [`DEFAULT_LAMBDA_RATIO`] is used and the search is empty. The final fit is on all rows at
+/// the chosen ratio, warm-started from the best held-out fit, to `params.tol`.
 ///
 /// # Errors
 /// Bad parameters, a non-finite value in `x` or `y`, a target outside the loss's domain (see
 /// [`LogLinkLoss::check_target`]), mismatched lengths, bad weights, fewer than two rows.
 pub fn fit_loglink(
-    x: ArrayView2<'_, f64>,
-    y: ArrayView1<'_, f64>,
-    weights: Option<&[f64]>,
+    rows: Rows<'_>,
     params: &FitParams,
     loss: LogLinkLoss,
     callback: Option<Callback<'_>>,
 ) -> Result<Fit> {
     params.check()?;
     loss.check()?;
-    crate::error::check_target_len(y.len(), x.nrows())?;
-    let mut data = bin_data(x, weights, &params.binning)?;
+    let mut data = rows.bin(&params.binning)?;
+    let fit = LogLinkFit {
+        y: rows.y,
+        loss,
+        curvature: Curvature::Newton,
+    };
     let (fitted, search) = match params.lambda {
         Penalty::Validated(_) => {
-            let (fit, search) = fit_loglink_validated(&mut data, y, params, loss, callback)?;
-            (fit, Some(search))
+            let (fitted, search) = fit.validated(&mut data, params, callback)?;
+            (fitted, Some(search))
         }
-        _ => (fit_loglink_binned(&data, y, params, loss, callback)?, None),
+        _ => (fit.fixed(&data, params, callback)?, None),
     };
     Ok(Fit::new(&data, crate::params::Engine::Rows, fitted, search))
 }
@@ -203,7 +212,7 @@ pub fn fit_loglink(
 /// (intercept `log(Σ v y / Σ v)`).
 ///
 /// # Errors
-/// As [`fit_loglink_binned`] for `y`.
+/// As [`fit_loglink`] for `y`.
 pub fn lambda_max_loglink(
     data: &BinnedData,
     y: ArrayView1<'_, f64>,
@@ -216,25 +225,12 @@ pub fn lambda_max_loglink(
     })
 }
 
-/// Fits log-link FAST on binned data. Runs on the current rayon pool.
+/// Fits log-link FAST on binned data with a chosen block update rule ([`Curvature::Newton`]:
+/// proximal Newton, the rule of [`fit_loglink`]; [`Curvature::Bound`]: damped
+/// proximal-gradient steps only). Runs on the current rayon pool.
 ///
 /// # Errors
 /// Bad parameters; `y` of the wrong length, non-finite or outside the loss's domain.
-pub fn fit_loglink_binned(
-    data: &BinnedData,
-    y: ArrayView1<'_, f64>,
-    params: &FitParams,
-    loss: LogLinkLoss,
-    callback: Option<Callback<'_>>,
-) -> Result<BinnedFit> {
-    fit_loglink_binned_with(data, y, params, loss, callback, Curvature::Newton)
-}
-
-/// [`fit_loglink_binned`] with a chosen block update rule ([`Curvature::Bound`]: damped
-/// proximal-gradient steps only).
-///
-/// # Errors
-/// As [`fit_loglink_binned`].
 pub fn fit_loglink_binned_with(
     data: &BinnedData,
     y: ArrayView1<'_, f64>,
@@ -243,12 +239,72 @@ pub fn fit_loglink_binned_with(
     callback: Option<Callback<'_>>,
     curvature: Curvature,
 ) -> Result<BinnedFit> {
-    params.check()?;
-    let mean = loss.check_target(y, data)?;
-    with_datafit!(loss, d => {
-        let state = |beta| NewtonState::with_datafit(d, data, y, mean, beta, curvature);
-        fit_from(data, params, None, state, callback)
-    })
+    LogLinkFit { y, loss, curvature }.fixed(data, params, callback)
+}
+
+/// A log-link fit's targets, loss and block update rule, and its two fits on binned data.
+#[derive(Clone, Copy)]
+struct LogLinkFit<'a> {
+    y: ArrayView1<'a, f64>,
+    loss: LogLinkLoss,
+    curvature: Curvature,
+}
+
+impl LogLinkFit<'_> {
+    /// A fit at the penalty of `params` (absolute or relative) from the constant model.
+    fn fixed(
+        self,
+        data: &BinnedData,
+        params: &FitParams,
+        callback: Option<Callback<'_>>,
+    ) -> Result<BinnedFit> {
+        params.check()?;
+        let Self { y, loss, curvature } = self;
+        let mean = loss.check_target(y, data)?;
+        with_datafit!(loss, d => {
+            let state = |beta| NewtonState::with_datafit(d, data, y, mean, beta, curvature);
+            fit_from(data, params, None, state, callback)
+        })
+    }
+
+    /// The penalty chosen on held-out rows (see [`fit_loglink`]) and the final fit on all
+    /// rows. `data` is borrowed mutably only to swap its sample weights; it is returned
+    /// unchanged.
+    fn validated(
+        self,
+        data: &mut BinnedData,
+        params: &FitParams,
+        callback: Option<Callback<'_>>,
+    ) -> Result<(BinnedFit, PenaltySearch)> {
+        let Validation { fraction, seed } =
+            validation_of(params, "fit_loglink's search needs Penalty::Validated")?;
+        let Self { y, loss, curvature } = self;
+        let mean = loss.check_target(y, data)?;
+        let positive: Vec<bool> = y.iter().map(|&v| v > mean).collect();
+        let mut split = Split::new(data, stratified_validation_rows(&positive, fraction, seed));
+        let train_mean = weighted_mean(y, &split.train);
+        if !(split.enough_rows() && train_mean > 0.0) {
+            return fixed_ratio_fit(params, DEFAULT_LAMBDA_RATIO, |fixed| {
+                self.fixed(data, fixed, callback)
+            });
+        }
+        let held = (&split.rows[..], &split.held_weights[..]);
+        with_datafit!(loss, d => search_then_refit(
+            data,
+            (std::mem::take(&mut split.train), split.rows.len()),
+            params,
+            (
+                &|data, beta| NewtonState::with_datafit(d, data, y, train_mean, beta, curvature),
+                &|data, c, b| holdout_loss(data, y, (c, b), held, |w, y, eta| w * d.holdout(y, eta)),
+            ),
+            (LOGLINK_PATH_TOL, LOGLINK_PATIENCE),
+            |data, final_params, best, callback| {
+                let state = |beta| NewtonState::with_datafit(d, data, y, mean, beta, curvature);
+                fit_from(data, final_params, Some(best), state, callback)
+            },
+            callback,
+        ))
+    }
 }
 
 /// Weighted mean of `y` with weights `w` (0 for the held-out rows).
@@ -258,53 +314,4 @@ fn weighted_mean(y: ArrayView1<'_, f64>, w: &[f64]) -> f64 {
         .zip(w)
         .fold((0.0, 0.0), |(a, b), (&yi, &v)| (a + v * yi, b + v));
     num / den
-}
-
-/// Fits log-link FAST with the penalty chosen on held-out rows: the search of
-/// [`crate::validation`] with the held-out weighted mean unit deviance as its criterion
-/// ([`Datafit::holdout`]). With fewer than [`crate::validation::MIN_ROWS`] rows of positive
-/// weight on either side, or training rows whose targets are all 0, the fixed ratio
-/// [`DEFAULT_LAMBDA_RATIO`] is used and the search is empty. The final fit is on all rows at the
-/// chosen ratio, warm-started from the best held-out fit, to `params.tol`.
-///
-/// `data` is borrowed mutably only to swap its sample weights; it is returned unchanged.
-///
-/// # Errors
-/// As [`fit_loglink_binned`]; [`FastError::InvalidParameter`] if `params.lambda` is not
-/// `Penalty::Validated`.
-pub fn fit_loglink_validated(
-    data: &mut BinnedData,
-    y: ArrayView1<'_, f64>,
-    params: &FitParams,
-    loss: LogLinkLoss,
-    callback: Option<Callback<'_>>,
-) -> Result<(BinnedFit, PenaltySearch)> {
-    let Validation { fraction, seed } =
-        validation_of(params, "fit_loglink_validated needs Penalty::Validated")?;
-    let mean = loss.check_target(y, data)?;
-    let positive: Vec<bool> = y.iter().map(|&v| v > mean).collect();
-    let mut split = Split::new(data, stratified_validation_rows(&positive, fraction, seed));
-    let train_mean = weighted_mean(y, &split.train);
-    if !(split.enough_rows() && train_mean > 0.0) {
-        let fixed = params.at_ratio(DEFAULT_LAMBDA_RATIO);
-        let fit = fit_loglink_binned(data, y, &fixed, loss, callback)?;
-        return Ok((fit, PenaltySearch::fixed(DEFAULT_LAMBDA_RATIO)));
-    }
-    let held = (&split.rows[..], &split.held_weights[..]);
-    let newton = Curvature::Newton;
-    with_datafit!(loss, d => search_then_refit(
-        data,
-        (std::mem::take(&mut split.train), split.rows.len()),
-        params,
-        (
-            &|data, beta| NewtonState::with_datafit(d, data, y, train_mean, beta, newton),
-            &|data, c, b| holdout_loss(data, y, (c, b), held, |w, y, eta| w * d.holdout(y, eta)),
-        ),
-        (LOGLINK_PATH_TOL, LOGLINK_PATIENCE),
-        |data, final_params, best, callback| {
-            let state = |beta| NewtonState::with_datafit(d, data, y, mean, beta, newton);
-            fit_from(data, final_params, Some(best), state, callback)
-        },
-        callback,
-    ))
 }

@@ -176,14 +176,22 @@ mod tests {
         (z, h)
     }
 
+    /// `cases` random chains (`random_chain`) drawn from `seed`.
+    fn random_chains(
+        seed: u64,
+        cases: usize,
+        min: usize,
+        span: f64,
+    ) -> impl Iterator<Item = (Vec<f64>, Vec<f64>)> {
+        let mut rng = Rng(seed);
+        (0..cases).map(move |_| random_chain(&mut rng, min, span))
+    }
+
     #[test]
     fn pava_matches_brute_force() {
-        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         let mut ws = PavaWorkspace::default();
-        for _ in 0..300 {
-            let (z, h) = random_chain(&mut rng, 1, 9.0);
-            let n = z.len();
-            let mut out = vec![0.0; n];
+        for (z, h) in random_chains(0x9e37_79b9_7f4a_7c15, 300, 1, 9.0) {
+            let mut out = vec![0.0; z.len()];
             isotonic_weighted(&z, &h, &mut ws, &mut out);
             let brute = brute_isotonic(&z, &h);
             for (a, b) in out.iter().zip(&brute) {
@@ -212,10 +220,10 @@ mod tests {
     /// shifted data) does better, and it beats projected subgradient descent.
     #[test]
     fn shifted_pava_solves_the_penalised_problem() {
-        let mut rng = Rng(12345);
+        // Penalties and perturbations.
+        let mut rng = Rng(54321);
         let mut ws = PavaWorkspace::default();
-        for case in 0..300 {
-            let (z, h) = random_chain(&mut rng, 2, 7.0);
+        for (case, (z, h)) in random_chains(12345, 300, 2, 7.0).enumerate() {
             let n = z.len();
             let lambda = rng.next() * 0.8;
             let direction = if case % 2 == 0 { 1 } else { -1 };

@@ -59,23 +59,23 @@
 
 use std::time::Instant;
 
-use ndarray::{ArrayView1, ArrayView2};
+use ndarray::ArrayView1;
 use rayon::prelude::*;
 
-use crate::binning::{bin_data, BinnedData, BinnedFeature, Code};
+use crate::binning::{BinnedData, BinnedFeature, Code, Rows};
 use crate::blocks::{normalised_weights, solve_block};
 use crate::descent::{descend, DescentState};
 use crate::error::{FastError, Result};
-use crate::flsa::FlsaWorkspace;
-use crate::monotone::PavaWorkspace;
 use crate::newton::{
-    penalty_change, tv_change, Curvature, ARMIJO, CURVATURE_FLOOR, INTERCEPT_HALVINGS, MAX_STEP,
-    NEWTON_HALVINGS,
+    penalty_change, tv_change, Curvature, StepBuffers, ARMIJO, CURVATURE_FLOOR, INTERCEPT_HALVINGS,
+    MAX_STEP, NEWTON_HALVINGS,
 };
 use crate::params::{ChainShape, Engine, FitParams, Penalty, Selection, Validation};
 use crate::report::{BinnedFit, Callback, Fit, PenaltySearch};
 use crate::selection::{block_score, chain_block_score, BlockScore};
-use crate::validation::{search_then_refit, validation_of, validation_rows, Split, RULE};
+use crate::validation::{
+    fixed_ratio_fit, search_then_refit, stratified_validation_rows, validation_of, Split, RULE,
+};
 use crate::with_codes;
 
 /// The curvature bound of the softmax log-loss per class: `½`.
@@ -174,16 +174,8 @@ pub(crate) struct MultinomialState {
     lambda: f64,
     n_chain: Vec<usize>,
     wn: Vec<Vec<f64>>,
-    ws: FlsaWorkspace,
-    // Unused by free chains (multiclass takes no monotone constraint), required by the block solve.
-    pava: PavaWorkspace,
-    h: Vec<f64>,
-    z: Vec<f64>,
-    bnew: Vec<f64>,
-    delta: Vec<f64>,
-    cand: Vec<f64>,
-    s: Vec<f64>,
-    e1: Vec<f64>,
+    // K chains per block (its `pava` unused: multiclass takes no monotone constraint).
+    buf: StepBuffers,
     // Per bin, Σ v p_c p_d / W of block updates (K × K per bin), and the adjusted sums.
     cross: Vec<f64>,
     adjusted: Vec<f64>,
@@ -268,15 +260,7 @@ impl MultinomialState {
             lambda: 0.0,
             n_chain: data.features.iter().map(|f| f.n_chain()).collect(),
             wn,
-            ws: FlsaWorkspace::with_capacity(max_bins),
-            pava: PavaWorkspace::default(),
-            h: vec![0.0; k * max_bins],
-            z: vec![0.0; max_bins],
-            bnew: vec![0.0; k * max_bins],
-            delta: vec![0.0; k * max_bins],
-            cand: vec![0.0; k * max_bins],
-            s: vec![0.0; k * max_bins],
-            e1: vec![0.0; k * max_bins],
+            buf: StepBuffers::new(max_bins, k),
             cross: vec![0.0; k * k * max_bins],
             adjusted: vec![0.0; max_bins],
             tsum: vec![0.0; n],
@@ -372,7 +356,7 @@ impl MultinomialState {
     ) -> f64 {
         let k = self.k;
         let (y, v, prob) = (&self.y[..], data.weights.as_deref(), &self.prob[..]);
-        let (s, e1) = (&self.s[..], &self.e1[..]);
+        let (s, e1) = (&self.buf.s[..], &self.buf.e1[..]);
         let f = |r0: usize, tsum: &mut [f64]| -> f64 {
             let mut acc = 0.0;
             for (r, t_out) in tsum.iter_mut().enumerate() {
@@ -414,8 +398,8 @@ impl MultinomialState {
         let labels = std::mem::take(&mut self.y);
         let (y, v) = (&labels[..], data.weights.as_deref());
         let (s, e1, tsum) = (
-            std::mem::take(&mut self.s),
-            std::mem::take(&mut self.e1),
+            std::mem::take(&mut self.buf.s),
+            std::mem::take(&mut self.buf.e1),
             std::mem::take(&mut self.tsum),
         );
         self.row_pass(|r0, eta, prob, vr, acc| {
@@ -435,7 +419,7 @@ impl MultinomialState {
                 row_residuals(vi, y[i], p, &mut vr[r * k..(r + 1) * k], acc);
             }
         });
-        (self.s, self.e1, self.tsum, self.y) = (s, e1, tsum, labels);
+        (self.buf.s, self.buf.e1, self.tsum, self.y) = (s, e1, tsum, labels);
         if exact {
             self.since_exact = 0;
         }
@@ -460,7 +444,7 @@ impl MultinomialState {
         out
     }
 
-    /// The proximal step of block `j` for the curvature in `self.h`, every class chain
+    /// The proximal step of block `j` for the curvature in `self.buf.h`, every class chain
     /// solved exactly by the DP; returns the predicted change (negative), or `None`. With
     /// `coupled`, the step minimises the block's quadratic model with its exact Hessian per
     /// bin, `diag(h) − cross` (`cross[b·K² + c·K + d] = Σ v p_c p_d / W`), by
@@ -468,7 +452,7 @@ impl MultinomialState {
     /// exactly with the other classes' steps fixed; otherwise the classes are independent.
     fn direction(&mut self, j: usize, lambda: f64, coupled: bool) -> Option<f64> {
         let (k, nb, nc) = (self.k, self.wn[j].len(), self.n_chain[j]);
-        self.delta[..k * nb].iter_mut().for_each(|d| *d = 0.0);
+        self.buf.delta[..k * nb].iter_mut().for_each(|d| *d = 0.0);
         let sweeps = if coupled { INNER_SWEEPS } else { 1 };
         for _ in 0..sweeps {
             for c in 0..k {
@@ -480,7 +464,7 @@ impl MultinomialState {
                         let mut x = sums[b];
                         for (d, &h) in row.iter().enumerate() {
                             if d != c {
-                                x += h * self.delta[d * nb + b];
+                                x += h * self.buf.delta[d * nb + b];
                             }
                         }
                         self.adjusted[b] = x;
@@ -492,15 +476,15 @@ impl MultinomialState {
                 solve_block(
                     &self.adjusted[..nb],
                     beta,
-                    &self.h[r.clone()],
+                    &self.buf.h[r.clone()],
                     (nc, ChainShape::default()),
                     lambda,
-                    (&mut self.ws, &mut self.pava),
-                    &mut self.z,
-                    &mut self.bnew[r.clone()],
+                    (&mut self.buf.ws, &mut self.buf.pava),
+                    &mut self.buf.z,
+                    &mut self.buf.bnew[r.clone()],
                 );
                 for b in 0..nb {
-                    self.delta[c * nb + b] = self.bnew[c * nb + b] - beta[b];
+                    self.buf.delta[c * nb + b] = self.buf.bnew[c * nb + b] - beta[b];
                 }
             }
         }
@@ -511,14 +495,14 @@ impl MultinomialState {
             let r = c * nb..(c + 1) * nb;
             let (sums, beta) = (&self.sums[j][r.clone()], &self.beta[j][r]);
             for b in 0..nb {
-                let d = self.delta[c * nb + b];
+                let d = self.buf.delta[c * nb + b];
                 moved |= d != 0.0;
                 linear -= sums[b] * d;
             }
             dtv += tv_change(
                 &beta[..nc],
-                &self.bnew[c * nb..c * nb + nc],
-                &self.delta[c * nb..c * nb + nc],
+                &self.buf.bnew[c * nb..c * nb + nc],
+                &self.buf.delta[c * nb..c * nb + nc],
             );
         }
         let pred = linear + penalty_change(lambda, dtv);
@@ -540,25 +524,29 @@ impl MultinomialState {
         for c in 0..k {
             for b in 0..nb {
                 let i = c * nb + b;
-                let s = t * self.delta[i];
+                let s = t * self.buf.delta[i];
                 if !(s.abs() <= MAX_STEP) {
                     return false;
                 }
-                self.s[i] = s;
-                self.e1[i] = s.exp_m1();
+                self.buf.s[i] = s;
+                self.buf.e1[i] = s.exp_m1();
                 // A full step takes the FLSA's values themselves: fused bins stay identical.
-                self.cand[i] = if t == 1.0 {
-                    self.bnew[i]
+                self.buf.cand[i] = if t == 1.0 {
+                    self.buf.bnew[i]
                 } else {
                     self.beta[j][i] + s
                 };
-                means[c] += self.wn[j][b] * self.cand[i];
+                means[c] += self.wn[j][b] * self.buf.cand[i];
             }
             let r = c * nb..c * nb + nc;
-            dtv += tv_change(&self.beta[j][r.clone()], &self.cand[r.clone()], &self.s[r]);
+            dtv += tv_change(
+                &self.beta[j][r.clone()],
+                &self.buf.cand[r.clone()],
+                &self.buf.s[r],
+            );
         }
         for c in 0..k {
-            self.cand[c * nb..(c + 1) * nb]
+            self.buf.cand[c * nb..(c + 1) * nb]
                 .iter_mut()
                 .for_each(|x| *x -= means[c]);
         }
@@ -569,7 +557,7 @@ impl MultinomialState {
             return false;
         }
         with_codes!(&f.codes, c => self.apply(data, |i| c[i].idx(), nb));
-        self.beta[j].copy_from_slice(&self.cand[..k * nb]);
+        self.beta[j].copy_from_slice(&self.buf.cand[..k * nb]);
         let p = self.beta.len() - 1;
         for c in 0..k {
             self.beta[p][c] += means[c];
@@ -648,11 +636,11 @@ impl MultinomialState {
         let nb = self.wn[j].len();
         if self.curvature == Curvature::Newton {
             let f = &data.features[j];
-            self.h[..k * nb].iter_mut().for_each(|h| *h = 0.0);
+            self.buf.h[..k * nb].iter_mut().for_each(|h| *h = 0.0);
             self.cross[..nb * k * k].iter_mut().for_each(|h| *h = 0.0);
             let inv_w = 1.0 / data.total_weight;
             let (h, cross, prob, v) = (
-                &mut self.h,
+                &mut self.buf.h,
                 &mut self.cross,
                 &self.prob,
                 data.weights.as_deref(),
@@ -684,7 +672,7 @@ impl MultinomialState {
             for c in 0..k {
                 for b in 0..nb {
                     let w = self.wn[j][b];
-                    let h = &mut self.h[c * nb + b];
+                    let h = &mut self.buf.h[c * nb + b];
                     *h = if w > 0.0 {
                         (*h * inv_w).max(CURVATURE_FLOOR * CURVATURE_BOUND * w)
                     } else {
@@ -704,7 +692,7 @@ impl MultinomialState {
         }
         for c in 0..k {
             for b in 0..nb {
-                self.h[c * nb + b] = CURVATURE_BOUND * self.wn[j][b];
+                self.buf.h[c * nb + b] = CURVATURE_BOUND * self.wn[j][b];
             }
         }
         match self.direction(j, lambda, false) {
@@ -713,48 +701,45 @@ impl MultinomialState {
         }
     }
 
-    /// Joint diagonal Newton steps on the intercepts (with backtracking) until their largest
-    /// gradient is at most `target` (a few steps at most). Returns whether the state moved.
+    /// Joint diagonal Newton steps on the intercepts, each backtracked, until their largest
+    /// gradient is at most `target` (four steps at most). Returns whether the state moved.
     fn intercept_step(&mut self, data: &BinnedData, target: f64) -> bool {
-        let k = self.k;
-        let mut moved = false;
-        for _ in 0..4 {
-            let gmax = self.grad.iter().fold(0.0f64, |a, g| a.max(g.abs()));
-            if !(gmax > target) {
+        let mut steps = 0;
+        while steps < 4 && self.intercept_gradient() > target {
+            let mut shares = (0..INTERCEPT_HALVINGS).map(|h| 0.5f64.powi(h));
+            if !shares.any(|t| self.try_intercept_step(data, t)) {
                 break;
             }
-            let newton: Vec<f64> = (0..k)
-                .map(|c| self.grad[c] / self.hess[c].max(CURVATURE_FLOOR * CURVATURE_BOUND))
-                .collect();
-            let pred: f64 = -(0..k).map(|c| self.grad[c] * newton[c]).sum::<f64>();
-            let mut accepted = false;
-            for halving in 0..INTERCEPT_HALVINGS {
-                let t = 0.5f64.powi(halving);
-                if newton.iter().any(|s| !((t * s).abs() <= MAX_STEP)) {
-                    continue;
-                }
-                for c in 0..k {
-                    self.s[c] = t * newton[c];
-                    self.e1[c] = self.s[c].exp_m1();
-                }
-                let change = self.loss_change(data, |_| 0, 1);
-                if change < 0.0 && change <= ARMIJO * t * pred {
-                    self.apply(data, |_| 0, 1);
-                    let p = self.beta.len() - 1;
-                    for c in 0..k {
-                        self.beta[p][c] += self.s[c];
-                    }
-                    self.objective += change;
-                    accepted = true;
-                    break;
-                }
-            }
-            if !accepted {
-                break;
-            }
-            moved = true;
+            steps += 1;
         }
-        moved
+        steps > 0
+    }
+
+    /// Tries the share `t` of the intercepts' diagonal Newton step; keeps it if `F` decreases
+    /// enough (Armijo).
+    fn try_intercept_step(&mut self, data: &BinnedData, t: f64) -> bool {
+        let k = self.k;
+        let (grad, hess) = (&self.grad, &self.hess);
+        let newton = |c: usize| grad[c] / hess[c].max(CURVATURE_FLOOR * CURVATURE_BOUND);
+        if (0..k).any(|c| !((t * newton(c)).abs() <= MAX_STEP)) {
+            return false;
+        }
+        let pred: f64 = -(0..k).map(|c| grad[c] * newton(c)).sum::<f64>();
+        for c in 0..k {
+            self.buf.s[c] = t * newton(c);
+            self.buf.e1[c] = self.buf.s[c].exp_m1();
+        }
+        let change = self.loss_change(data, |_| 0, 1);
+        if !(change < 0.0 && change <= ARMIJO * t * pred) {
+            return false;
+        }
+        self.apply(data, |_| 0, 1);
+        let p = self.beta.len() - 1;
+        for c in 0..k {
+            self.beta[p][c] += self.buf.s[c];
+        }
+        self.objective += change;
+        true
     }
 
     /// The intercepts.
@@ -958,21 +943,6 @@ fn class_weights(class: &[usize], k: usize, w: Option<&[f64]>) -> Vec<f64> {
     out
 }
 
-/// Held-out rows drawn within each class (a share `fraction` of each, from `seed`), sorted.
-pub fn stratified_rows(class: &[usize], k: usize, fraction: f64, seed: u64) -> Vec<usize> {
-    let mut rows = Vec::new();
-    for c in 0..k {
-        let members: Vec<usize> = (0..class.len()).filter(|&i| class[i] == c).collect();
-        rows.extend(
-            validation_rows(members.len(), fraction, seed)
-                .into_iter()
-                .map(|m| members[m]),
-        );
-    }
-    rows.sort_unstable();
-    rows
-}
-
 /// The weighted mean log-loss of the model `values` (feature blocks and intercepts, as
 /// [`DescentState::blocks`]) on the rows `rows` of weights `v`.
 pub(crate) fn holdout_log_loss(
@@ -1033,22 +1003,12 @@ fn fit_at(
 /// Bad parameters, non-finite `x` or `y`, a label that is not a class index, a class without
 /// weight, mismatched lengths, bad weights: see [`FastError`].
 pub fn fit_multinomial(
-    x: ArrayView2<'_, f64>,
-    y: ArrayView1<'_, f64>,
+    rows: Rows<'_>,
     n_classes: usize,
-    weights: Option<&[f64]>,
     params: &FitParams,
     callback: Option<Callback<'_>>,
 ) -> Result<MultinomialFit> {
-    fit_multinomial_with(
-        x,
-        y,
-        n_classes,
-        weights,
-        params,
-        callback,
-        Curvature::Newton,
-    )
+    fit_multinomial_with(rows, n_classes, params, callback, Curvature::Newton)
 }
 
 /// [`fit_multinomial`] with a chosen block update rule.
@@ -1056,18 +1016,15 @@ pub fn fit_multinomial(
 /// # Errors
 /// As [`fit_multinomial`].
 pub fn fit_multinomial_with(
-    x: ArrayView2<'_, f64>,
-    y: ArrayView1<'_, f64>,
+    rows: Rows<'_>,
     k: usize,
-    weights: Option<&[f64]>,
     params: &FitParams,
     callback: Option<Callback<'_>>,
     curvature: Curvature,
 ) -> Result<MultinomialFit> {
     params.check()?;
-    crate::error::check_target_len(y.len(), x.nrows())?;
-    let mut data = bin_data(x, weights, &params.binning)?;
-    let class = check_classes(y, k, &data)?;
+    let mut data = rows.bin(&params.binning)?;
+    let class = check_classes(rows.y, k, &data)?;
     let (fitted, search) = match params.lambda {
         Penalty::Validated(_) => {
             let (fit, search) = fit_validated(&mut data, &class, k, params, callback, curvature)?;
@@ -1092,17 +1049,17 @@ fn fit_validated(
 ) -> Result<(BinnedFit, PenaltySearch)> {
     let Validation { fraction, seed } =
         validation_of(params, "fit_multinomial's search needs Penalty::Validated")?;
-    let mut split = Split::new(data, stratified_rows(class, k, fraction, seed));
+    let mut split = Split::new(data, stratified_validation_rows(class, fraction, seed));
     let held_classes: Vec<usize> = split.rows.iter().map(|&i| class[i]).collect();
     let every_class = |w: Vec<f64>| w.iter().all(|&w| w > 0.0);
     let ok = split.enough_rows()
         && every_class(class_weights(&held_classes, k, Some(&split.held_weights)))
         && every_class(class_weights(class, k, Some(&split.train)));
     if !ok {
-        let fixed = params.at_ratio(DEFAULT_LAMBDA_RATIO_MULTINOMIAL);
         let state = |b| MultinomialState::with_start(data, class, k, b, curvature);
-        let fit = fit_at(data, &fixed, None, &state, callback)?;
-        return Ok((fit, PenaltySearch::fixed(DEFAULT_LAMBDA_RATIO_MULTINOMIAL)));
+        return fixed_ratio_fit(params, DEFAULT_LAMBDA_RATIO_MULTINOMIAL, |fixed| {
+            fit_at(data, fixed, None, &state, callback)
+        });
     }
     let held = (&split.rows[..], &split.held_weights[..]);
     let state = |data: &BinnedData, b| MultinomialState::with_start(data, class, k, b, curvature);
@@ -1212,71 +1169,47 @@ mod tests {
         (x, y)
     }
 
-    fn params(lambda: Penalty, tol: f64) -> FitParams {
-        FitParams {
-            lambda,
+    /// The fit of `problem`'s three classes at `ratio · λ_max` to `tol`, by the update rule
+    /// `curvature`.
+    fn fit3(
+        (x, y): &(ndarray::Array2<f64>, ndarray::Array1<f64>),
+        ratio: f64,
+        tol: f64,
+        curvature: Curvature,
+    ) -> MultinomialFit {
+        let params = FitParams {
+            lambda: Penalty::Relative(ratio),
             tol,
             ..FitParams::default()
-        }
+        };
+        let rows = Rows::new(x.view(), y.view(), None);
+        fit_multinomial_with(rows, 3, &params, None, curvature).unwrap()
     }
 
     #[test]
     fn fit_converges_with_a_monotone_history() {
-        let (x, y) = problem(600);
-        let fit = fit_multinomial(
-            x.view(),
-            y.view(),
-            3,
-            None,
-            &params(Penalty::Relative(0.01), 1e-6),
-            None,
-        )
-        .unwrap();
+        let data = problem(600);
+        let fit = fit3(&data, 0.01, 1e-6, Curvature::Newton);
         let r = &fit.fit.report;
         assert!(r.converged && r.kkt_residual <= 1e-6, "{r:?}");
         assert!(r.history.objective.windows(2).all(|w| w[1] <= w[0]));
         assert!(r.objective <= *r.history.objective.last().unwrap());
         assert!(fit.intercepts.iter().sum::<f64>().abs() < 1e-12);
         // Curvature bound only (majorise-minimise) reaches the same optimum.
-        let mm = fit_multinomial_with(
-            x.view(),
-            y.view(),
-            3,
-            None,
-            &params(Penalty::Relative(0.01), 1e-6),
-            None,
-            Curvature::Bound,
-        )
-        .unwrap();
+        let mm = fit3(&data, 0.01, 1e-6, Curvature::Bound);
         assert!((mm.fit.report.objective - r.objective).abs() < 1e-7);
     }
 
     #[test]
     fn lambda_max_gives_flat_chains_and_log_priors() {
-        let (x, y) = problem(300);
-        let fit = fit_multinomial(
-            x.view(),
-            y.view(),
-            3,
-            None,
-            &params(Penalty::Relative(1.0), 1e-8),
-            None,
-        )
-        .unwrap();
+        let data = problem(300);
+        let fit = fit3(&data, 1.0, 1e-8, Curvature::Newton);
         assert_eq!(fit.fit.report.n_iter, 0);
         for v in &fit.fit.model.values {
             assert!(v.chunks(3).all(|row| row == &v[..3]));
         }
         // Just below λ_max a chain moves.
-        let below = fit_multinomial(
-            x.view(),
-            y.view(),
-            3,
-            None,
-            &params(Penalty::Relative(0.9), 1e-8),
-            None,
-        )
-        .unwrap();
+        let below = fit3(&data, 0.9, 1e-8, Curvature::Newton);
         assert!(below
             .fit
             .model
@@ -1287,20 +1220,10 @@ mod tests {
 
     #[test]
     fn one_and_two_threads_agree() {
-        let (x, y) = problem(30_000);
+        let data = problem(30_000);
         let run = |t| {
-            crate::solver::with_threads(Some(t), || {
-                fit_multinomial(
-                    x.view(),
-                    y.view(),
-                    3,
-                    None,
-                    &params(Penalty::Relative(0.01), 1e-3),
-                    None,
-                )
+            crate::solver::with_threads(Some(t), || fit3(&data, 0.01, 1e-3, Curvature::Newton))
                 .unwrap()
-            })
-            .unwrap()
         };
         let (a, b) = (run(1), run(2));
         assert_eq!(a.intercepts, b.intercepts);
@@ -1317,7 +1240,12 @@ mod tests {
     fn bad_labels_are_errors() {
         let (x, mut y) = problem(100);
         y[5] = 3.0;
-        let err = fit_multinomial(x.view(), y.view(), 3, None, &FitParams::default(), None);
+        let err = fit_multinomial(
+            Rows::new(x.view(), y.view(), None),
+            3,
+            &FitParams::default(),
+            None,
+        );
         assert!(matches!(
             err,
             Err(FastError::InvalidParameter { name: "y", .. })
@@ -1327,7 +1255,7 @@ mod tests {
     #[test]
     fn stratified_rows_cover_every_class() {
         let class: Vec<usize> = (0..300).map(|i| i % 3).collect();
-        let rows = stratified_rows(&class, 3, 0.2, 1);
+        let rows = stratified_validation_rows(&class, 0.2, 1);
         assert_eq!(rows.len(), 60);
         for c in 0..3 {
             assert_eq!(rows.iter().filter(|&&i| class[i] == c).count(), 20);

@@ -236,6 +236,40 @@ pub(crate) fn penalty_change(lambda: f64, dtv: f64) -> f64 {
     }
 }
 
+/// The buffers of a proximal-Newton block update, for blocks of `chains` chains of at most
+/// `max_bins` bins each (one chain for a binary or log-link block, one per class for a
+/// multinomial one): per bin of every chain the curvature `h`, the proximal solution `bnew`,
+/// the direction `delta = bnew − β`, the candidate `cand`, the step `s` and `expm1(s)`; the
+/// working response `z` and the solvers' workspaces serve one chain at a time.
+pub(crate) struct StepBuffers {
+    pub(crate) ws: FlsaWorkspace,
+    pub(crate) pava: PavaWorkspace,
+    pub(crate) h: Vec<f64>,
+    pub(crate) z: Vec<f64>,
+    pub(crate) bnew: Vec<f64>,
+    pub(crate) delta: Vec<f64>,
+    pub(crate) cand: Vec<f64>,
+    pub(crate) s: Vec<f64>,
+    pub(crate) e1: Vec<f64>,
+}
+
+impl StepBuffers {
+    pub(crate) fn new(max_bins: usize, chains: usize) -> Self {
+        let all = chains * max_bins;
+        Self {
+            ws: FlsaWorkspace::with_capacity(max_bins),
+            pava: PavaWorkspace::default(),
+            h: vec![0.0; all],
+            z: vec![0.0; max_bins],
+            bnew: vec![0.0; all],
+            delta: vec![0.0; all],
+            cand: vec![0.0; all],
+            s: vec![0.0; all],
+            e1: vec![0.0; all],
+        }
+    }
+}
+
 /// Per-row state: targets, linear predictor `η`, residual `r = −ℓ'(y, η)` and `v∘r`.
 struct Rows {
     y: Vec<f64>,
@@ -369,16 +403,8 @@ pub(crate) struct NewtonState<D: Datafit> {
     shapes: Vec<ChainShape>,
     // Normalised bin weights w_b / W.
     wn: Vec<Vec<f64>>,
-    // Buffers of the block update.
-    ws: FlsaWorkspace,
-    pava: PavaWorkspace,
-    h: Vec<f64>,
-    z: Vec<f64>,
-    bnew: Vec<f64>,
-    delta: Vec<f64>,
-    cand: Vec<f64>,
-    s: Vec<f64>,
-    e1: Vec<f64>,
+    buf: StepBuffers,
+    // expm1(−s) of the step tried.
     e1n: Vec<f64>,
     curvature: Curvature,
     // The penalty whose term `objective` includes (see `set_lambda`).
@@ -468,15 +494,7 @@ impl<D: Datafit> NewtonState<D> {
             n_chain: data.features.iter().map(|f| f.n_chain()).collect(),
             shapes: Vec::new(),
             wn,
-            ws: FlsaWorkspace::with_capacity(max_bins),
-            pava: PavaWorkspace::default(),
-            h: vec![0.0; max_bins],
-            z: vec![0.0; max_bins],
-            bnew: vec![0.0; max_bins],
-            delta: vec![0.0; max_bins],
-            cand: vec![0.0; max_bins],
-            s: vec![0.0; max_bins],
-            e1: vec![0.0; max_bins],
+            buf: StepBuffers::new(max_bins, 1),
             e1n: vec![0.0; max_bins],
             curvature,
             lambda: 0.0,
@@ -540,7 +558,7 @@ impl<D: Datafit> NewtonState<D> {
         }
     }
 
-    /// The proximal step of block `k` for the curvature in `self.h`: `bnew = FLSA(z, h, λ)`
+    /// The proximal step of block `k` for the curvature in `self.buf.h`: `bnew = FLSA(z, h, λ)`
     /// over the chain (`λ = ∞`: the chain flat at its `h`-weighted mean), `z` itself in the
     /// missing bin (no penalty), or a pair block's grid step ([`grid_step`]); `delta = bnew − β`. Returns the predicted change
     /// `−Σ R δ + λ ΔTV` (negative), or `None` when the step is zero or not a descent
@@ -548,7 +566,7 @@ impl<D: Datafit> NewtonState<D> {
     fn direction(&mut self, k: usize, nb: usize, lambda: f64) -> Option<f64> {
         let nc = self.n_chain[k];
         let shape = self.shape(k);
-        let (sums, beta, h) = (&self.sums[k], &self.beta[k], &self.h);
+        let (sums, beta, h) = (&self.sums[k], &self.beta[k], &self.buf.h);
         if let Some(grid) = shape.grid {
             // A pair block: the 2-D TV proximal step of its grid, warm-started from its values.
             grid_step(
@@ -557,8 +575,8 @@ impl<D: Datafit> NewtonState<D> {
                 shape.penalty(lambda),
                 &mut self.duals[k],
                 &mut self.grid_ws,
-                &mut self.z,
-                &mut self.bnew,
+                &mut self.buf.z,
+                &mut self.buf.bnew,
             )?;
         } else {
             crate::blocks::solve_block(
@@ -567,22 +585,22 @@ impl<D: Datafit> NewtonState<D> {
                 &h[..nb],
                 (nc, shape),
                 lambda,
-                (&mut self.ws, &mut self.pava),
-                &mut self.z,
-                &mut self.bnew,
+                (&mut self.buf.ws, &mut self.buf.pava),
+                &mut self.buf.z,
+                &mut self.buf.bnew,
             );
         }
         let lambda = shape.penalty(lambda);
         let mut linear = 0.0;
         let mut moved = false;
         for b in 0..nb {
-            self.delta[b] = self.bnew[b] - beta[b];
-            moved |= self.delta[b] != 0.0;
-            linear -= sums[b] * self.delta[b];
+            self.buf.delta[b] = self.buf.bnew[b] - beta[b];
+            moved |= self.buf.delta[b] != 0.0;
+            linear -= sums[b] * self.buf.delta[b];
         }
         let dtv = match shape.grid {
-            Some(g) => grid_tv(&self.bnew[..g.cells()], g) - grid_tv(&beta[..g.cells()], g),
-            None => tv_change(&beta[..nc], &self.bnew[..nc], &self.delta[..nc]),
+            Some(g) => grid_tv(&self.buf.bnew[..g.cells()], g) - grid_tv(&beta[..g.cells()], g),
+            None => tv_change(&beta[..nc], &self.buf.bnew[..nc], &self.buf.delta[..nc]),
         };
         let pred = linear + penalty_change(lambda, dtv);
         (moved && pred < 0.0).then_some(pred)
@@ -605,41 +623,41 @@ impl<D: Datafit> NewtonState<D> {
         let lambda = shape.penalty(lambda);
         for b in 0..nb {
             // A full step takes the FLSA's values themselves: fused bins stay bit-identical.
-            self.cand[b] = if t == 1.0 {
-                self.bnew[b]
+            self.buf.cand[b] = if t == 1.0 {
+                self.buf.bnew[b]
             } else {
-                beta[b] + t * self.delta[b]
+                beta[b] + t * self.buf.delta[b]
             };
         }
         if t != 1.0 && shape.monotone != 0 {
             // A convex combination of two monotone chains is monotone up to rounding: a
             // running maximum (minimum) makes it so bit for bit.
-            keep_monotone(&mut self.cand[..nc], shape.monotone);
+            keep_monotone(&mut self.buf.cand[..nc], shape.monotone);
         }
         let mut mean = 0.0;
         for b in 0..nb {
-            let s = self.cand[b] - beta[b];
+            let s = self.buf.cand[b] - beta[b];
             let s = if t == 1.0 || shape.monotone != 0 {
                 s
             } else {
-                t * self.delta[b]
+                t * self.buf.delta[b]
             };
             if !(s.abs() <= MAX_STEP) {
                 return false;
             }
-            self.s[b] = s;
-            self.e1[b] = s.exp_m1();
+            self.buf.s[b] = s;
+            self.buf.e1[b] = s.exp_m1();
             self.e1n[b] = (-s).exp_m1();
-            mean += wn[b] * self.cand[b];
+            mean += wn[b] * self.buf.cand[b];
         }
         let dtv = match shape.grid {
-            Some(g) => grid_tv(&self.cand[..g.cells()], g) - grid_tv(&beta[..g.cells()], g),
-            None => tv_change(&beta[..nc], &self.cand[..nc], &self.s[..nc]),
+            Some(g) => grid_tv(&self.buf.cand[..g.cells()], g) - grid_tv(&beta[..g.cells()], g),
+            None => tv_change(&beta[..nc], &self.buf.cand[..nc], &self.buf.s[..nc]),
         };
-        self.cand[..nb].iter_mut().for_each(|c| *c -= mean);
+        self.buf.cand[..nb].iter_mut().for_each(|c| *c -= mean);
         let step = Step {
-            s: &self.s[..nb],
-            e1: &self.e1[..nb],
+            s: &self.buf.s[..nb],
+            e1: &self.buf.e1[..nb],
             e1n: &self.e1n[..nb],
         };
         let dloss = self.rows.loss_change(self.datafit, data, Some(k), &step);
@@ -647,8 +665,10 @@ impl<D: Datafit> NewtonState<D> {
         if !(change < 0.0 && change <= ARMIJO * t * pred) {
             return false;
         }
-        (self.grad_c, self.hess_c) = self.rows.apply(self.datafit, data, Some(k), &self.s[..nb]);
-        self.beta[k][..nb].copy_from_slice(&self.cand[..nb]);
+        (self.grad_c, self.hess_c) =
+            self.rows
+                .apply(self.datafit, data, Some(k), &self.buf.s[..nb]);
+        self.beta[k][..nb].copy_from_slice(&self.buf.cand[..nb]);
         self.intercept += mean;
         self.objective += change;
         true
@@ -662,8 +682,8 @@ impl<D: Datafit> NewtonState<D> {
             let (y, r, v) = (&self.rows.y, &self.rows.resid, data.weights.as_deref());
             let (eta, d) = (&self.rows.eta, self.datafit);
             let inv_w = 1.0 / data.total_weight;
-            with_codes!(&data.features[k].codes, c => hessian_sums::<D, _>(d, c, y, eta, r, v, inv_w, &mut self.h[..nb]));
-            for (h, &w) in self.h[..nb].iter_mut().zip(&self.wn[k]) {
+            with_codes!(&data.features[k].codes, c => hessian_sums::<D, _>(d, c, y, eta, r, v, inv_w, &mut self.buf.h[..nb]));
+            for (h, &w) in self.buf.h[..nb].iter_mut().zip(&self.wn[k]) {
                 *h = if w > 0.0 { h.max(self.floor * w) } else { 0.0 };
             }
             if let Some(pred) = self.direction(k, nb, lambda) {
@@ -680,7 +700,7 @@ impl<D: Datafit> NewtonState<D> {
             return self.damped_block_step(data, k, nb, lambda);
         };
         // Majorise–minimise: the curvature bound (w_b/W)·sup ℓ'' ≥ H_b.
-        for (h, &w) in self.h[..nb].iter_mut().zip(&self.wn[k]) {
+        for (h, &w) in self.buf.h[..nb].iter_mut().zip(&self.wn[k]) {
             *h = bound * w;
         }
         match self.direction(k, nb, lambda) {
@@ -690,16 +710,16 @@ impl<D: Datafit> NewtonState<D> {
     }
 
     /// The fallback of a datafit without a curvature bound: full proximal steps with the
-    /// curvature in `self.h` inflated fourfold per try ([`DAMPINGS`] tries; with the plain
+    /// curvature in `self.buf.h` inflated fourfold per try ([`DAMPINGS`] tries; with the plain
     /// rule [`Curvature::Bound`], from the floor). Returns whether a step was accepted.
     fn damped_block_step(&mut self, data: &BinnedData, k: usize, nb: usize, lambda: f64) -> bool {
         if self.curvature == Curvature::Bound {
-            for (h, &w) in self.h[..nb].iter_mut().zip(&self.wn[k]) {
+            for (h, &w) in self.buf.h[..nb].iter_mut().zip(&self.wn[k]) {
                 *h = self.floor / UNBOUNDED_FLOOR * w;
             }
         }
         for _ in 0..DAMPINGS {
-            self.h[..nb].iter_mut().for_each(|h| *h *= 4.0);
+            self.buf.h[..nb].iter_mut().for_each(|h| *h *= 4.0);
             match self.direction(k, nb, lambda) {
                 Some(pred) => {
                     if self.try_block_step(data, k, nb, 1.0, pred, lambda) {
@@ -730,16 +750,16 @@ impl<D: Datafit> NewtonState<D> {
                 if !(s.abs() <= MAX_STEP) {
                     continue;
                 }
-                (self.s[0], self.e1[0], self.e1n[0]) = (s, s.exp_m1(), (-s).exp_m1());
+                (self.buf.s[0], self.buf.e1[0], self.e1n[0]) = (s, s.exp_m1(), (-s).exp_m1());
                 let step = Step {
-                    s: &self.s[..1],
-                    e1: &self.e1[..1],
+                    s: &self.buf.s[..1],
+                    e1: &self.buf.e1[..1],
                     e1n: &self.e1n[..1],
                 };
                 let change = self.rows.loss_change(self.datafit, data, None, &step);
                 if change < 0.0 && change <= ARMIJO * t * pred {
                     (self.grad_c, self.hess_c) =
-                        self.rows.apply(self.datafit, data, None, &self.s[..1]);
+                        self.rows.apply(self.datafit, data, None, &self.buf.s[..1]);
                     self.intercept += s;
                     self.objective += change;
                     accepted = true;
@@ -833,9 +853,9 @@ impl<D: Datafit> DescentState for NewtonState<D> {
         let before = block_tv(&self.beta[k], self.n_chain[k], shape);
         // The rows move by the uncentred change; the block's mean goes into the intercept.
         for b in 0..nb {
-            self.s[b] = values[b] - self.beta[k][b];
+            self.buf.s[b] = values[b] - self.beta[k][b];
         }
-        (self.grad_c, self.hess_c) = self.rows.apply(self.datafit, data, Some(k), &self.s[..nb]);
+        (self.grad_c, self.hess_c) = self.rows.apply(self.datafit, data, Some(k), &self.buf.s[..nb]);
         let mean: f64 = values.iter().zip(&self.wn[k]).map(|(v, w)| v * w).sum();
         self.intercept += mean;
         for b in 0..nb {

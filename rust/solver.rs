@@ -12,15 +12,16 @@
 
 use std::sync::Arc;
 
-use ndarray::{ArrayView1, ArrayView2};
+use ndarray::ArrayView1;
 
-use crate::binning::{bin_data, BinnedData};
+use crate::binning::{BinnedData, Rows};
 use crate::blocks::BlockState;
+use crate::descent::DescentState;
 use crate::error::{FastError, Result};
 use crate::pairs::{with_pairs, RowLoss, StateMaker};
 use crate::params::{Engine, FitParams, Penalty};
 use crate::tables::Tables;
-use crate::validation::{fit_validated, reborrow, squared_error};
+use crate::validation::{fit_validated, reborrow, squared_error, PenaltySearch};
 
 pub use crate::descent::{AUTO_GREEDY_MAX_FEATURES, SWEEP_SKIP};
 pub use crate::engine::{
@@ -51,14 +52,8 @@ pub fn with_threads<R: Send>(n_threads: Option<usize>, f: impl FnOnce() -> R + S
 /// # Errors
 /// Bad parameters, a non-finite value in `x` or `y`, mismatched lengths, bad weights, fewer
 /// than two rows: see [`FastError`].
-pub fn fit(
-    x: ArrayView2<'_, f64>,
-    y: ArrayView1<'_, f64>,
-    weights: Option<&[f64]>,
-    params: &FitParams,
-    callback: Option<Callback<'_>>,
-) -> Result<Fit> {
-    fit_with_engine(x, y, weights, params, Engine::Auto, callback)
+pub fn fit(rows: Rows<'_>, params: &FitParams, callback: Option<Callback<'_>>) -> Result<Fit> {
+    fit_with_engine(rows, params, Engine::Auto, callback)
 }
 
 /// [`fit`] with a chosen engine ([`Engine::Auto`]: [`choose_engine`]).
@@ -66,35 +61,55 @@ pub fn fit(
 /// # Errors
 /// As [`fit`].
 pub fn fit_with_engine(
-    x: ArrayView2<'_, f64>,
-    y: ArrayView1<'_, f64>,
-    weights: Option<&[f64]>,
+    rows: Rows<'_>,
     params: &FitParams,
     engine: Engine,
     callback: Option<Callback<'_>>,
 ) -> Result<Fit> {
     params.check()?;
-    crate::error::check_target_len(y.len(), x.nrows())?;
-    let mut data = bin_data(x, weights, &params.binning)?;
+    let (data, y) = (rows.bin(&params.binning)?, rows.y);
     let engine = resolve_engine(&data, engine);
+    // Pair terms (if asked for): every block together on the rows engine.
+    let state = |d: &BinnedData, b: Vec<Vec<f64>>| BlockState::with_start(d, y, b);
+    fit_then_pairs(
+        (data, y, engine),
+        params,
+        |data, cb| fit_validated(data, y, params, engine, cb),
+        |data, cb| fit_binned_engine(data, y, params, None, engine, cb),
+        (&state, &squared_error),
+        callback,
+    )
+}
+
+/// The course of an entry point whose model may have pair terms, on binned `data` with the
+/// targets `y`: the fit at the requested penalty (`validated`, the held-out search and the
+/// final fit, for [`Penalty::Validated`]; `fixed` otherwise), then the pair terms
+/// ([`with_pairs`], on the states and the held-out row loss of `models`). The callback sees
+/// both fits.
+///
+/// # Errors
+/// As `validated`, `fixed` and [`with_pairs`].
+pub(crate) fn fit_then_pairs<S, V, F>(
+    (mut data, y, engine): (BinnedData, ArrayView1<'_, f64>, Engine),
+    params: &FitParams,
+    validated: V,
+    fixed: F,
+    models: (StateMaker<'_, S>, RowLoss<'_>),
+    callback: Option<Callback<'_>>,
+) -> Result<Fit>
+where
+    S: DescentState,
+    V: FnOnce(&mut BinnedData, Option<Callback<'_>>) -> Result<(BinnedFit, PenaltySearch)>,
+    F: FnOnce(&BinnedData, Option<Callback<'_>>) -> Result<BinnedFit>,
+{
     let mut callback = callback;
     let (fitted, search) = match params.lambda {
         Penalty::Validated(_) => {
-            let cb = reborrow(&mut callback);
-            let (fit, search) = fit_validated(&mut data, y, params, engine, cb)?;
+            let (fit, search) = validated(&mut data, reborrow(&mut callback))?;
             (fit, Some(search))
         }
-        _ => (
-            fit_binned_engine(&data, y, params, None, engine, reborrow(&mut callback))?,
-            None,
-        ),
+        _ => (fixed(&data, reborrow(&mut callback))?, None),
     };
-    // Pair terms (if asked for): every block together on the rows engine.
-    let state = |d: &BinnedData, b: Vec<Vec<f64>>| BlockState::with_start(d, y, b);
-    let models = (
-        &state as StateMaker<'_, BlockState>,
-        &squared_error as RowLoss<'_>,
-    );
     with_pairs(
         &mut data,
         y,
@@ -105,26 +120,14 @@ pub fn fit_with_engine(
     )
 }
 
-/// Fits FAST on binned data. Runs on the current rayon pool.
+/// Fits FAST on binned data from the blocks `init` (one value per bin for every feature, a
+/// warm start such as the solution at a nearby `λ_f`; `None`: the constant model). Runs on
+/// the current rayon pool.
 ///
 /// # Errors
 /// Bad parameters (see [`FitParams::check`]); `y` of the wrong length, non-finite, or fewer
-/// than two rows.
+/// than two rows; [`FastError::LengthMismatch`] if `init` does not match the bins.
 pub fn fit_binned(
-    data: &BinnedData,
-    y: ArrayView1<'_, f64>,
-    params: &FitParams,
-    callback: Option<Callback<'_>>,
-) -> Result<BinnedFit> {
-    fit_binned_from(data, y, params, None, callback)
-}
-
-/// [`fit_binned`] warm-started from given blocks `init` (one value per bin for every
-/// feature, e.g. the solution at a nearby `λ_f`); `None` starts from the constant model.
-///
-/// # Errors
-/// As [`fit_binned`], and [`FastError::LengthMismatch`] if `init` does not match the bins.
-pub fn fit_binned_from(
     data: &BinnedData,
     y: ArrayView1<'_, f64>,
     params: &FitParams,
@@ -172,7 +175,7 @@ pub fn fit_path(
             ..params.clone()
         };
         let init = out.last().map(|f| f.values.clone());
-        out.push(fit_binned_from(data, y, &prm, init, None)?);
+        out.push(fit_binned(data, y, &prm, init, None)?);
     }
     Ok(out)
 }
@@ -184,15 +187,12 @@ pub fn fit_path(
 /// # Errors
 /// As [`fit`] for the data and [`fit_path`] for the penalties.
 pub fn fit_path_rows(
-    x: ArrayView2<'_, f64>,
-    y: ArrayView1<'_, f64>,
-    weights: Option<&[f64]>,
+    rows: Rows<'_>,
     lambdas: &[f64],
     relative: bool,
     params: &FitParams,
 ) -> Result<(BinnedData, f64, Vec<BinnedFit>)> {
-    crate::error::check_target_len(y.len(), x.nrows())?;
-    let data = bin_data(x, weights, &params.binning)?;
+    let (data, y) = (rows.bin(&params.binning)?, rows.y);
     let lmax = lambda_max(&data, y)?;
     let scale = if relative { lmax } else { 1.0 };
     let absolute: Vec<f64> = lambdas.iter().map(|l| l * scale).collect();

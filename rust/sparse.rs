@@ -27,9 +27,9 @@
 
 use std::time::Instant;
 
-use ndarray::{ArrayView1, ArrayView2};
+use ndarray::ArrayView1;
 
-use crate::binning::{bin_data, BinnedData, BinningParams};
+use crate::binning::{BinnedData, BinningParams, Rows};
 use crate::blocks::BlockState;
 use crate::descent::DescentState;
 use crate::error::{FastError, Result};
@@ -315,6 +315,13 @@ impl<'a> SparseSolver<'a> {
             start: Instant::now(),
             zeros: vec![0.0; max_bins],
         }
+    }
+
+    /// The solver with the blocks' shapes `shapes` (`monotonic_cst`, `penalty_factor`).
+    #[must_use]
+    pub fn with_shapes(mut self, shapes: &Shapes) -> Self {
+        self.st.set_shapes(&shapes.resolve(self.data.n_features()));
+        self
     }
 
     /// The underlying block state.
@@ -887,8 +894,7 @@ pub fn agis_binned(
 ) -> Result<SparsePath> {
     let (lambda, lambda_max) = prepare(data, y, params)?;
     check_max_features(max_features, data.n_features())?;
-    let mut sv = SparseSolver::new(data, y, lambda, params.tol);
-    sv.st.set_shapes(&params.shapes.resolve(data.n_features()));
+    let mut sv = SparseSolver::new(data, y, lambda, params.tol).with_shapes(&params.shapes);
     let mut s: Vec<usize> = Vec::new();
     let mut models = Vec::new();
     let stop = loop {
@@ -937,8 +943,7 @@ pub fn l0_binned(
 ) -> Result<SparsePath> {
     let (lambda, lambda_max) = prepare(data, y, params)?;
     check_lambda_s(grid, data.n_features())?;
-    let mut sv = SparseSolver::new(data, y, lambda, params.tol);
-    sv.st.set_shapes(&params.shapes.resolve(data.n_features()));
+    let mut sv = SparseSolver::new(data, y, lambda, params.tol).with_shapes(&params.shapes);
     let mut s: Vec<usize> = Vec::new();
     let lambda_s_max = sv.max_gain_outside(&[]);
     let (models, stop) = match grid {
@@ -1070,20 +1075,14 @@ fn l0_auto(
     (by_size, stop)
 }
 
-fn bin_and<F>(
-    x: ArrayView2<'_, f64>,
-    y: ArrayView1<'_, f64>,
-    weights: Option<&[f64]>,
-    params: &SparseParams,
-    run: F,
-) -> Result<SparseFit>
+/// Bins the rows, runs `run(binned data, targets)` on them and reports its path with the bins.
+fn bin_and<F>(rows: Rows<'_>, params: &SparseParams, run: F) -> Result<SparseFit>
 where
-    F: FnOnce(&BinnedData) -> Result<SparsePath>,
+    F: FnOnce(&BinnedData, ArrayView1<'_, f64>) -> Result<SparsePath>,
 {
     params.check()?;
-    crate::error::check_target_len(y.len(), x.nrows())?;
-    let data = bin_data(x, weights, &params.binning)?;
-    let path = run(&data)?;
+    let data = rows.bin(&params.binning)?;
+    let path = run(&data, rows.y)?;
     let (bin_weights, missing_weights) = report::chain_weights(&data);
     Ok(SparseFit {
         cuts: data.features.into_iter().map(|f| f.cuts).collect(),
@@ -1097,30 +1096,16 @@ where
 ///
 /// # Errors
 /// As [`agis_binned`], plus bad `x` or weights.
-pub fn agis(
-    x: ArrayView2<'_, f64>,
-    y: ArrayView1<'_, f64>,
-    weights: Option<&[f64]>,
-    params: &SparseParams,
-    max_features: usize,
-) -> Result<SparseFit> {
-    check_max_features(max_features, x.ncols())?;
-    bin_and(x, y, weights, params, |d| {
-        agis_binned(d, y, params, max_features)
-    })
+pub fn agis(rows: Rows<'_>, params: &SparseParams, max_features: usize) -> Result<SparseFit> {
+    check_max_features(max_features, rows.x.ncols())?;
+    bin_and(rows, params, |d, y| agis_binned(d, y, params, max_features))
 }
 
 /// Bins `x` and runs group ℓ0-FAST (see [`l0_binned`]).
 ///
 /// # Errors
 /// As [`l0_binned`], plus bad `x` or weights.
-pub fn l0(
-    x: ArrayView2<'_, f64>,
-    y: ArrayView1<'_, f64>,
-    weights: Option<&[f64]>,
-    params: &SparseParams,
-    grid: &LambdaS,
-) -> Result<SparseFit> {
-    check_lambda_s(grid, x.ncols())?;
-    bin_and(x, y, weights, params, |d| l0_binned(d, y, params, grid))
+pub fn l0(rows: Rows<'_>, params: &SparseParams, grid: &LambdaS) -> Result<SparseFit> {
+    check_lambda_s(grid, rows.x.ncols())?;
+    bin_and(rows, params, |d, y| l0_binned(d, y, params, grid))
 }

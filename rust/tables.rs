@@ -601,6 +601,14 @@ mod tests {
         }
     }
 
+    /// Asserts that `result` is an error matching `pattern` (and shows the error otherwise).
+    macro_rules! assert_err {
+        ($result:expr, $pattern:pat) => {
+            let err = $result.unwrap_err();
+            assert!(matches!(err, $pattern), "{err:?}");
+        };
+    }
+
     #[test]
     fn partition_checks_live_in_the_core() {
         let x = array![[0.0, 1.0], [1.0, f64::NAN], [2.0, 3.0]];
@@ -610,16 +618,12 @@ mod tests {
         assert_eq!(ok.total_weight, 3.0);
         // NaN where the missing flag is false, weighted or not.
         for w in [None, Some(&[0.0, 0.0, 0.0][..])] {
-            let err = partition_tables(x.view(), y.view(), w, &cuts, &[false, false]).unwrap_err();
-            assert!(
-                matches!(
-                    err,
-                    FastError::InvalidParameter {
-                        name: "missing",
-                        ..
-                    }
-                ),
-                "{err:?}"
+            assert_err!(
+                partition_tables(x.view(), y.view(), w, &cuts, &[false, false]),
+                FastError::InvalidParameter {
+                    name: "missing",
+                    ..
+                }
             );
         }
         // All-zero weights: zero statistics, the identity of `add`.
@@ -637,68 +641,50 @@ mod tests {
         // An infinite x is refused even where no row is binned.
         let mut xi = x.clone();
         xi[[2, 0]] = f64::INFINITY;
-        let err = partition_tables(xi.view(), y.view(), Some(&[0.0; 3]), &cuts, &[false, true])
-            .unwrap_err();
-        assert!(
-            matches!(
-                err,
-                FastError::NonFiniteX {
-                    row: 2,
-                    column: 0,
-                    ..
-                }
-            ),
-            "{err:?}"
+        assert_err!(
+            partition_tables(xi.view(), y.view(), Some(&[0.0; 3]), &cuts, &[false, true]),
+            FastError::NonFiniteX {
+                row: 2,
+                column: 0,
+                ..
+            }
         );
         // Bad y, cuts and weights.
         let yn = array![1.0, f64::NAN, 3.0];
-        let err = partition_tables(x.view(), yn.view(), None, &cuts, &[false, true]).unwrap_err();
-        assert!(
-            matches!(
-                err,
-                FastError::NonFiniteValue {
-                    what: "y",
-                    index: 1,
-                    ..
-                }
-            ),
-            "{err:?}"
+        assert_err!(
+            partition_tables(x.view(), yn.view(), None, &cuts, &[false, true]),
+            FastError::NonFiniteValue {
+                what: "y",
+                index: 1,
+                ..
+            }
         );
         let bad_cuts = vec![vec![1.5, 0.5], vec![2.0]];
-        let err =
-            partition_tables(x.view(), y.view(), None, &bad_cuts, &[false, true]).unwrap_err();
-        assert!(
-            matches!(err, FastError::InvalidParameter { name: "cuts", .. }),
-            "{err:?}"
+        assert_err!(
+            partition_tables(x.view(), y.view(), None, &bad_cuts, &[false, true]),
+            FastError::InvalidParameter { name: "cuts", .. }
         );
-        let err = partition_tables(x.view(), y.view(), Some(&[1.0, 1.0]), &cuts, &[false, true])
-            .unwrap_err();
-        assert!(
-            matches!(
-                err,
-                FastError::LengthMismatch {
-                    what: "sample_weight",
-                    ..
-                }
-            ),
-            "{err:?}"
+        assert_err!(
+            partition_tables(x.view(), y.view(), Some(&[1.0, 1.0]), &cuts, &[false, true]),
+            FastError::LengthMismatch {
+                what: "sample_weight",
+                ..
+            }
         );
         // Zero-weight statistics must be zeros to be added.
         let mut ysum = zero.ysum.clone();
         ysum[0][0] = 1.0;
-        let err = Tables::from_parts(
-            zero.n_bins.clone(),
-            0.0,
-            0.0,
-            0.0,
-            ysum,
-            zero.weights.clone(),
-            zero.pairs().to_vec(),
-        )
-        .unwrap_err();
-        assert!(
-            matches!(err, FastError::InvalidParameter { name: "tables", .. }),
-            "{err:?}"
+        assert_err!(
+            Tables::from_parts(
+                zero.n_bins.clone(),
+                0.0,
+                0.0,
+                0.0,
+                ysum,
+                zero.weights.clone(),
+                zero.pairs().to_vec()
+            ),
+            FastError::InvalidParameter { name: "tables", .. }
         );
     }
 }

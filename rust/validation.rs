@@ -33,6 +33,7 @@
 //! the held-out choice the test MSE is within 2% of an additive EBM's on every one, where
 //! the fixed ratio `3e-3` was up to 32% worse on noise-heavy data (README, "Defaults").
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -87,13 +88,19 @@ pub fn validation_rows(n: usize, fraction: f64, seed: u64) -> Vec<usize> {
     rows
 }
 
-/// Which rows are held out when the rows fall in classes (`class[i]`): `validation_rows`
-/// within each class, so that both classes are on both sides whenever `fraction` of each
-/// class rounds to at least one row. Increasing order. Both classes draw with `seed`, so
-/// swapping the classes holds out the same rows.
-pub fn stratified_validation_rows(class: &[bool], fraction: f64, seed: u64) -> Vec<usize> {
+/// Which rows are held out when the rows fall in classes (`class[i]`: 0/1 labels, class
+/// indices, ...): `validation_rows` within each class, class by class in increasing order, so
+/// that every class is on both sides whenever `fraction` of it rounds to at least one row.
+/// Increasing order. Every class draws with `seed`, so relabelling the classes holds out the
+/// same rows.
+pub fn stratified_validation_rows<C: Copy + Ord>(
+    class: &[C],
+    fraction: f64,
+    seed: u64,
+) -> Vec<usize> {
+    let classes: BTreeSet<C> = class.iter().copied().collect();
     let mut rows = Vec::new();
-    for c in [false, true] {
+    for c in classes {
         let members: Vec<usize> = (0..class.len()).filter(|&i| class[i] == c).collect();
         rows.extend(
             validation_rows(members.len(), fraction, seed)
@@ -120,6 +127,16 @@ pub(crate) fn validation_of(params: &FitParams, entry: &'static str) -> Result<V
     };
     params.check()?;
     Ok(v)
+}
+
+/// The fit at the fixed ratio `ratio` of `λ_max` (`fit` given the parameters at that ratio)
+/// and an empty search: what a held-out search gives when too few rows can be held out.
+pub(crate) fn fixed_ratio_fit(
+    params: &FitParams,
+    ratio: f64,
+    fit: impl FnOnce(&FitParams) -> Result<BinnedFit>,
+) -> Result<(BinnedFit, PenaltySearch)> {
+    Ok((fit(&params.at_ratio(ratio))?, PenaltySearch::fixed(ratio)))
 }
 
 /// The rows held out and the weights of both sides.
@@ -244,9 +261,9 @@ pub fn fit_validated(
     let engine = resolve_engine(data, engine);
     let split = Split::new(data, validation_rows(data.n_samples, fraction, seed));
     if !split.enough_rows() {
-        let fixed = params.at_ratio(DEFAULT_LAMBDA_RATIO);
-        let fit = fit_binned_engine(data, y, &fixed, None, engine, callback)?;
-        return Ok((fit, PenaltySearch::fixed(DEFAULT_LAMBDA_RATIO)));
+        return fixed_ratio_fit(params, DEFAULT_LAMBDA_RATIO, |fixed| {
+            fit_binned_engine(data, y, fixed, None, engine, callback)
+        });
     }
     let Split {
         rows,
@@ -331,9 +348,9 @@ pub fn fit_tables_validated(
     all.add(&held)?;
     let data_all = tables_shell(&all, cuts.clone(), missing.clone())?;
     if !(held.total_weight > 0.0 && train.total_weight > 0.0) {
-        let fixed = params.at_ratio(DEFAULT_LAMBDA_RATIO);
-        let fit = fit_binned_tables(&data_all, Arc::new(all), &fixed, None, callback)?;
-        let search = PenaltySearch::fixed(DEFAULT_LAMBDA_RATIO);
+        let (fit, search) = fixed_ratio_fit(params, DEFAULT_LAMBDA_RATIO, |fixed| {
+            fit_binned_tables(&data_all, Arc::new(all), fixed, None, callback)
+        })?;
         return Ok((Fit::new(&data_all, Engine::Tables, fit, None), search));
     }
     let data = tables_shell(&train, cuts, missing)?;

@@ -12,6 +12,7 @@ use fastpcam::logistic::{
 };
 use fastpcam::params::{Penalty, Selection};
 use fastpcam::solver::{with_threads, Fit, StopReason};
+use fastpcam::Rows;
 use ndarray::{Array1, Array2};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -190,9 +191,7 @@ fn matches_the_slow_reference_on_small_problems() {
         let reference = reference_objective(&x, &y, &w, lambda, max_bins);
         for selection in [Selection::Greedy, Selection::Cyclic] {
             let f = fit_logistic(
-                x.view(),
-                y.view(),
-                Some(&w),
+                Rows::new(x.view(), y.view(), Some(&w)),
                 &params(Penalty::Absolute(lambda), selection, 1e-10, max_bins),
                 None,
             )
@@ -226,9 +225,7 @@ fn kkt_residual_reaches_tol_and_history_never_increases() {
     let (x, y) = data(5_000, 6, 7, 50);
     for selection in [Selection::Greedy, Selection::Cyclic] {
         let f = fit_logistic(
-            x.view(),
-            y.view(),
-            None,
+            Rows::new(x.view(), y.view(), None),
             &params(Penalty::Relative(1e-3), selection, 1e-6, Some(32)),
             None,
         )
@@ -278,9 +275,7 @@ fn greedy_and_cyclic_reach_the_same_objective() {
         .into_iter()
         .map(|s| {
             fit_logistic(
-                x.view(),
-                y.view(),
-                None,
+                Rows::new(x.view(), y.view(), None),
                 &params(Penalty::Relative(1e-3), s, 1e-8, None),
                 None,
             )
@@ -300,7 +295,7 @@ fn sweeps_reach_the_greedy_optimum_and_never_increase() {
     }
     let fit = |s| {
         let prm = params(Penalty::Relative(1e-3), s, 1e-8, None);
-        fit_logistic(x.view(), y.view(), None, &prm, None).unwrap()
+        fit_logistic(Rows::new(x.view(), y.view(), None), &prm, None).unwrap()
     };
     let (greedy, sweep) = (fit(Selection::Greedy), fit(Selection::Sweep));
     assert!(sweep.report.converged && sweep.report.kkt_residual <= 1e-8);
@@ -366,9 +361,7 @@ fn lambda_limits() {
 fn shapes_are_centred() {
     let (x, y) = data(2_000, 4, 9, 25);
     let f = fit_logistic(
-        x.view(),
-        y.view(),
-        None,
+        Rows::new(x.view(), y.view(), None),
         &params(Penalty::Relative(1e-3), Selection::Greedy, 1e-6, None),
         None,
     )
@@ -388,9 +381,7 @@ fn separable_data_stay_finite() {
     // λ_f > 0: a finite optimum, reached.
     for ratio in [1e-2, 1e-4] {
         let f = fit_logistic(
-            x.view(),
-            y.view(),
-            None,
+            Rows::new(x.view(), y.view(), None),
             &params(Penalty::Relative(ratio), Selection::Greedy, 1e-8, None),
             None,
         )
@@ -407,9 +398,7 @@ fn separable_data_stay_finite() {
     }
     // λ_f = 0: no minimiser. The unscaled KKT rule stops at finite log-odds …
     let f = fit_logistic(
-        x.view(),
-        y.view(),
-        None,
+        Rows::new(x.view(), y.view(), None),
         &params(Penalty::Absolute(0.0), Selection::Greedy, 1e-2, None),
         None,
     )
@@ -425,7 +414,7 @@ fn separable_data_stay_finite() {
     // … and with tol = 0 the fit runs out of iterations with finite values.
     let mut p = params(Penalty::Absolute(0.0), Selection::Greedy, 0.0, None);
     p.max_iter = 3_000;
-    let f = fit_logistic(x.view(), y.view(), None, &p, None).unwrap();
+    let f = fit_logistic(Rows::new(x.view(), y.view(), None), &p, None).unwrap();
     assert!(
         matches!(f.report.stop, StopReason::MaxIter | StopReason::Stalled),
         "{:?}",
@@ -443,7 +432,7 @@ fn bad_labels_are_errors() {
     let (x, mut y) = data(50, 2, 1, 5);
     let p = params(Penalty::Relative(1e-3), Selection::Greedy, 1e-6, None);
     let err = |y: &Array1<f64>| {
-        fit_logistic(x.view(), y.view(), None, &p, None)
+        fit_logistic(Rows::new(x.view(), y.view(), None), &p, None)
             .unwrap_err()
             .to_string()
     };
@@ -465,7 +454,7 @@ fn bad_labels_are_errors() {
     let y2 = Array1::from_shape_fn(50, |i| f64::from(i == 0));
     let mut w = vec![1.0; 50];
     w[0] = 0.0;
-    let e = fit_logistic(x.view(), y2.view(), Some(&w), &p, None)
+    let e = fit_logistic(Rows::new(x.view(), y2.view(), Some(&w)), &p, None)
         .unwrap_err()
         .to_string();
     assert!(e.contains("both classes"), "{e}");
@@ -478,7 +467,7 @@ fn time_budget_max_iter_and_callback_stop_early() {
     let (x, y) = data(2_000, 4, 9, 25);
     let mut p = params(Penalty::Relative(1e-4), Selection::Greedy, 0.0, None);
     p.max_iter = 3;
-    let f = fit_logistic(x.view(), y.view(), None, &p, None).unwrap();
+    let f = fit_logistic(Rows::new(x.view(), y.view(), None), &p, None).unwrap();
     assert_eq!(f.report.n_iter, 3);
     assert!(!f.report.converged);
     assert_eq!(f.report.stop, StopReason::MaxIter);
@@ -489,7 +478,7 @@ fn time_budget_max_iter_and_callback_stop_early() {
         stop_after > 0
     };
     p.max_iter = 1000;
-    let f = fit_logistic(x.view(), y.view(), None, &p, Some(&mut cb)).unwrap();
+    let f = fit_logistic(Rows::new(x.view(), y.view(), None), &p, Some(&mut cb)).unwrap();
     assert_eq!(f.report.stop, StopReason::Callback);
     assert!(f.report.n_iter <= 4);
 }
@@ -543,7 +532,7 @@ fn serial_equals_parallel_across_row_chunks() {
     let prm = params(Penalty::Relative(1e-4), Selection::Greedy, 1e-9, Some(64));
     let run = |threads| {
         let mut f = with_threads(Some(threads), || {
-            fit_logistic(x.view(), y.view(), Some(&w), &prm, None).unwrap()
+            fit_logistic(Rows::new(x.view(), y.view(), Some(&w)), &prm, None).unwrap()
         })
         .unwrap();
         f.report.history.time.clear();

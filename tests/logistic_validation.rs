@@ -15,6 +15,7 @@ use fastpcam::logistic::{
 use fastpcam::params::{Penalty, Selection};
 use fastpcam::solver::{Fit, Progress};
 use fastpcam::validation::{stratified_validation_rows, validation_rows};
+use fastpcam::Rows;
 use ndarray::{Array1, Array2, ArrayView1};
 use rand::{Rng, SeedableRng};
 
@@ -36,7 +37,7 @@ fn data(n: usize, p: usize, seed: u64, scale: f64) -> (Array2<f64>, Array1<f64>)
 
 fn fit(x: &Array2<f64>, y: &Array1<f64>, lambda: Penalty, tol: f64) -> Fit {
     let prm = params(lambda, Selection::Greedy, tol, Some(64));
-    fit_logistic(x.view(), y.view(), None, &prm, None).unwrap()
+    fit_logistic(Rows::new(x.view(), y.view(), None), &prm, None).unwrap()
 }
 
 /// Mean log-loss of `f` on every row.
@@ -120,7 +121,7 @@ fn the_data_are_left_as_they_were() {
     assert_eq!(binned, before);
     assert!(search.ratios.len() >= 2 && fitted.report.converged);
     // The entry point from rows runs the same search and fit.
-    let from_rows = fit_logistic(x.view(), y.view(), Some(&w), &prm, None).unwrap();
+    let from_rows = fit_logistic(Rows::new(x.view(), y.view(), Some(&w)), &prm, None).unwrap();
     assert_eq!(from_rows.search, Some(search));
     assert_eq!(from_rows.report.objective, fitted.report.objective);
 }
@@ -176,7 +177,7 @@ fn a_stopping_callback_ends_the_search() {
         seen.len() < 2
     };
     let prm = params(HELD_OUT, Selection::Greedy, 1e-6, None);
-    let f = fit_logistic(x.view(), y.view(), None, &prm, Some(&mut cb)).unwrap();
+    let f = fit_logistic(Rows::new(x.view(), y.view(), None), &prm, Some(&mut cb)).unwrap();
     let s = f.search.unwrap();
     assert_eq!(s.ratios.len(), 1, "{s:?}");
     assert!(!f.report.converged);
@@ -193,7 +194,7 @@ fn the_callback_counts_updates_across_the_search() {
         true
     };
     let prm = params(HELD_OUT, Selection::Greedy, 1e-6, None);
-    let f = fit_logistic(x.view(), y.view(), None, &prm, Some(&mut cb)).unwrap();
+    let f = fit_logistic(Rows::new(x.view(), y.view(), None), &prm, Some(&mut cb)).unwrap();
     let s = f.search.unwrap();
     assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
     let total: usize = s.n_iter.iter().sum::<usize>() + f.report.n_iter;
@@ -203,7 +204,9 @@ fn the_callback_counts_updates_across_the_search() {
 #[test]
 fn bad_fractions_and_binned_fits_are_errors() {
     let (x, y) = data(300, 2, 11, 1.0);
-    assert_bad_fractions_refused(|prm| fit_logistic(x.view(), y.view(), None, prm, None));
+    assert_bad_fractions_refused(|prm| {
+        fit_logistic(Rows::new(x.view(), y.view(), None), prm, None)
+    });
     let binned = bin_data(x.view(), None, &BinningParams::default()).unwrap();
     let prm = params(HELD_OUT, Selection::Greedy, 1e-2, None);
     let result = fit_logistic_binned(&binned, y.view(), &prm, None);

@@ -13,6 +13,7 @@ use fastpcam::newton::Curvature;
 use fastpcam::params::{Penalty, Selection};
 use fastpcam::solver::{with_threads, Fit};
 use fastpcam::FastError;
+use fastpcam::Rows;
 use ndarray::{Array1, Array2};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -99,7 +100,7 @@ fn objective_is_the_recomputed_one_and_kkt_holds() {
         let (x, y) = data(loss, 600, 3, 1, 12, 2.0);
         let w: Vec<f64> = (0..600).map(|i| 0.5 + (i % 4) as f64).collect();
         let prm = params(Penalty::Relative(0.01), Selection::Greedy, 1e-8, None);
-        let f = fit_loglink(x.view(), y.view(), Some(&w), &prm, loss, None).unwrap();
+        let f = fit_loglink(Rows::new(x.view(), y.view(), Some(&w)), &prm, loss, None).unwrap();
         assert!(
             f.report.kkt_residual <= 1e-8,
             "{loss:?}: {}",
@@ -121,7 +122,7 @@ fn flat_at_lambda_max_with_intercept_log_mean() {
         let (x, y) = data(loss, 400, 2, 2, 8, 3.0);
         let w: Vec<f64> = (0..400).map(|i| 1.0 + (i % 3) as f64).collect();
         let prm = params(Penalty::Relative(1.0), Selection::Greedy, 1e-8, None);
-        let f = fit_loglink(x.view(), y.view(), Some(&w), &prm, loss, None).unwrap();
+        let f = fit_loglink(Rows::new(x.view(), y.view(), Some(&w)), &prm, loss, None).unwrap();
         assert!(
             f.model.values.iter().flatten().all(|&b| b == 0.0),
             "{loss:?}"
@@ -139,7 +140,7 @@ fn lambda_zero_gives_the_binwise_means() {
     for loss in LOSSES {
         let (x, y) = data(loss, 500, 1, 3, 5, 20.0);
         let prm = params(Penalty::Absolute(0.0), Selection::Greedy, 1e-11, None);
-        let f = fit_loglink(x.view(), y.view(), None, &prm, loss, None).unwrap();
+        let f = fit_loglink(Rows::new(x.view(), y.view(), None), &prm, loss, None).unwrap();
         let eta = f.model.predict(x.view()).unwrap();
         for level in 0..5 {
             let rows: Vec<usize> = (0..500)
@@ -166,8 +167,8 @@ fn a_weight_of_two_is_two_rows() {
         let x2 = x.select(ndarray::Axis(0), &rows);
         let y2 = y.select(ndarray::Axis(0), &rows);
         let prm = params(Penalty::Relative(0.02), Selection::Greedy, 1e-10, None);
-        let a = fit_loglink(x.view(), y.view(), Some(&w), &prm, loss, None).unwrap();
-        let b = fit_loglink(x2.view(), y2.view(), None, &prm, loss, None).unwrap();
+        let a = fit_loglink(Rows::new(x.view(), y.view(), Some(&w)), &prm, loss, None).unwrap();
+        let b = fit_loglink(Rows::new(x2.view(), y2.view(), None), &prm, loss, None).unwrap();
         assert!((a.report.objective - b.report.objective).abs() <= 1e-9 * a.report.objective.abs());
         let (pa, pb) = (
             a.model.predict(x.view()).unwrap(),
@@ -185,7 +186,7 @@ fn held_out_search_runs_for_every_loss() {
     for loss in LOSSES {
         let (x, y) = data(loss, 2000, 3, 5, 30, 2.0);
         let prm = params(HELD_OUT, Selection::Auto, 1e-2, None);
-        let f = fit_loglink(x.view(), y.view(), None, &prm, loss, None).unwrap();
+        let f = fit_loglink(Rows::new(x.view(), y.view(), None), &prm, loss, None).unwrap();
         let s = f.search.as_ref().unwrap();
         assert!(s.ratios.len() >= 2 && s.n_validation == 300, "{loss:?}");
         assert!(s.validation_loss.iter().all(|&d| d > 0.0 && d.is_finite()));
@@ -210,7 +211,7 @@ fn huge_targets_and_zero_groups_stay_finite() {
     ] {
         for lambda in [Penalty::Absolute(0.0), Penalty::Relative(1e-3)] {
             let prm = params(lambda, Selection::Greedy, 1e-6, None);
-            let f = fit_loglink(x.view(), y.view(), None, &prm, loss, None).unwrap();
+            let f = fit_loglink(Rows::new(x.view(), y.view(), None), &prm, loss, None).unwrap();
             assert!(
                 f.model.values[0].iter().all(|v| v.is_finite()),
                 "{loss:?} {lambda:?}"
@@ -225,7 +226,13 @@ fn huge_targets_and_zero_groups_stay_finite() {
         10f64.powi((i % 3) as i32 * 12 - 12) * (1.0 + (i % 4) as f64)
     });
     let prm = params(Penalty::Relative(1e-3), Selection::Greedy, 1e-8, None);
-    let f = fit_loglink(x.view(), y.view(), None, &prm, LogLinkLoss::Gamma, None).unwrap();
+    let f = fit_loglink(
+        Rows::new(x.view(), y.view(), None),
+        &prm,
+        LogLinkLoss::Gamma,
+        None,
+    )
+    .unwrap();
     assert!(f.report.kkt_residual <= 1e-8 && f.model.values[0].iter().all(|v| v.is_finite()));
 }
 
@@ -235,7 +242,7 @@ fn bad_targets_and_power_name_the_argument() {
     let prm = params(Penalty::Relative(0.01), Selection::Greedy, 1e-4, None);
     y[9] = -1.0;
     for loss in LOSSES {
-        match fit_loglink(x.view(), y.view(), None, &prm, loss, None) {
+        match fit_loglink(Rows::new(x.view(), y.view(), None), &prm, loss, None) {
             Err(FastError::InvalidParameter { name, value, .. }) => {
                 assert_eq!(name, "y");
                 assert!(value.contains("index 9"), "{value}");
@@ -244,17 +251,26 @@ fn bad_targets_and_power_name_the_argument() {
         }
     }
     y[9] = 0.0;
-    assert!(fit_loglink(x.view(), y.view(), None, &prm, LogLinkLoss::Poisson, None).is_ok());
+    assert!(fit_loglink(
+        Rows::new(x.view(), y.view(), None),
+        &prm,
+        LogLinkLoss::Poisson,
+        None
+    )
+    .is_ok());
     common::assert_invalid(
-        fit_loglink(x.view(), y.view(), None, &prm, LogLinkLoss::Gamma, None),
+        fit_loglink(
+            Rows::new(x.view(), y.view(), None),
+            &prm,
+            LogLinkLoss::Gamma,
+            None,
+        ),
         "y",
         "gamma needs y > 0",
     );
     common::assert_invalid(
         fit_loglink(
-            x.view(),
-            (&y * 0.0).view(),
-            None,
+            Rows::new(x.view(), (&y * 0.0).view(), None),
             &prm,
             LogLinkLoss::Poisson,
             None,
@@ -265,9 +281,7 @@ fn bad_targets_and_power_name_the_argument() {
     for power in [1.0, 2.0, 0.5, f64::NAN] {
         common::assert_invalid(
             fit_loglink(
-                x.view(),
-                y.view(),
-                None,
+                Rows::new(x.view(), y.view(), None),
                 &prm,
                 LogLinkLoss::Tweedie(power),
                 None,

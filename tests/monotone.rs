@@ -9,6 +9,7 @@ use fastpcam::logistic::fit_logistic;
 use fastpcam::monotone::{is_monotone, monotone_flsa, PavaWorkspace};
 use fastpcam::params::{Engine, FitParams, Penalty, Selection, Shapes};
 use fastpcam::solver::{fit, fit_with_engine, with_threads, Fit};
+use fastpcam::Rows;
 use ndarray::{Array1, Array2};
 use rand::{Rng, SeedableRng};
 
@@ -94,7 +95,7 @@ fn constrained_squared_fits_are_monotone_and_certified_on_both_engines() {
         for selection in [Selection::Greedy, Selection::Sweep, Selection::Cyclic] {
             let mut p = params(shapes(&mono, &[1.0, 2.0, 0.5]), 1e-5, 1e-3);
             p.selection = selection;
-            let f = fit_with_engine(x.view(), y.view(), None, &p, engine, None).unwrap();
+            let f = fit_with_engine(Rows::new(x.view(), y.view(), None), &p, engine, None).unwrap();
             assert!(
                 f.report.converged,
                 "{engine:?} {selection:?}: {:?}",
@@ -105,9 +106,7 @@ fn constrained_squared_fits_are_monotone_and_certified_on_both_engines() {
             assert_descent(&f);
             // The data dip inside feature 0 is flattened, not followed.
             let free = fit(
-                x.view(),
-                y.view(),
-                None,
+                Rows::new(x.view(), y.view(), None),
                 &params(Shapes::default(), 1e-5, 1e-3),
                 None,
             )
@@ -126,7 +125,7 @@ fn constrained_logistic_fits_are_monotone_and_certified() {
     let labels = y.mapv(|v| if v > 0.3 { 1.0 } else { 0.0 });
     let mono = [1i8, -1, 0];
     let p = params(shapes(&mono, &[1.0, 1.0, 3.0]), 1e-5, 3e-3);
-    let f = fit_logistic(x.view(), labels.view(), None, &p, None).unwrap();
+    let f = fit_logistic(Rows::new(x.view(), labels.view(), None), &p, None).unwrap();
     assert!(f.report.converged, "KKT {}", f.report.kkt_residual);
     assert_shapes(&f, &mono);
     assert_descent(&f);
@@ -138,15 +137,16 @@ fn default_shapes_are_bit_identical() {
     let base = params(Shapes::default(), 1e-4, 1e-3);
     let explicit = params(shapes(&[0, 0, 0], &[1.0; 3]), 1e-4, 1e-3);
     for engine in [Engine::Rows, Engine::Tables] {
-        let a = fit_with_engine(x.view(), y.view(), None, &base, engine, None).unwrap();
-        let b = fit_with_engine(x.view(), y.view(), None, &explicit, engine, None).unwrap();
+        let a = fit_with_engine(Rows::new(x.view(), y.view(), None), &base, engine, None).unwrap();
+        let b =
+            fit_with_engine(Rows::new(x.view(), y.view(), None), &explicit, engine, None).unwrap();
         assert_eq!(a.model, b.model);
         assert_eq!(a.report.objective.to_bits(), b.report.objective.to_bits());
         assert_eq!(a.lambda_max.to_bits(), b.lambda_max.to_bits());
     }
     let labels = y.mapv(|v| if v > 0.3 { 1.0 } else { 0.0 });
-    let a = fit_logistic(x.view(), labels.view(), None, &base, None).unwrap();
-    let b = fit_logistic(x.view(), labels.view(), None, &explicit, None).unwrap();
+    let a = fit_logistic(Rows::new(x.view(), labels.view(), None), &base, None).unwrap();
+    let b = fit_logistic(Rows::new(x.view(), labels.view(), None), &explicit, None).unwrap();
     assert_eq!(a.model, b.model);
     assert_eq!(a.report.objective.to_bits(), b.report.objective.to_bits());
 }
@@ -157,7 +157,7 @@ fn zero_factor_gives_bin_means_and_isotonic_fits() {
     let x0 = x.slice(ndarray::s![.., 0..1]).to_owned();
     for (d, ratio) in [(0i8, 0.5), (1, 0.5)] {
         let p = params(shapes(&[d], &[0.0]), 1e-9, ratio);
-        let f = fit(x0.view(), y.view(), None, &p, None).unwrap();
+        let f = fit(Rows::new(x0.view(), y.view(), None), &p, None).unwrap();
         let cuts = &f.model.cuts[0];
         let nb = cuts.len() + 1;
         let (mut s, mut w) = (vec![0.0; nb], vec![0.0; nb]);
@@ -194,9 +194,7 @@ fn re_solving_a_block_gains_nothing_at_a_tight_tolerance() {
     let mono = [1i8, -1, 1];
     let factor = [1.0, 0.5, 2.0];
     let f = fit(
-        x.view(),
-        y.view(),
-        None,
+        Rows::new(x.view(), y.view(), None),
         &params(shapes(&mono, &factor), 1e-5, 3e-3),
         None,
     )
@@ -241,8 +239,14 @@ fn re_solving_a_block_gains_nothing_at_a_tight_tolerance() {
 fn serial_and_parallel_fits_agree() {
     let (x, y) = data(70_000, 6);
     let p = params(shapes(&[1, -1, 0], &[1.0, 0.0, 2.0]), 1e-4, 1e-3);
-    let one = with_threads(Some(1), || fit(x.view(), y.view(), None, &p, None).unwrap()).unwrap();
-    let two = with_threads(Some(2), || fit(x.view(), y.view(), None, &p, None).unwrap()).unwrap();
+    let one = with_threads(Some(1), || {
+        fit(Rows::new(x.view(), y.view(), None), &p, None).unwrap()
+    })
+    .unwrap();
+    let two = with_threads(Some(2), || {
+        fit(Rows::new(x.view(), y.view(), None), &p, None).unwrap()
+    })
+    .unwrap();
     assert_eq!(one.model, two.model);
     assert_eq!(
         one.report.objective.to_bits(),
@@ -254,18 +258,14 @@ fn serial_and_parallel_fits_agree() {
 fn lambda_max_counts_penalised_features_only() {
     let (x, y) = data(1500, 7);
     let full = fit(
-        x.view(),
-        y.view(),
-        None,
+        Rows::new(x.view(), y.view(), None),
         &params(Shapes::default(), 1e-3, 1.0),
         None,
     )
     .unwrap();
     // Feature 0 carries the largest gradient; unpenalised, λ_max comes from the others.
     let without = fit(
-        x.view(),
-        y.view(),
-        None,
+        Rows::new(x.view(), y.view(), None),
         &params(shapes(&[], &[0.0, 1.0, 1.0]), 1e-3, 1.0),
         None,
     )
@@ -273,9 +273,7 @@ fn lambda_max_counts_penalised_features_only() {
     assert!(without.lambda_max < full.lambda_max);
     // Doubling every factor halves λ_max.
     let doubled = fit(
-        x.view(),
-        y.view(),
-        None,
+        Rows::new(x.view(), y.view(), None),
         &params(shapes(&[], &[2.0; 3]), 1e-3, 1.0),
         None,
     )
@@ -298,9 +296,7 @@ fn bad_shapes_are_refused() {
     ];
     for (s, name) in cases {
         let err = fit(
-            x.view(),
-            y.view(),
-            None,
+            Rows::new(x.view(), y.view(), None),
             &params(s.clone(), 1e-3, 1e-3),
             None,
         )

@@ -8,6 +8,7 @@ use fastpcam::multinomial::{fit_multinomial_with, MultinomialFit};
 use fastpcam::newton::Curvature;
 use fastpcam::params::{Penalty, Selection};
 use fastpcam::solver::with_threads;
+use fastpcam::Rows;
 use ndarray::{Array1, Array2};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -98,7 +99,7 @@ proptest! {
         let mut prm = params(Penalty::Relative(ratio), sel, 1e-6, Some(16));
         prm.max_iter = 1_500;
         let run = |threads| with_threads(Some(threads), || {
-            fit_multinomial_with(x.view(), y.view(), k, w.as_deref(), &prm, None, curvature).unwrap()
+            fit_multinomial_with(Rows::new(x.view(), y.view(), w.as_deref()), k, &prm, None, curvature).unwrap()
         }).unwrap();
         let (mut a, mut b) = (run(1), run(2));
         a.fit.report.history.time.clear();

@@ -8,6 +8,7 @@ mod common;
 use fastpcam::grid::{grid_tv, solve_grid, GridWorkspace};
 use fastpcam::params::{Grid, Interactions, PairParams, Penalty, Selection};
 use fastpcam::solver::{fit, with_threads};
+use fastpcam::Rows;
 use ndarray::{Array1, Array2};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -280,7 +281,7 @@ fn pair_params(interactions: Interactions, penalty: Option<f64>) -> fastpcam::pa
 fn a_known_interaction_is_found_and_certified() {
     let (x, y) = interaction_data(4000, 3);
     let prm = pair_params(Interactions::Count(3), None);
-    let f = fit(x.view(), y.view(), None, &prm, None).unwrap();
+    let f = fit(Rows::new(x.view(), y.view(), None), &prm, None).unwrap();
     assert_eq!(
         f.pairs.terms[0].features,
         (0, 1),
@@ -299,9 +300,7 @@ fn a_known_interaction_is_found_and_certified() {
     assert!(f.pairs.path.contains(&f.pairs.penalty));
     // Far better than the additive model in training loss.
     let additive = fit(
-        x.view(),
-        y.view(),
-        None,
+        Rows::new(x.view(), y.view(), None),
         &pair_params(Interactions::Count(0), None),
         None,
     )
@@ -313,13 +312,11 @@ fn a_known_interaction_is_found_and_certified() {
 fn zero_interactions_is_the_additive_fit() {
     let (x, y) = interaction_data(1500, 4);
     let mut plain = common::params(common::HELD_OUT, Selection::Auto, 1e-2, Some(64));
-    let a = fit(x.view(), y.view(), None, &plain, None).unwrap();
+    let a = fit(Rows::new(x.view(), y.view(), None), &plain, None).unwrap();
     plain.pairs.interactions = Interactions::List(vec![]);
-    let b = fit(x.view(), y.view(), None, &plain, None).unwrap();
+    let b = fit(Rows::new(x.view(), y.view(), None), &plain, None).unwrap();
     let c = fit(
-        x.view(),
-        y.view(),
-        None,
+        Rows::new(x.view(), y.view(), None),
         &pair_params(Interactions::Count(0), Some(0.1)),
         None,
     )
@@ -336,9 +333,11 @@ fn one_and_two_threads_agree_with_pairs() {
     let (x, y) = interaction_data(3000, 5);
     let prm = pair_params(Interactions::List(vec![(0, 1), (2, 3)]), None);
     let run = |t| {
-        with_threads(Some(t), || fit(x.view(), y.view(), None, &prm, None))
-            .unwrap()
-            .unwrap()
+        with_threads(Some(t), || {
+            fit(Rows::new(x.view(), y.view(), None), &prm, None)
+        })
+        .unwrap()
+        .unwrap()
     };
     let (a, b) = (run(1), run(2));
     assert_eq!(a.model, b.model);
@@ -350,7 +349,7 @@ fn one_and_two_threads_agree_with_pairs() {
 fn fixed_pair_penalty_and_bad_lists() {
     let (x, y) = interaction_data(1000, 6);
     let prm = pair_params(Interactions::List(vec![(1, 0)]), Some(0.5));
-    let f = fit(x.view(), y.view(), None, &prm, None).unwrap();
+    let f = fit(Rows::new(x.view(), y.view(), None), &prm, None).unwrap();
     assert_eq!(f.pairs.terms[0].features, (0, 1));
     assert_eq!(f.pairs.penalty, 0.5);
     assert!(f.pairs.path.is_empty());
@@ -358,7 +357,7 @@ fn fixed_pair_penalty_and_bad_lists() {
     assert_eq!(t.values.len(), t.grid.cells());
     let bad = pair_params(Interactions::List(vec![(0, 9)]), None);
     common::assert_invalid(
-        fit(x.view(), y.view(), None, &bad, None),
+        fit(Rows::new(x.view(), y.view(), None), &bad, None),
         "interactions",
         "index",
     );
@@ -367,7 +366,7 @@ fn fixed_pair_penalty_and_bad_lists() {
     // Two pairs that share a feature, at a small penalty: the transfers between them and
     // the main effects let the fit converge within a few hundred sweeps' worth of updates.
     fixed.max_iter = 5000;
-    let f = fit(x.view(), y.view(), None, &fixed, None).unwrap();
+    let f = fit(Rows::new(x.view(), y.view(), None), &fixed, None).unwrap();
     assert_eq!(f.pairs.penalty, fastpcam::pairs::DEFAULT_PAIR_PENALTY);
     assert!(f.report.converged, "kkt {}", f.report.kkt_residual);
 }

@@ -5,9 +5,8 @@ mod common;
 use common::{grid_features, params, penalty};
 use fastpcam::binning::{bin_data, BinningParams};
 use fastpcam::params::{Engine, FitParams, Penalty, Selection};
-use fastpcam::solver::{
-    fit, fit_binned, fit_binned_from, fit_path, fit_with_engine, lambda_max, with_threads, Fit,
-};
+use fastpcam::solver::{fit, fit_binned, fit_path, fit_with_engine, lambda_max, with_threads, Fit};
+use fastpcam::Rows;
 use ndarray::{Array1, Array2};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -117,9 +116,7 @@ fn matches_the_slow_reference_on_small_problems() {
         let w: Vec<f64> = (0..60).map(|_| rng.random_range(0.2..3.0)).collect();
         for selection in [Selection::Greedy, Selection::Cyclic] {
             let f = fit(
-                x.view(),
-                y.view(),
-                Some(&w),
+                Rows::new(x.view(), y.view(), Some(&w)),
                 &params(Penalty::Absolute(lambda), selection, 1e-10, max_bins),
                 None,
             )
@@ -152,7 +149,7 @@ fn kkt_residual_reaches_tol_and_history_is_monotone() {
         .flat_map(|s| [(s, Engine::Rows), (s, Engine::Tables)])
     {
         let prm = params(Penalty::Relative(1e-3), selection, 1e-6, Some(32));
-        let f = fit_with_engine(x.view(), y.view(), None, &prm, engine, None).unwrap();
+        let f = fit_with_engine(Rows::new(x.view(), y.view(), None), &prm, engine, None).unwrap();
         assert_eq!(f.engine, engine);
         assert!(
             f.report.converged && f.report.kkt_residual <= 1e-6,
@@ -174,17 +171,13 @@ fn kkt_residual_reaches_tol_and_history_is_monotone() {
 fn greedy_and_cyclic_reach_the_same_objective() {
     let (x, y) = data(3_000, 5, 11, 40);
     let sweep = fit(
-        x.view(),
-        y.view(),
-        None,
+        Rows::new(x.view(), y.view(), None),
         &params(Penalty::Relative(1e-3), Selection::Sweep, 1e-8, None),
         None,
     )
     .unwrap();
     let auto = fit(
-        x.view(),
-        y.view(),
-        None,
+        Rows::new(x.view(), y.view(), None),
         &params(Penalty::Relative(1e-3), Selection::Auto, 1e-8, None),
         None,
     )
@@ -197,9 +190,7 @@ fn greedy_and_cyclic_reach_the_same_objective() {
         .into_iter()
         .map(|s| {
             fit(
-                x.view(),
-                y.view(),
-                None,
+                Rows::new(x.view(), y.view(), None),
                 &params(Penalty::Relative(1e-3), s, 1e-8, None),
                 None,
             )
@@ -218,9 +209,7 @@ fn greedy_needs_fewer_updates_than_cyclic() {
     let (x, y) = data(3_000, 8, 5, 30);
     let n_iter = |s| {
         fit(
-            x.view(),
-            y.view(),
-            None,
+            Rows::new(x.view(), y.view(), None),
             &params(Penalty::Relative(1e-3), s, 1e-4, None),
             None,
         )
@@ -249,6 +238,7 @@ fn lambda_limits() {
             None,
         ),
         None,
+        None,
     )
     .unwrap();
     assert!(f.values.iter().flatten().all(|&v| v == 0.0));
@@ -265,15 +255,14 @@ fn lambda_limits() {
             None,
         ),
         None,
+        None,
     )
     .unwrap();
     assert!(f.values.iter().flatten().any(|&v| v != 0.0));
     // λ = 0 with one feature: the fit is the bin means (interpolation of the bin means).
     let x1 = x.slice(ndarray::s![.., 0..1]).to_owned();
     let f = fit(
-        x1.view(),
-        y.view(),
-        None,
+        Rows::new(x1.view(), y.view(), None),
         &params(Penalty::Absolute(0.0), Selection::Greedy, 1e-12, None),
         None,
     )
@@ -297,9 +286,7 @@ fn lambda_limits() {
 fn shapes_are_centred() {
     let (x, y) = data(2_000, 4, 9, 25);
     let f = fit(
-        x.view(),
-        y.view(),
-        None,
+        Rows::new(x.view(), y.view(), None),
         &params(Penalty::Relative(1e-3), Selection::Greedy, 1e-6, None),
         None,
     )
@@ -315,7 +302,7 @@ fn time_budget_and_max_iter_stop_early() {
     let (x, y) = data(2_000, 4, 9, 25);
     let mut p = params(Penalty::Relative(1e-4), Selection::Greedy, 0.0, None);
     p.max_iter = 3;
-    let f = fit(x.view(), y.view(), None, &p, None).unwrap();
+    let f = fit(Rows::new(x.view(), y.view(), None), &p, None).unwrap();
     assert_eq!(f.report.n_iter, 3);
     assert!(!f.report.converged);
     let mut stop_after = 5usize;
@@ -325,7 +312,7 @@ fn time_budget_and_max_iter_stop_early() {
         stop_after > 0
     };
     p.max_iter = 1000;
-    let f = fit(x.view(), y.view(), None, &p, Some(&mut cb)).unwrap();
+    let f = fit(Rows::new(x.view(), y.view(), None), &p, Some(&mut cb)).unwrap();
     assert_eq!(f.report.n_iter, 4);
 }
 
@@ -346,7 +333,7 @@ proptest! {
         prm.max_iter = 3_000;
         let engine = if tables { Engine::Tables } else { Engine::Rows };
         let run = |threads| with_threads(Some(threads), || {
-            fit_with_engine(x.view(), y.view(), w.as_deref(), &prm, engine, None).unwrap()
+            fit_with_engine(Rows::new(x.view(), y.view(), w.as_deref()), &prm, engine, None).unwrap()
         }).unwrap();
         let (mut a, mut b) = (run(1), run(2));
         // Everything but the wall-clock times must be bit-identical.
@@ -363,9 +350,9 @@ proptest! {
     fn shifting_y_shifts_only_the_intercept(seed in 0u64..1_000, shift in -1e3f64..1e3) {
         let (x, y) = data(200, 3, seed, 10);
         let prm = params(Penalty::Absolute(1e-3), Selection::Greedy, 1e-9, None);
-        let a = fit(x.view(), y.view(), None, &prm, None).unwrap();
+        let a = fit(Rows::new(x.view(), y.view(), None), &prm, None).unwrap();
         let ys = y.mapv(|v| v + shift);
-        let b = fit(x.view(), ys.view(), None, &prm, None).unwrap();
+        let b = fit(Rows::new(x.view(), ys.view(), None), &prm, None).unwrap();
         prop_assert!((b.model.intercept - a.model.intercept - shift).abs() < 1e-9 * (1.0 + shift.abs()));
         for (va, vb) in a.model.values.iter().flatten().zip(b.model.values.iter().flatten()) {
             prop_assert!((va - vb).abs() < 1e-6, "{} vs {}", va, vb);
@@ -381,7 +368,7 @@ fn serial_equals_parallel_across_row_chunks() {
     let prm = params(Penalty::Relative(1e-4), Selection::Greedy, 1e-9, Some(64));
     let run = |threads| {
         let mut f = with_threads(Some(threads), || {
-            fit(x.view(), y.view(), Some(&w), &prm, None).unwrap()
+            fit(Rows::new(x.view(), y.view(), Some(&w)), &prm, None).unwrap()
         })
         .unwrap();
         f.report.history.time.clear();
@@ -411,6 +398,7 @@ fn warm_starts_reach_the_cold_optimum_faster() {
                 ..prm.clone()
             },
             None,
+            None,
         )
         .unwrap();
         assert!(f.report.converged);
@@ -428,7 +416,7 @@ fn warm_starts_reach_the_cold_optimum_faster() {
     );
     // A bad warm start is an error, not a panic.
     let bad = vec![vec![0.0; 3]; 5];
-    assert!(fit_binned_from(&d, y.view(), &prm, Some(bad), None).is_err());
+    assert!(fit_binned(&d, y.view(), &prm, Some(bad), None).is_err());
 }
 
 #[test]
@@ -440,9 +428,20 @@ fn tables_and_rows_engines_give_the_same_model() {
     let w: Vec<f64> = (0..20_000).map(|i| 0.5 + (i % 3) as f64).collect();
     for selection in [Selection::Greedy, Selection::Cyclic] {
         let prm = params(Penalty::Relative(1e-3), selection, 1e-7, Some(64));
-        let rows = fit_with_engine(x.view(), y.view(), Some(&w), &prm, Engine::Rows, None).unwrap();
-        let tabs =
-            fit_with_engine(x.view(), y.view(), Some(&w), &prm, Engine::Tables, None).unwrap();
+        let rows = fit_with_engine(
+            Rows::new(x.view(), y.view(), Some(&w)),
+            &prm,
+            Engine::Rows,
+            None,
+        )
+        .unwrap();
+        let tabs = fit_with_engine(
+            Rows::new(x.view(), y.view(), Some(&w)),
+            &prm,
+            Engine::Tables,
+            None,
+        )
+        .unwrap();
         assert_eq!((rows.engine, tabs.engine), (Engine::Rows, Engine::Tables));
         assert!(rows.report.converged && tabs.report.converged);
         let (a, b) = (rows.report.objective, tabs.report.objective);
@@ -476,7 +475,13 @@ fn tables_engine_is_deterministic_across_threads() {
     let prm = params(Penalty::Relative(1e-3), Selection::Greedy, 1e-6, Some(100));
     let run = |threads| {
         let mut f = with_threads(Some(threads), || {
-            fit_with_engine(x.view(), y.view(), None, &prm, Engine::Tables, None).unwrap()
+            fit_with_engine(
+                Rows::new(x.view(), y.view(), None),
+                &prm,
+                Engine::Tables,
+                None,
+            )
+            .unwrap()
         })
         .unwrap();
         f.report.history.time.clear();
@@ -495,7 +500,13 @@ fn fit_from_partition_tables_equals_the_in_memory_fit() {
         x[[i, 1]] = f64::NAN;
     }
     let prm = params(Penalty::Relative(1e-3), Selection::Greedy, 1e-8, Some(32));
-    let whole = fit_with_engine(x.view(), y.view(), None, &prm, Engine::Tables, None).unwrap();
+    let whole = fit_with_engine(
+        Rows::new(x.view(), y.view(), None),
+        &prm,
+        Engine::Tables,
+        None,
+    )
+    .unwrap();
     // Three partitions binned with the whole data's cut points, their tables added up.
     let cuts = whole.model.cuts.clone();
     let missing = vec![false, true, false, false];
@@ -565,9 +576,7 @@ fn paired_sweeps_reach_the_plain_optimum() {
     let run = |s, tol, threads| {
         let mut f = with_threads(Some(threads), || {
             fit(
-                x.view(),
-                y.view(),
-                Some(&w),
+                Rows::new(x.view(), y.view(), Some(&w)),
                 &params(Penalty::Relative(1e-3), s, tol, None),
                 None,
             )
@@ -621,9 +630,7 @@ fn wide_auto_fit_matches_greedy() {
     let run = |s, threads| {
         let mut f = with_threads(Some(threads), || {
             fit(
-                x.view(),
-                y.view(),
-                None,
+                Rows::new(x.view(), y.view(), None),
                 &params(Penalty::Relative(3e-3), s, 1e-7, Some(512)),
                 None,
             )

@@ -7,6 +7,7 @@ use fastpcam::solver::{fit, with_threads};
 use fastpcam::sparse::{
     agis, agis_binned, l0, l0_binned, LambdaS, SparseFit, SparseParams, SparseSolver,
 };
+use fastpcam::Rows;
 use ndarray::{Array1, Array2};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -90,10 +91,15 @@ fn assert_monotone(h: &[f64], what: &str) {
 #[test]
 fn agis_and_l0_recover_the_true_support_despite_decoys() {
     let (x, y) = sparse_data(4_000, 1);
-    let a = agis(x.view(), y.view(), None, &params(1e-3), 5).unwrap();
+    let a = agis(Rows::new(x.view(), y.view(), None), &params(1e-3), 5).unwrap();
     assert_eq!(a.path.models.len(), 5);
     assert_eq!(a.path.models[4].support, TRUE.to_vec());
-    let b = l0(x.view(), y.view(), None, &params(1e-3), &LambdaS::auto(5)).unwrap();
+    let b = l0(
+        Rows::new(x.view(), y.view(), None),
+        &params(1e-3),
+        &LambdaS::auto(5),
+    )
+    .unwrap();
     let last = b.path.models.last().unwrap();
     assert_eq!(
         last.support,
@@ -169,7 +175,7 @@ fn local_search_never_hurts_agis_and_l0() {
             local_search: ls,
             ..params(1e-3)
         };
-        let a = agis(x.view(), y.view(), None, &p, 6).unwrap();
+        let a = agis(Rows::new(x.view(), y.view(), None), &p, 6).unwrap();
         assert_monotone(&a.path.history.objective, "AGIS");
         let swaps: usize = a.path.models.iter().map(|m| m.n_swaps).sum();
         if !ls {
@@ -181,7 +187,12 @@ fn local_search_never_hurts_agis_and_l0() {
 #[test]
 fn l0_objective_never_increases_at_a_fixed_lambda_s() {
     let (x, y) = sparse_data(2_000, 4);
-    let f = l0(x.view(), y.view(), None, &params(1e-3), &LambdaS::auto(8)).unwrap();
+    let f = l0(
+        Rows::new(x.view(), y.view(), None),
+        &params(1e-3),
+        &LambdaS::auto(8),
+    )
+    .unwrap();
     let h = &f.path.history;
     assert!(h.objective.len() > 50);
     let mut start = 0;
@@ -211,9 +222,7 @@ fn l0_at_lambda_s_zero_is_the_dense_fit_and_a_huge_lambda_s_is_empty() {
         ..params(1e-8)
     };
     let f = l0(
-        x.view(),
-        y.view(),
-        None,
+        Rows::new(x.view(), y.view(), None),
         &p,
         &LambdaS::Values(vec![1e3, 0.0]),
     )
@@ -221,9 +230,7 @@ fn l0_at_lambda_s_zero_is_the_dense_fit_and_a_huge_lambda_s_is_empty() {
     assert!(f.path.models[0].support.is_empty());
     assert!(f.path.models[0].values.iter().flatten().all(|&v| v == 0.0));
     let dense = fit(
-        x.view(),
-        y.view(),
-        None,
+        Rows::new(x.view(), y.view(), None),
         &FitParams {
             lambda: Penalty::Relative(1e-3),
             selection: Selection::Greedy,
@@ -244,7 +251,7 @@ fn l0_at_lambda_s_zero_is_the_dense_fit_and_a_huge_lambda_s_is_empty() {
         "{ours} vs {reference}"
     );
     // AGIS with K = p reaches the same optimum when every feature is used.
-    let a = agis(x.view(), y.view(), None, &p, 8).unwrap();
+    let a = agis(Rows::new(x.view(), y.view(), None), &p, 8).unwrap();
     let last = a.path.models.last().unwrap();
     if last.support.len() == 8 {
         assert!((last.fast_objective - reference).abs() <= 1e-7 * reference);
@@ -262,7 +269,7 @@ proptest! {
         let x = x.slice(ndarray::s![.., 0..12]).to_owned();
         let w: Option<Vec<f64>> = weighted.then(|| (0..n).map(|i| 0.5 + (i % 3) as f64).collect());
         let p = SparseParams { lambda: Penalty::Relative(ratio), max_iter: 2_000, ..params(1e-4) };
-        let run = |t| with_threads(Some(t), || agis(x.view(), y.view(), w.as_deref(), &p, k).unwrap()).unwrap();
+        let run = |t| with_threads(Some(t), || agis(Rows::new(x.view(), y.view(), w.as_deref()), &p, k).unwrap()).unwrap();
         let (mut a, mut b) = (run(1), run(2));
         a.path.history.time.clear();
         b.path.history.time.clear();
@@ -296,7 +303,7 @@ proptest! {
         let (x, y) = sparse_data(n, seed);
         let x = x.slice(ndarray::s![.., 0..10]).to_owned();
         let p = SparseParams { max_iter: 2_000, ..params(1e-4) };
-        let run = |t| with_threads(Some(t), || l0(x.view(), y.view(), None, &p, &LambdaS::auto(k)).unwrap()).unwrap();
+        let run = |t| with_threads(Some(t), || l0(Rows::new(x.view(), y.view(), None), &p, &LambdaS::auto(k)).unwrap()).unwrap();
         let (mut a, mut b) = (run(1), run(2));
         a.path.history.time.clear();
         b.path.history.time.clear();
@@ -317,8 +324,13 @@ fn identical_on_1_and_2_threads_across_row_chunks() {
     for method in 0..2 {
         let run = |t| {
             let mut f = with_threads(Some(t), || match method {
-                0 => agis(x.view(), y.view(), Some(&w), &p, 3).unwrap(),
-                _ => l0(x.view(), y.view(), Some(&w), &p, &LambdaS::auto(3)).unwrap(),
+                0 => agis(Rows::new(x.view(), y.view(), Some(&w)), &p, 3).unwrap(),
+                _ => l0(
+                    Rows::new(x.view(), y.view(), Some(&w)),
+                    &p,
+                    &LambdaS::auto(3),
+                )
+                .unwrap(),
             })
             .unwrap();
             f.path.history.time.clear();
@@ -339,7 +351,7 @@ fn max_iter_bounds_the_updates_per_model() {
         local_search: false,
         ..params(0.0)
     };
-    let f = agis(x.view(), y.view(), None, &p, 3).unwrap();
+    let f = agis(Rows::new(x.view(), y.view(), None), &p, 3).unwrap();
     assert_eq!(f.path.models.len(), 3);
     for (i, m) in f.path.models.iter().enumerate() {
         assert_eq!(m.n_iter, 4 * (i + 1));
@@ -351,10 +363,15 @@ fn max_iter_bounds_the_updates_per_model() {
 fn a_constant_target_selects_nothing() {
     let (x, _) = sparse_data(200, 8);
     let y = Array1::from_elem(200, 3.0);
-    let f = agis(x.view(), y.view(), None, &params(1e-3), 3).unwrap();
+    let f = agis(Rows::new(x.view(), y.view(), None), &params(1e-3), 3).unwrap();
     assert!(f.path.models.is_empty());
     assert_eq!(f.path.stop, fastpcam::sparse::PathStop::NoCandidate);
-    let f = l0(x.view(), y.view(), None, &params(1e-3), &LambdaS::auto(3)).unwrap();
+    let f = l0(
+        Rows::new(x.view(), y.view(), None),
+        &params(1e-3),
+        &LambdaS::auto(3),
+    )
+    .unwrap();
     assert!(f.path.models.is_empty());
 }
 
@@ -363,16 +380,21 @@ fn bad_input_names_the_argument() {
     let (x, y) = sparse_data(100, 9);
     let data = binned(&x);
     let msg = |e: fastpcam::FastError| e.to_string();
-    let e = msg(agis(x.view(), y.view(), None, &params(1e-3), 0).unwrap_err());
+    let e = msg(agis(Rows::new(x.view(), y.view(), None), &params(1e-3), 0).unwrap_err());
     assert!(e.contains("max_features") && e.contains(">= 1"), "{e}");
-    let e = msg(agis(x.view(), y.view(), None, &params(1e-3), 31).unwrap_err());
+    let e = msg(agis(Rows::new(x.view(), y.view(), None), &params(1e-3), 31).unwrap_err());
     assert!(
         e.contains("max_features") && e.contains("30 features"),
         "{e}"
     );
     let e = msg(agis_binned(&data, y.view(), &params(1e-3), 31).unwrap_err());
     assert!(e.contains("max_features"), "{e}");
-    let e = msg(l0(x.view(), y.view(), None, &params(1e-3), &LambdaS::auto(0)).unwrap_err());
+    let e = msg(l0(
+        Rows::new(x.view(), y.view(), None),
+        &params(1e-3),
+        &LambdaS::auto(0),
+    )
+    .unwrap_err());
     assert!(e.contains("max_features"), "{e}");
     for bad in [-1.0, f64::NAN, f64::INFINITY] {
         let e = msg(l0_binned(
@@ -399,9 +421,7 @@ fn bad_input_names_the_argument() {
     .unwrap_err());
     assert!(e.contains("scale_down_factor"), "{e}");
     let e = msg(agis(
-        x.view(),
-        y.view(),
-        None,
+        Rows::new(x.view(), y.view(), None),
         &SparseParams {
             lambda: Penalty::Absolute(-1.0),
             ..params(1e-3)
@@ -411,9 +431,7 @@ fn bad_input_names_the_argument() {
     .unwrap_err());
     assert!(e.contains("lambda_f"), "{e}");
     let e = msg(agis(
-        x.view(),
-        y.view(),
-        None,
+        Rows::new(x.view(), y.view(), None),
         &SparseParams {
             tol: -1.0,
             ..params(1e-3)
@@ -422,7 +440,12 @@ fn bad_input_names_the_argument() {
     )
     .unwrap_err());
     assert!(e.contains("tol"), "{e}");
-    let e = msg(agis(x.view(), y.slice(ndarray::s![..50]), None, &params(1e-3), 2).unwrap_err());
+    let e = msg(agis(
+        Rows::new(x.view(), y.slice(ndarray::s![..50]), None),
+        &params(1e-3),
+        2,
+    )
+    .unwrap_err());
     assert!(e.contains('y'), "{e}");
 }
 
@@ -434,7 +457,7 @@ fn missing_values_form_their_own_level() {
     for i in (0..2_000).step_by(5) {
         x[[i, 21]] = f64::NAN;
     }
-    let f = agis(x.view(), y.view(), None, &params(1e-3), 5).unwrap();
+    let f = agis(Rows::new(x.view(), y.view(), None), &params(1e-3), 5).unwrap();
     let m = f.path.models.last().unwrap();
     assert_eq!(m.support, TRUE.to_vec());
     assert_eq!(f.missing_weights[21], 400.0);

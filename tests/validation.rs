@@ -12,6 +12,7 @@ use fastpcam::params::{
 };
 use fastpcam::solver::{fit, fit_binned, fit_with_engine, Fit};
 use fastpcam::validation::{fit_validated, validation_rows, START_RATIO, STEP};
+use fastpcam::Rows;
 use ndarray::{Array1, Array2};
 use rand::{Rng, SeedableRng};
 
@@ -38,9 +39,7 @@ fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
 fn the_model_is_the_plain_fit_at_the_chosen_ratio() {
     let (x, y) = data(3_000, 4, 1, 1.0);
     let held = fit(
-        x.view(),
-        y.view(),
-        None,
+        Rows::new(x.view(), y.view(), None),
         &params(HELD_OUT, Selection::Greedy, 1e-9, Some(64)),
         None,
     )
@@ -51,9 +50,7 @@ fn the_model_is_the_plain_fit_at_the_chosen_ratio() {
     let ratio = search.ratio;
     assert!((held.lambda_f / held.lambda_max - ratio).abs() <= 1e-12 * ratio);
     let plain = fit(
-        x.view(),
-        y.view(),
-        None,
+        Rows::new(x.view(), y.view(), None),
         &params(Penalty::Relative(ratio), Selection::Greedy, 1e-9, Some(64)),
         None,
     )
@@ -71,9 +68,7 @@ fn the_model_is_the_plain_fit_at_the_chosen_ratio() {
 fn the_search_follows_the_path_and_picks_its_best_ratio() {
     let (x, y) = data(4_000, 3, 2, 0.5);
     let f = fit(
-        x.view(),
-        y.view(),
-        None,
+        Rows::new(x.view(), y.view(), None),
         &params(HELD_OUT, Selection::Greedy, 1e-2, Some(256)),
         None,
     )
@@ -90,8 +85,8 @@ fn noise_gets_a_larger_penalty_than_signal() {
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(9);
     let y_noise = Array1::from_shape_fn(4_000, |_| rng.random::<f64>());
     let prm = params(HELD_OUT, Selection::Greedy, 1e-2, Some(256));
-    let signal = fit(x.view(), y_signal.view(), None, &prm, None).unwrap();
-    let noise = fit(x.view(), y_noise.view(), None, &prm, None).unwrap();
+    let signal = fit(Rows::new(x.view(), y_signal.view(), None), &prm, None).unwrap();
+    let noise = fit(Rows::new(x.view(), y_noise.view(), None), &prm, None).unwrap();
     let (rs, noise) = (signal.search.unwrap().ratio, noise.search.unwrap());
     assert!(rs < 0.01, "signal: {rs}");
     // Pure noise: the first ratio wins, so the search climbs above it towards λ_max.
@@ -127,8 +122,8 @@ fn held_out_rows_are_reproducible_and_weighted() {
     let (x, y) = data(1_500, 3, 5, 1.0);
     let w: Vec<f64> = vec![2.0; 1_500];
     let prm = params(HELD_OUT, Selection::Greedy, 1e-9, Some(64));
-    let a = fit(x.view(), y.view(), Some(&w), &prm, None).unwrap();
-    let b = fit(x.view(), y.view(), None, &prm, None).unwrap();
+    let a = fit(Rows::new(x.view(), y.view(), Some(&w)), &prm, None).unwrap();
+    let b = fit(Rows::new(x.view(), y.view(), None), &prm, None).unwrap();
     assert_eq!(
         a.search.as_ref().unwrap().ratios,
         b.search.as_ref().unwrap().ratios
@@ -140,8 +135,20 @@ fn held_out_rows_are_reproducible_and_weighted() {
 fn tables_and_rows_engines_make_the_same_choice() {
     let (x, y) = data(20_000, 4, 6, 1.0);
     let prm = params(HELD_OUT, Selection::Greedy, 1e-8, Some(32));
-    let rows = fit_with_engine(x.view(), y.view(), None, &prm, Engine::Rows, None).unwrap();
-    let tabs = fit_with_engine(x.view(), y.view(), None, &prm, Engine::Tables, None).unwrap();
+    let rows = fit_with_engine(
+        Rows::new(x.view(), y.view(), None),
+        &prm,
+        Engine::Rows,
+        None,
+    )
+    .unwrap();
+    let tabs = fit_with_engine(
+        Rows::new(x.view(), y.view(), None),
+        &prm,
+        Engine::Tables,
+        None,
+    )
+    .unwrap();
     let (sr, st) = (rows.search.unwrap(), tabs.search.unwrap());
     assert_eq!(sr.ratio, st.ratio);
     assert_eq!(sr.ratios.len(), st.ratios.len());
@@ -154,9 +161,7 @@ fn tables_and_rows_engines_make_the_same_choice() {
 fn few_rows_use_the_fixed_ratio() {
     let (x, y) = data(200, 2, 7, 1.0);
     let f: Fit = fit(
-        x.view(),
-        y.view(),
-        None,
+        Rows::new(x.view(), y.view(), None),
         &params(HELD_OUT, Selection::Greedy, 1e-6, None),
         None,
     )
@@ -176,9 +181,7 @@ fn a_stopping_callback_ends_the_search() {
         calls < 2
     };
     let f = fit(
-        x.view(),
-        y.view(),
-        None,
+        Rows::new(x.view(), y.view(), None),
         &params(HELD_OUT, Selection::Greedy, 1e-6, None),
         Some(&mut cb),
     )
@@ -191,12 +194,12 @@ fn a_stopping_callback_ends_the_search() {
 #[test]
 fn bad_fractions_and_other_solvers_are_errors() {
     let (x, y) = data(300, 2, 9, 1.0);
-    assert_bad_fractions_refused(|prm| fit(x.view(), y.view(), None, prm, None));
+    assert_bad_fractions_refused(|prm| fit(Rows::new(x.view(), y.view(), None), prm, None));
     // The binned entry points need the rows to hold some out: a clear error.
     let binned = bin_data(x.view(), None, &BinningParams::default()).unwrap();
     let prm = params(HELD_OUT, Selection::Greedy, 1e-2, None);
     assert_invalid(
-        fit_binned(&binned, y.view(), &prm, None),
+        fit_binned(&binned, y.view(), &prm, None, None),
         "lambda",
         "fit_binned",
     );
@@ -269,6 +272,7 @@ fn held_out_error_from_statistics_equals_the_rows() {
         y.view(),
         &params(Penalty::Relative(0.01), Selection::Greedy, 1e-3, None),
         None,
+        None,
     )
     .unwrap();
     for shift in [0.0, 0.3] {
@@ -299,7 +303,13 @@ fn statistics_of_a_split_choose_as_the_rows_do() {
     let (x, y) = data(6_000, 3, 12, 1.0);
     let w: Vec<f64> = vec![1.0; 6_000];
     let prm = params(HELD_OUT, Selection::Greedy, 1e-9, Some(32));
-    let rows_fit = fit_with_engine(x.view(), y.view(), None, &prm, Engine::Rows, None).unwrap();
+    let rows_fit = fit_with_engine(
+        Rows::new(x.view(), y.view(), None),
+        &prm,
+        Engine::Rows,
+        None,
+    )
+    .unwrap();
     let binned = bin_data(x.view(), None, &prm.binning).unwrap();
     let held = validation_rows(6_000, DEFAULT_VALIDATION_FRACTION, 0);
     let rest: Vec<usize> = (0..6_000)

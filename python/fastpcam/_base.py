@@ -1,6 +1,7 @@
 """The shared base of every fastpcam estimator: :class:`_BaseFAST`.
 
-It owns the parameters of the dense fits and their constraints, the one fit flow
+It takes the parameters of the dense fits from :class:`fastpcam._params.FastParams` (their
+signature, constraints and documentation are written there) and owns the one fit flow
 (validate → prepare the input → call the core → write the fitted state → report), the
 configuration handed to the core, verbose output and warnings, and prediction from the
 fitted tables. The estimators are thin subclasses: their loss, how they encode ``y``, and
@@ -12,7 +13,7 @@ from __future__ import annotations
 import inspect
 import sys
 import warnings
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional
 
 import numpy as np
 import numpy.typing as npt
@@ -22,28 +23,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _core, _dask, _fitted, _input, _pairs, _params, _progress, _shapes
 from ._inspect import AdditiveModelMixin
-from ._params import (
-    DEFAULT_ENGINE,
-    DEFAULT_INTERACTIONS,
-    DEFAULT_MAX_INTERACTION_BINS,
-    document,
-    DEFAULT_MAX_BINS,
-    DEFAULT_MAX_ITER,
-    DEFAULT_SELECTION,
-    DEFAULT_SUBSAMPLE_FOR_BIN,
-    DEFAULT_TOL,
-    DEFAULT_VALIDATION_FRACTION,
-)
-
-#: The parameters of :class:`_BaseFAST`, in signature order.
-FAST_PARAMS = (
-    "lambda_f", "lambda_ratio", "validation_fraction", "max_bins", "selection", "tol", "max_iter", "max_time",
-    "n_jobs", "random_state", "subsample_for_bin", "verbose", "progress", "callback", "categorical_features", "bins", "engine",
-    "monotonic_cst", "penalty_factor", "interactions", "max_interaction_bins", "interaction_penalty",
-)  # fmt: skip
+from ._params import FAST_PARAMS, document, store_params
 
 
-class _BaseFAST(AdditiveModelMixin, BaseEstimator):
+class _BaseFAST(AdditiveModelMixin, _params.FastParams, BaseEstimator):
     """Parameters, fit flow, core call and fitted state shared by the estimators."""
 
     _parameter_constraints: dict = _params.constraints(FAST_PARAMS)
@@ -77,33 +60,6 @@ class _BaseFAST(AdditiveModelMixin, BaseEstimator):
     validation_path_: dict[str, npt.NDArray[Any]]
     n_validation_: int
 
-    def __init__(
-        self,
-        lambda_f: Optional[float] = None,
-        *,
-        lambda_ratio: Union[float, str] = "auto",
-        validation_fraction: float = DEFAULT_VALIDATION_FRACTION,
-        max_bins: Union[int, str, None] = DEFAULT_MAX_BINS,
-        selection: str = DEFAULT_SELECTION,
-        tol: float = DEFAULT_TOL,
-        max_iter: int = DEFAULT_MAX_ITER,
-        max_time: Optional[float] = None,
-        n_jobs: Optional[int] = None,
-        random_state: int = 0,
-        subsample_for_bin: int = DEFAULT_SUBSAMPLE_FOR_BIN,
-        verbose: int = 0,
-        progress: Union[bool, str] = "auto",
-        callback: Optional[Callable[[int, float, float, float], Optional[bool]]] = None,
-        categorical_features: Any = "from_dtype",
-        bins: Any = None,
-        engine: str = DEFAULT_ENGINE,
-        monotonic_cst: Any = None,
-        penalty_factor: Any = None,
-        interactions: Any = DEFAULT_INTERACTIONS,
-        max_interaction_bins: int = DEFAULT_MAX_INTERACTION_BINS,
-        interaction_penalty: Union[float, str] = "auto",
-    ) -> None:
-        _store_params(self, locals())
 
     def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
         tags = super().__sklearn_tags__()
@@ -290,15 +246,8 @@ def fast_init(*names: str, **own: tuple[Any, Any]) -> Callable[..., None]:
         except TypeError as err:
             raise TypeError(f"{type(self).__name__}.__init__() {err}") from None
         bound.apply_defaults()
-        _store_params(self, bound.arguments)
+        store_params(self, bound.arguments)
 
     __init__.__signature__ = signature  # type: ignore[attr-defined]
     return __init__
 
-
-def _store_params(est: Any, given: dict[str, Any]) -> None:
-    """``__init__`` of an estimator: store every argument under its own name (scikit-learn
-    reads them back with ``get_params``)."""
-    for name, value in given.items():
-        if name not in ("self", "__class__"):
-            setattr(est, name, value)

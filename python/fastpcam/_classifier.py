@@ -235,10 +235,8 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
 
     def _core_fit(self, X: Any, y: Any, sample_weight: Any, **kwargs: Any) -> Any:
         """The binary fit (one score), or the softmax fit with one score per class."""
-        if len(self.classes_) == 2:
-            return _core.fit(X, y, sample_weight, **kwargs)
-        out, extra = _core.fit_multinomial(X, y, sample_weight, n_classes=len(self.classes_), **kwargs)
-        return {**out, **extra}
+        n_classes = len(self.classes_)
+        return _core.fit(X, y, sample_weight, n_classes=None if n_classes == 2 else n_classes, **kwargs)
 
     @property
     def _multiclass(self) -> bool:

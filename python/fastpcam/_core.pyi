@@ -101,6 +101,11 @@ class PairOutput(TypedDict):
     path_n_iter: npt.NDArray[np.int64]
     gains: npt.NDArray[np.float64]
 
+class MultinomialExtra(TypedDict):
+    n_classes: int
+    intercepts: npt.NDArray[np.float64]  # [class], mean 0
+    missing_values: list[npt.NDArray[np.float64]]  # [feature][class]
+
 def fit(
     x: npt.NDArray[np.float64],
     y: npt.NDArray[np.float64],
@@ -108,24 +113,12 @@ def fit(
     *,
     config: FitConfig,
     progress: Optional[Callable[[int, float, float, float], object]] = None,
-) -> FitOutput: ...
-
-class MultinomialExtra(TypedDict):
-    n_classes: int
-    intercepts: npt.NDArray[np.float64]  # [class], mean 0
-    missing_values: list[npt.NDArray[np.float64]]  # [feature][class]
-
-def fit_multinomial(
-    x: npt.NDArray[np.float64],
-    y: npt.NDArray[np.float64],
-    sample_weight: Optional[npt.NDArray[np.float64]] = None,
-    *,
-    n_classes: int,
-    config: FitConfig,
-    progress: Optional[Callable[[int, float, float, float], object]] = None,
-) -> tuple[FitOutput, MultinomialExtra]:
-    """Softmax FAST (``y``: class indices ``0..n_classes``); ``values[j]`` are bin-major
-    (``n_bins × n_classes``), ``intercept`` and ``missing_values`` of the first part are 0."""
+    n_classes: Optional[int] = None,
+) -> FitOutput:
+    """FAST for the configuration's loss. With ``n_classes``, softmax FAST (``y``: class indices
+    ``0..n_classes``): the output also holds the entries of :class:`MultinomialExtra` (its
+    ``missing_values`` replacing the single-score one), ``values[j]`` are bin-major
+    (``n_bins × n_classes``) and ``intercept`` is 0."""
     ...
 
 class PathFit(ModelOutput):

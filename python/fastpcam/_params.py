@@ -1,17 +1,21 @@
 """Parameters shared by the estimators: defaults read from the compiled core, constraints,
-the configuration handed to the core, and small conversions (threads, error messages).
+the shared signature (:class:`FastParams`), the configuration handed to the core, and small
+conversions (threads, error messages).
 
 Every default is defined once, in Rust (``rust/bindings/config.rs`` from the core's
 constants), and read here from ``_core.defaults()``; the estimators' signatures use these
-names. The core's configuration keys are the Python parameter names.
+names. The core's configuration keys are the Python parameter names. A parameter of the
+estimators is written in this module once: its constraint, its docstring paragraph and its
+place in :class:`FastParams`'s signature.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 from numbers import Integral, Real
-from typing import Any, Optional
+from typing import Any, Callable, Optional, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -99,6 +103,53 @@ CONSTRAINTS: dict[str, list[Any]] = {
 def constraints(params: Any, **override: list[Any]) -> dict[str, list[Any]]:
     """The constraints of the parameters ``params`` (names), with ``override`` replacing some."""
     return {name: override.get(name, CONSTRAINTS[name]) for name in params}
+
+
+class FastParams:
+    """The parameters the estimators share: the base of every estimator
+    (``fastpcam._base._BaseFAST``) takes its ``__init__`` from here, where each parameter is
+    written once next to its constraint (:data:`CONSTRAINTS`) and its documentation
+    (:data:`DOCS`), with its default read from the core. The estimators' own signatures are
+    built from this one (``fastpcam._base.fast_init``)."""
+
+    def __init__(
+        self,
+        lambda_f: Optional[float] = None,
+        *,
+        lambda_ratio: Union[float, str] = "auto",
+        validation_fraction: float = DEFAULT_VALIDATION_FRACTION,
+        max_bins: Union[int, str, None] = DEFAULT_MAX_BINS,
+        selection: str = DEFAULT_SELECTION,
+        tol: float = DEFAULT_TOL,
+        max_iter: int = DEFAULT_MAX_ITER,
+        max_time: Optional[float] = None,
+        n_jobs: Optional[int] = None,
+        random_state: int = 0,
+        subsample_for_bin: int = DEFAULT_SUBSAMPLE_FOR_BIN,
+        verbose: int = 0,
+        progress: Union[bool, str] = "auto",
+        callback: Optional[Callable[[int, float, float, float], Optional[bool]]] = None,
+        categorical_features: Any = "from_dtype",
+        bins: Any = None,
+        engine: str = DEFAULT_ENGINE,
+        monotonic_cst: Any = None,
+        penalty_factor: Any = None,
+        interactions: Any = DEFAULT_INTERACTIONS,
+        max_interaction_bins: int = DEFAULT_MAX_INTERACTION_BINS,
+        interaction_penalty: Union[float, str] = "auto",
+    ) -> None:
+        store_params(self, locals())
+
+
+def store_params(est: Any, given: dict[str, Any]) -> None:
+    """Store every argument of an ``__init__`` (``given``) on the estimator under its own name."""
+    for name, value in given.items():
+        if name not in ("self", "__class__"):
+            setattr(est, name, value)
+
+
+#: The parameters of :class:`FastParams`, in signature order.
+FAST_PARAMS: tuple[str, ...] = tuple(inspect.signature(FastParams.__init__).parameters)[1:]
 
 
 def n_threads(n_jobs: Optional[int]) -> Optional[int]:
@@ -266,11 +317,37 @@ _MARK = re.compile(r"^([ \t]*)<<(.+?)>>[ \t]*$", re.MULTILINE)
 
 def document(target: Any) -> Any:
     """Decorator: expand every ``<<name ...>>`` line of the docstring into the :data:`DOCS`
-    entries, indented as the line."""
+    entries, indented as the line. For a class, every parameter of its signature that has a
+    :data:`DOCS` entry but no paragraph in the docstring's Parameters section gets that entry
+    at the end of the section, so a parameter documented once is documented in every estimator
+    that takes it."""
 
     def expand(m: re.Match[str]) -> str:
         lines = "\n".join(DOCS[name] for name in m.group(2).split()).split("\n")
         return "\n".join(m.group(1) + line if line else line for line in lines)
 
-    target.__doc__ = _MARK.sub(expand, target.__doc__ or "")
+    doc = _MARK.sub(expand, target.__doc__ or "")
+    if isinstance(target, type):
+        doc = _document_parameters(doc, list(inspect.signature(target).parameters))
+    target.__doc__ = doc
     return target
+
+
+def _document_parameters(doc: str, names: list[str]) -> str:
+    """``doc`` with the :data:`DOCS` entry of each of ``names`` that its Parameters section
+    lacks, appended to that section."""
+    head = re.search(r"^([ \t]*)Parameters\n[ \t]*-+\n", doc, re.MULTILINE)
+    if head is None:
+        return doc
+    indent = head.group(1)
+    # The section ends at the next section header (a line underlined by dashes).
+    following = re.compile(rf"^{indent}\S.*\n{indent}-+\n", re.MULTILINE).search(doc, head.end())
+    end = following.start() if following is not None else len(doc)
+    section = doc[head.end() : end]
+    documented = set(re.findall(rf"^{indent}(\w+) :", section, re.MULTILINE))
+    missing = [name for name in names if name in DOCS and name not in documented]
+    if not missing:
+        return doc
+    body = section.rstrip("\n")
+    added = "\n".join(indent + line if line else line for name in missing for line in DOCS[name].split("\n"))
+    return doc[: head.end()] + body + "\n" + added + section[len(body) :] + doc[end:]

@@ -12,10 +12,11 @@ from sklearn.base import RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 
 from . import _core, _fitted, _input
-from ._base import _BaseFAST, _store_params
+from ._base import _BaseFAST
 from ._fitted import register
 from ._params import (
     document,
+    store_params,
     DEFAULT_MAX_FEATURES,
     DEFAULT_MAX_ITER,
     DEFAULT_MAX_SWAPS,
@@ -205,7 +206,7 @@ class SparseFASTRegressor(RegressorMixin, _BaseFAST):
         monotonic_cst: Any = None,
         penalty_factor: Any = None,
     ) -> None:
-        _store_params(self, locals())
+        store_params(self, locals())
 
     # ------------------------------------------------------------------ fitting machinery
 

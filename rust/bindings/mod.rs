@@ -5,7 +5,6 @@
 mod config;
 mod dask;
 mod errors;
-mod multinomial;
 mod output;
 mod progress;
 mod sparse;
@@ -17,16 +16,19 @@ use std::sync::atomic::AtomicBool;
 use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
+use crate::binning::Rows;
 use crate::flsa::FlsaWorkspace;
 use crate::logistic;
 use crate::loglink::{self, LogLinkLoss};
 use crate::model::AdditiveModel;
+use crate::multinomial;
 use crate::params::Loss;
 use crate::solver::{self, Progress};
 use config::FitConfig;
 use errors::{compute, compute_interruptible, no_panic};
-use output::{FitOutput, PathOutput};
+use output::{arrays, FitOutput, MultinomialExtra, PathOutput};
 use progress::ProgressBridge;
 
 /// Sample weights as an owned vector (the core borrows them while the GIL is released).
@@ -35,9 +37,10 @@ fn weights(w: Option<PyReadonlyArray1<'_, f64>>) -> Option<Vec<f64>> {
 }
 
 /// Fits FAST for the configuration's loss (squared, logistic, or a log-link loss: poisson,
-/// gamma, tweedie); see `fastpcam._core.pyi`.
+/// gamma, tweedie); with `n_classes`, the softmax fit of that many classes (`y`: class
+/// indices), whose output also holds [`MultinomialExtra`]. See `fastpcam._core.pyi`.
 #[pyfunction]
-#[pyo3(signature = (x, y, sample_weight=None, *, config, progress=None))]
+#[pyo3(signature = (x, y, sample_weight=None, *, config, progress=None, n_classes=None))]
 fn fit<'py>(
     py: Python<'py>,
     x: PyReadonlyArray2<'py, f64>,
@@ -45,23 +48,39 @@ fn fit<'py>(
     sample_weight: Option<PyReadonlyArray1<'py, f64>>,
     config: FitConfig,
     progress: Option<Py<PyAny>>,
-) -> PyResult<FitOutput<'py>> {
+    n_classes: Option<usize>,
+) -> PyResult<Bound<'py, PyDict>> {
     let (x, y, w) = (x.as_array(), y.as_array(), weights(sample_weight));
     let params = config.fit_params(x.nrows(), true)?;
     let (loss, engine) = config.loss_engine()?;
     let cancel = AtomicBool::new(false);
     let mut bridge = ProgressBridge::new(&cancel, progress, config.progress_interval);
-    let fitted = compute_interruptible(py, "fit", config.n_jobs, &cancel, || {
+    let (fitted, classes) = compute_interruptible(py, "fit", config.n_jobs, &cancel, || {
         let mut call = |p: &Progress| bridge.call(p);
         let callback: Option<solver::Callback<'_>> = Some(&mut call);
-        match (loss, LogLinkLoss::of(loss, config.power)) {
-            (_, Some(link)) => loglink::fit_loglink(x, y, w.as_deref(), &params, link, callback),
-            (Loss::Logistic, None) => logistic::fit_logistic(x, y, w.as_deref(), &params, callback),
-            _ => solver::fit_with_engine(x, y, w.as_deref(), &params, engine, callback),
+        let rows = Rows::new(x, y, w.as_deref());
+        let one = |fit| (fit, None);
+        match (n_classes, LogLinkLoss::of(loss, config.power)) {
+            (Some(k), _) => multinomial::fit_multinomial(rows, k, &params, callback)
+                .map(|m| (m.fit, Some((m.n_classes, m.intercepts, m.missing_values)))),
+            (None, Some(link)) => loglink::fit_loglink(rows, &params, link, callback).map(one),
+            (None, None) if loss == Loss::Logistic => {
+                logistic::fit_logistic(rows, &params, callback).map(one)
+            }
+            (None, None) => solver::fit_with_engine(rows, &params, engine, callback).map(one),
         }
     })?;
     bridge.finish()?;
-    Ok(FitOutput::new(py, fitted))
+    let out = FitOutput::new(py, fitted).into_pyobject(py)?;
+    if let Some((n_classes, intercepts, missing_values)) = classes {
+        let extra = MultinomialExtra {
+            n_classes,
+            intercepts: intercepts.into_pyarray(py),
+            missing_values: arrays(py, missing_values),
+        };
+        out.update(extra.into_pyobject(py)?.as_mapping())?;
+    }
+    Ok(out)
 }
 
 /// A warm-started path of squared-loss fits over `lambdas` (absolute, or relative to `λ_max`);
@@ -80,7 +99,7 @@ fn fit_path<'py>(
     let (x, y, w) = (x.as_array(), y.as_array(), weights(sample_weight));
     let params = config.fit_params(x.nrows(), false)?;
     let (data, lmax, fits) = compute(py, "fit_path", config.n_jobs, || {
-        solver::fit_path_rows(x, y, w.as_deref(), &lambdas, relative, &params)
+        solver::fit_path_rows(Rows::new(x, y, w.as_deref()), &lambdas, relative, &params)
     })?;
     Ok(PathOutput::new(py, &data, lmax, fits))
 }
@@ -181,7 +200,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(defaults, m)?)?;
     sparse::register(m)?;
     dask::register(m)?;
-    multinomial::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_LAMBDA_RATIO", crate::params::DEFAULT_LAMBDA_RATIO)?;
     m.add("VALIDATION_MIN_ROWS", crate::validation::MIN_ROWS)?;

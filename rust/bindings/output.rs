@@ -48,6 +48,16 @@ pub(crate) struct FitOutput<'py> {
     pairs: PairOutput<'py>,
 }
 
+/// What a softmax fit's output adds to [`FitOutput`] (whose `values` then hold each
+/// feature's chain values bin-major, `n_bins × n_classes`, and whose `intercept` is 0): the
+/// intercepts and the missing bins' values of every class.
+#[derive(IntoPyObject)]
+pub(crate) struct MultinomialExtra<'py> {
+    pub(crate) n_classes: usize,
+    pub(crate) intercepts: Bound<'py, PyArray1<f64>>,
+    pub(crate) missing_values: Vec<Bound<'py, PyArray1<f64>>>,
+}
+
 /// One array per axis of a pair term.
 type AxisPair<'py, T> = (Bound<'py, PyArray1<T>>, Bound<'py, PyArray1<T>>);
 

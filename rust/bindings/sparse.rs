@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 use super::config::FitConfig;
 use super::errors::compute;
 use super::output::{arrays, counts};
+use crate::binning::Rows;
 use crate::params::SparseMethod;
 use crate::sparse::{self, PathStop, SparseFit, SparseModel};
 
@@ -111,9 +112,12 @@ fn fit_sparse<'py>(
     let max_features = config.max_features.unwrap_or(x.ncols());
     let method: SparseMethod = config.method.parse()?;
     let grid = config.lambda_s_grid(x.ncols());
-    let fitted = compute(py, "fit_sparse", config.n_jobs, || match method {
-        SparseMethod::Agis => sparse::agis(x, y, w.as_deref(), &params, max_features),
-        SparseMethod::L0 => sparse::l0(x, y, w.as_deref(), &params, &grid),
+    let fitted = compute(py, "fit_sparse", config.n_jobs, || {
+        let rows = Rows::new(x, y, w.as_deref());
+        match method {
+            SparseMethod::Agis => sparse::agis(rows, &params, max_features),
+            SparseMethod::L0 => sparse::l0(rows, &params, &grid),
+        }
     })?;
     Ok(output(py, fitted))
 }

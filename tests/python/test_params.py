@@ -96,3 +96,46 @@ def test_regressor_signatures_extend_the_base():
         fast_init("lambda_f", "unknown")
     with pytest.raises(TypeError, match="loss not among"):
         fast_init("lambda_f", loss=("squared_error", "str"))
+
+
+def test_shared_parameters_are_written_once():
+    """The base's signature is FastParams' (FAST_PARAMS read from it), its defaults are the
+    core's, and a parameter with a DOCS paragraph is documented in every class taking it,
+    also where its docstring leaves the paragraph out."""
+    from fastpcam import _core
+    from fastpcam._base import _BaseFAST
+    from fastpcam._params import DOCS, FAST_PARAMS, FastParams, document
+
+    assert inspect.signature(_BaseFAST) == inspect.signature(FastParams)
+    assert tuple(inspect.signature(FastParams).parameters) == FAST_PARAMS
+    core = _core.defaults()
+    for name, p in inspect.signature(FastParams).parameters.items():
+        if name in core:
+            assert p.default == core[name], name
+
+    @document
+    class Partial(FastParams):
+        """A class that documents one parameter itself.
+
+        Parameters
+        ----------
+        lambda_f : float
+            Its own words.
+
+        Attributes
+        ----------
+        tol_ : float
+            Not a parameter.
+        """
+
+    doc = Partial.__doc__
+    params, attributes = doc.split("Attributes\n")
+    assert "Its own words." in params and params.count("lambda_f :") == 1
+    for name in FAST_PARAMS:
+        assert (f"\n        {name} :" in params) == (name in DOCS or name == "lambda_f"), name
+    assert DOCS["penalty_factor"].split("\n")[1].strip() in params
+    assert "tol_ : float" in attributes and "penalty_factor" not in attributes
+    for cls in (FASTRegressor, FASTRegressorCV):
+        for name in inspect.signature(cls).parameters:
+            if name in DOCS:
+                assert f"\n    {name} :" in cls.__doc__, (cls.__name__, name)
