@@ -593,23 +593,14 @@ pub fn score_blocks(
 mod tests {
     use super::*;
 
-    fn grid(rows: usize, cols: usize) -> Grid {
-        Grid {
-            rows,
-            cols,
-            missing_row: false,
-            missing_col: false,
-        }
-    }
-
     #[test]
     fn tv2_counts_every_edge_once_and_skips_missing_lines() {
         // 2×2: edges (0,1), (2,3) across, (0,2), (1,3) down.
         let t = [0.0, 1.0, 3.0, 7.0];
-        assert_eq!(grid_tv(&t, grid(2, 2)), 1.0 + 4.0 + 3.0 + 6.0);
+        assert_eq!(grid_tv(&t, Grid::new(2, 2)), 1.0 + 4.0 + 3.0 + 6.0);
         let g = Grid {
             missing_row: true,
-            ..grid(2, 2)
+            ..Grid::new(2, 2)
         };
         // The second row is missing: no vertical edges.
         assert_eq!(grid_tv(&t, g), 1.0 + 4.0);
@@ -621,14 +612,23 @@ mod tests {
         let h = [1.0, 2.0, 1.0, 0.5, 1.0, 1.0];
         let mut ws = GridWorkspace::default();
         let (mut out, mut dual) = ([0.0; 6], [0.0; 6]);
-        solve_grid(&z, &h, grid(2, 3), 0.0, None, &mut dual, &mut ws, &mut out);
+        solve_grid(
+            &z,
+            &h,
+            Grid::new(2, 3),
+            0.0,
+            None,
+            &mut dual,
+            &mut ws,
+            &mut out,
+        );
         for (a, b) in out.iter().zip(&z) {
             assert!((a - b).abs() < 1e-12);
         }
         solve_grid(
             &z,
             &h,
-            grid(2, 3),
+            Grid::new(2, 3),
             f64::INFINITY,
             None,
             &mut dual,

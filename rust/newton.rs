@@ -855,7 +855,9 @@ impl<D: Datafit> DescentState for NewtonState<D> {
         for b in 0..nb {
             self.buf.s[b] = values[b] - self.beta[k][b];
         }
-        (self.grad_c, self.hess_c) = self.rows.apply(self.datafit, data, Some(k), &self.buf.s[..nb]);
+        (self.grad_c, self.hess_c) =
+            self.rows
+                .apply(self.datafit, data, Some(k), &self.buf.s[..nb]);
         let mean: f64 = values.iter().zip(&self.wn[k]).map(|(v, w)| v * w).sum();
         self.intercept += mean;
         for b in 0..nb {

@@ -102,12 +102,7 @@ pub const MISSING: usize = usize::MAX;
 
 /// The grid of the pair with axes `a` (rows) and `b` (columns).
 pub fn grid_of(a: &Axis, b: &Axis) -> Grid {
-    Grid {
-        rows: a.len(),
-        cols: b.len(),
-        missing_row: false,
-        missing_col: false,
-    }
+    Grid::new(a.len(), b.len())
 }
 
 /// The cell of every row of the pair `(j, k)`.

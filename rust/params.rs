@@ -343,6 +343,16 @@ pub struct Grid {
 }
 
 impl Grid {
+    /// A `rows × cols` grid without missing lines.
+    pub fn new(rows: usize, cols: usize) -> Self {
+        Self {
+            rows,
+            cols,
+            missing_row: false,
+            missing_col: false,
+        }
+    }
+
     /// Number of cells.
     pub fn cells(self) -> usize {
         self.rows * self.cols

@@ -296,15 +296,6 @@ mod tests {
     use super::*;
     use crate::params::Grid;
 
-    fn grid(rows: usize, cols: usize) -> Grid {
-        Grid {
-            rows,
-            cols,
-            missing_row: false,
-            missing_col: false,
-        }
-    }
-
     /// The prediction of every (main bin of j, main bin of k) pair of the toy model.
     fn predictions(blocks: &[Vec<f64>], link: &PairLink, g: Grid) -> Vec<f64> {
         let (mj, mk) = &link.maps;
@@ -320,7 +311,7 @@ mod tests {
     #[test]
     fn a_pair_holding_a_main_effect_hands_it_over_and_predictions_stay() {
         // Feature 0: 4 main bins in 2 interaction bins; feature 1: 2 and 2.
-        let g = grid(2, 2);
+        let g = Grid::new(2, 2);
         let link = PairLink {
             block: 2,
             features: (0, 1),
@@ -373,7 +364,7 @@ mod tests {
 
     #[test]
     fn a_monotone_main_keeps_its_sign_and_a_missing_partner_blocks_transfers() {
-        let g = grid(2, 2);
+        let g = Grid::new(2, 2);
         let mut link = PairLink {
             block: 2,
             features: (0, 1),
