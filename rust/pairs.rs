@@ -41,10 +41,12 @@ use crate::validation::{
 };
 use crate::with_codes;
 
-/// Default `interactions`: the additive model. Pair terms are asked for explicitly (e.g.
-/// `interactions = 10`) until their fits converge as fast as the additive ones (measured:
-/// `docs/pairs.md`).
+/// Default `interactions` of the core's parameters: the additive model of the FAST paper.
 pub const DEFAULT_INTERACTIONS: usize = 0;
+
+/// The number of pairs the estimators' default `interactions="auto"` screens for where the
+/// model has pair terms (measured on the 20 benchmark tables: `docs/pairs.md`).
+pub const AUTO_INTERACTIONS: usize = 40;
 
 /// Pairs are screened among this many features with the largest main effects at most.
 pub const SCREEN_FEATURES: usize = 40;

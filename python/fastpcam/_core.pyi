@@ -12,6 +12,7 @@ import numpy.typing as npt
 
 __version__: str
 DEFAULT_LAMBDA_RATIO: float
+AUTO_INTERACTIONS: int
 VALIDATION_MIN_ROWS: int
 SPARSE_LAMBDA_RATIO: float
 SPARSE_MAX_BINS: int

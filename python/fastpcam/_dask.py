@@ -430,13 +430,9 @@ def dask_statistics(
 
 def _refuse_pairs(est: Any, what: str) -> None:
     """Pair terms need the rows, which fits from sufficient statistics never hold."""
-    from ._pairs import any_pairs
+    from ._pairs import additive_only
 
-    if any_pairs(getattr(est, "interactions", 0)):
-        raise ValueError(
-            f"interactions: pair terms need the rows, which {what} never holds (it is fitted "
-            "from sufficient statistics); use interactions=0, or fit on data in memory"
-        )
+    additive_only(getattr(est, "interactions", 0), what)
 
 
 def fit_dask(est: Any, X: Any, y: Any, sample_weight: Any = None) -> Any:

@@ -21,10 +21,13 @@ pair value but would get the moved mean), and likewise for the columns.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Mapping, Optional
 
 import numpy as np
 import numpy.typing as npt
+
+from . import _core
 
 #: Purification sweeps at most (each moves every row mean, then every column mean).
 PURIFY_SWEEPS = 200
@@ -33,6 +36,8 @@ PURIFY_SWEEPS = 200
 def resolve(est: Any, interactions: Any) -> Any:
     """``interactions`` as the core reads it: a count, or a list of ``(j, k)`` index pairs
     (feature names resolved against ``feature_names_in_``)."""
+    if isinstance(interactions, str) and interactions == "auto":
+        return int(_core.AUTO_INTERACTIONS)
     if isinstance(interactions, (int, np.integer)) and not isinstance(interactions, bool):
         return int(interactions)
     try:
@@ -68,10 +73,30 @@ def resolve(est: Any, interactions: Any) -> Any:
 
 
 def any_pairs(interactions: Any) -> bool:
-    """Whether the parameter asks for pair terms."""
+    """Whether the parameter asks for pair terms explicitly (``"auto"`` asks for them only
+    where the model has them)."""
+    if isinstance(interactions, str):
+        return False
     if isinstance(interactions, (int, np.integer)):
         return int(interactions) > 0
     return len(list(interactions)) > 0
+
+
+def additive_only(interactions: Any, what: str) -> None:
+    """Fits that never hold the rows (sufficient statistics) are additive: an explicit request
+    for pair terms is an error, the default ``"auto"`` a warning."""
+    if any_pairs(interactions):
+        raise ValueError(
+            f"interactions: pair terms need the rows, which {what} never holds (it is fitted "
+            "from sufficient statistics); use interactions=0, or fit on data in memory"
+        )
+    if isinstance(interactions, str):
+        warnings.warn(
+            f"interactions='auto': {what} fits the additive model (pair terms need the rows, "
+            "which sufficient statistics do not hold); pass interactions=0 to silence this",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _move(values: npt.NDArray[np.float64], mapping: npt.NDArray[np.int64], marginal: npt.NDArray[np.float64]) -> None:

@@ -40,7 +40,7 @@ DEFAULT_MAX_SWAPS: int = int(CORE_DEFAULTS["max_swaps"])
 DEFAULT_N_LAMBDA_S: int = int(CORE_DEFAULTS["n_lambda_s"])
 DEFAULT_SCALE_DOWN_FACTOR: float = float(CORE_DEFAULTS["scale_down_factor"])
 DEFAULT_POWER: float = float(CORE_DEFAULTS["power"])
-DEFAULT_INTERACTIONS: int = int(CORE_DEFAULTS["interactions"])
+DEFAULT_INTERACTIONS: Any = "auto"
 DEFAULT_MAX_INTERACTION_BINS: int = int(CORE_DEFAULTS["max_interaction_bins"])
 SPARSE_LAMBDA_RATIO: float = float(_core.SPARSE_LAMBDA_RATIO)
 SPARSE_MAX_BINS: int = int(_core.SPARSE_MAX_BINS)
@@ -87,7 +87,7 @@ CONSTRAINTS: dict[str, list[Any]] = {
     "monotonic_cst": ["array-like", dict, None],
     "penalty_factor": ["array-like", dict, None],
     # pair terms (fastpcam._pairs)
-    "interactions": [_count(0), "array-like"],
+    "interactions": [_count(0), "array-like", StrOptions({"auto"})],
     "max_interaction_bins": [_count(2)],
     "interaction_penalty": [_NON_NEGATIVE, StrOptions({"auto"})],
     # regression losses
@@ -267,14 +267,16 @@ DOCS: dict[str, str] = {
         "    features left out keep 1."
     ),
     "interactions": (
-        f"interactions : int or list of pairs, default={DEFAULT_INTERACTIONS}\n"
+        "interactions : 'auto', int or list of pairs, default='auto'\n"
         "    Pair terms ``θ_t[a_j(x_j), a_k(x_k)]`` added to the additive model (GA2M, EBM's\n"
         "    name): an int ``K`` screens every pair of the features with the largest main effects\n"
         "    on the main effects' residual and keeps the ``K`` best; a list of ``(j, k)`` pairs\n"
         "    (indices or feature names) fits exactly those; ``0`` gives the additive model of the\n"
-        "    FAST paper. Each pair is a 2-D block penalised by its total variation, so the fit stays\n"
-        "    convex and certified (see ``docs/pairs.md``). Squared error and binary classification, for\n"
-        "    now: the log-link losses and more than two classes refuse pairs."
+        f"    FAST paper. ``'auto'`` screens for {_core.AUTO_INTERACTIONS} pairs where the model has pair terms\n"
+        "    (squared error and binary classification, fitted on rows) and fits the additive model\n"
+        "    elsewhere (the log-link losses and more than two classes; fits from sufficient\n"
+        "    statistics warn). Each pair is a 2-D block penalised by its total variation, so the fit\n"
+        "    stays convex and certified (see ``docs/pairs.md``)."
     ),
     "max_interaction_bins": (
         f"max_interaction_bins : int, default={DEFAULT_MAX_INTERACTION_BINS}\n"

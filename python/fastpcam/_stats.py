@@ -354,11 +354,7 @@ class SufficientStatistics:
         """
         est = _fitted.estimator_class("FASTRegressor")(**params)
         est._validate_params()
-        if _pairs.any_pairs(est.interactions):
-            raise ValueError(
-                "interactions: pair terms need the rows, which sufficient statistics do not hold; "
-                "use interactions=0, or fit on the data"
-            )
+        _pairs.additive_only(est.interactions, "a fit from sufficient statistics")
         set_input_attributes(est, self.n_features, self.feature_names)
         if held_out is not None:
             if not isinstance(held_out, SufficientStatistics):

@@ -202,6 +202,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     dask::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_LAMBDA_RATIO", crate::params::DEFAULT_LAMBDA_RATIO)?;
+    m.add("AUTO_INTERACTIONS", crate::pairs::AUTO_INTERACTIONS)?;
     m.add("VALIDATION_MIN_ROWS", crate::validation::MIN_ROWS)?;
     m.add("SPARSE_LAMBDA_RATIO", crate::params::SPARSE_LAMBDA_RATIO)?;
     m.add("SPARSE_MAX_BINS", crate::params::SPARSE_MAX_BINS)?;
