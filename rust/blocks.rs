@@ -95,6 +95,7 @@ pub struct BlockState {
     // Every pair block's column part of its gradient from its last solve (empty for chains).
     duals: Vec<Vec<f64>>,
     grid_ws: GridWorkspace,
+    dual_before: Vec<f64>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -238,6 +239,7 @@ impl BlockState {
             pair: PairBuffers::default(),
             duals: Vec::new(),
             grid_ws: GridWorkspace::default(),
+            dual_before: Vec::new(),
         };
         state.sync(data);
         // A warm start's residual need not have weighted mean 0: the intercept takes it.
@@ -365,7 +367,8 @@ impl BlockState {
     /// Update of pair block `k` (fresh sums) on its `grid` at the block's penalty `penalty`
     /// ([`crate::grid::solve_grid`], exact; the block's dual becomes the solve's column part,
     /// which its score reads). The solution is applied only if it lowers the objective
-    /// (exactly predicted from the sums); returns whether it was.
+    /// (exactly predicted from the sums); returns whether the state moved (the solution, or
+    /// only the block's dual).
     fn update_grid(
         &mut self,
         data: &BinnedData,
@@ -376,6 +379,7 @@ impl BlockState {
     ) -> bool {
         let (cells, nb) = (grid.cells(), data.features[k].n_bins());
         let (beta, sums, wn) = (&self.beta[k], &self.sums[k], &self.wn[k]);
+        self.dual_before.clone_from(&self.duals[k]);
         let Some(_) = grid_step(
             (&sums[..nb], &beta[..nb], &wn[..nb]),
             grid,
@@ -403,7 +407,9 @@ impl BlockState {
             self.bnew = new;
             true
         } else {
-            false
+            // The block stays, but its certificate may have changed (a first solve replaces
+            // the zero split a pair block starts with): its score must be read again.
+            self.dual_before != self.duals[k]
         }
     }
 

@@ -844,7 +844,12 @@ impl<D: Datafit> DescentState for NewtonState<D> {
     }
 
     fn update_block(&mut self, data: &BinnedData, k: usize, lambda: f64) -> bool {
-        NewtonState::update_block(self, data, k, lambda)
+        if self.shape(k).grid.is_none() {
+            return NewtonState::update_block(self, data, k, lambda);
+        }
+        // A pair block that stays may still have a new certificate (see BlockState).
+        let before = self.duals[k].clone();
+        NewtonState::update_block(self, data, k, lambda) || before != self.duals[k]
     }
 
     fn set_values(&mut self, data: &BinnedData, k: usize, values: &[f64]) -> bool {

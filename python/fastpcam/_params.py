@@ -40,7 +40,7 @@ DEFAULT_MAX_SWAPS: int = int(CORE_DEFAULTS["max_swaps"])
 DEFAULT_N_LAMBDA_S: int = int(CORE_DEFAULTS["n_lambda_s"])
 DEFAULT_SCALE_DOWN_FACTOR: float = float(CORE_DEFAULTS["scale_down_factor"])
 DEFAULT_POWER: float = float(CORE_DEFAULTS["power"])
-DEFAULT_INTERACTIONS: Any = "auto"
+DEFAULT_INTERACTIONS: int = int(CORE_DEFAULTS["interactions"])
 DEFAULT_MAX_INTERACTION_BINS: int = int(CORE_DEFAULTS["max_interaction_bins"])
 SPARSE_LAMBDA_RATIO: float = float(_core.SPARSE_LAMBDA_RATIO)
 SPARSE_MAX_BINS: int = int(_core.SPARSE_MAX_BINS)
@@ -267,16 +267,17 @@ DOCS: dict[str, str] = {
         "    features left out keep 1."
     ),
     "interactions": (
-        "interactions : 'auto', int or list of pairs, default='auto'\n"
+        f"interactions : int, list of pairs or 'auto', default={DEFAULT_INTERACTIONS}\n"
         "    Pair terms ``θ_t[a_j(x_j), a_k(x_k)]`` added to the additive model (GA2M, EBM's\n"
         "    name): an int ``K`` screens every pair of the features with the largest main effects\n"
         "    on the main effects' residual and keeps the ``K`` best; a list of ``(j, k)`` pairs\n"
         "    (indices or feature names) fits exactly those; ``0`` gives the additive model of the\n"
         f"    FAST paper. ``'auto'`` screens for {_core.AUTO_INTERACTIONS} pairs where the model has pair terms\n"
         "    (squared error and binary classification, fitted on rows) and fits the additive model\n"
-        "    elsewhere (the log-link losses and more than two classes; fits from sufficient\n"
-        "    statistics warn). Each pair is a 2-D block penalised by its total variation, so the fit\n"
-        "    stays convex and certified (see ``docs/pairs.md``)."
+        "    elsewhere (the log-link losses and more than two classes refuse an explicit count or\n"
+        "    list; fits from sufficient statistics refuse them and warn on 'auto'). Each pair is a\n"
+        "    2-D block penalised by its total variation, so the fit stays convex and certified\n"
+        "    (see ``docs/pairs.md``, which also says why the default is still 0)."
     ),
     "max_interaction_bins": (
         f"max_interaction_bins : int, default={DEFAULT_MAX_INTERACTION_BINS}\n"

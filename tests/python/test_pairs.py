@@ -277,3 +277,30 @@ def test_pairs_sharing_a_feature_converge_at_a_small_penalty(task):
     assert est.kkt_residual_ <= est.tol
     h = est.history_["objective"]
     assert np.all(np.diff(h) <= 1e-12 * np.abs(h[:-1]))
+
+
+def test_auto_screens_the_core_count_and_statistics_fits_warn():
+    X, y = interaction_data(2000, seed=3)
+    m = FASTRegressor(interactions="auto").fit(X, y)
+    assert 0 < len(m.interaction_features_) <= _core.AUTO_INTERACTIONS
+    assert m.interaction_features_[0] == (0, 1)
+    # Where the model has no pair terms, "auto" is the additive model, silently.
+    rng = np.random.default_rng(0)
+    p = FASTRegressor(interactions="auto", loss="poisson").fit(X, rng.poisson(1.0 + X[:, 2]))
+    assert p.interaction_features_ == []
+    # Fits from sufficient statistics: "auto" warns and fits the additive model.
+    stats = fastpcam.sufficient_statistics(X, y, cuts=[np.linspace(0.1, 0.9, 9)] * X.shape[1])
+    with pytest.warns(UserWarning, match="fits the additive model"):
+        fitted = stats.fit(interactions="auto")
+    assert fitted.interaction_features_ == []
+
+
+def test_greedy_selection_reads_a_pair_block_s_first_certificate():
+    # A pair block starts with the zero split of its gradient; under greedy selection its
+    # first solve (optimal at θ = 0 here, the penalty being large) replaces that split, and
+    # the fit goes on instead of stopping as stalled.
+    X, y = interaction_data(1500, seed=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = FASTRegressor(interactions=3, selection="greedy", lambda_ratio=0.1).fit(X, y)
+    assert m.converged_ and m.n_iter_ > 0
