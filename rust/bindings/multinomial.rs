@@ -35,7 +35,7 @@ fn fit_multinomial<'py>(
 ) -> PyResult<(FitOutput<'py>, MultinomialExtra<'py>)> {
     let (x, y) = (x.as_array(), y.as_array());
     let w = sample_weight.map(|w| w.as_array().to_vec());
-    let params = config.fit_params(x.nrows(), true)?;
+    let params = config.fit_params(x.dim(), true)?;
     let cancel = AtomicBool::new(false);
     let mut bridge = ProgressBridge::new(&cancel, progress, config.progress_interval);
     let fitted = compute_interruptible(py, "fit_multinomial", config.n_jobs, &cancel, || {
