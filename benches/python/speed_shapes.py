@@ -2,6 +2,7 @@
 measured in the same run.
 
 Run:  python benches/python/speed_shapes.py [--repeats 3] [--sections wide,narrow,refit]
+          [--reference DIR]
 
 Every time is the median of ``--repeats`` fits (default 3) of ``fastpcam.FASTRegressor`` with
 every parameter at its default unless said otherwise; the fits being compared alternate, so a
@@ -33,9 +34,11 @@ busy machine slows both alike. Sections:
 
 ``refit``
     The held-out search and its final refit on all rows (``lambda_ratio="auto"``) on
-    correlated real data and one wide shape: the time of the search and of the final fit
-    (the ``history_`` time stamps of the final fit), and a fit at the chosen ratio from the
-    constant model for reference.
+    correlated real data (elevators, ailerons, 537_houses, puma32H) and two wide shapes
+    (seed 1): this build against a reference build given by ``--reference DIR`` (a copy of the
+    package, e.g. ``mkdir -p DIR && cp -r python/fastpcam DIR/`` from a build without the
+    change measured), each fit in a fresh process, the two builds alternating. The final
+    refit's time is the last ``history_`` time stamp.
 
 Results: ``benches/python/results/speed.md`` (``--out``).
 """
@@ -43,6 +46,7 @@ Results: ``benches/python/results/speed.md`` (``--out``).
 from __future__ import annotations
 
 import argparse
+import json
 import platform
 import statistics
 import sys
@@ -192,34 +196,74 @@ def narrow(repeats: int) -> list[str]:
     return out + [""]
 
 
-def refit(repeats: int) -> list[str]:
+REFIT_DATA = ["elevators", "ailerons", "537_houses", "puma32H", "factor 7,017 x 613", "ar 8,212 x 448"]
+
+
+def refit_data(name: str) -> tuple[np.ndarray, np.ndarray]:
+    if name.startswith(("factor", "ar")):
+        gen, shape = name.split(" ", 1)
+        n, p = (int(v.replace(",", "")) for v in shape.split(" x "))
+        X, y, _, _ = GENERATORS[gen](n, p, 1)
+        return X, (y - y.mean()) / y.std()
+    sp = _data.load(name)
+    return sp.X_train, sp.y_train
+
+
+def refit_worker(name: str) -> None:
+    """One default fit of `name`, printed as JSON (run in a subprocess by `refit`)."""
+    X, y = refit_data(name)
+    t, m = timed(lambda: fastpcam.FASTRegressor(), X, y)
+    print(json.dumps({
+        "time": t, "final": float(m.history_["time"][-1]) if len(m.history_["time"]) else 0.0,
+        "ratio": float(m.lambda_ratio_), "search": int(m.validation_path_["n_iter"].sum()),
+        "n_iter": int(m.n_iter_), "objective": float(m.objective_), "kkt": float(m.kkt_residual_),
+        "converged": bool(m.converged_),
+    }))
+
+
+def refit(repeats: int, reference: str | None) -> list[str]:
+    """Defaults with this build against `reference` (a copy of the package built without the
+    extrapolated refit), fits alternating, each in a fresh process."""
+    if reference is None:
+        return ["## The final refit: skipped (no --reference build given)\n"]
+    import os
+    import subprocess
+
+    def one(path: str, name: str) -> dict[str, Any]:
+        env = {**os.environ, "PYTHONPATH": path}
+        out = subprocess.run([sys.executable, __file__, "--refit-worker", name], env=env,
+                             capture_output=True, text=True, check=True).stdout
+        return json.loads(out.strip().splitlines()[-1])
+
+    here = str(Path(fastpcam.__file__).resolve().parent.parent)
     out = [
-        "## The held-out search and its final refit on all rows\n",
-        "| data | n x p | time, defaults (s) | of which final refit (s) | lambda_ratio_ | "
-        "updates search + final | KKT | fit at that ratio from the constant model (s) | its updates | "
-        "final refit / that fit (time) |",
-        "|---|---|---:|---:|---:|---|---:|---:|---:|---:|",
+        "## The held-out search and its final refit on all rows: this build against the reference\n",
+        "Reference: the same code without the extrapolated final refit (`--reference`). Both choose "
+        "the same `lambda_ratio_` (the search is unchanged); the final objectives agree to the "
+        "tolerance and both fits carry their KKT certificate.\n",
+        "| data | n x p | lambda_ratio_ | updates search + final (this / reference) | final refit (s) this / reference | ratio | "
+        "whole fit (s) this / reference | ratio | objective this / reference | KKT this / reference |",
+        "|---|---|---:|---|---|---:|---|---:|---|---|",
     ]
-    data: list[tuple[str, np.ndarray, np.ndarray]] = []
-    for name in ["elevators", "ailerons", "537_houses", "puma32H"]:
-        sp = _data.load(name)
-        data.append((name, sp.X_train, sp.y_train))
-    X, y, _, _ = factor_gen(7_017, 613, 0)
-    data.append(("factor 7,017 x 613", X, (y - y.mean()) / y.std()))
-    for name, X, y in data:
-        (t, m), = alternating([lambda: fastpcam.FASTRegressor()], X, y, repeats)
-        final = float(m.history_["time"][-1]) if len(m.history_["time"]) else 0.0
-        r = m.lambda_ratio_
-        (tf, mf), = alternating([lambda: fastpcam.FASTRegressor(lambda_ratio=r)], X, y, repeats)
+    for name in REFIT_DATA:
+        X, _ = refit_data(name)
+        runs: dict[str, list[dict[str, Any]]] = {"this": [], "ref": []}
+        for _ in range(repeats):
+            runs["this"].append(one(here, name))
+            runs["ref"].append(one(reference, name))
+        med = {k: {f: statistics.median(r[f] for r in v) for f in ("time", "final")} for k, v in runs.items()}
+        a, b = runs["this"][-1], runs["ref"][-1]
         out.append(
-            f"| {name} | {X.shape[0]:,} x {X.shape[1]} | {t:.2f} | {final:.2f} | {r:.2e} | {updates(m)} | "
-            f"{m.kkt_residual_:.4f} | {tf:.2f} | {mf.n_iter_:,} | {final / tf:.2f} |"
+            f"| {name} | {X.shape[0]:,} x {X.shape[1]} | {a['ratio']:.2e} | {a['search']:,} + {a['n_iter']:,} / "
+            f"{b['search']:,} + {b['n_iter']:,} | {med['this']['final']:.2f} / {med['ref']['final']:.2f} | "
+            f"{med['this']['final'] / med['ref']['final']:.2f} | {med['this']['time']:.2f} / {med['ref']['time']:.2f} | "
+            f"{med['this']['time'] / med['ref']['time']:.2f} | {a['objective']:.9g} / {b['objective']:.9g} | "
+            f"{a['kkt']:.4f} / {b['kkt']:.4f} |"
         )
         print(out[-1], flush=True)
     return out + [""]
 
 
-SECTIONS = {"wide": wide, "narrow": narrow, "refit": refit}
 
 
 def main() -> None:
@@ -227,7 +271,12 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--sections", default="wide,narrow,refit")
     ap.add_argument("--out", default=str(HERE / "results" / "speed.md"))
+    ap.add_argument("--reference", help="directory holding a reference build of the package (refit section)")
+    ap.add_argument("--refit-worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.refit_worker:
+        refit_worker(args.refit_worker)
+        return
     info = _data.machine_info()
     report = [
         "# Speed of the defaults on shapes we did not tune for (`speed_shapes.py`)\n",
@@ -236,8 +285,13 @@ def main() -> None:
         f"fastpcam {fastpcam.__version__}; medians of {args.repeats} fits, the compared fits "
         "alternating in one run.\n",
     ]
+    sections: dict[str, Callable[[], list[str]]] = {
+        "wide": lambda: wide(args.repeats),
+        "narrow": lambda: narrow(args.repeats),
+        "refit": lambda: refit(args.repeats, args.reference),
+    }
     for s in args.sections.split(","):
-        report += SECTIONS[s](args.repeats)
+        report += sections[s]()
     Path(args.out).write_text("\n".join(report) + "\n")
     print(f"wrote {args.out}")
 
