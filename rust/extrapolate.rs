@@ -24,25 +24,30 @@ use crate::binning::{BinnedData, Code};
 use crate::blocks::BlockState;
 use crate::descent::{check_init, descend, DescentState};
 use crate::error::{check_target, Result};
-use crate::params::{ChainShape, FitParams};
+use crate::params::{ChainShape, FitParams, Selection};
 use crate::report::{BinnedFit, Callback, History, Progress, StopReason};
 use crate::with_codes;
 
 /// Block updates per round: one per movable block, at least [`MIN_ROUND`]. Measured on
-/// elevators, ailerons, 537_houses and two wide shapes (`benches/python/speed_shapes.py`):
-/// rounds of a half, one, two or four sweeps' worth of updates all cut the final refit's
-/// updates by a similar share (one: 4,369 → 2,210 on elevators), eight cut less.
+/// elevators, ailerons and 537_houses (`benches/python/speed_shapes.py`): rounds of a half,
+/// one, two or four times the blocks' number of updates (at least 16, 32 or 64) all cut the
+/// final refit's updates by a similar share (elevators: 4,369 → 2,000–2,200), eight times
+/// cut less.
 pub fn round_len(n_movable: usize) -> usize {
     n_movable.max(MIN_ROUND)
 }
 
-/// Fewest block updates per round.
-pub const MIN_ROUND: usize = 32;
+/// Fewest block updates per round (each round costs a few passes over the rows).
+pub const MIN_ROUND: usize = 64;
 
 /// A squared-loss fit on the rows engine at the penalty `params.lambda` (of the constant
 /// model's `λ_max`) from the blocks `init` (`None`: the constant model), by
-/// [`descend_extrapolated`]; as [`crate::engine::fit_binned_engine`] on the rows engine
-/// otherwise (pair blocks run the plain loop).
+/// [`descend_extrapolated`] when the selection is greedy; otherwise (scored sweeps or cyclic
+/// order, pair blocks) by the plain loop, as [`crate::engine::fit_binned_engine`] on the
+/// rows engine. A greedy update already rescans every block's sums, so a round's extra
+/// passes over the rows (the direction's predictions, the rebuilt state) cost a few updates;
+/// with scored sweeps they cost as much as the sweep itself (measured on 7,017 × 613 and
+/// 8,212 × 448: half the updates, no time saved).
 ///
 /// # Errors
 /// As [`crate::engine::fit_binned_engine`].
@@ -70,7 +75,8 @@ pub(crate) fn fit_extrapolated(
     };
     st.set_shapes(&shapes);
     let lambda = params.lambda.resolve(lambda_max)?;
-    Ok(if shapes.iter().any(|s| s.grid.is_some()) {
+    let greedy = st.resolve_selection(params.selection, data.n_features()) == Selection::Greedy;
+    Ok(if !greedy || shapes.iter().any(|s| s.grid.is_some()) {
         descend(data, params, &mut st, lambda, lambda_max, start, callback)
     } else {
         descend_extrapolated(
@@ -223,10 +229,13 @@ fn keep_fused(d: &mut [f64], beta: &[f64], w: &[f64]) {
     }
 }
 
+/// A jump of a chain along the line: `(g, h, c)`, the term `c |g + t h|` of the penalty.
+pub type Jump = (f64, f64, f64);
+
 /// The smallest minimiser over `[0, t_max]` of the convex
 /// `φ(t) = a t²/2 − b t + Σ_{(g, h, c) ∈ jumps} c |g + t h|` (`a > 0`, `c ≥ 0`); 0 when
 /// `a ≤ 0` or nothing is finite. `jumps` is reordered.
-pub fn line_minimum(a: f64, b: f64, jumps: &mut [(f64, f64, f64)], t_max: f64) -> f64 {
+pub fn line_minimum(a: f64, b: f64, jumps: &mut [Jump], t_max: f64) -> f64 {
     if !(a > 0.0) || !b.is_finite() || !(t_max > 0.0) {
         return 0.0;
     }
@@ -368,7 +377,7 @@ mod tests {
         }
     }
 
-    fn phi(a: f64, b: f64, jumps: &[(f64, f64, f64)], t: f64) -> f64 {
+    fn phi(a: f64, b: f64, jumps: &[Jump], t: f64) -> f64 {
         0.5 * a * t * t - b * t
             + jumps
                 .iter()
@@ -378,7 +387,7 @@ mod tests {
 
     #[test]
     fn line_minimum_is_the_minimum_of_the_convex_function() {
-        let cases: Vec<(f64, f64, Vec<(f64, f64, f64)>, f64)> = vec![
+        let cases: Vec<(f64, f64, Vec<Jump>, f64)> = vec![
             (1.0, 2.0, vec![], f64::INFINITY),
             (1.0, 2.0, vec![], 1.5),
             (1.0, -2.0, vec![], f64::INFINITY),

@@ -46,7 +46,7 @@
 //! * [`validation`] — the penalty chosen on held-out rows along a warm-started path, for any
 //!   state;
 //! * [`extrapolate`] — block coordinate descent in rounds with an exact line search along
-//!   each round's change (the squared loss's final refit on the rows engine);
+//!   each round's change (the squared loss's final refit on the rows engine, greedy);
 //! * [`pairs`] — pair terms: interaction bins, screening, the pair blocks as virtual
 //!   features of the one loop, and the pair penalty chosen on held-out rows;
 //! * [`solver`] — the regression entry points (bin, engine, fixed or held-out penalty, path,
