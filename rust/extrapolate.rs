@@ -41,7 +41,7 @@ pub fn round_len(n_movable: usize) -> usize {
 pub const MIN_ROUND: usize = 64;
 
 /// A squared-loss fit on the rows engine at the penalty `params.lambda` (of the constant
-/// model's `λ_max`) from the blocks `init` (`None`: the constant model), by
+/// model's `λ_max`) warm-started from the blocks `init`, by
 /// [`descend_extrapolated`] when the selection is greedy; otherwise (scored sweeps or cyclic
 /// order, pair blocks) by the plain loop, as [`crate::engine::fit_binned_engine`] on the
 /// rows engine. A greedy update already rescans every block's sums, so a round's extra
@@ -55,24 +55,19 @@ pub(crate) fn fit_extrapolated(
     data: &BinnedData,
     y: ArrayView1<'_, f64>,
     params: &FitParams,
-    init: Option<Vec<Vec<f64>>>,
-    callback: Option<Callback<'_>>,
+    (init, callback): (Vec<Vec<f64>>, Option<Callback<'_>>),
 ) -> Result<BinnedFit> {
     let start = Instant::now();
     params.check()?;
     check_target(y, data.n_samples)?;
-    if let Some(init) = &init {
-        check_init(data, init)?;
-    }
+    check_init(data, &init)?;
     params.shapes.check_len(data.n_features())?;
     let shapes = params.shapes.resolve(data.n_features());
+    // λ_max is the flat model's (as for every fit at a ratio).
     let mut flat = BlockState::new(data, y);
     flat.set_shapes(&shapes);
     let lambda_max = flat.start_flat(data);
-    let mut st = match init {
-        None => flat,
-        Some(init) => BlockState::with_start(data, y, init),
-    };
+    let mut st = BlockState::with_start(data, y, init);
     st.set_shapes(&shapes);
     let lambda = params.lambda.resolve(lambda_max)?;
     let greedy = st.resolve_selection(params.selection, data.n_features()) == Selection::Greedy;
@@ -331,8 +326,17 @@ mod tests {
             shapes,
             ..Default::default()
         };
-        let plain = fit_binned_engine(&data, y.view(), &params, None, Engine::Rows, None).unwrap();
-        let fast = fit_extrapolated(&data, y.view(), &params, None, None).unwrap();
+        let zero = data.zero_blocks();
+        let plain = fit_binned_engine(
+            &data,
+            y.view(),
+            &params,
+            Some(zero.clone()),
+            Engine::Rows,
+            None,
+        )
+        .unwrap();
+        let fast = fit_extrapolated(&data, y.view(), &params, (zero, None)).unwrap();
         // the line searches move the state: fewer block updates to the same tolerance
         assert!(
             fast.report.n_iter < plain.report.n_iter,

@@ -298,9 +298,7 @@ pub fn fit_validated(
             all.add(&held)?;
             fit_binned_tables(data, Arc::new(all), &final_params, Some(best), callback)?
         }
-        _ if engine == Engine::Rows => {
-            fit_extrapolated(data, y, &final_params, Some(best), callback)?
-        }
+        _ if engine == Engine::Rows => fit_extrapolated(data, y, &final_params, (best, callback))?,
         _ => fit_binned_engine(data, y, &final_params, Some(best), engine, callback)?,
     };
     Ok((fit, search))
