@@ -39,8 +39,8 @@ pub const AUTO_MAX_BINS_ROWS: usize = 200_000;
 /// `max_bins="auto"` on at most [`AUTO_MAX_BINS_ROWS`] rows: bins per feature times features
 /// stays within this budget (`64 × 4096`), so data with at most 64 features keep 4,096 bins
 /// and wide data get fewer. Each sweep of block updates pays for every bin (FLSA, scores, bin
-/// sums); on 7,017 × 613 correlated Gaussian data, 4,096 bins cost 3× the time of this
-/// budget's 427 bins for a test MSE within 0.1% (`benches/python/speed_shapes.py`).
+/// sums); on 7,017 × 613 correlated Gaussian data, 4,096 bins cost 3.7× the time of this
+/// budget's 427 bins for a test MSE within 0.2% (`benches/python/speed_shapes.py`).
 pub const AUTO_TOTAL_BINS: usize = 64 * AUTO_MAX_BINS_SMALL;
 
 /// The `max_bins` that `"auto"` means for `n_rows` rows of `n_features` features:
