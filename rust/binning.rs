@@ -27,18 +27,29 @@ use rayon::prelude::*;
 
 use crate::error::{check_len, check_weights, FastError, Result};
 
-/// `max_bins="auto"`: this many bins for data with at most [`AUTO_MAX_BINS_ROWS`] rows …
+/// `max_bins="auto"`: at most this many bins for data with at most [`AUTO_MAX_BINS_ROWS`]
+/// rows …
 pub const AUTO_MAX_BINS_SMALL: usize = 4096;
 /// … and this many above (each bin then holds hundreds of rows, and the co-occurrence tables
-/// of the sufficient-statistics engine stay small). Chosen by measurement (README, "Defaults").
+/// of the sufficient-statistics engine stay small); also the fewest bins `"auto"` gives.
+/// Chosen by measurement (README, "Defaults").
 pub const AUTO_MAX_BINS_LARGE: usize = 256;
-/// Row count up to which `max_bins="auto"` uses [`AUTO_MAX_BINS_SMALL`].
+/// Row count up to which `max_bins="auto"` uses up to [`AUTO_MAX_BINS_SMALL`] bins.
 pub const AUTO_MAX_BINS_ROWS: usize = 200_000;
+/// `max_bins="auto"` on at most [`AUTO_MAX_BINS_ROWS`] rows: bins per feature times features
+/// stays within this budget (`64 × 4096`), so data with at most 64 features keep 4,096 bins
+/// and wide data get fewer. Each sweep of block updates pays for every bin (FLSA, scores, bin
+/// sums); on 7,017 × 613 correlated Gaussian data, 4,096 bins cost 3.7× the time of this
+/// budget's 427 bins for a test MSE within 0.2% (`benches/python/speed_shapes.py`).
+pub const AUTO_TOTAL_BINS: usize = 64 * AUTO_MAX_BINS_SMALL;
 
-/// The `max_bins` that `"auto"` means for `n_rows` rows.
-pub fn auto_max_bins(n_rows: usize) -> usize {
+/// The `max_bins` that `"auto"` means for `n_rows` rows of `n_features` features:
+/// [`AUTO_MAX_BINS_LARGE`] above [`AUTO_MAX_BINS_ROWS`] rows, else
+/// [`AUTO_TOTAL_BINS`]` / n_features` clamped to
+/// [`AUTO_MAX_BINS_LARGE`]`..=`[`AUTO_MAX_BINS_SMALL`].
+pub fn auto_max_bins(n_rows: usize, n_features: usize) -> usize {
     if n_rows <= AUTO_MAX_BINS_ROWS {
-        AUTO_MAX_BINS_SMALL
+        (AUTO_TOTAL_BINS / n_features.max(1)).clamp(AUTO_MAX_BINS_LARGE, AUTO_MAX_BINS_SMALL)
     } else {
         AUTO_MAX_BINS_LARGE
     }
@@ -815,6 +826,28 @@ fn first_infinite(x: ArrayView2<'_, f64>) -> FastError {
 mod tests {
     use super::*;
     use ndarray::{array, Array2};
+
+    #[test]
+    fn auto_max_bins_from_rows_and_features() {
+        // Up to 64 features: 4,096 bins up to 200,000 rows, 256 above.
+        for p in [1, 8, 48, 64] {
+            assert_eq!(auto_max_bins(1_000, p), 4096);
+            assert_eq!(auto_max_bins(200_000, p), 4096);
+            assert_eq!(auto_max_bins(200_001, p), 256);
+        }
+        // Wider: the total budget of 64 × 4,096 bins, never below 256.
+        assert_eq!(auto_max_bins(7_017, 65), 4032);
+        assert_eq!(auto_max_bins(8_212, 448), 585);
+        assert_eq!(auto_max_bins(7_017, 613), 427);
+        assert_eq!(auto_max_bins(7_017, 1024), 256);
+        assert_eq!(auto_max_bins(7_017, 5_000), 256);
+        assert_eq!(auto_max_bins(500_000, 613), 256);
+        // No features: the narrow rule.
+        assert_eq!(auto_max_bins(10, 0), 4096);
+        // Fewer bins for more features, never more.
+        let b: Vec<usize> = (1..2_000).map(|p| auto_max_bins(5_000, p)).collect();
+        assert!(b.windows(2).all(|w| w[1] <= w[0]));
+    }
 
     #[test]
     fn exact_bins_one_per_distinct_value() {

@@ -45,6 +45,8 @@
 //!   given penalty;
 //! * [`validation`] — the penalty chosen on held-out rows along a warm-started path, for any
 //!   state;
+//! * [`extrapolate`] — block coordinate descent in rounds with an exact line search along
+//!   each round's change (the squared loss's final refit on the rows engine, greedy);
 //! * [`pairs`] — pair terms: interaction bins, screening, the pair blocks as virtual
 //!   features of the one loop, and the pair penalty chosen on held-out rows;
 //! * [`solver`] — the regression entry points (bin, engine, fixed or held-out penalty, path,
@@ -62,6 +64,7 @@ pub mod datafit;
 pub mod descent;
 pub mod engine;
 pub mod error;
+pub mod extrapolate;
 pub mod flsa;
 pub mod grid;
 pub mod logistic;

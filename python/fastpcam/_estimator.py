@@ -97,10 +97,14 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
     max_bins : int, "auto" or None, default="auto"
         Maximum number of bins per feature. A feature with at most ``max_bins`` distinct
         training values gets one bin per value; others get weighted quantile bins. ``None``
-        means one bin per distinct value for every feature (exact mode). ``"auto"`` means 4096
-        bins for data of up to 200,000 rows and 256 above (fine bins matter on small data;
-        on large data each bin still holds hundreds of rows and the sufficient-statistics
-        engine stays small); chosen by measurement (README, "Defaults").
+        means one bin per distinct value for every feature (exact mode). ``"auto"`` means, for
+        data of up to 200,000 rows, 4096 bins with at most 64 features and
+        ``64 * 4096 // n_features`` bins (at least 256) with more, so that the bins of all
+        features stay within 64 * 4096 (wide data: each sweep of block updates pays for every
+        bin, and 7,017 x 613 correlated data fit 3.7x faster with 427 bins than with 4096, test
+        MSE within 0.2%); 256 above 200,000 rows (fine bins matter on small data; on large
+        data each bin still holds hundreds of rows and the sufficient-statistics engine stays
+        small). Chosen by measurement (README, "Defaults").
     selection : {"auto", "greedy", "sweep", "cyclic"}, default="auto"
         Block selection: ``"greedy"`` is the BGS-s rule (update the steepest block, then
         rescore every block); ``"sweep"`` scores every block once and then updates, steepest

@@ -29,7 +29,7 @@ pub(crate) enum AutoOr<T> {
     Value(T),
 }
 
-/// `max_bins`: "auto" (by the number of rows), an int, or None (exact bins).
+/// `max_bins`: "auto" (by the numbers of rows and features), an int, or None (exact bins).
 pub(crate) type MaxBins = AutoOr<Option<usize>>;
 /// `lambda_ratio`: "auto" (chosen on held-out rows) or a ratio of `λ_max`.
 pub(crate) type LambdaRatio = AutoOr<f64>;
@@ -176,12 +176,12 @@ impl Default for FitConfig {
 }
 
 impl FitConfig {
-    /// How to bin data of `n_rows` rows (`max_bins="auto"` resolves for that many).
-    pub fn binning(&self, n_rows: usize) -> BinningParams {
+    /// How to bin data of `shape` = (rows, features) (`max_bins="auto"` resolves for it).
+    pub fn binning(&self, (n_rows, n_features): (usize, usize)) -> BinningParams {
         BinningParams {
             max_bins: match self.max_bins {
                 AutoOr::Value(b) => b,
-                AutoOr::Auto => Some(auto_max_bins(n_rows)),
+                AutoOr::Auto => Some(auto_max_bins(n_rows, n_features)),
             },
             sample_size: self.subsample_for_bin,
             random_state: self.random_state,
@@ -228,15 +228,16 @@ impl FitConfig {
         }
     }
 
-    /// Checked parameters of a fit on `n_rows` rows (`held_out`: see [`Self::penalty`]).
-    pub fn fit_params(&self, n_rows: usize, held_out: bool) -> PyResult<FitParams> {
+    /// Checked parameters of a fit on data of `shape` = (rows, features) (`held_out`: see
+    /// [`Self::penalty`]).
+    pub fn fit_params(&self, shape: (usize, usize), held_out: bool) -> PyResult<FitParams> {
         let params = FitParams {
             lambda: self.penalty(held_out),
             selection: self.selection.parse::<Selection>()?,
             tol: self.tol,
             max_iter: self.max_iter,
             max_time: self.max_time,
-            binning: self.binning(n_rows),
+            binning: self.binning(shape),
             shapes: self.shapes(),
             pairs: self.pairs(),
         };
@@ -251,15 +252,15 @@ impl FitConfig {
         Ok((loss, engine))
     }
 
-    /// Checked parameters of a feature-sparse fit on `n_rows` rows.
-    pub fn sparse_params(&self, n_rows: usize) -> PyResult<SparseParams> {
+    /// Checked parameters of a feature-sparse fit on data of `shape` = (rows, features).
+    pub fn sparse_params(&self, shape: (usize, usize)) -> PyResult<SparseParams> {
         let params = SparseParams {
             lambda: self.penalty(false),
             tol: self.tol,
             max_iter: self.max_iter,
             local_search: self.local_search,
             max_swaps: self.max_swaps,
-            binning: self.binning(n_rows),
+            binning: self.binning(shape),
             shapes: self.shapes(),
         };
         params.check()?;

@@ -101,7 +101,8 @@ fn add_stats<'py>(
 }
 
 /// Cut points of every feature of `x` (a sample), exactly as `fit` bins with `config`;
-/// `max_bins="auto"` resolves for `n_rows` rows (the whole data's; default: the sample's).
+/// `max_bins="auto"` resolves for `n_rows` rows (the whole data's; default: the sample's) of
+/// `x`'s features.
 #[pyfunction]
 #[pyo3(signature = (x, sample_weight=None, *, config, n_rows=None))]
 fn bin_edges<'py>(
@@ -112,7 +113,7 @@ fn bin_edges<'py>(
     n_rows: Option<usize>,
 ) -> PyResult<Vec<Bound<'py, PyArray1<f64>>>> {
     let x = x.as_array();
-    let binning = config.binning(n_rows.unwrap_or(x.nrows()));
+    let binning = config.binning((n_rows.unwrap_or(x.nrows()), x.ncols()));
     let w: Option<Vec<f64>> = sample_weight.map(|w| w.as_array().to_vec());
     let cuts = compute(py, "bin_edges", config.n_jobs, || {
         bin_data(x, w.as_deref(), &binning)
@@ -139,7 +140,7 @@ fn fit_stats<'py>(
     // statistics are the tables engine's data: the loss must allow it
     let (loss, _) = config.loss_engine()?;
     loss.check_engine(crate::params::Engine::Tables)?;
-    let mut params = config.fit_params(stats.n_bins.len(), held_out.is_some())?;
+    let mut params = config.fit_params((0, stats.n_bins.len()), held_out.is_some())?;
     params.binning = crate::binning::BinningParams::default();
     let validated = matches!(params.lambda, crate::params::Penalty::Validated(_));
     let tables = to_tables(&stats)?;

@@ -51,7 +51,7 @@ fn fit<'py>(
     n_classes: Option<usize>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let (x, y, w) = (x.as_array(), y.as_array(), weights(sample_weight));
-    let params = config.fit_params(x.nrows(), true)?;
+    let params = config.fit_params(x.dim(), true)?;
     let (loss, engine) = config.loss_engine()?;
     let cancel = AtomicBool::new(false);
     let mut bridge = ProgressBridge::new(&cancel, progress, config.progress_interval);
@@ -97,7 +97,7 @@ fn fit_path<'py>(
     relative: bool,
 ) -> PyResult<PathOutput<'py>> {
     let (x, y, w) = (x.as_array(), y.as_array(), weights(sample_weight));
-    let params = config.fit_params(x.nrows(), false)?;
+    let params = config.fit_params(x.dim(), false)?;
     let (data, lmax, fits) = compute(py, "fit_path", config.n_jobs, || {
         solver::fit_path_rows(Rows::new(x, y, w.as_deref()), &lambdas, relative, &params)
     })?;

@@ -108,7 +108,7 @@ fn fit_sparse<'py>(
 ) -> PyResult<SparseOutput<'py>> {
     let (x, y) = (x.as_array(), y.as_array());
     let w: Option<Vec<f64>> = sample_weight.map(|w| w.as_array().to_vec());
-    let params = config.sparse_params(x.nrows())?;
+    let params = config.sparse_params(x.dim())?;
     let max_features = config.max_features.unwrap_or(x.ncols());
     let method: SparseMethod = config.method.parse()?;
     let grid = config.lambda_s_grid(x.ncols());

@@ -69,15 +69,21 @@ def test_get_set_params_defaults():
     assert m.max_bins is None and m.selection == "cyclic"
 
 
-def test_auto_max_bins_depends_on_the_number_of_rows():
-    """max_bins="auto": 4096 bins up to 200,000 rows, 256 above (README, "Defaults")."""
+def test_auto_max_bins_depends_on_the_numbers_of_rows_and_features():
+    """max_bins="auto": up to 200,000 rows, 4096 bins for at most 64 features and
+    64 * 4096 / n_features (at least 256) for more; 256 above 200,000 rows (README, "Defaults")."""
     rng = np.random.default_rng(0)
-    for n, bins in [(20_000, 4096), (200_001, 256)]:
-        X = rng.uniform(size=(n, 1))
+    for (n, p), bins in [((20_000, 1), 4096), ((200_001, 1), 256), ((5_000, 64), 4096),
+                         ((5_000, 65), 4032), ((5_000, 613), 427), ((3_000, 1_500), 256)]:
+        X = rng.uniform(size=(n, p))
         y = X[:, 0] + rng.normal(size=n)
         m = FASTRegressor(max_iter=5, tol=1.0).fit(X, y)
         expected = min(bins, n)
-        assert len(m.cuts_[0]) + 1 == expected, (n, len(m.cuts_[0]) + 1)
+        assert len(m.cuts_[0]) + 1 == expected, (n, p, len(m.cuts_[0]) + 1)
+        # explicit max_bins are unchanged by the number of features
+        if p > 64:
+            m = FASTRegressor(max_bins=4096, max_iter=5, tol=1.0).fit(X, y)
+            assert len(m.cuts_[0]) + 1 == min(4096, n)
     with pytest.raises(ValueError, match="max_bins"):
         FASTRegressor(max_bins="many").fit(X[:10], y[:10])
 
