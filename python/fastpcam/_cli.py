@@ -405,8 +405,20 @@ def _ratio(text: str) -> float | str:
     return "auto" if text.lower() == "auto" else _nonneg_float(text)
 
 
+def _interactions(text: str) -> int | str:
+    if text.lower() == "auto":
+        return "auto"
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'auto' or a number of pairs, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
 #: Estimator parameters the fit options set; an option not given keeps the estimator's default.
-_FIT_PARAMS = ("lambda_f", "lambda_ratio", "max_bins", "tol", "max_iter")
+_FIT_PARAMS = ("lambda_f", "lambda_ratio", "max_bins", "tol", "max_iter", "interactions")
 
 
 def _estimator(args: argparse.Namespace, task: str, **extra: Any) -> Any:
@@ -524,12 +536,43 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     print(f"  train MSE = {_mse(est, X_train, y_train):.5f}, test MSE = {_mse(est, X_test, y_test):.5f}")
     print()
     print(format_shape_functions(est, feature_names=names, max_segments=args.max_segments))
+    if args.pairs and not getattr(est, "interaction_features_", []):
+        _demo_pairs(est, (X_train, y_train, X_test, y_test), names)
     if args.out:
         save_model(est, args.out, feature_names=names)
         print(f"\nmodel saved to {args.out} (shape functions on the standardised y scale)")
     if args.plot is not None:
         _save_demo_plot(est, names, args.plot)
     return 0
+
+
+def _demo_pairs(additive: Any, data: tuple[Any, Any, Any, Any], features: Sequence[str]) -> None:
+    """Fit the same model with pair terms (``interactions="auto"``) and show its strongest pair."""
+    from sklearn.base import clone
+
+    X_train, y_train, X_test, y_test = data
+    est = clone(additive).set_params(interactions="auto")
+    seconds = _timed_fit(est, X_train, y_train)
+    p = est.n_features_in_
+    names = list(features) + [f"{features[j]} & {features[k]}" for j, k in est.interaction_features_]
+    importance = est.term_importances()
+    order = [p + int(t) for t in np.argsort(-importance[p:])]
+    print(
+        f"\nWith pair terms (interactions='auto'): {len(order)} pairs, fitted in {seconds:.3f} s, "
+        f"test MSE = {_mse(est, X_test, y_test):.5f} (additive {_mse(additive, X_test, y_test):.5f})"
+    )
+    if not order:
+        return
+    t = order[0] - p
+    values = est.interaction_values_[t]
+    print(
+        f"  strongest pair: {names[order[0]]} (importance {importance[order[0]]:.4f}; main effects "
+        f"{', '.join(f'{names[j]} {importance[j]:.4f}' for j in est.interaction_features_[t])}), "
+        f"a {values.shape[0]} x {values.shape[1]} table from {values.min():.3f} to {values.max():.3f}"
+    )
+    rest = ", ".join(f"{names[k]} {importance[k]:.4f}" for k in order[1:4])
+    if rest:
+        print(f"  next: {rest}")
 
 
 def _save_demo_plot(est: Any, names: Sequence[str], path: str) -> None:
@@ -693,6 +736,10 @@ def _add_fit_options(p: argparse.ArgumentParser) -> None:
                    help="KKT stopping tolerance (default: %s)" % _default("tol"))
     p.add_argument("--max-iter", type=_pos_int, default=keep, metavar="N",
                    help="maximum number of block updates (default: %s)" % _default("max_iter"))
+    p.add_argument("--interactions", type=_interactions, default=keep, metavar="K",
+                   help="pair terms: a number of pairs to screen for, 'auto' (as many as the model "
+                   "supports: 40 for squared error and two classes) or 0 (the additive model) "
+                   "(default: %s)" % _default("interactions"))
 
 
 def _add_out(p: argparse.ArgumentParser, metavar: str, help: str, required: bool = False) -> None:
@@ -752,6 +799,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--max-segments", type=_pos_int, default=8, metavar="K",
                       help="segments to list per shape function (default: 8)")
     _add_out(demo, "MODEL.json", "also save the fitted model as JSON")
+    demo.add_argument("--no-pairs", dest="pairs", action="store_false",
+                      help="do not also fit pair terms and show the strongest pair (shown by default "
+                      "when the model above has none)")
     demo.add_argument("--plot", metavar="PATH", default="fastpcam_demo_shapes.png",
                       help="save a plot of the shape functions here (default: fastpcam_demo_shapes.png; "
                       "needs matplotlib, the `plot` extra)")

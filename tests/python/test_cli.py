@@ -80,14 +80,18 @@ def test_demo_subprocess(tmp_path: Path) -> None:
     assert "test MSE" in proc.stdout
     assert "median_income" in proc.stdout
     assert "held-out rows" in proc.stdout  # the default penalty is chosen on held-out rows
+    # The same model with pair terms, and the housing data's strongest pair.
+    assert "With pair terms (interactions='auto')" in proc.stdout
+    assert "strongest pair: latitude & longitude" in proc.stdout
     assert "Traceback" not in proc.stderr
 
 
 def test_demo_in_process_saves_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "houses.json"
-    assert main(["demo", "--lambda-f", "0.01", "--max-bins", "32", "--out", str(out), "--no-plot"]) == 0
+    assert main(["demo", "--lambda-f", "0.01", "--max-bins", "32", "--out", str(out), "--no-plot", "--no-pairs"]) == 0
     text = capsys.readouterr().out
     assert "lambda_f_ = 0.01" in text and "test MSE" in text
+    assert "pair" not in text
     assert "held-out" not in text  # a given lambda_f: no search
     est = load_model(out)
     assert list(est.feature_names_in_) == load_houses().feature_names
@@ -122,6 +126,17 @@ def test_fit_predict_round_trip(tmp_path: Path, capsys: pytest.CaptureFixture[st
     # the CLI fits what the estimator fits on the same numbers
     direct = FASTRegressor(max_bins=16).fit(X, y)
     np.testing.assert_allclose(direct.predict(X), expected, rtol=0, atol=1e-12)
+
+    # --interactions: the pairs travel through the model file and predict alike
+    y_pair = 2.0 * ((X[:, 0] > 0) == (X[:, 2] > 0)) + 0.1 * np.random.default_rng(1).standard_normal(len(y))
+    data_pair = _toy_csv(tmp_path / "pair.csv", X, y_pair)
+    paired = tmp_path / "paired.json"
+    assert main(["fit", str(data_pair), "--target", "y", "--interactions", "2", "--out", str(paired)]) == 0
+    est = load_model(paired)
+    assert est.interaction_features_[0] == (0, 2)
+    both = FASTRegressor(interactions=2).fit(X, y_pair)
+    np.testing.assert_allclose(both.predict(X), est.predict(X), rtol=0, atol=1e-12)
+    _assert_cli_error(capsys, main(["fit", str(data), "--target", "y", "--interactions", "-1"]), "--interactions")
 
 
 def test_predict_matches_columns_by_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
