@@ -43,7 +43,7 @@ _PATH_PARAMS = tuple(k for k in FASTRegressor().get_params(deep=False) if k not 
 CV_PARAMS = (
     "lambda_ratios", "cv", "one_standard_error", "max_bins", "selection", "tol", "max_iter", "max_time", "n_jobs",
     "random_state", "subsample_for_bin", "categorical_features", "bins", "verbose", "progress", "monotonic_cst",
-    "penalty_factor",
+    "penalty_factor", "interactions", "max_interaction_bins", "interaction_penalty",
 )  # fmt: skip
 
 _FEATURE_NAME_WARNINGS = ("X does not have valid feature names", "X has feature names")
@@ -234,6 +234,11 @@ def lambda_path(
         )
     template = FASTRegressor(**fit_params)
     template._validate_params()
+    if template.interactions != 0:
+        raise ValueError(
+            f"interactions: lambda_path fits the additive model, got interactions={template.interactions!r}; "
+            "use interactions=0 (FASTRegressorCV adds pair terms to its refit)"
+        )
     X, y, w, bins = _input.prepare_fit(template, _rows(X), y, sample_weight)
     if lambdas is not None:
         grid = np.asarray(lambdas, dtype=np.float64).ravel()
@@ -270,6 +275,11 @@ class FASTRegressorCV(RegressorMixin, _BaseFAST):
     score over the folds is chosen (with ``one_standard_error=True``, the largest penalty whose
     mean score is within one standard error of the lowest), and the model is refitted on all
     the data with it.
+
+    Pair terms (``interactions``): the folds fit the additive model, so cross-validation
+    chooses the main effects' ``lambda_f``; the refit on all the data adds the pairs at that
+    ``lambda_f``, with ``interaction_penalty`` (``"auto"``: 0.25, there being no held-out rows
+    in a fit at a given ``lambda_f``).
 
     Folds run in parallel joblib threads (the core releases the GIL): ``min(n_splits, n_threads)``
     folds at a time, each fit using ``n_threads // that`` threads; one fold's training copy
@@ -379,8 +389,10 @@ class FASTRegressorCV(RegressorMixin, _BaseFAST):
         return np.unique(r)[::-1].copy()
 
     def _template(self) -> FASTRegressor:
+        """The additive model the folds' paths fit (pair terms come with the refit only)."""
         params = self.get_params(deep=False)
-        return FASTRegressor(**{k: v for k, v in params.items() if k in _PATH_PARAMS})
+        template = FASTRegressor(**{k: v for k, v in params.items() if k in _PATH_PARAMS})
+        return template.set_params(interactions=0)
 
     @_fit_context(prefer_skip_nested_validation=True)
     @document
@@ -471,7 +483,12 @@ class FASTRegressorCV(RegressorMixin, _BaseFAST):
         rank[order] = np.arange(1, len(mean) + 1)
         results_dict.update(mean_test_mse=mean, std_test_mse=std, se_test_mse=se, rank_test_mse=rank)
 
-        refit = clone(template).set_params(lambda_f=float(lambdas[best]))
+        refit = clone(template).set_params(
+            lambda_f=float(lambdas[best]),
+            interactions=self.interactions,
+            max_interaction_bins=self.max_interaction_bins,
+            interaction_penalty=self.interaction_penalty,
+        )
         with warnings.catch_warnings():
             for message in _FEATURE_NAME_WARNINGS:
                 warnings.filterwarnings("ignore", message=message, category=UserWarning)

@@ -304,3 +304,20 @@ def test_greedy_selection_reads_a_pair_block_s_first_certificate():
         warnings.simplefilter("error")
         m = FASTRegressor(interactions=3, selection="greedy", lambda_ratio=0.1).fit(X, y)
     assert m.converged_ and m.n_iter_ > 0
+
+
+def test_cross_validation_adds_pairs_to_its_refit():
+    X, y = interaction_data(2000, seed=5)
+    cv = fastpcam.FASTRegressorCV(interactions=3, cv=3).fit(X, y)
+    assert cv.interaction_features_[0] == (0, 1)
+    # The refit is the single fit at the chosen penalty, with the pairs at the fixed ρ.
+    params = cv.best_estimator_.get_params()
+    assert params["lambda_f"] == cv.lambda_f_ and params["interactions"] == 3
+    single = FASTRegressor(**params).fit(X, y)
+    np.testing.assert_allclose(cv.predict(X), single.predict(X), rtol=0, atol=1e-12)
+    assert cv.interaction_penalty_ == 0.25
+    # Its model file gives a FASTRegressorCV back, pairs included.
+    back = fastpcam.FASTRegressorCV.from_json(cv.to_json())
+    np.testing.assert_allclose(back.predict(X), cv.predict(X), rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="lambda_path fits the additive model"):
+        fastpcam.lambda_path(X, y, interactions=2)
