@@ -16,7 +16,7 @@
 //!   residual passes, the scores, the held-out loss) works on it unchanged; the block update
 //!   and the score are the grid's ([`crate::grid`]).
 //! * **Choosing pairs** ([`screen`]): after the main effects, every pair among the
-//!   `SCREEN_FEATURES` features with the largest main effects is scored on the residual by
+//!   `SCREEN_FEATURES` unconstrained features with the largest main effects is scored on the residual by
 //!   the gain of its cell means less a noise allowance, `Σ_c S_c²/w_c − cells·σ²`, and the
 //!   `K` best with a positive gain are kept (memory `O(p + K·cells)`; a 5 × 60,000 matrix
 //!   scores at most `SCREEN_FEATURES²/2` pairs).
@@ -163,17 +163,19 @@ fn main_size(data: &BinnedData, beta: &[Vec<f64>], j: usize) -> f64 {
 }
 
 /// The pairs with the largest screening gain on the residual `vr` (`v∘r`, one per row), at
-/// most `count`, among the features with the largest main effects (see the module
+/// most `count`, among the `eligible` features with the largest main effects (see the module
 /// documentation); returns the pairs (`j < k`) and their gains, best first.
 pub fn screen(
     data: &BinnedData,
     beta: &[Vec<f64>],
     vr: &[f64],
-    count: usize,
-    max_bins: usize,
+    (count, max_bins): (usize, usize),
+    eligible: impl Fn(usize) -> bool,
 ) -> Vec<((usize, usize), f64)> {
     let p = beta.len();
-    let mut order: Vec<usize> = (0..p).filter(|&j| data.features[j].n_bins() > 1).collect();
+    let mut order: Vec<usize> = (0..p)
+        .filter(|&j| data.features[j].n_bins() > 1 && eligible(j))
+        .collect();
     let size: Vec<f64> = (0..p).map(|j| main_size(data, beta, j)).collect();
     order.sort_by(|&a, &b| size[b].total_cmp(&size[a]).then(a.cmp(&b)));
     order.truncate(SCREEN_FEATURES);
@@ -236,12 +238,17 @@ pub fn screen(
     gains
 }
 
-/// Checks a list of pairs against `p` features: distinct features below `p`, no pair twice.
-/// Returns them as `(min, max)`.
+/// Checks a list of pairs against `p` features: distinct features below `p`, no pair twice,
+/// no feature that `monotone(j)` says is constrained (a pair term could undo its
+/// monotonicity). Returns them as `(min, max)`.
 ///
 /// # Errors
 /// [`FastError::InvalidParameter`] naming `interactions` and the pair.
-pub fn check_pairs(pairs: &[(usize, usize)], p: usize) -> Result<Vec<(usize, usize)>> {
+pub fn check_pairs(
+    pairs: &[(usize, usize)],
+    p: usize,
+    monotone: impl Fn(usize) -> bool,
+) -> Result<Vec<(usize, usize)>> {
     let mut out: Vec<(usize, usize)> = Vec::with_capacity(pairs.len());
     for &(j, k) in pairs {
         let bad = |message| FastError::InvalidParameter {
@@ -256,6 +263,11 @@ pub fn check_pairs(pairs: &[(usize, usize)], p: usize) -> Result<Vec<(usize, usi
         }
         if j == k {
             return Err(bad("a pair needs two different features"));
+        }
+        if monotone(j) || monotone(k) {
+            return Err(bad(
+                "a pair may not hold a feature that monotonic_cst constrains (the pair term could undo its monotonicity)",
+            ));
         }
         let pair = (j.min(k), j.max(k));
         if out.contains(&pair) {
@@ -344,15 +356,19 @@ pub(crate) fn fit_pairs<S: DescentState>(
     let start = Instant::now();
     let p = data.n_features();
     let pp = &params.pairs;
+    // Pairs leave monotone-constrained features out: a pair term could undo the constraint.
+    let constrained = |j: usize| params.shapes.get(j).monotone != 0;
     let (pairs, gains) = match &pp.interactions {
-        Interactions::List(list) => (check_pairs(list, p)?, Vec::new()),
+        Interactions::List(list) => (check_pairs(list, p, constrained)?, Vec::new()),
         Interactions::Count(count) => {
             let mut st = state(data, mains.values.clone());
             let (_, vr) = st.sums_and_residual();
             let vr = vr.map(<[f64]>::to_vec).unwrap_or_default();
-            screen(data, &mains.values, &vr, *count, pp.max_bins)
-                .into_iter()
-                .unzip()
+            screen(data, &mains.values, &vr, (*count, pp.max_bins), |j| {
+                !constrained(j)
+            })
+            .into_iter()
+            .unzip()
         }
     };
     if pairs.is_empty() {
@@ -558,9 +574,11 @@ mod tests {
 
     #[test]
     fn pair_lists_are_checked() {
-        assert_eq!(check_pairs(&[(2, 0)], 3).unwrap(), vec![(0, 2)]);
-        assert!(check_pairs(&[(0, 3)], 3).is_err());
-        assert!(check_pairs(&[(1, 1)], 3).is_err());
-        assert!(check_pairs(&[(0, 1), (1, 0)], 3).is_err());
+        let free = |_| false;
+        assert_eq!(check_pairs(&[(2, 0)], 3, free).unwrap(), vec![(0, 2)]);
+        assert!(check_pairs(&[(0, 3)], 3, free).is_err());
+        assert!(check_pairs(&[(1, 1)], 3, free).is_err());
+        assert!(check_pairs(&[(0, 1), (1, 0)], 3, free).is_err());
+        assert!(check_pairs(&[(0, 1)], 3, |j| j == 1).is_err());
     }
 }

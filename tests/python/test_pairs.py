@@ -321,3 +321,18 @@ def test_cross_validation_adds_pairs_to_its_refit():
     np.testing.assert_allclose(back.predict(X), cv.predict(X), rtol=0, atol=1e-12)
     with pytest.raises(ValueError, match="lambda_path fits the additive model"):
         fastpcam.lambda_path(X, y, interactions=2)
+
+
+def test_pairs_leave_monotone_features_out():
+    X, y = interaction_data(2000, seed=6)
+    m = FASTRegressor(interactions=4, monotonic_cst=[1, 0, 0, 0, 0]).fit(X, y)
+    assert m.interaction_features_ and all(0 not in pair for pair in m.interaction_features_)
+    # The model stays nondecreasing in x0 whatever the other features.
+    grid = np.linspace(0, 1, 101)
+    rng = np.random.default_rng(0)
+    for row in rng.random((20, 5)):
+        Z = np.tile(row, (len(grid), 1))
+        Z[:, 0] = grid
+        assert np.all(np.diff(m.predict(Z)) >= -1e-12)
+    with pytest.raises(ValueError, match="monotonic_cst"):
+        FASTRegressor(interactions=[(0, 1)], monotonic_cst=[1, 0, 0, 0, 0]).fit(X, y)
