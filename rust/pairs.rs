@@ -16,10 +16,11 @@
 //!   residual passes, the scores, the held-out loss) works on it unchanged; the block update
 //!   and the score are the grid's ([`crate::grid`]).
 //! * **Choosing pairs** ([`screen`]): after the main effects, every pair among the
-//!   `SCREEN_FEATURES` unconstrained features with the largest main effects is scored on the residual by
-//!   the gain of its cell means less a noise allowance, `Σ_c S_c²/w_c − cells·σ²`, and the
-//!   `K` best with a positive gain are kept (memory `O(p + K·cells)`; a 5 × 60,000 matrix
-//!   scores at most `SCREEN_FEATURES²/2` pairs).
+//!   `SCREEN_FEATURES` features with the largest main effects (monotone-constrained ones left
+//!   out: a pair could undo the constraint) is scored on the residual by the gain of its cell
+//!   means less a noise allowance, `Σ_c S_c²/w_c − cells·σ²`, and the `K` best with a
+//!   positive gain are kept (memory `O(p + K·cells)`; a 5 × 60,000 matrix scores at most
+//!   `SCREEN_FEATURES²/2` pairs).
 //! * **The pair penalty** `ρ = λ_pair / λ_f` is chosen on the held-out rows of the main
 //!   effects' search, down the path `PAIR_PATH` warm-started from one state, stopping once the
 //!   held-out loss gets worse; the model is then refitted on all rows at the best `ρ`.
