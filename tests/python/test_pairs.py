@@ -336,3 +336,16 @@ def test_pairs_leave_monotone_features_out():
         assert np.all(np.diff(m.predict(Z)) >= -1e-12)
     with pytest.raises(ValueError, match="monotonic_cst"):
         FASTRegressor(interactions=[(0, 1)], monotonic_cst=[1, 0, 0, 0, 0]).fit(X, y)
+
+
+def test_tol_zero_with_pairs_stops_near_rounding():
+    # A grid solution is applied whenever it lowers the objective, so with tol=0 the fit
+    # stops as stalled (no block can move) with the pair blocks' certificate near rounding.
+    X, y = interaction_data(2000, seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        zero = FASTRegressor(tol=0, interactions=3, max_iter=20_000).fit(X, y)
+    tight = FASTRegressor(tol=1e-6, interactions=3, max_iter=20_000).fit(X, y)
+    assert zero.n_iter_ < 20_000
+    assert zero.kkt_residual_ <= 5e-8
+    assert abs(zero.objective_ - tight.objective_) <= 1e-9 * tight.objective_
