@@ -62,8 +62,8 @@ pub struct GridWorkspace {
     node: Vec<usize>,
     /// Each edge's flow, from its first cell to its second.
     flow: Vec<f64>,
-    /// The current network's edges: (edge, forward arc).
-    arcs: Vec<(usize, usize)>,
+    /// The current network's edges: (edge, its two cells, forward arc).
+    arcs: Vec<(usize, usize, usize, usize)>,
     side: Vec<bool>,
     regions: Vec<(usize, usize)>,
     /// The edges between a warm start's parts: (higher cell, lower cell).
@@ -305,7 +305,7 @@ fn divide(
             for (e, nb) in forward_edges(grid, c).into_iter().flatten() {
                 if ws.label[nb] == label {
                     let arc = ws.network.add_edge(ws.node[c], ws.node[nb], lambda, lambda);
-                    ws.arcs.push((e, arc));
+                    ws.arcs.push((e, c, nb, arc));
                 }
             }
         }
@@ -322,7 +322,7 @@ fn divide(
             for &c in &ws.cells[lo..hi] {
                 out[c] = alpha;
             }
-            for &(e, arc) in &ws.arcs {
+            for &(e, _, _, arc) in &ws.arcs {
                 ws.flow[e] = lambda - ws.network.residual(arc);
             }
             continue;
@@ -331,8 +331,7 @@ fn divide(
         // `λ` from its upper end down, a linear term moved into both ends' responses.
         let (node, side) = (&ws.node, &ws.side);
         ws.cells[lo..hi].sort_unstable_by_key(|&c| !side[node[c]]);
-        for &(e, _) in &ws.arcs {
-            let (a, b) = edge_ends(grid, e);
+        for &(e, a, b, _) in &ws.arcs {
             let (ua, ub) = (side[node[a]], side[node[b]]);
             if ua != ub {
                 let (up, down) = if ua { (a, b) } else { (b, a) };
@@ -354,21 +353,6 @@ fn divide(
     // A seeded solve is optimal when every edge between two seed parts kept its direction.
     let kept = ws.seeded.iter().all(|&(up, down)| out[up] >= out[down]);
     (cuts, kept)
-}
-
-/// The two cells of edge `e` (numbered as in [`for_each_edge`]).
-fn edge_ends(grid: Grid, e: usize) -> (usize, usize) {
-    let cols = grid.cols;
-    let (_, chain_c) = chain_lengths(grid);
-    let across_per_row = chain_c.saturating_sub(1);
-    let across = grid.rows * across_per_row;
-    if e < across {
-        let (r, c) = (e / across_per_row, e % across_per_row);
-        (r * cols + c, r * cols + c + 1)
-    } else {
-        let i = e - across;
-        (i, i + cols)
-    }
 }
 
 /// The proximal step of a pair block: with curvature weights `h` (the grid's floored by

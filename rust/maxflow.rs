@@ -40,6 +40,7 @@ pub struct FlowNetwork {
     in_active: Vec<bool>,
     orphans: VecDeque<u32>,
     queue: Vec<u32>,
+    slot: Vec<u32>,
 }
 
 impl FlowNetwork {
@@ -93,10 +94,11 @@ impl FlowNetwork {
         }
         self.order.clear();
         self.order.resize(self.head.len(), 0);
-        let mut slot: Vec<u32> = self.start[..n].to_vec();
+        self.slot.clear();
+        self.slot.extend_from_slice(&self.start[..n]);
         for (a, &u) in self.tail.iter().enumerate() {
-            self.order[slot[u as usize] as usize] = a as u32;
-            slot[u as usize] += 1;
+            self.order[self.slot[u as usize] as usize] = a as u32;
+            self.slot[u as usize] += 1;
         }
         self.tree.clear();
         self.tree.resize(n, FREE);

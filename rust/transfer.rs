@@ -15,7 +15,7 @@
 //! would see the shift of the main effect only, so a pair takes part only when its other
 //! feature has no missing bin.
 
-use crate::grid::grid_tv;
+use crate::grid::block_tv;
 use crate::params::{ChainShape, PairLink};
 
 /// Exchange passes per boundary at most.
@@ -176,25 +176,12 @@ fn group_transfer(
                 }
             }
             let k = block_of(role, j);
-            before += penalty(v, k, n_chain, shapes);
-            after += penalty(&out, k, n_chain, shapes);
+            before += block_tv(v, n_chain[k], shapes[k]);
+            after += block_tv(&out, n_chain[k], shapes[k]);
             out
         })
         .collect();
     (after < before - MARGIN * before).then_some(new)
-}
-
-/// Block `k`'s `factor · TV` (chain or grid).
-fn penalty(v: &[f64], k: usize, n_chain: &[usize], shapes: &[ChainShape]) -> f64 {
-    let shape = shapes[k];
-    let tv = match shape.grid {
-        Some(g) => grid_tv(&v[..g.cells()], g),
-        None => v[..n_chain[k]]
-            .windows(2)
-            .map(|w| (w[1] - w[0]).abs())
-            .sum(),
-    };
-    shape.factor * tv
 }
 
 /// A member's jumps across the boundary before interaction bin `a + 1` (main bin `start`).
@@ -356,7 +343,7 @@ mod tests {
         assert!((p[2] - p[0]).abs() < 1e-12 && (p[3] - p[1]).abs() < 1e-12);
         let total = |b: &[Vec<f64>]| {
             (0..3)
-                .map(|k| penalty(&b[k], k, &[4, 2, 4], &shapes))
+                .map(|k| block_tv(&b[k], [4, 2, 4][k], shapes[k]))
                 .sum::<f64>()
         };
         assert!(total(&after_blocks) < total(&blocks) - 0.5);

@@ -40,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _core, _fitted, _progress
+from ._pairs import additive_only
 from ._input import as_matrix, as_vector, frame_matrix, resolve_bins, resolve_mask, set_input_attributes
 from ._params import CORE_DEFAULTS, core_config, n_threads, name_columns
 from ._stats import (
@@ -428,13 +429,6 @@ def dask_statistics(
         return _second_pass(inp, cut_list, flags)
 
 
-def _refuse_pairs(est: Any, what: str) -> None:
-    """Pair terms need the rows, which fits from sufficient statistics never hold."""
-    from ._pairs import additive_only
-
-    additive_only(getattr(est, "interactions", 0), what)
-
-
 def fit_dask(est: Any, X: Any, y: Any, sample_weight: Any = None) -> Any:
     """``est.fit(X, y, sample_weight)`` for a Dask ``X``: statistics by partition, fit on them."""
     from sklearn.utils.validation import _check_feature_names, _check_n_features
@@ -445,7 +439,7 @@ def fit_dask(est: Any, X: Any, y: Any, sample_weight: Any = None) -> Any:
             f"{type(est).__name__} cannot be fitted on a Dask collection: the sufficient statistics "
             "of a distributed fit exist for the squared loss only; compute X and y into memory"
         )
-    _refuse_pairs(est, "a Dask fit")
+    additive_only(est.interactions, "a Dask fit")
     with _quiet_annotations():
         inp = _prepare(X, y, sample_weight)
     p = inp.layout.n_features
@@ -736,7 +730,7 @@ def fit_from_parquet(
     """
     est = _fitted.estimator_class("FASTRegressor")(**params)
     est._validate_params()
-    _refuse_pairs(est, "a Parquet fit")
+    additive_only(est.interactions, "a Parquet fit")
     if est.categorical_features is not None and not isinstance(est.categorical_features, str) and len(est.categorical_features):
         raise ValueError("categorical_features is not supported by fit_from_parquet; encode them as numbers")
     files = _parquet_files(paths)
