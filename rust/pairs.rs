@@ -8,8 +8,13 @@
 //! certificate.
 //!
 //! * **Interaction bins** `a_j` ([`Axis`]): feature `j`'s main bins merged into at most
-//!   `max_bins` groups of about equal weight, so their cuts are a subset of the main cuts;
-//!   the rows missing either feature share one free cell outside the grid.
+//!   `max_bins` groups, so their cuts are a subset of the main cuts: one cut where the fitted
+//!   main effect jumps most (an interaction bin straddling it would mix two regimes the main
+//!   effect tells apart), the others at weight quantiles. With a cell budget
+//!   (`max_interaction_bins="auto"`: 64 bins, 256 cells) a pair of two many-valued features
+//!   gets `√cells` bins a side, and a feature with few values lets its partner use the cells
+//!   it leaves ([`pair_bins`]). The rows missing either feature share one free cell outside
+//!   the grid.
 //! * **Each pair is one more block** of the one descent loop: a virtual feature whose value
 //!   is the cell index `a_j·cols + a_k` (its "cuts" are the cell boundaries `1, 2, …`), with a
 //!   [`Grid`] shape and the penalty factor `ρ`. Everything that works on bin sums (the
@@ -53,7 +58,31 @@ pub const AUTO_INTERACTIONS: usize = 40;
 pub const SCREEN_FEATURES: usize = 40;
 
 /// The pair penalties `ρ = λ_pair / λ_f` tried on held-out rows, in order.
-pub const PAIR_PATH: [f64; 6] = [0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125];
+pub const PAIR_PATH: [f64; 11] = [
+    1.0,
+    0.5,
+    0.25,
+    0.125,
+    0.0625,
+    0.03125,
+    0.015625,
+    0.0078125,
+    0.00390625,
+    0.001953125,
+    0.0009765625,
+];
+
+/// Interaction cuts placed at the fitted main effect's largest jumps (the rest are weight
+/// quantiles; measured on the 20 benchmark tables, `docs/pairs.md`).
+pub const GUIDED_CUTS: usize = 1;
+
+/// The penalty factor that holds pair blocks at zero: the held-out search's additive model
+/// (reported as `ρ = ∞` in its path).
+pub const ADDITIVE: f64 = 1e6;
+
+/// Screened pairs are kept only if they lower the additive model's held-out loss by at least
+/// this fraction of it (a gain within noise does not pay for pair terms).
+pub const MIN_GAIN: f64 = 1e-3;
 
 /// `ρ` when it cannot be chosen on held-out rows (too few rows, or a fixed `λ_f`).
 pub const DEFAULT_PAIR_PENALTY: f64 = 0.25;
@@ -69,6 +98,13 @@ pub const PAIR_PATH_TOL: f64 = 0.25;
 /// Interaction bins of `feature` (at most `max_bins` in its chain): consecutive main bins
 /// grouped by weight quantiles; the missing bin, if any, last on its own.
 pub fn axis(feature: &BinnedFeature, max_bins: usize) -> Axis {
+    axis_guided(feature, None, max_bins)
+}
+
+/// [`axis`], with [`GUIDED_CUTS`] of its cuts placed at the largest jumps of the fitted main
+/// effect `beta` (when given; chain values first): quantile cuts give way, the one whose two
+/// groups weigh least first, until at most `max_bins` groups remain.
+pub fn axis_guided(feature: &BinnedFeature, beta: Option<&[f64]>, max_bins: usize) -> Axis {
     let nc = feature.n_chain();
     let w = &feature.bin_weights[..nc];
     let mut map = Vec::with_capacity(feature.n_bins());
@@ -77,17 +113,49 @@ pub fn axis(feature: &BinnedFeature, max_bins: usize) -> Axis {
         map.extend(0..nc);
         cuts.extend_from_slice(&feature.cuts);
     } else {
-        let total: f64 = w.iter().sum();
-        let (mut cum, mut group) = (0.0, 0usize);
+        // A cut position `c` separates main bins `c` and `c + 1`.
+        let mut prefix = vec![0.0; nc + 1];
         for b in 0..nc {
+            prefix[b + 1] = prefix[b] + w[b];
+        }
+        let total = prefix[nc];
+        let mut chosen = Vec::new();
+        let mut group = 0usize;
+        for b in 1..nc {
             let boundary = total * (group + 1) as f64 / max_bins as f64;
-            if b > 0 && cum >= boundary && group + 1 < max_bins {
+            if prefix[b] >= boundary && group + 1 < max_bins {
                 group += 1;
-                cuts.push(feature.cuts[b - 1]);
+                chosen.push(b - 1);
+            }
+        }
+        let forced = beta.map_or_else(Vec::new, |beta| largest_jumps(&beta[..nc], GUIDED_CUTS));
+        chosen.extend(&forced);
+        chosen.sort_unstable();
+        chosen.dedup();
+        while chosen.len() > max_bins - 1 {
+            let lightest = (0..chosen.len())
+                .filter(|&i| !forced.contains(&chosen[i]))
+                .map(|i| {
+                    let lo = if i == 0 { 0 } else { chosen[i - 1] + 1 };
+                    let hi = chosen.get(i + 1).map_or(nc, |&c| c + 1);
+                    (prefix[hi] - prefix[lo], i)
+                })
+                .min_by(|a, b| a.0.total_cmp(&b.0));
+            match lightest {
+                Some((_, i)) => {
+                    chosen.remove(i);
+                }
+                None => break,
+            }
+        }
+        let mut group = 0usize;
+        for b in 0..nc {
+            if chosen.get(group).is_some_and(|&c| b > c) {
+                group += 1;
             }
             map.push(group);
-            cum += w[b];
         }
+        cuts.extend(chosen.iter().map(|&c| feature.cuts[c]));
     }
     if feature.missing {
         map.push(MISSING);
@@ -97,6 +165,55 @@ pub fn axis(feature: &BinnedFeature, max_bins: usize) -> Axis {
         cuts,
         missing: feature.missing,
     }
+}
+
+/// The cut positions `c` (between chain values `c` and `c + 1`) of the `count` largest
+/// nonzero jumps of `beta`, largest first (ties: the lower position).
+fn largest_jumps(beta: &[f64], count: usize) -> Vec<usize> {
+    let mut jumps: Vec<(f64, usize)> = beta
+        .windows(2)
+        .enumerate()
+        .map(|(c, v)| ((v[1] - v[0]).abs(), c))
+        .filter(|(d, _)| *d > 0.0)
+        .collect();
+    jumps.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    jumps.into_iter().take(count).map(|(_, c)| c).collect()
+}
+
+/// Interaction bins of each axis of a pair whose features have `(nj, nk)` chain bins: at most
+/// `max_bins` a side, and with a cell budget `max_cells`, at most that many cells: a side
+/// with at most `√cells` bins keeps them and its partner gets the cells left
+/// (`cells / side`), else both get `√cells`.
+pub fn pair_bins(
+    (nj, nk): (usize, usize),
+    max_bins: usize,
+    max_cells: Option<usize>,
+) -> (usize, usize) {
+    let (a, b) = (nj.min(max_bins), nk.min(max_bins));
+    let Some(cells) = max_cells else {
+        return (a, b);
+    };
+    if a.saturating_mul(b) <= cells {
+        return (a, b);
+    }
+    let side = screen_bins(max_bins, Some(cells));
+    match (a <= side, b <= side) {
+        (true, _) => (a, (cells / a).max(2).min(b)),
+        (_, true) => ((cells / b).max(2).min(a), b),
+        _ => (side, side),
+    }
+}
+
+/// Interaction bins per feature in screening: `max_bins`, or `√cells` under a cell budget.
+pub fn screen_bins(max_bins: usize, max_cells: Option<usize>) -> usize {
+    max_cells.map_or(max_bins, |cells| {
+        // Integer square root (cells is small).
+        let side = (1..=cells)
+            .take_while(|s| s * s <= cells)
+            .last()
+            .unwrap_or(1);
+        side.max(2).min(max_bins)
+    })
 }
 
 /// The interaction bin of a main missing bin in [`Axis::map`]: the row is in the pair's
@@ -185,7 +302,7 @@ pub fn screen(
         .map(|j| {
             order
                 .contains(&j)
-                .then(|| axis(&data.features[j], max_bins))
+                .then(|| axis_guided(&data.features[j], Some(&beta[j]), max_bins))
         })
         .collect();
     let candidates: Vec<(usize, usize)> = order
@@ -332,7 +449,13 @@ pub(crate) fn with_pairs<S: DescentState>(
         return Ok(Fit::new(data, engine, mains, search));
     }
     let (fitted, pairs) = fit_pairs(data, y, params, mains, state, term, callback)?;
-    let mut fit = Fit::new(data, Engine::Rows, fitted, search);
+    // No pair terms left (the additive model won on held-out rows): the main effects' fit.
+    let engine = if pairs.terms.is_empty() {
+        engine
+    } else {
+        Engine::Rows
+    };
+    let mut fit = Fit::new(data, engine, fitted, search);
     fit.pairs = pairs;
     Ok(fit)
 }
@@ -342,6 +465,11 @@ pub(crate) fn with_pairs<S: DescentState>(
 /// chooses `ρ` on held-out rows when `params.pairs.penalty` is `None` and `params.lambda`
 /// holds rows out, and fits every block together on all rows, warm-started. `state` makes the
 /// loss's state on `data` from blocks; `term` is a held-out row's loss `(v, y, f) ↦ …`.
+///
+/// Screened pairs (`Interactions::Count`) are kept only if they beat the additive model on
+/// the held-out rows: when no `ρ` of the path has a held-out loss [`MIN_GAIN`] below the additive model's
+/// (fitted on the same rows, [`ADDITIVE`] in the path), the fit is `mains` with no pair
+/// terms (the path tried is still reported).
 ///
 /// # Errors
 /// A bad pair list ([`check_pairs`]); those of the state's fit.
@@ -365,7 +493,8 @@ pub(crate) fn fit_pairs<S: DescentState>(
             let mut st = state(data, mains.values.clone());
             let (_, vr) = st.sums_and_residual();
             let vr = vr.map(<[f64]>::to_vec).unwrap_or_default();
-            screen(data, &mains.values, &vr, (*count, pp.max_bins), |j| {
+            let side = screen_bins(pp.max_bins, pp.max_cells);
+            screen(data, &mains.values, &vr, (*count, side), |j| {
                 !constrained(j)
             })
             .into_iter()
@@ -378,9 +507,14 @@ pub(crate) fn fit_pairs<S: DescentState>(
     let axes: Vec<(Axis, Axis)> = pairs
         .iter()
         .map(|&(j, k)| {
+            let (nj, nk) = pair_bins(
+                (data.features[j].n_chain(), data.features[k].n_chain()),
+                pp.max_bins,
+                pp.max_cells,
+            );
             (
-                axis(&data.features[j], pp.max_bins),
-                axis(&data.features[k], pp.max_bins),
+                axis_guided(&data.features[j], Some(&mains.values[j]), nj),
+                axis_guided(&data.features[k], Some(&mains.values[k]), nk),
             )
         })
         .collect();
@@ -402,11 +536,12 @@ pub(crate) fn fit_pairs<S: DescentState>(
         .map(|(&pair, (a, b))| pair_feature(data, pair, (a, b)))
         .collect();
     data.features.extend(virtual_features);
+    let screened = matches!(pp.interactions, Interactions::Count(_));
     let result = fit_on_pairs(
         data,
         y,
         params,
-        &mains,
+        (&mains, screened),
         (&grids, &links, state, term),
         &mut callback,
         start,
@@ -416,7 +551,16 @@ pub(crate) fn fit_pairs<S: DescentState>(
         .map(|f| f.bin_weights.clone())
         .collect();
     data.features.truncate(p);
-    let (mut fit, penalty, [path, path_loss], path_n_iter) = result?;
+    let (fit, penalty, [path, path_loss], path_n_iter) = result?;
+    let Some(mut fit) = fit else {
+        let tried = PairFit {
+            path,
+            path_loss,
+            path_n_iter,
+            ..PairFit::default()
+        };
+        return Ok((mains, tried));
+    };
     let pair_values = fit.values.split_off(p);
     let terms = pairs
         .into_iter()
@@ -446,19 +590,22 @@ pub(crate) fn fit_pairs<S: DescentState>(
     ))
 }
 
-type PairSearchResult = (BinnedFit, f64, [Vec<f64>; 2], Vec<usize>);
+/// The fit with pairs (`None`: the additive model won on held-out rows), `ρ`, the path
+/// tried with its held-out losses, and its block updates.
+type PairSearchResult = (Option<BinnedFit>, f64, [Vec<f64>; 2], Vec<usize>);
 /// Makes the loss's state on the data from blocks.
 pub(crate) type StateMaker<'a, S> = &'a dyn Fn(&BinnedData, Vec<Vec<f64>>) -> S;
 /// A held-out row's loss `(v, y, f) ↦ …`.
 pub(crate) type RowLoss<'a> = &'a dyn Fn(f64, f64, f64) -> f64;
 
 /// [`fit_pairs`] once the pair blocks are in `data`: the held-out choice of `ρ` (if asked)
-/// and the final fit.
+/// and the final fit; for `screened` pairs, skipped when no `ρ` beats the additive model's
+/// held-out loss.
 fn fit_on_pairs<S: DescentState>(
     data: &mut BinnedData,
     y: ArrayView1<'_, f64>,
     params: &FitParams,
-    mains: &BinnedFit,
+    (mains, screened): (&BinnedFit, bool),
     (grids, links, state, term): (&[Grid], &[PairLink], StateMaker<'_, S>, RowLoss<'_>),
     callback: &mut Option<Callback<'_>>,
     start: Instant,
@@ -484,14 +631,14 @@ fn fit_on_pairs<S: DescentState>(
                 let data = &*data;
                 let mut st = state(data, init.clone());
                 let mut best: Option<(f64, f64, Vec<Vec<f64>>)> = None;
-                for &r in &PAIR_PATH {
-                    let mut prm = with_pair_shapes(
-                        params,
-                        p,
-                        (grids, links),
-                        r,
-                        params.tol.max(PAIR_PATH_TOL * r),
-                    );
+                let mut additive = None;
+                let rhos = screened.then_some(ADDITIVE).into_iter().chain(PAIR_PATH);
+                for r in rhos {
+                    // The additive model: pair blocks held at zero by a prohibitive
+                    // penalty, fitted with the tolerance of the path's first fit.
+                    let tol = PAIR_PATH_TOL * r.min(PAIR_PATH[0]);
+                    let mut prm =
+                        with_pair_shapes(params, p, (grids, links), r, params.tol.max(tol));
                     prm.max_iter = prm.max_iter.min(PATH_BUDGET * data.n_features());
                     let fit = descend(
                         data,
@@ -509,9 +656,13 @@ fn fit_on_pairs<S: DescentState>(
                         (&rows, &held_weights),
                         term,
                     );
-                    path.push(r);
+                    path.push(if r == ADDITIVE { f64::INFINITY } else { r });
                     path_loss.push(loss);
                     path_n_iter.push(fit.report.n_iter);
+                    if r == ADDITIVE {
+                        additive = Some(loss);
+                        continue;
+                    }
                     let better = best.as_ref().is_none_or(|(_, l, _)| loss < *l);
                     if better {
                         best = Some((r, loss, fit.values));
@@ -522,13 +673,22 @@ fn fit_on_pairs<S: DescentState>(
                         break;
                     }
                 }
-                best
+                match (best, additive) {
+                    (Some((r, loss, _)), Some(a)) if loss >= a * (1.0 - MIN_GAIN) => {
+                        Some((r, loss, None))
+                    }
+                    (b, _) => b.map(|(r, loss, values)| (r, loss, Some(values))),
+                }
             };
             let searched = search();
             restore_weights(data, saved);
-            if let Some((r, _, values)) = searched {
-                rho = r;
-                init = values;
+            match searched {
+                Some((r, _, None)) => return Ok((None, r, [path, path_loss], path_n_iter)),
+                Some((r, _, Some(values))) => {
+                    rho = r;
+                    init = values;
+                }
+                None => {}
             }
         }
     }
@@ -543,7 +703,7 @@ fn fit_on_pairs<S: DescentState>(
         start,
         reborrow(callback),
     );
-    Ok((fit, rho, [path, path_loss], path_n_iter))
+    Ok((Some(fit), rho, [path, path_loss], path_n_iter))
 }
 
 #[cfg(test)]
@@ -571,6 +731,52 @@ mod tests {
         assert_eq!(a.len(), 4);
         let small = axis(&f, 16);
         assert_eq!(small.cuts, f.cuts);
+    }
+
+    #[test]
+    fn a_guided_axis_cuts_at_the_main_effects_largest_jump() {
+        // 40 equal bins, 4 groups: quantile cuts after bins 9, 19 and 29; the main effect
+        // jumps most between bins 4 and 5, so one cut moves there.
+        let f = feature(39, vec![1.0; 40], false);
+        let plain = axis(&f, 4);
+        assert_eq!(plain.cuts, vec![f.cuts[9], f.cuts[19], f.cuts[29]]);
+        let mut beta: Vec<f64> = (0..40).map(|b| 0.01 * b as f64).collect();
+        for v in &mut beta[5..] {
+            *v += 3.0;
+        }
+        let guided = axis_guided(&f, Some(&beta), 4);
+        assert_eq!(guided.cuts.len(), 3);
+        assert!(guided.cuts.contains(&f.cuts[4]), "{:?}", guided.cuts);
+        assert_eq!(guided.map[4] + 1, guided.map[5]);
+        assert!(guided
+            .map
+            .windows(2)
+            .all(|w| w[1] == w[0] || w[1] == w[0] + 1));
+        // A flat main effect forces nothing; few bins keep them all.
+        assert_eq!(axis_guided(&f, Some(&[0.0; 40]), 4).cuts, plain.cuts);
+        assert_eq!(axis_guided(&f, Some(&beta), 64).cuts, f.cuts);
+    }
+
+    #[test]
+    fn the_cell_budget_shares_cells_between_the_axes() {
+        let cells = Some(256);
+        assert_eq!(screen_bins(64, cells), 16);
+        assert_eq!(screen_bins(8, cells), 8);
+        assert_eq!(screen_bins(64, None), 64);
+        assert_eq!(pair_bins((4096, 4096), 64, cells), (16, 16));
+        assert_eq!(pair_bins((2, 4096), 64, cells), (2, 64));
+        assert_eq!(pair_bins((4096, 3), 64, cells), (64, 3));
+        assert_eq!(pair_bins((4096, 10), 64, cells), (25, 10));
+        assert_eq!(pair_bins((12, 20), 64, cells), (12, 20));
+        assert_eq!(pair_bins((30, 40), 64, cells), (16, 16));
+        assert_eq!(pair_bins((4096, 4096), 32, None), (32, 32));
+        for nj in [1, 2, 3, 7, 16, 17, 40, 64, 100, 4096] {
+            for nk in [1, 2, 5, 16, 33, 64, 4096] {
+                let (a, b) = pair_bins((nj, nk), 64, cells);
+                assert!(a <= nj.min(64) && b <= nk.min(64));
+                assert!(a * b <= 256, "({nj}, {nk}) -> ({a}, {b})");
+            }
+        }
     }
 
     #[test]

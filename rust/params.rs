@@ -156,10 +156,14 @@ pub struct FitParams {
     pub pairs: PairParams,
 }
 
-/// Default `max_interaction_bins`: interaction bins per feature of a pair term (measured on
-/// the 20 benchmark tables against 32: as accurate or better on most, 4–10× faster;
-/// `docs/pairs.md`).
-pub const DEFAULT_MAX_INTERACTION_BINS: usize = 16;
+/// Interaction bins per feature of `max_interaction_bins="auto"` (EBM's default), under the
+/// cell budget [`AUTO_INTERACTION_CELLS`].
+pub const AUTO_INTERACTION_BINS: usize = 64;
+
+/// Cells per pair grid at most under `max_interaction_bins="auto"`: two many-valued features
+/// get 16 × 16, a two-valued feature's partner up to 64 bins (measured on the 20 benchmark
+/// tables: `docs/pairs.md`).
+pub const AUTO_INTERACTION_CELLS: usize = 256;
 
 /// Which pair terms a fit gets (DESIGN §11, [`crate::pairs`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -178,6 +182,8 @@ pub struct PairParams {
     pub interactions: Interactions,
     /// Interaction bins per feature at most (`>= 2`).
     pub max_bins: usize,
+    /// Cells per pair grid at most (`None`: `max_bins²`); see [`crate::pairs::pair_bins`].
+    pub max_cells: Option<usize>,
     /// `λ_pair / λ_f`, the pair terms' penalty relative to the main effects'; `None`: chosen
     /// on held-out rows.
     pub penalty: Option<f64>,
@@ -187,7 +193,8 @@ impl Default for PairParams {
     fn default() -> Self {
         Self {
             interactions: Interactions::Count(0),
-            max_bins: DEFAULT_MAX_INTERACTION_BINS,
+            max_bins: AUTO_INTERACTION_BINS,
+            max_cells: Some(AUTO_INTERACTION_CELLS),
             penalty: None,
         }
     }

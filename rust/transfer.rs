@@ -61,38 +61,44 @@ pub fn plan(
     features.sort_unstable();
     features.dedup();
     for j in features {
-        let mut roles = Vec::new();
-        let mut map: &[usize] = &[];
+        // The pairs of `j` grouped by their interaction bins of `j` (pairs whose axes of `j`
+        // differ exchange only with the main effect).
+        let mut groups: Vec<(&[usize], Vec<Role>)> = Vec::new();
         for l in links {
             for (along_rows, f, m, partner_missing) in [
                 (true, l.features.0, &l.maps.0, l.missing.1),
                 (false, l.features.1, &l.maps.1, l.missing.0),
             ] {
                 if f == j && !partner_missing {
-                    roles.push(Role::Pair {
+                    let role = Role::Pair {
                         block: l.block,
                         along_rows,
-                    });
-                    map = m;
+                    };
+                    match groups.iter_mut().find(|(gm, _)| *gm == &m[..]) {
+                        Some((_, roles)) => roles.push(role),
+                        None => groups.push((m, vec![role])),
+                    }
                 }
             }
         }
-        if n_chain[j] > 1 && !map.is_empty() {
-            roles.push(Role::Main);
-        }
-        if roles.len() < 2 {
-            continue;
-        }
-        let get = |values: &[Option<Vec<f64>>], k: usize| -> Vec<f64> {
-            values[k].clone().unwrap_or_else(|| blocks[k].clone())
-        };
-        let current: Vec<Vec<f64>> = roles
-            .iter()
-            .map(|r| get(&values, block_of(*r, j)))
-            .collect();
-        if let Some(new) = group_transfer(j, map, &roles, &current, n_chain, shapes, lambda) {
-            for (r, v) in roles.iter().zip(new) {
-                values[block_of(*r, j)] = Some(v);
+        for (map, mut roles) in groups {
+            if n_chain[j] > 1 {
+                roles.push(Role::Main);
+            }
+            if roles.len() < 2 {
+                continue;
+            }
+            let get = |values: &[Option<Vec<f64>>], k: usize| -> Vec<f64> {
+                values[k].clone().unwrap_or_else(|| blocks[k].clone())
+            };
+            let current: Vec<Vec<f64>> = roles
+                .iter()
+                .map(|r| get(&values, block_of(*r, j)))
+                .collect();
+            if let Some(new) = group_transfer(j, map, &roles, &current, n_chain, shapes, lambda) {
+                for (r, v) in roles.iter().zip(new) {
+                    values[block_of(*r, j)] = Some(v);
+                }
             }
         }
     }
@@ -377,5 +383,75 @@ mod tests {
         assert!(!plan(&blocks, &[2, 2, 4], &shapes, &[link.clone()], 1.0).is_empty());
         link.missing.1 = true;
         assert!(plan(&blocks, &[2, 2, 4], &shapes, &[link], 1.0).is_empty());
+    }
+
+    #[test]
+    fn pairs_with_other_bins_of_a_shared_feature_exchange_with_the_main_only() {
+        // Feature 0 (4 main bins) is in pair A = (0, 1) as 2 interaction bins and in pair
+        // B = (0, 2) as 4: A's and B's boundaries of feature 0 differ.
+        let (ga, gb) = (Grid::new(2, 2), Grid::new(4, 2));
+        let links = [
+            PairLink {
+                block: 3,
+                features: (0, 1),
+                maps: (vec![0, 0, 1, 1], vec![0, 1]),
+                missing: (false, false),
+            },
+            PairLink {
+                block: 4,
+                features: (0, 2),
+                maps: (vec![0, 1, 2, 3], vec![0, 1]),
+                missing: (false, false),
+            },
+        ];
+        let pair = |g| ChainShape {
+            factor: 1.0,
+            grid: Some(g),
+            ..ChainShape::default()
+        };
+        let shapes = [
+            ChainShape::default(),
+            ChainShape::default(),
+            ChainShape::default(),
+            pair(ga),
+            pair(gb),
+        ];
+        let n_chain = [4, 2, 2, 4, 8];
+        // Both pairs hold row effects of feature 0.
+        let blocks = vec![
+            vec![0.0, 0.1, 0.2, 0.3],
+            vec![0.0, 0.5],
+            vec![0.0, -0.5],
+            vec![0.0, 0.0, 1.0, 1.0],
+            vec![0.0, 0.0, 2.0, 2.0, 2.0, 2.0, 3.0, 3.0],
+        ];
+        let predict = |b: &[Vec<f64>]| {
+            let mut out = Vec::new();
+            for b0 in 0..4 {
+                for b1 in 0..2 {
+                    for b2 in 0..2 {
+                        let a = links[0].maps.0[b0] * ga.cols + b1;
+                        let c = links[1].maps.0[b0] * gb.cols + b2;
+                        out.push(b[0][b0] + b[1][b1] + b[2][b2] + b[3][a] + b[4][c]);
+                    }
+                }
+            }
+            out
+        };
+        let total = |b: &[Vec<f64>]| {
+            (0..5)
+                .map(|k| block_tv(&b[k], n_chain[k], shapes[k]))
+                .sum::<f64>()
+        };
+        let moves = plan(&blocks, &n_chain, &shapes, &links, 1.0);
+        assert!(!moves.is_empty());
+        let mut after = blocks.clone();
+        for (k, v) in moves {
+            after[k] = v;
+        }
+        for (x, y) in predict(&blocks).iter().zip(predict(&after)) {
+            assert!((x - y).abs() < 1e-12);
+        }
+        assert!(total(&after) < total(&blocks) - 1.0);
     }
 }

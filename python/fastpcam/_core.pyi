@@ -13,6 +13,9 @@ import numpy.typing as npt
 __version__: str
 DEFAULT_LAMBDA_RATIO: float
 AUTO_INTERACTIONS: int
+AUTO_INTERACTION_BINS: int
+PAIR_MIN_GAIN: float
+AUTO_INTERACTION_CELLS: int
 VALIDATION_MIN_ROWS: int
 SPARSE_LAMBDA_RATIO: float
 SPARSE_MAX_BINS: int
@@ -45,7 +48,7 @@ class FitConfig(TypedDict, total=False):
     penalty_factor: Optional[list[float]]
     power: float
     interactions: Union[int, list[tuple[int, int]]]
-    max_interaction_bins: int
+    max_interaction_bins: Union[int, str]
     interaction_penalty: Union[float, str]
 
 def defaults() -> FitConfig: ...

@@ -41,7 +41,7 @@ DEFAULT_N_LAMBDA_S: int = int(CORE_DEFAULTS["n_lambda_s"])
 DEFAULT_SCALE_DOWN_FACTOR: float = float(CORE_DEFAULTS["scale_down_factor"])
 DEFAULT_POWER: float = float(CORE_DEFAULTS["power"])
 DEFAULT_INTERACTIONS: int = int(CORE_DEFAULTS["interactions"])
-DEFAULT_MAX_INTERACTION_BINS: int = int(CORE_DEFAULTS["max_interaction_bins"])
+DEFAULT_MAX_INTERACTION_BINS: Any = CORE_DEFAULTS["max_interaction_bins"]
 SPARSE_LAMBDA_RATIO: float = float(_core.SPARSE_LAMBDA_RATIO)
 SPARSE_MAX_BINS: int = int(_core.SPARSE_MAX_BINS)
 DEFAULT_MAX_FEATURES: int = int(_core.SPARSE_MAX_FEATURES)
@@ -88,7 +88,7 @@ CONSTRAINTS: dict[str, list[Any]] = {
     "penalty_factor": ["array-like", dict, None],
     # pair terms (fastpcam._pairs)
     "interactions": [_count(0), "array-like", StrOptions({"auto"})],
-    "max_interaction_bins": [_count(2)],
+    "max_interaction_bins": [_count(2), StrOptions({"auto"})],
     "interaction_penalty": [_NON_NEGATIVE, StrOptions({"auto"})],
     # regression losses
     "loss": [StrOptions({"squared_error", "poisson", "gamma", "tweedie"})],
@@ -135,7 +135,7 @@ class FastParams:
         monotonic_cst: Any = None,
         penalty_factor: Any = None,
         interactions: Any = DEFAULT_INTERACTIONS,
-        max_interaction_bins: int = DEFAULT_MAX_INTERACTION_BINS,
+        max_interaction_bins: Union[int, str] = DEFAULT_MAX_INTERACTION_BINS,
         interaction_penalty: Union[float, str] = "auto",
     ) -> None:
         store_params(self, locals())
@@ -277,12 +277,20 @@ DOCS: dict[str, str] = {
         "    elsewhere (the log-link losses and more than two classes refuse an explicit count or\n"
         "    list; fits from sufficient statistics refuse them and warn on 'auto'). Each pair is a\n"
         "    2-D block penalised by its total variation, so the fit stays convex and certified\n"
-        "    (see ``docs/pairs.md``, which also says why the default is still 0)."
+        "    (see ``docs/pairs.md``, which also says why the default is still 0). Screened pairs\n"
+        "    (an int or 'auto') are kept only if they lower the additive model's held-out loss\n"
+        "    (``interaction_path_``); listed pairs always are."
     ),
     "max_interaction_bins": (
-        f"max_interaction_bins : int, default={DEFAULT_MAX_INTERACTION_BINS}\n"
+        f"max_interaction_bins : int or 'auto', default={DEFAULT_MAX_INTERACTION_BINS!r}\n"
         "    Interaction bins per feature of a pair term at most: the feature's main bins merged\n"
-        "    into groups of about equal weight (their cuts are a subset of ``cuts_[j]``)."
+        "    into groups (their cuts are a subset of ``cuts_[j]``): one cut where the fitted main\n"
+        "    effect jumps most, the others at weight quantiles. ``'auto'``: at most\n"
+        f"    {int(_core.AUTO_INTERACTION_BINS)} bins a side (EBM's default) and\n"
+        f"    {int(_core.AUTO_INTERACTION_CELLS)} cells a pair: two many-valued features get\n"
+        "    16 x 16, and a feature with few values lets its partner use the cells it leaves\n"
+        "    (2 x 64 for a binary feature). An int ``b``: at most ``b`` bins a side, ``b x b``\n"
+        "    cells."
     ),
     "interaction_penalty": (
         "interaction_penalty : float or 'auto', default='auto'\n"

@@ -14,8 +14,8 @@ use crate::loglink::DEFAULT_TWEEDIE_POWER;
 use crate::pairs::DEFAULT_INTERACTIONS;
 use crate::params::{
     Engine, FitParams, Interactions, Loss, PairParams, Penalty, Selection, Shapes, Validation,
-    DEFAULT_LAMBDA_RATIO, DEFAULT_MAX_INTERACTION_BINS, DEFAULT_MAX_ITER, DEFAULT_TOL,
-    DEFAULT_VALIDATION_FRACTION,
+    AUTO_INTERACTION_BINS, AUTO_INTERACTION_CELLS, DEFAULT_LAMBDA_RATIO, DEFAULT_MAX_ITER,
+    DEFAULT_TOL, DEFAULT_VALIDATION_FRACTION,
 };
 use crate::sparse::{
     LambdaS, SparseParams, DEFAULT_MAX_SWAPS, DEFAULT_N_LAMBDA_S, DEFAULT_SCALE_DOWN,
@@ -133,8 +133,9 @@ pub(crate) struct FitConfig {
     /// Pair terms: how many, or which.
     #[pyo3(default = FitConfig::default().interactions)]
     pub interactions: InteractionsConfig,
+    /// Interaction bins per feature at most, or "auto" (64, with at most 256 cells a pair).
     #[pyo3(default = FitConfig::default().max_interaction_bins)]
-    pub max_interaction_bins: usize,
+    pub max_interaction_bins: AutoOr<usize>,
     /// `λ_pair / λ_f`, or "auto" (chosen on held-out rows).
     #[pyo3(default = FitConfig::default().interaction_penalty)]
     pub interaction_penalty: AutoOr<f64>,
@@ -169,7 +170,7 @@ impl Default for FitConfig {
             penalty_factor: None,
             power: DEFAULT_TWEEDIE_POWER,
             interactions: InteractionsConfig::Count(DEFAULT_INTERACTIONS),
-            max_interaction_bins: DEFAULT_MAX_INTERACTION_BINS,
+            max_interaction_bins: AutoOr::Auto,
             interaction_penalty: AutoOr::Auto,
         }
     }
@@ -196,7 +197,14 @@ impl FitConfig {
                 InteractionsConfig::Count(k) => Interactions::Count(*k),
                 InteractionsConfig::List(l) => Interactions::List(l.clone()),
             },
-            max_bins: self.max_interaction_bins,
+            max_bins: match self.max_interaction_bins {
+                AutoOr::Auto => AUTO_INTERACTION_BINS,
+                AutoOr::Value(b) => b,
+            },
+            max_cells: match self.max_interaction_bins {
+                AutoOr::Auto => Some(AUTO_INTERACTION_CELLS),
+                AutoOr::Value(_) => None,
+            },
             penalty: match self.interaction_penalty {
                 AutoOr::Auto => None,
                 AutoOr::Value(v) => Some(v),

@@ -203,6 +203,15 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_LAMBDA_RATIO", crate::params::DEFAULT_LAMBDA_RATIO)?;
     m.add("AUTO_INTERACTIONS", crate::pairs::AUTO_INTERACTIONS)?;
+    m.add("PAIR_MIN_GAIN", crate::pairs::MIN_GAIN)?;
+    m.add(
+        "AUTO_INTERACTION_BINS",
+        crate::params::AUTO_INTERACTION_BINS,
+    )?;
+    m.add(
+        "AUTO_INTERACTION_CELLS",
+        crate::params::AUTO_INTERACTION_CELLS,
+    )?;
     m.add("VALIDATION_MIN_ROWS", crate::validation::MIN_ROWS)?;
     m.add("SPARSE_LAMBDA_RATIO", crate::params::SPARSE_LAMBDA_RATIO)?;
     m.add("SPARSE_MAX_BINS", crate::params::SPARSE_MAX_BINS)?;

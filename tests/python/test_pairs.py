@@ -71,8 +71,11 @@ def test_a_known_interaction_is_found_and_beats_the_additive_model():
     t = 0
     cj, ck = pairs.interaction_cuts_[t]
     assert pairs.interaction_values_[t].shape == (len(cj) + 1, len(ck) + 1)
-    # Interaction cuts are a subset of the main cuts, at most max_interaction_bins bins.
-    assert set(cj) <= set(pairs.cuts_[0]) and len(cj) + 1 <= pairs.max_interaction_bins
+    # Interaction cuts are a subset of the main cuts; "auto": at most 64 a side, 256 cells.
+    assert pairs.max_interaction_bins == "auto"
+    assert set(cj) <= set(pairs.cuts_[0]) and len(cj) + 1 <= _core.AUTO_INTERACTION_BINS
+    for values in pairs.interaction_values_:
+        assert values.size <= _core.AUTO_INTERACTION_CELLS
 
 
 def test_zero_interactions_is_the_additive_model_exactly():
@@ -349,3 +352,52 @@ def test_tol_zero_with_pairs_stops_near_rounding():
     assert zero.n_iter_ < 20_000
     assert zero.kkt_residual_ <= 5e-8
     assert abs(zero.objective_ - tight.objective_) <= 1e-9 * tight.objective_
+
+
+def test_auto_interaction_bins_give_a_few_valued_features_partner_the_cells():
+    # A binary switch times a slope: the pair needs fine bins along x1 only. "auto" gives
+    # the pair 2 x 64 cells (256 at most); an int b gives b bins a side.
+    rng = np.random.default_rng(5)
+    n = 20000
+    X = np.column_stack([rng.integers(0, 2, n).astype(float), rng.uniform(0, 1, n), rng.uniform(0, 1, n)])
+    truth = 4.0 * X[:, 0] * X[:, 1] + X[:, 2]
+    y = truth + 0.05 * rng.standard_normal(n)
+    auto = FASTRegressor(interactions=[(0, 1)]).fit(X, y)
+    sixteen = FASTRegressor(interactions=[(0, 1)], max_interaction_bins=16).fit(X, y)
+    assert auto.interaction_values_[0].shape == (2, _core.AUTO_INTERACTION_BINS)
+    assert sixteen.interaction_values_[0].shape == (2, 16)
+    err = lambda m: float(np.mean((m.predict(X) - truth) ** 2))  # noqa: E731
+    assert err(auto) < 0.7 * err(sixteen)
+    # Two many-valued features share the budget: 16 x 16.
+    both = FASTRegressor(interactions=[(1, 2)]).fit(X, y)
+    assert both.interaction_values_[0].shape == (16, 16)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_screened_pairs_that_do_not_beat_the_additive_model_on_held_out_rows_are_dropped(seed):
+    # No interaction in the data: the held-out search compares the additive model (its path
+    # entry inf) with the pair path, keeps no pair, and the model is the additive one.
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0, 1, (3000, 5))
+    y = np.where(X[:, 0] > 0.5, 1.0, 0.0) + X[:, 1] + rng.standard_normal(3000)
+    screened = FASTRegressor(interactions=10).fit(X, y)
+    additive = FASTRegressor(interactions=0).fit(X, y)
+    path = screened.interaction_path_
+    assert path["interaction_penalty"][0] == np.inf and len(path["interaction_penalty"]) >= 2
+    assert path["validation_loss"][1:].min() >= (1 - _core.PAIR_MIN_GAIN) * path["validation_loss"][0]
+    assert screened.interaction_features_ == []
+    np.testing.assert_array_equal(screened.predict(X), additive.predict(X))
+    assert screened.objective_ == additive.objective_
+    # A listed pair is kept whatever the held-out rows say.
+    listed = FASTRegressor(interactions=[(0, 1)]).fit(X, y)
+    assert listed.interaction_features_ == [(0, 1)]
+    assert not np.isinf(listed.interaction_path_["interaction_penalty"]).any()
+
+
+def test_screened_pairs_that_beat_the_additive_model_are_kept():
+    X, y = interaction_data()
+    m = FASTRegressor(interactions=5).fit(X, y)
+    path = m.interaction_path_
+    assert path["interaction_penalty"][0] == np.inf
+    assert path["validation_loss"][1:].min() < (1 - _core.PAIR_MIN_GAIN) * path["validation_loss"][0]
+    assert (0, 1) in m.interaction_features_
