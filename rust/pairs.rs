@@ -72,6 +72,14 @@ pub const PAIR_PATH: [f64; 11] = [
     0.0009765625,
 ];
 
+/// Under a cell budget, this many pairs (the strongest when screened; the first listed
+/// otherwise) get the finer budget [`FINE_CELLS`] (measured on the 20 benchmark tables:
+/// `docs/pairs.md`).
+pub const FINE_PAIRS: usize = 5;
+
+/// Cells of the [`FINE_PAIRS`] finer pair grids: 32 × 32 for two many-valued features.
+pub const FINE_CELLS: usize = 1024;
+
 /// Interaction cuts placed at the fitted main effect's largest jumps (the rest are weight
 /// quantiles; measured on the 20 benchmark tables, `docs/pairs.md`).
 pub const GUIDED_CUTS: usize = 1;
@@ -201,6 +209,16 @@ pub fn pair_bins(
         (true, _) => (a, (cells / a).max(2).min(b)),
         (_, true) => ((cells / b).max(2).min(a), b),
         _ => (side, side),
+    }
+}
+
+/// The cell budget of the `t`-th pair (best first when screened) under a budget of `cells`
+/// a pair: the first [`FINE_PAIRS`] get at least [`FINE_CELLS`].
+pub fn pair_cells(t: usize, cells: usize) -> usize {
+    if t < FINE_PAIRS {
+        cells.max(FINE_CELLS)
+    } else {
+        cells
     }
 }
 
@@ -506,11 +524,12 @@ pub(crate) fn fit_pairs<S: DescentState>(
     }
     let axes: Vec<(Axis, Axis)> = pairs
         .iter()
-        .map(|&(j, k)| {
+        .enumerate()
+        .map(|(t, &(j, k))| {
             let (nj, nk) = pair_bins(
                 (data.features[j].n_chain(), data.features[k].n_chain()),
                 pp.max_bins,
-                pp.max_cells,
+                pp.max_cells.map(|cells| pair_cells(t, cells)),
             );
             (
                 axis_guided(&data.features[j], Some(&mains.values[j]), nj),
@@ -663,11 +682,12 @@ fn fit_on_pairs<S: DescentState>(
                         additive = Some(loss);
                         continue;
                     }
-                    let better = best.as_ref().is_none_or(|(_, l, _)| loss < *l);
-                    if better {
-                        best = Some((r, loss, fit.values));
-                    } else {
-                        break;
+                    // Down the path while the held-out loss does not get worse (a pair
+                    // block still at zero leaves it equal).
+                    match best.as_ref().map(|(_, l, _)| loss.total_cmp(l)) {
+                        None | Some(std::cmp::Ordering::Less) => best = Some((r, loss, fit.values)),
+                        Some(std::cmp::Ordering::Equal) => {}
+                        Some(std::cmp::Ordering::Greater) => break,
                     }
                     if fit.report.stop == crate::report::StopReason::Callback {
                         break;
@@ -777,6 +797,18 @@ mod tests {
                 assert!(a * b <= 256, "({nj}, {nk}) -> ({a}, {b})");
             }
         }
+    }
+
+    #[test]
+    fn the_strongest_pairs_get_finer_grids() {
+        assert_eq!(pair_cells(0, 256), FINE_CELLS);
+        assert_eq!(pair_cells(FINE_PAIRS - 1, 256), FINE_CELLS);
+        assert_eq!(pair_cells(FINE_PAIRS, 256), 256);
+        assert_eq!(pair_cells(0, 4096), 4096);
+        assert_eq!(
+            pair_bins((4096, 4096), 64, Some(pair_cells(0, 256))),
+            (32, 32)
+        );
     }
 
     #[test]

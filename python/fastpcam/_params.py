@@ -289,8 +289,9 @@ DOCS: dict[str, str] = {
         f"    {int(_core.AUTO_INTERACTION_BINS)} bins a side (EBM's default) and\n"
         f"    {int(_core.AUTO_INTERACTION_CELLS)} cells a pair: two many-valued features get\n"
         "    16 x 16, and a feature with few values lets its partner use the cells it leaves\n"
-        "    (2 x 64 for a binary feature). An int ``b``: at most ``b`` bins a side, ``b x b``\n"
-        "    cells."
+        f"    (2 x 64 for a binary feature); the {int(_core.FINE_PAIRS)} strongest pairs get\n"
+        f"    {int(_core.FINE_CELLS)} cells (32 x 32). An int ``b``: at most ``b`` bins a side,\n"
+        "    ``b x b`` cells."
     ),
     "interaction_penalty": (
         "interaction_penalty : float or 'auto', default='auto'\n"

@@ -204,6 +204,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DEFAULT_LAMBDA_RATIO", crate::params::DEFAULT_LAMBDA_RATIO)?;
     m.add("AUTO_INTERACTIONS", crate::pairs::AUTO_INTERACTIONS)?;
     m.add("PAIR_MIN_GAIN", crate::pairs::MIN_GAIN)?;
+    m.add("FINE_PAIRS", crate::pairs::FINE_PAIRS)?;
+    m.add("FINE_CELLS", crate::pairs::FINE_CELLS)?;
     m.add(
         "AUTO_INTERACTION_BINS",
         crate::params::AUTO_INTERACTION_BINS,

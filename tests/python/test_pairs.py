@@ -71,11 +71,13 @@ def test_a_known_interaction_is_found_and_beats_the_additive_model():
     t = 0
     cj, ck = pairs.interaction_cuts_[t]
     assert pairs.interaction_values_[t].shape == (len(cj) + 1, len(ck) + 1)
-    # Interaction cuts are a subset of the main cuts; "auto": at most 64 a side, 256 cells.
+    # Interaction cuts are a subset of the main cuts; "auto": at most 64 a side, 256 cells
+    # (1024 for the five strongest pairs).
     assert pairs.max_interaction_bins == "auto"
     assert set(cj) <= set(pairs.cuts_[0]) and len(cj) + 1 <= _core.AUTO_INTERACTION_BINS
-    for values in pairs.interaction_values_:
-        assert values.size <= _core.AUTO_INTERACTION_CELLS
+    for t, values in enumerate(pairs.interaction_values_):
+        budget = _core.FINE_CELLS if t < _core.FINE_PAIRS else _core.AUTO_INTERACTION_CELLS
+        assert values.size <= budget
 
 
 def test_zero_interactions_is_the_additive_model_exactly():
@@ -328,8 +330,11 @@ def test_cross_validation_adds_pairs_to_its_refit():
 
 def test_pairs_leave_monotone_features_out():
     X, y = interaction_data(2000, seed=6)
+    # A second interaction, between features 2 and 3, that screening can keep.
+    y = y + 1.5 * ((X[:, 2] > 0.5) & (X[:, 3] > 0.5))
     m = FASTRegressor(interactions=4, monotonic_cst=[1, 0, 0, 0, 0]).fit(X, y)
-    assert m.interaction_features_ and all(0 not in pair for pair in m.interaction_features_)
+    assert (2, 3) in m.interaction_features_
+    assert all(0 not in pair for pair in m.interaction_features_)
     # The model stays nondecreasing in x0 whatever the other features.
     grid = np.linspace(0, 1, 101)
     rng = np.random.default_rng(0)
@@ -368,9 +373,12 @@ def test_auto_interaction_bins_give_a_few_valued_features_partner_the_cells():
     assert sixteen.interaction_values_[0].shape == (2, 16)
     err = lambda m: float(np.mean((m.predict(X) - truth) ** 2))  # noqa: E731
     assert err(auto) < 0.7 * err(sixteen)
-    # Two many-valued features share the budget: 16 x 16.
+    # Two many-valued features share the budget: 32 x 32 for one of the five strongest
+    # pairs (16 x 16 beyond them: the Rust tests of pair_bins and pair_cells).
     both = FASTRegressor(interactions=[(1, 2)]).fit(X, y)
-    assert both.interaction_values_[0].shape == (16, 16)
+    assert both.interaction_values_[0].shape == (32, 32)
+    sixteen = FASTRegressor(interactions=[(1, 2)], max_interaction_bins=16).fit(X, y)
+    assert sixteen.interaction_values_[0].shape == (16, 16)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
