@@ -38,7 +38,7 @@ class _BaseFAST(AdditiveModelMixin, _params.FastParams, BaseEstimator):
     #: The key of the held-out loss in ``validation_path_``.
     _validation_loss = "validation_mse"
     #: The core losses that fit pair terms.
-    _pair_losses: tuple[str, ...] = ("squared", "logistic")
+    _pair_losses: tuple[str, ...] = ("squared", "logistic", "poisson", "gamma", "tweedie")
     #: Fitted attributes of the class saved in model files besides the tables.
     _json_attributes: tuple[str, ...] = ("lambda_ratio_",)
 

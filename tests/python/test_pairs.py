@@ -193,11 +193,11 @@ def test_one_and_two_threads_give_the_same_model():
         np.testing.assert_array_equal(va, vb)
 
 
-def test_losses_without_pairs_refuse_an_explicit_request_and_default_to_additive():
+def test_models_without_pairs_refuse_an_explicit_request_and_default_to_additive():
     X, y = interaction_data(n=600)
     yb = (y > np.median(y)).astype(int)
     with pytest.raises(ValueError, match="pair terms are not supported"):
-        FASTRegressor(loss="poisson", interactions=[(0, 1)]).fit(X, np.exp(y / 4))
+        FASTClassifier(interactions=[(0, 1)]).fit(X, np.digitize(y, np.quantile(y, [0.33, 0.67])))
     m = FASTRegressor(loss="poisson").fit(X, np.exp(y / 4))
     assert m.interaction_features_ == []
     c = FASTClassifier().fit(X, yb)
@@ -285,8 +285,10 @@ def test_auto_screens_the_core_count_and_statistics_fits_warn():
     assert 0 < len(m.interaction_features_) <= _core.AUTO_INTERACTIONS
     assert m.interaction_features_[0] == (0, 1)
     # Where the model has no pair terms, "auto" is the additive model, silently.
-    rng = np.random.default_rng(0)
-    p = FASTRegressor(interactions="auto", loss="poisson").fit(X, rng.poisson(1.0 + X[:, 2]))
+    classes = np.digitize(y, np.quantile(y, [0.33, 0.67]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        p = FASTClassifier(interactions="auto").fit(X, classes)
     assert p.interaction_features_ == []
     # Fits from sufficient statistics: "auto" warns and fits the additive model.
     stats = fastpcam.sufficient_statistics(X, y, cuts=[np.linspace(0.1, 0.9, 9)] * X.shape[1])
