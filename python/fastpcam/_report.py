@@ -324,6 +324,8 @@ def to_html(
     class_names = [str(c) for c in model.classes_] if is_multiclass(model) else [""]
     has_weights = per_class[0][0].bin_weights is not None if per_class[0] else False
     imp = np.asarray(model.term_importances(), dtype=np.float64) if has_weights else None
+    if imp is not None and imp.ndim == 1:
+        imp = imp[: len(names)]  # the features' (the pairs' follow; their own are below)
     if imp is None:
         imp = np.column_stack([[float(np.max(s.values) - np.min(s.values)) for s in sfs] for sfs in per_class])
     total = imp.reshape(len(names), -1).sum(axis=1)

@@ -195,3 +195,21 @@ def test_bad_pairs_are_named_for_a_log_link_loss():
     # A bad target is still named with pairs asked for.
     with pytest.raises(ValueError, match="y"):
         FASTRegressor(loss="gamma", interactions=2).fit(X, y)
+
+
+def test_the_cli_predicts_and_the_report_draws_a_log_link_model_with_pairs(fitted, tmp_path, capsys):
+    from fastpcam._cli import main
+
+    m, X = fitted
+    model = tmp_path / "model.json"
+    model.write_text(m.to_json())
+    data = tmp_path / "x.csv"
+    rows = ["x0,x1,x2,x3,x4"] + [",".join("" if np.isnan(v) else repr(float(v)) for v in r) for r in X[:200]]
+    data.write_text("\n".join(rows) + "\n")
+    assert main(["predict", str(model), str(data)]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0] == "prediction"
+    np.testing.assert_allclose([float(v) for v in lines[1:]], m.predict(X[:200]), rtol=1e-12)
+    pytest.importorskip("plotly")
+    html = m.to_html()
+    assert "x0 × x1" in html
