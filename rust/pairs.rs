@@ -157,15 +157,21 @@ fn pair_feature(data: &BinnedData, pair: (usize, usize), axes: (&Axis, &Axis)) -
     }
 }
 
-/// The main effects' size: `Σ_b w_b β_b²` (weighted variance of the block's contribution).
+/// The main effects' size: `Σ_b w_b β_b²` (weighted variance of the block's contribution;
+/// summed over the scores of a block that holds one chain per score).
 fn main_size(data: &BinnedData, beta: &[Vec<f64>], j: usize) -> f64 {
     let w = &data.features[j].bin_weights;
-    beta[j].iter().zip(w).map(|(b, w)| w * b * b).sum()
+    beta[j]
+        .chunks(w.len().max(1))
+        .map(|b| b.iter().zip(w).map(|(b, w)| w * b * b).sum::<f64>())
+        .sum()
 }
 
-/// The pairs with the largest screening gain on the residual `vr` (`v∘r`, one per row), at
-/// most `count`, among the `eligible` features with the largest main effects (see the module
-/// documentation); returns the pairs (`j < k`) and their gains, best first.
+/// The pairs with the largest screening gain on the residual `vr` (`v∘r`, one per row, or
+/// `m` per row, row-major, for a model of `m` scores: the gains of the scores summed, each
+/// with its own noise allowance), at most `count`, among the `eligible` features with the
+/// largest main effects (see the module documentation); returns the pairs (`j < k`) and their
+/// gains, best first.
 pub fn screen(
     data: &BinnedData,
     beta: &[Vec<f64>],
@@ -173,7 +179,7 @@ pub fn screen(
     (count, max_bins): (usize, usize),
     eligible: impl Fn(usize) -> bool,
 ) -> Vec<((usize, usize), f64)> {
-    let p = beta.len();
+    let p = data.n_features();
     let mut order: Vec<usize> = (0..p)
         .filter(|&j| data.features[j].n_bins() > 1 && eligible(j))
         .collect();
@@ -194,15 +200,21 @@ pub fn screen(
         .flat_map(|(i, &j)| order[i + 1..].iter().map(move |&k| (j, k)))
         .collect();
     let weights = data.weights.as_deref();
-    let (mut ss, mut w_total) = (0.0, 0.0);
-    for (i, &x) in vr.iter().enumerate() {
+    let m = (vr.len() / data.n_samples.max(1)).max(1);
+    let (mut ss, mut w_total) = (vec![0.0; m], 0.0);
+    for (i, row) in vr.chunks_exact(m).enumerate() {
         let v = weights.map_or(1.0, |w| w[i]);
         if v > 0.0 {
-            ss += x * x / v;
+            for (s, &x) in ss.iter_mut().zip(row) {
+                *s += x * x / v;
+            }
             w_total += v;
         }
     }
-    let sigma2 = if w_total > 0.0 { ss / w_total } else { 0.0 };
+    let sigma2: Vec<f64> = ss
+        .iter()
+        .map(|&s| if w_total > 0.0 { s / w_total } else { 0.0 })
+        .collect();
     let mut gains: Vec<((usize, usize), f64)> = candidates
         .par_iter()
         .map(|&(j, k)| {
@@ -212,22 +224,27 @@ pub fn screen(
             );
             let cols = b.len();
             let cells = a.len() * cols;
-            let (mut s, mut w) = (vec![0.0; cells], vec![0.0; cells]);
+            let (mut s, mut w) = (vec![0.0; cells * m], vec![0.0; cells]);
             let (fj, fk) = (&data.features[j], &data.features[k]);
             with_codes!(&fj.codes, cj => with_codes!(&fk.codes, ck => {
-                for i in 0..vr.len() {
+                for i in 0..vr.len() / m {
                     let (r, c) = (a.map[cj[i].idx()], b.map[ck[i].idx()]);
                     if r == MISSING || c == MISSING {
                         continue;
                     }
-                    s[r * cols + c] += vr[i];
-                    w[r * cols + c] += weights.map_or(1.0, |w| w[i]);
+                    let cell = r * cols + c;
+                    for q in 0..m {
+                        s[cell * m + q] += vr[i * m + q];
+                    }
+                    w[cell] += weights.map_or(1.0, |w| w[i]);
                 }
             }));
             let mut gain = 0.0;
-            for (s, w) in s.iter().zip(&w) {
+            for (s, w) in s.chunks_exact(m).zip(&w) {
                 if *w > 0.0 {
-                    gain += s * s / w - sigma2;
+                    for (s, sigma2) in s.iter().zip(&sigma2) {
+                        gain += s * s / w - sigma2;
+                    }
                 }
             }
             ((j, k), gain)
@@ -417,7 +434,10 @@ pub(crate) fn fit_pairs<S: DescentState>(
         .collect();
     data.features.truncate(p);
     let (mut fit, penalty, [path, path_loss], path_n_iter) = result?;
-    let pair_values = fit.values.split_off(p);
+    let mut pair_values = fit.values.split_off(p);
+    // Entries after the blocks (a state's own, such as the intercepts of a multiclass
+    // model) stay last.
+    fit.values.extend(pair_values.split_off(pairs.len()));
     let terms = pairs
         .into_iter()
         .zip(axes)
@@ -466,7 +486,10 @@ fn fit_on_pairs<S: DescentState>(
     let p = data.n_features() - grids.len();
     let lambda = mains.lambda_f;
     let mut init = mains.values.clone();
+    let extra = init.split_off(p.min(init.len()));
     init.extend(data.features[p..].iter().map(|f| vec![0.0; f.n_bins()]));
+    // Entries after the blocks (a state's own) stay last.
+    init.extend(extra);
     let (mut path, mut path_loss, mut path_n_iter) = (Vec::new(), Vec::new(), Vec::new());
     let mut rho = params.pairs.penalty.unwrap_or(DEFAULT_PAIR_PENALTY);
     if let (None, Penalty::Validated(Validation { fraction, seed })) =

@@ -87,12 +87,11 @@ class _BaseFAST(AdditiveModelMixin, _params.FastParams, BaseEstimator):
     def _interactions(self, interactions: Any) -> Any:
         """``interactions`` for the core: resolved against the fitted input; 0 where this
         estimator's loss has no pair terms (an explicit request there is an error)."""
-        if self._loss not in self._pair_losses or len(getattr(self, "classes_", ())) > 2:
+        if self._loss not in self._pair_losses:
             if _pairs.any_pairs(interactions):
                 raise ValueError(
                     f"interactions: pair terms are not supported for this model yet "
-                    f"(loss {self._loss!r}{', more than two classes' if len(getattr(self, 'classes_', ())) > 2 else ''}); "
-                    "use interactions=0"
+                    f"(loss {self._loss!r}); use interactions=0"
                 )
             return 0
         return _pairs.resolve(self, interactions)
