@@ -78,8 +78,8 @@ use crate::params::{
 use crate::report::{BinnedFit, Callback, Fit, PenaltySearch};
 use crate::selection::{block_score, chain_block_score, BlockScore};
 use crate::validation::{
-    fixed_ratio_fit, reborrow, search_then_refit, stratified_validation_rows, validation_of,
-    Split, RULE,
+    fixed_ratio_fit, reborrow, search_then_refit, stratified_validation_rows, validation_of, Split,
+    RULE,
 };
 use crate::with_codes;
 
