@@ -56,6 +56,16 @@
 //! search, [`crate::validation::run_path`]) carry the whole model. Row passes are serial and
 //! bin sums are parallel over features, each in row order: the same model for any number of
 //! threads.
+//!
+//! **Pair terms** ([`crate::pairs`]) are blocks of a grid shape holding one table per class
+//! (class-major, like a feature block's chains). Their step is the same Gauss–Seidel sweep
+//! over the classes ([`GRID_SWEEPS`]), each class's table by the exact 2-D TV step of its
+//! grid ([`crate::grid::grid_step`]) with the pair penalty factor; each class keeps its
+//! table's column part, and the block's score and KKT violation are its classes' grid scores
+//! summed and maximised. The median shift is a chain's only (a grid has no exact 2-D
+//! counterpart), and the state makes no transfers. Pairs are screened on the `K` residuals of
+//! every row (gains summed over the classes) and fitted at a fixed pair penalty: the
+//! held-out path of `ρ` reads one score per row.
 
 use std::time::Instant;
 

@@ -273,9 +273,9 @@ DOCS: dict[str, str] = {
         "    on the main effects' residual and keeps the ``K`` best; a list of ``(j, k)`` pairs\n"
         "    (indices or feature names) fits exactly those; ``0`` gives the additive model of the\n"
         f"    FAST paper. ``'auto'`` screens for {_core.AUTO_INTERACTIONS} pairs where the model has pair terms\n"
-        "    (squared error, the log-link losses and binary classification, fitted on rows) and\n"
-        "    fits the additive model elsewhere (more than two classes refuse an explicit count or\n"
-        "    list; fits from sufficient statistics refuse them and warn on 'auto'). Each pair is a\n"
+        "    (every loss and classification, fitted on rows) and fits the additive model elsewhere\n"
+        "    (fits from sufficient statistics refuse an explicit count or list and warn on\n"
+        "    'auto'). Each pair is a\n"
         "    2-D block penalised by its total variation, so the fit stays convex and certified\n"
         "    (see ``docs/pairs.md``, which also says why the default is still 0)."
     ),
@@ -303,7 +303,8 @@ DOCS: dict[str, str] = {
         "    row ``searchsorted(cuts_j, x_j, 'right')``, column likewise; 0 for a row missing\n"
         "    either value. Weighted row and column means are zero (moved into ``values_``).\n"
         "    On the scale of ``values_``: the log of the mean for a log-link loss, the log-odds\n"
-        "    for a classifier."
+        "    for a classifier; a multiclass classifier's has a last axis of one table per class,\n"
+        "    shape ``(len(cuts_j) + 1, len(cuts_k) + 1, n_classes)``."
     ),
     "interaction_penalty_": (
         "interaction_penalty_ : float\n    ``λ_pair / λ_f`` as fitted (0 without pairs)."
