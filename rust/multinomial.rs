@@ -78,13 +78,11 @@ use crate::descent::{descend, DescentState};
 use crate::error::{FastError, Result};
 use crate::grid::{block_tv, grid_step, grid_tv, kind_score, GridWorkspace};
 use crate::newton::{
-    penalty_change, tv_change, Curvature, StepBuffers, ARMIJO, CURVATURE_FLOOR, INTERCEPT_HALVINGS,
-    MAX_STEP, NEWTON_HALVINGS,
+    penalty_change, size_duals, tv_change, Curvature, StepBuffers, ARMIJO, CURVATURE_FLOOR,
+    INTERCEPT_HALVINGS, MAX_STEP, NEWTON_HALVINGS,
 };
 use crate::pairs::{fit_pairs, DEFAULT_PAIR_PENALTY};
-use crate::params::{
-    ChainShape, Engine, FitParams, Grid, PairParams, Penalty, Selection, Validation,
-};
+use crate::params::{ChainShape, Engine, FitParams, PairParams, Penalty, Selection, Validation};
 use crate::report::{BinnedFit, Callback, Fit, PenaltySearch};
 use crate::selection::{block_score, chain_block_score, BlockScore};
 use crate::validation::{
@@ -903,13 +901,7 @@ impl DescentState for MultinomialState {
         }
         let before = self.penalised_tv();
         self.shapes = shapes.to_vec();
-        self.duals.resize(self.n_chain.len(), Vec::new());
-        for j in 0..self.n_chain.len() {
-            let cells = self.shape(j).grid.map_or(0, Grid::cells) * self.k;
-            if self.duals[j].len() != cells {
-                self.duals[j] = vec![0.0; cells];
-            }
-        }
+        size_duals(&mut self.duals, &self.shapes, self.n_chain.len(), self.k);
         let after = self.penalised_tv();
         if after != before {
             self.objective += self.lambda * (after - before);
@@ -996,13 +988,11 @@ impl DescentState for MultinomialState {
         self.intercept_step(data, (0.1 * block_max).max(threshold))
     }
 
+    /// A pair block that stays may still have a new certificate (its classes' column parts).
     fn update_block(&mut self, data: &BinnedData, j: usize, lambda: f64) -> bool {
-        if self.shape(j).grid.is_none() {
-            return self.update(data, j, lambda);
-        }
-        // A pair block that stays may still have a new certificate (see the Newton state).
-        let before = self.duals[j].clone();
-        self.update(data, j, lambda) || before != self.duals[j]
+        let duals = self.shape(j).grid.map(|_| self.duals[j].clone());
+        let moved = self.update(data, j, lambda);
+        moved || duals.is_some_and(|d| d != self.duals[j])
     }
 
     /// Reports the intercepts with mean 0 over the classes (every row's scores move by the
