@@ -38,9 +38,16 @@
 //! warns. Any `λ_f > 0` keeps every value finite (the jumps pay for themselves).
 //!
 //! **Penalty search.** `λ_max` is the smallest `λ_f` whose fit is constant (intercept
-//! `log(Σ v y / Σ v)`); [`Penalty::Validated`] runs [`crate::validation`]'s path with the
+//! `log(Σ v y / Σ v)`); [`crate::params::Penalty::Validated`] runs [`crate::validation`]'s path with the
 //! held-out weighted mean unit deviance, a tighter path tolerance ([`LOGLINK_PATH_TOL`]) and
 //! more patience ([`LOGLINK_PATIENCE`]).
+//!
+//! **Pair terms** ([`crate::pairs`]) are added to `η` as for the logistic loss: after the main
+//! effects (at their penalty), pairs are screened on the residual `v·(y − μ)` (Poisson; the
+//! loss's `−∂h/∂η` in general), their pair penalty `ρ` is chosen on the held-out rows by the
+//! held-out unit deviance, and every block is refitted together by the same proximal-Newton
+//! state, a pair block's step being the grid's exact 2-D TV solve. The tables stay on the link
+//! scale: the mean is `exp(η)` with `η` including the pairs.
 
 use ndarray::ArrayView1;
 
@@ -49,8 +56,9 @@ use crate::datafit::{Datafit, Gamma, Poisson, Tweedie};
 use crate::descent::{fit_from, DescentState};
 use crate::error::{FastError, Result};
 use crate::newton::{Curvature, NewtonState};
-use crate::params::{FitParams, Penalty, Validation, DEFAULT_LAMBDA_RATIO};
+use crate::params::{Engine, FitParams, Validation, DEFAULT_LAMBDA_RATIO};
 use crate::report::{BinnedFit, Callback, Fit, PenaltySearch};
+use crate::solver::fit_then_pairs;
 use crate::validation::{
     fixed_ratio_fit, holdout_loss, search_then_refit, stratified_validation_rows, validation_of,
     Split,
@@ -172,7 +180,7 @@ macro_rules! with_datafit {
 }
 
 /// Bins `x` and fits log-link FAST. Runs on the current rayon pool (see
-/// [`crate::solver::with_threads`]). With [`Penalty::Validated`] the penalty is chosen on
+/// [`crate::solver::with_threads`]). With [`crate::params::Penalty::Validated`] the penalty is chosen on
 /// held-out rows: the search of [`crate::validation`] with the held-out weighted mean unit
 /// deviance as its criterion ([`Datafit::holdout`]), rows held out within the targets above and
 /// below their mean, a tighter path tolerance ([`LOGLINK_PATH_TOL`]) and more patience
@@ -192,20 +200,33 @@ pub fn fit_loglink(
 ) -> Result<Fit> {
     params.check()?;
     loss.check()?;
-    let mut data = rows.bin(&params.binning)?;
+    let (data, y) = (rows.bin(&params.binning)?, rows.y);
     let fit = LogLinkFit {
-        y: rows.y,
+        y,
         loss,
         curvature: Curvature::Newton,
     };
-    let (fitted, search) = match params.lambda {
-        Penalty::Validated(_) => {
-            let (fitted, search) = fit.validated(&mut data, params, callback)?;
-            (fitted, Some(search))
-        }
-        _ => (fit.fixed(&data, params, callback)?, None),
+    // Pair terms (if asked for) start from the targets' weighted mean, on the rows engine,
+    // with the held-out unit deviance as the pair penalty's criterion.
+    let mean = if params.pairs.any() {
+        loss.check_target(y, &data)?
+    } else {
+        0.0
     };
-    Ok(Fit::new(&data, crate::params::Engine::Rows, fitted, search))
+    with_datafit!(loss, d => {
+        let state = |data: &BinnedData, beta: Vec<Vec<f64>>| {
+            NewtonState::with_datafit(d, data, y, mean, beta, Curvature::Newton)
+        };
+        let term = |w: f64, y: f64, eta: f64| w * d.holdout(y, eta);
+        fit_then_pairs(
+            (data, y, Engine::Rows),
+            params,
+            |data, cb| fit.validated(data, params, cb),
+            |data, cb| fit.fixed(data, params, cb),
+            (&state, &term),
+            callback,
+        )
+    })
 }
 
 /// `λ_max` of the log-link problem on binned data: `max_{k,t} |g_{k,t}|` at the constant model

@@ -226,6 +226,24 @@ fn keep_monotone(chain: &mut [f64], direction: i8) {
     }
 }
 
+/// Sizes the stored column parts of `n_blocks` blocks of the given shapes: `scores` tables
+/// of its grid's cells for a pair block (zeros where the size changes), none for a chain.
+pub(crate) fn size_duals(
+    duals: &mut Vec<Vec<f64>>,
+    shapes: &[ChainShape],
+    n_blocks: usize,
+    scores: usize,
+) {
+    duals.resize(n_blocks, Vec::new());
+    for (k, dual) in duals.iter_mut().enumerate() {
+        let shape = shapes.get(k).copied().unwrap_or_default();
+        let cells = shape.grid.map_or(0, Grid::cells) * scores;
+        if dual.len() != cells {
+            *dual = vec![0.0; cells];
+        }
+    }
+}
+
 /// `λ·ΔTV`, 0 when the chain's total variation does not change (also for `λ = ∞`, which
 /// keeps chains flat).
 pub(crate) fn penalty_change(lambda: f64, dtv: f64) -> f64 {
@@ -545,13 +563,7 @@ impl<D: Datafit> NewtonState<D> {
         }
         let before = self.penalised_tv();
         self.shapes = shapes.to_vec();
-        self.duals.resize(self.beta.len(), Vec::new());
-        for k in 0..self.beta.len() {
-            let cells = self.shape(k).grid.map_or(0, Grid::cells);
-            if self.duals[k].len() != cells {
-                self.duals[k] = vec![0.0; cells];
-            }
-        }
+        size_duals(&mut self.duals, &self.shapes, self.beta.len(), 1);
         let after = self.penalised_tv();
         if after != before {
             self.objective += self.lambda * (after - before);

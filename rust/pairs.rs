@@ -43,7 +43,7 @@ use crate::params::{
 };
 use crate::report::{Axis, BinnedFit, Callback, Fit, PairFit, PairTerm, PenaltySearch};
 use crate::validation::{
-    holdout_loss, reborrow, restore_weights, swap_weights, validation_rows, Split,
+    holdout_terms, reborrow, restore_weights, swap_weights, validation_rows, Split,
 };
 use crate::with_codes;
 
@@ -72,8 +72,8 @@ pub const PAIR_PATH: [f64; 11] = [
     0.0009765625,
 ];
 
-/// Under a cell budget, this many pairs (the strongest when screened; the first listed
-/// otherwise) get the finer budget [`FINE_CELLS`] (measured on the 20 benchmark tables:
+/// Under a cell budget, and when `ρ` is chosen on held-out rows, this many pairs (the
+/// strongest when screened; the first listed otherwise) get the finer budget [`FINE_CELLS`] (measured on the 20 benchmark tables:
 /// `docs/pairs.md`).
 pub const FINE_PAIRS: usize = 5;
 
@@ -88,9 +88,14 @@ pub const GUIDED_CUTS: usize = 1;
 /// (reported as `ρ = ∞` in its path).
 pub const ADDITIVE: f64 = 1e6;
 
-/// Screened pairs are kept only if they lower the additive model's held-out loss by at least
-/// this fraction of it (a gain within noise does not pay for pair terms).
-pub const MIN_GAIN: f64 = 1e-3;
+/// Screened pairs are kept only if their held-out gain over the additive model is at least
+/// this many standard errors (of the weighted mean of the rows' loss differences): a gain
+/// within noise does not pay for pair terms (the one-standard-error rule of cross-validation:
+/// the simpler model unless the richer one is better by a standard error).
+pub const MIN_GAIN_SE: f64 = 1.0;
+
+/// Held-out losses within this fraction of each other count as equal on the pair path.
+pub const PATH_EQUAL: f64 = 1e-6;
 
 /// `ρ` when it cannot be chosen on held-out rows (too few rows, or a fixed `λ_f`).
 pub const DEFAULT_PAIR_PENALTY: f64 = 0.25;
@@ -136,7 +141,9 @@ pub fn axis_guided(feature: &BinnedFeature, beta: Option<&[f64]>, max_bins: usiz
                 chosen.push(b - 1);
             }
         }
-        let forced = beta.map_or_else(Vec::new, |beta| largest_jumps(&beta[..nc], GUIDED_CUTS));
+        let forced = beta.map_or_else(Vec::new, |beta| {
+            largest_jumps(beta, (nc, feature.n_bins()), GUIDED_CUTS)
+        });
         chosen.extend(&forced);
         chosen.sort_unstable();
         chosen.dedup();
@@ -176,12 +183,19 @@ pub fn axis_guided(feature: &BinnedFeature, beta: Option<&[f64]>, max_bins: usiz
 }
 
 /// The cut positions `c` (between chain values `c` and `c + 1`) of the `count` largest
-/// nonzero jumps of `beta`, largest first (ties: the lower position).
-fn largest_jumps(beta: &[f64], count: usize) -> Vec<usize> {
-    let mut jumps: Vec<(f64, usize)> = beta
-        .windows(2)
-        .enumerate()
-        .map(|(c, v)| ((v[1] - v[0]).abs(), c))
+/// nonzero jumps of `beta` (chain values first, `nc` of them; a block with one chain per
+/// score holds `n_bins` values per score, and its jumps add up over the scores), largest
+/// first (ties: the lower position).
+fn largest_jumps(beta: &[f64], (nc, n_bins): (usize, usize), count: usize) -> Vec<usize> {
+    let mut jumps: Vec<(f64, usize)> = (0..nc.saturating_sub(1))
+        .map(|c| {
+            let d: f64 = beta
+                .chunks(n_bins.max(1))
+                .filter(|b| b.len() >= nc)
+                .map(|b| (b[c + 1] - b[c]).abs())
+                .sum();
+            (d, c)
+        })
         .filter(|(d, _)| *d > 0.0)
         .collect();
     jumps.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
@@ -292,15 +306,21 @@ fn pair_feature(data: &BinnedData, pair: (usize, usize), axes: (&Axis, &Axis)) -
     }
 }
 
-/// The main effects' size: `Σ_b w_b β_b²` (weighted variance of the block's contribution).
+/// The main effects' size: `Σ_b w_b β_b²` (weighted variance of the block's contribution;
+/// summed over the scores of a block that holds one chain per score).
 fn main_size(data: &BinnedData, beta: &[Vec<f64>], j: usize) -> f64 {
     let w = &data.features[j].bin_weights;
-    beta[j].iter().zip(w).map(|(b, w)| w * b * b).sum()
+    beta[j]
+        .chunks(w.len().max(1))
+        .map(|b| b.iter().zip(w).map(|(b, w)| w * b * b).sum::<f64>())
+        .sum()
 }
 
-/// The pairs with the largest screening gain on the residual `vr` (`v∘r`, one per row), at
-/// most `count`, among the `eligible` features with the largest main effects (see the module
-/// documentation); returns the pairs (`j < k`) and their gains, best first.
+/// The pairs with the largest screening gain on the residual `vr` (`v∘r`, one per row, or
+/// `m` per row, row-major, for a model of `m` scores: the gains of the scores summed, each
+/// with its own noise allowance), at most `count`, among the `eligible` features with the
+/// largest main effects (see the module documentation); returns the pairs (`j < k`) and their
+/// gains, best first.
 pub fn screen(
     data: &BinnedData,
     beta: &[Vec<f64>],
@@ -308,7 +328,7 @@ pub fn screen(
     (count, max_bins): (usize, usize),
     eligible: impl Fn(usize) -> bool,
 ) -> Vec<((usize, usize), f64)> {
-    let p = beta.len();
+    let p = data.n_features();
     let mut order: Vec<usize> = (0..p)
         .filter(|&j| data.features[j].n_bins() > 1 && eligible(j))
         .collect();
@@ -329,15 +349,21 @@ pub fn screen(
         .flat_map(|(i, &j)| order[i + 1..].iter().map(move |&k| (j, k)))
         .collect();
     let weights = data.weights.as_deref();
-    let (mut ss, mut w_total) = (0.0, 0.0);
-    for (i, &x) in vr.iter().enumerate() {
+    let m = (vr.len() / data.n_samples.max(1)).max(1);
+    let (mut ss, mut w_total) = (vec![0.0; m], 0.0);
+    for (i, row) in vr.chunks_exact(m).enumerate() {
         let v = weights.map_or(1.0, |w| w[i]);
         if v > 0.0 {
-            ss += x * x / v;
+            for (s, &x) in ss.iter_mut().zip(row) {
+                *s += x * x / v;
+            }
             w_total += v;
         }
     }
-    let sigma2 = if w_total > 0.0 { ss / w_total } else { 0.0 };
+    let sigma2: Vec<f64> = ss
+        .iter()
+        .map(|&s| if w_total > 0.0 { s / w_total } else { 0.0 })
+        .collect();
     let mut gains: Vec<((usize, usize), f64)> = candidates
         .par_iter()
         .map(|&(j, k)| {
@@ -347,22 +373,27 @@ pub fn screen(
             );
             let cols = b.len();
             let cells = a.len() * cols;
-            let (mut s, mut w) = (vec![0.0; cells], vec![0.0; cells]);
+            let (mut s, mut w) = (vec![0.0; cells * m], vec![0.0; cells]);
             let (fj, fk) = (&data.features[j], &data.features[k]);
             with_codes!(&fj.codes, cj => with_codes!(&fk.codes, ck => {
-                for i in 0..vr.len() {
+                for i in 0..vr.len() / m {
                     let (r, c) = (a.map[cj[i].idx()], b.map[ck[i].idx()]);
                     if r == MISSING || c == MISSING {
                         continue;
                     }
-                    s[r * cols + c] += vr[i];
-                    w[r * cols + c] += weights.map_or(1.0, |w| w[i]);
+                    let cell = r * cols + c;
+                    for q in 0..m {
+                        s[cell * m + q] += vr[i * m + q];
+                    }
+                    w[cell] += weights.map_or(1.0, |w| w[i]);
                 }
             }));
             let mut gain = 0.0;
-            for (s, w) in s.iter().zip(&w) {
+            for (s, w) in s.chunks_exact(m).zip(&w) {
                 if *w > 0.0 {
-                    gain += s * s / w - sigma2;
+                    for (s, sigma2) in s.iter().zip(&sigma2) {
+                        gain += s * s / w - sigma2;
+                    }
                 }
             }
             ((j, k), gain)
@@ -485,7 +516,8 @@ pub(crate) fn with_pairs<S: DescentState>(
 /// loss's state on `data` from blocks; `term` is a held-out row's loss `(v, y, f) ↦ …`.
 ///
 /// Screened pairs (`Interactions::Count`) are kept only if they beat the additive model on
-/// the held-out rows: when no `ρ` of the path has a held-out loss [`MIN_GAIN`] below the additive model's
+/// the held-out rows: when the best `ρ` of the path does not lower the additive model's
+/// held-out loss by [`MIN_GAIN_SE`] standard errors (of the rows' loss differences)
 /// (fitted on the same rows, [`ADDITIVE`] in the path), the fit is `mains` with no pair
 /// terms (the path tried is still reported).
 ///
@@ -522,6 +554,10 @@ pub(crate) fn fit_pairs<S: DescentState>(
     if pairs.is_empty() {
         return Ok((mains, PairFit::default()));
     }
+    // Finer grids for the strongest pairs only where `ρ` is chosen on held-out rows: the
+    // `TV2` of a given surface grows with the grid's side, so a fixed `ρ` (the default 0.25
+    // of multiclass and fixed-penalty fits) would hold a finer grid at zero.
+    let fine = pp.penalty.is_none() && matches!(params.lambda, Penalty::Validated(_));
     let axes: Vec<(Axis, Axis)> = pairs
         .iter()
         .enumerate()
@@ -529,7 +565,8 @@ pub(crate) fn fit_pairs<S: DescentState>(
             let (nj, nk) = pair_bins(
                 (data.features[j].n_chain(), data.features[k].n_chain()),
                 pp.max_bins,
-                pp.max_cells.map(|cells| pair_cells(t, cells)),
+                pp.max_cells
+                    .map(|cells| if fine { pair_cells(t, cells) } else { cells }),
             );
             (
                 axis_guided(&data.features[j], Some(&mains.values[j]), nj),
@@ -580,7 +617,10 @@ pub(crate) fn fit_pairs<S: DescentState>(
         };
         return Ok((mains, tried));
     };
-    let pair_values = fit.values.split_off(p);
+    let mut pair_values = fit.values.split_off(p);
+    // Entries after the blocks (a state's own, such as the intercepts of a multiclass
+    // model) stay last.
+    fit.values.extend(pair_values.split_off(pairs.len()));
     let terms = pairs
         .into_iter()
         .zip(axes)
@@ -609,6 +649,28 @@ pub(crate) fn fit_pairs<S: DescentState>(
     ))
 }
 
+/// Whether the held-out loss terms `pairs` (`v_i · loss_i`, per row of weight `v_i`) improve
+/// on `additive` by at least [`MIN_GAIN_SE`] standard errors of the weighted mean difference.
+fn significant_gain(additive: &[f64], pairs: &[f64], v: &[f64]) -> bool {
+    let total: f64 = v.iter().sum();
+    let gain = additive.iter().zip(pairs).map(|(a, b)| a - b).sum::<f64>() / total;
+    if !(gain > 0.0) {
+        return false;
+    }
+    let var: f64 = additive
+        .iter()
+        .zip(pairs)
+        .zip(v)
+        .filter(|(_, &w)| w > 0.0)
+        .map(|((a, b), &w)| {
+            let d = (a - b) / w - gain;
+            w * w * d * d
+        })
+        .sum::<f64>()
+        / (total * total);
+    gain > MIN_GAIN_SE * var.sqrt()
+}
+
 /// The fit with pairs (`None`: the additive model won on held-out rows), `ρ`, the path
 /// tried with its held-out losses, and its block updates.
 type PairSearchResult = (Option<BinnedFit>, f64, [Vec<f64>; 2], Vec<usize>);
@@ -632,7 +694,10 @@ fn fit_on_pairs<S: DescentState>(
     let p = data.n_features() - grids.len();
     let lambda = mains.lambda_f;
     let mut init = mains.values.clone();
+    let extra = init.split_off(p.min(init.len()));
     init.extend(data.features[p..].iter().map(|f| vec![0.0; f.n_bins()]));
+    // Entries after the blocks (a state's own) stay last.
+    init.extend(extra);
     let (mut path, mut path_loss, mut path_n_iter) = (Vec::new(), Vec::new(), Vec::new());
     let mut rho = params.pairs.penalty.unwrap_or(DEFAULT_PAIR_PENALTY);
     if let (None, Penalty::Validated(Validation { fraction, seed })) =
@@ -649,8 +714,8 @@ fn fit_on_pairs<S: DescentState>(
             let mut search = || {
                 let data = &*data;
                 let mut st = state(data, init.clone());
-                let mut best: Option<(f64, f64, Vec<Vec<f64>>)> = None;
-                let mut additive = None;
+                let mut best: Option<(f64, f64, Vec<Vec<f64>>, Vec<f64>)> = None;
+                let mut additive: Option<Vec<f64>> = None;
                 let rhos = screened.then_some(ADDITIVE).into_iter().chain(PAIR_PATH);
                 for r in rhos {
                     // The additive model: pair blocks held at zero by a prohibitive
@@ -668,36 +733,39 @@ fn fit_on_pairs<S: DescentState>(
                         Instant::now(),
                         reborrow(callback),
                     );
-                    let loss = holdout_loss(
+                    let terms = holdout_terms(
                         data,
                         y,
                         (fit.intercept, &fit.values),
                         (&rows, &held_weights),
                         term,
                     );
+                    let loss = terms.iter().sum::<f64>() / held_weights.iter().sum::<f64>();
                     path.push(if r == ADDITIVE { f64::INFINITY } else { r });
                     path_loss.push(loss);
                     path_n_iter.push(fit.report.n_iter);
                     if r == ADDITIVE {
-                        additive = Some(loss);
+                        additive = Some(terms);
                         continue;
                     }
                     // Down the path while the held-out loss does not get worse (a pair
-                    // block still at zero leaves it equal).
-                    match best.as_ref().map(|(_, l, _)| loss.total_cmp(l)) {
-                        None | Some(std::cmp::Ordering::Less) => best = Some((r, loss, fit.values)),
-                        Some(std::cmp::Ordering::Equal) => {}
-                        Some(std::cmp::Ordering::Greater) => break,
+                    // block still at zero leaves it equal; rounding noise counts as equal).
+                    match best.as_ref().map(|b| b.1) {
+                        Some(l) if loss > l * (1.0 + PATH_EQUAL) => break,
+                        Some(l) if loss >= l => {}
+                        _ => best = Some((r, loss, fit.values, terms)),
                     }
                     if fit.report.stop == crate::report::StopReason::Callback {
                         break;
                     }
                 }
                 match (best, additive) {
-                    (Some((r, loss, _)), Some(a)) if loss >= a * (1.0 - MIN_GAIN) => {
+                    (Some((r, loss, _, terms)), Some(a))
+                        if !significant_gain(&a, &terms, &held_weights) =>
+                    {
                         Some((r, loss, None))
                     }
-                    (b, _) => b.map(|(r, loss, values)| (r, loss, Some(values))),
+                    (b, _) => b.map(|(r, loss, values, _)| (r, loss, Some(values))),
                 }
             };
             let searched = search();

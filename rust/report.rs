@@ -230,7 +230,8 @@ pub struct PairTerm {
     /// The grid.
     pub grid: crate::params::Grid,
     /// `θ`, one value per cell (row-major), then the missing cell's if either feature has
-    /// missing values; centred.
+    /// missing values; centred. A multiclass fit holds one such table per class,
+    /// class-major.
     pub values: Vec<f64>,
     /// Training weight of every cell (the missing cell's last).
     pub cell_weights: Vec<f64>,

@@ -224,6 +224,19 @@ pub(crate) fn holdout_loss(
     (rows, v): (&[usize], &[f64]),
     term: impl Fn(f64, f64, f64) -> f64,
 ) -> f64 {
+    let terms = holdout_terms(data, y, (intercept, values), (rows, v), term);
+    terms.iter().sum::<f64>() / v.iter().sum::<f64>()
+}
+
+/// The held-out rows' loss terms `term(v_i, y_i, f_i)` of the model `(intercept, values)`,
+/// one per row of `rows` ([`holdout_loss`] is their sum over the weight).
+pub(crate) fn holdout_terms(
+    data: &BinnedData,
+    y: ArrayView1<'_, f64>,
+    (intercept, values): (f64, &[Vec<f64>]),
+    (rows, v): (&[usize], &[f64]),
+    term: impl Fn(f64, f64, f64) -> f64,
+) -> Vec<f64> {
     let mut pred = vec![intercept; rows.len()];
     for (f, b) in data.features.iter().zip(values) {
         if b.iter().all(|&x| x == 0.0) {
@@ -233,12 +246,11 @@ pub(crate) fn holdout_loss(
             .zip(rows)
             .for_each(|(p, &i)| *p += b[f.codes.get(i)]);
     }
-    let (mut num, mut den) = (0.0, 0.0);
-    for ((&i, &p), &w) in rows.iter().zip(&pred).zip(v) {
-        num += term(w, y[i], p);
-        den += w;
-    }
-    num / den
+    rows.iter()
+        .zip(&pred)
+        .zip(v)
+        .map(|((&i, &p), &w)| term(w, y[i], p))
+        .collect()
 }
 
 /// Fits FAST with the penalty chosen on held-out rows (see the module documentation).

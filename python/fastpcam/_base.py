@@ -38,7 +38,7 @@ class _BaseFAST(AdditiveModelMixin, _params.FastParams, BaseEstimator):
     #: The key of the held-out loss in ``validation_path_``.
     _validation_loss = "validation_mse"
     #: The core losses that fit pair terms.
-    _pair_losses: tuple[str, ...] = ("squared", "logistic")
+    _pair_losses: tuple[str, ...] = ("squared", "logistic", "poisson", "gamma", "tweedie")
     #: Fitted attributes of the class saved in model files besides the tables.
     _json_attributes: tuple[str, ...] = ("lambda_ratio_",)
 
@@ -87,12 +87,11 @@ class _BaseFAST(AdditiveModelMixin, _params.FastParams, BaseEstimator):
     def _interactions(self, interactions: Any) -> Any:
         """``interactions`` for the core: resolved against the fitted input; 0 where this
         estimator's loss has no pair terms (an explicit request there is an error)."""
-        if self._loss not in self._pair_losses or len(getattr(self, "classes_", ())) > 2:
+        if self._loss not in self._pair_losses:
             if _pairs.any_pairs(interactions):
                 raise ValueError(
                     f"interactions: pair terms are not supported for this model yet "
-                    f"(loss {self._loss!r}{', more than two classes' if len(getattr(self, 'classes_', ())) > 2 else ''}); "
-                    "use interactions=0"
+                    f"(loss {self._loss!r}); use interactions=0"
                 )
             return 0
         return _pairs.resolve(self, interactions)

@@ -99,7 +99,9 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
         residual per row (``"rows"``; ``"auto"`` means the same). The sufficient-statistics
         engine (``"tables"``) exists for the squared loss only.
     <<monotonic_cst penalty_factor interactions max_interaction_bins interaction_penalty>>
-        Binary problems only for now (more classes with constraints are an error).
+        ``monotonic_cst`` and ``penalty_factor``: binary problems only for now (more classes
+        with constraints are an error). Pair terms fit for any number of classes (see the
+        notes).
 
     Attributes
     ----------
@@ -166,7 +168,13 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
     by the weighted mean class index of their rows. The held-out search holds out rows
     within each class and scores the mean log-loss. Adding the same function of a feature to
     every class's chain leaves the loss unchanged; the fit moves that common part out of the
-    penalty, so at every cut the classes' jumps have median 0. Two classes keep the single log-odds model above. With ``lambda_f=0`` and classes that
+    penalty, so at every cut the classes' jumps have median 0. **Pair terms** of a multiclass
+    model hold one table per class: ``interaction_values_[t]`` has shape
+    (len(cuts_j) + 1, len(cuts_k) + 1, n_classes), each class's table purified into that
+    class's main effects; pairs are screened on the classes' residuals together (their gains
+    summed), the pair penalty is fixed (``interaction_penalty``, 0.25 for ``"auto"``: no
+    held-out path), and ``term_importances()`` gives one row per feature and per pair, one
+    column per class. Two classes keep the single log-odds model above. With ``lambda_f=0`` and classes that
     some bin (or the whole model) separates perfectly, the log-odds have no finite
     maximum-likelihood value: the fit stops at the tolerance or ``max_iter`` with large but
     finite values and warns.
@@ -279,8 +287,9 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
 
         Returns
         -------
-        ndarray of shape (n_features_in_,) or (n_features_in_, n_classes)
-            One importance per feature; a multiclass model gives one column per class
+        ndarray of shape (n_terms,) or (n_terms, n_classes)
+            One importance per feature, then one per pair term (``n_terms = n_features_in_ +
+            len(interaction_features_)``); a multiclass model gives one column per class
             (``classes_`` order).
         """
         if not self._multiclass:
@@ -292,7 +301,8 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
 
         Binary: as :meth:`FASTRegressor.explain`, on the log-odds scale (rows sum to
         ``decision_function(X)``). Multiclass: an array of shape
-        (n_samples, n_features_in_ + 1, n_classes) whose ``[:, :, k]`` sums to
+        (n_samples, n_features_in_ + len(interaction_features_) + 1, n_classes) (a column per
+        pair term after the features) whose ``[:, :, k]`` sums to
         ``decision_function(X)[:, k]``; for a DataFrame ``X``, a DataFrame with a column
         MultiIndex (class label, feature name or ``"intercept"``).
         """

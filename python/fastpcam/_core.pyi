@@ -16,7 +16,7 @@ AUTO_INTERACTIONS: int
 AUTO_INTERACTION_BINS: int
 FINE_PAIRS: int
 FINE_CELLS: int
-PAIR_MIN_GAIN: float
+PAIR_MIN_GAIN_SE: float
 AUTO_INTERACTION_CELLS: int
 VALIDATION_MIN_ROWS: int
 SPARSE_LAMBDA_RATIO: float
@@ -93,7 +93,8 @@ class FitOutput(ModelOutput, Bins, History):
 class PairOutput(TypedDict):
     """The pair terms of a fit (empty lists without pairs): per term its features, interaction
     cuts and main-bin maps per axis (-1: the missing bin), grid ``(rows, cols, missing_row,
-    missing_col)``, cell values and weights (row-major, then the missing cell if any)."""
+    missing_col)``, cell values and weights (row-major, then the missing cell if any; a
+    multiclass fit's values hold one such table per class, class-major)."""
 
     features: list[tuple[int, int]]
     cuts: list[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]]

@@ -235,7 +235,8 @@ def is_multiclass(model: Any) -> bool:
 
 #: The fitted attributes that a one-class view shares with its multiclass model.
 _SHARED = ("cuts_", "bin_weights_", "missing_weights_", "categories_", "is_categorical_", "feature_names_in_",
-           "n_features_in_", "n_jobs")  # fmt: skip
+           "n_features_in_", "n_jobs", "interaction_features_", "interaction_cuts_", "interaction_weights_",
+           "interaction_penalty_")  # fmt: skip
 
 
 def class_state(model: Any, k: int) -> dict[str, Any]:
@@ -246,6 +247,8 @@ def class_state(model: Any, k: int) -> dict[str, Any]:
     state["intercept_"] = float(model.intercept_[k])
     state["values_"] = [np.ascontiguousarray(v[:, k]) for v in model.values_]
     state["missing_values_"] = np.ascontiguousarray(np.asarray(model.missing_values_)[:, k])
+    if hasattr(model, "interaction_values_"):
+        state["interaction_values_"] = [np.ascontiguousarray(np.asarray(v)[:, :, k]) for v in model.interaction_values_]
     return state
 
 

@@ -11,8 +11,9 @@ The graph uses standard ONNX operators only (``ai.onnx``, plus ``ai.onnx.ml``'s
   equals ``searchsorted(cuts_[j], z_j, "right")`` on the merged bins) or the missing bin for
   NaN, and ``Gather`` reads the bin's value from the table (one column per class for a
   multiclass model), so no value is rounded;
-- a pair term gathers its cell ``i_j · (len(cuts_k) + 1) + i_k`` from its flattened table,
-  0 when either code is NaN or an unseen category (as ``predict`` does);
+- a pair term gathers its cell ``i_j · (len(cuts_k) + 1) + i_k`` from its flattened table
+  (one column per class for a multiclass model), 0 when either code is NaN or an unseen
+  category (as ``predict`` does);
 - the score is the intercept plus the terms; a log-link regressor outputs ``exp(score)``,
   a classifier the sigmoid (softmax) and the label.
 
@@ -205,17 +206,22 @@ def _bin(g: _Graph, z: str, cuts: npt.NDArray[np.float64], missing_bin: Optional
     return g.op("Where", g.op("IsNaN", z), g.const(np.array([missing_bin], dtype=np.int64), "missing_bin"), count)
 
 
-def _pair(g: _Graph, zj: str, zk: str, term: PairTerm, unseen: tuple[Optional[int], Optional[int]]) -> str:
-    """A pair term's contribution, shape [N, 1]: 0 when either code is missing (NaN) or an
-    unseen category (code ``unseen``, the number of categories), as in ``predict``."""
+def _pair(
+    g: _Graph, zj: str, zk: str, term: PairTerm, unseen: tuple[Optional[int], Optional[int]], n_scores: int
+) -> str:
+    """A pair term's contribution, shape [N, 1, n_scores] (a multiclass term holds one table
+    per class): 0 when either code is missing (NaN) or an unseen category (code ``unseen``,
+    the number of categories), as in ``predict``."""
     width = len(term.cuts_k) + 1
     ij = g.op("Mul", _bin(g, zj, term.cuts_j, None), g.const(np.array([width], dtype=np.int64), "width"))
     cell = g.op("Add", ij, _bin(g, zk, term.cuts_k, None))
-    value = g.op("Gather", g.const(np.ascontiguousarray(term.values.ravel()), "pair_values"), cell, axis=0)
+    table = np.ascontiguousarray(term.values.reshape(-1, n_scores))
+    value = g.op("Gather", g.const(table, "pair_values"), cell, axis=0)  # [N, 1, n_scores]
     either = g.op("Or", g.op("IsNaN", zj), g.op("IsNaN", zk))
     for z, n in zip((zj, zk), unseen):
         if n is not None:
             either = g.op("Or", either, g.op("GreaterOrEqual", z, g.const(np.array([float(n)]), "unseen_code")))
+    either = g.op("Reshape", either, g.const(np.array([-1, 1, 1], dtype=np.int64), "shape"))
     return g.op("Where", either, g.const(np.array([0.0]), "zero"), value)
 
 
@@ -230,13 +236,8 @@ def _scores(g: _Graph, model: Any, columns: list[str], string_inputs: Sequence[b
         cuts, table = _table([sfs[j] for sfs in per_class])
         idx = _bin(g, z, cuts, len(table) - 1)
         terms.append(g.op("Gather", g.const(table, "values"), idx, axis=0))  # [N, 1, n_scores]
-    pairs = pair_terms(model)
-    if pairs and n_scores != 1:
-        raise ValueError("pair terms of a multiclass model cannot be exported")
     unseen = [None if sf.categories is None else len(sf.categories) for sf in per_class[0]]
-    terms += [g.op("Reshape", _pair(g, codes[t.j], codes[t.k], t, (unseen[t.j], unseen[t.k])),
-                   g.const(np.array([-1, 1, 1], dtype=np.int64), "shape"))
-              for t in pairs]  # fmt: skip
+    terms += [_pair(g, codes[t.j], codes[t.k], t, (unseen[t.j], unseen[t.k]), n_scores) for t in pair_terms(model)]
     total = terms[0] if len(terms) == 1 else g.op("Sum", *terms)
     flat = g.op("Reshape", total, g.const(np.array([-1, n_scores], dtype=np.int64), "shape"))
     return g.op("Add", flat, g.const(intercepts(model), "intercept"))

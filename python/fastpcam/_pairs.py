@@ -124,28 +124,41 @@ def write(est: Any, out: Mapping[str, Any]) -> None:
     if not features:
         return
     missing = np.asarray(est.missing_weights_) > 0
+    # A multiclass model: one table per class per pair (the core's values class-major).
+    n_classes = int(np.size(est.intercept_)) if np.ndim(est.intercept_) == 1 else 0
     for t, (j, k) in enumerate(features):
         rows, cols, _, _ = pairs["grids"][t]
         flat = np.asarray(pairs["values"][t], dtype=np.float64)
         w_flat = np.asarray(pairs["weights"][t], dtype=np.float64)
-        theta = flat[: rows * cols].reshape(rows, cols).copy()
         weight = w_flat[: rows * cols].reshape(rows, cols)
-        if flat.size > rows * cols:
-            # The missing cell's level: the pair adds it to every row missing x_j or x_k,
-            # and the rest of the grid; moved into the intercept, the pair adds 0 there.
-            m0 = flat[-1]
-            est.intercept_ = float(est.intercept_ + m0)
-            theta -= m0
         map_j, map_k = (np.asarray(m, dtype=np.int64) for m in pairs["maps"][t])
-        _purify(est, theta, weight, (j, k), (map_j, map_k), (not missing[k], not missing[j]))
+        tables = []
+        for c in range(max(n_classes, 1)):
+            part = flat.reshape(n_classes, -1)[c] if n_classes else flat
+            theta = part[: rows * cols].reshape(rows, cols).copy()
+            if part.size > rows * cols:
+                # The missing cell's level: the pair adds it to every row missing x_j or x_k,
+                # and the rest of the grid; moved into the intercept, the pair adds 0 there.
+                m0 = part[-1]
+                if n_classes:
+                    est.intercept_[c] += m0
+                else:
+                    est.intercept_ = float(est.intercept_ + m0)
+                theta -= m0
+            mains = [v[:, c] for v in est.values_] if n_classes else est.values_
+            _purify(mains, theta, weight, (j, k), (map_j, map_k), (not missing[k], not missing[j]))
+            tables.append(theta)
         cj, ck = (np.asarray(c, dtype=np.float64) for c in pairs["cuts"][t])
         est.interaction_cuts_.append((cj, ck))
-        est.interaction_values_.append(theta)
+        est.interaction_values_.append(np.stack(tables, axis=2) if n_classes else tables[0])
         est.interaction_weights_.append(weight.copy())
+    if n_classes:
+        # Intercepts with mean 0 over the classes, as the core reports them.
+        est.intercept_ -= est.intercept_.mean()
 
 
 def _purify(
-    est: Any,
+    mains: Any,
     theta: npt.NDArray[np.float64],
     weight: npt.NDArray[np.float64],
     jk: tuple[int, int],
@@ -153,7 +166,8 @@ def _purify(
     allowed: tuple[bool, bool],
 ) -> None:
     """Moves the weighted row (column) means of ``theta`` into feature ``j``'s (``k``'s) main
-    effect, where ``allowed``, until they vanish."""
+    effect (``mains[j]``, ``mains[k]``: one value per bin, written in place), where
+    ``allowed``, until they vanish."""
     j, k = jk
     w_rows, w_cols = weight.sum(axis=1), weight.sum(axis=0)
     scale = float(np.max(np.abs(theta))) if theta.size else 0.0
@@ -162,12 +176,12 @@ def _purify(
         if allowed[0]:
             r = np.divide((weight * theta).sum(axis=1), w_rows, out=np.zeros_like(w_rows), where=w_rows > 0)
             theta -= r[:, None] * (w_rows > 0)[:, None]
-            _move(est.values_[j], maps[0], r)
+            _move(mains[j], maps[0], r)
             moved = max(moved, float(np.max(np.abs(r))))
         if allowed[1]:
             c = np.divide((weight * theta).sum(axis=0), w_cols, out=np.zeros_like(w_cols), where=w_cols > 0)
             theta -= c[None, :] * (w_cols > 0)[None, :]
-            _move(est.values_[k], maps[1], c)
+            _move(mains[k], maps[1], c)
             moved = max(moved, float(np.max(np.abs(c))))
         if moved <= 1e-13 * max(scale, 1e-300):
             break

@@ -273,9 +273,9 @@ DOCS: dict[str, str] = {
         "    on the main effects' residual and keeps the ``K`` best; a list of ``(j, k)`` pairs\n"
         "    (indices or feature names) fits exactly those; ``0`` gives the additive model of the\n"
         f"    FAST paper. ``'auto'`` screens for {_core.AUTO_INTERACTIONS} pairs where the model has pair terms\n"
-        "    (squared error and binary classification, fitted on rows) and fits the additive model\n"
-        "    elsewhere (the log-link losses and more than two classes refuse an explicit count or\n"
-        "    list; fits from sufficient statistics refuse them and warn on 'auto'). Each pair is a\n"
+        "    (every loss and classification, fitted on rows) and fits the additive model elsewhere\n"
+        "    (fits from sufficient statistics refuse an explicit count or list and warn on\n"
+        "    'auto'). Each pair is a\n"
         "    2-D block penalised by its total variation, so the fit stays convex and certified\n"
         "    (see ``docs/pairs.md``, which also says why the default is still 0). Screened pairs\n"
         "    (an int or 'auto') are kept only if they lower the additive model's held-out loss\n"
@@ -290,7 +290,8 @@ DOCS: dict[str, str] = {
         f"    {int(_core.AUTO_INTERACTION_CELLS)} cells a pair: two many-valued features get\n"
         "    16 x 16, and a feature with few values lets its partner use the cells it leaves\n"
         f"    (2 x 64 for a binary feature); the {int(_core.FINE_PAIRS)} strongest pairs get\n"
-        f"    {int(_core.FINE_CELLS)} cells (32 x 32). An int ``b``: at most ``b`` bins a side,\n"
+        f"    {int(_core.FINE_CELLS)} cells (32 x 32) where ``interaction_penalty='auto'`` is chosen\n"
+        "    on held-out rows. An int ``b``: at most ``b`` bins a side,\n"
         "    ``b x b`` cells."
     ),
     "interaction_penalty": (
@@ -310,7 +311,10 @@ DOCS: dict[str, str] = {
         "interaction_values_ : list of ndarray\n"
         "    Per pair term, its purified table of shape ``(len(cuts_j) + 1, len(cuts_k) + 1)``:\n"
         "    row ``searchsorted(cuts_j, x_j, 'right')``, column likewise; 0 for a row missing\n"
-        "    either value. Weighted row and column means are zero (moved into ``values_``)."
+        "    either value. Weighted row and column means are zero (moved into ``values_``).\n"
+        "    On the scale of ``values_``: the log of the mean for a log-link loss, the log-odds\n"
+        "    for a classifier; a multiclass classifier's has a last axis of one table per class,\n"
+        "    shape ``(len(cuts_j) + 1, len(cuts_k) + 1, n_classes)``."
     ),
     "interaction_penalty_": (
         "interaction_penalty_ : float\n    ``λ_pair / λ_f`` as fitted (0 without pairs)."

@@ -13,6 +13,8 @@ Needs plotly (``pip install fastpcam[report]``).
 
 from __future__ import annotations
 
+import dataclasses
+
 import html
 import math
 import os
@@ -196,7 +198,7 @@ def _shape_figure(go: Any, per_class: list[ShapeFunction], class_names: list[str
     return fig
 
 
-def _pair_figure(go: Any, term: PairTerm, categories: list[Optional[npt.NDArray[Any]]]) -> Any:
+def _pair_figure(go: Any, term: PairTerm, categories: list[Optional[npt.NDArray[Any]]], suffix: str = "") -> Any:
     def labels(cuts: npt.NDArray[np.float64], cats: Optional[npt.NDArray[Any]]) -> list[str]:
         e = np.concatenate(([-np.inf], cuts, [np.inf]))
         if cats is None:
@@ -218,7 +220,7 @@ def _pair_figure(go: Any, term: PairTerm, categories: list[Optional[npt.NDArray[
     fig = go.Figure(go.Heatmap(z=term.values, x=lk, y=lj, text=text, hoverinfo="text", colorscale="RdBu",
                                reversescale=True, zmin=-bound, zmax=bound))  # fmt: skip
     fig.update_layout(
-        title=dict(text=f"{html.escape(term.name_j)} × {html.escape(term.name_k)}", font=dict(size=14)),
+        title=dict(text=f"{html.escape(term.name_j)} × {html.escape(term.name_k)}{html.escape(suffix)}", font=dict(size=14)),
         xaxis_title=term.name_k, yaxis_title=term.name_j, height=420, template="plotly_white",
         margin=dict(l=90, r=15, t=45, b=80),
     )  # fmt: skip
@@ -282,10 +284,26 @@ def _importance_figure(go: Any, names: list[str], imp: npt.NDArray[np.float64], 
     return fig
 
 
-def _pair_importance(term: PairTerm) -> float:
+def _pair_importances(term: PairTerm) -> npt.NDArray[np.float64]:
+    """The term's importance per class (one entry for a single-score model)."""
+    values = term.values if term.values.ndim == 3 else term.values[:, :, None]
     if term.weights is not None and term.weights.sum() > 0:
-        return float(np.sum(term.weights * np.abs(term.values)) / term.weights.sum())
-    return float(np.mean(np.abs(term.values)))
+        return np.sum(term.weights[:, :, None] * np.abs(values), axis=(0, 1)) / term.weights.sum()
+    return np.mean(np.abs(values), axis=(0, 1))
+
+
+def _pair_importance(term: PairTerm) -> float:
+    return float(np.sum(_pair_importances(term)))
+
+
+def _class_pairs(term: PairTerm, class_names: list[str]) -> list[tuple[PairTerm, str]]:
+    """A term and its title suffix per class (a multiclass term: one table per class)."""
+    if term.values.ndim == 2:
+        return [(term, "")]
+    return [
+        (dataclasses.replace(term, values=term.values[:, :, c]), f" (class {name})")
+        for c, name in enumerate(class_names)
+    ]
 
 
 def to_html(
@@ -324,6 +342,8 @@ def to_html(
     class_names = [str(c) for c in model.classes_] if is_multiclass(model) else [""]
     has_weights = per_class[0][0].bin_weights is not None if per_class[0] else False
     imp = np.asarray(model.term_importances(), dtype=np.float64) if has_weights else None
+    if imp is not None:
+        imp = imp[: len(names)]  # the features' (the pairs' follow; their own are below)
     if imp is None:
         imp = np.column_stack([[float(np.max(s.values) - np.min(s.values)) for s in sfs] for sfs in per_class])
     total = imp.reshape(len(names), -1).sum(axis=1)
@@ -338,10 +358,11 @@ def to_html(
     pairs = sorted(pair_terms(model), key=_pair_importance, reverse=True)
     terms = names + [f"{t.name_j} × {t.name_k}" for t in pairs]
     by_feature = imp.reshape(len(names), -1)
-    pair_imp = np.array([_pair_importance(t) for t in pairs]).reshape(len(pairs), 1) if pairs else by_feature[:0]
+    pair_imp = np.array([_pair_importances(t) for t in pairs]) if pairs else by_feature[:0]
     figures.append(("importance", _importance_figure(go, terms, np.vstack([by_feature, pair_imp]), class_names)))
     shapes = [_shape_figure(go, [sfs[j] for sfs in per_class], class_names, float(total[j])) for j in drawn]
-    pair_figs = [_pair_figure(go, t, [sf.categories for sf in per_class[0]]) for t in pairs]
+    pair_figs = [_pair_figure(go, one, [sf.categories for sf in per_class[0]], suffix)
+                 for t in pairs for one, suffix in _class_pairs(t, class_names)]  # fmt: skip
 
     config = {"displaylogo": False, "responsive": True}
     first = [True]

@@ -239,7 +239,11 @@ def model_to_dict(est: Any, feature_names: Sequence[str] | None = None) -> dict[
             {
                 "features": [int(j), int(k)],
                 "cuts": [_finite_floats(cj, f"interaction_cuts_[{t}][0]"), _finite_floats(ck, f"interaction_cuts_[{t}][1]")],
-                "values": [_finite_floats(row, f"interaction_values_[{t}]") for row in np.asarray(v)],
+                "values": [
+                    [_finite_floats(cell, f"interaction_values_[{t}]") for cell in row] if np.ndim(row) == 2
+                    else _finite_floats(row, f"interaction_values_[{t}]")
+                    for row in np.asarray(v)
+                ],  # a multiclass table: each cell holds one value per class
             }
             for t, ((j, k), (cj, ck), v) in enumerate(
                 zip(pairs, est.interaction_cuts_, est.interaction_values_)
@@ -277,9 +281,24 @@ def _pairs_from_dict(d: dict[str, Any], est: Any, n_features: int) -> None:
         rows = item.get("values")
         if not isinstance(rows, list) or len(rows) != cj.size + 1:
             raise ValueError(f"model file: {what}.values must hold len(cuts[0]) + 1 = {cj.size + 1} rows")
-        v = np.asarray([_float_array(r, f"{what}.values") for r in rows], dtype=np.float64)
-        if v.shape != (cj.size + 1, ck.size + 1):
-            raise ValueError(f"model file: {what}.values must have shape {(cj.size + 1, ck.size + 1)}")
+        # A multiclass table: each cell holds one value per class.
+        shape = (cj.size + 1, ck.size + 1) + ((int(d["n_classes"]),) if "n_classes" in d else ())
+
+        def row(r: Any) -> Any:
+            if len(shape) == 2:
+                return _float_array(r, f"{what}.values")
+            if not isinstance(r, list):
+                raise ValueError(f"model file: {what}.values must have shape {shape}")
+            return [_float_array(c, f"{what}.values") for c in r]
+
+        try:
+            v = np.asarray([row(r) for r in rows], dtype=np.float64)
+        except (TypeError, ValueError) as err:
+            if str(err).startswith("model file"):
+                raise
+            raise ValueError(f"model file: {what}.values must have shape {shape}") from None
+        if v.shape != shape:
+            raise ValueError(f"model file: {what}.values must have shape {shape}")
         features.append((int(f[0]), int(f[1])))
         cuts.append((cj, ck))
         values.append(v)

@@ -203,7 +203,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_LAMBDA_RATIO", crate::params::DEFAULT_LAMBDA_RATIO)?;
     m.add("AUTO_INTERACTIONS", crate::pairs::AUTO_INTERACTIONS)?;
-    m.add("PAIR_MIN_GAIN", crate::pairs::MIN_GAIN)?;
+    m.add("PAIR_MIN_GAIN_SE", crate::pairs::MIN_GAIN_SE)?;
     m.add("FINE_PAIRS", crate::pairs::FINE_PAIRS)?;
     m.add("FINE_CELLS", crate::pairs::FINE_CELLS)?;
     m.add(
