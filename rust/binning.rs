@@ -194,6 +194,37 @@ impl BinnedData {
             .collect()
     }
 
+    /// The rows `rows` only, with their sample weights (unit weights stay unit weights): the
+    /// same bins, so statistics of the subset add to statistics of the rest.
+    pub fn select_rows(&self, rows: &[usize]) -> BinnedData {
+        let weights: Option<Vec<f64>> = self
+            .weights
+            .as_ref()
+            .map(|w| rows.iter().map(|&i| w[i]).collect());
+        let features = self
+            .features
+            .par_iter()
+            .map(|f| {
+                let codes = f.codes.select(rows);
+                let bin_weights = bin_weights(&codes, f.n_bins(), weights.as_deref());
+                BinnedFeature {
+                    cuts: f.cuts.clone(),
+                    codes,
+                    bin_weights,
+                    missing: f.missing,
+                }
+            })
+            .collect();
+        BinnedData {
+            n_samples: rows.len(),
+            features,
+            total_weight: weights
+                .as_ref()
+                .map_or(rows.len() as f64, |w| w.iter().sum()),
+            weights,
+        }
+    }
+
     /// The rows `rows` only, with sample weights `weights` (one per selected row): the same
     /// bins, so statistics of the subset add to statistics of the rest.
     pub fn subset(&self, rows: &[usize], weights: Vec<f64>) -> BinnedData {
@@ -645,6 +676,7 @@ fn plan_cuts(
 struct ColumnFlags {
     nan: bool,
     unseen: bool,
+    infinite: bool,
 }
 
 /// A chunk of one feature's codes, writable.
@@ -654,13 +686,42 @@ enum CodesMut<'a> {
     U32(&'a mut [u32]),
 }
 
+/// An unsigned code type that a bin index can be written into.
+trait CodeOut: Copy {
+    fn from_bin(b: usize) -> Self;
+}
+impl CodeOut for u8 {
+    #[inline(always)]
+    fn from_bin(b: usize) -> Self {
+        b as u8
+    }
+}
+impl CodeOut for u16 {
+    #[inline(always)]
+    fn from_bin(b: usize) -> Self {
+        b as u16
+    }
+}
+impl CodeOut for u32 {
+    #[inline(always)]
+    fn from_bin(b: usize) -> Self {
+        b as u32
+    }
+}
+
 impl CodesMut<'_> {
-    #[inline]
-    fn set(&mut self, i: usize, code: usize) {
+    /// Codes of the values `column` (one per entry of this chunk) with the cut points of
+    /// `coder`; `weights` are the chunk's sample weights.
+    fn fill(
+        &mut self,
+        column: ArrayView1<'_, f64>,
+        coder: &Coder<'_>,
+        weights: Option<&[f64]>,
+    ) -> ColumnFlags {
         match self {
-            CodesMut::U8(s) => s[i] = code as u8,
-            CodesMut::U16(s) => s[i] = code as u16,
-            CodesMut::U32(s) => s[i] = code as u32,
+            CodesMut::U8(s) => coder.fill(column, weights, s),
+            CodesMut::U16(s) => coder.fill(column, weights, s),
+            CodesMut::U32(s) => coder.fill(column, weights, s),
         }
     }
 }
@@ -685,16 +746,161 @@ impl Codes {
     }
 }
 
-/// Rows per chunk of the row-major code pass.
-const CODE_CHUNK: usize = 1 << 14;
+/// A search table for the bin of a value (the number of cut points `≤ x`, as [`bin_of`])
+/// without a chain of dependent comparisons: the order-preserving integer key of `x` (its
+/// bits, sign-folded) falls in one of at most [`SEARCH_BUCKETS`]` × (cuts + 1)` equal buckets
+/// of the keys from the first cut point to the last, and `first[e]` is the number of cut
+/// points below bucket `e`. A bucket holds at most two cut points on most data; a bucket that
+/// holds more is searched by bisection, so no column is slower than plain bisection.
+#[derive(Debug, Clone)]
+pub(crate) struct BinSearch {
+    /// The cut points, then two `+∞` (so two entries past any bucket start can be read).
+    cuts: Vec<f64>,
+    /// Cut points below each bucket, and the number of cut points last.
+    first: Vec<u32>,
+    /// Key of the first cut point.
+    key0: u64,
+    /// Bucket `e` holds the keys `key0 + [e, e + 1) << shift`.
+    shift: u32,
+    /// The last bucket.
+    last: u64,
+}
 
-/// Columns per tile of the row-major code pass (their cut points stay in cache together).
+/// Buckets per cut point (at most) of a [`BinSearch`].
+const SEARCH_BUCKETS: usize = 8;
+
+/// Most buckets of a [`BinSearch`].
+const SEARCH_MAX_BUCKETS: usize = 1 << 16;
+
+/// The order-preserving integer key of a value that is not NaN (`-0.0` and `0.0` share one).
+#[inline(always)]
+fn order_key(x: f64) -> u64 {
+    let bits = (x + 0.0).to_bits();
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | (1 << 63)
+    }
+}
+
+impl BinSearch {
+    /// The table of increasing, finite cut points `cuts`.
+    pub(crate) fn new(cuts: &[f64]) -> Self {
+        let m = cuts.len();
+        let mut padded = Vec::with_capacity(m + 2);
+        padded.extend_from_slice(cuts);
+        padded.extend([f64::INFINITY; 2]);
+        let (Some(&lo), Some(&hi)) = (cuts.first(), cuts.last()) else {
+            return Self {
+                cuts: padded,
+                first: vec![0, 0],
+                key0: 0,
+                shift: 63,
+                last: 0,
+            };
+        };
+        let (key0, span) = (order_key(lo), order_key(hi) - order_key(lo));
+        let budget = (SEARCH_BUCKETS * (m + 1))
+            .next_power_of_two()
+            .min(SEARCH_MAX_BUCKETS) as u64;
+        let mut shift = 0;
+        while (span >> shift) >= budget {
+            shift += 1;
+        }
+        let last = span >> shift;
+        let n_buckets = last as usize + 1;
+        let mut first = Vec::with_capacity(n_buckets + 1);
+        let mut below = 0;
+        for e in 0..n_buckets as u64 {
+            let start = key0 + (e << shift);
+            while below < m && order_key(cuts[below]) < start {
+                below += 1;
+            }
+            first.push(below as u32);
+        }
+        first.push(m as u32);
+        Self {
+            cuts: padded,
+            first,
+            key0,
+            shift,
+            last,
+        }
+    }
+
+    /// The number of cut points `≤ x` (`x` not NaN).
+    #[inline(always)]
+    pub(crate) fn bin(&self, x: f64) -> usize {
+        let e = (order_key(x).saturating_sub(self.key0) >> self.shift).min(self.last) as usize;
+        let (lo, hi) = (self.first[e] as usize, self.first[e + 1] as usize);
+        if hi - lo > 2 {
+            return lo + self.cuts[lo..hi].partition_point(|&c| c <= x);
+        }
+        // Cut points before `lo` are below x and those from `hi` on above it.
+        let a = usize::from(lo < hi && self.cuts[lo] <= x);
+        let b = usize::from(lo + 1 < hi && self.cuts[lo + 1] <= x);
+        lo + a + b
+    }
+}
+
+/// How the values of one column become codes: its cut points (and their search table) and,
+/// for exact bins found from a sample, the sample's distinct values to check every value
+/// against.
+struct Coder<'a> {
+    cuts: &'a [f64],
+    search: BinSearch,
+    verify: Option<&'a [f64]>,
+}
+
+impl Coder<'_> {
+    /// Writes the code of every value of `column` to `out` (NaN: the missing bin; an infinite
+    /// value gets an end bin and is flagged) and flags what it saw.
+    #[inline]
+    fn fill<T: CodeOut>(
+        &self,
+        column: ArrayView1<'_, f64>,
+        weights: Option<&[f64]>,
+        out: &mut [T],
+    ) -> ColumnFlags {
+        let missing = self.cuts.len() + 1;
+        let (mut nan, mut infinite, mut unseen) = (false, false, false);
+        for (r, (o, &v)) in out.iter_mut().zip(column.iter()).enumerate() {
+            let b = if v.is_nan() {
+                nan = true;
+                missing
+            } else {
+                infinite |= v.is_infinite();
+                let b = self.search.bin(v);
+                if let Some(distinct) = self.verify {
+                    // Exact bins: bin b holds exactly the distinct value b (-0.0 == 0.0).
+                    if distinct[b] != v && weights.is_none_or(|w| w[r] > 0.0) {
+                        unseen = true;
+                    }
+                }
+                b
+            };
+            *o = T::from_bin(b);
+        }
+        ColumnFlags {
+            nan,
+            unseen,
+            infinite,
+        }
+    }
+}
+
+/// Rows per chunk of the code pass: a tile of `CODE_CHUNK × CODE_COLUMNS` values of a
+/// row-major matrix (512 KiB) stays in cache while each of its columns is coded.
+const CODE_CHUNK: usize = 1 << 12;
+
+/// Columns per tile of the code pass (their cut points stay in cache together).
 const CODE_COLUMNS: usize = 16;
 
-/// Codes of every feature with the given cut points. A row-major matrix is read once, row
-/// chunk by row chunk (in parallel), so every value is read where it lies; other layouts
-/// column by column. Also flags NaN (a missing bin) and, for exact bins found from a sample
-/// (`verify[j]`), values that are not one of the sample's distinct values.
+/// Codes of every feature with the given cut points, in parallel over tiles of
+/// [`CODE_CHUNK`] rows × [`CODE_COLUMNS`] columns (any memory order: each tile's values are
+/// read where they lie, column by column). Also flags NaN (a missing bin) and, for exact
+/// bins found from a sample (`verify[j]`), values that are not one of the sample's distinct
+/// values.
 ///
 /// # Errors
 /// [`FastError::NonFiniteX`] for the first infinite value (in row-major order).
@@ -705,113 +911,87 @@ fn assign_codes(
     weights: Option<&[f64]>,
 ) -> Result<(Vec<Codes>, Vec<ColumnFlags>)> {
     let (n, p) = x.dim();
-    let code_of = |j: usize,
-                   v: f64,
-                   i: usize,
-                   flag: &mut ColumnFlags|
-     -> std::result::Result<usize, FastError> {
-        if v.is_nan() {
-            flag.nan = true;
-            return Ok(cuts[j].len() + 1);
-        }
-        if v.is_infinite() {
-            return Err(FastError::NonFiniteX {
-                row: i,
-                column: j,
-                value: v,
-            });
-        }
-        let b = bin_of(&cuts[j], v);
-        if let Some(distinct) = verify[j] {
-            // Exact bins: bin b holds exactly the distinct value b (-0.0 == 0.0).
-            if distinct[b] != v && weights.is_none_or(|w| w[i] > 0.0) {
-                flag.unseen = true;
-            }
-        }
-        Ok(b)
-    };
     let mut codes: Vec<Codes> = cuts.iter().map(|c| Codes::zeros(n, c.len() + 2)).collect();
-    match x.as_slice() {
-        Some(flat) if p > 1 => {
-            // Tiles of CODE_CHUNK rows × CODE_COLUMNS columns: each tile's cut points stay in
-            // cache while its rows are read, and wide matrices with few rows still split
-            // into enough tiles to keep every thread busy.
-            let mut per_feature: Vec<std::vec::IntoIter<CodesMut<'_>>> = codes
-                .iter_mut()
-                .map(|c| c.chunks_mut(CODE_CHUNK).into_iter())
-                .collect();
-            let n_chunks = n.div_ceil(CODE_CHUNK);
-            let mut tiles: Vec<(usize, usize, Vec<CodesMut<'_>>)> = Vec::new();
-            for ci in 0..n_chunks {
-                // This chunk's codes of every feature, CODE_COLUMNS at a time (linear in p).
-                let mut row = per_feature.iter_mut().filter_map(Iterator::next);
-                let mut j0 = 0;
-                loop {
-                    let tile: Vec<CodesMut<'_>> = row.by_ref().take(CODE_COLUMNS).collect();
-                    if tile.is_empty() {
-                        break;
-                    }
-                    let width = tile.len();
-                    tiles.push((ci, j0, tile));
-                    j0 += width;
-                }
+    let coders: Vec<Coder<'_>> = cuts
+        .iter()
+        .zip(verify)
+        .map(|(c, &verify)| Coder {
+            cuts: c,
+            search: BinSearch::new(c),
+            verify,
+        })
+        .collect();
+    // Tiles, row chunk by row chunk, CODE_COLUMNS columns at a time (linear in p): wide
+    // matrices with few rows still split into enough tiles to keep every thread busy.
+    let mut per_feature: Vec<std::vec::IntoIter<CodesMut<'_>>> = codes
+        .iter_mut()
+        .map(|c| c.chunks_mut(CODE_CHUNK).into_iter())
+        .collect();
+    let mut tiles: Vec<(usize, usize, Vec<CodesMut<'_>>)> = Vec::new();
+    for ci in 0..n.div_ceil(CODE_CHUNK) {
+        let mut row = per_feature.iter_mut().filter_map(Iterator::next);
+        let mut j0 = 0;
+        loop {
+            let tile: Vec<CodesMut<'_>> = row.by_ref().take(CODE_COLUMNS).collect();
+            if tile.is_empty() {
+                break;
             }
-            let results: Vec<Result<Vec<ColumnFlags>>> = tiles
-                .into_par_iter()
-                .map(|(ci, j0, mut out)| {
-                    let mut flags = vec![ColumnFlags::default(); out.len()];
-                    let i0 = ci * CODE_CHUNK;
-                    let rows = (n - i0).min(CODE_CHUNK);
-                    for r in 0..rows {
-                        let i = i0 + r;
-                        let row = &flat[i * p + j0..i * p + j0 + out.len()];
-                        for (t, (o, &v)) in out.iter_mut().zip(row).enumerate() {
-                            let b = code_of(j0 + t, v, i, &mut flags[t])?;
-                            o.set(r, b);
-                        }
-                    }
-                    Ok(flags)
-                })
-                .collect();
-            let mut flags = vec![ColumnFlags::default(); p];
-            let mut j = 0;
-            for tile in results {
-                // Tiles come column block by column block within each row chunk.
-                let Ok(tile) = tile else {
-                    // Report the first infinite value in row-major order.
-                    return Err(first_infinite(x));
-                };
-                for c in tile {
-                    flags[j].nan |= c.nan;
-                    flags[j].unseen |= c.unseen;
-                    j = (j + 1) % p;
-                }
-            }
-            Ok((codes, flags))
-        }
-        _ => {
-            let flags = codes
-                .par_iter_mut()
-                .enumerate()
-                .map(|(j, c)| {
-                    let mut flag = ColumnFlags::default();
-                    let mut out = c.chunks_mut(n.max(1));
-                    if let Some(out) = out.first_mut() {
-                        for (i, &v) in x.column(j).iter().enumerate() {
-                            let b = code_of(j, v, i, &mut flag)?;
-                            out.set(i, b);
-                        }
-                    }
-                    Ok(flag)
-                })
-                .collect::<Result<Vec<_>>>();
-            // Report the first infinite value in row-major order, as the other path does.
-            match flags {
-                Ok(f) => Ok((codes, f)),
-                Err(_) => Err(first_infinite(x)),
-            }
+            let width = tile.len();
+            tiles.push((ci, j0, tile));
+            j0 += width;
         }
     }
+    // Rows whose values lie next to each other (a row-major matrix) are first copied tile by
+    // tile into columns, reading memory in order; columns are read in place.
+    let row_major = p > 1 && x.strides()[1] == 1;
+    let results: Vec<Vec<ColumnFlags>> = tiles
+        .into_par_iter()
+        .map_init(Vec::new, |buf: &mut Vec<f64>, (ci, j0, mut out)| {
+            let i0 = ci * CODE_CHUNK;
+            let i1 = (i0 + CODE_CHUNK).min(n);
+            let (rows, width) = (i1 - i0, out.len());
+            let w = weights.map(|w| &w[i0..i1]);
+            // Columns of the copy start a few values apart from multiples of 4 KiB (stores to
+            // addresses 4 KiB apart would compete for the same cache lines).
+            let stride = rows + 8;
+            if row_major {
+                buf.resize(stride * width, 0.0);
+                let tile = x.slice(ndarray::s![i0..i1, j0..j0 + width]);
+                for (r, row) in tile.rows().into_iter().enumerate() {
+                    for (t, &v) in row.iter().enumerate() {
+                        buf[t * stride + r] = v;
+                    }
+                }
+            }
+            out.iter_mut()
+                .enumerate()
+                .map(|(t, o)| {
+                    let j = j0 + t;
+                    let column = if row_major {
+                        ArrayView1::from(&buf[t * stride..t * stride + rows])
+                    } else {
+                        x.slice(ndarray::s![i0..i1, j])
+                    };
+                    o.fill(column, &coders[j], w)
+                })
+                .collect()
+        })
+        .collect();
+    drop(coders);
+    let mut flags = vec![ColumnFlags::default(); p];
+    let mut j = 0;
+    // Tiles come column block by column block within each row chunk.
+    for c in results.into_iter().flatten() {
+        flags[j].nan |= c.nan;
+        flags[j].unseen |= c.unseen;
+        flags[j].infinite |= c.infinite;
+        j = (j + 1) % p;
+    }
+    if flags.iter().any(|f| f.infinite) {
+        // Report the first infinite value in row-major order.
+        return Err(first_infinite(x));
+    }
+    Ok((codes, flags))
 }
 
 fn first_infinite(x: ArrayView2<'_, f64>) -> FastError {
@@ -1074,5 +1254,98 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("bins"));
+    }
+
+    #[test]
+    fn bin_search_matches_bisection() {
+        use rand::Rng;
+        let next = |v: f64| f64::from_bits(v.to_bits() + 1);
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(5);
+        let uniform: Vec<f64> = (1..256).map(|i| i as f64 / 256.0).collect();
+        let spread: Vec<f64> = (-300..=300).step_by(7).map(|e| 10f64.powi(e)).collect();
+        let signed: Vec<f64> = spread
+            .iter()
+            .rev()
+            .map(|v| -v)
+            .chain([0.0])
+            .chain(spread.iter().copied())
+            .collect();
+        // Many cut points in one bucket: a cluster of adjacent floats and far-away ends.
+        let mut cluster: Vec<f64> = vec![-1e300];
+        let mut v = 1.0;
+        for _ in 0..200 {
+            cluster.push(v);
+            v = next(v);
+        }
+        cluster.push(1e300);
+        let sets: Vec<Vec<f64>> = vec![
+            Vec::new(),
+            vec![0.0],
+            vec![-0.0, 2.5],
+            vec![1990.5, 1991.5, 2005.5],
+            uniform,
+            spread,
+            signed,
+            cluster,
+        ];
+        for cuts in &sets {
+            let search = BinSearch::new(cuts);
+            let mut values: Vec<f64> = vec![
+                0.0,
+                -0.0,
+                f64::MIN_POSITIVE,
+                -f64::MIN_POSITIVE,
+                5e-324,
+                f64::MAX,
+                -f64::MAX,
+                f64::INFINITY,
+                f64::NEG_INFINITY,
+            ];
+            for &c in cuts {
+                values.extend([
+                    c,
+                    next(c.abs()).copysign(c),
+                    f64::from_bits(c.to_bits().max(1) - 1),
+                ]);
+            }
+            values.extend((0..2_000).map(|_| {
+                let e: i32 = rng.random_range(-320..320);
+                let m: f64 = rng.random::<f64>() - 0.5;
+                m * 10f64.powi(e)
+            }));
+            for &x in values.iter().filter(|v| !v.is_nan()) {
+                assert_eq!(
+                    search.bin(x),
+                    bin_of(cuts, x),
+                    "x = {x:e}, {} cuts",
+                    cuts.len()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn select_rows_keeps_unit_weights() {
+        let x = Array2::from_shape_fn((30, 2), |(i, j)| ((i * 7 + j * 3) % 11) as f64);
+        let d = bin_data(x.view(), None, &BinningParams::default()).unwrap();
+        let rows = [1, 4, 5, 17, 29];
+        let s = d.select_rows(&rows);
+        assert_eq!(s, d.subset(&rows, vec![1.0; 5]).with_unit_weights());
+        assert_eq!(
+            (s.n_samples, s.total_weight, s.weights.as_ref()),
+            (5, 5.0, None)
+        );
+        let w: Vec<f64> = (0..30).map(|i| 0.5 + i as f64).collect();
+        let dw = bin_data(x.view(), Some(&w), &BinningParams::default()).unwrap();
+        let picked: Vec<f64> = rows.iter().map(|&i| w[i]).collect();
+        assert_eq!(dw.select_rows(&rows), dw.subset(&rows, picked));
+    }
+
+    impl BinnedData {
+        /// The same data with `weights: None` (for comparisons).
+        fn with_unit_weights(mut self) -> Self {
+            self.weights = None;
+            self
+        }
     }
 }
