@@ -615,8 +615,17 @@ pub fn bin_data(
         if flags[j].unseen {
             // The sample missed some values: cut points from all rows, and this column again.
             let column = x.column(j);
-            cuts[j] = compute_cuts(column, weights, params.max_bins, None);
-            codes[j] = codes_from_cuts(column, &cuts[j]);
+            let seen = verify[j].unwrap_or(&[]);
+            let unseen = &flags[j].values;
+            cuts[j] = match (weights, params.max_bins) {
+                (None, Some(max_bins)) if !flags[j].overflow => {
+                    unit_cuts_beyond(column, seen, unseen, max_bins)
+                }
+                _ => compute_cuts(column, weights, params.max_bins, None),
+            };
+            let one = x.slice(ndarray::s![.., j..j + 1]);
+            let (mut c, _) = assign_codes(one, &cuts[j..j + 1], &[None], weights)?;
+            codes[j] = c.pop().expect("one column");
         }
     }
     let features = cuts
@@ -639,6 +648,53 @@ pub fn bin_data(
         weights: weights.map(<[f64]>::to_vec),
         total_weight,
     })
+}
+
+/// Most distinct values outside a sample's distinct values that the code pass keeps for
+/// [`unit_cuts_beyond`] (with more, the whole column is sorted).
+const UNSEEN_MAX: usize = 1 << 16;
+
+/// The cut points `compute_cuts(column, None, Some(max_bins), None)` gives (unit weights),
+/// for a column whose sample had the distinct values `seen` (at most `max_bins`, increasing)
+/// and whose other rows also hold the distinct values `unseen` (increasing): when the union
+/// has more than `max_bins` values, each one's rows are counted by bisection. Counts are
+/// exact, so the cut points are the same.
+fn unit_cuts_beyond(
+    column: ArrayView1<'_, f64>,
+    seen: &[f64],
+    unseen: &[f64],
+    max_bins: usize,
+) -> Vec<f64> {
+    let mut distinct: Vec<f64> = seen.iter().chain(unseen).copied().collect();
+    sorted_distinct(&mut distinct);
+    if distinct.len() <= max_bins {
+        return exact_cuts(&distinct);
+    }
+    let chunk = column
+        .len()
+        .div_ceil(rayon::current_num_threads().max(1))
+        .max(1);
+    let counts = (0..column.len().div_ceil(chunk))
+        .into_par_iter()
+        .map(|c| {
+            let mut counts = vec![0u64; distinct.len()];
+            let rows = c * chunk..((c + 1) * chunk).min(column.len());
+            for &x in column.slice(ndarray::s![rows]).iter() {
+                if !x.is_nan() {
+                    counts[distinct.partition_point(|&d| d < x)] += 1;
+                }
+            }
+            counts
+        })
+        .reduce(
+            || vec![0u64; distinct.len()],
+            |mut a, b| {
+                a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+                a
+            },
+        );
+    let weights: Vec<f64> = counts.into_iter().map(|c| c as f64).collect();
+    quantile_cuts(&distinct, &weights, max_bins)
 }
 
 /// Cut points of one feature, or the distinct values of a sample still to be checked
@@ -672,11 +728,47 @@ fn plan_cuts(
 }
 
 /// What the code pass learnt about one column.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 struct ColumnFlags {
     nan: bool,
     unseen: bool,
     infinite: bool,
+    /// The values outside the sample's (`unseen`), distinct and increasing once the pass is
+    /// over, unless there were more than [`UNSEEN_MAX`] distinct ones (`overflow`).
+    values: Vec<f64>,
+    overflow: bool,
+}
+
+impl ColumnFlags {
+    /// Adds what another part of the same column showed.
+    fn merge(&mut self, other: ColumnFlags) {
+        self.nan |= other.nan;
+        self.unseen |= other.unseen;
+        self.infinite |= other.infinite;
+        self.overflow |= other.overflow;
+        if !self.overflow {
+            self.values.extend(other.values);
+            if self.values.len() > 2 * UNSEEN_MAX {
+                sorted_distinct(&mut self.values);
+                self.overflow = self.values.len() > UNSEEN_MAX;
+            }
+        }
+    }
+
+    /// The values made distinct and increasing, at the end of the pass.
+    fn finish(&mut self) {
+        sorted_distinct(&mut self.values);
+        self.overflow |= self.values.len() > UNSEEN_MAX;
+        if self.overflow {
+            self.values = Vec::new();
+        }
+    }
+}
+
+/// Sorts `values` (none NaN) and keeps one of each (the first of `-0.0` and `0.0`).
+fn sorted_distinct(values: &mut Vec<f64>) {
+    values.sort_unstable_by(f64::total_cmp);
+    values.dedup_by(|a, b| a == b);
 }
 
 /// A chunk of one feature's codes, writable.
@@ -746,109 +838,10 @@ impl Codes {
     }
 }
 
-/// A search table for the bin of a value (the number of cut points `≤ x`, as [`bin_of`])
-/// without a chain of dependent comparisons: the order-preserving integer key of `x` (its
-/// bits, sign-folded) falls in one of at most [`SEARCH_BUCKETS`]` × (cuts + 1)` equal buckets
-/// of the keys from the first cut point to the last, and `first[e]` is the number of cut
-/// points below bucket `e`. A bucket holds at most two cut points on most data; a bucket that
-/// holds more is searched by bisection, so no column is slower than plain bisection.
-#[derive(Debug, Clone)]
-pub(crate) struct BinSearch {
-    /// The cut points, then two `+∞` (so two entries past any bucket start can be read).
-    cuts: Vec<f64>,
-    /// Cut points below each bucket, and the number of cut points last.
-    first: Vec<u32>,
-    /// Key of the first cut point.
-    key0: u64,
-    /// Bucket `e` holds the keys `key0 + [e, e + 1) << shift`.
-    shift: u32,
-    /// The last bucket.
-    last: u64,
-}
-
-/// Buckets per cut point (at most) of a [`BinSearch`].
-const SEARCH_BUCKETS: usize = 8;
-
-/// Most buckets of a [`BinSearch`].
-const SEARCH_MAX_BUCKETS: usize = 1 << 16;
-
-/// The order-preserving integer key of a value that is not NaN (`-0.0` and `0.0` share one).
-#[inline(always)]
-fn order_key(x: f64) -> u64 {
-    let bits = (x + 0.0).to_bits();
-    if bits >> 63 == 1 {
-        !bits
-    } else {
-        bits | (1 << 63)
-    }
-}
-
-impl BinSearch {
-    /// The table of increasing, finite cut points `cuts`.
-    pub(crate) fn new(cuts: &[f64]) -> Self {
-        let m = cuts.len();
-        let mut padded = Vec::with_capacity(m + 2);
-        padded.extend_from_slice(cuts);
-        padded.extend([f64::INFINITY; 2]);
-        let (Some(&lo), Some(&hi)) = (cuts.first(), cuts.last()) else {
-            return Self {
-                cuts: padded,
-                first: vec![0, 0],
-                key0: 0,
-                shift: 63,
-                last: 0,
-            };
-        };
-        let (key0, span) = (order_key(lo), order_key(hi) - order_key(lo));
-        let budget = (SEARCH_BUCKETS * (m + 1))
-            .next_power_of_two()
-            .min(SEARCH_MAX_BUCKETS) as u64;
-        let mut shift = 0;
-        while (span >> shift) >= budget {
-            shift += 1;
-        }
-        let last = span >> shift;
-        let n_buckets = last as usize + 1;
-        let mut first = Vec::with_capacity(n_buckets + 1);
-        let mut below = 0;
-        for e in 0..n_buckets as u64 {
-            let start = key0 + (e << shift);
-            while below < m && order_key(cuts[below]) < start {
-                below += 1;
-            }
-            first.push(below as u32);
-        }
-        first.push(m as u32);
-        Self {
-            cuts: padded,
-            first,
-            key0,
-            shift,
-            last,
-        }
-    }
-
-    /// The number of cut points `≤ x` (`x` not NaN).
-    #[inline(always)]
-    pub(crate) fn bin(&self, x: f64) -> usize {
-        let e = (order_key(x).saturating_sub(self.key0) >> self.shift).min(self.last) as usize;
-        let (lo, hi) = (self.first[e] as usize, self.first[e + 1] as usize);
-        if hi - lo > 2 {
-            return lo + self.cuts[lo..hi].partition_point(|&c| c <= x);
-        }
-        // Cut points before `lo` are below x and those from `hi` on above it.
-        let a = usize::from(lo < hi && self.cuts[lo] <= x);
-        let b = usize::from(lo + 1 < hi && self.cuts[lo + 1] <= x);
-        lo + a + b
-    }
-}
-
-/// How the values of one column become codes: its cut points (and their search table) and,
-/// for exact bins found from a sample, the sample's distinct values to check every value
+/// How the values of one column become codes: its cut points and, for exact bins found from a sample, the sample's distinct values to check every value
 /// against.
 struct Coder<'a> {
     cuts: &'a [f64],
-    search: BinSearch,
     verify: Option<&'a [f64]>,
 }
 
@@ -864,27 +857,32 @@ impl Coder<'_> {
     ) -> ColumnFlags {
         let missing = self.cuts.len() + 1;
         let (mut nan, mut infinite, mut unseen) = (false, false, false);
+        let mut values = Vec::new();
         for (r, (o, &v)) in out.iter_mut().zip(column.iter()).enumerate() {
             let b = if v.is_nan() {
                 nan = true;
                 missing
             } else {
                 infinite |= v.is_infinite();
-                let b = self.search.bin(v);
+                let b = bin_of(self.cuts, v);
                 if let Some(distinct) = self.verify {
                     // Exact bins: bin b holds exactly the distinct value b (-0.0 == 0.0).
                     if distinct[b] != v && weights.is_none_or(|w| w[r] > 0.0) {
                         unseen = true;
+                        values.push(v);
                     }
                 }
                 b
             };
             *o = T::from_bin(b);
         }
+        sorted_distinct(&mut values);
         ColumnFlags {
             nan,
             unseen,
             infinite,
+            values,
+            overflow: false,
         }
     }
 }
@@ -915,11 +913,7 @@ fn assign_codes(
     let coders: Vec<Coder<'_>> = cuts
         .iter()
         .zip(verify)
-        .map(|(c, &verify)| Coder {
-            cuts: c,
-            search: BinSearch::new(c),
-            verify,
-        })
+        .map(|(c, &verify)| Coder { cuts: c, verify })
         .collect();
     // Tiles, row chunk by row chunk, CODE_COLUMNS columns at a time (linear in p): wide
     // matrices with few rows still split into enough tiles to keep every thread busy.
@@ -982,11 +976,10 @@ fn assign_codes(
     let mut j = 0;
     // Tiles come column block by column block within each row chunk.
     for c in results.into_iter().flatten() {
-        flags[j].nan |= c.nan;
-        flags[j].unseen |= c.unseen;
-        flags[j].infinite |= c.infinite;
+        flags[j].merge(c);
         j = (j + 1) % p;
     }
+    flags.iter_mut().for_each(ColumnFlags::finish);
     if flags.iter().any(|f| f.infinite) {
         // Report the first infinite value in row-major order.
         return Err(first_infinite(x));
@@ -1257,74 +1250,6 @@ mod tests {
     }
 
     #[test]
-    fn bin_search_matches_bisection() {
-        use rand::Rng;
-        let next = |v: f64| f64::from_bits(v.to_bits() + 1);
-        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(5);
-        let uniform: Vec<f64> = (1..256).map(|i| i as f64 / 256.0).collect();
-        let spread: Vec<f64> = (-300..=300).step_by(7).map(|e| 10f64.powi(e)).collect();
-        let signed: Vec<f64> = spread
-            .iter()
-            .rev()
-            .map(|v| -v)
-            .chain([0.0])
-            .chain(spread.iter().copied())
-            .collect();
-        // Many cut points in one bucket: a cluster of adjacent floats and far-away ends.
-        let mut cluster: Vec<f64> = vec![-1e300];
-        let mut v = 1.0;
-        for _ in 0..200 {
-            cluster.push(v);
-            v = next(v);
-        }
-        cluster.push(1e300);
-        let sets: Vec<Vec<f64>> = vec![
-            Vec::new(),
-            vec![0.0],
-            vec![-0.0, 2.5],
-            vec![1990.5, 1991.5, 2005.5],
-            uniform,
-            spread,
-            signed,
-            cluster,
-        ];
-        for cuts in &sets {
-            let search = BinSearch::new(cuts);
-            let mut values: Vec<f64> = vec![
-                0.0,
-                -0.0,
-                f64::MIN_POSITIVE,
-                -f64::MIN_POSITIVE,
-                5e-324,
-                f64::MAX,
-                -f64::MAX,
-                f64::INFINITY,
-                f64::NEG_INFINITY,
-            ];
-            for &c in cuts {
-                values.extend([
-                    c,
-                    next(c.abs()).copysign(c),
-                    f64::from_bits(c.to_bits().max(1) - 1),
-                ]);
-            }
-            values.extend((0..2_000).map(|_| {
-                let e: i32 = rng.random_range(-320..320);
-                let m: f64 = rng.random::<f64>() - 0.5;
-                m * 10f64.powi(e)
-            }));
-            for &x in values.iter().filter(|v| !v.is_nan()) {
-                assert_eq!(
-                    search.bin(x),
-                    bin_of(cuts, x),
-                    "x = {x:e}, {} cuts",
-                    cuts.len()
-                );
-            }
-        }
-    }
-
-    #[test]
     fn select_rows_keeps_unit_weights() {
         let x = Array2::from_shape_fn((30, 2), |(i, j)| ((i * 7 + j * 3) % 11) as f64);
         let d = bin_data(x.view(), None, &BinningParams::default()).unwrap();
@@ -1346,6 +1271,75 @@ mod tests {
         fn with_unit_weights(mut self) -> Self {
             self.weights = None;
             self
+        }
+    }
+
+    #[test]
+    fn values_a_sample_missed_give_the_cuts_of_all_rows() {
+        // Counts 0..=12 in the sample, rarer counts (and -0.0) beyond it; few enough for
+        // exact bins, too many (quantiles), and more than UNSEEN_MAX unseen values.
+        let seen: Vec<f64> = (0..13).map(f64::from).collect();
+        let mut col: Vec<f64> = (0..50_000).map(|i| f64::from(i % 13)).collect();
+        col.extend([13.0, 17.0, 13.0, -0.0, f64::NAN, 40.0]);
+        let many: Vec<f64> = col
+            .iter()
+            .copied()
+            .chain((0..300).map(|i| 100.0 + f64::from(i % 150)))
+            .collect();
+        // Rare values beyond UNSEEN_MAX among a million common ones.
+        let huge: Vec<f64> = (0..1_000_000)
+            .map(|i| f64::from(i % 13))
+            .chain((0..UNSEEN_MAX + 10).map(|i| 1e3 + i as f64))
+            .collect();
+        for (column, max_bins) in [(&col, 256), (&col, 16), (&many, 64)] {
+            let mut unseen: Vec<f64> = column
+                .iter()
+                .copied()
+                .filter(|v| !v.is_nan() && !seen.contains(v))
+                .collect();
+            sorted_distinct(&mut unseen);
+            let column = ArrayView1::from(column.as_slice());
+            let want = compute_cuts(column, None, Some(max_bins), None);
+            assert_eq!(
+                unit_cuts_beyond(column, &seen, &unseen, max_bins),
+                want,
+                "{max_bins}"
+            );
+        }
+        // Through bin_data: a sample that misses the rare counts; one that misses more
+        // distinct values than are kept.
+        let x = Array2::from_shape_vec((huge.len(), 1), huge.clone()).unwrap();
+        let params = BinningParams {
+            sample_size: 100,
+            ..BinningParams::default()
+        };
+        let d = bin_data(x.view(), None, &params).unwrap();
+        let column = ArrayView1::from(huge.as_slice());
+        assert_eq!(
+            d.features[0].cuts,
+            compute_cuts(column, None, Some(256), None)
+        );
+        // Through bin_data: a sample that misses the rare counts.
+        let x = Array2::from_shape_vec((col.len(), 1), col.clone()).unwrap();
+        let params = BinningParams {
+            sample_size: 1_000,
+            ..BinningParams::default()
+        };
+        let d = bin_data(x.view(), None, &params).unwrap();
+        let column = ArrayView1::from(col.as_slice());
+        assert_eq!(
+            d.features[0].cuts,
+            compute_cuts(column, None, Some(256), None)
+        );
+        assert_eq!(d.features[0].cuts.len(), 15);
+        let f = &d.features[0];
+        for (i, &v) in col.iter().enumerate() {
+            let want = if v.is_nan() {
+                f.cuts.len() + 1
+            } else {
+                bin_of(&f.cuts, v)
+            };
+            assert_eq!(f.codes.get(i), want);
         }
     }
 }
