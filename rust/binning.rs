@@ -9,7 +9,13 @@
 //!   feature when `max_bins` is `None`) gets one bin per distinct value.
 //! * **Quantile** bins otherwise: weighted quantiles (integer weights act like repeated rows),
 //!   computed from a random sample of `sample_size` rows when the data are larger
-//!   (seeded by `random_state`).
+//!   (seeded by `random_state`). A sample with at most `max_bins` distinct values gives
+//!   exact bins only if every row's value is one of them; the values it missed are gathered
+//!   by the pass that assigns the codes, and the cut points come from all rows.
+//!
+//! The codes are assigned in one parallel pass over tiles of rows × columns; a row-major
+//! matrix is copied tile by tile into columns first, so memory is read in order and never
+//! copied whole.
 //!
 //! Ties always share a bin, and no bin is empty: cut points are midpoints between adjacent
 //! distinct training values, nudged so that `a < cut ≤ b` holds in floating point

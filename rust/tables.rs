@@ -5,7 +5,9 @@
 //! `C_{jk}(b, b') = Σ_i v_i [code_j(i)=b][code_k(i)=b']` of every pair of features. After a
 //! block update `Δ` of feature `k`, every feature's bin sums move by `R_j −= C_{jk} Δ / W`: an
 //! iteration costs `O(Σ_j B_j · B_k)` and never touches the `n` rows. Building the tables is
-//! one `O(n·p²/2)` pass; they take `8·Σ_{j<k} B_j B_k` bytes.
+//! one `O(n·p²/2)` pass (unit weights are counted in integers, exactly); they take
+//! `8·Σ_{j<k} B_j B_k` bytes. The held-out search builds the training rows' statistics as
+//! every row's less the held-out rows' ([`Tables::build_split`]): one pass over all rows.
 //!
 //! The tables are sums over rows, so partitions of the data can be reduced by adding them
 //! ([`Tables::add`]).
