@@ -203,10 +203,21 @@ impl BinnedData {
     /// The rows `rows` only, with their sample weights (unit weights stay unit weights): the
     /// same bins, so statistics of the subset add to statistics of the rest.
     pub fn select_rows(&self, rows: &[usize]) -> BinnedData {
-        let weights: Option<Vec<f64>> = self
+        let weights = self
             .weights
             .as_ref()
             .map(|w| rows.iter().map(|&i| w[i]).collect());
+        self.rows_weighted(rows, weights)
+    }
+
+    /// The rows `rows` only, with sample weights `weights` (one per selected row): the same
+    /// bins, so statistics of the subset add to statistics of the rest.
+    pub fn subset(&self, rows: &[usize], weights: Vec<f64>) -> BinnedData {
+        self.rows_weighted(rows, Some(weights))
+    }
+
+    /// The rows `rows` with the sample weights `weights` (`None`: unit weights).
+    fn rows_weighted(&self, rows: &[usize], weights: Option<Vec<f64>>) -> BinnedData {
         let features = self
             .features
             .par_iter()
@@ -228,31 +239,6 @@ impl BinnedData {
                 .as_ref()
                 .map_or(rows.len() as f64, |w| w.iter().sum()),
             weights,
-        }
-    }
-
-    /// The rows `rows` only, with sample weights `weights` (one per selected row): the same
-    /// bins, so statistics of the subset add to statistics of the rest.
-    pub fn subset(&self, rows: &[usize], weights: Vec<f64>) -> BinnedData {
-        let features = self
-            .features
-            .iter()
-            .map(|f| {
-                let codes = f.codes.select(rows);
-                let bin_weights = bin_weights(&codes, f.n_bins(), Some(&weights));
-                BinnedFeature {
-                    cuts: f.cuts.clone(),
-                    codes,
-                    bin_weights,
-                    missing: f.missing,
-                }
-            })
-            .collect();
-        BinnedData {
-            n_samples: rows.len(),
-            features,
-            total_weight: weights.iter().sum(),
-            weights: Some(weights),
         }
     }
 }
