@@ -173,6 +173,11 @@ def main() -> None:
     data_dir = Path(args.data_dir or tmp.name)  # type: ignore[union-attr]
     data_dir.mkdir(parents=True, exist_ok=True)
     load = os.getloadavg()
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True,
+                                text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "unknown"
     report = [
         "# Black-Smoke-shaped fits at the defaults: this build against a reference (`huge_shape.py`)\n",
         f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores shared with other "
@@ -180,6 +185,7 @@ def main() -> None:
         f"{platform.python_version()}. Each fit is `FASTRegressor().fit(X, y)` at every default in a fresh "
         f"process; medians of {args.repeats} fits per build, the builds alternating. Memory: peak resident "
         "set growth during the fit.\n",
+        f"Builds: this = commit {commit} (`{this}`); reference = `{args.reference}`.\n",
         "| data | n x p | build | fit (s) | ratio to reference | extra memory (MiB) | / X | lambda_ratio_ | "
         "updates search + final | objective | KKT residual | max abs prediction difference |",
         "|---|---|---|---:|---:|---:|---:|---:|---|---|---:|---:|",
