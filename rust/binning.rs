@@ -609,15 +609,20 @@ pub fn bin_data(
             let column = x.column(j);
             let seen = verify[j].unwrap_or(&[]);
             let unseen = &flags[j].values;
-            cuts[j] = match (weights, params.max_bins) {
+            match (weights, params.max_bins) {
                 (None, Some(max_bins)) if !flags[j].overflow => {
-                    unit_cuts_beyond(column, seen, unseen, max_bins)
+                    cuts[j] = unit_cuts_beyond(column, seen, unseen, max_bins);
+                    // Rows of the sample's values move to their new bin; the others (listed)
+                    // are binned again.
+                    codes[j] = recode(&codes[j], seen, &cuts[j], (column, &flags[j].rows));
                 }
-                _ => compute_cuts(column, weights, params.max_bins, None),
-            };
-            let one = x.slice(ndarray::s![.., j..j + 1]);
-            let (mut c, _) = assign_codes(one, &cuts[j..j + 1], &[None], weights)?;
-            codes[j] = c.pop().expect("one column");
+                _ => {
+                    cuts[j] = compute_cuts(column, weights, params.max_bins, None);
+                    let one = x.slice(ndarray::s![.., j..j + 1]);
+                    let (mut c, _) = assign_codes(one, &cuts[j..j + 1], &[None], weights)?;
+                    codes[j] = c.pop().expect("one column");
+                }
+            }
         }
     }
     let features = cuts
@@ -640,6 +645,41 @@ pub fn bin_data(
         weights: weights.map(<[f64]>::to_vec),
         total_weight,
     })
+}
+
+/// Most rows of values outside a sample's distinct values that the code pass lists for
+/// [`recode`] (with more, the column is binned again).
+const UNSEEN_MAX_ROWS: usize = 1 << 20;
+
+/// The codes of a column with the cut points `cuts`, from its codes `old` with the exact bins
+/// of the distinct values `seen` (the missing bin last): a row of value `seen[b]` moves to
+/// `bin_of(cuts, seen[b])`, a missing one to the new missing bin, and the listed `rows` (whose
+/// values are not in `seen`) are binned from `column`.
+fn recode(
+    old: &Codes,
+    seen: &[f64],
+    cuts: &[f64],
+    (column, rows): (ArrayView1<'_, f64>, &[usize]),
+) -> Codes {
+    let mut map: Vec<usize> = seen.iter().map(|&v| bin_of(cuts, v)).collect();
+    map.push(cuts.len() + 1);
+    let mut codes = Codes::zeros(old.len(), cuts.len() + 2);
+    let mut out = codes.chunks_mut(CODE_CHUNK);
+    with_codes!(old, c => out
+    .par_iter_mut()
+    .zip(c.par_chunks(CODE_CHUNK))
+    .for_each(|(o, part)| {
+        for (r, b) in part.iter().enumerate() {
+            o.set(r, map[b.idx()]);
+        }
+    }));
+    drop(out);
+    if let Some(whole) = codes.chunks_mut(old.len().max(1)).first_mut() {
+        for &i in rows {
+            whole.set(i, bin_of(cuts, column[i]));
+        }
+    }
+    codes
 }
 
 /// Most distinct values outside a sample's distinct values that the code pass keeps for
@@ -729,6 +769,9 @@ struct ColumnFlags {
     /// over, unless there were more than [`UNSEEN_MAX`] distinct ones (`overflow`).
     values: Vec<f64>,
     overflow: bool,
+    /// The rows of those values, while there are at most [`UNSEEN_MAX_ROWS`] of them
+    /// (otherwise empty, with `values` emptied too).
+    rows: Vec<usize>,
 }
 
 impl ColumnFlags {
@@ -739,6 +782,8 @@ impl ColumnFlags {
         self.infinite |= other.infinite;
         self.overflow |= other.overflow;
         if !self.overflow {
+            self.rows.extend(other.rows);
+            self.overflow = self.rows.len() > UNSEEN_MAX_ROWS;
             self.values.extend(other.values);
             if self.values.len() > 2 * UNSEEN_MAX {
                 sorted_distinct(&mut self.values);
@@ -753,6 +798,7 @@ impl ColumnFlags {
         self.overflow |= self.values.len() > UNSEEN_MAX;
         if self.overflow {
             self.values = Vec::new();
+            self.rows = Vec::new();
         }
     }
 }
@@ -794,18 +840,28 @@ impl CodeOut for u32 {
 }
 
 impl CodesMut<'_> {
+    /// Sets the code of entry `r`.
+    #[inline]
+    fn set(&mut self, r: usize, b: usize) {
+        match self {
+            CodesMut::U8(s) => s[r] = b as u8,
+            CodesMut::U16(s) => s[r] = b as u16,
+            CodesMut::U32(s) => s[r] = b as u32,
+        }
+    }
+
     /// Codes of the values `column` (one per entry of this chunk) with the cut points of
     /// `coder`; `weights` are the chunk's sample weights.
     fn fill(
         &mut self,
-        column: ArrayView1<'_, f64>,
+        (column, i0): (ArrayView1<'_, f64>, usize),
         coder: &Coder<'_>,
         weights: Option<&[f64]>,
     ) -> ColumnFlags {
         match self {
-            CodesMut::U8(s) => coder.fill(column, weights, s),
-            CodesMut::U16(s) => coder.fill(column, weights, s),
-            CodesMut::U32(s) => coder.fill(column, weights, s),
+            CodesMut::U8(s) => coder.fill((column, i0), weights, s),
+            CodesMut::U16(s) => coder.fill((column, i0), weights, s),
+            CodesMut::U32(s) => coder.fill((column, i0), weights, s),
         }
     }
 }
@@ -843,13 +899,13 @@ impl Coder<'_> {
     #[inline]
     fn fill<T: CodeOut>(
         &self,
-        column: ArrayView1<'_, f64>,
+        (column, i0): (ArrayView1<'_, f64>, usize),
         weights: Option<&[f64]>,
         out: &mut [T],
     ) -> ColumnFlags {
         let missing = self.cuts.len() + 1;
         let (mut nan, mut infinite, mut unseen) = (false, false, false);
-        let mut values = Vec::new();
+        let (mut values, mut rows) = (Vec::new(), Vec::new());
         for (r, (o, &v)) in out.iter_mut().zip(column.iter()).enumerate() {
             let b = if v.is_nan() {
                 nan = true;
@@ -862,6 +918,7 @@ impl Coder<'_> {
                     if distinct[b] != v && weights.is_none_or(|w| w[r] > 0.0) {
                         unseen = true;
                         values.push(v);
+                        rows.push(i0 + r);
                     }
                 }
                 b
@@ -875,6 +932,7 @@ impl Coder<'_> {
             infinite,
             values,
             overflow: false,
+            rows,
         }
     }
 }
@@ -958,7 +1016,7 @@ fn assign_codes(
                     } else {
                         x.slice(ndarray::s![i0..i1, j])
                     };
-                    o.fill(column, &coders[j], w)
+                    o.fill((column, i0), &coders[j], w)
                 })
                 .collect()
         })
@@ -1332,6 +1390,40 @@ mod tests {
                 bin_of(&f.cuts, v)
             };
             assert_eq!(f.codes.get(i), want);
+        }
+    }
+
+    #[test]
+    fn rows_a_sample_missed_are_binned_again() {
+        // 250 common values and 60 rare ones (and NaN): the union needs 16-bit codes where the
+        // sample's exact bins had 8; with fewer bins, quantiles of the union.
+        let mut col: Vec<f64> = (0..100_000).map(|i| f64::from(i % 250)).collect();
+        for (t, i) in (0..60).zip((7..).step_by(1_601)) {
+            col[i] = 1_000.5 + f64::from(t);
+        }
+        col[5] = f64::NAN;
+        let x = Array2::from_shape_vec((col.len(), 1), col.clone()).unwrap();
+        let column = ArrayView1::from(col.as_slice());
+        for max_bins in [4096, 280] {
+            let params = BinningParams {
+                max_bins: Some(max_bins),
+                sample_size: 2_000,
+                ..BinningParams::default()
+            };
+            let d = bin_data(x.view(), None, &params).unwrap();
+            let f = &d.features[0];
+            assert_eq!(f.cuts, compute_cuts(column, None, Some(max_bins), None));
+            assert!(matches!(f.codes, Codes::U16(_)) && f.cuts.len() > 254);
+            assert_eq!(f.cuts.len() == 309, max_bins == 4096);
+            for (i, &v) in col.iter().enumerate() {
+                let want = if v.is_nan() {
+                    f.cuts.len() + 1
+                } else {
+                    bin_of(&f.cuts, v)
+                };
+                assert_eq!(f.codes.get(i), want, "row {i}");
+            }
+            assert_eq!(f.bin_weights, bin_weights(&f.codes, f.n_bins(), None));
         }
     }
 }
