@@ -1356,40 +1356,29 @@ mod tests {
                 "{max_bins}"
             );
         }
-        // Through bin_data: a sample that misses the rare counts; one that misses more
-        // distinct values than are kept.
-        let x = Array2::from_shape_vec((huge.len(), 1), huge.clone()).unwrap();
-        let params = BinningParams {
-            sample_size: 100,
-            ..BinningParams::default()
-        };
-        let d = bin_data(x.view(), None, &params).unwrap();
-        let column = ArrayView1::from(huge.as_slice());
-        assert_eq!(
-            d.features[0].cuts,
-            compute_cuts(column, None, Some(256), None)
-        );
-        // Through bin_data: a sample that misses the rare counts.
-        let x = Array2::from_shape_vec((col.len(), 1), col.clone()).unwrap();
-        let params = BinningParams {
-            sample_size: 1_000,
-            ..BinningParams::default()
-        };
-        let d = bin_data(x.view(), None, &params).unwrap();
-        let column = ArrayView1::from(col.as_slice());
-        assert_eq!(
-            d.features[0].cuts,
-            compute_cuts(column, None, Some(256), None)
-        );
-        assert_eq!(d.features[0].cuts.len(), 15);
-        let f = &d.features[0];
-        for (i, &v) in col.iter().enumerate() {
-            let want = if v.is_nan() {
-                f.cuts.len() + 1
-            } else {
-                bin_of(&f.cuts, v)
+        // Through bin_data: a sample that misses more distinct values than are kept; one that
+        // misses the rare counts.
+        for (values, sample_size, n_cuts) in [(&huge, 100, 255), (&col, 1_000, 15)] {
+            let x = Array2::from_shape_vec((values.len(), 1), values.clone()).unwrap();
+            let params = BinningParams {
+                sample_size,
+                ..BinningParams::default()
             };
-            assert_eq!(f.codes.get(i), want);
+            let f = bin_data(x.view(), None, &params)
+                .unwrap()
+                .features
+                .remove(0);
+            let column = ArrayView1::from(values.as_slice());
+            assert_eq!(f.cuts, compute_cuts(column, None, Some(256), None));
+            assert_eq!(f.cuts.len(), n_cuts);
+            for (i, &v) in values.iter().enumerate() {
+                let want = if v.is_nan() {
+                    f.cuts.len() + 1
+                } else {
+                    bin_of(&f.cuts, v)
+                };
+                assert_eq!(f.codes.get(i), want);
+            }
         }
     }
 
