@@ -9,7 +9,13 @@
 //!   feature when `max_bins` is `None`) gets one bin per distinct value.
 //! * **Quantile** bins otherwise: weighted quantiles (integer weights act like repeated rows),
 //!   computed from a random sample of `sample_size` rows when the data are larger
-//!   (seeded by `random_state`).
+//!   (seeded by `random_state`). A sample with at most `max_bins` distinct values gives
+//!   exact bins only if every row's value is one of them; the values it missed are gathered
+//!   by the pass that assigns the codes, and the cut points come from all rows.
+//!
+//! The codes are assigned in one parallel pass over tiles of rows × columns; a row-major
+//! matrix is copied tile by tile into columns first, so memory is read in order and never
+//! copied whole.
 //!
 //! Ties always share a bin, and no bin is empty: cut points are midpoints between adjacent
 //! distinct training values, nudged so that `a < cut ≤ b` holds in floating point
@@ -194,15 +200,30 @@ impl BinnedData {
             .collect()
     }
 
+    /// The rows `rows` only, with their sample weights (unit weights stay unit weights): the
+    /// same bins, so statistics of the subset add to statistics of the rest.
+    pub fn select_rows(&self, rows: &[usize]) -> BinnedData {
+        let weights = self
+            .weights
+            .as_ref()
+            .map(|w| rows.iter().map(|&i| w[i]).collect());
+        self.rows_weighted(rows, weights)
+    }
+
     /// The rows `rows` only, with sample weights `weights` (one per selected row): the same
     /// bins, so statistics of the subset add to statistics of the rest.
     pub fn subset(&self, rows: &[usize], weights: Vec<f64>) -> BinnedData {
+        self.rows_weighted(rows, Some(weights))
+    }
+
+    /// The rows `rows` with the sample weights `weights` (`None`: unit weights).
+    fn rows_weighted(&self, rows: &[usize], weights: Option<Vec<f64>>) -> BinnedData {
         let features = self
             .features
-            .iter()
+            .par_iter()
             .map(|f| {
                 let codes = f.codes.select(rows);
-                let bin_weights = bin_weights(&codes, f.n_bins(), Some(&weights));
+                let bin_weights = bin_weights(&codes, f.n_bins(), weights.as_deref());
                 BinnedFeature {
                     cuts: f.cuts.clone(),
                     codes,
@@ -214,8 +235,10 @@ impl BinnedData {
         BinnedData {
             n_samples: rows.len(),
             features,
-            total_weight: weights.iter().sum(),
-            weights: Some(weights),
+            total_weight: weights
+                .as_ref()
+                .map_or(rows.len() as f64, |w| w.iter().sum()),
+            weights,
         }
     }
 }
@@ -584,8 +607,22 @@ pub fn bin_data(
         if flags[j].unseen {
             // The sample missed some values: cut points from all rows, and this column again.
             let column = x.column(j);
-            cuts[j] = compute_cuts(column, weights, params.max_bins, None);
-            codes[j] = codes_from_cuts(column, &cuts[j]);
+            let seen = verify[j].unwrap_or(&[]);
+            let unseen = &flags[j].values;
+            match (weights, params.max_bins) {
+                (None, Some(max_bins)) if !flags[j].overflow => {
+                    cuts[j] = unit_cuts_beyond(column, seen, unseen, max_bins);
+                    // Rows of the sample's values move to their new bin; the others (listed)
+                    // are binned again.
+                    codes[j] = recode(&codes[j], seen, &cuts[j], (column, &flags[j].rows));
+                }
+                _ => {
+                    cuts[j] = compute_cuts(column, weights, params.max_bins, None);
+                    let one = x.slice(ndarray::s![.., j..j + 1]);
+                    let (mut c, _) = assign_codes(one, &cuts[j..j + 1], &[None], weights)?;
+                    codes[j] = c.pop().expect("one column");
+                }
+            }
         }
     }
     let features = cuts
@@ -608,6 +645,88 @@ pub fn bin_data(
         weights: weights.map(<[f64]>::to_vec),
         total_weight,
     })
+}
+
+/// Most rows of values outside a sample's distinct values that the code pass lists for
+/// [`recode`] (with more, the column is binned again).
+const UNSEEN_MAX_ROWS: usize = 1 << 20;
+
+/// The codes of a column with the cut points `cuts`, from its codes `old` with the exact bins
+/// of the distinct values `seen` (the missing bin last): a row of value `seen[b]` moves to
+/// `bin_of(cuts, seen[b])`, a missing one to the new missing bin, and the listed `rows` (whose
+/// values are not in `seen`) are binned from `column`.
+fn recode(
+    old: &Codes,
+    seen: &[f64],
+    cuts: &[f64],
+    (column, rows): (ArrayView1<'_, f64>, &[usize]),
+) -> Codes {
+    let mut map: Vec<usize> = seen.iter().map(|&v| bin_of(cuts, v)).collect();
+    map.push(cuts.len() + 1);
+    let mut codes = Codes::zeros(old.len(), cuts.len() + 2);
+    let mut out = codes.chunks_mut(CODE_CHUNK);
+    with_codes!(old, c => out
+    .par_iter_mut()
+    .zip(c.par_chunks(CODE_CHUNK))
+    .for_each(|(o, part)| {
+        for (r, b) in part.iter().enumerate() {
+            o.set(r, map[b.idx()]);
+        }
+    }));
+    drop(out);
+    if let Some(whole) = codes.chunks_mut(old.len().max(1)).first_mut() {
+        for &i in rows {
+            whole.set(i, bin_of(cuts, column[i]));
+        }
+    }
+    codes
+}
+
+/// Most distinct values outside a sample's distinct values that the code pass keeps for
+/// [`unit_cuts_beyond`] (with more, the whole column is sorted).
+const UNSEEN_MAX: usize = 1 << 16;
+
+/// The cut points `compute_cuts(column, None, Some(max_bins), None)` gives (unit weights),
+/// for a column whose sample had the distinct values `seen` (at most `max_bins`, increasing)
+/// and whose other rows also hold the distinct values `unseen` (increasing): when the union
+/// has more than `max_bins` values, each one's rows are counted by bisection. Counts are
+/// exact, so the cut points are the same.
+fn unit_cuts_beyond(
+    column: ArrayView1<'_, f64>,
+    seen: &[f64],
+    unseen: &[f64],
+    max_bins: usize,
+) -> Vec<f64> {
+    let mut distinct: Vec<f64> = seen.iter().chain(unseen).copied().collect();
+    sorted_distinct(&mut distinct);
+    if distinct.len() <= max_bins {
+        return exact_cuts(&distinct);
+    }
+    let chunk = column
+        .len()
+        .div_ceil(rayon::current_num_threads().max(1))
+        .max(1);
+    let counts = (0..column.len().div_ceil(chunk))
+        .into_par_iter()
+        .map(|c| {
+            let mut counts = vec![0u64; distinct.len()];
+            let rows = c * chunk..((c + 1) * chunk).min(column.len());
+            for &x in column.slice(ndarray::s![rows]).iter() {
+                if !x.is_nan() {
+                    counts[distinct.partition_point(|&d| d < x)] += 1;
+                }
+            }
+            counts
+        })
+        .reduce(
+            || vec![0u64; distinct.len()],
+            |mut a, b| {
+                a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+                a
+            },
+        );
+    let weights: Vec<f64> = counts.into_iter().map(|c| c as f64).collect();
+    quantile_cuts(&distinct, &weights, max_bins)
 }
 
 /// Cut points of one feature, or the distinct values of a sample still to be checked
@@ -641,10 +760,53 @@ fn plan_cuts(
 }
 
 /// What the code pass learnt about one column.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 struct ColumnFlags {
     nan: bool,
     unseen: bool,
+    infinite: bool,
+    /// The values outside the sample's (`unseen`), distinct and increasing once the pass is
+    /// over, unless there were more than [`UNSEEN_MAX`] distinct ones (`overflow`).
+    values: Vec<f64>,
+    overflow: bool,
+    /// The rows of those values, while there are at most [`UNSEEN_MAX_ROWS`] of them
+    /// (otherwise empty, with `values` emptied too).
+    rows: Vec<usize>,
+}
+
+impl ColumnFlags {
+    /// Adds what another part of the same column showed.
+    fn merge(&mut self, other: ColumnFlags) {
+        self.nan |= other.nan;
+        self.unseen |= other.unseen;
+        self.infinite |= other.infinite;
+        self.overflow |= other.overflow;
+        if !self.overflow {
+            self.rows.extend(other.rows);
+            self.overflow = self.rows.len() > UNSEEN_MAX_ROWS;
+            self.values.extend(other.values);
+            if self.values.len() > 2 * UNSEEN_MAX {
+                sorted_distinct(&mut self.values);
+                self.overflow = self.values.len() > UNSEEN_MAX;
+            }
+        }
+    }
+
+    /// The values made distinct and increasing, at the end of the pass.
+    fn finish(&mut self) {
+        sorted_distinct(&mut self.values);
+        self.overflow |= self.values.len() > UNSEEN_MAX;
+        if self.overflow {
+            self.values = Vec::new();
+            self.rows = Vec::new();
+        }
+    }
+}
+
+/// Sorts `values` (none NaN) and keeps one of each (the first of `-0.0` and `0.0`).
+fn sorted_distinct(values: &mut Vec<f64>) {
+    values.sort_unstable_by(f64::total_cmp);
+    values.dedup_by(|a, b| a == b);
 }
 
 /// A chunk of one feature's codes, writable.
@@ -654,13 +816,52 @@ enum CodesMut<'a> {
     U32(&'a mut [u32]),
 }
 
+/// An unsigned code type that a bin index can be written into.
+trait CodeOut: Copy {
+    fn from_bin(b: usize) -> Self;
+}
+impl CodeOut for u8 {
+    #[inline(always)]
+    fn from_bin(b: usize) -> Self {
+        b as u8
+    }
+}
+impl CodeOut for u16 {
+    #[inline(always)]
+    fn from_bin(b: usize) -> Self {
+        b as u16
+    }
+}
+impl CodeOut for u32 {
+    #[inline(always)]
+    fn from_bin(b: usize) -> Self {
+        b as u32
+    }
+}
+
 impl CodesMut<'_> {
+    /// Sets the code of entry `r`.
     #[inline]
-    fn set(&mut self, i: usize, code: usize) {
+    fn set(&mut self, r: usize, b: usize) {
         match self {
-            CodesMut::U8(s) => s[i] = code as u8,
-            CodesMut::U16(s) => s[i] = code as u16,
-            CodesMut::U32(s) => s[i] = code as u32,
+            CodesMut::U8(s) => s[r] = b as u8,
+            CodesMut::U16(s) => s[r] = b as u16,
+            CodesMut::U32(s) => s[r] = b as u32,
+        }
+    }
+
+    /// Codes of the values `column` (one per entry of this chunk) with the cut points of
+    /// `coder`; `weights` are the chunk's sample weights.
+    fn fill(
+        &mut self,
+        (column, i0): (ArrayView1<'_, f64>, usize),
+        coder: &Coder<'_>,
+        weights: Option<&[f64]>,
+    ) -> ColumnFlags {
+        match self {
+            CodesMut::U8(s) => coder.fill((column, i0), weights, s),
+            CodesMut::U16(s) => coder.fill((column, i0), weights, s),
+            CodesMut::U32(s) => coder.fill((column, i0), weights, s),
         }
     }
 }
@@ -685,16 +886,69 @@ impl Codes {
     }
 }
 
-/// Rows per chunk of the row-major code pass.
-const CODE_CHUNK: usize = 1 << 14;
+/// How the values of one column become codes: its cut points and, for exact bins found from a sample, the sample's distinct values to check every value
+/// against.
+struct Coder<'a> {
+    cuts: &'a [f64],
+    verify: Option<&'a [f64]>,
+}
 
-/// Columns per tile of the row-major code pass (their cut points stay in cache together).
+impl Coder<'_> {
+    /// Writes the code of every value of `column` to `out` (NaN: the missing bin; an infinite
+    /// value gets an end bin and is flagged) and flags what it saw.
+    #[inline]
+    fn fill<T: CodeOut>(
+        &self,
+        (column, i0): (ArrayView1<'_, f64>, usize),
+        weights: Option<&[f64]>,
+        out: &mut [T],
+    ) -> ColumnFlags {
+        let missing = self.cuts.len() + 1;
+        let (mut nan, mut infinite, mut unseen) = (false, false, false);
+        let (mut values, mut rows) = (Vec::new(), Vec::new());
+        for (r, (o, &v)) in out.iter_mut().zip(column.iter()).enumerate() {
+            let b = if v.is_nan() {
+                nan = true;
+                missing
+            } else {
+                infinite |= v.is_infinite();
+                let b = bin_of(self.cuts, v);
+                if let Some(distinct) = self.verify {
+                    // Exact bins: bin b holds exactly the distinct value b (-0.0 == 0.0).
+                    if distinct[b] != v && weights.is_none_or(|w| w[r] > 0.0) {
+                        unseen = true;
+                        values.push(v);
+                        rows.push(i0 + r);
+                    }
+                }
+                b
+            };
+            *o = T::from_bin(b);
+        }
+        sorted_distinct(&mut values);
+        ColumnFlags {
+            nan,
+            unseen,
+            infinite,
+            values,
+            overflow: false,
+            rows,
+        }
+    }
+}
+
+/// Rows per chunk of the code pass: a tile of `CODE_CHUNK × CODE_COLUMNS` values of a
+/// row-major matrix (512 KiB) stays in cache while each of its columns is coded.
+const CODE_CHUNK: usize = 1 << 12;
+
+/// Columns per tile of the code pass (their cut points stay in cache together).
 const CODE_COLUMNS: usize = 16;
 
-/// Codes of every feature with the given cut points. A row-major matrix is read once, row
-/// chunk by row chunk (in parallel), so every value is read where it lies; other layouts
-/// column by column. Also flags NaN (a missing bin) and, for exact bins found from a sample
-/// (`verify[j]`), values that are not one of the sample's distinct values.
+/// Codes of every feature with the given cut points, in parallel over tiles of
+/// [`CODE_CHUNK`] rows × [`CODE_COLUMNS`] columns (any memory order: each tile's values are
+/// read where they lie, column by column). Also flags NaN (a missing bin) and, for exact
+/// bins found from a sample (`verify[j]`), values that are not one of the sample's distinct
+/// values.
 ///
 /// # Errors
 /// [`FastError::NonFiniteX`] for the first infinite value (in row-major order).
@@ -705,113 +959,82 @@ fn assign_codes(
     weights: Option<&[f64]>,
 ) -> Result<(Vec<Codes>, Vec<ColumnFlags>)> {
     let (n, p) = x.dim();
-    let code_of = |j: usize,
-                   v: f64,
-                   i: usize,
-                   flag: &mut ColumnFlags|
-     -> std::result::Result<usize, FastError> {
-        if v.is_nan() {
-            flag.nan = true;
-            return Ok(cuts[j].len() + 1);
-        }
-        if v.is_infinite() {
-            return Err(FastError::NonFiniteX {
-                row: i,
-                column: j,
-                value: v,
-            });
-        }
-        let b = bin_of(&cuts[j], v);
-        if let Some(distinct) = verify[j] {
-            // Exact bins: bin b holds exactly the distinct value b (-0.0 == 0.0).
-            if distinct[b] != v && weights.is_none_or(|w| w[i] > 0.0) {
-                flag.unseen = true;
-            }
-        }
-        Ok(b)
-    };
     let mut codes: Vec<Codes> = cuts.iter().map(|c| Codes::zeros(n, c.len() + 2)).collect();
-    match x.as_slice() {
-        Some(flat) if p > 1 => {
-            // Tiles of CODE_CHUNK rows × CODE_COLUMNS columns: each tile's cut points stay in
-            // cache while its rows are read, and wide matrices with few rows still split
-            // into enough tiles to keep every thread busy.
-            let mut per_feature: Vec<std::vec::IntoIter<CodesMut<'_>>> = codes
-                .iter_mut()
-                .map(|c| c.chunks_mut(CODE_CHUNK).into_iter())
-                .collect();
-            let n_chunks = n.div_ceil(CODE_CHUNK);
-            let mut tiles: Vec<(usize, usize, Vec<CodesMut<'_>>)> = Vec::new();
-            for ci in 0..n_chunks {
-                // This chunk's codes of every feature, CODE_COLUMNS at a time (linear in p).
-                let mut row = per_feature.iter_mut().filter_map(Iterator::next);
-                let mut j0 = 0;
-                loop {
-                    let tile: Vec<CodesMut<'_>> = row.by_ref().take(CODE_COLUMNS).collect();
-                    if tile.is_empty() {
-                        break;
-                    }
-                    let width = tile.len();
-                    tiles.push((ci, j0, tile));
-                    j0 += width;
-                }
+    let coders: Vec<Coder<'_>> = cuts
+        .iter()
+        .zip(verify)
+        .map(|(c, &verify)| Coder { cuts: c, verify })
+        .collect();
+    // Tiles, row chunk by row chunk, CODE_COLUMNS columns at a time (linear in p): wide
+    // matrices with few rows still split into enough tiles to keep every thread busy.
+    let mut per_feature: Vec<std::vec::IntoIter<CodesMut<'_>>> = codes
+        .iter_mut()
+        .map(|c| c.chunks_mut(CODE_CHUNK).into_iter())
+        .collect();
+    let mut tiles: Vec<(usize, usize, Vec<CodesMut<'_>>)> = Vec::new();
+    for ci in 0..n.div_ceil(CODE_CHUNK) {
+        let mut row = per_feature.iter_mut().filter_map(Iterator::next);
+        let mut j0 = 0;
+        loop {
+            let tile: Vec<CodesMut<'_>> = row.by_ref().take(CODE_COLUMNS).collect();
+            if tile.is_empty() {
+                break;
             }
-            let results: Vec<Result<Vec<ColumnFlags>>> = tiles
-                .into_par_iter()
-                .map(|(ci, j0, mut out)| {
-                    let mut flags = vec![ColumnFlags::default(); out.len()];
-                    let i0 = ci * CODE_CHUNK;
-                    let rows = (n - i0).min(CODE_CHUNK);
-                    for r in 0..rows {
-                        let i = i0 + r;
-                        let row = &flat[i * p + j0..i * p + j0 + out.len()];
-                        for (t, (o, &v)) in out.iter_mut().zip(row).enumerate() {
-                            let b = code_of(j0 + t, v, i, &mut flags[t])?;
-                            o.set(r, b);
-                        }
-                    }
-                    Ok(flags)
-                })
-                .collect();
-            let mut flags = vec![ColumnFlags::default(); p];
-            let mut j = 0;
-            for tile in results {
-                // Tiles come column block by column block within each row chunk.
-                let Ok(tile) = tile else {
-                    // Report the first infinite value in row-major order.
-                    return Err(first_infinite(x));
-                };
-                for c in tile {
-                    flags[j].nan |= c.nan;
-                    flags[j].unseen |= c.unseen;
-                    j = (j + 1) % p;
-                }
-            }
-            Ok((codes, flags))
-        }
-        _ => {
-            let flags = codes
-                .par_iter_mut()
-                .enumerate()
-                .map(|(j, c)| {
-                    let mut flag = ColumnFlags::default();
-                    let mut out = c.chunks_mut(n.max(1));
-                    if let Some(out) = out.first_mut() {
-                        for (i, &v) in x.column(j).iter().enumerate() {
-                            let b = code_of(j, v, i, &mut flag)?;
-                            out.set(i, b);
-                        }
-                    }
-                    Ok(flag)
-                })
-                .collect::<Result<Vec<_>>>();
-            // Report the first infinite value in row-major order, as the other path does.
-            match flags {
-                Ok(f) => Ok((codes, f)),
-                Err(_) => Err(first_infinite(x)),
-            }
+            let width = tile.len();
+            tiles.push((ci, j0, tile));
+            j0 += width;
         }
     }
+    // Rows whose values lie next to each other (a row-major matrix) are first copied tile by
+    // tile into columns, reading memory in order; columns are read in place.
+    let row_major = p > 1 && x.strides()[1] == 1;
+    let results: Vec<Vec<ColumnFlags>> = tiles
+        .into_par_iter()
+        .map_init(Vec::new, |buf: &mut Vec<f64>, (ci, j0, mut out)| {
+            let i0 = ci * CODE_CHUNK;
+            let i1 = (i0 + CODE_CHUNK).min(n);
+            let (rows, width) = (i1 - i0, out.len());
+            let w = weights.map(|w| &w[i0..i1]);
+            // Columns of the copy start a few values apart from multiples of 4 KiB (stores to
+            // addresses 4 KiB apart would compete for the same cache lines).
+            let stride = rows + 8;
+            if row_major {
+                buf.resize(stride * width, 0.0);
+                let tile = x.slice(ndarray::s![i0..i1, j0..j0 + width]);
+                for (r, row) in tile.rows().into_iter().enumerate() {
+                    for (t, &v) in row.iter().enumerate() {
+                        buf[t * stride + r] = v;
+                    }
+                }
+            }
+            out.iter_mut()
+                .enumerate()
+                .map(|(t, o)| {
+                    let j = j0 + t;
+                    let column = if row_major {
+                        ArrayView1::from(&buf[t * stride..t * stride + rows])
+                    } else {
+                        x.slice(ndarray::s![i0..i1, j])
+                    };
+                    o.fill((column, i0), &coders[j], w)
+                })
+                .collect()
+        })
+        .collect();
+    drop(coders);
+    let mut flags = vec![ColumnFlags::default(); p];
+    let mut j = 0;
+    // Tiles come column block by column block within each row chunk.
+    for c in results.into_iter().flatten() {
+        flags[j].merge(c);
+        j = (j + 1) % p;
+    }
+    flags.iter_mut().for_each(ColumnFlags::finish);
+    if flags.iter().any(|f| f.infinite) {
+        // Report the first infinite value in row-major order.
+        return Err(first_infinite(x));
+    }
+    Ok((codes, flags))
 }
 
 fn first_infinite(x: ArrayView2<'_, f64>) -> FastError {
@@ -1074,5 +1297,122 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("bins"));
+    }
+
+    #[test]
+    fn select_rows_keeps_unit_weights() {
+        let x = Array2::from_shape_fn((30, 2), |(i, j)| ((i * 7 + j * 3) % 11) as f64);
+        let d = bin_data(x.view(), None, &BinningParams::default()).unwrap();
+        let rows = [1, 4, 5, 17, 29];
+        let s = d.select_rows(&rows);
+        assert_eq!(s, d.subset(&rows, vec![1.0; 5]).with_unit_weights());
+        assert_eq!(
+            (s.n_samples, s.total_weight, s.weights.as_ref()),
+            (5, 5.0, None)
+        );
+        let w: Vec<f64> = (0..30).map(|i| 0.5 + i as f64).collect();
+        let dw = bin_data(x.view(), Some(&w), &BinningParams::default()).unwrap();
+        let picked: Vec<f64> = rows.iter().map(|&i| w[i]).collect();
+        assert_eq!(dw.select_rows(&rows), dw.subset(&rows, picked));
+    }
+
+    impl BinnedData {
+        /// The same data with `weights: None` (for comparisons).
+        fn with_unit_weights(mut self) -> Self {
+            self.weights = None;
+            self
+        }
+    }
+
+    #[test]
+    fn values_a_sample_missed_give_the_cuts_of_all_rows() {
+        // Counts 0..=12 in the sample, rarer counts (and -0.0) beyond it; few enough for
+        // exact bins, too many (quantiles), and more than UNSEEN_MAX unseen values.
+        let seen: Vec<f64> = (0..13).map(f64::from).collect();
+        let mut col: Vec<f64> = (0..50_000).map(|i| f64::from(i % 13)).collect();
+        col.extend([13.0, 17.0, 13.0, -0.0, f64::NAN, 40.0]);
+        let many: Vec<f64> = col
+            .iter()
+            .copied()
+            .chain((0..300).map(|i| 100.0 + f64::from(i % 150)))
+            .collect();
+        // Rare values beyond UNSEEN_MAX among a million common ones.
+        let huge: Vec<f64> = (0..1_000_000)
+            .map(|i| f64::from(i % 13))
+            .chain((0..UNSEEN_MAX + 10).map(|i| 1e3 + i as f64))
+            .collect();
+        for (column, max_bins) in [(&col, 256), (&col, 16), (&many, 64)] {
+            let mut unseen: Vec<f64> = column
+                .iter()
+                .copied()
+                .filter(|v| !v.is_nan() && !seen.contains(v))
+                .collect();
+            sorted_distinct(&mut unseen);
+            let column = ArrayView1::from(column.as_slice());
+            let want = compute_cuts(column, None, Some(max_bins), None);
+            assert_eq!(
+                unit_cuts_beyond(column, &seen, &unseen, max_bins),
+                want,
+                "{max_bins}"
+            );
+        }
+        // Through bin_data: a sample that misses more distinct values than are kept; one that
+        // misses the rare counts.
+        for (values, sample_size, n_cuts) in [(&huge, 100, 255), (&col, 1_000, 15)] {
+            let x = Array2::from_shape_vec((values.len(), 1), values.clone()).unwrap();
+            let params = BinningParams {
+                sample_size,
+                ..BinningParams::default()
+            };
+            let f = bin_data(x.view(), None, &params)
+                .unwrap()
+                .features
+                .remove(0);
+            let column = ArrayView1::from(values.as_slice());
+            assert_eq!(f.cuts, compute_cuts(column, None, Some(256), None));
+            assert_eq!(f.cuts.len(), n_cuts);
+            for (i, &v) in values.iter().enumerate() {
+                let want = if v.is_nan() {
+                    f.cuts.len() + 1
+                } else {
+                    bin_of(&f.cuts, v)
+                };
+                assert_eq!(f.codes.get(i), want);
+            }
+        }
+    }
+
+    #[test]
+    fn rows_a_sample_missed_are_binned_again() {
+        // 250 common values and 60 rare ones (and NaN): the union needs 16-bit codes where the
+        // sample's exact bins had 8; with fewer bins, quantiles of the union.
+        let mut col: Vec<f64> = (0..100_000).map(|i| f64::from(i % 250)).collect();
+        for (t, i) in (0..60).zip((7..).step_by(1_601)) {
+            col[i] = 1_000.5 + f64::from(t);
+        }
+        col[5] = f64::NAN;
+        let x = Array2::from_shape_vec((col.len(), 1), col.clone()).unwrap();
+        let column = ArrayView1::from(col.as_slice());
+        for max_bins in [4096, 280] {
+            let params = BinningParams {
+                max_bins: Some(max_bins),
+                sample_size: 2_000,
+                ..BinningParams::default()
+            };
+            let d = bin_data(x.view(), None, &params).unwrap();
+            let f = &d.features[0];
+            assert_eq!(f.cuts, compute_cuts(column, None, Some(max_bins), None));
+            assert!(matches!(f.codes, Codes::U16(_)) && f.cuts.len() > 254);
+            assert_eq!(f.cuts.len() == 309, max_bins == 4096);
+            for (i, &v) in col.iter().enumerate() {
+                let want = if v.is_nan() {
+                    f.cuts.len() + 1
+                } else {
+                    bin_of(&f.cuts, v)
+                };
+                assert_eq!(f.codes.get(i), want, "row {i}");
+            }
+            assert_eq!(f.bin_weights, bin_weights(&f.codes, f.n_bins(), None));
+        }
     }
 }

@@ -5,7 +5,9 @@
 //! `C_{jk}(b, b') = Σ_i v_i [code_j(i)=b][code_k(i)=b']` of every pair of features. After a
 //! block update `Δ` of feature `k`, every feature's bin sums move by `R_j −= C_{jk} Δ / W`: an
 //! iteration costs `O(Σ_j B_j · B_k)` and never touches the `n` rows. Building the tables is
-//! one `O(n·p²/2)` pass; they take `8·Σ_{j<k} B_j B_k` bytes.
+//! one `O(n·p²/2)` pass (unit weights are counted in integers, exactly); they take
+//! `8·Σ_{j<k} B_j B_k` bytes. The held-out search builds the training rows' statistics as
+//! every row's less the held-out rows' ([`Tables::build_split`]): one pass over all rows.
 //!
 //! The tables are sums over rows, so partitions of the data can be reduced by adding them
 //! ([`Tables::add`]).
@@ -34,8 +36,37 @@ pub struct Tables {
     pub weights: Vec<Vec<f64>>,
     // C_jk for j < k, row-major B_j × B_k, concatenated in (j, k) order.
     pairs: Vec<f64>,
+    // `pairs` as integers when every entry is a whole number below 2³² (unit or integer
+    // weights): half the bytes for [`Tables::apply`] to read, the same numbers.
+    counts: Option<Vec<u32>>,
     // Start of pair (j, k) in `pairs`, at index j * p + k (j < k).
     pair_start: Vec<usize>,
+}
+
+/// `pairs` as `u32` when every entry is a whole number in `[0, 2³²)`.
+fn as_counts(pairs: &[f64]) -> Option<Vec<u32>> {
+    let whole = |v: f64| v >= 0.0 && v <= f64::from(u32::MAX) && v.fract() == 0.0;
+    pairs
+        .par_iter()
+        .all(|&v| whole(v))
+        .then(|| pairs.par_iter().map(|&v| v as u32).collect())
+}
+
+/// A table entry as `f64` (exact for `u32`).
+trait Entry: Copy + Send + Sync {
+    fn value(self) -> f64;
+}
+impl Entry for f64 {
+    #[inline(always)]
+    fn value(self) -> f64 {
+        self
+    }
+}
+impl Entry for u32 {
+    #[inline(always)]
+    fn value(self) -> f64 {
+        f64::from(self)
+    }
 }
 
 /// Bytes the co-occurrence tables of `data` would take.
@@ -91,6 +122,158 @@ fn pair_layout(n_bins: &[usize]) -> (Vec<usize>, usize) {
     (start, len)
 }
 
+/// Tables of at most this many cells are counted in four interleaved copies (rows `i mod 4`),
+/// so that runs of rows in the same cell do not wait on each other's stores.
+const SPLIT_COUNT_CELLS: usize = 4096;
+
+/// Rows counted into `u32` counters before they are added to the table.
+const COUNT_ROWS: usize = 1 << 31;
+
+/// `out[a·nb + b] += #{i : (a_i, b_i) = (a, b)}` (unit weights), counted in `u32` (`counts`
+/// is scratch space).
+fn pair_counts<A: Code, B: Code>(
+    a: &[A],
+    b: &[B],
+    nb: usize,
+    counts: &mut Vec<u32>,
+    out: &mut [f64],
+) {
+    let cells = out.len();
+    let copies = if cells <= SPLIT_COUNT_CELLS { 4 } else { 1 };
+    for (a, b) in a.chunks(COUNT_ROWS).zip(b.chunks(COUNT_ROWS)) {
+        counts.clear();
+        counts.resize(copies * cells, 0);
+        if copies == 4 {
+            let (c01, c23) = counts.split_at_mut(2 * cells);
+            let (c0, c1) = c01.split_at_mut(cells);
+            let (c2, c3) = c23.split_at_mut(cells);
+            let (a4, b4) = (a.chunks_exact(4), b.chunks_exact(4));
+            let (ra, rb) = (a4.remainder(), b4.remainder());
+            for (x, z) in a4.zip(b4) {
+                c0[x[0].idx() * nb + z[0].idx()] += 1;
+                c1[x[1].idx() * nb + z[1].idx()] += 1;
+                c2[x[2].idx() * nb + z[2].idx()] += 1;
+                c3[x[3].idx() * nb + z[3].idx()] += 1;
+            }
+            for (&x, &z) in ra.iter().zip(rb) {
+                c0[x.idx() * nb + z.idx()] += 1;
+            }
+            for (((o, &k0), &k1), (&k2, &k3)) in
+                out.iter_mut().zip(&*c0).zip(&*c1).zip(c2.iter().zip(&*c3))
+            {
+                *o += f64::from(k0) + f64::from(k1) + f64::from(k2) + f64::from(k3);
+            }
+        } else {
+            for (&x, &z) in a.iter().zip(b) {
+                counts[x.idx() * nb + z.idx()] += 1;
+            }
+            for (o, &k) in out.iter_mut().zip(&*counts) {
+                *o += f64::from(k);
+            }
+        }
+    }
+}
+
+/// The co-occurrence tables of every pair of features of `data` (laid out by
+/// [`pair_layout`]), in parallel over pairs; unit weights are counted exactly in integers.
+fn pair_tables(data: &BinnedData, n_bins: &[usize]) -> Result<Vec<f64>> {
+    let p = n_bins.len();
+    let v = data.weights.as_deref();
+    let mut pairs =
+        crate::error::try_zeros(pairs_len(n_bins), "the co-occurrence tables", TABLES_HINT)?;
+    // Split the buffer into one disjoint slice per pair (in layout order), then fill them
+    // in parallel.
+    let mut slices: Vec<(usize, usize, &mut [f64])> = Vec::with_capacity(p * p / 2);
+    let mut rest: &mut [f64] = &mut pairs;
+    for j in 0..p {
+        for k in j + 1..p {
+            let (head, tail) = rest.split_at_mut(n_bins[j] * n_bins[k]);
+            slices.push((j, k, head));
+            rest = tail;
+        }
+    }
+    slices
+        .into_par_iter()
+        .for_each_init(Vec::new, |counts, (j, k, out)| {
+            let nb = n_bins[k];
+            with_codes!(&data.features[j].codes, a => with_codes!(&data.features[k].codes, b => {
+                match v {
+                    Some(v) => pair_table(a, b, Some(v), nb, out),
+                    None => pair_counts(a, b, nb, counts, out),
+                }
+            }));
+        });
+    Ok(pairs)
+}
+
+/// The sample weight of every row: given, unit, or unit except 0 on some rows.
+#[derive(Clone, Copy)]
+enum RowWeights<'a> {
+    Given(&'a [f64]),
+    Unit,
+    /// Unit weights, except 0 on these rows (increasing).
+    UnitExcept(&'a [usize]),
+}
+
+impl<'a> RowWeights<'a> {
+    /// The weights of rows `0 … n−1` in order (`None`: unit weights).
+    fn iter(self, n: usize) -> Option<impl Iterator<Item = f64> + 'a> {
+        let held = match self {
+            RowWeights::Unit => return None,
+            RowWeights::Given(_) => &[][..],
+            RowWeights::UnitExcept(rows) => rows,
+        };
+        let given = match self {
+            RowWeights::Given(w) => Some(w),
+            _ => None,
+        };
+        let mut next = 0;
+        Some((0..n).map(move |i| match given {
+            Some(w) => w[i],
+            None if next < held.len() && held[next] == i => {
+                next += 1;
+                0.0
+            }
+            None => 1.0,
+        }))
+    }
+}
+
+/// The target's part of the statistics with sample weights `v` (total `w_total`): the
+/// weighted mean `ȳ`, `Σ v (y − ȳ)²`, and `v (y − ȳ)` per row.
+fn target_stats(y: ArrayView1<'_, f64>, v: RowWeights<'_>, w_total: f64) -> (f64, f64, Vec<f64>) {
+    let n = y.len();
+    let y_mean = match v.iter(n) {
+        Some(v) => y.iter().zip(v).map(|(a, b)| a * b).sum::<f64>() / w_total,
+        None => y.iter().sum::<f64>() / w_total,
+    };
+    let yc: Vec<f64> = match v.iter(n) {
+        Some(v) => y.iter().zip(v).map(|(&a, b)| b * (a - y_mean)).collect(),
+        None => y.iter().map(|&a| a - y_mean).collect(),
+    };
+    let yy: f64 = match v.iter(n) {
+        Some(v) => y
+            .iter()
+            .zip(v)
+            .map(|(&a, b)| b * (a - y_mean) * (a - y_mean))
+            .sum(),
+        None => yc.iter().map(|a| a * a).sum(),
+    };
+    (y_mean, yy, yc)
+}
+
+/// `Σ_{code_j(i)=b} yc_i` per feature and bin.
+fn bin_sums(data: &BinnedData, yc: &[f64]) -> Vec<Vec<f64>> {
+    data.features
+        .par_iter()
+        .map(|f| {
+            let mut s = vec![0.0; f.n_bins()];
+            with_codes!(&f.codes, c => c.iter().zip(yc).for_each(|(&b, &r)| s[b.idx()] += r));
+            s
+        })
+        .collect()
+}
+
 impl Tables {
     /// Builds the statistics in one pass per pair of features, in parallel over pairs (each
     /// pair accumulated in row order: the same numbers for any number of threads).
@@ -99,59 +282,21 @@ impl Tables {
     /// [`FastError::LengthMismatch`] if `y` does not have one entry per row.
     pub fn build(data: &BinnedData, y: ArrayView1<'_, f64>) -> Result<Self> {
         crate::error::check_target_len(y.len(), data.n_samples)?;
-        let p = data.n_features();
-        let v = data.weights.as_deref();
         let w_total = data.total_weight;
         let n_bins: Vec<usize> = data.features.iter().map(|f| f.n_bins()).collect();
-        let y_mean = match v {
-            Some(v) => y.iter().zip(v).map(|(a, b)| a * b).sum::<f64>() / w_total,
-            None => y.iter().sum::<f64>() / w_total,
-        };
-        let yc: Vec<f64> = match v {
-            Some(v) => y.iter().zip(v).map(|(&a, &b)| b * (a - y_mean)).collect(),
-            None => y.iter().map(|&a| a - y_mean).collect(),
-        };
-        let yy: f64 = match v {
-            Some(v) => y
-                .iter()
-                .zip(v)
-                .map(|(&a, &b)| b * (a - y_mean) * (a - y_mean))
-                .sum(),
-            None => yc.iter().map(|a| a * a).sum(),
-        };
-        let ysum: Vec<Vec<f64>> = data
-            .features
-            .par_iter()
-            .map(|f| {
-                let mut s = vec![0.0; f.n_bins()];
-                with_codes!(&f.codes, c => c.iter().zip(&yc).for_each(|(&b, &r)| s[b.idx()] += r));
-                s
-            })
-            .collect();
+        let v = data
+            .weights
+            .as_deref()
+            .map_or(RowWeights::Unit, RowWeights::Given);
+        let (y_mean, yy, yc) = target_stats(y, v, w_total);
+        let ysum = bin_sums(data, &yc);
+        drop(yc);
         let weights: Vec<Vec<f64>> = data
             .features
             .iter()
             .map(|f| f.bin_weights.clone())
             .collect();
-        let len = pairs_len(&n_bins);
-        let mut pairs = crate::error::try_zeros(len, "the co-occurrence tables", TABLES_HINT)?;
-        // Split the buffer into one disjoint slice per pair (in layout order), then fill them
-        // in parallel.
-        let mut slices: Vec<(usize, usize, &mut [f64])> = Vec::with_capacity(p * p / 2);
-        let mut rest: &mut [f64] = &mut pairs;
-        for j in 0..p {
-            for k in j + 1..p {
-                let (head, tail) = rest.split_at_mut(n_bins[j] * n_bins[k]);
-                slices.push((j, k, head));
-                rest = tail;
-            }
-        }
-        slices.into_par_iter().for_each(|(j, k, out)| {
-            let nb = n_bins[k];
-            with_codes!(&data.features[j].codes, a => with_codes!(&data.features[k].codes, b => {
-                pair_table(a, b, v, nb, out)
-            }));
-        });
+        let pairs = pair_tables(data, &n_bins)?;
         Ok(Self::assemble(
             n_bins,
             w_total,
@@ -160,6 +305,52 @@ impl Tables {
             weights,
             pairs,
         ))
+    }
+
+    /// The statistics of the rows of `data` (unit weights) outside `held_rows` and those of
+    /// the rows in `held_rows` (increasing; `held` is `data`'s subset of them and `y_held`
+    /// their targets): the same numbers as [`Tables::build`] on `data` with weight 0 on the
+    /// held-out rows and on `held`, with one pass over every row and one over the held-out
+    /// rows (the training rows' counts are all rows' less the held-out rows', exact in
+    /// integers).
+    ///
+    /// # Errors
+    /// [`FastError::InvalidParameter`] if `data` has sample weights;
+    /// [`FastError::LengthMismatch`] if `y` or `y_held` do not have one entry per row.
+    pub fn build_split(
+        data: &BinnedData,
+        y: ArrayView1<'_, f64>,
+        held_rows: &[usize],
+        held: &BinnedData,
+        y_held: ArrayView1<'_, f64>,
+    ) -> Result<(Self, Self)> {
+        crate::error::check_target_len(y.len(), data.n_samples)?;
+        if data.weights.is_some() || held.weights.is_some() || held.n_samples != held_rows.len() {
+            return Err(FastError::InvalidParameter {
+                name: "tables",
+                message: "split statistics need unit weights and the held-out rows' subset",
+                value: format!("{} held-out rows", held_rows.len()),
+            });
+        }
+        let held_tables = Self::build(held, y_held)?;
+        let n_bins = held_tables.n_bins.clone();
+        let w_total = (data.n_samples - held_rows.len()) as f64;
+        let (y_mean, yy, yc) = target_stats(y, RowWeights::UnitExcept(held_rows), w_total);
+        let ysum = bin_sums(data, &yc);
+        drop(yc);
+        let weights: Vec<Vec<f64>> = data
+            .features
+            .iter()
+            .zip(&held_tables.weights)
+            .map(|(f, h)| f.bin_weights.iter().zip(h).map(|(a, b)| a - b).collect())
+            .collect();
+        let mut pairs = pair_tables(data, &n_bins)?;
+        pairs
+            .par_iter_mut()
+            .zip(held_tables.pairs.par_iter())
+            .for_each(|(a, b)| *a -= b);
+        let train = Self::assemble(n_bins, w_total, (y_mean, yy), ysum, weights, pairs);
+        Ok((train, held_tables))
     }
 
     /// Statistics from checked parts (`pairs` laid out by [`pair_layout`]).
@@ -172,7 +363,9 @@ impl Tables {
         pairs: Vec<f64>,
     ) -> Self {
         let (pair_start, _) = pair_layout(&n_bins);
+        let counts = as_counts(&pairs);
         Self {
+            counts,
             n_bins,
             total_weight,
             y_mean,
@@ -366,6 +559,7 @@ impl Tables {
         for (a, c) in self.pairs.iter_mut().zip(&other.pairs) {
             *a += c;
         }
+        self.counts = as_counts(&self.pairs);
         self.total_weight = w;
         self.y_mean = mean;
         Ok(())
@@ -373,6 +567,21 @@ impl Tables {
 
     /// `out[j] −= scale · C_{jk} · delta` for every feature `j ≠ k` (in parallel over `j`).
     pub fn apply(&self, k: usize, delta: &[f64], scale: f64, out: &mut [Vec<f64>]) {
+        match &self.counts {
+            Some(counts) => self.apply_from(counts, k, delta, scale, out),
+            None => self.apply_from(&self.pairs, k, delta, scale, out),
+        }
+    }
+
+    /// [`Tables::apply`] reading the tables from `pairs` (`self.pairs` or its counts).
+    fn apply_from<T: Entry>(
+        &self,
+        pairs: &[T],
+        k: usize,
+        delta: &[f64],
+        scale: f64,
+        out: &mut [Vec<f64>],
+    ) {
         let p = self.n_features();
         let nk = self.n_bins[k];
         let work = |(j, o): (usize, &mut Vec<f64>)| {
@@ -381,19 +590,21 @@ impl Tables {
             }
             if j < k {
                 // C_jk is B_j × B_k: o_b −= scale Σ_b' C[b, b'] Δ_b'.
-                let t = &self.pairs[self.pair_start[j * p + k]..][..self.n_bins[j] * nk];
+                let t = &pairs[self.pair_start[j * p + k]..][..self.n_bins[j] * nk];
                 for (ob, row) in o.iter_mut().zip(t.chunks_exact(nk)) {
-                    let dot: f64 = row.iter().zip(delta).map(|(c, d)| c * d).sum();
+                    let dot: f64 = row.iter().zip(delta).map(|(c, d)| c.value() * d).sum();
                     *ob -= scale * dot;
                 }
             } else {
                 // C_kj is B_k × B_j: o −= scale Σ_b Δ_b C[b, ·].
                 let nj = self.n_bins[j];
-                let t = &self.pairs[self.pair_start[k * p + j]..][..nk * nj];
+                let t = &pairs[self.pair_start[k * p + j]..][..nk * nj];
                 for (row, &d) in t.chunks_exact(nj).zip(delta) {
                     if d != 0.0 {
                         let f = scale * d;
-                        o.iter_mut().zip(row).for_each(|(ob, c)| *ob -= f * c);
+                        o.iter_mut()
+                            .zip(row)
+                            .for_each(|(ob, c)| *ob -= f * c.value());
                     }
                 }
             }
@@ -686,5 +897,115 @@ mod tests {
             ),
             FastError::InvalidParameter { name: "tables", .. }
         );
+    }
+
+    /// A random matrix with `cards[j]` distinct values in column `j`, binned with at most
+    /// `max_bins` bins, and a target.
+    fn random_data(
+        n: usize,
+        cards: &[usize],
+        max_bins: usize,
+        seed: u64,
+    ) -> (BinnedData, Array1<f64>) {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
+        let x = Array2::from_shape_fn((n, cards.len()), |(_, j)| {
+            rng.random_range(0..cards[j]) as f64
+        });
+        let y = Array1::from_shape_fn(n, |i| x[[i, 0]].sin() + rng.random::<f64>());
+        let params = BinningParams {
+            max_bins: Some(max_bins),
+            ..BinningParams::default()
+        };
+        (bin_data(x.view(), None, &params).unwrap(), y)
+    }
+
+    /// `data` with sample weights `w` (bin weights and total follow).
+    fn reweighted(data: &BinnedData, w: Vec<f64>) -> BinnedData {
+        let mut d = data.clone();
+        for f in &mut d.features {
+            f.bin_weights = crate::binning::bin_weights(&f.codes, f.n_bins(), Some(&w));
+        }
+        d.total_weight = w.iter().sum();
+        d.weights = Some(w);
+        d
+    }
+
+    #[test]
+    fn unit_weights_are_counted_like_weights_of_one() {
+        // Small tables (counted in four copies), large ones, and a row count that is not a
+        // multiple of four; u8 and u16 codes.
+        let (d, y) = random_data(4_099, &[3, 13, 300, 40, 2], 1_000, 3);
+        assert!(d
+            .features
+            .iter()
+            .any(|f| matches!(f.codes, crate::binning::Codes::U16(_))));
+        let counted = Tables::build(&d, y.view()).unwrap();
+        let weighted = Tables::build(&reweighted(&d, vec![1.0; d.n_samples]), y.view()).unwrap();
+        assert_eq!(counted, weighted);
+        let cells: usize = counted.pairs().len();
+        assert_eq!(
+            counted.pairs().iter().sum::<f64>(),
+            (10 * d.n_samples) as f64,
+            "{cells}"
+        );
+    }
+
+    #[test]
+    fn split_statistics_are_the_zero_weight_build() {
+        let (d, y) = random_data(5_003, &[7, 256, 90, 5000], 256, 4);
+        let held: Vec<usize> = (0..d.n_samples).filter(|i| (i * 37) % 7 == 2).collect();
+        let mut train_w = vec![1.0; d.n_samples];
+        held.iter().for_each(|&i| train_w[i] = 0.0);
+        let sub = d.select_rows(&held);
+        let y_held: Array1<f64> = held.iter().map(|&i| y[i]).collect();
+        let (train, held_t) =
+            Tables::build_split(&d, y.view(), &held, &sub, y_held.view()).unwrap();
+        // Bit for bit the statistics of the training rows as weights 0 / 1 give them, and of
+        // the held-out rows as a subset with weights 1 gives them.
+        assert_eq!(
+            train,
+            Tables::build(&reweighted(&d, train_w), y.view()).unwrap()
+        );
+        let ones = vec![1.0; held.len()];
+        assert_eq!(
+            held_t,
+            Tables::build(&d.subset(&held, ones), y_held.view()).unwrap()
+        );
+        // Together they are all rows.
+        let mut all = train.clone();
+        all.add(&held_t).unwrap();
+        let whole = Tables::build(&d, y.view()).unwrap();
+        assert_eq!(all.pairs(), whole.pairs());
+        assert_eq!(all.weights, whole.weights);
+        // Weighted data, or a subset that is not the held-out rows, are refused.
+        let w = reweighted(&d, vec![2.0; d.n_samples]);
+        assert!(Tables::build_split(&w, y.view(), &held, &sub, y_held.view()).is_err());
+        assert!(Tables::build_split(&d, y.view(), &held[1..], &sub, y_held.view()).is_err());
+    }
+
+    #[test]
+    fn counts_give_the_same_updates_as_the_tables() {
+        let (d, y) = random_data(3_001, &[3, 60, 256, 9], 256, 5);
+        let t = Tables::build(&d, y.view()).unwrap();
+        let counts = t.counts.as_ref().expect("unit weights are whole numbers");
+        let half = Tables::build(&reweighted(&d, vec![0.5; d.n_samples]), y.view()).unwrap();
+        assert!(half.counts.is_none());
+        for k in 0..t.n_features() {
+            let delta: Vec<f64> = (0..t.n_bins[k])
+                .map(|b| ((b * 7 + k) as f64).sin())
+                .collect();
+            let zeros = || -> Vec<Vec<f64>> { t.n_bins.iter().map(|&b| vec![0.0; b]).collect() };
+            let (mut a, mut b) = (zeros(), zeros());
+            t.apply_from(counts, k, &delta, 0.3, &mut a);
+            t.apply_from(&t.pairs, k, &delta, 0.3, &mut b);
+            assert_eq!(a, b);
+            assert!(a.iter().flatten().any(|&v| v != 0.0));
+        }
+        // Adding keeps the counts in step with the tables.
+        let mut sum = t.clone();
+        sum.add(&t).unwrap();
+        assert_eq!(sum.counts, as_counts(&sum.pairs));
+        assert!(sum.counts.is_some());
     }
 }

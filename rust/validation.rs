@@ -215,8 +215,13 @@ pub(crate) fn reborrow<'b>(callback: &'b mut Option<Callback<'_>>) -> Option<Cal
     }
 }
 
+/// Rows per parallel chunk of [`holdout_loss`]'s predictions.
+const HOLDOUT_CHUNK: usize = 1 << 14;
+
 /// Weighted mean loss of the model `(intercept, values)` on the rows `rows` (weights `v`):
-/// `Σ term(v_i, y_i, prediction_i) / Σ v_i`, `term` the weighted loss of a row.
+/// `Σ term(v_i, y_i, prediction_i) / Σ v_i`, `term` the weighted loss of a row. The
+/// predictions are computed in parallel (each row's sum in feature order) and the loss is
+/// summed in row order: the same number for any number of threads.
 pub(crate) fn holdout_loss(
     data: &BinnedData,
     y: ArrayView1<'_, f64>,
@@ -238,13 +243,26 @@ pub(crate) fn holdout_terms(
     term: impl Fn(f64, f64, f64) -> f64,
 ) -> Vec<f64> {
     let mut pred = vec![intercept; rows.len()];
-    for (f, b) in data.features.iter().zip(values) {
-        if b.iter().all(|&x| x == 0.0) {
-            continue;
+    let used: Vec<(&crate::binning::BinnedFeature, &Vec<f64>)> = data
+        .features
+        .iter()
+        .zip(values)
+        .filter(|(_, b)| b.iter().any(|&x| x != 0.0))
+        .collect();
+    let add = |(pred, rows): (&mut [f64], &[usize])| {
+        for &(f, b) in &used {
+            crate::with_codes!(&f.codes, c => pred
+                .iter_mut()
+                .zip(rows)
+                .for_each(|(p, &i)| *p += b[crate::binning::Code::idx(c[i])]));
         }
-        pred.iter_mut()
-            .zip(rows)
-            .for_each(|(p, &i)| *p += b[f.codes.get(i)]);
+    };
+    if rows.len() * used.len() < 4 * HOLDOUT_CHUNK {
+        add((&mut pred, rows));
+    } else {
+        pred.par_chunks_mut(HOLDOUT_CHUNK)
+            .zip(rows.par_chunks(HOLDOUT_CHUNK))
+            .for_each(add);
     }
     rows.iter()
         .zip(&pred)
@@ -275,7 +293,12 @@ pub fn fit_validated(
     let Validation { fraction, seed } =
         validation_of(params, "fit_validated needs Penalty::Validated")?;
     let engine = resolve_engine(data, engine);
-    let split = Split::new(data, validation_rows(data.n_samples, fraction, seed));
+    let rows = validation_rows(data.n_samples, fraction, seed);
+    let unit_split = rows.len() >= MIN_ROWS && data.n_samples - rows.len() >= MIN_ROWS;
+    if engine == Engine::Tables && data.weights.is_none() && unit_split {
+        return validated_on_tables(data, y, params, rows, callback);
+    }
+    let split = Split::new(data, rows);
     if !split.enough_rows() {
         return fixed_ratio_fit(params, DEFAULT_LAMBDA_RATIO, |fixed| {
             fit_binned_engine(data, y, fixed, None, engine, callback)
@@ -330,6 +353,49 @@ pub fn fit_validated(
         _ if engine == Engine::Rows => fit_extrapolated(data, y, &final_params, (best, callback))?,
         _ => fit_binned_engine(data, y, &final_params, Some(best), engine, callback)?,
     };
+    Ok((fit, search))
+}
+
+/// [`fit_validated`] on the tables engine for unit sample weights: the statistics of the
+/// training rows and of the held-out rows `rows` come from one pass over every row and one
+/// over the held-out rows ([`Tables::build_split`]), the path runs on the training rows'
+/// statistics alone, each fit scored on the held-out rows (their codes gathered once), and
+/// the final fit runs on the sum of both. The same numbers as the general course, which
+/// builds the training rows' statistics with weight 0 on the held-out rows.
+fn validated_on_tables(
+    data: &BinnedData,
+    y: ArrayView1<'_, f64>,
+    params: &FitParams,
+    rows: Vec<usize>,
+    callback: Option<Callback<'_>>,
+) -> Result<(BinnedFit, PenaltySearch)> {
+    let offset = AtomicUsize::new(0);
+    let mut wrapped = callback.map(|cb| one_fit(cb, &offset));
+    let mut callback: Option<Callback<'_>> = wrapped.as_mut().map(|w| w as Callback<'_>);
+    let held = data.select_rows(&rows);
+    let y_held: Vec<f64> = rows.iter().map(|&i| y[i]).collect();
+    let y_held = ArrayView1::from(&y_held);
+    let (train, held_tables) = Tables::build_split(data, y, &rows, &held, y_held)?;
+    let cuts = data.features.iter().map(|f| f.cuts.clone()).collect();
+    let missing = data.features.iter().map(|f| f.missing).collect();
+    let shell = tables_shell(&train, cuts, missing)?;
+    let train = Arc::new(train);
+    let (mut search, best) = {
+        let ones = vec![1.0; rows.len()];
+        let all_held: Vec<usize> = (0..rows.len()).collect();
+        let held_rows = (&all_held[..], &ones[..]);
+        let loss =
+            |c: f64, b: &[Vec<f64>]| holdout_loss(&held, y_held, (c, b), held_rows, squared_error);
+        let state = |beta: Vec<Vec<f64>>| BlockState::with_tables(&shell, Arc::clone(&train), beta);
+        run_path(&shell, params, &state, &loss, &offset, &mut callback, RULE)?
+    };
+    search.n_validation = rows.len();
+    drop(held);
+    let mut all = Arc::try_unwrap(train).unwrap_or_else(|t| (*t).clone());
+    all.add(&held_tables)?;
+    drop(held_tables);
+    let final_params = params.at_ratio(search.ratio);
+    let fit = fit_binned_tables(data, Arc::new(all), &final_params, Some(best), callback)?;
     Ok((fit, search))
 }
 
@@ -596,5 +662,82 @@ mod tests {
         assert!(a.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(a, validation_rows(1000, 0.15, 3));
         assert_ne!(a, validation_rows(1000, 0.15, 4));
+    }
+
+    use crate::binning::{bin_data, BinningParams};
+    use crate::params::{Validation, DEFAULT_VALIDATION_FRACTION};
+    use ndarray::{Array1, Array2};
+    use rand::SeedableRng;
+
+    /// Columns with 5 to 200 levels (tables-sized bins), a step and a sine plus noise.
+    fn tables_data(n: usize, seed: u64) -> (Array2<f64>, Array1<f64>) {
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
+        let x = Array2::from_shape_fn((n, 4), |(_, j)| {
+            rng.random_range(0..[5, 40, 200, 90][j]) as f64
+        });
+        let y = Array1::from_shape_fn(n, |i| {
+            (x[[i, 2]] / 30.0).sin() + f64::from(x[[i, 1]] > 20.0) + rng.random::<f64>()
+        });
+        (x, y)
+    }
+
+    #[test]
+    fn unit_weight_tables_course_is_the_general_one() {
+        // Unit weights take the split statistics; weights of one the general course (training
+        // statistics with weight 0 on the held-out rows): the same numbers, bit for bit.
+        let (x, y) = tables_data(6_000, 8);
+        let params = FitParams {
+            lambda: Penalty::Validated(Validation {
+                fraction: DEFAULT_VALIDATION_FRACTION,
+                seed: 3,
+            }),
+            tol: 1e-6,
+            binning: BinningParams {
+                max_bins: Some(64),
+                ..BinningParams::default()
+            },
+            ..FitParams::default()
+        };
+        let ones = vec![1.0; y.len()];
+        let mut unit = bin_data(x.view(), None, &params.binning).unwrap();
+        let mut weighted = bin_data(x.view(), Some(&ones), &params.binning).unwrap();
+        let (a, sa) = fit_validated(&mut unit, y.view(), &params, Engine::Tables, None).unwrap();
+        let (b, sb) =
+            fit_validated(&mut weighted, y.view(), &params, Engine::Tables, None).unwrap();
+        assert!(sa.ratios.len() >= 3, "{sa:?}");
+        assert_eq!(sa, sb);
+        assert_eq!(a.values, b.values);
+        assert_eq!(a.intercept, b.intercept);
+        assert_eq!(a.report.objective, b.report.objective);
+        assert_eq!(a.report.n_iter, b.report.n_iter);
+        // The data are left as they were.
+        assert_eq!(unit, bin_data(x.view(), None, &params.binning).unwrap());
+    }
+
+    #[test]
+    fn holdout_loss_is_the_same_in_parallel() {
+        let (x, y) = tables_data(5 * HOLDOUT_CHUNK, 9);
+        let d = bin_data(x.view(), None, &BinningParams::default()).unwrap();
+        let rows: Vec<usize> = (0..y.len()).filter(|i| i % 5 != 1).collect();
+        let v: Vec<f64> = rows.iter().map(|&i| 0.5 + (i % 3) as f64).collect();
+        let mut values: Vec<Vec<f64>> = d
+            .features
+            .iter()
+            .map(|f| (0..f.n_bins()).map(|b| (b as f64).cos()).collect())
+            .collect();
+        values[1].iter_mut().for_each(|b| *b = 0.0);
+        // Row by row, features in order (the all-zero block skipped), then summed in row order.
+        let (mut num, mut den) = (0.0, 0.0);
+        for (&i, &w) in rows.iter().zip(&v) {
+            let mut p = 0.25;
+            for (j, f) in d.features.iter().enumerate().filter(|&(j, _)| j != 1) {
+                p += values[j][f.codes.get(i)];
+            }
+            num += squared_error(w, y[i], p);
+            den += w;
+        }
+        let got = holdout_loss(&d, y.view(), (0.25, &values), (&rows, &v), squared_error);
+        assert_eq!(got, num / den);
+        assert!(got > 0.0);
     }
 }

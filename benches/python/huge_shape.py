@@ -1,0 +1,229 @@
+"""Black-Smoke-shaped fits (9,214,951 x 14) at the defaults: this build against a reference
+build, in one run (issue 17).
+
+Run:  python benches/python/huge_shape.py --reference DIR [--repeats 3] [--rows 9214951]
+          [--generators issue,ties,smoke] [--data-dir DIR] [--out FILE]
+
+``DIR`` holds a reference copy of the package (``DIR/fastpcam``, e.g. made with
+``mkdir -p DIR && cp -r python/fastpcam DIR/`` from a build without the change measured).
+Every fit is ``fastpcam.FASTRegressor().fit(X, y)`` with every parameter at its default (the
+additive model, the penalty chosen on held-out rows, binning included), run in a fresh
+process; the two builds alternate, ``--repeats`` times each, and the table gives medians.
+Memory is the growth of the process's peak resident set (``VmHWM``, reset just before the
+fit) over its resident set before the fit, against ``X``'s bytes (the target is at most half).
+
+Generators (every one float64, C order):
+
+``issue``
+    the shape that missed the target in issue 17: 5 columns with 200,000 distinct values
+    (uniform), 9 integer columns with 6 to 2,000 distinct values; sine, step, quadratic and
+    periodic effects, Gaussian noise.
+``ties``
+    heavy ties, skew and missing values: a log-normal column and a correlated copy, a 70%
+    zero-inflated column, Pareto and Student-t tails (2% NaN), a ternary and a Poisson
+    column, a column that is 95% one value, 50,000 integer ids, a U-shaped beta column,
+    Gamma(0.5); effects through logs, steps, ``tanh``, periodic id effects and the missing
+    values themselves, Student-t(4) noise.
+``smoke``
+    ``perf_targets.py``'s Black-Smoke-like columns (time, site ids, rounded weather
+    readings, zero-inflated rain, weekdays, years) and effects.
+
+The data of each generator are made once per run (``--data-dir``, a temporary directory by
+default) and loaded by every fit. Results: ``benches/python/results/huge.md`` (``--out``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROWS = 9_214_951
+
+
+def issue_gen(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Issue 17's shape (see the module documentation)."""
+    rng = np.random.default_rng(seed)
+    X = np.empty((n, 14))
+    for j in range(5):
+        X[:, j] = rng.integers(0, 200_000, size=n) / 200_000.0 + j
+    for t, c in enumerate([6, 12, 24, 50, 100, 365, 500, 1000, 2000]):
+        X[:, 5 + t] = rng.integers(0, c, size=n)
+    y = (
+        np.sin(6 * X[:, 0]) + np.where(X[:, 1] > 1.5, 0.5, 0.0) + 0.3 * X[:, 2] ** 2
+        + 0.2 * np.cos(X[:, 10] / 58.0) + 0.1 * (X[:, 6] % 3) - 0.001 * X[:, 12]
+        + rng.normal(0, 0.7, size=n)
+    )
+    return X, y
+
+
+def ties_gen(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Heavy ties, skew and missing values (see the module documentation)."""
+    rng = np.random.default_rng(seed + 7)
+    X = np.empty((n, 14))
+    X[:, 0] = rng.lognormal(0, 1.5, size=n)
+    X[:, 1] = np.where(rng.uniform(size=n) < 0.7, 0.0, rng.exponential(3, size=n).round(2))
+    X[:, 2] = rng.pareto(1.5, size=n).round(1)
+    X[:, 3] = rng.standard_t(3, size=n)
+    X[:, 4] = rng.integers(0, 3, size=n)
+    X[:, 5] = rng.poisson(2.0, size=n)
+    X[:, 6] = rng.normal(size=n).round(2)
+    X[:, 7] = rng.uniform(-1, 1, size=n) ** 3
+    X[:, 8] = np.where(rng.uniform(size=n) < 0.95, 1.0, rng.uniform(size=n))
+    X[:, 9] = rng.integers(0, 50_000, size=n).astype(float)
+    X[:, 10] = X[:, 0] * rng.lognormal(0, 0.1, size=n)
+    X[:, 11] = rng.beta(0.3, 0.3, size=n)
+    X[:, 12] = rng.normal(size=n)
+    X[:, 13] = rng.gamma(0.5, 2.0, size=n)
+    u = rng.uniform(size=n)
+    X[u < 0.02, 3] = np.nan
+    X[u > 0.995, 12] = np.nan
+    z3 = np.nan_to_num(X[:, 3])
+    y = (
+        np.log1p(X[:, 0]) * 0.5 - 0.4 * (X[:, 1] > 0) + 0.05 * np.minimum(X[:, 2], 10)
+        + np.tanh(2 * z3) + np.where(np.isnan(X[:, 3]), 1.0, 0.0) + 0.3 * X[:, 4]
+        - 0.1 * X[:, 5] + np.where(X[:, 6] > 0.5, 0.4, 0.0) + np.sign(X[:, 7]) * 0.3
+        + 0.5 * (X[:, 8] < 1) + 0.3 * ((X[:, 9] % 1000) < 100) + 0.6 * (X[:, 11] > 0.5)
+        + rng.standard_t(4, size=n) * 0.8
+    )
+    return X, y
+
+
+def smoke_gen(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``perf_targets.py``'s Black-Smoke-like data."""
+    sys.path.insert(0, str(HERE))
+    from perf_targets import black_smoke
+
+    return black_smoke(n, seed)
+
+
+GENERATORS: dict[str, Callable[[int], tuple[np.ndarray, np.ndarray]]] = {
+    "issue": issue_gen,
+    "ties": ties_gen,
+    "smoke": smoke_gen,
+}
+
+
+def status_kib(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def worker(data: str) -> None:
+    """One default fit of the data saved at `data` (``.X.npy`` / ``.y.npy``), as JSON."""
+    import fastpcam
+
+    X = np.load(data + ".X.npy")
+    y = np.load(data + ".y.npy")
+    Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
+    before = status_kib("VmRSS")
+    t0 = time.perf_counter()
+    m = fastpcam.FASTRegressor().fit(X, y)
+    t = time.perf_counter() - t0
+    peak = status_kib("VmHWM")
+    sample = np.random.default_rng(1).choice(len(y), 200_000, replace=False)
+    np.save(data + f".pred.{os.getpid()}.npy", m.predict(X[sample]))
+    vp = m.validation_path_
+    print(json.dumps({
+        "time": t, "extra_mib": (peak - before) / 1024, "x_mib": X.nbytes / 2**20,
+        "ratio": float(m.lambda_ratio_), "search": int(np.sum(vp["n_iter"])), "n_iter": int(m.n_iter_),
+        "objective": float(m.objective_), "kkt": float(m.kkt_residual_),
+        "bins": int(sum(len(c) + 1 for c in m.cuts_)), "pred": data + f".pred.{os.getpid()}.npy",
+    }))
+
+
+def run(path: str, data: str) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": path}
+    out = subprocess.run([sys.executable, __file__, "--worker", data], env=env,
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reference", help="directory holding a reference copy of the package")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--rows", type=int, default=ROWS)
+    ap.add_argument("--generators", default="issue,ties,smoke")
+    ap.add_argument("--data-dir")
+    ap.add_argument("--out", default=str(HERE / "results" / "huge.md"))
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        worker(args.worker)
+        return
+    import fastpcam
+
+    this = str(Path(fastpcam.__file__).resolve().parent.parent)
+    builds = {"this": this} | ({"reference": args.reference} if args.reference else {})
+    tmp = tempfile.TemporaryDirectory() if args.data_dir is None else None
+    data_dir = Path(args.data_dir or tmp.name)  # type: ignore[union-attr]
+    data_dir.mkdir(parents=True, exist_ok=True)
+    load = os.getloadavg()
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True,
+                                text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "unknown"
+    report = [
+        "# Black-Smoke-shaped fits at the defaults: this build against a reference (`huge_shape.py`)\n",
+        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores shared with other "
+        f"work (load average at the start {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}), Python "
+        f"{platform.python_version()}. Each fit is `FASTRegressor().fit(X, y)` at every default in a fresh "
+        f"process; medians of {args.repeats} fits per build, the builds alternating. Memory: peak resident "
+        "set growth during the fit.\n",
+        f"Builds: this = commit {commit} (`{this}`); reference = `{args.reference}`.\n",
+        "| data | n x p | build | fit (s) | ratio to reference | extra memory (MiB) | / X | lambda_ratio_ | "
+        "updates search + final | objective | KKT residual | max abs prediction difference |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|---|---:|---:|",
+    ]
+    for gen in args.generators.split(","):
+        data = str(data_dir / f"{gen}_{args.rows}")
+        if not Path(data + ".X.npy").exists():
+            X, y = GENERATORS[gen](args.rows)
+            np.save(data + ".X.npy", X)
+            np.save(data + ".y.npy", y)
+            del X, y
+        runs: dict[str, list[dict[str, Any]]] = {b: [] for b in builds}
+        for _ in range(args.repeats):
+            for b, path in builds.items():
+                runs[b].append(run(path, data))
+                print(gen, b, runs[b][-1], flush=True)
+        med = {b: statistics.median(r["time"] for r in v) for b, v in runs.items()}
+        preds = {b: np.load(v[-1]["pred"]) for b, v in runs.items()}
+        for b, v in runs.items():
+            last = v[-1]
+            mem = statistics.median(r["extra_mib"] for r in v)
+            ref = med.get("reference")
+            diff = float(np.max(np.abs(preds[b] - preds["reference"]))) if "reference" in preds else float("nan")
+            report.append(
+                f"| {gen} | {args.rows:,} x 14 | {b} | {med[b]:.2f} | "
+                f"{(med[b] / ref) if ref else float('nan'):.2f} | {mem:.0f} | {mem / last['x_mib']:.2f} | "
+                f"{last['ratio']:.3g} | {last['search']:,} + {last['n_iter']:,} | {last['objective']:.10g} | "
+                f"{last['kkt']:.2e} | {diff:.1e} |"
+            )
+            print(report[-1], flush=True)
+        for v in runs.values():
+            for r in v:
+                Path(r["pred"]).unlink(missing_ok=True)
+    Path(args.out).write_text("\n".join(report) + "\n")
+    print(f"wrote {args.out}")
+    if tmp is not None:
+        tmp.cleanup()
+
+
+if __name__ == "__main__":
+    main()
