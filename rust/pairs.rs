@@ -674,6 +674,9 @@ fn significant_gain(additive: &[f64], pairs: &[f64], v: &[f64]) -> bool {
 /// The fit with pairs (`None`: the additive model won on held-out rows), `ρ`, the path
 /// tried with its held-out losses, and its block updates.
 type PairSearchResult = (Option<BinnedFit>, f64, [Vec<f64>; 2], Vec<usize>);
+/// The best fit of the pair path so far: `ρ`, its held-out loss, its blocks and its held-out
+/// rows' loss terms.
+type PathBest = (f64, f64, Vec<Vec<f64>>, Vec<f64>);
 /// Makes the loss's state on the data from blocks.
 pub(crate) type StateMaker<'a, S> = &'a dyn Fn(&BinnedData, Vec<Vec<f64>>) -> S;
 /// A held-out row's loss `(v, y, f) ↦ …`.
@@ -714,7 +717,7 @@ fn fit_on_pairs<S: DescentState>(
             let mut search = || {
                 let data = &*data;
                 let mut st = state(data, init.clone());
-                let mut best: Option<(f64, f64, Vec<Vec<f64>>, Vec<f64>)> = None;
+                let mut best: Option<PathBest> = None;
                 let mut additive: Option<Vec<f64>> = None;
                 let rhos = screened.then_some(ADDITIVE).into_iter().chain(PAIR_PATH);
                 for r in rhos {
