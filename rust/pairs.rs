@@ -43,7 +43,7 @@ use crate::params::{
 };
 use crate::report::{Axis, BinnedFit, Callback, Fit, PairFit, PairTerm, PenaltySearch};
 use crate::validation::{
-    holdout_terms, reborrow, restore_weights, swap_weights, validation_rows, Split,
+    holdout_terms, mean_loss, reborrow, restore_weights, swap_weights, validation_rows, Split,
 };
 use crate::with_codes;
 
@@ -743,7 +743,7 @@ fn fit_on_pairs<S: DescentState>(
                         (&rows, &held_weights),
                         term,
                     );
-                    let loss = terms.iter().sum::<f64>() / held_weights.iter().sum::<f64>();
+                    let loss = mean_loss(&terms, &held_weights);
                     path.push(if r == ADDITIVE { f64::INFINITY } else { r });
                     path_loss.push(loss);
                     path_n_iter.push(fit.report.n_iter);

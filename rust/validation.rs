@@ -229,7 +229,14 @@ pub(crate) fn holdout_loss(
     (rows, v): (&[usize], &[f64]),
     term: impl Fn(f64, f64, f64) -> f64,
 ) -> f64 {
-    let terms = holdout_terms(data, y, (intercept, values), (rows, v), term);
+    mean_loss(
+        &holdout_terms(data, y, (intercept, values), (rows, v), term),
+        v,
+    )
+}
+
+/// The weighted mean loss of held-out loss terms `v_i · loss_i` (rows of weight `v`).
+pub(crate) fn mean_loss(terms: &[f64], v: &[f64]) -> f64 {
     terms.iter().sum::<f64>() / v.iter().sum::<f64>()
 }
 

@@ -4,11 +4,11 @@
 
 mod common;
 
-use common::{params, HELD_OUT};
+use common::{pair_params, HELD_OUT};
 use fastpcam::binning::bin_data;
 use fastpcam::loglink::{fit_loglink, fit_loglink_binned_with, LogLinkLoss};
 use fastpcam::newton::Curvature;
-use fastpcam::params::{FitParams, Interactions, PairParams, Penalty, Selection};
+use fastpcam::params::{Interactions, Penalty};
 use fastpcam::solver::with_threads;
 use fastpcam::Rows;
 use ndarray::{Array1, Array2};
@@ -47,15 +47,6 @@ fn interaction_data(loss: LogLinkLoss, n: usize, seed: u64) -> (Array2<f64>, Arr
         }
     });
     (x, y)
-}
-
-fn pair_params(lambda: Penalty, interactions: Interactions) -> FitParams {
-    let mut prm = params(lambda, Selection::Auto, 1e-2, Some(64));
-    prm.pairs = PairParams {
-        interactions,
-        ..PairParams::default()
-    };
-    prm
 }
 
 #[test]

@@ -4,9 +4,9 @@
 
 mod common;
 
-use common::{params, HELD_OUT};
+use common::{pair_params, HELD_OUT};
 use fastpcam::multinomial::fit_multinomial;
-use fastpcam::params::{FitParams, Interactions, PairParams, Penalty, Selection};
+use fastpcam::params::{Interactions, Penalty};
 use fastpcam::solver::with_threads;
 use fastpcam::Rows;
 use ndarray::{Array1, Array2};
@@ -37,15 +37,6 @@ fn xor_data(n: usize, seed: u64) -> (Array2<f64>, Array1<f64>) {
         class as f64
     });
     (x, y)
-}
-
-fn pair_params(lambda: Penalty, interactions: Interactions) -> FitParams {
-    let mut prm = params(lambda, Selection::Auto, 1e-2, Some(64));
-    prm.pairs = PairParams {
-        interactions,
-        ..PairParams::default()
-    };
-    prm
 }
 
 #[test]

@@ -6,7 +6,7 @@
 mod common;
 
 use fastpcam::grid::{grid_tv, solve_grid, GridWorkspace};
-use fastpcam::params::{Grid, Interactions, PairParams, Penalty, Selection};
+use fastpcam::params::{Grid, Interactions, Penalty, Selection};
 use fastpcam::solver::{fit, with_threads};
 use fastpcam::Rows;
 use ndarray::{Array1, Array2};
@@ -268,12 +268,8 @@ fn interaction_data(n: usize, seed: u64) -> (Array2<f64>, Array1<f64>) {
 }
 
 fn pair_params(interactions: Interactions, penalty: Option<f64>) -> fastpcam::params::FitParams {
-    let mut prm = common::params(common::HELD_OUT, Selection::Auto, 1e-2, Some(64));
-    prm.pairs = PairParams {
-        interactions,
-        penalty,
-        ..PairParams::default()
-    };
+    let mut prm = common::pair_params(common::HELD_OUT, interactions);
+    prm.pairs.penalty = penalty;
     prm
 }
 

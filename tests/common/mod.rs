@@ -3,7 +3,10 @@
 
 use fastpcam::binning::BinningParams;
 use fastpcam::blocks::total_variation;
-use fastpcam::params::{FitParams, Penalty, Selection, Validation, DEFAULT_VALIDATION_FRACTION};
+use fastpcam::params::{
+    FitParams, Interactions, PairParams, Penalty, Selection, Validation,
+    DEFAULT_VALIDATION_FRACTION,
+};
 use fastpcam::solver::Fit;
 use fastpcam::validation::{PenaltySearch, PATIENCE, START_RATIO, STEP};
 use fastpcam::FastError;
@@ -22,6 +25,17 @@ pub const HELD_OUT: Penalty = Penalty::Validated(Validation {
     fraction: DEFAULT_VALIDATION_FRACTION,
     seed: 0,
 });
+
+/// [`params`] (greedy-or-sweep `Auto` selection, `tol = 1e-2`, 64 bins) with the pair terms
+/// `interactions` at the default pair parameters.
+pub fn pair_params(lambda: Penalty, interactions: Interactions) -> FitParams {
+    let mut prm = params(lambda, Selection::Auto, 1e-2, Some(64));
+    prm.pairs = PairParams {
+        interactions,
+        ..PairParams::default()
+    };
+    prm
+}
 
 /// Fit parameters with a generous `max_iter` and no time budget.
 pub fn params(
