@@ -175,15 +175,12 @@ def test_sql_reproduces_predict_with_pairs_and_nulls(fitted, output):
 
 
 def test_onnx_reproduces_predict_with_pairs(fitted):
-    onnx = pytest.importorskip("onnx", reason="the onnx extra is not installed")
-    ort = pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
-    from fastpcam import onnx_inputs
+    pytest.importorskip("onnx", reason="the onnx extra is not installed")
+    pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
+    from _onnx_run import run
 
     m, X = fitted
-    proto = m.to_onnx()
-    onnx.checker.check_model(proto)
-    sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
-    out = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, onnx_inputs(m, X))))
+    out = run(m, X)
     expected = m.predict(X)
     np.testing.assert_allclose(out["prediction"], expected, rtol=1e-9, atol=1e-9 * np.max(expected))
 

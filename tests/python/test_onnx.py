@@ -17,6 +17,7 @@ from sklearn.exceptions import NotFittedError  # noqa: E402
 
 from fastpcam import FASTClassifier, FASTRegressor, FASTRegressorCV, SparseFASTRegressor, onnx_inputs  # noqa: E402
 from fastpcam._datasets import load_houses  # noqa: E402
+from _onnx_run import run as _run, session as _session  # noqa: E402
 
 RTOL = 1e-9
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -46,17 +47,6 @@ def _data(n=3000, seed=0):
 @pytest.fixture(scope="module")
 def data():
     return _data()
-
-
-def _session(model):
-    proto = model.to_onnx()
-    onnx.checker.check_model(proto)
-    return ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
-
-
-def _run(model, X):
-    sess = _session(model)
-    return dict(zip([o.name for o in sess.get_outputs()], sess.run(None, onnx_inputs(model, X))))
 
 
 def _close(got, expected):
