@@ -109,14 +109,10 @@ pub const PATH_BUDGET: usize = 50;
 pub const PAIR_PATH_TOL: f64 = 0.25;
 
 /// Interaction bins of `feature` (at most `max_bins` in its chain): consecutive main bins
-/// grouped by weight quantiles; the missing bin, if any, last on its own.
-pub fn axis(feature: &BinnedFeature, max_bins: usize) -> Axis {
-    axis_guided(feature, None, max_bins)
-}
-
-/// [`axis`], with [`GUIDED_CUTS`] of its cuts placed at the largest jumps of the fitted main
-/// effect `beta` (when given; chain values first): quantile cuts give way, the one whose two
-/// groups weigh least first, until at most `max_bins` groups remain.
+/// grouped by weight quantiles, the missing bin, if any, last on its own; with the fitted main
+/// effect `beta` (chain values first), [`GUIDED_CUTS`] of the cuts sit at its largest jumps
+/// and quantile cuts give way, the one whose two groups weigh least first, until at most
+/// `max_bins` groups remain.
 pub fn axis_guided(feature: &BinnedFeature, beta: Option<&[f64]>, max_bins: usize) -> Axis {
     let nc = feature.n_chain();
     let w = &feature.bin_weights[..nc];
@@ -813,14 +809,14 @@ mod tests {
     #[test]
     fn axes_group_bins_by_weight_and_keep_the_missing_bin() {
         let f = feature(7, vec![1.0; 9], true);
-        let a = axis(&f, 4);
+        let a = axis_guided(&f, None, 4);
         assert_eq!(a.cuts.len(), 3);
         assert!(a.cuts.iter().all(|c| f.cuts.contains(c)));
         assert_eq!(a.map.len(), 9);
         assert!(a.map.windows(2).take(7).all(|w| w[1] >= w[0]));
         assert_eq!(a.map[8], MISSING);
         assert_eq!(a.len(), 4);
-        let small = axis(&f, 16);
+        let small = axis_guided(&f, None, 16);
         assert_eq!(small.cuts, f.cuts);
     }
 
@@ -829,7 +825,7 @@ mod tests {
         // 40 equal bins, 4 groups: quantile cuts after bins 9, 19 and 29; the main effect
         // jumps most between bins 4 and 5, so one cut moves there.
         let f = feature(39, vec![1.0; 40], false);
-        let plain = axis(&f, 4);
+        let plain = axis_guided(&f, None, 4);
         assert_eq!(plain.cuts, vec![f.cuts[9], f.cuts[19], f.cuts[29]]);
         let mut beta: Vec<f64> = (0..40).map(|b| 0.01 * b as f64).collect();
         for v in &mut beta[5..] {
