@@ -80,6 +80,20 @@ pub const FINE_PAIRS: usize = 5;
 /// Cells of the [`FINE_PAIRS`] finer pair grids: 32 × 32 for two many-valued features.
 pub const FINE_CELLS: usize = 1024;
 
+/// A pair side with at most this many interaction bins (a switch, a few categories) is
+/// narrow: under the cell budget, where `ρ` is chosen on held-out rows, its partner gets
+/// finer bins than `max_bins` ([`narrow_pair_bins`]; measured on the 20 benchmark tables:
+/// `docs/pairs.md`).
+pub const NARROW_SIDE: usize = 4;
+
+/// Cells of a pair with a narrow side: 2 × 256 for a switch times a many-valued feature.
+pub const NARROW_CELLS: usize = 512;
+
+/// The partner of a narrow side gets at most this many interaction bins per piece of its
+/// fitted main effect (and at least `max_bins`): a main effect of few pieces says the data
+/// hold little detail along the feature, so a noisy table keeps coarse bins.
+pub const NARROW_PIECES: usize = 2;
+
 /// Interaction cuts placed at the fitted main effect's largest jumps (the rest are weight
 /// quantiles; measured on the 20 benchmark tables, `docs/pairs.md`).
 pub const GUIDED_CUTS: usize = 1;
@@ -207,10 +221,10 @@ pub fn pair_bins(
     max_bins: usize,
     max_cells: Option<usize>,
 ) -> (usize, usize) {
-    let (a, b) = (nj.min(max_bins), nk.min(max_bins));
     let Some(cells) = max_cells else {
-        return (a, b);
+        return (nj.min(max_bins), nk.min(max_bins));
     };
+    let (a, b) = (nj.min(max_bins), nk.min(max_bins));
     if a.saturating_mul(b) <= cells {
         return (a, b);
     }
@@ -220,6 +234,37 @@ pub fn pair_bins(
         (_, true) => ((cells / b).max(2).min(a), b),
         _ => (side, side),
     }
+}
+
+/// Interaction bins of a pair with a narrow side (at most [`NARROW_SIDE`] chain bins; `None`
+/// otherwise) whose features have `(nj, nk)` chain bins and fitted main effects of
+/// `(pj, pk)` pieces: the narrow side keeps its bins, and its partner gets
+/// `NARROW_CELLS / narrow` at most, and at most [`NARROW_PIECES`] per piece of its main
+/// effect, but never fewer than `max_bins` (nor than its chain).
+pub fn narrow_pair_bins(
+    (nj, nk): (usize, usize),
+    (pj, pk): (usize, usize),
+    max_bins: usize,
+) -> Option<(usize, usize)> {
+    let partner = |narrow: usize, n: usize, pieces: usize| {
+        (NARROW_CELLS / narrow.max(1))
+            .min(NARROW_PIECES.saturating_mul(pieces))
+            .max(max_bins)
+            .min(n)
+    };
+    if nj.min(nk) > NARROW_SIDE {
+        None
+    } else if nj <= nk {
+        Some((nj, partner(nj, nk, pk)))
+    } else {
+        Some((partner(nk, nj, pj), nk))
+    }
+}
+
+/// The pieces of a fitted main effect `beta` of `feature` (chain values first): one more
+/// than its nonzero jumps along the chain.
+fn main_pieces(feature: &BinnedFeature, beta: &[f64]) -> usize {
+    1 + largest_jumps(beta, (feature.n_chain(), feature.n_bins()), usize::MAX).len()
 }
 
 /// The cell budget of the `t`-th pair (best first when screened) under a budget of `cells`
@@ -558,12 +603,17 @@ pub(crate) fn fit_pairs<S: DescentState>(
         .iter()
         .enumerate()
         .map(|(t, &(j, k))| {
-            let (nj, nk) = pair_bins(
-                (data.features[j].n_chain(), data.features[k].n_chain()),
-                pp.max_bins,
-                pp.max_cells
-                    .map(|cells| if fine { pair_cells(t, cells) } else { cells }),
-            );
+            let chains = (data.features[j].n_chain(), data.features[k].n_chain());
+            let cells = pp
+                .max_cells
+                .map(|cells| if fine { pair_cells(t, cells) } else { cells });
+            let narrow = (fine && pp.max_cells.is_some())
+                .then(|| {
+                    let pieces = |f: usize| main_pieces(&data.features[f], &mains.values[f]);
+                    narrow_pair_bins(chains, (pieces(j), pieces(k)), pp.max_bins)
+                })
+                .flatten();
+            let (nj, nk) = narrow.unwrap_or_else(|| pair_bins(chains, pp.max_bins, cells));
             (
                 axis_guided(&data.features[j], Some(&mains.values[j]), nj),
                 axis_guided(&data.features[k], Some(&mains.values[k]), nk),
@@ -864,6 +914,40 @@ mod tests {
                 assert!(a * b <= 256, "({nj}, {nk}) -> ({a}, {b})");
             }
         }
+    }
+
+    #[test]
+    fn a_narrow_side_gives_its_partner_bins_by_its_main_effects_pieces() {
+        // Two wide features: not narrow.
+        assert_eq!(narrow_pair_bins((4096, 4096), (100, 100), 64), None);
+        assert_eq!(narrow_pair_bins((5, 4096), (5, 100), 64), None);
+        // A switch times a feature whose main effect has 174 pieces: 512 / 2 bins.
+        assert_eq!(narrow_pair_bins((2, 4096), (2, 174), 64), Some((2, 256)));
+        assert_eq!(narrow_pair_bins((4096, 2), (174, 2), 64), Some((256, 2)));
+        // Three values: 512 / 3; four: 128.
+        assert_eq!(narrow_pair_bins((3, 4096), (3, 1000), 64), Some((3, 170)));
+        assert_eq!(narrow_pair_bins((4096, 4), (1000, 4), 64), Some((128, 4)));
+        // Few pieces (a smooth, noisy main effect): two bins per piece, at least max_bins.
+        assert_eq!(narrow_pair_bins((2, 4096), (2, 50), 64), Some((2, 100)));
+        assert_eq!(narrow_pair_bins((2, 4096), (2, 7), 64), Some((2, 64)));
+        // Never more bins than the chain has.
+        assert_eq!(narrow_pair_bins((2, 40), (2, 40), 64), Some((2, 40)));
+        assert_eq!(narrow_pair_bins((2, 3), (1, 1), 64), Some((2, 3)));
+        for (nj, nk) in [(1, 4096), (2, 2), (4, 4), (3, 90), (4096, 1)] {
+            for pieces in [1, 10, 4096] {
+                let (a, b) = narrow_pair_bins((nj, nk), (pieces, pieces), 64).unwrap();
+                assert!(a <= nj && b <= nk);
+                assert!(a * b <= NARROW_CELLS.max(4 * 64), "({nj}, {nk}) -> ({a}, {b})");
+            }
+        }
+    }
+
+    #[test]
+    fn main_pieces_count_the_jumps_along_the_chain() {
+        let f = feature(5, vec![1.0; 7], true);
+        // Chain of 6 values, then the missing bin (its value is not a jump).
+        assert_eq!(main_pieces(&f, &[0.0, 0.0, 1.0, 1.0, 2.0, 2.0, 9.0]), 3);
+        assert_eq!(main_pieces(&f, &[0.5; 7]), 1);
     }
 
     #[test]

@@ -289,9 +289,11 @@ DOCS: dict[str, str] = {
         f"    {int(_core.AUTO_INTERACTION_BINS)} bins a side (EBM's default) and\n"
         f"    {int(_core.AUTO_INTERACTION_CELLS)} cells a pair: two many-valued features get\n"
         "    16 x 16, and a feature with few values lets its partner use the cells it leaves\n"
-        f"    (2 x 64 for a binary feature); the {int(_core.FINE_PAIRS)} strongest pairs get\n"
-        f"    {int(_core.FINE_CELLS)} cells (32 x 32) where ``interaction_penalty='auto'`` is chosen\n"
-        "    on held-out rows. An int ``b``: at most ``b`` bins a side,\n"
+        f"    (2 x 64 for a binary feature); where ``interaction_penalty='auto'`` is chosen on\n"
+        f"    held-out rows, the {int(_core.FINE_PAIRS)} strongest pairs get {int(_core.FINE_CELLS)} cells (32 x 32),\n"
+        f"    and a pair with a side of at most {int(_core.NARROW_SIDE)} values up to {int(_core.NARROW_CELLS)} cells\n"
+        "    (2 x 256 for a binary feature; its partner at most two bins per piece of its fitted\n"
+        "    main effect, at least 64). An int ``b``: at most ``b`` bins a side,\n"
         "    ``b x b`` cells."
     ),
     "interaction_penalty": (

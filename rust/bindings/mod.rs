@@ -206,6 +206,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PAIR_MIN_GAIN_SE", crate::pairs::MIN_GAIN_SE)?;
     m.add("FINE_PAIRS", crate::pairs::FINE_PAIRS)?;
     m.add("FINE_CELLS", crate::pairs::FINE_CELLS)?;
+    m.add("NARROW_SIDE", crate::pairs::NARROW_SIDE)?;
+    m.add("NARROW_CELLS", crate::pairs::NARROW_CELLS)?;
     m.add(
         "AUTO_INTERACTION_BINS",
         crate::params::AUTO_INTERACTION_BINS,

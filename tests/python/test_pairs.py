@@ -354,19 +354,29 @@ def test_tol_zero_with_pairs_stops_near_rounding():
 
 
 def test_auto_interaction_bins_give_a_few_valued_features_partner_the_cells():
-    # A binary switch times a slope: the pair needs fine bins along x1 only. "auto" gives
-    # the pair 2 x 64 cells (256 at most); an int b gives b bins a side.
+    # A binary switch times a slope: the pair needs fine bins along x1 only. "auto" gives a
+    # pair with a narrow side (at most NARROW_SIDE values) up to NARROW_CELLS cells, beyond
+    # 64 bins a side where x1's main effect has the pieces to fill them (2 x 256 here); a
+    # fixed interaction_penalty keeps 2 x 64 (256 cells at most); an int b gives b bins a side.
     rng = np.random.default_rng(5)
     n = 20000
     X = np.column_stack([rng.integers(0, 2, n).astype(float), rng.uniform(0, 1, n), rng.uniform(0, 1, n)])
     truth = 4.0 * X[:, 0] * X[:, 1] + X[:, 2]
     y = truth + 0.05 * rng.standard_normal(n)
     auto = FASTRegressor(interactions=[(0, 1)]).fit(X, y)
+    fixed = FASTRegressor(interactions=[(0, 1)], interaction_penalty=0.01).fit(X, y)
     sixteen = FASTRegressor(interactions=[(0, 1)], max_interaction_bins=16).fit(X, y)
-    assert auto.interaction_values_[0].shape == (2, _core.AUTO_INTERACTION_BINS)
+    rows, cols = auto.interaction_values_[0].shape
+    assert rows == 2 and _core.AUTO_INTERACTION_BINS < cols <= _core.NARROW_CELLS // 2
+    assert fixed.interaction_values_[0].shape == (2, _core.AUTO_INTERACTION_BINS)
     assert sixteen.interaction_values_[0].shape == (2, 16)
     err = lambda m: float(np.mean((m.predict(X) - truth) ** 2))  # noqa: E731
-    assert err(auto) < 0.7 * err(sixteen)
+    assert err(auto) < 0.7 * err(fixed) and err(fixed) < 0.7 * err(sixteen)
+    # A switch times a step in noise: x1's main effect has few pieces, so the partner keeps
+    # 64 bins (at most two per piece, at least 64).
+    step = 2.0 * X[:, 0] * (X[:, 1] > 0.5) + X[:, 2] + rng.standard_normal(n)
+    coarse = FASTRegressor(interactions=[(0, 1)]).fit(X, step)
+    assert coarse.interaction_values_[0].shape == (2, _core.AUTO_INTERACTION_BINS)
     # Two many-valued features share the budget: 32 x 32 for one of the five strongest
     # pairs (16 x 16 beyond them: the Rust tests of pair_bins and pair_cells).
     both = FASTRegressor(interactions=[(1, 2)]).fit(X, y)
