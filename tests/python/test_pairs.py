@@ -412,3 +412,27 @@ def test_screened_pairs_that_beat_the_additive_model_are_kept():
     assert path["interaction_penalty"][0] == np.inf
     assert path["validation_loss"][1:].min() < 0.5 * path["validation_loss"][0]
     assert (0, 1) in m.interaction_features_
+
+
+def test_a_second_round_screens_pairs_on_the_residual_of_the_first():
+    # Two strong pairs and two weak ones, interactions=2: the first round takes the strong
+    # pairs, which cut the additive model's held-out loss below half, so a second round
+    # screens the residual of the fit with pairs and adds the weak ones.
+    rng = np.random.default_rng(3)
+    n = 6000
+    X = rng.uniform(-1, 1, (n, 8))
+    strong = 3.0 * X[:, 0] * X[:, 1] + 3.0 * X[:, 2] * X[:, 3]
+    weak = 1.0 * X[:, 4] * X[:, 5] + 1.0 * X[:, 6] * X[:, 7]
+    y = strong + weak + 0.1 * rng.standard_normal(n)
+    m = FASTRegressor(interactions=2).fit(X, y)
+    path = m.interaction_path_
+    assert path["interaction_penalty"][0] == np.inf
+    assert path["validation_loss"][1:].min() < _core.SECOND_ROUND_CUT * path["validation_loss"][0]
+    assert set(m.interaction_features_[:2]) == {(0, 1), (2, 3)}
+    assert set(m.interaction_features_) == {(0, 1), (2, 3), (4, 5), (6, 7)}
+    assert m.converged_
+    err = float(np.mean((m.predict(X) - strong - weak) ** 2))
+    assert err < 0.25 * float(np.var(weak))
+    # Listed pairs never get a second round.
+    listed = FASTRegressor(interactions=[(0, 1), (2, 3)]).fit(X, y)
+    assert listed.interaction_features_ == [(0, 1), (2, 3)]
