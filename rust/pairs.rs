@@ -29,7 +29,8 @@
 //! * **The pair penalty** `ρ = λ_pair / λ_f` is chosen on the held-out rows of the main
 //!   effects' search, down the path `PAIR_PATH` warm-started from one state, stopping once the
 //!   held-out loss gets worse; the model is then refitted on all rows at the best `ρ`.
-//! * **A second round** ([`SECOND_ROUND_CUT`]): where the screened pairs cut the additive
+//! * **A second round** ([`SECOND_ROUND_CUT`], `interactions="auto"` only: an int is the
+//!   number of pairs): where the screened pairs cut the additive
 //!   model's held-out loss below half, `K` more pairs are screened on the residual of the fit
 //!   with pairs and all are refitted at the chosen `ρ`, warm-started.
 
@@ -584,12 +585,13 @@ pub(crate) fn with_pairs<S: DescentState>(
 /// holds rows out, and fits every block together on all rows, warm-started. `state` makes the
 /// loss's state on `data` from blocks; `term` is a held-out row's loss `(v, y, f) ↦ …`.
 ///
-/// Screened pairs (`Interactions::Count`) are kept only if they beat the additive model on
+/// Screened pairs (`Interactions::Count` and `Auto`) are kept only if they beat the additive model on
 /// the held-out rows: when the best `ρ` of the path does not lower the additive model's
 /// held-out loss by [`MIN_GAIN_SE`] standard errors (of the rows' loss differences)
 /// (fitted on the same rows, [`ADDITIVE`] in the path), the fit is `mains` with no pair
 /// terms (the path tried is still reported). Screened pairs that cut that loss below
-/// [`SECOND_ROUND_CUT`] of the additive model's get a second round ([`second_round`]).
+/// [`SECOND_ROUND_CUT`] of the additive model's get a second round ([`second_round`]) under
+/// `Interactions::Auto` (an explicit count is the number of pairs: one round).
 ///
 /// # Errors
 /// A bad pair list ([`check_pairs`]); those of the state's fit.
@@ -609,7 +611,7 @@ pub(crate) fn fit_pairs<S: DescentState>(
     let constrained = |j: usize| params.shapes.get(j).monotone != 0;
     let (pairs, gains) = match &pp.interactions {
         Interactions::List(list) => (check_pairs(list, p, constrained)?, Vec::new()),
-        Interactions::Count(count) => {
+        Interactions::Count(count) | Interactions::Auto(count) => {
             let mut st = state(data, mains.values.clone());
             let (_, vr) = st.sums_and_residual();
             let vr = vr.map(<[f64]>::to_vec).unwrap_or_default();
@@ -682,7 +684,7 @@ pub(crate) fn fit_pairs<S: DescentState>(
     let mut pairs = pairs;
     let mut axes = make_axes(data, &pairs, 0);
     let (mut grids, mut links) = add_blocks(data, &pairs, &axes, 0);
-    let screened = matches!(pp.interactions, Interactions::Count(_));
+    let screened = !matches!(pp.interactions, Interactions::List(_));
     let mut result = fit_on_pairs(
         data,
         y,
@@ -694,7 +696,7 @@ pub(crate) fn fit_pairs<S: DescentState>(
     );
     // The second round (see [`SECOND_ROUND_CUT`]).
     let mut gains = gains;
-    if let (Interactions::Count(count), Ok((Some(fit), rho, [path, path_loss], n_iter))) =
+    if let (Interactions::Auto(count), Ok((Some(fit), rho, [path, path_loss], n_iter))) =
         (&pp.interactions, &result)
     {
         if second_round(path, path_loss) && fit.report.stop != crate::report::StopReason::Callback {

@@ -171,6 +171,11 @@ pub enum Interactions {
     /// The `K` pairs with the largest screening gain on the main effects' residual (0: the
     /// additive model).
     Count(usize),
+    /// The estimators' `interactions="auto"`: the `K` pairs with the largest screening gain,
+    /// then, where they cut the additive model's held-out loss below
+    /// [`crate::pairs::SECOND_ROUND_CUT`] of it, `K` more screened on the residual of the fit
+    /// with pairs (so up to `2K` pairs; see [`crate::pairs::second_round`]).
+    Auto(usize),
     /// These pairs of feature indices.
     List(Vec<(usize, usize)>),
 }
@@ -204,7 +209,7 @@ impl PairParams {
     /// Whether the fit has pair terms.
     pub fn any(&self) -> bool {
         match &self.interactions {
-            Interactions::Count(k) => *k > 0,
+            Interactions::Count(k) | Interactions::Auto(k) => *k > 0,
             Interactions::List(l) => !l.is_empty(),
         }
     }

@@ -366,3 +366,46 @@ fn fixed_pair_penalty_and_bad_lists() {
     assert_eq!(f.pairs.penalty, fastpcam::pairs::DEFAULT_PAIR_PENALTY);
     assert!(f.report.converged, "kkt {}", f.report.kkt_residual);
 }
+
+/// `Interactions::Auto(K)`: the `K` strongest pairs cut the additive model's held-out loss
+/// below `SECOND_ROUND_CUT` of it, so `K` more are screened on the residual of the fit with
+/// pairs and found; `Count(K)` keeps `K`.
+#[test]
+fn a_second_round_screens_the_residual_of_the_first() {
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(3);
+    let n = 6000;
+    let x = Array2::from_shape_fn((n, 8), |_| rng.random_range(-1.0..1.0));
+    let truth: Vec<f64> = (0..n)
+        .map(|i| {
+            let r = x.row(i);
+            3.0 * r[0] * r[1] + 3.0 * r[2] * r[3] + r[4] * r[5] + r[6] * r[7]
+        })
+        .collect();
+    let y = Array1::from_shape_fn(n, |i| truth[i] + 0.1 * rng.random_range(-1.0..1.0));
+    let pairs_of = |interactions| {
+        let f = fit(
+            Rows::new(x.view(), y.view(), None),
+            &pair_params(interactions, None),
+            None,
+        )
+        .unwrap();
+        let mut found: Vec<(usize, usize)> = f.pairs.terms.iter().map(|t| t.features).collect();
+        found.sort_unstable();
+        (f, found)
+    };
+    let (auto, found) = pairs_of(Interactions::Auto(2));
+    assert_eq!(found, vec![(0, 1), (2, 3), (4, 5), (6, 7)]);
+    assert!(auto.report.converged, "kkt {}", auto.report.kkt_residual);
+    assert_eq!(auto.pairs.gains.len(), auto.pairs.terms.len());
+    let (count, found) = pairs_of(Interactions::Count(2));
+    assert_eq!(found, vec![(0, 1), (2, 3)]);
+    // Same mains and the same first round, so the same penalties: the second round's pairs
+    // fit the weak interactions the first left in the residual.
+    assert_eq!(auto.pairs.penalty, count.pairs.penalty);
+    assert!(
+        auto.report.objective < 0.75 * count.report.objective,
+        "{} vs {}",
+        auto.report.objective,
+        count.report.objective
+    );
+}

@@ -34,10 +34,10 @@ PURIFY_SWEEPS = 200
 
 
 def resolve(est: Any, interactions: Any) -> Any:
-    """``interactions`` as the core reads it: a count, or a list of ``(j, k)`` index pairs
-    (feature names resolved against ``feature_names_in_``)."""
+    """``interactions`` as the core reads it: ``"auto"``, a count, or a list of ``(j, k)``
+    index pairs (feature names resolved against ``feature_names_in_``)."""
     if isinstance(interactions, str) and interactions == "auto":
-        return int(_core.AUTO_INTERACTIONS)
+        return "auto"
     if isinstance(interactions, (int, np.integer)) and not isinstance(interactions, bool):
         return int(interactions)
     try:

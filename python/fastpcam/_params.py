@@ -279,9 +279,10 @@ DOCS: dict[str, str] = {
         "    2-D block penalised by its total variation, so the fit stays convex and certified\n"
         "    (see ``docs/pairs.md``, which also says why the default is still 0). Screened pairs\n"
         "    (an int or 'auto') are kept only if they lower the additive model's held-out loss\n"
-        "    (``interaction_path_``); listed pairs always are. Where the screened pairs bring\n"
-        "    that loss below half of the additive model's, ``K`` more are screened on the\n"
-        "    residual of the fit with pairs and fitted with them (up to ``2K`` pairs)."
+        "    (``interaction_path_``); listed pairs always are. Under ``'auto'``, where the\n"
+        f"    screened pairs bring that loss below half of the additive model's, {_core.AUTO_INTERACTIONS} more are\n"
+        "    screened on the residual of the fit with pairs and fitted with them; an int ``K`` is\n"
+        "    the number of pairs (one round)."
     ),
     "max_interaction_bins": (
         f"max_interaction_bins : int or 'auto', default={DEFAULT_MAX_INTERACTION_BINS!r}\n"

@@ -11,7 +11,7 @@ use pyo3::IntoPyObjectExt;
 
 use crate::binning::{auto_max_bins, BinningParams, DEFAULT_BIN_SAMPLE_SIZE};
 use crate::loglink::DEFAULT_TWEEDIE_POWER;
-use crate::pairs::DEFAULT_INTERACTIONS;
+use crate::pairs::{AUTO_INTERACTIONS, DEFAULT_INTERACTIONS};
 use crate::params::{
     Engine, FitParams, Interactions, Loss, PairParams, Penalty, Selection, Shapes, Validation,
     AUTO_INTERACTION_BINS, AUTO_INTERACTION_CELLS, DEFAULT_LAMBDA_RATIO, DEFAULT_MAX_ITER,
@@ -130,9 +130,9 @@ pub(crate) struct FitConfig {
     /// The Tweedie power of `loss="tweedie"`, in (1, 2).
     #[pyo3(default = FitConfig::default().power)]
     pub power: f64,
-    /// Pair terms: how many, or which.
+    /// Pair terms: "auto" (screened in up to two rounds), how many, or which.
     #[pyo3(default = FitConfig::default().interactions)]
-    pub interactions: InteractionsConfig,
+    pub interactions: AutoOr<InteractionsConfig>,
     /// Interaction bins per feature at most, or "auto" (64, with at most 256 cells a pair).
     #[pyo3(default = FitConfig::default().max_interaction_bins)]
     pub max_interaction_bins: AutoOr<usize>,
@@ -169,7 +169,7 @@ impl Default for FitConfig {
             monotonic_cst: None,
             penalty_factor: None,
             power: DEFAULT_TWEEDIE_POWER,
-            interactions: InteractionsConfig::Count(DEFAULT_INTERACTIONS),
+            interactions: AutoOr::Value(InteractionsConfig::Count(DEFAULT_INTERACTIONS)),
             max_interaction_bins: AutoOr::Auto,
             interaction_penalty: AutoOr::Auto,
         }
@@ -194,8 +194,9 @@ impl FitConfig {
     pub fn pairs(&self) -> PairParams {
         PairParams {
             interactions: match &self.interactions {
-                InteractionsConfig::Count(k) => Interactions::Count(*k),
-                InteractionsConfig::List(l) => Interactions::List(l.clone()),
+                AutoOr::Auto => Interactions::Auto(AUTO_INTERACTIONS),
+                AutoOr::Value(InteractionsConfig::Count(k)) => Interactions::Count(*k),
+                AutoOr::Value(InteractionsConfig::List(l)) => Interactions::List(l.clone()),
             },
             max_bins: match self.max_interaction_bins {
                 AutoOr::Auto => AUTO_INTERACTION_BINS,
