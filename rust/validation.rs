@@ -901,6 +901,152 @@ mod tests {
     }
 
     #[test]
+    fn stratified_folds_partition_the_rows_within_each_class() {
+        let class: Vec<u8> = (0..203).map(|i| u8::from(i % 7 < 2)).collect();
+        let folds = stratified_folds(&class, 5, 11);
+        assert_eq!(folds.len(), 5);
+        let mut all: Vec<usize> = folds.concat();
+        all.sort_unstable();
+        assert_eq!(all, (0..203).collect::<Vec<_>>());
+        let sizes: Vec<usize> = folds.iter().map(Vec::len).collect();
+        assert!(
+            sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1,
+            "{sizes:?}"
+        );
+        for c in [0, 1] {
+            let per: Vec<usize> = folds
+                .iter()
+                .map(|f| f.iter().filter(|&&i| class[i] == c).count())
+                .collect();
+            assert!(
+                per.iter().max().unwrap() - per.iter().min().unwrap() <= 1,
+                "{per:?}"
+            );
+        }
+        assert!(folds.iter().all(|f| f.windows(2).all(|w| w[0] < w[1])));
+        assert_eq!(folds, stratified_folds(&class, 5, 11));
+        assert_ne!(folds, stratified_folds(&class, 5, 12));
+    }
+
+    /// Integer columns with few levels (every bin keeps training rows in every fold, so the
+    /// held-out predictions do not depend on how a solver fills empty bins).
+    fn few_levels(n: usize, seed: u64) -> (Array2<f64>, Array1<f64>) {
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
+        let x = Array2::from_shape_fn((n, 3), |(_, j)| rng.random_range(0..[6, 12, 9][j]) as f64);
+        let y = Array1::from_shape_fn(n, |i| {
+            (x[[i, 1]] / 3.0).sin() + 0.3 * x[[i, 0]] + 2.0 * rng.random::<f64>()
+        });
+        (x, y)
+    }
+
+    #[test]
+    fn kfold_search_is_the_brute_force_loop_over_folds_and_ratios() {
+        let n = 600;
+        assert!(n < KFOLD_ROWS);
+        let (x, y) = few_levels(n, 5);
+        let params = FitParams {
+            lambda: Penalty::Validated(Validation {
+                fraction: DEFAULT_VALIDATION_FRACTION,
+                seed: 2,
+            }),
+            tol: 1e-10,
+            ..FitParams::default()
+        };
+        let data = bin_data(x.view(), None, &params.binning).unwrap();
+        let folds: Vec<Split> = stratified_folds(&vec![(); n], FOLDS, 2)
+            .into_iter()
+            .map(|rows| Split::new(&data, rows))
+            .collect();
+        let state = |d: &BinnedData, b| BlockState::with_start(d, y.view(), b);
+        let loss: FoldLoss<'_> =
+            &|d, c, b, held| holdout_loss(d, y.view(), (c, b), held, squared_error);
+        // Path fits converged to `tol` (no looser path tolerance): the exact minimisers.
+        let (fit, search) = kfold_then_refit(
+            &data,
+            &folds,
+            &params,
+            (&state, loss),
+            (0.0, PATIENCE),
+            |d, p, best, cb| fit_binned_engine(d, y.view(), p, Some(best), Engine::Rows, cb),
+            None,
+        )
+        .unwrap();
+        assert!(search.ratios.len() >= 3, "{search:?}");
+        assert_eq!(search.n_validation, n);
+        // Every ratio's out-of-fold loss: each fold fitted from scratch on its training rows,
+        // scored on its held-out rows, the folds weighed by their held-out rows.
+        for (&r, &got) in search.ratios.iter().zip(&search.validation_loss) {
+            let mut total = 0.0;
+            for f in &folds {
+                let mut d = data.clone();
+                swap_weights(&mut d, f.train.clone());
+                let cold =
+                    fit_binned_engine(&d, y.view(), &params.at_ratio(r), None, Engine::Rows, None)
+                        .unwrap();
+                let held = (&f.rows[..], &f.held_weights[..]);
+                total += f.rows.len() as f64
+                    * holdout_loss(
+                        &d,
+                        y.view(),
+                        (cold.intercept, &cold.values),
+                        held,
+                        squared_error,
+                    );
+            }
+            let want = total / n as f64;
+            assert!(
+                (got - want).abs() <= 1e-7 * want,
+                "ratio {r}: {got} vs {want}"
+            );
+        }
+        // The smallest out-of-fold loss wins, and the model is the full data's fit there.
+        let best = search
+            .validation_loss
+            .iter()
+            .zip(&search.ratios)
+            .min_by(|a, b| a.0.total_cmp(b.0))
+            .unwrap();
+        assert_eq!(search.ratio, *best.1);
+        let cold = fit_binned_engine(
+            &data,
+            y.view(),
+            &params.at_ratio(search.ratio),
+            None,
+            Engine::Rows,
+            None,
+        )
+        .unwrap();
+        let rel = (fit.report.objective - cold.report.objective).abs() / cold.report.objective;
+        assert!(
+            rel <= 1e-8,
+            "{} vs {}",
+            fit.report.objective,
+            cold.report.objective
+        );
+    }
+
+    #[test]
+    fn the_folds_run_below_kfold_rows_only() {
+        let params = FitParams {
+            lambda: Penalty::Validated(Validation {
+                fraction: DEFAULT_VALIDATION_FRACTION,
+                seed: 4,
+            }),
+            ..FitParams::default()
+        };
+        for (n, held) in [(KFOLD_ROWS - 1, KFOLD_ROWS - 1), (KFOLD_ROWS, 225)] {
+            let (x, y) = few_levels(n, 6);
+            let mut d = bin_data(x.view(), None, &params.binning).unwrap();
+            let (a, sa) = fit_validated(&mut d, y.view(), &params, Engine::Rows, None).unwrap();
+            assert_eq!(sa.n_validation, held);
+            // Deterministic.
+            let (b, sb) = fit_validated(&mut d, y.view(), &params, Engine::Rows, None).unwrap();
+            assert_eq!(sa, sb);
+            assert_eq!(a.values, b.values);
+        }
+    }
+
+    #[test]
     fn holdout_loss_is_the_same_in_parallel() {
         let (x, y) = tables_data(5 * HOLDOUT_CHUNK, 9);
         let d = bin_data(x.view(), None, &BinningParams::default()).unwrap();
