@@ -32,6 +32,11 @@
 //! ([`crate::logistic::fit_logistic_validated`]) runs it with the held-out weighted mean
 //! log-loss, on held-out rows drawn within each class ([`stratified_validation_rows`]).
 //!
+//! On fewer than [`KFOLD_ROWS`] rows (squared loss and log-loss) the one held-out share
+//! gives way to [`FOLDS`]-fold cross-validation over the same path ([`kfold_then_refit`]):
+//! one solver state per fold, each ratio scored by the out-of-fold loss over all rows, the
+//! same search on that score, and the same final fit on all rows (`docs/small_data.md`).
+//!
 //! Measured on the 20 real regression data sets of `benches/python/compare_ebm.py`: with
 //! the held-out choice the test MSE is within 2% of an additive EBM's on every one, where
 //! the fixed ratio `3e-3` was up to 32% worse on noise-heavy data (README, "Defaults").
