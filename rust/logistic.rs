@@ -59,8 +59,8 @@ use crate::params::{Engine, FitParams, Validation};
 use crate::report::{BinnedFit, Callback, Fit, PenaltySearch};
 use crate::solver::fit_then_pairs;
 use crate::validation::{
-    fixed_ratio_fit, holdout_loss, search_then_refit, stratified_validation_rows, validation_of,
-    Split, RULE,
+    fixed_ratio_fit, folds_if_small, holdout_loss, kfold_then_refit, search_then_refit,
+    stratified_validation_rows, validation_of, FoldLoss, Split, RULE,
 };
 
 pub use crate::datafit::log_loss;
@@ -225,8 +225,32 @@ pub fn fit_logistic_validated(
             fit_logistic_binned(data, y, fixed, callback)
         });
     }
-    let held = (&split.rows[..], &split.held_weights[..]);
     let term = |w: f64, y: f64, eta: f64| w * log_loss(y, eta);
+    // Few rows: cross-validated over folds drawn within each class.
+    let both_sides = |s: &Split| {
+        two_classes(weighted_mean(y, s.rows.iter().copied(), &s.held_weights))
+            && two_classes(weighted_mean(y, 0..data.n_samples, &s.train))
+    };
+    if let Some(folds) = folds_if_small(data, &class, seed, both_sides) {
+        let state = |d: &BinnedData, beta| {
+            let m = d
+                .weights
+                .as_deref()
+                .map_or(mean, |w| weighted_mean(y, 0..d.n_samples, w));
+            LogisticState::with_datafit(Logistic, d, y, m, beta, Curvature::Newton)
+        };
+        let loss: FoldLoss<'_> = &|d, c, b, held| holdout_loss(d, y, (c, b), held, term);
+        return kfold_then_refit(
+            data,
+            &folds,
+            params,
+            (&state, loss),
+            RULE,
+            |d, p, best, cb| refit_all(d, y, mean, p, best, cb),
+            callback,
+        );
+    }
+    let held = (&split.rows[..], &split.held_weights[..]);
     search_then_refit(
         data,
         (std::mem::take(&mut split.train), split.rows.len()),
@@ -238,12 +262,22 @@ pub fn fit_logistic_validated(
             &|data, c, b| holdout_loss(data, y, (c, b), held, term),
         ),
         RULE,
-        |data, final_params, best, callback| {
-            let state = |beta| {
-                LogisticState::with_datafit(Logistic, data, y, mean, beta, Curvature::Newton)
-            };
-            fit_from(data, final_params, Some(best), state, callback)
-        },
+        |d, p, best, cb| refit_all(d, y, mean, p, best, cb),
         callback,
     )
+}
+
+/// The final fit of a held-out search: on all rows of `data` (labels' weighted mean `mean`)
+/// at `params`, warm-started from `best`.
+fn refit_all(
+    data: &BinnedData,
+    y: ArrayView1<'_, f64>,
+    mean: f64,
+    params: &FitParams,
+    best: Vec<Vec<f64>>,
+    callback: Option<Callback<'_>>,
+) -> Result<BinnedFit> {
+    let state =
+        |beta| LogisticState::with_datafit(Logistic, data, y, mean, beta, Curvature::Newton);
+    fit_from(data, params, Some(best), state, callback)
 }

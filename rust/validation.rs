@@ -32,6 +32,11 @@
 //! ([`crate::logistic::fit_logistic_validated`]) runs it with the held-out weighted mean
 //! log-loss, on held-out rows drawn within each class ([`stratified_validation_rows`]).
 //!
+//! On fewer than [`KFOLD_ROWS`] rows (squared loss and log-loss) the one held-out share
+//! gives way to [`FOLDS`]-fold cross-validation over the same path ([`kfold_then_refit`]):
+//! one solver state per fold, each ratio scored by the out-of-fold loss over all rows, the
+//! same search on that score, and the same final fit on all rows (`docs/small_data.md`).
+//!
 //! Measured on the 20 real regression data sets of `benches/python/compare_ebm.py`: with
 //! the held-out choice the test MSE is within 2% of an additive EBM's on every one, where
 //! the fixed ratio `3e-3` was up to 32% worse on noise-heavy data (README, "Defaults").
@@ -72,6 +77,57 @@ pub const PATH_TOL: f64 = 0.5;
 /// Fewest held-out rows (and fewest training rows) for a held-out choice; below, the fixed
 /// default ratio is used and the search is empty.
 pub const MIN_ROWS: usize = 50;
+
+/// Below this many rows the held-out search is `FOLDS`-fold cross-validation over the same
+/// path: the fits are cheap there, and one held-out share of a few hundred rows chooses the
+/// penalty noisily (measured in `docs/small_data.md`). At or above it, one held-out share.
+pub const KFOLD_ROWS: usize = 1500;
+/// Folds of the cross-validated search on fewer than [`KFOLD_ROWS`] rows.
+pub const FOLDS: usize = 5;
+
+/// `k` folds of the rows `0..class.len()`, drawn within each class (`class[i]`: 0/1 labels,
+/// class indices, ...): each class's rows in a random order (from `seed`) are dealt to the
+/// folds in turn, the deal running on from class to class, so every fold gets its share of
+/// every class and the folds' sizes differ by at most one. Each fold's rows are increasing.
+pub fn stratified_folds<C: Copy + Ord>(class: &[C], k: usize, seed: u64) -> Vec<Vec<usize>> {
+    let k = k.max(1);
+    let classes: BTreeSet<C> = class.iter().copied().collect();
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
+    let mut folds = vec![Vec::new(); k];
+    let mut next = 0usize;
+    for c in classes {
+        let mut members: Vec<usize> = (0..class.len()).filter(|&i| class[i] == c).collect();
+        // Fisher–Yates.
+        for i in (1..members.len()).rev() {
+            members.swap(i, rng.random_range(0..=i));
+        }
+        for i in members {
+            folds[next % k].push(i);
+            next += 1;
+        }
+    }
+    folds.iter_mut().for_each(|f| f.sort_unstable());
+    folds
+}
+
+/// The folds of the cross-validated search when it applies: fewer than [`KFOLD_ROWS`] rows,
+/// and every fold's held-out and training sides pass `ok` (rows of positive weight, both
+/// classes, ...). `None`: the one held-out share.
+pub(crate) fn folds_if_small<C: Copy + Ord>(
+    data: &BinnedData,
+    class: &[C],
+    seed: u64,
+    ok: impl Fn(&Split) -> bool,
+) -> Option<Vec<Split>> {
+    if data.n_samples >= KFOLD_ROWS {
+        return None;
+    }
+    let splits: Vec<Split> = stratified_folds(class, FOLDS, seed)
+        .into_iter()
+        .map(|rows| Split::new(data, rows))
+        .collect();
+    splits.iter().all(ok).then_some(splits)
+}
 
 /// Which rows are held out: `round(fraction · n)` rows drawn without replacement, in
 /// increasing order (selection sampling, Knuth's Algorithm S: one pass, memory for the
@@ -301,6 +357,27 @@ pub fn fit_validated(
         validation_of(params, "fit_validated needs Penalty::Validated")?;
     let engine = resolve_engine(data, engine);
     let rows = validation_rows(data.n_samples, fraction, seed);
+    if data.n_samples < KFOLD_ROWS && Split::new(data, rows.clone()).enough_rows() {
+        let both =
+            |s: &Split| s.held_weights.iter().any(|&w| w > 0.0) && s.train.iter().any(|&w| w > 0.0);
+        if let Some(folds) = folds_if_small(data, &vec![(); data.n_samples], seed, both) {
+            let state = |d: &BinnedData, b| BlockState::with_start(d, y, b);
+            let loss: FoldLoss<'_> =
+                &|d, c, b, held| holdout_loss(d, y, (c, b), held, squared_error);
+            return kfold_then_refit(
+                data,
+                &folds,
+                params,
+                (&state, loss),
+                RULE,
+                |d, p, best, cb| match engine {
+                    Engine::Rows => fit_extrapolated(d, y, p, (best, cb)),
+                    _ => fit_binned_engine(d, y, p, Some(best), engine, cb),
+                },
+                callback,
+            );
+        }
+    }
     let unit_split = rows.len() >= MIN_ROWS && data.n_samples - rows.len() >= MIN_ROWS;
     if engine == Engine::Tables && data.weights.is_none() && unit_split {
         return validated_on_tables(data, y, params, rows, callback);
@@ -528,6 +605,93 @@ pub(crate) fn search_then_refit<S: DescentState>(
     Ok((fit, search))
 }
 
+/// The held-out loss of one fold of [`kfold_then_refit`]: `loss(data, intercept, blocks,
+/// (held rows, their weights))`, a weighted mean over the fold's held-out rows.
+pub(crate) type FoldLoss<'a> = &'a dyn Fn(&BinnedData, f64, &[Vec<f64>], (&[usize], &[f64])) -> f64;
+
+/// [`search_then_refit`] by cross-validation: the path of [`run_path`] runs on every fold at
+/// once (each fold's training rows in a copy of `data` with the held-out rows at weight 0,
+/// one solver state per fold, each ratio relative to its fold's `λ_max`), and each ratio is
+/// scored by the out-of-fold loss: the folds' held-out losses (`loss`) averaged with the
+/// folds' held-out weights. The search, refinement included, is [`run_path`]'s on that
+/// loss. The final fit on all rows at the chosen ratio (`refit`) starts from the mean of the
+/// folds' best blocks. `n_validation` in the search is the number of rows held out over all
+/// folds.
+pub(crate) fn kfold_then_refit<S: DescentState>(
+    data: &BinnedData,
+    folds: &[Split],
+    params: &FitParams,
+    (state, loss): (PathState<'_, S>, FoldLoss<'_>),
+    (path_tol, patience): (f64, usize),
+    refit: impl FnOnce(
+        &BinnedData,
+        &FitParams,
+        Vec<Vec<f64>>,
+        Option<Callback<'_>>,
+    ) -> Result<BinnedFit>,
+    callback: Option<Callback<'_>>,
+) -> Result<(BinnedFit, PenaltySearch)> {
+    params.shapes.check_len(data.n_features())?;
+    let offset = AtomicUsize::new(0);
+    let mut wrapped = callback.map(|cb| one_fit(cb, &offset));
+    let mut callback: Option<Callback<'_>> = wrapped.as_mut().map(|w| w as Callback<'_>);
+    let datas: Vec<BinnedData> = folds
+        .iter()
+        .map(|f| {
+            let mut d = data.clone();
+            swap_weights(&mut d, f.train.clone());
+            d
+        })
+        .collect();
+    let shapes = params.shapes.resolve(data.n_features());
+    let mut states: Vec<S> = Vec::with_capacity(folds.len());
+    let mut lambda_max = Vec::with_capacity(folds.len());
+    for d in &datas {
+        let mut st = state(d, d.zero_blocks());
+        st.set_shapes(&shapes);
+        lambda_max.push(st.start_flat(d));
+        states.push(st);
+    }
+    let held_total: Vec<f64> = folds.iter().map(|f| f.held_weights.iter().sum()).collect();
+    let all_held: f64 = held_total.iter().sum();
+    let path_params = FitParams {
+        tol: params.tol.max(path_tol),
+        ..params.clone()
+    };
+    let mut fit_at = |ratio: f64, restart: Option<Vec<Vec<Vec<f64>>>>| {
+        if let Some(blocks) = restart {
+            for ((st, d), b) in states.iter_mut().zip(&datas).zip(blocks) {
+                *st = state(d, b);
+            }
+        }
+        let (mut total, mut n_iter, mut stopped) = (0.0, 0, false);
+        let mut blocks = Vec::with_capacity(folds.len());
+        for (f, (st, d)) in states.iter_mut().zip(&datas).enumerate() {
+            let lm = lambda_max[f];
+            let cb = reborrow(&mut callback);
+            let fit = descend(d, &path_params, st, ratio * lm, lm, Instant::now(), cb);
+            let held = (&folds[f].rows[..], &folds[f].held_weights[..]);
+            total += held_total[f] * loss(d, fit.intercept, &fit.values, held);
+            n_iter += fit.report.n_iter;
+            stopped |= fit.report.stop == StopReason::Callback;
+            offset.fetch_add(fit.report.n_iter, Ordering::Relaxed);
+            blocks.push(fit.values);
+        }
+        Ok((total / all_held, n_iter, stopped, blocks))
+    };
+    let (mut search, best) = search_path(patience, &mut fit_at)?;
+    search.n_validation = folds.iter().map(|f| f.rows.len()).sum();
+    let k = best.len() as f64;
+    let mut start = data.zero_blocks();
+    for blocks in &best {
+        for (s, b) in start.iter_mut().zip(blocks) {
+            s.iter_mut().zip(b).for_each(|(s, b)| *s += b / k);
+        }
+    }
+    let fit = refit(data, &params.at_ratio(search.ratio), start, callback)?;
+    Ok((fit, search))
+}
+
 /// The solver state of [`search_then_refit`]'s path, made from the data and blocks.
 pub(crate) type PathState<'a, S> = &'a dyn Fn(&BinnedData, Vec<Vec<f64>>) -> S;
 /// The held-out loss of [`search_then_refit`]'s path: `loss(data, intercept, blocks)`.
@@ -554,30 +718,51 @@ pub(crate) fn run_path<S: DescentState>(
         tol: params.tol.max(path_tol),
         ..params.clone()
     };
-    let mut search = PenaltySearch::default();
-    // One held-out fit from the current state: its loss, whether the callback stopped it,
-    // and its blocks.
-    type Tried = (f64, bool, Vec<Vec<f64>>);
-    let mut try_ratio = |st: &mut S, ratio: f64, search: &mut PenaltySearch| -> Result<Tried> {
+    let mut fit_at = |ratio: f64, restart: Option<Vec<Vec<f64>>>| {
+        if let Some(blocks) = restart {
+            st = state(blocks);
+        }
         let lambda = ratio * lambda_max;
         let start = Instant::now();
         let cb = reborrow(callback);
-        let fit = descend(data, &path_params, st, lambda, lambda_max, start, cb);
+        let fit = descend(data, &path_params, &mut st, lambda, lambda_max, start, cb);
         let loss = loss(fit.intercept, &fit.values);
+        offset.fetch_add(fit.report.n_iter, Ordering::Relaxed);
+        let stopped = fit.report.stop == StopReason::Callback;
+        Ok((loss, fit.report.n_iter, stopped, fit.values))
+    };
+    search_path(patience, &mut fit_at)
+}
+
+/// One held-out fit of a path: its loss, its block updates, whether the callback stopped
+/// it, and its blocks.
+type PathFit<B> = (f64, usize, bool, B);
+
+/// The search of a held-out path (see the module documentation), whatever fits it:
+/// `fit_at(ratio, restart)` fits at `ratio`, from the blocks `restart` if given (else from
+/// where the previous fit ended). Down from [`START_RATIO`] while the loss improves
+/// (`patience`), up towards `λ_max` when the first ratio wins, then one refinement from the
+/// best fit's blocks. Returns the search and the best fit's blocks.
+fn search_path<B: Clone>(
+    patience: usize,
+    fit_at: &mut dyn FnMut(f64, Option<B>) -> Result<PathFit<B>>,
+) -> Result<(PenaltySearch, B)> {
+    let mut search = PenaltySearch::default();
+    let mut try_ratio = |ratio: f64, restart: Option<B>, search: &mut PenaltySearch| {
+        let (loss, n_iter, stopped, blocks) = fit_at(ratio, restart)?;
         search.ratios.push(ratio);
         search.validation_loss.push(loss);
-        search.n_iter.push(fit.report.n_iter);
-        offset.fetch_add(fit.report.n_iter, Ordering::Relaxed);
-        Ok((loss, fit.report.stop == StopReason::Callback, fit.values))
+        search.n_iter.push(n_iter);
+        Ok::<_, FastError>((loss, stopped, blocks))
     };
 
     // The decreasing path, until the held-out loss stops improving.
-    let mut best: Option<(f64, f64, Vec<Vec<f64>>)> = None;
+    let mut best: Option<(f64, f64, B)> = None;
     let mut since_best = 0;
     let mut ratio = START_RATIO;
     let mut interrupted = false;
     while ratio >= MIN_RATIO && since_best < patience && !interrupted {
-        let (loss, stop, values) = try_ratio(&mut st, ratio, &mut search)?;
+        let (loss, stop, values) = try_ratio(ratio, None, &mut search)?;
         interrupted = stop;
         if best.as_ref().is_none_or(|b| loss < b.1) {
             best = Some((ratio, loss, values));
@@ -596,7 +781,7 @@ pub(crate) fn run_path<S: DescentState>(
             .as_ref()
             .is_some_and(|b| b.0 >= up * STEP * (1.0 - 1e-12))
     {
-        let (loss, stop, values) = try_ratio(&mut st, up, &mut search)?;
+        let (loss, stop, values) = try_ratio(up, None, &mut search)?;
         interrupted = stop;
         if best.as_ref().is_some_and(|b| loss < b.1) {
             best = Some((up, loss, values));
@@ -611,8 +796,7 @@ pub(crate) fn run_path<S: DescentState>(
     // (in log ratio), or the geometric midpoint towards the one neighbour at an end.
     if let Some(t) = refinement(&search, ratio).filter(|_| !interrupted) {
         // Continue from the best fit rather than from the end of the path.
-        st = state(values.clone());
-        let (l_new, _, refined) = try_ratio(&mut st, t, &mut search)?;
+        let (l_new, _, refined) = try_ratio(t, Some(values.clone()), &mut search)?;
         if l_new < loss {
             (ratio, values) = (t, refined);
         }
@@ -719,6 +903,152 @@ mod tests {
         assert_eq!(a.report.n_iter, b.report.n_iter);
         // The data are left as they were.
         assert_eq!(unit, bin_data(x.view(), None, &params.binning).unwrap());
+    }
+
+    #[test]
+    fn stratified_folds_partition_the_rows_within_each_class() {
+        let class: Vec<u8> = (0..203).map(|i| u8::from(i % 7 < 2)).collect();
+        let folds = stratified_folds(&class, 5, 11);
+        assert_eq!(folds.len(), 5);
+        let mut all: Vec<usize> = folds.concat();
+        all.sort_unstable();
+        assert_eq!(all, (0..203).collect::<Vec<_>>());
+        let sizes: Vec<usize> = folds.iter().map(Vec::len).collect();
+        assert!(
+            sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1,
+            "{sizes:?}"
+        );
+        for c in [0, 1] {
+            let per: Vec<usize> = folds
+                .iter()
+                .map(|f| f.iter().filter(|&&i| class[i] == c).count())
+                .collect();
+            assert!(
+                per.iter().max().unwrap() - per.iter().min().unwrap() <= 1,
+                "{per:?}"
+            );
+        }
+        assert!(folds.iter().all(|f| f.windows(2).all(|w| w[0] < w[1])));
+        assert_eq!(folds, stratified_folds(&class, 5, 11));
+        assert_ne!(folds, stratified_folds(&class, 5, 12));
+    }
+
+    /// Integer columns with few levels (every bin keeps training rows in every fold, so the
+    /// held-out predictions do not depend on how a solver fills empty bins).
+    fn few_levels(n: usize, seed: u64) -> (Array2<f64>, Array1<f64>) {
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
+        let x = Array2::from_shape_fn((n, 3), |(_, j)| rng.random_range(0..[6, 12, 9][j]) as f64);
+        let y = Array1::from_shape_fn(n, |i| {
+            (x[[i, 1]] / 3.0).sin() + 0.3 * x[[i, 0]] + 2.0 * rng.random::<f64>()
+        });
+        (x, y)
+    }
+
+    #[test]
+    fn kfold_search_is_the_brute_force_loop_over_folds_and_ratios() {
+        let n = 600;
+        assert!(n < KFOLD_ROWS);
+        let (x, y) = few_levels(n, 5);
+        let params = FitParams {
+            lambda: Penalty::Validated(Validation {
+                fraction: DEFAULT_VALIDATION_FRACTION,
+                seed: 2,
+            }),
+            tol: 1e-10,
+            ..FitParams::default()
+        };
+        let data = bin_data(x.view(), None, &params.binning).unwrap();
+        let folds: Vec<Split> = stratified_folds(&vec![(); n], FOLDS, 2)
+            .into_iter()
+            .map(|rows| Split::new(&data, rows))
+            .collect();
+        let state = |d: &BinnedData, b| BlockState::with_start(d, y.view(), b);
+        let loss: FoldLoss<'_> =
+            &|d, c, b, held| holdout_loss(d, y.view(), (c, b), held, squared_error);
+        // Path fits converged to `tol` (no looser path tolerance): the exact minimisers.
+        let (fit, search) = kfold_then_refit(
+            &data,
+            &folds,
+            &params,
+            (&state, loss),
+            (0.0, PATIENCE),
+            |d, p, best, cb| fit_binned_engine(d, y.view(), p, Some(best), Engine::Rows, cb),
+            None,
+        )
+        .unwrap();
+        assert!(search.ratios.len() >= 3, "{search:?}");
+        assert_eq!(search.n_validation, n);
+        // Every ratio's out-of-fold loss: each fold fitted from scratch on its training rows,
+        // scored on its held-out rows, the folds weighed by their held-out rows.
+        for (&r, &got) in search.ratios.iter().zip(&search.validation_loss) {
+            let mut total = 0.0;
+            for f in &folds {
+                let mut d = data.clone();
+                swap_weights(&mut d, f.train.clone());
+                let cold =
+                    fit_binned_engine(&d, y.view(), &params.at_ratio(r), None, Engine::Rows, None)
+                        .unwrap();
+                let held = (&f.rows[..], &f.held_weights[..]);
+                total += f.rows.len() as f64
+                    * holdout_loss(
+                        &d,
+                        y.view(),
+                        (cold.intercept, &cold.values),
+                        held,
+                        squared_error,
+                    );
+            }
+            let want = total / n as f64;
+            assert!(
+                (got - want).abs() <= 1e-7 * want,
+                "ratio {r}: {got} vs {want}"
+            );
+        }
+        // The smallest out-of-fold loss wins, and the model is the full data's fit there.
+        let best = search
+            .validation_loss
+            .iter()
+            .zip(&search.ratios)
+            .min_by(|a, b| a.0.total_cmp(b.0))
+            .unwrap();
+        assert_eq!(search.ratio, *best.1);
+        let cold = fit_binned_engine(
+            &data,
+            y.view(),
+            &params.at_ratio(search.ratio),
+            None,
+            Engine::Rows,
+            None,
+        )
+        .unwrap();
+        let rel = (fit.report.objective - cold.report.objective).abs() / cold.report.objective;
+        assert!(
+            rel <= 1e-8,
+            "{} vs {}",
+            fit.report.objective,
+            cold.report.objective
+        );
+    }
+
+    #[test]
+    fn the_folds_run_below_kfold_rows_only() {
+        let params = FitParams {
+            lambda: Penalty::Validated(Validation {
+                fraction: DEFAULT_VALIDATION_FRACTION,
+                seed: 4,
+            }),
+            ..FitParams::default()
+        };
+        for (n, held) in [(KFOLD_ROWS - 1, KFOLD_ROWS - 1), (KFOLD_ROWS, 225)] {
+            let (x, y) = few_levels(n, 6);
+            let mut d = bin_data(x.view(), None, &params.binning).unwrap();
+            let (a, sa) = fit_validated(&mut d, y.view(), &params, Engine::Rows, None).unwrap();
+            assert_eq!(sa.n_validation, held);
+            // Deterministic.
+            let (b, sb) = fit_validated(&mut d, y.view(), &params, Engine::Rows, None).unwrap();
+            assert_eq!(sa, sb);
+            assert_eq!(a.values, b.values);
+        }
     }
 
     #[test]

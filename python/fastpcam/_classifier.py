@@ -64,6 +64,11 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
         previous one), the path stops once the held-out log-loss has got worse (when the
         first ratio wins, it climbs 0.125, 0.25, 0.5 while that improves), one more fit
         refines the best ratio, and the model is refitted on **all** rows at the best ratio.
+        On fewer than 1,500 rows the one held-out share gives way to 5-fold cross-validation
+        (folds drawn within each class with ``random_state``; ``validation_fraction`` unused):
+        every ratio of the same path is fitted on each fold's other rows and scored by the
+        out-of-fold log-loss over all rows, which chooses less noisily where a held-out share
+        is a few dozen rows (``docs/small_data.md``).
         The search is in ``validation_path_``, the ratio used in ``lambda_ratio_``. With
         fewer than 50 rows on either side, or a side holding a single class, ``"auto"`` uses
         the fixed ratio ``fastpcam._params.DEFAULT_LAMBDA_RATIO`` (3e-3, the former default,

@@ -83,8 +83,11 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
         each fit continuing from the previous one), the path stops once the held-out MSE has
         got worse (when the first ratio wins, it climbs 0.125, 0.25, 0.5 while that
         improves), one more fit refines the best ratio, and the model is refitted on **all**
-        rows at the best ratio. The search is in ``validation_path_``, the ratio used in
-        ``lambda_ratio_``. Dask input and :func:`fastpcam.fit_from_parquet` hold rows out
+        rows at the best ratio. With the squared loss on fewer than 1,500 rows, 5-fold
+        cross-validation over the same path replaces the one held-out share (folds drawn with
+        ``random_state``; ``validation_fraction`` unused; the out-of-fold MSE over all rows
+        scores each ratio; ``docs/small_data.md``). The search is in ``validation_path_``, the
+        ratio used in ``lambda_ratio_``. Dask input and :func:`fastpcam.fit_from_parquet` hold rows out
         partition by partition (each row with probability ``validation_fraction``) and choose
         on the held-out rows' sufficient statistics. With fewer than 50 rows on either side,
         or when fitting given statistics (``SufficientStatistics.fit``), ``"auto"`` uses the

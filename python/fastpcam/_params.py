@@ -234,7 +234,7 @@ DOCS: dict[str, str] = {
     ),
     "n_iter_": "n_iter_ : int\n    Block updates done.",
     "converged_": "converged_ : bool\n    Whether ``kkt_residual_ <= tol``.",
-    "n_validation_": "n_validation_ : int\n    Number of held-out rows (0 when no search ran).",
+    "n_validation_": "n_validation_ : int\n    Number of held-out rows (0 when no search ran; every row, held out once, when the\n    search cross-validated over folds).",
     "lambda_ratio_": (
         "lambda_ratio_ : float\n"
         '    ``lambda_f_ / lambda_max_``: with ``lambda_ratio="auto"``, the ratio chosen on\n'

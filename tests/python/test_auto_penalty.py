@@ -59,8 +59,9 @@ def test_random_state_draws_the_held_out_rows():
 
 
 def test_validation_fraction_is_used_and_checked():
-    X, y = make_additive(n=1000, p=2, seed=6)
-    assert FASTRegressor(validation_fraction=0.3).fit(X, y).n_validation_ == 300
+    # 2,000 rows: one held-out share (below 1,500 rows the search cross-validates)
+    X, y = make_additive(n=2000, p=2, seed=6)
+    assert FASTRegressor(validation_fraction=0.3).fit(X, y).n_validation_ == 600
     for bad in (0.0, 1.0, 1.5, -0.1):
         with pytest.raises(ValueError, match="validation_fraction"):
             FASTRegressor(validation_fraction=bad).fit(X, y)

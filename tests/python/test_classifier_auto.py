@@ -84,10 +84,11 @@ def test_random_state_draws_the_held_out_rows():
 
 
 def test_validation_fraction_is_used_and_checked():
-    X, y = _labels(1000, 2, seed=7)
+    # 2,000 rows: one held-out share (below 1,500 rows the search cross-validates)
+    X, y = _labels(2000, 2, seed=7)
     n1 = int(y.sum())
     m = FASTClassifier(validation_fraction=0.3).fit(X, y)
-    assert m.n_validation_ == round(0.3 * n1) + round(0.3 * (1000 - n1))
+    assert m.n_validation_ == round(0.3 * n1) + round(0.3 * (2000 - n1))
     for bad in (0.0, 1.0, 1.5, -0.1):
         with pytest.raises(ValueError, match="validation_fraction"):
             FASTClassifier(validation_fraction=bad).fit(X, y)
@@ -120,6 +121,6 @@ def test_the_callback_sees_the_search_and_the_final_fit_as_one_fit():
 def test_breast_cancer_default():
     X, y = load_breast_cancer(return_X_y=True)
     m = FASTClassifier().fit(X, y)
-    # 569 rows: 85 held out, the search runs
-    assert m.n_validation_ == round(0.15 * y.sum()) + round(0.15 * (len(y) - y.sum()))
+    # 569 rows: the search runs, cross-validated over 5 folds (every row held out once)
+    assert m.n_validation_ == len(y)
     assert m.validation_path_["lambda_ratio"].size >= 2 and m.score(X, y) > 0.95
