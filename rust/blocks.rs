@@ -571,6 +571,52 @@ impl BlockState {
         self.delta = delta;
     }
 
+    /// Moves the state by `t` along a direction in place (rows engine): the intercept by
+    /// `t · dc`, every block by `t · d_k`, every row's prediction by `t · u_i` (`u` the
+    /// direction's change of the predictions, `dc + Σ_k d_k[code_k(i)]`), if the objective at
+    /// `lambda`, recomputed from the new residual, is lower; otherwise nothing moves. Every
+    /// block's sums are fresh afterwards either way. Returns whether the state moved. The
+    /// tables engine never moves.
+    pub(crate) fn move_along(
+        &mut self,
+        data: &BinnedData,
+        (t, dc, d, u): (f64, f64, &[Vec<f64>], &[f64]),
+        lambda: f64,
+    ) -> bool {
+        let Backend::Rows { resid, .. } = &self.backend else {
+            return false;
+        };
+        let new_resid: Vec<f64> = resid.iter().zip(u).map(|(r, u)| r - t * u).collect();
+        let mut new_vresid = if data.weights.is_some() {
+            vec![0.0; data.n_samples]
+        } else {
+            Vec::new()
+        };
+        let loss = weighted_resid_loss(data, &new_resid, &mut new_vresid);
+        let beta: Vec<Vec<f64>> = self
+            .beta
+            .iter()
+            .zip(d)
+            .map(|(b, dk)| b.iter().zip(dk).map(|(x, y)| x + t * y).collect())
+            .collect();
+        let tv: Vec<f64> = beta
+            .iter()
+            .enumerate()
+            .map(|(k, b)| block_tv(b, self.n_chain[k], self.shape(k)))
+            .collect();
+        let moved = loss + lambda * tv.iter().sum::<f64>() < self.objective(lambda);
+        if moved {
+            let Backend::Rows { resid, vresid, .. } = &mut self.backend else {
+                unreachable!("checked above")
+            };
+            (*resid, *vresid) = (new_resid, new_vresid);
+            (self.beta, self.tv, self.loss) = (beta, tv, loss);
+            self.intercept += t * dc;
+        }
+        self.refresh_all_sums(data);
+        moved
+    }
+
     /// Whether block `k` is flat (all zero once centred).
     pub fn block_is_zero(&self, k: usize) -> bool {
         self.beta[k].iter().all(|&v| v == 0.0)
