@@ -350,7 +350,7 @@ fn radix_sort(keys: &mut Vec<u64>, scratch: &mut Vec<u64>) {
     scratch.clear();
     scratch.resize(n, 0);
     for (byte, c) in counts.iter_mut().enumerate() {
-        if c.iter().any(|&m| m == n) {
+        if c.contains(&n) {
             continue;
         }
         let mut at = 0;
@@ -850,12 +850,14 @@ fn plan_all(
     sample: Option<&[usize]>,
 ) -> Vec<CutPlan> {
     let (n, p) = x.dim();
-    let plan = |j: usize, column: ArrayView1<'_, f64>, gathered: bool| match params.user_cuts.get(j) {
+    let plan = |j: usize, column: ArrayView1<'_, f64>, gathered: bool| match params.user_cuts.get(j)
+    {
         Some(Some(cuts)) => CutPlan::Done(cuts.clone()),
         _ => match (params.max_bins, sample) {
-            (Some(max_bins), Some(rows)) if gathered => {
-                sampled_plan(sampled_distinct(column.iter().copied(), weights, rows), max_bins)
-            }
+            (Some(max_bins), Some(rows)) if gathered => sampled_plan(
+                sampled_distinct(column.iter().copied(), weights, rows),
+                max_bins,
+            ),
             _ => plan_cuts(column, weights, params.max_bins, sample),
         },
     };
@@ -864,7 +866,10 @@ fn plan_all(
         _ => n,
     };
     if !(p > 1 && x.strides()[1] == 1 && rows <= CUT_COPY_ROWS) {
-        return (0..p).into_par_iter().map(|j| plan(j, x.column(j), false)).collect();
+        return (0..p)
+            .into_par_iter()
+            .map(|j| plan(j, x.column(j), false))
+            .collect();
     }
     let sampled = params.max_bins.and(sample);
     (0..p.div_ceil(CUT_COLUMNS))
@@ -1236,7 +1241,9 @@ mod tests {
             );
         }
         // Keys sharing every byte but one, and all equal.
-        let mut keys: Vec<u64> = (0..1_000u64).map(|i| (i * 7919) % 256 + (5 << 40)).collect();
+        let mut keys: Vec<u64> = (0..1_000u64)
+            .map(|i| (i * 7919) % 256 + (5 << 40))
+            .collect();
         radix_sort(&mut keys, &mut Vec::new());
         assert!(keys.windows(2).all(|w| w[0] <= w[1]));
         let mut same = vec![42u64; 600];
@@ -1248,7 +1255,11 @@ mod tests {
     fn distinct_unit_is_distinct_weighted_with_unit_weights() {
         for n in [3, 600, 5_000] {
             let values = messy(n, 11);
-            let pairs = values.iter().map(|&x| (x, 1.0)).filter(|p| !p.0.is_nan()).collect();
+            let pairs = values
+                .iter()
+                .map(|&x| (x, 1.0))
+                .filter(|p| !p.0.is_nan())
+                .collect();
             let (a, wa) = distinct_unit(values.iter().copied());
             let (b, wb) = distinct_weighted(pairs);
             assert_eq!(a.len(), b.len());
@@ -1268,10 +1279,17 @@ mod tests {
                 x[[i, j]] = if col[i].is_infinite() { 1.5 } else { col[i] };
             }
         }
-        let weights: Vec<f64> = (0..n).map(|i| f64::from(u32::try_from(i % 5).unwrap())).collect();
+        let weights: Vec<f64> = (0..n)
+            .map(|i| f64::from(u32::try_from(i % 5).unwrap()))
+            .collect();
         let fortran = x.t().as_standard_layout().into_owned().reversed_axes();
         assert_eq!(fortran.strides()[0], 1);
-        for (max_bins, sample_size) in [(Some(64), 200_000), (Some(64), 1_000), (Some(4_096), 1_000), (None, 200_000)] {
+        for (max_bins, sample_size) in [
+            (Some(64), 200_000),
+            (Some(64), 1_000),
+            (Some(4_096), 1_000),
+            (None, 200_000),
+        ] {
             for w in [None, Some(&weights[..])] {
                 let params = BinningParams {
                     max_bins,

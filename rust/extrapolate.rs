@@ -481,7 +481,13 @@ mod tests {
         st.refresh_all_sums(&data);
         // A direction: block 0's values, moved half a step.
         let d: Vec<Vec<f64>> = (0..3)
-            .map(|k| if k == 0 { st.beta[0].clone() } else { vec![0.0; st.beta[k].len()] })
+            .map(|k| {
+                if k == 0 {
+                    st.beta[0].clone()
+                } else {
+                    vec![0.0; st.beta[k].len()]
+                }
+            })
             .collect();
         let u: Vec<f64> = (0..400)
             .map(|i| d[0][data.features[0].codes.get(i)])
@@ -497,13 +503,20 @@ mod tests {
             .beta
             .iter()
             .enumerate()
-            .map(|(k, b)| b.iter().map(|v| if k == 0 { 0.5 * v } else { *v }).collect())
+            .map(|(k, b)| {
+                b.iter()
+                    .map(|v| if k == 0 { 0.5 * v } else { *v })
+                    .collect()
+            })
             .collect();
         let mut half = BlockState::with_start(&data, y.view(), halved);
         let h0 = half.objective(lambda);
         assert!(half.move_along(&data, (0.5, 0.0, &d, &u), lambda));
         let (a, b) = (half.objective(lambda), before);
-        assert!(a < h0 && (a - b).abs() <= 1e-12 * b, "{a} vs {b} (from {h0})");
+        assert!(
+            a < h0 && (a - b).abs() <= 1e-12 * b,
+            "{a} vs {b} (from {h0})"
+        );
         let fresh = BlockState::with_start(&data, y.view(), half.beta.clone());
         let c = fresh.objective(lambda);
         assert!((a - c).abs() <= 1e-12 * c, "{a} vs {c}");
