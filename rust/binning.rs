@@ -333,47 +333,12 @@ fn from_order_key(k: u64) -> f64 {
     f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
 }
 
-/// Sorts `keys` (least significant byte first, skipping the bytes every key shares);
-/// `scratch` is reused.
-fn radix_sort(keys: &mut Vec<u64>, scratch: &mut Vec<u64>) {
-    let n = keys.len();
-    if n < RADIX_MIN {
-        keys.sort_unstable();
-        return;
-    }
-    let mut counts = vec![[0usize; 256]; 8];
-    for &k in keys.iter() {
-        for (byte, c) in counts.iter_mut().enumerate() {
-            c[((k >> (8 * byte)) & 0xff) as usize] += 1;
-        }
-    }
-    scratch.clear();
-    scratch.resize(n, 0);
-    for (byte, c) in counts.iter_mut().enumerate() {
-        if c.contains(&n) {
-            continue;
-        }
-        let mut at = 0;
-        for m in c.iter_mut() {
-            (*m, at) = (at, at + *m);
-        }
-        for &k in keys.iter() {
-            let b = ((k >> (8 * byte)) & 0xff) as usize;
-            scratch[c[b]] = k;
-            c[b] += 1;
-        }
-        std::mem::swap(keys, scratch);
-    }
-}
-
-/// Below this many values [`radix_sort`] leaves the work to a comparison sort.
-const RADIX_MIN: usize = 512;
-
 /// [`distinct_weighted`] of the values `values` with unit weights (NaN skipped): the same
-/// numbers, by a radix sort of the values' order keys.
+/// numbers, by a sort of the values' order keys (integers: cheaper to compare and move than
+/// `(value, weight)` pairs under `total_cmp`).
 fn distinct_unit(values: impl Iterator<Item = f64>) -> (Vec<f64>, Vec<f64>) {
     let mut keys: Vec<u64> = values.filter(|x| !x.is_nan()).map(order_key).collect();
-    radix_sort(&mut keys, &mut Vec::new());
+    keys.sort_unstable();
     let mut distinct: Vec<f64> = Vec::new();
     let mut weights: Vec<f64> = Vec::new();
     for k in keys {
@@ -840,7 +805,7 @@ const CUT_COLUMNS: usize = 8;
 const CUT_COPY_ROWS: usize = 1 << 18;
 
 /// The cut plans of every column, from the sample `sample` (or every row): on a row-major
-/// matrix, [`CUT_COLUMNS`] columns at a time copied out row by row (reading memory in order
+/// matrix, up to [`CUT_COLUMNS`] columns at a time copied out row by row (reading memory in order
 /// rather than one value per cache line), columns read in place otherwise. The same plans
 /// either way.
 fn plan_all(
@@ -872,10 +837,15 @@ fn plan_all(
             .collect();
     }
     let sampled = params.max_bins.and(sample);
-    (0..p.div_ceil(CUT_COLUMNS))
+    // Fewer columns per task when that leaves too few tasks to share among the threads (the
+    // plans are the same whatever the grouping).
+    let width = CUT_COLUMNS
+        .min(p.div_ceil(2 * rayon::current_num_threads().max(1)))
+        .max(1);
+    (0..p.div_ceil(width))
         .into_par_iter()
         .flat_map_iter(|g| {
-            let (j0, j1) = (g * CUT_COLUMNS, ((g + 1) * CUT_COLUMNS).min(p));
+            let (j0, j1) = (g * width, ((g + 1) * width).min(p));
             let width = j1 - j0;
             let mut buf = vec![0.0; rows * width];
             let tile = x.slice(ndarray::s![.., j0..j1]);
@@ -1226,11 +1196,11 @@ mod tests {
     }
 
     #[test]
-    fn radix_sort_is_the_total_order() {
-        for n in [0, 1, 7, 511, 512, 5_000] {
+    fn order_keys_sort_in_the_total_order() {
+        for n in [0, 1, 7, 5_000] {
             let values: Vec<f64> = messy(n, 7).into_iter().filter(|x| !x.is_nan()).collect();
             let mut keys: Vec<u64> = values.iter().map(|&x| order_key(x)).collect();
-            radix_sort(&mut keys, &mut Vec::new());
+            keys.sort_unstable();
             let mut want = values.clone();
             want.sort_by(f64::total_cmp);
             let got: Vec<f64> = keys.into_iter().map(from_order_key).collect();
@@ -1240,15 +1210,6 @@ mod tests {
                 "n = {n}"
             );
         }
-        // Keys sharing every byte but one, and all equal.
-        let mut keys: Vec<u64> = (0..1_000u64)
-            .map(|i| (i * 7919) % 256 + (5 << 40))
-            .collect();
-        radix_sort(&mut keys, &mut Vec::new());
-        assert!(keys.windows(2).all(|w| w[0] <= w[1]));
-        let mut same = vec![42u64; 600];
-        radix_sort(&mut same, &mut Vec::new());
-        assert_eq!(same, vec![42u64; 600]);
     }
 
     #[test]
