@@ -64,6 +64,41 @@ const PAIR_MARGIN: f64 = 1e-13;
 /// violation at a floor of about `√m` (measured with tol=0: 3e-7 at m = 1e-13, 5e-9 at 0).
 const GRID_MARGIN: f64 = 0.0;
 
+/// One chunk of [`update_chunks`] (no shift) with the bin sums of another block accumulated
+/// from the new residual in the same pass (`out` zeroed, not yet scaled by `1/W`); returns the
+/// chunk's `Σ v r²`.
+fn resid_and_sums<C1: Code, C2: Code>(
+    resid: &mut [f64],
+    vresid: &mut [f64],
+    weights: Option<&[f64]>,
+    (c1, delta): (&[C1], &[f64]),
+    (c2, out): (&[C2], &mut [f64]),
+) -> f64 {
+    let mut s = 0.0;
+    match weights {
+        None => {
+            for ((ri, &a), &b) in resid.iter_mut().zip(c1).zip(c2) {
+                *ri -= delta[a.idx()] + 0.0;
+                s += *ri * *ri;
+                out[b.idx()] += *ri;
+            }
+        }
+        Some(v) => {
+            let rows = resid
+                .iter_mut()
+                .zip(vresid.iter_mut())
+                .zip(c1.iter().zip(c2));
+            for (((ri, vri), (&a, &b)), &w) in rows.zip(v) {
+                *ri -= delta[a.idx()] + 0.0;
+                *vri = w * *ri;
+                s += *vri * *ri;
+                out[b.idx()] += *vri;
+            }
+        }
+    }
+    s
+}
+
 /// Rows per chunk of the parallel residual update (fixed, so results do not depend on the
 /// number of threads).
 const ROW_CHUNK: usize = 1 << 15;
@@ -502,12 +537,12 @@ impl BlockState {
             },
         );
         let new = std::mem::take(&mut self.bnew);
-        self.set_block(data, k1, &new[..nb1]);
+        // k2's sums after k1's update, from the same pass over the rows.
+        self.set_block_then_sums(data, k1, &new[..nb1], Some(k2));
         self.bnew = new;
         let after_first = self.objective(lambda);
         // F(k2's solution) − F(now) = −Σ_b Δ_b R_b + ½ Σ_b (w_b/W) Δ_b² + λ Δtv, with R the
         // sums of k2 after k1's update.
-        self.refresh_sums(data, k2);
         let new2 = std::mem::take(&mut self.pair.bnew);
         let (b2, r2, w2) = (&self.beta[k2], &self.sums[k2], &self.wn[k2]);
         let loss_change: f64 = (0..nb2)
@@ -530,6 +565,19 @@ impl BlockState {
     /// Sets block `k` to `values` (centred here, the mean going into the intercept) and
     /// updates the residual. Leaves every block's sums stale.
     pub fn set_block(&mut self, data: &BinnedData, k: usize, values: &[f64]) {
+        self.set_block_then_sums(data, k, values, None);
+    }
+
+    /// [`BlockState::set_block`], then block `then`'s sums made fresh (if given): on the rows
+    /// engine with one chunk of rows, in the residual's own pass ([`resid_and_sums`]; the
+    /// same numbers as a separate [`bin_sums_into`]).
+    fn set_block_then_sums(
+        &mut self,
+        data: &BinnedData,
+        k: usize,
+        values: &[f64],
+        then: Option<usize>,
+    ) {
         let nb = values.len();
         let beta = &self.beta[k];
         for b in 0..nb {
@@ -565,10 +613,91 @@ impl BlockState {
                 self.sync(data);
                 return;
             }
+        } else if let Some(k2) = then.filter(|_| data.n_samples <= ROW_CHUNK) {
+            self.update_resid_with_sums(data, (k, &delta[..nb]), k2);
+            self.delta = delta;
+            return;
         } else {
             self.update_resid(data, Some((k, &delta[..nb])), 0.0);
         }
         self.delta = delta;
+        if let Some(k2) = then {
+            self.refresh_sums(data, k2);
+        }
+    }
+
+    /// `resid_i −= delta[code_k(i)]` fused with the loss and block `k2`'s sums, in one pass
+    /// (rows engine, at most [`ROW_CHUNK`] rows: [`BlockState::update_resid`]'s one chunk).
+    fn update_resid_with_sums(
+        &mut self,
+        data: &BinnedData,
+        (k, delta): (usize, &[f64]),
+        k2: usize,
+    ) {
+        let weights = data.weights.as_deref();
+        let Backend::Rows {
+            resid,
+            vresid,
+            partials,
+        } = &mut self.backend
+        else {
+            return;
+        };
+        let out = &mut self.sums[k2];
+        out.iter_mut().for_each(|o| *o = 0.0);
+        let (f1, f2) = (&data.features[k], &data.features[k2]);
+        partials[0] = with_codes!(&f1.codes, c1 => with_codes!(&f2.codes, c2 => {
+            resid_and_sums(resid, vresid, weights, (c1, delta), (c2, out))
+        }));
+        let inv_w = 1.0 / data.total_weight;
+        out.iter_mut().for_each(|o| *o *= inv_w);
+        self.loss = 0.5 * partials.iter().sum::<f64>() / data.total_weight;
+    }
+
+    /// Moves the state by `t` along a direction in place (rows engine): the intercept by
+    /// `t · dc`, every block by `t · d_k`, every row's prediction by `t · u_i` (`u` the
+    /// direction's change of the predictions, `dc + Σ_k d_k[code_k(i)]`), if the objective at
+    /// `lambda`, recomputed from the new residual, is lower; otherwise nothing moves. Every
+    /// block's sums are fresh afterwards either way. Returns whether the state moved. The
+    /// tables engine never moves.
+    pub(crate) fn move_along(
+        &mut self,
+        data: &BinnedData,
+        (t, dc, d, u): (f64, f64, &[Vec<f64>], &[f64]),
+        lambda: f64,
+    ) -> bool {
+        let Backend::Rows { resid, .. } = &self.backend else {
+            return false;
+        };
+        let new_resid: Vec<f64> = resid.iter().zip(u).map(|(r, u)| r - t * u).collect();
+        let mut new_vresid = if data.weights.is_some() {
+            vec![0.0; data.n_samples]
+        } else {
+            Vec::new()
+        };
+        let loss = weighted_resid_loss(data, &new_resid, &mut new_vresid);
+        let beta: Vec<Vec<f64>> = self
+            .beta
+            .iter()
+            .zip(d)
+            .map(|(b, dk)| b.iter().zip(dk).map(|(x, y)| x + t * y).collect())
+            .collect();
+        let tv: Vec<f64> = beta
+            .iter()
+            .enumerate()
+            .map(|(k, b)| block_tv(b, self.n_chain[k], self.shape(k)))
+            .collect();
+        let moved = loss + lambda * tv.iter().sum::<f64>() < self.objective(lambda);
+        if moved {
+            let Backend::Rows { resid, vresid, .. } = &mut self.backend else {
+                unreachable!("checked above")
+            };
+            (*resid, *vresid) = (new_resid, new_vresid);
+            (self.beta, self.tv, self.loss) = (beta, tv, loss);
+            self.intercept += t * dc;
+        }
+        self.refresh_all_sums(data);
+        moved
     }
 
     /// Whether block `k` is flat (all zero once centred).
@@ -932,5 +1061,51 @@ fn update_chunks<F>(
                 }
                 *part = s;
             }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::binning::{bin_data, BinningParams};
+    use ndarray::{Array1, Array2};
+
+    /// The residual pass that also refreshes another block's sums gives the numbers of the
+    /// two passes it replaces, with and without sample weights.
+    #[test]
+    fn fused_residual_and_sums_pass_is_the_two_passes() {
+        let (n, p) = (700, 3);
+        let mut state = 99u64;
+        let mut unif = move || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 11) as f64) / ((1u64 << 53) as f64)
+        };
+        let x = Array2::from_shape_fn((n, p), |_| unif());
+        let y = Array1::from_shape_fn(n, |i| (6.0 * x[[i, 0]]).sin() + x[[i, 2]] + unif());
+        let weights: Vec<f64> = (0..n)
+            .map(|i| 0.5 + f64::from(u32::try_from(i % 3).unwrap()))
+            .collect();
+        for w in [None, Some(&weights[..])] {
+            let params = BinningParams {
+                max_bins: Some(300),
+                ..Default::default()
+            };
+            let data = bin_data(x.view(), w, &params).unwrap();
+            let mut a = BlockState::new(&data, y.view());
+            let values: Vec<f64> = (0..data.features[0].n_bins())
+                .map(|b| (b as f64 * 0.37).sin())
+                .collect();
+            let mut b = a.clone();
+            a.set_block_then_sums(&data, 0, &values, Some(2));
+            b.set_block(&data, 0, &values);
+            b.refresh_sums(&data, 2);
+            assert_eq!(a.sums[2], b.sums[2]);
+            assert_eq!(a.loss, b.loss);
+            assert_eq!(a.intercept, b.intercept);
+            assert_eq!(a.beta, b.beta);
+            assert!(a.sums[2].iter().any(|&s| s != 0.0));
+        }
     }
 }

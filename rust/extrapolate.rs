@@ -19,6 +19,7 @@
 use std::time::Instant;
 
 use ndarray::ArrayView1;
+use rayon::prelude::*;
 
 use crate::binning::{BinnedData, Code};
 use crate::blocks::BlockState;
@@ -41,13 +42,15 @@ pub fn round_len(n_movable: usize) -> usize {
 pub const MIN_ROUND: usize = 64;
 
 /// A squared-loss fit on the rows engine at the penalty `params.lambda` (of the constant
-/// model's `λ_max`) warm-started from the blocks `init`, by
-/// [`descend_extrapolated`] when the selection is greedy; otherwise (scored sweeps or cyclic
-/// order, pair blocks) by the plain loop, as [`crate::engine::fit_binned_engine`] on the
-/// rows engine. A greedy update already rescans every block's sums, so a round's extra
-/// passes over the rows (the direction's predictions, the rebuilt state) cost a few updates;
-/// with scored sweeps they cost as much as the sweep itself (measured on 7,017 × 613 and
-/// 8,212 × 448: half the updates, no time saved).
+/// model's `λ_max`) warm-started from the blocks `init`, by [`descend_extrapolated`] when the
+/// selection is greedy or scored sweeps; otherwise (cyclic order, pair blocks) by the plain
+/// loop, as [`crate::engine::fit_binned_engine`] on the rows engine. A greedy update already
+/// rescans every block's sums, so a round's extra passes over the rows (the direction's
+/// predictions, the rebuilt state) cost a few updates ([`Mode::Rebuild`]). With scored
+/// sweeps a rebuilt state costs as much as the sweep itself (measured on 7,017 × 613 and
+/// 8,212 × 448: half the updates, no time saved), so the state moves in place
+/// ([`Mode::InPlace`]: one pass for the direction's predictions, one refresh of the sums):
+/// 7,017 × 613 `factor` seed 1, 23,109 → 10,084 final updates (`benches/python/results/speed.md`).
 ///
 /// # Errors
 /// As [`crate::engine::fit_binned_engine`].
@@ -70,14 +73,37 @@ pub(crate) fn fit_extrapolated(
     let mut st = BlockState::with_start(data, y, init);
     st.set_shapes(&shapes);
     let lambda = params.lambda.resolve(lambda_max)?;
-    let greedy = st.resolve_selection(params.selection, data.n_features()) == Selection::Greedy;
-    Ok(if !greedy || shapes.iter().any(|s| s.grid.is_some()) {
-        descend(data, params, &mut st, lambda, lambda_max, start, callback)
-    } else {
-        descend_extrapolated(
-            data, y, params, &mut st, lambda, lambda_max, start, callback,
-        )
+    let selection = st.resolve_selection(params.selection, data.n_features());
+    let mode = match selection {
+        Selection::Greedy => Some(Mode::Rebuild),
+        Selection::Sweep => Some(Mode::InPlace),
+        _ => None,
+    };
+    Ok(match mode {
+        Some(mode) if !shapes.iter().any(|s| s.grid.is_some()) => descend_extrapolated(
+            data,
+            y,
+            params,
+            (&mut st, mode),
+            lambda,
+            lambda_max,
+            start,
+            callback,
+        ),
+        _ => descend(data, params, &mut st, lambda, lambda_max, start, callback),
     })
+}
+
+/// How a round's line search moves the state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// A new state built from the moved blocks (greedy selection, whose sums are fresh at the
+    /// end of a round anyway).
+    Rebuild,
+    /// The residual moved in place by the direction's predictions and every block's sums
+    /// refreshed once ([`BlockState::move_along`]): scored sweeps, where a rebuilt state's
+    /// extra passes over the rows would cost as much as the sweep.
+    InPlace,
 }
 
 /// [`descend`] in rounds with an exact line search along each round's change (see the module
@@ -90,7 +116,7 @@ pub(crate) fn descend_extrapolated(
     data: &BinnedData,
     y: ArrayView1<'_, f64>,
     params: &FitParams,
-    st: &mut BlockState,
+    (st, mode): (&mut BlockState, Mode),
     lambda: f64,
     lambda_max: f64,
     start: Instant,
@@ -128,22 +154,58 @@ pub(crate) fn descend_extrapolated(
             fit.report.history = history;
             return fit;
         }
-        if let Some(next) = extrapolate(data, y, st, &before, &shapes, lambda) {
-            *st = next;
+        let step = line_step(data, st, &before, &shapes, lambda);
+        match (mode, step) {
+            (Mode::Rebuild, Some(step)) => {
+                let mut next = BlockState::with_start(data, y, step.moved(&st.beta));
+                next.set_shapes(&shapes);
+                if next.objective(lambda) < st.objective(lambda) {
+                    *st = next;
+                }
+            }
+            (Mode::Rebuild, None) => {}
+            (Mode::InPlace, Some(step)) => {
+                st.move_along(data, (step.t, step.dc, &step.d, &step.u), lambda);
+            }
+            // A round of sweeps may end midway, its sums stale: the next round needs them.
+            (Mode::InPlace, None) => st.refresh_all_sums(data),
         }
     }
 }
 
-/// The state at the lowest objective on the line from `before` through `st` beyond `st`,
-/// if that is lower than `st`'s.
-fn extrapolate(
+/// The lowest objective on the line from a round's start through its end, beyond the end:
+/// the direction (per block and intercept), its change of every row's prediction and the
+/// step `t > 0`.
+struct Step {
+    t: f64,
+    dc: f64,
+    d: Vec<Vec<f64>>,
+    u: Vec<f64>,
+}
+
+impl Step {
+    /// The blocks `beta + t d`.
+    fn moved(&self, beta: &[Vec<f64>]) -> Vec<Vec<f64>> {
+        beta.iter()
+            .zip(&self.d)
+            .map(|(b, dk)| b.iter().zip(dk).map(|(x, y)| x + self.t * y).collect())
+            .collect()
+    }
+}
+
+/// Rows per chunk of the direction's predictions (fixed: the same numbers for any number of
+/// threads, each row's sum taken over the features in order).
+const U_CHUNK: usize = 4096;
+
+/// The step from `before` (a round's start) through `st` (its end) to the lowest objective
+/// along that line, if one beyond `st` is lower (see the module documentation).
+fn line_step(
     data: &BinnedData,
-    y: ArrayView1<'_, f64>,
     st: &mut BlockState,
     before: &(f64, Vec<Vec<f64>>),
     shapes: &[ChainShape],
     lambda: f64,
-) -> Option<BlockState> {
+) -> Option<Step> {
     let mut d: Vec<Vec<f64>> = st
         .beta
         .iter()
@@ -155,12 +217,20 @@ fn extrapolate(
     }
     let dc = st.intercept - before.0;
     // u = the change of every row's prediction along the direction.
+    let moving: Vec<usize> = (0..d.len())
+        .filter(|&k| d[k].iter().any(|&v| v != 0.0))
+        .collect();
     let mut u = vec![dc; data.n_samples];
-    for (f, dk) in data.features.iter().zip(&d) {
-        if dk.iter().any(|&v| v != 0.0) {
-            with_codes!(&f.codes, c => u.iter_mut().zip(c).for_each(|(ui, &k)| *ui += dk[k.idx()]));
+    u.par_chunks_mut(U_CHUNK).enumerate().for_each(|(ci, uc)| {
+        let rows = ci * U_CHUNK..ci * U_CHUNK + uc.len();
+        for &k in &moving {
+            let dk = &d[k];
+            with_codes!(&data.features[k].codes, c => uc
+                .iter_mut()
+                .zip(&c[rows.clone()])
+                .for_each(|(ui, &b)| *ui += dk[b.idx()]));
         }
-    }
+    });
     let w = data.total_weight;
     let (_, vr) = st.sums_and_residual();
     // F(t) = F(0) − b t + a t²/2 + λ Σ_jumps f |g + t h|.
@@ -191,18 +261,7 @@ fn extrapolate(
         }
     }
     let t = line_minimum(a, b, &mut jumps, t_max);
-    if !(t > 0.0) {
-        return None;
-    }
-    let beta: Vec<Vec<f64>> = st
-        .beta
-        .iter()
-        .zip(&d)
-        .map(|(b, dk)| b.iter().zip(dk).map(|(x, y)| x + t * y).collect())
-        .collect();
-    let mut next = BlockState::with_start(data, y, beta);
-    next.set_shapes(shapes);
-    (next.objective(lambda) < st.objective(lambda)).then_some(next)
+    (t > 0.0).then_some(Step { t, dc, d, u })
 }
 
 /// Replaces the direction `d` over every run of equal values of the chain `beta` by its
@@ -310,10 +369,20 @@ mod tests {
     }
 
     fn fits(shapes: Shapes) -> (BinnedFit, BinnedFit) {
+        fits_with(shapes, Selection::Auto, None)
+    }
+
+    /// The plain loop and the extrapolated one from zero blocks, with the selection rule
+    /// `selection` and sample weights `weights`.
+    fn fits_with(
+        shapes: Shapes,
+        selection: Selection,
+        weights: Option<&[f64]>,
+    ) -> (BinnedFit, BinnedFit) {
         let (x, y) = correlated(1_500, 6);
         let data = bin_data(
             x.view(),
-            None,
+            weights,
             &BinningParams {
                 max_bins: Some(64),
                 ..Default::default()
@@ -324,6 +393,7 @@ mod tests {
             lambda: Penalty::Relative(1e-3),
             tol: 1e-4,
             shapes,
+            selection,
             ..Default::default()
         };
         let zero = data.zero_blocks();
@@ -378,6 +448,82 @@ mod tests {
                 values.windows(2).all(|w| m * (w[1] - w[0]) >= 0.0),
                 "feature {k}"
             );
+        }
+    }
+
+    /// Scored sweeps move the state in place (`Mode::InPlace`): fewer updates to the same
+    /// optimum, the objective never rising, with and without sample weights.
+    #[test]
+    fn sweeps_extrapolate_in_place_to_the_same_optimum() {
+        let weights: Vec<f64> = (0..1_500).map(|i| 0.5 + f64::from(i % 7) / 4.0).collect();
+        for w in [None, Some(&weights[..])] {
+            let (plain, fast) = fits_with(Shapes::default(), Selection::Sweep, w);
+            assert!(plain.report.converged && fast.report.converged);
+            assert!(fast.report.kkt_residual <= 1e-4);
+            let (a, b) = (plain.report.objective, fast.report.objective);
+            assert!((a - b).abs() <= 1e-6 * a, "{a} vs {b}");
+            let h = &fast.report.history.objective;
+            assert_eq!(h.len(), fast.report.n_iter);
+            assert!(h.windows(2).all(|w| w[1] <= w[0] * (1.0 + 1e-12)));
+        }
+    }
+
+    #[test]
+    fn move_along_keeps_the_state_exact_or_leaves_it() {
+        let (x, y) = correlated(400, 3);
+        let data = bin_data(x.view(), None, &BinningParams::default()).unwrap();
+        let mut st = BlockState::new(&data, y.view());
+        let lambda = 1e-3 * st.start_flat(&data);
+        for k in [1, 2, 0] {
+            st.refresh_all_sums(&data);
+            st.update_block(&data, k, lambda);
+        }
+        st.refresh_all_sums(&data);
+        // A direction: block 0's values, moved half a step.
+        let d: Vec<Vec<f64>> = (0..3)
+            .map(|k| {
+                if k == 0 {
+                    st.beta[0].clone()
+                } else {
+                    vec![0.0; st.beta[k].len()]
+                }
+            })
+            .collect();
+        let u: Vec<f64> = (0..400)
+            .map(|i| d[0][data.features[0].codes.get(i)])
+            .collect();
+        let before = st.objective(lambda);
+        // Moving the block back towards 0 raises the objective: nothing moves.
+        assert!(!st.move_along(&data, (-0.5, 0.0, &d, &u), lambda));
+        assert_eq!(st.objective(lambda), before);
+        // From block 0 halved, half a step along the direction lowers the objective (block
+        // 0 was updated last: optimal given the others) and moves the residual with the
+        // blocks: the state matches one rebuilt from its blocks.
+        let halved: Vec<Vec<f64>> = st
+            .beta
+            .iter()
+            .enumerate()
+            .map(|(k, b)| {
+                b.iter()
+                    .map(|v| if k == 0 { 0.5 * v } else { *v })
+                    .collect()
+            })
+            .collect();
+        let mut half = BlockState::with_start(&data, y.view(), halved);
+        let h0 = half.objective(lambda);
+        assert!(half.move_along(&data, (0.5, 0.0, &d, &u), lambda));
+        let (a, b) = (half.objective(lambda), before);
+        assert!(
+            a < h0 && (a - b).abs() <= 1e-12 * b,
+            "{a} vs {b} (from {h0})"
+        );
+        let fresh = BlockState::with_start(&data, y.view(), half.beta.clone());
+        let c = fresh.objective(lambda);
+        assert!((a - c).abs() <= 1e-12 * c, "{a} vs {c}");
+        for (s, f) in half.sums.iter().zip(&fresh.sums) {
+            for (p, q) in s.iter().zip(f) {
+                assert!((p - q).abs() <= 1e-12, "{p} vs {q}");
+            }
         }
     }
 
