@@ -20,9 +20,9 @@
 //! wins, and the final model is fitted on **all** rows at that ratio (of the full data's
 //! `λ_max`), warm-started from the held-out fit, to the requested tolerance: it is the
 //! exact minimiser of the full-data objective, with its KKT certificate. On the rows engine
-//! with greedy selection that refit runs in rounds with an exact line search along each
-//! round's change ([`crate::extrapolate`]): on correlated features it needs about half the
-//! block updates (elevators: 4,369 → about 2,100).
+//! (greedy selection or sweeps) that refit runs in rounds with an exact line search along
+//! each round's change ([`crate::extrapolate`]): on correlated features it needs about half
+//! the block updates (elevators: 4,369 → about 2,100; wide 7,017 × 613: 23,109 → 10,084).
 //!
 //! The data are binned once: the held-out rows only change the sample weights, so the fits
 //! share the bins (and `data`'s codes are not copied). [`fit_validated`] swaps the weights
