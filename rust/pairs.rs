@@ -31,7 +31,7 @@
 //!   held-out loss gets worse; the model is then refitted on all rows at the best `ρ`.
 //! * **A second round** ([`SECOND_ROUND_CUT`], `interactions="auto"` only: an int is the
 //!   number of pairs): where the screened pairs cut the additive
-//!   model's held-out loss below half, `K` more pairs are screened on the residual of the fit
+//!   model's held-out loss below 0.8 of it, `K` more pairs are screened on the residual of the fit
 //!   with pairs and all are refitted at the chosen `ρ`, warm-started.
 
 use std::time::Instant;
@@ -119,8 +119,10 @@ pub const MIN_GAIN_SE: f64 = 1.0;
 /// and fitted with the first ones at the same `ρ`. Pairs chosen on the additive model's
 /// residual miss those that matter once the strongest are in (`201_pol`, 22 features mixing
 /// in pairs: 1.22 of EBM's test MSE with 40 pairs, 1.15 with 80 screened at once, 1.05 with
-/// 40 + 40 in two rounds; measured on the 20 benchmark tables: `docs/pairs.md`).
-pub const SECOND_ROUND_CUT: f64 = 0.5;
+/// 40 + 40 in two rounds; 0.8 rather than 0.5 also takes `574_house_16H` from 1.089 to 1.068
+/// and `kin8nm` from 1.052 to 1.047, and nothing else of the 20 benchmark tables; 0.9 left
+/// `elevators` unconverged at `max_iter`: `docs/pairs.md`).
+pub const SECOND_ROUND_CUT: f64 = 0.8;
 
 /// Whether a held-out pair path (`ρ`, its held-out losses; the additive model first, at
 /// `ρ = ∞`) calls for a second round of screening ([`SECOND_ROUND_CUT`]).
@@ -1059,10 +1061,14 @@ mod tests {
     }
 
     #[test]
-    fn a_second_round_needs_pairs_that_halve_the_additive_held_out_loss() {
+    fn a_second_round_needs_pairs_that_cut_the_additive_held_out_loss() {
         let inf = f64::INFINITY;
-        assert!(second_round(&[inf, 1.0, 0.5], &[1.0, 0.6, 0.4]));
-        assert!(!second_round(&[inf, 1.0, 0.5], &[1.0, 0.6, 0.5]));
+        let cut = SECOND_ROUND_CUT;
+        assert!(second_round(
+            &[inf, 1.0, 0.5],
+            &[1.0, cut + 0.1, cut - 0.01]
+        ));
+        assert!(!second_round(&[inf, 1.0, 0.5], &[1.0, cut + 0.1, cut]));
         // Without the additive model on the path (a listed pair, a fixed ρ): never.
         assert!(!second_round(&[1.0, 0.5], &[1.0, 0.1]));
         assert!(!second_round(&[], &[]));

@@ -280,7 +280,7 @@ DOCS: dict[str, str] = {
         "    (see ``docs/pairs.md``, which also says why the default is still 0). Screened pairs\n"
         "    (an int or 'auto') are kept only if they lower the additive model's held-out loss\n"
         "    (``interaction_path_``); listed pairs always are. Under ``'auto'``, where the\n"
-        f"    screened pairs bring that loss below half of the additive model's, {_core.AUTO_INTERACTIONS} more are\n"
+        f"    screened pairs bring that loss below 0.8 of the additive model's, {_core.AUTO_INTERACTIONS} more are\n"
         "    screened on the residual of the fit with pairs and fitted with them; an int ``K`` is\n"
         "    the number of pairs (one round)."
     ),
