@@ -39,6 +39,18 @@ pub fn with_cancel<R>(flag: Arc<AtomicBool>, f: impl FnOnce() -> R) -> R {
     out
 }
 
+/// The stop request of the work on this thread ([`with_cancel`]), if any: a pool started
+/// from here hands it to its threads ([`crate::solver::with_threads`]), so the descents that
+/// parallel work runs on them stop too.
+pub(crate) fn current_cancel() -> Option<Arc<AtomicBool>> {
+    CANCEL.with(|c| c.borrow().clone())
+}
+
+/// Sets this thread's stop request for good (a pool thread's, from its start handler).
+pub(crate) fn set_cancel(flag: Option<Arc<AtomicBool>>) {
+    CANCEL.with(|c| *c.borrow_mut() = flag);
+}
+
 /// Whether the work on this thread was asked to stop ([`with_cancel`]).
 pub(crate) fn cancelled() -> bool {
     CANCEL.with(|c| {

@@ -606,6 +606,14 @@ pub(crate) fn fit_pairs<S: DescentState>(
     term: RowLoss<'_>,
     mut callback: Option<Callback<'_>>,
 ) -> Result<(BinnedFit, PairFit)> {
+    // A fit stopped by its callback (or Ctrl-C) or its time budget keeps its main effects:
+    // no pair stage starts after it.
+    if matches!(
+        mains.report.stop,
+        crate::report::StopReason::Callback | crate::report::StopReason::MaxTime
+    ) {
+        return Ok((mains, PairFit::default()));
+    }
     let start = Instant::now();
     let p = data.n_features();
     let pp = &params.pairs;

@@ -31,13 +31,17 @@ pub use crate::report::{
     chain_weights, to_model, BinnedFit, Callback, Fit, FitReport, History, Progress, StopReason,
 };
 
-/// Runs `f` on a rayon pool of `n_threads` threads (`None`: all cores).
+/// Runs `f` on a rayon pool of `n_threads` threads (`None`: all cores). The stop request of
+/// the calling thread ([`crate::descent::with_cancel`]) holds on every thread of the pool, so
+/// descents that run in parallel tasks stop with the rest.
 ///
 /// # Errors
 /// [`FastError::InvalidParameter`] if the pool cannot be built.
 pub fn with_threads<R: Send>(n_threads: Option<usize>, f: impl FnOnce() -> R + Send) -> Result<R> {
+    let cancel = crate::descent::current_cancel();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(n_threads.unwrap_or(0))
+        .start_handler(move |_| crate::descent::set_cancel(cancel.clone()))
         .build()
         .map_err(|e| FastError::InvalidParameter {
             name: "n_jobs",

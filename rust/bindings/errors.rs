@@ -71,8 +71,10 @@ pub fn compute_interruptible<R: Send>(
             let (done, result) = mpsc::channel();
             scope.spawn(move || {
                 // The receiver outlives this thread: the send cannot fail.
-                let run = move || crate::descent::with_cancel(stop, f);
-                let _ = done.send(no_panic(what, || crate::solver::with_threads(n_jobs, run)));
+                let run = move || {
+                    crate::descent::with_cancel(stop, || crate::solver::with_threads(n_jobs, f))
+                };
+                let _ = done.send(no_panic(what, run));
             });
             loop {
                 match result.recv_timeout(SIGNAL_POLL) {
