@@ -52,9 +52,6 @@ use crate::validation::{
 };
 use crate::with_codes;
 
-/// Default `interactions` of the core's parameters: the additive model of the FAST paper.
-pub const DEFAULT_INTERACTIONS: usize = 0;
-
 /// The number of pairs the estimators' default `interactions="auto"` screens for where the
 /// model has pair terms (measured on the 20 benchmark tables: `docs/pairs.md`).
 pub const AUTO_INTERACTIONS: usize = 40;
@@ -445,7 +442,7 @@ pub fn screen(
             );
             let cols = b.len();
             let cells = a.len() * cols;
-            let (mut s, mut w) = (vec![0.0; cells * m], vec![0.0; cells]);
+            let (mut s, mut w, mut w2) = (vec![0.0; cells * m], vec![0.0; cells], vec![0.0; cells]);
             let (fj, fk) = (&data.features[j], &data.features[k]);
             with_codes!(&fj.codes, cj => with_codes!(&fk.codes, ck => {
                 for i in 0..vr.len() / m {
@@ -457,14 +454,19 @@ pub fn screen(
                     for q in 0..m {
                         s[cell * m + q] += vr[i * m + q];
                     }
-                    w[cell] += weights.map_or(1.0, |w| w[i]);
+                    let v = weights.map_or(1.0, |w| w[i]);
+                    w[cell] += v;
+                    w2[cell] += v * v;
                 }
             }));
+            // A cell's `s²/w` less what noise of variance `σ²` gives it on average,
+            // `σ² Σv²/Σv` (`σ²` on unit weights): the gain scales with the weights, so
+            // weights of any common scale choose the same pairs.
             let mut gain = 0.0;
-            for (s, w) in s.chunks_exact(m).zip(&w) {
+            for ((s, w), w2) in s.chunks_exact(m).zip(&w).zip(&w2) {
                 if *w > 0.0 {
                     for (s, sigma2) in s.iter().zip(&sigma2) {
-                        gain += s * s / w - sigma2;
+                        gain += s * s / w - sigma2 * (w2 / w);
                     }
                 }
             }
@@ -612,6 +614,13 @@ pub(crate) fn fit_pairs<S: DescentState>(
         mains.report.stop,
         crate::report::StopReason::Callback | crate::report::StopReason::MaxTime
     ) {
+        return Ok((mains, PairFit::default()));
+    }
+    // `"auto"` on fewer rows than a held-out check needs ([`crate::validation::MIN_ROWS`]):
+    // the additive model (a pair table of up to 256 cells has nothing to stand on there).
+    if matches!(params.pairs.interactions, Interactions::Auto(_))
+        && data.n_samples < crate::validation::MIN_ROWS
+    {
         return Ok((mains, PairFit::default()));
     }
     let start = Instant::now();

@@ -174,7 +174,8 @@ pub enum Interactions {
     /// The estimators' `interactions="auto"`: the `K` pairs with the largest screening gain,
     /// then, where they cut the additive model's held-out loss below
     /// [`crate::pairs::SECOND_ROUND_CUT`] of it, `K` more screened on the residual of the fit
-    /// with pairs (so up to `2K` pairs; see [`crate::pairs::second_round`]).
+    /// with pairs (so up to `2K` pairs; see [`crate::pairs::second_round`]). On fewer than
+    /// [`crate::validation::MIN_ROWS`] rows: the additive model.
     Auto(usize),
     /// These pairs of feature indices.
     List(Vec<(usize, usize)>),
@@ -194,6 +195,8 @@ pub struct PairParams {
     pub penalty: Option<f64>,
 }
 
+/// The core's default is the additive model of the FAST paper (`Count(0)`); the estimators
+/// default to `interactions="auto"` (`Auto(AUTO_INTERACTIONS)`, set in the bindings).
 impl Default for PairParams {
     fn default() -> Self {
         Self {

@@ -106,7 +106,24 @@ where
     V: FnOnce(&mut BinnedData, Option<Callback<'_>>) -> Result<(BinnedFit, PenaltySearch)>,
     F: FnOnce(&BinnedData, Option<Callback<'_>>) -> Result<BinnedFit>,
 {
-    let mut callback = callback;
+    // The pair stage's fits count on from the main effects' (a count below the last one
+    // seen starts a new fit), so the callback sees one fit.
+    let t0 = std::time::Instant::now();
+    let (mut before, mut last) = (0usize, 0usize);
+    let mut on = callback.map(|user| {
+        move |p: &Progress| {
+            if p.n_iter < last {
+                before += last;
+            }
+            last = p.n_iter;
+            user(&Progress {
+                n_iter: before + p.n_iter,
+                elapsed: t0.elapsed().as_secs_f64(),
+                ..*p
+            })
+        }
+    });
+    let mut callback = on.as_mut().map(|f| f as Callback<'_>);
     let (fitted, search) = match params.lambda {
         Penalty::Validated(_) => {
             let (fit, search) = validated(&mut data, reborrow(&mut callback))?;

@@ -536,7 +536,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     print(f"  train MSE = {_mse(est, X_train, y_train):.5f}, test MSE = {_mse(est, X_test, y_test):.5f}")
     print()
     print(format_shape_functions(est, feature_names=names, max_segments=args.max_segments))
-    if args.pairs and not getattr(est, "interaction_features_", []):
+    if args.pairs:
         _demo_pairs(est, (X_train, y_train, X_test, y_test), names)
     if args.out:
         save_model(est, args.out, feature_names=names)
@@ -546,19 +546,27 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _demo_pairs(additive: Any, data: tuple[Any, Any, Any, Any], features: Sequence[str]) -> None:
-    """Fit the same model with pair terms (``interactions="auto"``) and show its strongest pair."""
+def _demo_pairs(fitted: Any, data: tuple[Any, Any, Any, Any], features: Sequence[str]) -> None:
+    """Show the strongest pair of the model, against the same model without pair terms (the
+    model that was not fitted yet: the additive one for ``interactions="auto"``, the model
+    with ``interactions="auto"`` for an additive fit)."""
     from sklearn.base import clone
 
     X_train, y_train, X_test, y_test = data
-    est = clone(additive).set_params(interactions="auto")
-    seconds = _timed_fit(est, X_train, y_train)
+    if isinstance(fitted.interactions, int) and fitted.interactions == 0:
+        est, additive = clone(fitted).set_params(interactions="auto"), fitted
+        seconds = _timed_fit(est, X_train, y_train)
+        fitted_now = f"fitted in {seconds:.3f} s, "
+    else:
+        est, additive = fitted, clone(fitted).set_params(interactions=0)
+        seconds = _timed_fit(additive, X_train, y_train)
+        fitted_now = f"the additive model (interactions=0) fitted in {seconds:.3f} s, "
     p = est.n_features_in_
     names = list(features) + [f"{features[j]} & {features[k]}" for j, k in est.interaction_features_]
     importance = est.term_importances()
     order = [p + int(t) for t in np.argsort(-importance[p:])]
     print(
-        f"\nWith pair terms (interactions='auto'): {len(order)} pairs, fitted in {seconds:.3f} s, "
+        f"\nWith pair terms (interactions={est.interactions!r}): {len(order)} pairs, {fitted_now}"
         f"test MSE = {_mse(est, X_test, y_test):.5f} (additive {_mse(additive, X_test, y_test):.5f})"
     )
     if not order:
@@ -737,8 +745,8 @@ def _add_fit_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-iter", type=_pos_int, default=keep, metavar="N",
                    help="maximum number of block updates (default: %s)" % _default("max_iter"))
     p.add_argument("--interactions", type=_interactions, default=keep, metavar="K",
-                   help="pair terms: a number of pairs to screen for, 'auto' (as many as the model "
-                   "supports: 40 for squared error and two classes) or 0 (the additive model) "
+                   help="pair terms: a number of pairs to screen for, 'auto' (up to 40 pairs, kept only "
+                   "where they beat the additive model on held-out rows) or 0 (the additive model) "
                    "(default: %s)" % _default("interactions"))
 
 
@@ -800,8 +808,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="segments to list per shape function (default: 8)")
     _add_out(demo, "MODEL.json", "also save the fitted model as JSON")
     demo.add_argument("--no-pairs", dest="pairs", action="store_false",
-                      help="do not also fit pair terms and show the strongest pair (shown by default "
-                      "when the model above has none)")
+                      help="do not show the strongest pair against the additive model (by default the "
+                      "demo also fits the model it did not fit above: interactions=0 for a model with "
+                      "pairs, interactions='auto' for an additive one)")
     demo.add_argument("--plot", metavar="PATH", default="fastpcam_demo_shapes.png",
                       help="save a plot of the shape functions here (default: fastpcam_demo_shapes.png; "
                       "needs matplotlib, the `plot` extra)")

@@ -24,7 +24,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import check_cv
 from sklearn.utils import _safe_indexing
 
-from . import _core, _fitted, _input, _progress
+from . import _core, _fitted, _input, _pairs, _progress
 from ._base import _BaseFAST, fast_init
 from ._estimator import FASTRegressor
 from ._fitted import register
@@ -234,11 +234,12 @@ def lambda_path(
         )
     template = FASTRegressor(**fit_params)
     template._validate_params()
-    if template.interactions != 0:
+    if _pairs.any_pairs(template.interactions):
         raise ValueError(
             f"interactions: lambda_path fits the additive model, got interactions={template.interactions!r}; "
             "use interactions=0 (FASTRegressorCV adds pair terms to its refit)"
         )
+    template.set_params(interactions=0)  # "auto" (the default): the path is additive
     X, y, w, bins = _input.prepare_fit(template, _rows(X), y, sample_weight)
     if lambdas is not None:
         grid = np.asarray(lambdas, dtype=np.float64).ravel()

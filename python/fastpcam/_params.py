@@ -40,7 +40,7 @@ DEFAULT_MAX_SWAPS: int = int(CORE_DEFAULTS["max_swaps"])
 DEFAULT_N_LAMBDA_S: int = int(CORE_DEFAULTS["n_lambda_s"])
 DEFAULT_SCALE_DOWN_FACTOR: float = float(CORE_DEFAULTS["scale_down_factor"])
 DEFAULT_POWER: float = float(CORE_DEFAULTS["power"])
-DEFAULT_INTERACTIONS: int = int(CORE_DEFAULTS["interactions"])
+DEFAULT_INTERACTIONS: Any = CORE_DEFAULTS["interactions"]
 DEFAULT_MAX_INTERACTION_BINS: Any = CORE_DEFAULTS["max_interaction_bins"]
 SPARSE_LAMBDA_RATIO: float = float(_core.SPARSE_LAMBDA_RATIO)
 SPARSE_MAX_BINS: int = int(_core.SPARSE_MAX_BINS)
@@ -247,7 +247,9 @@ DOCS: dict[str, str] = {
     "random_state": "random_state : int, default=0\n    Seed of the row sample used for quantile bins on large data.",
     "subsample_for_bin": "subsample_for_bin : int, default=200000\n    Rows sampled to compute quantile bins (as in LightGBM).",
     "max_time": (
-        "max_time : float or None, default=None\n    Optional time budget in seconds; the model reached so far is kept."
+        "max_time : float or None, default=None\n    Optional time budget in seconds; the model reached so far is kept. It holds for\n"
+        "    the main effects (with their penalty search) and again for the pair stage; a fit\n"
+        "    whose main effects run out of time (or are stopped by ``callback``) gets no pair terms."
     ),
     "monotonic_cst": (
         "monotonic_cst : array-like of int of shape (n_features,) or dict, default=None\n"
@@ -267,7 +269,7 @@ DOCS: dict[str, str] = {
         "    features left out keep 1."
     ),
     "interactions": (
-        f"interactions : int, list of pairs or 'auto', default={DEFAULT_INTERACTIONS}\n"
+        f"interactions : int, list of pairs or 'auto', default={DEFAULT_INTERACTIONS!r}\n"
         "    Pair terms ``θ_t[a_j(x_j), a_k(x_k)]`` added to the additive model (GA2M, EBM's\n"
         "    name): an int ``K`` screens every pair of the features with the largest main effects\n"
         "    on the main effects' residual and keeps the ``K`` best; a list of ``(j, k)`` pairs\n"
@@ -275,9 +277,10 @@ DOCS: dict[str, str] = {
         f"    FAST paper. ``'auto'`` screens for {_core.AUTO_INTERACTIONS} pairs where the model has pair terms\n"
         "    (every loss and classification, fitted on rows) and fits the additive model elsewhere\n"
         "    (fits from sufficient statistics refuse an explicit count or list and warn on\n"
-        "    'auto'). Each pair is a\n"
+        "    'auto'; below 50 rows, too few for a held-out check, 'auto' is additive too;\n"
+        "    ``lambda_path`` fits additive paths). ``lambda_max_`` is the main effects'. Each pair is a\n"
         "    2-D block penalised by its total variation, so the fit stays convex and certified\n"
-        "    (see ``docs/pairs.md``, which also says why the default is still 0). Screened pairs\n"
+        "    (see ``docs/pairs.md``, with the measurements behind the default). Screened pairs\n"
         "    (an int or 'auto') are kept only if they lower the additive model's held-out loss\n"
         "    (``interaction_path_``); listed pairs always are. Under ``'auto'``, where the\n"
         f"    screened pairs bring that loss below 0.8 of the additive model's, {_core.AUTO_INTERACTIONS} more are\n"

@@ -32,7 +32,8 @@ imports no estimator); ``attributes`` holds the class's own fitted attributes
 ``bin_weights``, ``lambda_max``, ``params``, ``estimator`` and ``attributes`` are optional on reading, and so are a
 feature's ``missing_value`` (the value of a missing entry, 0 when absent),
 ``missing_weight`` and ``categories`` (a categorical feature's categories in chain order,
-aligned with ``values``; a category not listed contributes 0). Non-finite numbers
+aligned with ``values``; a category not listed contributes 0), and a pair term's ``weights``
+(its cells' training weights, as ``interaction_weights_``: ``term_importances`` reads them). Non-finite numbers
 in ``fit`` (never in the model itself) are written as the strings ``"NaN"``,
 ``"Infinity"``, ``"-Infinity"`` so the file stays strict JSON.
 """
@@ -249,6 +250,11 @@ def model_to_dict(est: Any, feature_names: Sequence[str] | None = None) -> dict[
                 zip(pairs, est.interaction_cuts_, est.interaction_values_)
             )
         ]
+        # The cells' training weights (term_importances reads them), where the model has them.
+        weights = getattr(est, "interaction_weights_", None) or []
+        if len(weights) == len(pairs):
+            for t, (item, w) in enumerate(zip(out["interactions"], weights)):
+                item["weights"] = [_finite_floats(row, f"interaction_weights_[{t}]") for row in np.asarray(w)]
         out["interaction_penalty"] = _stat_to_json(getattr(est, "interaction_penalty_", None))
     return out
 
@@ -258,7 +264,7 @@ def _pairs_from_dict(d: dict[str, Any], est: Any, n_features: int) -> None:
     items = d.get("interactions", [])
     if not isinstance(items, list):
         raise ValueError("model file: 'interactions' must be a list")
-    features, cuts, values = [], [], []
+    features, cuts, values, weights = [], [], [], []
     for t, item in enumerate(items):
         what = f"interactions[{t}]"
         if not isinstance(item, dict):
@@ -299,12 +305,19 @@ def _pairs_from_dict(d: dict[str, Any], est: Any, n_features: int) -> None:
             raise ValueError(f"model file: {what}.values must have shape {shape}") from None
         if v.shape != shape:
             raise ValueError(f"model file: {what}.values must have shape {shape}")
+        if "weights" in item:
+            w = np.asarray([_float_array(r, f"{what}.weights") for r in item["weights"]]) if isinstance(item["weights"], list) else None
+            if w is None or w.shape != shape[:2] or np.any(w < 0):
+                raise ValueError(f"model file: {what}.weights must be nonnegative, of shape {shape[:2]}")
+            weights.append(w)
         features.append((int(f[0]), int(f[1])))
         cuts.append((cj, ck))
         values.append(v)
     est.interaction_features_ = features
     est.interaction_cuts_ = cuts
     est.interaction_values_ = values
+    if len(weights) == len(features):
+        est.interaction_weights_ = weights
     penalty = _stat_from_json(d.get("interaction_penalty"), "interaction_penalty") if features else None
     est.interaction_penalty_ = float(penalty) if penalty is not None else 0.0
 

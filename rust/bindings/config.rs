@@ -11,7 +11,7 @@ use pyo3::IntoPyObjectExt;
 
 use crate::binning::{auto_max_bins, BinningParams, DEFAULT_BIN_SAMPLE_SIZE};
 use crate::loglink::DEFAULT_TWEEDIE_POWER;
-use crate::pairs::{AUTO_INTERACTIONS, DEFAULT_INTERACTIONS};
+use crate::pairs::AUTO_INTERACTIONS;
 use crate::params::{
     Engine, FitParams, Interactions, Loss, PairParams, Penalty, Selection, Shapes, Validation,
     AUTO_INTERACTION_BINS, AUTO_INTERACTION_CELLS, DEFAULT_LAMBDA_RATIO, DEFAULT_MAX_ITER,
@@ -169,7 +169,7 @@ impl Default for FitConfig {
             monotonic_cst: None,
             penalty_factor: None,
             power: DEFAULT_TWEEDIE_POWER,
-            interactions: AutoOr::Value(InteractionsConfig::Count(DEFAULT_INTERACTIONS)),
+            interactions: AutoOr::Auto,
             max_interaction_bins: AutoOr::Auto,
             interaction_penalty: AutoOr::Auto,
         }

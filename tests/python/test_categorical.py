@@ -71,11 +71,12 @@ def test_single_category_is_flat_and_weights_act_like_repeats():
     df["one"] = pd.Categorical(["only"] * len(df))
     w = np.random.default_rng(0).integers(1, 4, size=len(df))
     # A fixed penalty: the held-out rows of lambda_ratio="auto" are drawn per row, so
-    # repeated rows and weights hold out different data.
-    m = FASTRegressor(lambda_ratio=3e-3, max_bins=None, tol=1e-10, max_iter=10**6).fit(df, y, sample_weight=w)
+    # repeated rows and weights hold out different data. The additive model: the pair
+    # screen reads weights as relative, not as repeats (docs/pairs.md, "Weights").
+    m = FASTRegressor(lambda_ratio=3e-3, max_bins=None, tol=1e-10, max_iter=10**6, interactions=0).fit(df, y, sample_weight=w)
     assert np.all(m.values_[3] == 0.0)
     rep = df.loc[df.index.repeat(w)].reset_index(drop=True)
-    r = FASTRegressor(lambda_ratio=3e-3, max_bins=None, tol=1e-10, max_iter=10**6).fit(rep, np.repeat(y, w))
+    r = FASTRegressor(lambda_ratio=3e-3, max_bins=None, tol=1e-10, max_iter=10**6, interactions=0).fit(rep, np.repeat(y, w))
     assert [list(c) if c is not None else None for c in r.categories_] == [
         list(c) if c is not None else None for c in m.categories_
     ]

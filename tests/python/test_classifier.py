@@ -140,7 +140,8 @@ def _small(seed, n=80, p=3, missing=False):
 )
 def test_objective_matches_scipy_reference(seed, lambda_f, max_bins, missing):
     X, y, w = _small(seed, missing=missing)
-    m = FASTClassifier(lambda_f=lambda_f, max_bins=max_bins, tol=1e-9, n_jobs=1).fit(X, y, sample_weight=w)
+    # the additive model, held to its reference (pairs: test_pairs.py)
+    m = FASTClassifier(lambda_f=lambda_f, max_bins=max_bins, tol=1e-9, n_jobs=1, interactions=0).fit(X, y, sample_weight=w)
     assert m.converged_
     ours = objective(m, X, y.astype(float), w)
     ref = reference_objective(m.cuts_, X, y.astype(float), lambda_f, w)
@@ -195,11 +196,12 @@ def test_one_and_two_threads_identical():
 
 def test_lambda_max_gives_the_constant_model():
     X, y = load_breast_cancer(return_X_y=True)
-    m = FASTClassifier().fit(X, y)
-    c = FASTClassifier(lambda_f=m.lambda_max_ * (1 + 1e-9)).fit(X, y)
+    # lambda_max_ is the main effects' (pair terms have their own penalty): the additive model
+    m = FASTClassifier(interactions=0).fit(X, y)
+    c = FASTClassifier(lambda_f=m.lambda_max_ * (1 + 1e-9), interactions=0).fit(X, y)
     assert all(np.all(v == 0) for v in c.values_) and c.n_iter_ == 0
     assert c.intercept_ == pytest.approx(np.log(y.mean() / (1 - y.mean())), abs=1e-12)
-    below = FASTClassifier(lambda_f=m.lambda_max_ * 0.98).fit(X, y)
+    below = FASTClassifier(lambda_f=m.lambda_max_ * 0.98, interactions=0).fit(X, y)
     assert any(np.any(v != 0) for v in below.values_)
 
 

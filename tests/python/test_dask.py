@@ -1,5 +1,8 @@
 """Fits through exact sufficient statistics: Dask collections on a local cluster, Parquet
-streamed with pyarrow, and the statistics object itself (issue 6, DESIGN §4)."""
+streamed with pyarrow, and the statistics object itself (issue 6, DESIGN §4).
+
+Every estimator here is additive (``interactions=0``): fits from sufficient statistics have no
+pair terms, and the in-memory fits they are held to must not have them either."""
 
 from __future__ import annotations
 
@@ -111,7 +114,7 @@ def data():
 def reference(data):
     """The in-memory fit (tables engine) and its cut points."""
     df, y, w = data
-    m = FASTRegressor(max_bins=32, tol=1e-9, lambda_ratio=3e-3, engine="tables").fit(df, y, sample_weight=w)
+    m = FASTRegressor(interactions=0, max_bins=32, tol=1e-9, lambda_ratio=3e-3, engine="tables").fit(df, y, sample_weight=w)
     return m, [c.copy() for c in m.cuts_]
 
 
@@ -134,14 +137,14 @@ def test_dask_fit_equals_in_memory_fit(client, data, reference):
     df, y, w = data
     m, cuts = reference
     X, dy, dw = collections(df, y, w)
-    md = FASTRegressor(max_bins=32, tol=1e-9, lambda_ratio=3e-3, bins=cuts).fit(X, dy, sample_weight=dw)
+    md = FASTRegressor(interactions=0, max_bins=32, tol=1e-9, lambda_ratio=3e-3, bins=cuts).fit(X, dy, sample_weight=dw)
     assert md.engine_ == "tables" and md.converged_
     assert_same_fit(m, md, df)
     assert list(md.feature_names_in_) == COLS and md.n_features_in_ == P
     np.testing.assert_allclose(md.missing_values_, m.missing_values_, atol=1e-9)
     # a dask Array with column chunks, and y in memory: the same model
     xa = da.from_array(df.to_numpy(), chunks=(700, 2))
-    ma = FASTRegressor(max_bins=32, tol=1e-9, lambda_ratio=3e-3, bins=cuts).fit(xa, y, sample_weight=w)
+    ma = FASTRegressor(interactions=0, max_bins=32, tol=1e-9, lambda_ratio=3e-3, bins=cuts).fit(xa, y, sample_weight=w)
     assert not hasattr(ma, "feature_names_in_")
     assert_same_fit(m, ma, df, df.to_numpy())
 
@@ -163,22 +166,22 @@ def test_dask_bins_from_sample(client, data, reference):
     m, _ = reference
     X, dy, dw = collections(df, y, w)
     # all rows fit in the sample: the cut points are exactly the in-memory fit's
-    md = FASTRegressor(max_bins=32, tol=1e-9, lambda_ratio=3e-3).fit(X, dy, sample_weight=dw)
+    md = FASTRegressor(interactions=0, max_bins=32, tol=1e-9, lambda_ratio=3e-3).fit(X, dy, sample_weight=dw)
     assert_same_fit(m, md, df)
     # the default max_bins too
-    assert_same_fit(FASTRegressor(tol=1e-9, lambda_ratio=3e-3).fit(df, y), FASTRegressor(tol=1e-9, lambda_ratio=3e-3).fit(X, dy), df)
+    assert_same_fit(FASTRegressor(interactions=0, tol=1e-9, lambda_ratio=3e-3).fit(df, y), FASTRegressor(interactions=0, tol=1e-9, lambda_ratio=3e-3).fit(X, dy), df)
     # lambda_ratio="auto": each partition holds out ~15% of its rows; the penalty is chosen
     # on their statistics and the model is the full-data fit at the chosen ratio
-    auto = FASTRegressor(tol=1e-9).fit(X, dy)
+    auto = FASTRegressor(interactions=0, tol=1e-9).fit(X, dy)
     n = len(df)
     assert 0.1 * n < auto.n_validation_ < 0.2 * n
     path = auto.validation_path_
     assert len(path["lambda_ratio"]) >= 2 and auto.lambda_ratio_ == path["lambda_ratio"][np.argmin(path["validation_mse"])]
-    assert_same_fit(auto, FASTRegressor(tol=1e-9, lambda_ratio=auto.lambda_ratio_).fit(df, y), df)
-    again = FASTRegressor(tol=1e-9).fit(X, dy)  # reproducible for a given partitioning
+    assert_same_fit(auto, FASTRegressor(interactions=0, tol=1e-9, lambda_ratio=auto.lambda_ratio_).fit(df, y), df)
+    again = FASTRegressor(interactions=0, tol=1e-9).fit(X, dy)  # reproducible for a given partitioning
     np.testing.assert_array_equal(again.validation_path_["validation_mse"], path["validation_mse"])
     # a seeded sample of 500 rows: reproducible, seed-dependent, not the full data's bins
-    fit = lambda seed: FASTRegressor(max_bins=32, subsample_for_bin=500, random_state=seed, max_iter=5).fit(X, dy)  # noqa: E731
+    fit = lambda seed: FASTRegressor(interactions=0, max_bins=32, subsample_for_bin=500, random_state=seed, max_iter=5).fit(X, dy)  # noqa: E731
     with pytest.warns(ConvergenceWarning):
         a, b, c = fit(0), fit(0), fit(1)
     assert all(np.array_equal(u, v) for u, v in zip(a.cuts_, b.cuts_))
@@ -186,7 +189,7 @@ def test_dask_bins_from_sample(client, data, reference):
     assert not np.array_equal(a.cuts_[3], m.cuts_[3])
     # exact bins need every row
     with pytest.raises(ValueError, match="max_bins=None"):
-        FASTRegressor(max_bins=None, subsample_for_bin=500).fit(X, dy)
+        FASTRegressor(interactions=0, max_bins=None, subsample_for_bin=500).fit(X, dy)
 
 
 def test_failed_task_is_retried_without_corrupting_the_result(client, data, reference, tmp_path, monkeypatch):
@@ -196,12 +199,12 @@ def test_failed_task_is_retried_without_corrupting_the_result(client, data, refe
     marker = str(tmp_path / "failed_once")
     monkeypatch.setattr(_dask, "_stats_partition", Flaky(marker, _dask._stats_partition))
     with dask.annotate(retries=1):
-        md = FASTRegressor(max_bins=32, tol=1e-9, lambda_ratio=3e-3, bins=cuts).fit(X, dy, sample_weight=dw)
+        md = FASTRegressor(interactions=0, max_bins=32, tol=1e-9, lambda_ratio=3e-3, bins=cuts).fit(X, dy, sample_weight=dw)
     assert os.path.exists(marker)  # a partition task did fail once
     assert_same_fit(m, md, df)
     os.remove(marker)
     with pytest.raises(RuntimeError, match="injected worker failure"):  # and fails without retries
-        FASTRegressor(max_bins=32, tol=1e-9, lambda_ratio=3e-3, bins=cuts).fit(X, dy, sample_weight=dw)
+        FASTRegressor(interactions=0, max_bins=32, tol=1e-9, lambda_ratio=3e-3, bins=cuts).fit(X, dy, sample_weight=dw)
 
 
 def _from_parts(frames, meta):
@@ -214,25 +217,25 @@ def test_bad_partitions_name_the_column(client, data):
     dy = _from_parts([pd.Series(y[:1000]), pd.Series(y[1000:2000]), pd.Series(y[2000:])], pd.Series([], dtype=float))
     no_site = _from_parts([parts[0], parts[1].drop(columns="site"), parts[2]], df.head(0))
     with pytest.raises(ValueError, match=r"partition 1 has no column 'site'"):
-        FASTRegressor().fit(no_site, dy)
+        FASTRegressor(interactions=0).fit(no_site, dy)
     int_day = parts[2].assign(day=(parts[2]["day"] * 10).astype("int64"))
     mixed = _from_parts([parts[0], parts[1], int_day], df.head(0))
     with pytest.raises(ValueError, match=r"partition 2: column 'day' has dtype int64, but float64"):
-        FASTRegressor().fit(mixed, dy)
+        FASTRegressor(interactions=0).fit(mixed, dy)
     # an infinite value: the core's error names the partition and the column
     bad = parts[1].copy()
     bad.iloc[5, 3] = np.inf
     with pytest.raises(ValueError, match=r"partition 1.*column 3 \('day'\)"):
-        FASTRegressor(bins=[np.array([0.5])] * P).fit(_from_parts([parts[0], bad, parts[2]], df.head(0)), dy)
+        FASTRegressor(interactions=0, bins=[np.array([0.5])] * P).fit(_from_parts([parts[0], bad, parts[2]], df.head(0)), dy)
     with pytest.raises(ValueError, match=r"partition 1: X contains inf at row 5, column 3 \('day'\)"):
-        FASTRegressor().fit(_from_parts([parts[0], bad, parts[2]], df.head(0)), dy)
+        FASTRegressor(interactions=0).fit(_from_parts([parts[0], bad, parts[2]], df.head(0)), dy)
     # y partitioned differently, non-numeric columns
     X = dd.from_pandas(df, npartitions=3, sort=False)
     with pytest.raises(ValueError, match="y has 2 partitions but X has 3"):
-        FASTRegressor().fit(X, dd.from_pandas(pd.Series(y), npartitions=2, sort=False))
+        FASTRegressor(interactions=0).fit(X, dd.from_pandas(pd.Series(y), npartitions=2, sort=False))
     cat = dd.from_pandas(df.assign(site=df["site"].astype("category")), npartitions=3, sort=False)
     with pytest.raises(ValueError, match="column 'site' has dtype category"):
-        FASTRegressor().fit(cat, y)
+        FASTRegressor(interactions=0).fit(cat, y)
 
 
 # --------------------------------------------------------------------------------------
@@ -258,7 +261,7 @@ def test_fit_from_parquet_equals_in_memory_fit(data, reference, tmp_path):
     # lambda_ratio="auto": rows held out batch by batch, then the full-data fit at the chosen ratio
     ma = fit_from_parquet(tmp_path, "target", sample_weight="weight", batch_rows=700, max_bins=32, tol=1e-9)
     assert 0.1 * len(df) < ma.n_validation_ < 0.2 * len(df) and len(ma.validation_path_["lambda_ratio"]) >= 2
-    ref = FASTRegressor(max_bins=32, tol=1e-9, lambda_ratio=ma.lambda_ratio_).fit(df, y, sample_weight=w)
+    ref = FASTRegressor(interactions=0, max_bins=32, tol=1e-9, lambda_ratio=ma.lambda_ratio_).fit(df, y, sample_weight=w)
     assert_same_fit(ma, ref, df)
     # a 500-row sample: the same whatever the batch size
     with pytest.warns(ConvergenceWarning):
@@ -275,7 +278,7 @@ def test_dask_read_parquet_equals_in_memory_fit(client, data, reference, tmp_pat
     m, cuts = reference
     write_parquet(df, y, w, tmp_path)
     frame = dd.read_parquet(str(tmp_path / "*.parquet"))
-    md = FASTRegressor(max_bins=32, tol=1e-9, lambda_ratio=3e-3).fit(frame[COLS], frame["target"], sample_weight=frame["weight"])
+    md = FASTRegressor(interactions=0, max_bins=32, tol=1e-9, lambda_ratio=3e-3).fit(frame[COLS], frame["target"], sample_weight=frame["weight"])
     assert_same_fit(m, md, df)
 
 
@@ -360,7 +363,7 @@ def test_dask_stays_optional():
     # fastpcam imports without Dask; only a Dask X loads it
     import subprocess
 
-    code = "import sys, fastpcam, numpy as np; fastpcam.FASTRegressor(max_iter=1).fit(np.eye(3), [0., 1, 2]); print('dask' in sys.modules)"
+    code = "import sys, fastpcam, numpy as np; fastpcam.FASTRegressor(interactions=0, max_iter=1).fit(np.eye(3), [0., 1, 2]); print('dask' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "False", out.stderr[-2000:]
     assert fastpcam.sufficient_statistics is sufficient_statistics
@@ -375,7 +378,7 @@ def test_statistics_fit_with_held_out_statistics(data, reference):
     held_stats = sufficient_statistics(df[held], y[held], w[held], cuts=cuts, missing=whole.missing)
     model = train_stats.fit(held_out=held_stats, tol=1e-9)
     assert model.n_validation_ == held.sum() and len(model.validation_path_["lambda_ratio"]) >= 2
-    ref = FASTRegressor(bins=cuts, tol=1e-9, lambda_ratio=model.lambda_ratio_).fit(df, y, sample_weight=w)
+    ref = FASTRegressor(interactions=0, bins=cuts, tol=1e-9, lambda_ratio=model.lambda_ratio_).fit(df, y, sample_weight=w)
     assert_same_fit(ref, model, df)
     # without held-out statistics "auto" falls back to the fixed ratio 3e-3
     assert whole.fit(tol=1e-6).lambda_ratio_ == pytest.approx(3e-3, rel=1e-12)

@@ -21,7 +21,10 @@ BIG_ITER = 10**6
 
 
 def _fit(X, y, sample_weight=None, **params):
+    """The additive model (``interactions=0``): these tests hold it to its references; pair
+    terms have theirs in ``test_pairs.py``."""
     params.setdefault("max_iter", BIG_ITER)
+    params.setdefault("interactions", 0)
     return FASTRegressor(**params).fit(X, y, sample_weight=sample_weight)
 
 

@@ -113,7 +113,7 @@ def test_term_importances_are_the_weighted_mean_absolute_contribution(fitted):
     """EBM's definition, checked against per-row contributions over the training rows."""
     model, df, y, w = fitted
     imp = model.term_importances()
-    contrib = model.explain(df).to_numpy()[:, :4]
+    contrib = model.explain(df).to_numpy()[:, :-1]  # every term (features, then pairs)
     expected = np.average(np.abs(contrib), axis=0, weights=w)
     np.testing.assert_allclose(imp, expected, rtol=1e-10, atol=1e-14)
     # the noise feature matters least; the three real effects more
@@ -126,7 +126,7 @@ def test_term_importances_are_the_weighted_mean_absolute_contribution(fitted):
 
 def test_term_importances_count_the_missing_bin(fitted_missing):
     model, X, _ = fitted_missing
-    contrib = model.explain(X)[:, :4]
+    contrib = model.explain(X)[:, :-1]
     np.testing.assert_allclose(model.term_importances(), np.abs(contrib).mean(axis=0), rtol=1e-10, atol=1e-14)
 
 
@@ -136,19 +136,21 @@ def test_term_importances_count_the_missing_bin(fitted_missing):
 def test_explain_rows_sum_to_predict(fitted):
     model, df, *_ = fitted
     out = model.explain(df)
-    assert list(out.columns) == NAMES + ["intercept"]
+    # the features, then the pairs ("a & b"), then the intercept
+    assert list(out.columns) == model.term_names() + ["intercept"]
+    assert model.term_names()[: len(NAMES)] == NAMES
     assert out.index.equals(df.index)
     np.testing.assert_allclose(out.sum(axis=1).to_numpy(), model.predict(df), rtol=0, atol=1e-12)
     assert np.all(out["intercept"] == model.intercept_)
     part = model.explain(df.iloc[3:10])
-    assert part.shape == (7, 5) and part.index.equals(df.index[3:10])
+    assert part.shape == (7, len(model.term_names()) + 1) and part.index.equals(df.index[3:10])
     np.testing.assert_array_equal(part.to_numpy(), out.to_numpy()[3:10])
 
 
 def test_explain_numpy_and_missing_values(fitted_missing):
     model, X, _ = fitted_missing
     out = model.explain(X)
-    assert isinstance(out, np.ndarray) and out.shape == (len(X), 5)
+    assert isinstance(out, np.ndarray) and out.shape == (len(X), len(model.term_names()) + 1)
     np.testing.assert_allclose(out.sum(axis=1), model.predict(X), rtol=0, atol=1e-12)
     miss = np.isnan(X[:, 1])
     assert miss.any()

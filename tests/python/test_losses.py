@@ -90,7 +90,8 @@ def reference_objective(loss, X, y, w, lam, cuts, power=1.5):
 def test_objective_matches_slow_reference(loss, weighted):
     X, y = sample(loss, 120, seed=1)
     w = np.random.default_rng(2).uniform(0.2, 3.0, len(y)) if weighted else None
-    m = FASTRegressor(loss=loss, max_bins=None, lambda_ratio=0.05, tol=1e-9).fit(X, y, sample_weight=w)
+    # the additive model, held to its reference (pairs: test_loglink_pairs.py)
+    m = FASTRegressor(loss=loss, max_bins=None, lambda_ratio=0.05, tol=1e-9, interactions=0).fit(X, y, sample_weight=w)
     assert m.kkt_residual_ <= 1e-9
     ours = objective_of(m, X, y, w, m.lambda_f_)
     assert ours == pytest.approx(m.objective_, rel=1e-10, abs=1e-12)
@@ -103,11 +104,12 @@ def test_objective_matches_slow_reference(loss, weighted):
 def test_flat_above_lambda_max(loss):
     X, y = sample(loss, 300, seed=3)
     w = np.random.default_rng(4).uniform(0.5, 2.0, len(y))
+    # lambda_max is the main effects' (pair terms have their own penalty): the additive model
     for ratio in (1.0, 2.0):
-        m = FASTRegressor(loss=loss, max_bins=None, lambda_ratio=ratio).fit(X, y, sample_weight=w)
+        m = FASTRegressor(loss=loss, max_bins=None, lambda_ratio=ratio, interactions=0).fit(X, y, sample_weight=w)
         assert all(np.all(v == 0) for v in m.values_)
         assert m.intercept_ == pytest.approx(np.log(np.sum(w * y) / np.sum(w)), rel=1e-12, abs=1e-12)
-    just_below = FASTRegressor(loss=loss, max_bins=None, lambda_ratio=0.9, tol=1e-6).fit(X, y, sample_weight=w)
+    just_below = FASTRegressor(loss=loss, max_bins=None, lambda_ratio=0.9, tol=1e-6, interactions=0).fit(X, y, sample_weight=w)
     assert any(np.any(v != 0) for v in just_below.values_)
 
 

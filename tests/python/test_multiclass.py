@@ -82,7 +82,7 @@ def test_objective_matches_a_slow_reference(nan, weighted):
     X, y = _data(n=60, p=2, seed=1, nan=nan)
     w = np.random.default_rng(2).uniform(0.5, 2.0, len(y)) if weighted else np.ones(len(y))
     lam = 0.02
-    m = FASTClassifier(lambda_f=lam, max_bins=5, tol=1e-7, max_iter=10**5).fit(X, y, sample_weight=w)
+    m = FASTClassifier(lambda_f=lam, max_bins=5, tol=1e-7, max_iter=10**5, interactions=0).fit(X, y, sample_weight=w)
     assert m.converged_ and m.kkt_residual_ <= 1e-7
     ref = _reference_objective(m, X, y, w, lam)
     assert abs(m.objective_ - ref) <= 1e-6, (m.objective_, ref)
@@ -151,16 +151,16 @@ def test_objective_never_increases(seed, k, ratio):
 def test_flat_limit_gives_log_priors():
     X, y = _data(n=300, k=3, seed=5, nan=True)
     w = np.random.default_rng(5).uniform(0.5, 2, len(y))
-    lmax = FASTClassifier(lambda_ratio=1.0).fit(X, y, sample_weight=w).lambda_max_
-    m = FASTClassifier(lambda_f=lmax * 1.0001).fit(X, y, sample_weight=w)
+    lmax = FASTClassifier(lambda_ratio=1.0, interactions=0).fit(X, y, sample_weight=w).lambda_max_
+    m = FASTClassifier(lambda_f=lmax * 1.0001, interactions=0).fit(X, y, sample_weight=w)  # lambda_max: the main effects'
     for v in m.values_:
         assert np.all(v == v[0])  # every class chain flat
     prior = np.array([w[y == c].sum() for c in range(3)]) / w.sum()
     # Without a missing bin the intercepts are the centred log priors.
-    m2 = FASTClassifier(lambda_f=lmax * 1.0001).fit(np.nan_to_num(X), y, sample_weight=w)
+    m2 = FASTClassifier(lambda_f=lmax * 1.0001, interactions=0).fit(np.nan_to_num(X), y, sample_weight=w)
     np.testing.assert_allclose(m2.intercept_, np.log(prior) - np.log(prior).mean(), atol=1e-9)
     # Just below lambda_max a block moves.
-    m3 = FASTClassifier(lambda_f=lmax * 0.9).fit(X, y, sample_weight=w)
+    m3 = FASTClassifier(lambda_f=lmax * 0.9, interactions=0).fit(X, y, sample_weight=w)
     assert any(np.any(v != v[0]) for v in m3.values_)
 
 
@@ -185,8 +185,10 @@ def test_held_out_search_runs():
 def test_integer_weights_equal_repeated_rows():
     X, y = _data(n=200, seed=8)
     w = np.random.default_rng(8).integers(1, 4, len(y))
-    a = FASTClassifier(lambda_f=0.005, tol=1e-9).fit(X, y, sample_weight=w.astype(float))
-    b = FASTClassifier(lambda_f=0.005, tol=1e-9).fit(np.repeat(X, w, axis=0), np.repeat(y, w))
+    # the additive model: the pair screen reads weights as relative (any common scale picks
+    # the same pairs), so it is not repeat-equivalent (docs/pairs.md, "Weights")
+    a = FASTClassifier(lambda_f=0.005, tol=1e-9, interactions=0).fit(X, y, sample_weight=w.astype(float))
+    b = FASTClassifier(lambda_f=0.005, tol=1e-9, interactions=0).fit(np.repeat(X, w, axis=0), np.repeat(y, w))
     assert a.objective_ == pytest.approx(b.objective_, rel=1e-8)
 
 

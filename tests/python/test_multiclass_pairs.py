@@ -81,7 +81,7 @@ def test_a_known_interaction_is_found_and_lowers_the_held_out_log_loss():
 
 def test_zero_interactions_is_the_additive_model_exactly():
     X, y = data(n=1500, seed=3)
-    a = FASTClassifier().fit(X, y)
+    a = FASTClassifier(interactions=0).fit(X, y)
     b = FASTClassifier(interactions=[]).fit(X, y)
     assert a.interaction_features_ == [] == b.interaction_features_
     assert a.objective_ == b.objective_

@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 
 import fastpcam
 from fastpcam import FASTClassifier, FASTRegressor
@@ -198,15 +199,49 @@ def test_one_and_two_threads_give_the_same_model():
         np.testing.assert_array_equal(va, vb)
 
 
-def test_every_model_is_additive_by_default():
+def test_every_model_has_pairs_by_default():
+    """interactions="auto" is the default for every loss: the known interaction is found, and
+    interactions=0 is the additive model."""
+    X, y = interaction_data(n=3000)
+    # log-odds: an XOR of x0 and x1 on top of a main effect of x2 (a pure XOR, with no main
+    # effect at all, makes the held-out search choose a flat model: see docs/pairs.md)
+    rng = np.random.default_rng(5)
+    xor = (X[:, 0] > 0.5) != (X[:, 1] > 0.5)
+    eta = 2.0 * (2 * xor - 1) + 6.0 * (X[:, 2] - 0.5)
+    yb = (rng.random(len(y)) < 1 / (1 + np.exp(-eta))).astype(int)
+    for est, target in [
+        (FASTRegressor(), y),
+        (FASTRegressor(loss="poisson"), np.exp(y / 4)),
+        (FASTClassifier(), yb),
+        (FASTClassifier(), yb + (X[:, 3] > 0.5)),
+    ]:
+        assert est.interactions == "auto"
+        m = est.fit(X, target)
+        assert (0, 1) in m.interaction_features_, (est, m.interaction_features_)
+        assert clone(est).set_params(interactions=0).fit(X, target).interaction_features_ == []
+
+
+def test_auto_on_too_few_rows_for_a_held_out_check_is_additive():
+    """Below 50 rows (no held-out check is possible) "auto" fits the additive model, as does
+    interactions=0, while an explicit count still fits pairs."""
+    X, y = interaction_data(n=40)
+    auto = FASTRegressor().fit(X, y)
+    additive = FASTRegressor(interactions=0).fit(X, y)
+    assert auto.interaction_features_ == []
+    np.testing.assert_array_equal(auto.predict(X), additive.predict(X))
+    assert FASTRegressor(interactions=2).fit(X, y).interaction_features_ != []
+
+
+def test_weights_of_any_common_scale_give_the_same_pairs():
+    """The screening gain scales with the weights, so scaled weights choose the same pairs
+    and fit the same model (a fixed penalty: no held-out check to hide a difference)."""
     X, y = interaction_data(n=600)
-    yb = (y > np.median(y)).astype(int)
-    m = FASTRegressor(loss="poisson").fit(X, np.exp(y / 4))
-    assert m.interaction_features_ == []
-    multi = FASTClassifier().fit(X, np.digitize(y, np.quantile(y, [0.33, 0.67])))
-    assert multi.interaction_features_ == []
-    c = FASTClassifier().fit(X, yb)
-    assert c.interaction_features_ == []
+    w = np.random.default_rng(3).uniform(0.5, 2.0, len(y))
+    a = FASTRegressor(lambda_ratio=1e-2, interactions=3).fit(X, y, sample_weight=w)
+    for scale in (1e-3, 7.0):
+        b = FASTRegressor(lambda_ratio=1e-2, interactions=3).fit(X, y, sample_weight=w * scale)
+        assert b.interaction_features_ == a.interaction_features_
+        np.testing.assert_allclose(b.predict(X), a.predict(X), rtol=1e-8, atol=1e-8)
 
 
 def test_plots_draw_pair_heatmaps():

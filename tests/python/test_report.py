@@ -37,7 +37,7 @@ def data():
 @pytest.fixture(scope="module")
 def model(data):
     X, y, _ = data
-    m = FASTRegressor(**CAT).fit(X, y)
+    m = FASTRegressor(**CAT, interactions=0).fit(X, y)  # _set_pairs adds the pairs
     _set_pairs(m, X)
     return m
 

@@ -165,7 +165,7 @@ def test_explicit_lambda_s_values():
     np.testing.assert_allclose(path[0].predict(X), np.mean(y))
     assert 0 < len(path[1].support_) <= len(path[2].support_)
     # lambda_s = 0: plain cyclic FAST; its F is the dense optimum's
-    dense = FASTRegressor(max_bins=32, tol=1e-8, lambda_ratio=1e-3).fit(X, y)  # the sparse default ratio
+    dense = FASTRegressor(max_bins=32, tol=1e-8, lambda_ratio=1e-3, interactions=0).fit(X, y)  # the sparse default ratio
     tight = l0_path(X, y, lambda_s=0.0, max_bins=32, tol=1e-8, lambda_ratio=1e-3)[0]
     assert tight.objective_ == pytest.approx(dense.objective_, rel=1e-7)
 

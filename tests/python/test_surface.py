@@ -70,7 +70,8 @@ def test_shape_functions_cover_every_input_feature(fitted):
 def test_term_importances_and_explain_sum_to_the_score(fitted):
     est, X = fitted
     imp = est.term_importances()
-    assert imp.shape == (X.shape[1],) and np.all(imp >= 0) and imp.max() > 0
+    n_pairs = len(getattr(est, "interaction_features_", []))  # "auto": the defaults' pairs
+    assert imp.shape == (X.shape[1] + n_pairs,) and np.all(imp >= 0) and imp.max() > 0
     out = est.explain(X)
     score = _score(est, X)
     contributions = out.drop(columns="intercept").to_numpy()
@@ -132,7 +133,8 @@ def test_plots_run(fitted):
 
     est, X = fitted
     fig = est.plot()
-    assert len(fig.axes) == X.shape[1]
+    # a shape function per feature, then a heatmap per pair
+    assert len(fig.axes) == X.shape[1] + len(getattr(est, "interaction_features_", []))
     fig2 = fastpcam.plot.shape_functions(est, ["kind", 0])
     assert len(fig2.axes) == 2
     plt.close("all")

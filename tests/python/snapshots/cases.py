@@ -69,7 +69,7 @@ def _fit(make: Callable[[], Any], data: Callable[[], tuple[Any, Any]], weighted:
 
 def _cv() -> dict[str, np.ndarray]:
     X, y = _houses(1500)
-    cv = fastpcam.FASTRegressorCV(lambda_ratios=[0.1, 0.01, 1e-3, 1e-4], cv=3, max_bins=64).fit(X, y)
+    cv = fastpcam.FASTRegressorCV(lambda_ratios=[0.1, 0.01, 1e-3, 1e-4], cv=3, max_bins=64, interactions=0).fit(X, y)
     out = _numbers(cv.best_estimator_)
     out["lambda_ratio"] = np.array([cv.lambda_ratio_])
     return out
