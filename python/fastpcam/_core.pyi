@@ -52,7 +52,7 @@ class FitConfig(TypedDict, total=False):
     monotonic_cst: Optional[list[int]]
     penalty_factor: Optional[list[float]]
     power: float
-    interactions: Union[int, list[tuple[int, int]]]
+    interactions: Union[int, str, list[tuple[int, int]]]
     max_interaction_bins: Union[int, str]
     interaction_penalty: Union[float, str]
 
