@@ -1815,6 +1815,124 @@ mod tests {
         assert!(Scaled::new(0.0, 2, 1.0, 1.0, 1e-120).is_none());
     }
 
+    /// A long noisy piecewise-constant signal (the direct algorithm's case) and weights in
+    /// `[0.5, 2]`.
+    fn long_signal(n: usize) -> (Vec<f64>, Vec<f64>) {
+        let y = (0..n)
+            .map(|i| ((i / 700) % 5) as f64 * 3.0 + ((i * 7919) % 113) as f64 / 40.0)
+            .collect();
+        let w = (0..n)
+            .map(|i| 0.5 + ((i * 31) % 16) as f64 / 10.0)
+            .collect();
+        (y, w)
+    }
+
+    /// The checked entry points, through the validated scan, against the unchecked one.
+    fn checked_matches_unchecked(y: &[f64], w: &[f64], lambda: f64) {
+        let n = y.len();
+        let mut want = vec![0.0; n];
+        flsa_weighted_unchecked(y, w, lambda, &mut FlsaWorkspace::new(), &mut want);
+        let mut got = vec![f64::NAN; n];
+        flsa_weighted(y, w, lambda, &mut FlsaWorkspace::new(), &mut got).unwrap();
+        assert_eq!(got, want);
+        if w.iter().all(|&v| v == 1.0) {
+            got.fill(f64::NAN);
+            flsa_into(y, None, lambda, &mut FlsaWorkspace::new(), &mut got).unwrap();
+            assert_eq!(got, want);
+        }
+    }
+
+    #[test]
+    fn validated_scan_gives_the_unchecked_result() {
+        let n = 3 * CHECK_BLOCK + 7;
+        let (y, w) = long_signal(n);
+        let ones = vec![1.0; n];
+        for lambda in [0.5, 10.0, 1e6] {
+            checked_matches_unchecked(&y, &w, lambda);
+            checked_matches_unchecked(&y, &ones, lambda);
+        }
+        // Declined: a zero weight, an offset or a huge weight after the first block (the
+        // general path), and a smooth trend on which the scan runs out of budget (the DP).
+        let mut wz = w.clone();
+        wz[2 * CHECK_BLOCK + 3] = 0.0;
+        checked_matches_unchecked(&y, &wz, 10.0);
+        let shifted: Vec<f64> = (0..n)
+            .map(|i| if i < CHECK_BLOCK { y[i] } else { y[i] + 1e4 })
+            .collect();
+        checked_matches_unchecked(&shifted, &w, 10.0);
+        let mut wh = w.clone();
+        wh[n - 1] = 1e40;
+        checked_matches_unchecked(&y, &wh, 10.0);
+        let offset: Vec<f64> = y.iter().map(|v| v + 1e4).collect();
+        checked_matches_unchecked(&offset, &ones, 10.0);
+        let trend: Vec<f64> = (0..n).map(|t| (t as f64).sqrt()).collect();
+        checked_matches_unchecked(&trend, &ones, 2e3);
+        checked_matches_unchecked(&trend, &w, 2e3);
+    }
+
+    #[test]
+    fn validated_scan_names_the_first_bad_entry() {
+        let n = 4 * CHECK_BLOCK;
+        let (y, w) = long_signal(n);
+        let mut ws = FlsaWorkspace::new();
+        let mut out = vec![0.0; n];
+        let late = 3 * CHECK_BLOCK + 5;
+        let mut y_bad = y.clone();
+        y_bad[late] = f64::NAN;
+        for weights in [None, Some(&w[..])] {
+            let err = flsa_into(&y_bad, weights, 1.0, &mut ws, &mut out).unwrap_err();
+            assert!(
+                matches!(err, FastError::NonFiniteValue { what: "y", index, .. } if index == late),
+                "{err:?}"
+            );
+        }
+        y_bad[late] = f64::INFINITY;
+        assert!(flsa_into(&y_bad, None, 1.0, &mut ws, &mut out).is_err());
+        for bad in [-0.5, f64::NAN, f64::INFINITY] {
+            let mut w_bad = w.clone();
+            w_bad[late] = bad;
+            let err = flsa_into(&y, Some(&w_bad), 1.0, &mut ws, &mut out).unwrap_err();
+            assert!(
+                matches!(err, FastError::BadWeight { what: "weights", index, .. } if index == late),
+                "{err:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn unit_weights_ignore_a_workspace_left_by_zero_weights() {
+        // A smooth trend hands over to the DP; a workspace that held the compacted weights of
+        // an earlier problem with zero weights must not lend them to a unit-weight solve.
+        let n = 4096;
+        let y: Vec<f64> = (0..n).map(|t| (t as f64).sqrt()).collect();
+        let mut w: Vec<f64> = (0..2 * n).map(|i| 1.0 + (i % 4) as f64).collect();
+        w[5] = 0.0;
+        let y2: Vec<f64> = (0..2 * n).map(|t| (t % 17) as f64).collect();
+        let mut ws = FlsaWorkspace::new();
+        let mut out = vec![0.0; 2 * n];
+        flsa_into(&y2, Some(&w), 3.0, &mut ws, &mut out).unwrap();
+        let mut got = vec![0.0; n];
+        flsa_into(&y, None, 2e3, &mut ws, &mut got).unwrap();
+        let mut want = vec![0.0; n];
+        flsa_weighted_with_method(
+            &y,
+            &vec![1.0; n],
+            2e3,
+            FlsaMethod::Dp,
+            &mut FlsaWorkspace::new(),
+            &mut want,
+        );
+        assert_eq!(got, want);
+        assert!(flsa_kkt_violation(&y, &vec![1.0; n], 2e3, &got) < 1e-9 * n as f64);
+    }
+
+    #[test]
+    fn workspace_reports_its_bytes() {
+        assert_eq!(FlsaWorkspace::new().bytes(), 0);
+        let ws = FlsaWorkspace::with_capacity(100);
+        assert!(ws.bytes() >= 100 * (16 + 16) + 200 * 24, "{}", ws.bytes());
+    }
+
     #[test]
     fn kkt_violation_detects_non_optimal_points() {
         let y = [0.0, 0.0, 1.0, 1.0];
