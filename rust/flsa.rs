@@ -73,9 +73,18 @@
 //! needs no memory besides the output. On smooth signals the direct algorithm rescans, so
 //! [`FlsaMethod::Auto`] uses it only for signals of at least [`DIRECT_MIN_LONG`] points
 //! (the solver's short chains keep the DP: `flsa_short`), and abandons it for the DP beyond
-//! about 2.5 visits per point. One pass computes the totals (and validates the input in the
-//! checked entry points), about 1–2 ns per point; chains shorter than [`DIRECT_MIN_LONG`]
-//! take a second one for `λ_max` (long ones only if the DP takes over).
+//! about 2.5 visits per point. One pass computes the totals, about 1–2 ns per point (the
+//! unchecked hot path); chains shorter than [`DIRECT_MIN_LONG`] take a second one for
+//! `λ_max` (long ones only if the DP takes over). The checked entry points fold the totals
+//! and the validation of a long signal into the direct algorithm's own scan (each block of
+//! `CHECK_BLOCK` points is checked just before the scan first reads it, see
+//! `validated_direct`), so that the data is read once.
+//!
+//! In the direct algorithm's scan, the candidates' updates are selects (a maximum, a
+//! minimum and conditional moves of their indices): as branches they were mispredicted
+//! often (in a segment's first points the candidates move at almost every step, later
+//! rarely). The weights of the closed segments, which only the tie test needs, are summed again
+//! only when two values are within its reach, instead of being tracked at every step.
 //!
 //! In the DP, the cost is set by the number of knots each walk pops (0, 1, 2 or more with
 //! probabilities of roughly 0.3, 0.47, 0.19 and 0.05 on each side on that signal, with at
