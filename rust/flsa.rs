@@ -1219,7 +1219,9 @@ fn direct<W: Weights, const SCALED: bool, F: Frontier>(
     let mut wsum = wv(0);
     let mut asum = wsum * yv(0);
     let (mut off_m, mut off_p) = (-lam, lam);
-    let (mut vmin, mut vmax) = ((asum + off_m) / wsum, (asum + off_p) / wsum);
+    // The candidates v⁻ and −v⁺ (both move by maxima, which lets the two updates share
+    // one vector instruction; negation is exact).
+    let (mut vmin, mut nvmax) = ((asum + off_m) / wsum, -((asum + off_p) / wsum));
     // The value of the segment closed last, and its points.
     let (mut prev, mut prev_seg) = (f64::NAN, (0_usize, 0_usize));
     // A segment's value, or the previous segment's when the two differ by rounding only:
@@ -1281,9 +1283,9 @@ fn direct<W: Weights, const SCALED: bool, F: Frontier>(
             if vmin > mean && km < last {
                 close_and_restart!(km, vmin, lam);
                 vmin = (asum + off_m) / wsum;
-            } else if vmax < mean && kp < last {
-                close_and_restart!(kp, vmax, -lam);
-                vmax = (asum + off_p) / wsum;
+            } else if -nvmax < mean && kp < last {
+                close_and_restart!(kp, -nvmax, -lam);
+                nvmax = -((asum + off_p) / wsum);
             } else {
                 out[k0..].fill(settle(mean, k0, last));
                 return true;
@@ -1301,24 +1303,25 @@ fn direct<W: Weights, const SCALED: bool, F: Frontier>(
         if vmin > cp {
             // Downward jump after k⁻.
             close_and_restart!(km, vmin, lam);
-            (vmin, vmax) = ((asum + off_m) / wsum, (asum + off_p) / wsum);
+            (vmin, nvmax) = ((asum + off_m) / wsum, -((asum + off_p) / wsum));
             continue;
         }
-        if vmax < cm {
+        if -nvmax < cm {
             // Upward jump after k⁺.
-            close_and_restart!(kp, vmax, -lam);
-            (vmin, vmax) = ((asum + off_m) / wsum, (asum + off_p) / wsum);
+            close_and_restart!(kp, -nvmax, -lam);
+            (vmin, nvmax) = ((asum + off_m) / wsum, -((asum + off_p) / wsum));
             continue;
         }
         // No jump: extend the segment and re-estimate the candidates that left their range
-        // (a tie counts as a re-estimate). Written as selects of a maximum and a minimum.
+        // (a tie counts as a re-estimate), by selects: maxima of v⁻ and −v⁺.
         k += 1;
         asum = a1;
         wsum = w1;
+        let ncp = -cp;
         km = if cm >= vmin { k } else { km };
-        kp = if cp <= vmax { k } else { kp };
+        kp = if ncp >= nvmax { k } else { kp };
         vmin = if vmin > cm { vmin } else { cm };
-        vmax = if vmax < cp { vmax } else { cp };
+        nvmax = if nvmax > ncp { nvmax } else { ncp };
     }
 }
 
