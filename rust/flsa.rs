@@ -65,12 +65,12 @@
 //! ## Performance
 //!
 //! `benches/flsa.rs` (a noisy piecewise-constant signal, λ = 10; results in
-//! `benches/python/results/flsa.md`): [`FlsaMethod::Auto`] takes 8–11 ns per point from
-//! `10⁴` to `10⁷` points, against 14–16 ns for Condat's formulation and 15–23 ns for the DP
-//! in the same run (at `10³` points, where it uses the DP, 7 ns, and Condat's 15). The DP is
-//! at its best while the whole problem sits in cache, and slows to ~20 ns per point beyond,
-//! where its 16 bytes of back-pointers per point cost memory bandwidth; the direct algorithm
-//! needs no memory besides the output. On smooth signals the direct algorithm rescans, so
+//! `benches/python/results/flsa.md`): [`FlsaMethod::Auto`] takes 4–8 ns per point from
+//! `10⁴` to `10⁷` points, 0.2–0.5 of the time of Condat's formulation (14–16 ns) and 0.3–0.4
+//! of the DP's (14–23 ns) in the same run (at `10³` points, where it uses the DP, 7 ns, and
+//! Condat's 15). The DP is at its best while the whole problem sits in cache, and slows to
+//! ~20 ns per point beyond, where its 16 bytes of back-pointers per point cost memory
+//! bandwidth; the direct algorithm needs no memory besides the output. On smooth signals the direct algorithm rescans, so
 //! [`FlsaMethod::Auto`] uses it only for signals of at least [`DIRECT_MIN_LONG`] points
 //! (the solver's short chains keep the DP: `flsa_short`), and abandons it for the DP beyond
 //! about 2.5 visits per point. One pass computes the totals, about 1–2 ns per point (the
@@ -80,11 +80,13 @@
 //! `CHECK_BLOCK` points is checked just before the scan first reads it, see
 //! `validated_direct`), so that the data is read once.
 //!
-//! In the direct algorithm's scan, the candidates' updates are selects (a maximum, a
-//! minimum and conditional moves of their indices): as branches they were mispredicted
+//! In the direct algorithm's scan, the candidates' updates are selects (maxima and
+//! conditional moves of their indices): as branches they were mispredicted
 //! often (in a segment's first points the candidates move at almost every step, later
-//! rarely). The weights of the closed segments, which only the tie test needs, are summed again
-//! only when two values are within its reach, instead of being tracked at every step.
+//! rarely); `v⁺` is kept negated so that both updates are maxima, which one vector
+//! instruction does. The weights of the closed segments, which only the tie test needs, are
+//! summed again only when two values are within its reach, instead of being tracked at
+//! every step. Together these halved the scan's time (bit-identical results).
 //!
 //! In the DP, the cost is set by the number of knots each walk pops (0, 1, 2 or more with
 //! probabilities of roughly 0.3, 0.47, 0.19 and 0.05 on each side on that signal, with at
