@@ -65,17 +65,28 @@
 //! ## Performance
 //!
 //! `benches/flsa.rs` (a noisy piecewise-constant signal, λ = 10; results in
-//! `benches/python/results/flsa.md`): [`FlsaMethod::Auto`] takes 8–11 ns per point from
-//! `10⁴` to `10⁷` points, against 14–16 ns for Condat's formulation and 15–23 ns for the DP
-//! in the same run (at `10³` points, where it uses the DP, 7 ns, and Condat's 15). The DP is
-//! at its best while the whole problem sits in cache, and slows to ~20 ns per point beyond,
-//! where its 16 bytes of back-pointers per point cost memory bandwidth; the direct algorithm
-//! needs no memory besides the output. On smooth signals the direct algorithm rescans, so
+//! `benches/python/results/flsa.md`): [`FlsaMethod::Auto`] takes 4–8 ns per point from
+//! `10⁴` to `10⁷` points, 0.2–0.5 of the time of Condat's formulation (14–16 ns) and 0.3–0.4
+//! of the DP's (14–23 ns) in the same run (at `10³` points, where it uses the DP, 7 ns, and
+//! Condat's 15). The DP is at its best while the whole problem sits in cache, and slows to
+//! ~20 ns per point beyond, where its 16 bytes of back-pointers per point cost memory
+//! bandwidth; the direct algorithm needs no memory besides the output. On smooth signals the direct algorithm rescans, so
 //! [`FlsaMethod::Auto`] uses it only for signals of at least [`DIRECT_MIN_LONG`] points
 //! (the solver's short chains keep the DP: `flsa_short`), and abandons it for the DP beyond
-//! about 2.5 visits per point. One pass computes the totals (and validates the input in the
-//! checked entry points), about 1–2 ns per point; chains shorter than [`DIRECT_MIN_LONG`]
-//! take a second one for `λ_max` (long ones only if the DP takes over).
+//! about 2.5 visits per point. One pass computes the totals, about 1–2 ns per point (the
+//! unchecked hot path); chains shorter than [`DIRECT_MIN_LONG`] take a second one for
+//! `λ_max` (long ones only if the DP takes over). The checked entry points fold the totals
+//! and the validation of a long signal into the direct algorithm's own scan (each block of
+//! `CHECK_BLOCK` points is checked just before the scan first reads it, see
+//! `validated_direct`), so that the data is read once.
+//!
+//! In the direct algorithm's scan, the candidates' updates are selects (maxima and
+//! conditional moves of their indices): as branches they were mispredicted
+//! often (in a segment's first points the candidates move at almost every step, later
+//! rarely); `v⁺` is kept negated so that both updates are maxima, which one vector
+//! instruction does. The weights of the closed segments, which only the tie test needs, are
+//! summed again only when two values are within its reach, instead of being tracked at
+//! every step. Together these halved the scan's time (bit-identical results).
 //!
 //! In the DP, the cost is set by the number of knots each walk pops (0, 1, 2 or more with
 //! probabilities of roughly 0.3, 0.47, 0.19 and 0.05 on each side on that signal, with at
@@ -147,6 +158,19 @@ impl FlsaWorkspace {
         ws
     }
 
+    /// The bytes its buffers hold: 16 per point of the longest DP solved so far (its
+    /// back-pointers), 16 per point of the longest signal with a zero weight (the compacted
+    /// copy), and the knot ring (24 per knot alive at once, at most two per point).
+    ///
+    /// # Errors
+    /// None.
+    #[must_use]
+    pub fn bytes(&self) -> usize {
+        std::mem::size_of::<Knot>() * self.knots.capacity()
+            + std::mem::size_of::<[f64; 2]>() * self.bounds.capacity()
+            + std::mem::size_of::<f64>() * (self.y.capacity() + self.w.capacity())
+    }
+
     /// Makes the per-point buffers hold at least `n` entries (the ring grows lazily).
     fn reserve_points(&mut self, n: usize) {
         if self.bounds.len() < n {
@@ -183,9 +207,7 @@ pub fn flsa_weighted(
     out: &mut [f64],
 ) -> Result<()> {
     check_problem(y, Some(w), "w", lambda, out)?;
-    let totals = checked_totals(y, w, "w")?;
-    solve(y, w, totals, lambda, FlsaMethod::Auto, ws, out);
-    Ok(())
+    checked_solve(y, w, "w", lambda, ws, out)
 }
 
 /// Hot-path entry point used by the solver: same problem and result as [`flsa_weighted`],
@@ -240,8 +262,9 @@ pub fn flsa_weighted_with_method(
 
 /// Checked entry point with optional weights, writing into `out`: `weights = None` means unit
 /// weights, solved without materialising them. Validation and the totals share one pass over
-/// the data, and nothing is allocated unless some weight is zero or the direct algorithm
-/// gives up (then `ws` grows, and keeps what it grew).
+/// the data (on long signals, the direct algorithm's own scan), and nothing is allocated
+/// unless some weight is zero or the direct algorithm gives up (then `ws` grows, and keeps
+/// what it grew).
 ///
 /// # Errors
 /// As [`flsa_weighted`], with a bad `weights` argument reported under the name `weights`.
@@ -254,16 +277,113 @@ pub fn flsa_into(
 ) -> Result<()> {
     check_problem(y, weights, "weights", lambda, out)?;
     match weights {
-        Some(w) => {
-            let totals = checked_totals(y, w, "weights")?;
-            solve(y, w, totals, lambda, FlsaMethod::Auto, ws, out);
-        }
-        None => {
-            let totals = checked_unit_totals(y)?;
-            solve(y, Unit, totals, lambda, FlsaMethod::Auto, ws, out);
-        }
+        Some(w) => checked_solve(y, w, "weights", lambda, ws, out),
+        None => checked_solve(y, Unit, "weights", lambda, ws, out),
     }
+}
+
+/// The solve of the checked entry points, once lengths and `λ` are known to be valid; a bad
+/// weight is reported under `w_name`. Gives the result of [`solve`] after
+/// [`checked_totals`], bit for bit.
+///
+/// A long signal ([`FlsaMethod::Auto`] would start with the direct algorithm) is first
+/// handed to [`validated_direct`], which checks the data as its scan first reads it instead
+/// of in a pass of its own. Only when that does not settle the problem (a non-finite value,
+/// a zero or extreme weight, an offset or scale that needs the scaled form, or too many
+/// rescans) does the usual validating pass run.
+fn checked_solve<W: Weights>(
+    y: &[f64],
+    w: W,
+    w_name: &'static str,
+    lambda: f64,
+    ws: &mut FlsaWorkspace,
+    out: &mut [f64],
+) -> Result<()> {
+    let long = starts_direct(FlsaMethod::Auto, y.len()) && lambda > 0.0;
+    let outcome = if long {
+        validated_direct(y, w, lambda, out)
+    } else {
+        Speculation::Declined
+    };
+    if outcome == Speculation::Solved {
+        return Ok(());
+    }
+    let totals = w.checked_totals(y, w_name)?;
+    // The scan gave up on its budget: where the plain direct algorithm would have run, the
+    // DP takes over as in `recursion` (the λ_max pass included), without a second attempt.
+    let plain = Scaled::new(
+        totals.swy / totals.sw,
+        y.len(),
+        totals.sw,
+        totals.y_max,
+        totals.w_min,
+    )
+    .is_some_and(|s| s.plain);
+    let method = if outcome == Speculation::OverBudget && totals.w_min > 0.0 && plain {
+        FlsaMethod::Dp
+    } else {
+        FlsaMethod::Auto
+    };
+    solve(y, w, totals, lambda, method, ws, out);
     Ok(())
+}
+
+/// How [`validated_direct`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Speculation {
+    /// `out` holds the solution.
+    Solved,
+    /// The data validated so far is fine, but the direct algorithm ran out of budget.
+    OverBudget,
+    /// Not solved: the problem needs the validating pass and the general path.
+    Declined,
+}
+
+/// The unscaled direct algorithm on a long signal (`n ≥ DIRECT_MIN_LONG`, `λ > 0`) with its
+/// budget, validating each block of the data just before the scan first reads it and
+/// accumulating the [`Totals`] on the way. When the scan completes, the totals (the same as
+/// [`weighted_totals`], bit for bit) confirm that the problem is valid and that [`solve`]
+/// would have solved it the same way (no zero weight, no scaling); then `out` is its
+/// solution, and the problem has been read once.
+fn validated_direct<W: Weights>(y: &[f64], w: W, lambda: f64, out: &mut [f64]) -> Speculation {
+    let n = y.len();
+    let mut check = Validator {
+        y,
+        w,
+        lanes: Lanes::new(),
+        reached: 0,
+        stopped: false,
+    };
+    let budget = DIRECT_STEP_BUDGET.saturating_mul(n).saturating_add(64);
+    // Only the scaling's `plain` flag matters to the unscaled scan.
+    let sc = Scaled {
+        c: 0.0,
+        sy: 1.0,
+        sw: 1.0,
+        plain: true,
+    };
+    if !direct::<W, false, _>(y, w, sc, lambda, budget, &mut check, out) {
+        return if !check.stopped {
+            Speculation::OverBudget
+        } else {
+            Speculation::Declined
+        };
+    }
+    let t = W::finish(&check.lanes, n);
+    let (low, high) = crate::error::WEIGHT_TOTAL_RANGE;
+    let valid = t.swy.is_finite()
+        && t.w_min > 0.0
+        && t.sw >= low * (1.0 + 1e-9)
+        && t.sw <= high * (1.0 - 1e-9);
+    let ybar = t.swy / t.sw;
+    if !(valid && Scaled::new(ybar, n, t.sw, t.y_max, t.w_min).is_some_and(|s| s.plain)) {
+        return Speculation::Declined;
+    }
+    if out[0] == out[n - 1] && out.iter().all(|&v| v == out[0]) {
+        // One segment: λ ≥ λ_max, and the solution is the weighted mean.
+        out.fill(ybar);
+    }
+    Speculation::Solved
 }
 
 /// Convenience (allocating) form: `weights = None` means unit weights. Returns the solution
@@ -372,10 +492,17 @@ const DIRECT_RESCAN_SLACK: usize = 64;
 trait Weights: Copy {
     /// The weight of point `i`.
     fn at(self, i: usize) -> f64;
-    /// The first `n` weights as a slice (unit weights are written into `ones` first).
-    fn stored<'b>(self, n: usize, ones: &'b mut Vec<f64>) -> &'b [f64]
-    where
-        Self: 'b;
+    /// Adds points `from..to` to the accumulators of [`Totals`] (`from` a multiple of 4, and
+    /// `to` too unless it is the end: each lane takes the points of its index modulo 4, in
+    /// order, so the totals do not depend on how the range is cut).
+    fn accumulate(self, y: &[f64], from: usize, to: usize, lanes: &mut Lanes);
+    /// The [`Totals`] of `n` points accumulated in `lanes`.
+    fn finish(lanes: &Lanes, n: usize) -> Totals;
+    /// Whether the points accumulated in `lanes` are all finite, with weights in
+    /// `[1e-30, 1e30]` and values within `±1e30` (what the unscaled direct algorithm needs).
+    fn lanes_plain(lanes: &Lanes) -> bool;
+    /// [`Totals`] in one pass, validated (see [`checked_totals`]).
+    fn checked_totals(self, y: &[f64], name: &'static str) -> Result<Totals>;
 }
 
 impl Weights for &[f64] {
@@ -384,11 +511,46 @@ impl Weights for &[f64] {
         self[i]
     }
 
-    fn stored<'b>(self, n: usize, _ones: &'b mut Vec<f64>) -> &'b [f64]
-    where
-        Self: 'b,
-    {
-        &self[..n]
+    #[inline(always)]
+    fn accumulate(self, y: &[f64], from: usize, to: usize, lanes: &mut Lanes) {
+        let (ys, ws) = (&y[from..to], &self[from..to]);
+        let chunks = ys.len() / 4;
+        for (yc, wc) in ys.chunks_exact(4).zip(ws.chunks_exact(4)) {
+            for j in 0..4 {
+                lanes.add(j, yc[j], wc[j]);
+            }
+        }
+        for (j, i) in (4 * chunks..ys.len()).enumerate() {
+            lanes.add(j, ys[i], ws[i]);
+        }
+    }
+
+    fn finish(lanes: &Lanes, _n: usize) -> Totals {
+        let Lanes {
+            sw,
+            swy,
+            w_min,
+            y_max,
+        } = lanes;
+        Totals {
+            sw: (sw[0] + sw[1]) + (sw[2] + sw[3]),
+            swy: (swy[0] + swy[1]) + (swy[2] + swy[3]),
+            w_min: w_min[0].min(w_min[1]).min(w_min[2].min(w_min[3])),
+            y_max: y_max[0].max(y_max[1]).max(y_max[2].max(y_max[3])),
+        }
+    }
+
+    fn lanes_plain(lanes: &Lanes) -> bool {
+        (0..4).all(|j| {
+            lanes.swy[j].is_finite()
+                && lanes.sw[j] <= 1e30
+                && lanes.w_min[j] >= 1e-30
+                && lanes.y_max[j] <= 1e30
+        })
+    }
+
+    fn checked_totals(self, y: &[f64], name: &'static str) -> Result<Totals> {
+        checked_totals(y, self, name)
     }
 }
 
@@ -402,14 +564,42 @@ impl Weights for Unit {
         1.0
     }
 
-    fn stored<'b>(self, n: usize, ones: &'b mut Vec<f64>) -> &'b [f64]
-    where
-        Self: 'b,
-    {
-        if ones.len() < n {
-            ones.resize(n, 1.0);
+    /// A plain sum and maximum (in `swy` and `y_max`), which stream through `y` faster than
+    /// the weighted form (whose weight lanes are constants here).
+    #[inline(always)]
+    fn accumulate(self, y: &[f64], from: usize, to: usize, lanes: &mut Lanes) {
+        let ys = &y[from..to];
+        let chunks = ys.chunks_exact(4);
+        let rest = chunks.remainder();
+        for yc in chunks {
+            for j in 0..4 {
+                lanes.swy[j] += yc[j];
+                lanes.y_max[j] = lanes.y_max[j].max(yc[j].abs());
+            }
         }
-        &ones[..n]
+        for (j, &yt) in rest.iter().enumerate() {
+            lanes.swy[j] += yt;
+            lanes.y_max[j] = lanes.y_max[j].max(yt.abs());
+        }
+    }
+
+    fn finish(lanes: &Lanes, n: usize) -> Totals {
+        let Lanes { swy, y_max, .. } = lanes;
+        Totals {
+            // Exact for any length a slice can have in memory.
+            sw: n as f64,
+            swy: (swy[0] + swy[1]) + (swy[2] + swy[3]),
+            w_min: 1.0,
+            y_max: y_max[0].max(y_max[1]).max(y_max[2].max(y_max[3])),
+        }
+    }
+
+    fn lanes_plain(lanes: &Lanes) -> bool {
+        (0..4).all(|j| lanes.swy[j].is_finite() && lanes.y_max[j] <= 1e30)
+    }
+
+    fn checked_totals(self, y: &[f64], _name: &'static str) -> Result<Totals> {
+        checked_unit_totals(y)
     }
 }
 
@@ -471,7 +661,7 @@ fn solve<W: Weights>(
             method,
             checked,
         };
-        recursion(y, w, sc, stage, knots, bounds, cw, out);
+        recursion(y, w, sc, stage, knots, bounds, out);
         return;
     }
     // Compact the points of positive weight.
@@ -508,16 +698,7 @@ fn solve<W: Weights>(
         method,
         checked,
     };
-    recursion(
-        yc,
-        wc,
-        sc,
-        stage,
-        knots,
-        bounds,
-        &mut Vec::new(),
-        &mut out[..m],
-    );
+    recursion(yc, wc, sc, stage, knots, bounds, &mut out[..m]);
     expand_in_place(w, m, out);
 }
 
@@ -556,8 +737,7 @@ struct Stage {
     checked: bool,
 }
 
-/// Solves `n ≥ 2` points of positive weight by `method`. `ones` is scratch for the DP on
-/// unit weights (it needs them stored).
+/// Solves `n ≥ 2` points of positive weight by `method`.
 #[allow(clippy::too_many_arguments)]
 fn recursion<W: Weights>(
     y: &[f64],
@@ -566,7 +746,6 @@ fn recursion<W: Weights>(
     stage: Stage,
     knots: &mut Vec<Knot>,
     bounds: &mut Vec<[f64; 2]>,
-    ones: &mut Vec<f64>,
     out: &mut [f64],
 ) {
     let n = y.len();
@@ -585,9 +764,9 @@ fn recursion<W: Weights>(
     if budget > 0 {
         if let Some(sc) = sc {
             let solved = if sc.plain {
-                direct::<W, false>(y, w, sc, lambda, budget, out)
+                direct::<W, false, _>(y, w, sc, lambda, budget, &mut Unchecked, out)
             } else {
-                direct::<W, true>(y, w, sc, lambda, budget, out)
+                direct::<W, true, _>(y, w, sc, lambda, budget, &mut Unchecked, out)
             };
             if solved {
                 if out[0] == out[n - 1] && out.iter().all(|&v| v == out[0]) {
@@ -605,8 +784,7 @@ fn recursion<W: Weights>(
     if bounds.len() < n {
         bounds.resize(n, [0.0; 2]);
     }
-    let w_slice = w.stored(n, ones);
-    dp(y, w_slice, ybar, lambda, knots, &mut bounds[..n], out);
+    dp(y, w, ybar, lambda, knots, &mut bounds[..n], out);
 }
 
 /// `O(B)` optimality check of a candidate `b`.
@@ -648,36 +826,14 @@ pub fn flsa_kkt_violation(y: &[f64], w: &[f64], lambda: f64, b: &[f64]) -> f64 {
 /// weight adds exactly 0 for finite `y`).
 #[inline]
 fn weighted_totals<W: Weights>(y: &[f64], w: W) -> Totals {
-    let mut lanes = Lanes {
-        sw: [0.0; 4],
-        swy: [0.0; 4],
-        w_min: [f64::INFINITY; 4],
-        y_max: [0.0; 4],
-    };
-    let chunks = y.len() / 4;
-    for (c, ys) in y.chunks_exact(4).enumerate() {
-        for j in 0..4 {
-            lanes.add(j, ys[j], w.at(4 * c + j));
-        }
-    }
-    for (j, i) in (4 * chunks..y.len()).enumerate() {
-        lanes.add(j, y[i], w.at(i));
-    }
-    let Lanes {
-        sw,
-        swy,
-        w_min,
-        y_max,
-    } = lanes;
-    Totals {
-        sw: (sw[0] + sw[1]) + (sw[2] + sw[3]),
-        swy: (swy[0] + swy[1]) + (swy[2] + swy[3]),
-        w_min: w_min[0].min(w_min[1]).min(w_min[2].min(w_min[3])),
-        y_max: y_max[0].max(y_max[1]).max(y_max[2].max(y_max[3])),
-    }
+    let mut lanes = Lanes::new();
+    w.accumulate(y, 0, y.len(), &mut lanes);
+    W::finish(&lanes, y.len())
 }
 
-/// The four independent accumulators of [`weighted_totals`].
+/// The four independent accumulators of [`weighted_totals`] (lane `j` takes the points of
+/// index `j` modulo 4).
+#[derive(Debug, Clone, Copy)]
 struct Lanes {
     sw: [f64; 4],
     swy: [f64; 4],
@@ -686,6 +842,15 @@ struct Lanes {
 }
 
 impl Lanes {
+    fn new() -> Self {
+        Self {
+            sw: [0.0; 4],
+            swy: [0.0; 4],
+            w_min: [f64::INFINITY; 4],
+            y_max: [0.0; 4],
+        }
+    }
+
     #[inline(always)]
     fn add(&mut self, j: usize, yt: f64, wt: f64) {
         self.sw[j] += wt;
@@ -700,29 +865,81 @@ impl Lanes {
     }
 }
 
-/// [`weighted_totals`] for unit weights: a plain sum and maximum, which stream through `y`
-/// faster than the generic form (whose weight lanes are constants here).
+/// [`weighted_totals`] for unit weights.
 fn unit_totals(y: &[f64]) -> Totals {
-    let mut sy = [0.0_f64; 4];
-    let mut y_max = [0.0_f64; 4];
-    let chunks = y.chunks_exact(4);
-    let rest = chunks.remainder();
-    for ys in chunks {
-        for j in 0..4 {
-            sy[j] += ys[j];
-            y_max[j] = y_max[j].max(ys[j].abs());
-        }
+    weighted_totals(y, Unit)
+}
+
+/// Where the direct algorithm may read: all points when the caller vouches for them, or
+/// the blocks a [`Validator`] has checked so far.
+trait Frontier {
+    /// Whether [`Frontier::advance`] must be called before reading a point at or beyond
+    /// [`Frontier::reached`].
+    const ACTIVE: bool;
+    /// Points below this index may be read.
+    fn reached(&self) -> usize;
+    /// Opens the next block; `false` stops the scan.
+    fn advance(&mut self) -> bool;
+}
+
+/// All points may be read (the caller guarantees the problem, or has checked it).
+struct Unchecked;
+
+impl Frontier for Unchecked {
+    const ACTIVE: bool = false;
+
+    fn reached(&self) -> usize {
+        usize::MAX
     }
-    for (j, &yt) in rest.iter().enumerate() {
-        sy[j] += yt;
-        y_max[j] = y_max[j].max(yt.abs());
+
+    fn advance(&mut self) -> bool {
+        true
     }
-    Totals {
-        // Exact for any length a slice can have in memory.
-        sw: y.len() as f64,
-        swy: (sy[0] + sy[1]) + (sy[2] + sy[3]),
-        w_min: 1.0,
-        y_max: y_max[0].max(y_max[1]).max(y_max[2].max(y_max[3])),
+}
+
+/// Points the validated direct scan checks at a time, just before it first reads them (a
+/// multiple of 4; both arrays of a block stay in the first-level cache).
+const CHECK_BLOCK: usize = 1024;
+
+/// Checks a long signal block by block as the direct algorithm first reaches it, adding
+/// each block to the accumulators of [`Totals`]: the checked entry points read the data
+/// once instead of a validating pass and then the scan. It stops the scan at the first
+/// block that holds a value the unscaled direct algorithm cannot take as it is (non-finite,
+/// a weight outside `[1e-30, 1e30]` such as a zero, a value beyond `±1e30`), or when the
+/// first block suggests that the problem needs scaling or centring.
+struct Validator<'a, W> {
+    y: &'a [f64],
+    w: W,
+    lanes: Lanes,
+    reached: usize,
+    /// Whether this check stopped the scan.
+    stopped: bool,
+}
+
+impl<W: Weights> Frontier for Validator<'_, W> {
+    const ACTIVE: bool = true;
+
+    #[inline(always)]
+    fn reached(&self) -> usize {
+        self.reached
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn advance(&mut self) -> bool {
+        let (from, n) = (self.reached, self.y.len());
+        let to = n.min(from.saturating_add(CHECK_BLOCK));
+        self.w.accumulate(self.y, from, to, &mut self.lanes);
+        self.reached = to;
+        let go = W::lanes_plain(&self.lanes)
+            && (from > 0 || {
+                // The first block: a common offset or a scale far from 1 send the whole
+                // problem to the scaled form (the totals then decide), so stop early.
+                let t = W::finish(&self.lanes, to);
+                Scaled::new(t.swy / t.sw, to, t.sw, t.y_max, t.w_min).is_some_and(|s| s.plain)
+            });
+        self.stopped = !go;
+        go
     }
 }
 
@@ -966,12 +1183,13 @@ fn pow2_near_inverse(x: f64) -> f64 {
 /// last point: every comparison fails).
 // Not inlined: its loop compiles the same, and fast, whatever entry point calls it.
 #[inline(never)]
-fn direct<W: Weights, const SCALED: bool>(
+fn direct<W: Weights, const SCALED: bool, F: Frontier>(
     y: &[f64],
     w: W,
     sc: Scaled,
     lam: f64,
     budget: usize,
+    frontier: &mut F,
     out: &mut [f64],
 ) -> bool {
     let n = y.len();
@@ -982,6 +1200,17 @@ fn direct<W: Weights, const SCALED: bool>(
     let unscale = 1.0 / sy;
     let yv = |i: usize| if SCALED { (y[i] - c) * sy } else { y[i] };
     let wv = |i: usize| if SCALED { w.at(i) * sw } else { w.at(i) };
+    // The weight of the segment `from..=to`, summed as the scan sums it (bit for bit).
+    let seg_weight = |from: usize, to: usize| {
+        let mut s = wv(from);
+        for i in from + 1..=to {
+            s += wv(i);
+        }
+        s
+    };
+    if F::ACTIVE && !frontier.advance() {
+        return false;
+    }
     // Points revisited after restarts, and how many may be before the budget is spent.
     let mut rescanned = 0_usize;
     let rescan_budget = budget.saturating_sub(n);
@@ -992,36 +1221,46 @@ fn direct<W: Weights, const SCALED: bool>(
     let mut wsum = wv(0);
     let mut asum = wsum * yv(0);
     let (mut off_m, mut off_p) = (-lam, lam);
-    let (mut vmin, mut vmax) = ((asum + off_m) / wsum, (asum + off_p) / wsum);
-    // The value of the segment closed last, and `λ/W` of that segment.
-    let (mut prev, mut prev_slack) = (f64::NAN, 0.0);
+    // The candidates v⁻ and −v⁺ (both move by maxima, which lets the two updates share
+    // one vector instruction; negation is exact).
+    let (mut vmin, mut nvmax) = ((asum + off_m) / wsum, -((asum + off_p) / wsum));
+    // The value of the segment closed last, and its points.
+    let (mut prev, mut prev_seg) = (f64::NAN, (0_usize, 0_usize));
     // A segment's value, or the previous segment's when the two differ by rounding only:
     // where the exact solution has no jump but a dual residual sits exactly on ±λ (ties,
     // common in integer data), rounding can split one segment in two, and the values of
     // the two halves differ in their last bits. Giving them the same value keeps fused
-    // points bit-identical, as the DP does.
-    let mut settle = |value: f64, w_seg: f64| {
-        let slack = lam / w_seg;
-        let tie = TIE_ULPS * f64::EPSILON * (value.abs() + prev.abs() + slack + prev_slack);
-        let v = if (value - prev).abs() <= tie {
+    // points bit-identical, as the DP does. The tolerance grows with `λ/W` of both
+    // segments; `λ/w` of a segment's first point bounds it (weights are positive), so the
+    // weights are summed only when the values are that close.
+    let mut settle = |value: f64, from: usize, to: usize| {
+        let tol = |s1: f64, s2: f64| TIE_ULPS * f64::EPSILON * (value.abs() + prev.abs() + s1 + s2);
+        let gap = (value - prev).abs();
+        let v = if !(gap <= tol(lam / wv(from), lam / wv(prev_seg.0))) {
+            value
+        } else if gap
+            <= tol(
+                lam / seg_weight(from, to),
+                lam / seg_weight(prev_seg.0, prev_seg.1),
+            )
+        {
             prev
         } else {
             value
         };
-        (prev, prev_slack) = (v, slack);
+        (prev, prev_seg) = (v, (from, to));
         if SCALED {
             v * unscale + c
         } else {
             v
         }
     };
-    // Closes k0..=end at `value` (its weight `w_seg`) and restarts the scan at end + 1 with
-    // incoming residual `u_in` (returns `false` from `direct` once the rescans exceed the
-    // budget).
+    // Closes k0..=end at `value` and restarts the scan at end + 1 with incoming residual
+    // `u_in` (returns `false` from `direct` once the rescans exceed the budget).
     macro_rules! close_and_restart {
-        ($end:expr, $value:expr, $w_seg:expr, $u_in:expr) => {{
+        ($end:expr, $value:expr, $u_in:expr) => {{
             let end = $end;
-            out[k0..=end].fill(settle($value, $w_seg));
+            out[k0..=end].fill(settle($value, k0, end));
             // The scan goes back from k to end + 1; give up once the rescans exceed the
             // budget, or `DIRECT_RESCAN_RATE` per point reached so far plus a slack (smooth
             // trends under a large penalty rescan quadratically from the start).
@@ -1039,25 +1278,24 @@ fn direct<W: Weights, const SCALED: bool>(
             (off_m, off_p) = ($u_in - lam, $u_in + lam);
         }};
     }
-    // Weight of the segment up to k⁻ (k⁺), for the tie test of `settle`.
-    let (mut wm, mut wp) = (wsum, wsum);
     loop {
         if k == last {
             // Right boundary: the residual of the last segment must end at 0.
             let mean = (asum + 0.5 * (off_m + off_p)) / wsum;
             if vmin > mean && km < last {
-                close_and_restart!(km, vmin, wm, lam);
+                close_and_restart!(km, vmin, lam);
                 vmin = (asum + off_m) / wsum;
-                wm = wsum;
-            } else if vmax < mean && kp < last {
-                close_and_restart!(kp, vmax, wp, -lam);
-                vmax = (asum + off_p) / wsum;
-                wp = wsum;
+            } else if -nvmax < mean && kp < last {
+                close_and_restart!(kp, -nvmax, -lam);
+                nvmax = -((asum + off_p) / wsum);
             } else {
-                out[k0..].fill(settle(mean, wsum));
+                out[k0..].fill(settle(mean, k0, last));
                 return true;
             }
             continue;
+        }
+        if F::ACTIVE && k + 1 >= frontier.reached() && !frontier.advance() {
+            return false;
         }
         let wn = wv(k + 1);
         let a1 = asum + wn * yv(k + 1);
@@ -1066,37 +1304,35 @@ fn direct<W: Weights, const SCALED: bool>(
         let (cm, cp) = ((a1 + off_m) * inv, (a1 + off_p) * inv);
         if vmin > cp {
             // Downward jump after k⁻.
-            close_and_restart!(km, vmin, wm, lam);
-            (vmin, vmax) = ((asum + off_m) / wsum, (asum + off_p) / wsum);
-            (wm, wp) = (wsum, wsum);
+            close_and_restart!(km, vmin, lam);
+            (vmin, nvmax) = ((asum + off_m) / wsum, -((asum + off_p) / wsum));
             continue;
         }
-        if vmax < cm {
+        if -nvmax < cm {
             // Upward jump after k⁺.
-            close_and_restart!(kp, vmax, wp, -lam);
-            (vmin, vmax) = ((asum + off_m) / wsum, (asum + off_p) / wsum);
-            (wm, wp) = (wsum, wsum);
+            close_and_restart!(kp, -nvmax, -lam);
+            (vmin, nvmax) = ((asum + off_m) / wsum, -((asum + off_p) / wsum));
             continue;
         }
-        // No jump: extend the segment and re-estimate the candidates that left their range.
+        // No jump: extend the segment and re-estimate the candidates that left their range
+        // (a tie counts as a re-estimate), by selects: maxima of v⁻ and −v⁺.
         k += 1;
         asum = a1;
         wsum = w1;
-        if cm >= vmin {
-            (km, vmin, wm) = (k, cm, w1);
-        }
-        if cp <= vmax {
-            (kp, vmax, wp) = (k, cp, w1);
-        }
+        let ncp = -cp;
+        km = if cm >= vmin { k } else { km };
+        kp = if ncp >= nvmax { k } else { kp };
+        vmin = if vmin > cm { vmin } else { cm };
+        nvmax = if nvmax > ncp { nvmax } else { ncp };
     }
 }
 
 /// Johnson's recursion on `n ≥ 2` points of positive weight, centred at `c`; writes
 /// `b + c` into `out`. `bounds` has length `n`; `buf` is the knot ring (length 0 or a power
 /// of two), grown here when needed.
-fn dp(
+fn dp<W: Weights>(
     y: &[f64],
-    w: &[f64],
+    w: W,
     c: f64,
     lam: f64,
     buf: &mut Vec<Knot>,
@@ -1104,7 +1340,7 @@ fn dp(
     out: &mut [f64],
 ) {
     let n = y.len();
-    debug_assert!(n >= 2 && w.len() == n && bounds.len() == n && out.len() == n);
+    debug_assert!(n >= 2 && bounds.len() == n && out.len() == n);
     if buf.len() < MIN_RING || !buf.len().is_power_of_two() {
         let cap = buf.len().max(MIN_RING).next_power_of_two();
         buf.resize(cap, Knot::default());
@@ -1116,12 +1352,13 @@ fn dp(
 
     // End pieces of f_k: f_k(x) = af·x + bf left of all knots, al·x + bl right of them
     // (the slopes are equal: both are w_k).
-    let w0 = w[0];
+    let w0 = w.at(0);
     let wy0 = w0 * (y[0] - c);
     let (mut aw, mut bf, mut bl) = (w0, -wy0, -wy0);
 
-    let steps = y[1..].iter().zip(&w[1..]).zip(&mut bounds[..n - 1]);
-    for ((&y_next, &w_next), bound) in steps {
+    let steps = y[1..].iter().zip(&mut bounds[..n - 1]).enumerate();
+    for (t, (&y_next, bound)) in steps {
+        let w_next = w.at(t + 1);
         // t⁻: walk in from the left while f ≤ −λ at the knot.
         let (a_lo, b_lo, lower, upper, lo) = walk_from_left(buf, head, mask, len, aw, bf, bl, -lam);
         let tm = clamp_into((-lam - b_lo) / a_lo, lower, upper);
@@ -1500,13 +1737,22 @@ mod tests {
         let sc = Scaled::new(ybar, n, t.sw, t.y_max, t.w_min).unwrap();
         let mut out = vec![0.0; n];
         let budget = DIRECT_STEP_BUDGET * n + 64;
-        assert!(!direct::<_, false>(&y, Unit, sc, lambda, budget, &mut out));
-        assert!(direct::<_, false>(
+        assert!(!direct::<_, false, _>(
+            &y,
+            Unit,
+            sc,
+            lambda,
+            budget,
+            &mut Unchecked,
+            &mut out
+        ));
+        assert!(direct::<_, false, _>(
             &y,
             Unit,
             sc,
             lambda,
             usize::MAX,
+            &mut Unchecked,
             &mut out
         ));
         let mut ws = FlsaWorkspace::new();
@@ -1519,12 +1765,13 @@ mod tests {
         // The scaled form of the same problem agrees too.
         let scaled = Scaled { plain: false, ..sc };
         let mut out2 = vec![0.0; n];
-        assert!(direct::<_, true>(
+        assert!(direct::<_, true, _>(
             &y,
             Unit,
             scaled,
             lambda,
             usize::MAX,
+            &mut Unchecked,
             &mut out2
         ));
         assert_close(&out2, &dp, 1e-9);
@@ -1580,6 +1827,124 @@ mod tests {
         assert_eq!((sc.sw, sc.sy), (2_f64.powi(199), 2_f64.powi(-166)));
         // Weights spanning more than 100 decades around their mean go to the DP.
         assert!(Scaled::new(0.0, 2, 1.0, 1.0, 1e-120).is_none());
+    }
+
+    /// A long noisy piecewise-constant signal (the direct algorithm's case) and weights in
+    /// `[0.5, 2]`.
+    fn long_signal(n: usize) -> (Vec<f64>, Vec<f64>) {
+        let y = (0..n)
+            .map(|i| ((i / 700) % 5) as f64 * 3.0 + ((i * 7919) % 113) as f64 / 40.0)
+            .collect();
+        let w = (0..n)
+            .map(|i| 0.5 + ((i * 31) % 16) as f64 / 10.0)
+            .collect();
+        (y, w)
+    }
+
+    /// The checked entry points, through the validated scan, against the unchecked one.
+    fn checked_matches_unchecked(y: &[f64], w: &[f64], lambda: f64) {
+        let n = y.len();
+        let mut want = vec![0.0; n];
+        flsa_weighted_unchecked(y, w, lambda, &mut FlsaWorkspace::new(), &mut want);
+        let mut got = vec![f64::NAN; n];
+        flsa_weighted(y, w, lambda, &mut FlsaWorkspace::new(), &mut got).unwrap();
+        assert_eq!(got, want);
+        if w.iter().all(|&v| v == 1.0) {
+            got.fill(f64::NAN);
+            flsa_into(y, None, lambda, &mut FlsaWorkspace::new(), &mut got).unwrap();
+            assert_eq!(got, want);
+        }
+    }
+
+    #[test]
+    fn validated_scan_gives_the_unchecked_result() {
+        let n = 3 * CHECK_BLOCK + 7;
+        let (y, w) = long_signal(n);
+        let ones = vec![1.0; n];
+        for lambda in [0.5, 10.0, 1e6] {
+            checked_matches_unchecked(&y, &w, lambda);
+            checked_matches_unchecked(&y, &ones, lambda);
+        }
+        // Declined: a zero weight, an offset or a huge weight after the first block (the
+        // general path), and a smooth trend on which the scan runs out of budget (the DP).
+        let mut wz = w.clone();
+        wz[2 * CHECK_BLOCK + 3] = 0.0;
+        checked_matches_unchecked(&y, &wz, 10.0);
+        let shifted: Vec<f64> = (0..n)
+            .map(|i| if i < CHECK_BLOCK { y[i] } else { y[i] + 1e4 })
+            .collect();
+        checked_matches_unchecked(&shifted, &w, 10.0);
+        let mut wh = w.clone();
+        wh[n - 1] = 1e40;
+        checked_matches_unchecked(&y, &wh, 10.0);
+        let offset: Vec<f64> = y.iter().map(|v| v + 1e4).collect();
+        checked_matches_unchecked(&offset, &ones, 10.0);
+        let trend: Vec<f64> = (0..n).map(|t| (t as f64).sqrt()).collect();
+        checked_matches_unchecked(&trend, &ones, 2e3);
+        checked_matches_unchecked(&trend, &w, 2e3);
+    }
+
+    #[test]
+    fn validated_scan_names_the_first_bad_entry() {
+        let n = 4 * CHECK_BLOCK;
+        let (y, w) = long_signal(n);
+        let mut ws = FlsaWorkspace::new();
+        let mut out = vec![0.0; n];
+        let late = 3 * CHECK_BLOCK + 5;
+        let mut y_bad = y.clone();
+        y_bad[late] = f64::NAN;
+        for weights in [None, Some(&w[..])] {
+            let err = flsa_into(&y_bad, weights, 1.0, &mut ws, &mut out).unwrap_err();
+            assert!(
+                matches!(err, FastError::NonFiniteValue { what: "y", index, .. } if index == late),
+                "{err:?}"
+            );
+        }
+        y_bad[late] = f64::INFINITY;
+        assert!(flsa_into(&y_bad, None, 1.0, &mut ws, &mut out).is_err());
+        for bad in [-0.5, f64::NAN, f64::INFINITY] {
+            let mut w_bad = w.clone();
+            w_bad[late] = bad;
+            let err = flsa_into(&y, Some(&w_bad), 1.0, &mut ws, &mut out).unwrap_err();
+            assert!(
+                matches!(err, FastError::BadWeight { what: "weights", index, .. } if index == late),
+                "{err:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn unit_weights_ignore_a_workspace_left_by_zero_weights() {
+        // A smooth trend hands over to the DP; a workspace that held the compacted weights of
+        // an earlier problem with zero weights must not lend them to a unit-weight solve.
+        let n = 4096;
+        let y: Vec<f64> = (0..n).map(|t| (t as f64).sqrt()).collect();
+        let mut w: Vec<f64> = (0..2 * n).map(|i| 1.0 + (i % 4) as f64).collect();
+        w[5] = 0.0;
+        let y2: Vec<f64> = (0..2 * n).map(|t| (t % 17) as f64).collect();
+        let mut ws = FlsaWorkspace::new();
+        let mut out = vec![0.0; 2 * n];
+        flsa_into(&y2, Some(&w), 3.0, &mut ws, &mut out).unwrap();
+        let mut got = vec![0.0; n];
+        flsa_into(&y, None, 2e3, &mut ws, &mut got).unwrap();
+        let mut want = vec![0.0; n];
+        flsa_weighted_with_method(
+            &y,
+            &vec![1.0; n],
+            2e3,
+            FlsaMethod::Dp,
+            &mut FlsaWorkspace::new(),
+            &mut want,
+        );
+        assert_eq!(got, want);
+        assert!(flsa_kkt_violation(&y, &vec![1.0; n], 2e3, &got) < 1e-9 * n as f64);
+    }
+
+    #[test]
+    fn workspace_reports_its_bytes() {
+        assert_eq!(FlsaWorkspace::new().bytes(), 0);
+        let ws = FlsaWorkspace::with_capacity(100);
+        assert!(ws.bytes() >= 100 * (16 + 16) + 200 * 24, "{}", ws.bytes());
     }
 
     #[test]

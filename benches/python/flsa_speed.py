@@ -3,10 +3,11 @@
 Data (as ``benches/flsa.rs``): a piecewise-constant signal whose level changes with
 probability 1e-3 per point (levels uniform on [-5, 5]) plus unit Gaussian noise, lam = 10;
 weights uniform on [0.5, 2]. A smooth signal (a slow sine plus noise of 0.05, lam = 10) is
-timed at 1e6 points as data the direct algorithm was not tuned for. Each case is timed
-``--repeats`` times, cases interleaved, and the median is reported in ns per point, with the
-ratio to proxTV's ``tv1_1d`` (default method, a hybrid taut-string solver in C) on the same
-unit-weight signal.
+data the direct algorithm was not tuned for (it hands over to the DP). Both at 1e6 and 1e7
+points; fastpcam with ``weights=None``, with explicit unit weights (``np.ones``) and with
+the random weights. Each case is timed ``--repeats`` times, cases interleaved, and the
+median is reported in ns per point, with the ratio to proxTV's ``tv1_1d`` (default method,
+a hybrid taut-string solver in C) on the same unit-weight signal.
 
 proxTV (``pip install prox_tv``, after Debian's ``liblapacke-dev``) is a benchmark-only
 dependency. Its ``tv1w_1d`` weights the jumps, not the data: a different problem, timed
@@ -49,8 +50,10 @@ def signal(n: int, smooth: bool, seed: int = 0) -> tuple[np.ndarray, np.ndarray]
 
 
 def cases(y: np.ndarray, w: np.ndarray) -> dict:
+    ones = np.ones_like(y)
     out = {
         "fastpcam.flsa, unit weights": lambda: fastpcam.flsa(y, LAM),
+        "fastpcam.flsa, weights=np.ones(n)": lambda: fastpcam.flsa(y, LAM, ones),
         "fastpcam.flsa, weights in [0.5, 2]": lambda: fastpcam.flsa(y, LAM, w),
     }
     if prox_tv is not None:
@@ -74,9 +77,10 @@ def time_cases(fns: dict, repeats: int) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--load", default="", help="machine load to state in the results (uptime)")
     args = ap.parse_args()
     rows = []
-    for n, smooth in [(10**6, False), (10**7, False), (10**6, True)]:
+    for n, smooth in [(10**6, False), (10**7, False), (10**6, True), (10**7, True)]:
         y, w = signal(n, smooth)
         fns = cases(y, w)
         if smooth:  # Condat's method is quadratic on slow trends: minutes at this size
@@ -107,8 +111,9 @@ def main() -> None:
         f"`benches/python/flsa_speed.py`: lam = {LAM:g}, median of {args.repeats} runs per case, cases "
         f"interleaved, end to end (argument checks, output allocation) from Python; numpy "
         f"{np.__version__}, {proxtv}; {platform.processor() or platform.machine()}, "
-        f"{os.cpu_count()} cores (shared). Ratio: time / proxTV `tv1_1d` (default method) on "
-        "the same signal (unit weights).",
+        f"{os.cpu_count()} cores (shared{', load ' + args.load if args.load else ''}). Ratio: "
+        "time / proxTV `tv1_1d` (default method) on the same signal (unit weights), in the "
+        "same run.",
         "",
         "| points | signal | solver | ns/point | ratio |",
         "|---|---|---|---|---|",

@@ -128,9 +128,13 @@ fn predict<'py>(
     Ok(out.into_pyarray(py))
 }
 
-/// Signals above this many points do not keep their solver buffers in the thread's
-/// workspace after the call (they are needed only for zero weights or the DP fallback).
-const FLSA_KEEP_POINTS: usize = 1 << 20;
+/// The thread's [`flsa`] workspace is kept for the next call while it holds at most this
+/// many bytes (256 MiB), and freed otherwise. Its buffers serve only signals with a zero
+/// weight or on which the direct algorithm hands over to the DP (smooth trends under a
+/// large penalty), at 16 bytes per point each (`FlsaWorkspace::bytes`): such a DP call of up
+/// to about 16 million points keeps its buffers, so the next one does not allocate and
+/// fault in fresh pages again.
+const FLSA_KEEP_BYTES: usize = 1 << 28;
 
 thread_local! {
     /// The workspace of [`flsa`] calls on this thread, reused from call to call.
@@ -173,7 +177,7 @@ fn flsa<'py>(
                 FLSA_WS.with(|cell| {
                     let mut ws = cell.borrow_mut();
                     let solved = crate::flsa::flsa_into(y, w, lam, &mut ws, slice);
-                    if y.len() > FLSA_KEEP_POINTS {
+                    if ws.bytes() > FLSA_KEEP_BYTES {
                         *ws = FlsaWorkspace::new();
                     }
                     solved
