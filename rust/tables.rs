@@ -769,6 +769,108 @@ fn check_weightless_columns(x: ndarray::ArrayView2<'_, f64>, missing: &[bool]) -
     Ok(())
 }
 
+/// The co-occurrence of one feature `j` with every feature, `C_{kj}` for all `k` (DESIGN §4,
+/// for one block): after a block update `Δ` of feature `j`, every feature's bin sums of the
+/// residual move by `R_k −= C_{kj} Δ / W`, in `O(B_j · Σ_k B_k)` without touching the rows.
+/// The rows engine keeps one of these for each block whose update is cheaper that way than
+/// re-summing every feature over the rows ([`BlockTable::pays`]), so that greedy selection
+/// keeps every block's sums fresh between block updates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockTable {
+    // Bins of feature j.
+    n_rows: usize,
+    // Bins of every feature.
+    n_bins: Vec<usize>,
+    // For each k in order, C_jk row-major: B_j × B_k (entry [b·B_k + b'] = Σ v [code_j = b]
+    // [code_k = b']).
+    cells: Vec<f64>,
+}
+
+/// Table entries per multiply-add of a block update below which [`BlockTable::apply`] runs
+/// serially.
+const BLOCK_TABLE_PARALLEL: usize = 1 << 16;
+
+impl BlockTable {
+    /// Whether updating block `j` through its table costs less than re-summing every
+    /// feature's bins over the rows: `B_j · Σ_k B_k` contiguous multiply-adds against
+    /// `n · p` scattered additions, `ratio` of them to one (measured: see
+    /// [`crate::blocks::BLOCK_TABLE_RATIO`]).
+    pub fn pays(data: &BinnedData, j: usize, ratio: f64) -> bool {
+        let total: usize = data.features.iter().map(|f| f.n_bins()).sum();
+        let work = data.features[j].n_bins() as f64 * total as f64;
+        let rows = data.n_samples as f64 * data.n_features() as f64;
+        data.n_features() >= 2 && work <= ratio * rows
+    }
+
+    /// Bytes the table of feature `j` takes.
+    pub fn bytes(data: &BinnedData, j: usize) -> usize {
+        let total: usize = data.features.iter().map(|f| f.n_bins()).sum();
+        8 * data.features[j].n_bins() * total
+    }
+
+    /// Feature `j`'s table on `data` (its sample weights): one pass over the rows per
+    /// feature, in parallel over features.
+    ///
+    /// # Errors
+    /// [`FastError::OutOfMemory`] if it does not fit.
+    pub fn build(data: &BinnedData, j: usize) -> Result<Self> {
+        let n_bins: Vec<usize> = data.features.iter().map(|f| f.n_bins()).collect();
+        let nj = n_bins[j];
+        let total: usize = n_bins.iter().sum();
+        let mut cells =
+            crate::error::try_zeros(nj * total, "a block's co-occurrence table", TABLES_HINT)?;
+        let mut slices: Vec<(usize, &mut [f64])> = Vec::with_capacity(n_bins.len());
+        let mut rest: &mut [f64] = &mut cells;
+        for (k, &nk) in n_bins.iter().enumerate() {
+            let (head, tail) = rest.split_at_mut(nj * nk);
+            slices.push((k, head));
+            rest = tail;
+        }
+        let v = data.weights.as_deref();
+        let a = &data.features[j].codes;
+        slices.into_par_iter().for_each(|(k, out)| {
+            let nk = n_bins[k];
+            with_codes!(a, a => with_codes!(&data.features[k].codes, b => {
+                pair_table(a, b, v, nk, out)
+            }));
+        });
+        Ok(Self {
+            n_rows: nj,
+            n_bins,
+            cells,
+        })
+    }
+
+    /// `out[k] −= scale · C_{kj} Δ` for every feature `k ≠ j` (`delta` has `B_j` entries);
+    /// each entry's terms added in bin order, the same numbers for any number of threads.
+    pub fn apply(&self, j: usize, delta: &[f64], scale: f64, out: &mut [Vec<f64>]) {
+        let nj = self.n_rows;
+        let mut parts: Vec<(usize, &[f64], &mut Vec<f64>)> = Vec::with_capacity(out.len());
+        let mut rest: &[f64] = &self.cells;
+        for (k, o) in out.iter_mut().enumerate() {
+            let (head, tail) = rest.split_at(nj * self.n_bins[k]);
+            rest = tail;
+            if k != j {
+                parts.push((k, head, o));
+            }
+        }
+        let work = |(k, t, o): (usize, &[f64], &mut Vec<f64>)| {
+            let nk = self.n_bins[k];
+            for (row, &d) in t.chunks_exact(nk).zip(delta) {
+                if d != 0.0 {
+                    let f = scale * d;
+                    o.iter_mut().zip(row).for_each(|(ob, c)| *ob -= f * c);
+                }
+            }
+        };
+        if self.cells.len() < BLOCK_TABLE_PARALLEL {
+            parts.into_iter().for_each(work);
+        } else {
+            parts.into_par_iter().for_each(work);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
