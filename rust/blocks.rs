@@ -1181,6 +1181,121 @@ mod tests {
     use crate::binning::{bin_data, BinningParams};
     use ndarray::{Array1, Array2};
 
+    /// Few-level features next to many-level ones: the few-level blocks' tables pay.
+    fn mixed_data(n: usize, weights: Option<&[f64]>) -> (BinnedData, Array1<f64>) {
+        let mut state = 7u64;
+        let mut unif = move || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 11) as f64) / ((1u64 << 53) as f64)
+        };
+        let levels = [3.0, 12.0, 0.0, 40.0, 5.0];
+        let x = Array2::from_shape_fn((n, levels.len()), |(_, j)| {
+            let u = unif();
+            if levels[j] > 0.0 {
+                (u * levels[j]).floor()
+            } else {
+                u
+            }
+        });
+        // Feature 4 nearly repeats feature 1: correlated blocks.
+        let mut x = x;
+        for i in 0..n {
+            x[[i, 4]] = (x[[i, 1]] / 3.0).floor();
+        }
+        let y = Array1::from_shape_fn(n, |i| {
+            x[[i, 0]] - 0.1 * x[[i, 1]] + (5.0 * x[[i, 2]]).sin() + 0.05 * x[[i, 3]] + unif()
+        });
+        let params = BinningParams {
+            max_bins: Some(200),
+            ..Default::default()
+        };
+        (bin_data(x.view(), weights, &params).unwrap(), y)
+    }
+
+    /// Block updates that carry every block's sums through the block tables leave the sums
+    /// a fresh pass over the residual gives (to 1e-12), with and without sample weights,
+    /// and across the periodic exact refresh.
+    #[test]
+    fn sums_carried_by_block_tables_are_the_summed_ones() {
+        let n = 3_000;
+        let weights: Vec<f64> = (0..n).map(|i| [0.0, 1.0, 2.5][i % 3]).collect();
+        for w in [None, Some(&weights[..])] {
+            let (data, y) = mixed_data(n, w);
+            let paying: Vec<usize> = (0..data.n_features())
+                .filter(|&k| BlockTable::pays(&data, k, BLOCK_TABLE_RATIO))
+                .collect();
+            assert!(paying.contains(&0) && !paying.contains(&2), "{paying:?}");
+            let mut st = BlockState::new(&data, y.view());
+            st.follow_sums();
+            let lambda = 1e-3;
+            let mut carried = 0;
+            for it in 0..2 * SYNC_EVERY + 7 {
+                let k = [0, 4, 1, 0, 3, 2, 4][it % 7];
+                st.refresh_sums(&data, k);
+                let before = st.followed.since_refresh;
+                st.update_block(&data, k, lambda);
+                carried += usize::from(st.followed.since_refresh > before);
+                if !st.fresh_all {
+                    st.refresh_all_sums(&data);
+                }
+                let mut exact = st.clone();
+                exact.fresh_all = false;
+                exact.refresh_all_sums(&data);
+                for (a, b) in st.sums.iter().flatten().zip(exact.sums.iter().flatten()) {
+                    assert!((a - b).abs() <= 1e-12, "update {it}: {a} vs {b}");
+                }
+            }
+            // Most updates were carried, the others summed over the rows.
+            assert!(carried > SYNC_EVERY, "{carried}");
+        }
+    }
+
+    /// A greedy fit whose sums the block tables carry is the fit that sums every block over
+    /// the rows after each update (to rounding), and the same numbers on one thread or two.
+    #[test]
+    fn greedy_fits_with_block_tables_match_and_do_not_depend_on_threads() {
+        use crate::engine::lambda_max;
+        use crate::params::{FitParams, Penalty};
+        let (data, y) = mixed_data(4_000, None);
+        let params = FitParams {
+            lambda: Penalty::Relative(2e-3),
+            selection: Selection::Greedy,
+            tol: 1e-6,
+            ..Default::default()
+        };
+        let lm = lambda_max(&data, y.view()).unwrap();
+        let fit = |follow: bool| {
+            let mut st = BlockState::new(&data, y.view());
+            st.start_flat(&data);
+            if follow {
+                st.follow_sums();
+            } else {
+                // Keep every block's sums summed over the rows: no table pays.
+                st.followed.tables = vec![Some(None); data.n_features()];
+            }
+            let start = std::time::Instant::now();
+            crate::descent::descend(&data, &params, &mut st, 2e-3 * lm, lm, start, None)
+        };
+        let on_pool = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| fit(true))
+        };
+        let (one, two, rows) = (on_pool(1), on_pool(2), fit(false));
+        assert_eq!(one.values, two.values);
+        assert_eq!(one.report.n_iter, two.report.n_iter);
+        assert!(one.report.converged && rows.report.converged);
+        let rel = (one.report.objective - rows.report.objective).abs() / rows.report.objective;
+        assert!(rel < 1e-9, "{rel}");
+        for (a, b) in one.values.iter().flatten().zip(rows.values.iter().flatten()) {
+            assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+        }
+    }
+
     /// The residual pass that also refreshes another block's sums gives the numbers of the
     /// two passes it replaces, with and without sample weights.
     #[test]

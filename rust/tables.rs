@@ -37,19 +37,35 @@ pub struct Tables {
     // C_jk for j < k, row-major B_j × B_k, concatenated in (j, k) order.
     pairs: Vec<f64>,
     // `pairs` as integers when every entry is a whole number below 2³² (unit or integer
-    // weights): half the bytes for [`Tables::apply`] to read, the same numbers.
-    counts: Option<Vec<u32>>,
+    // weights): a half or a quarter of the bytes for [`Tables::apply`] to read, the same
+    // numbers.
+    counts: Option<Counts>,
     // Start of pair (j, k) in `pairs`, at index j * p + k (j < k).
     pair_start: Vec<usize>,
 }
 
-/// `pairs` as `u32` when every entry is a whole number in `[0, 2³²)`.
-fn as_counts(pairs: &[f64]) -> Option<Vec<u32>> {
+/// Table entries that are all whole numbers, in the narrowest type that holds them.
+#[derive(Debug, Clone, PartialEq)]
+enum Counts {
+    /// Every entry below 2¹⁶ (always so below 65,536 rows of unit weight).
+    U16(Vec<u16>),
+    /// Every entry below 2³².
+    U32(Vec<u32>),
+}
+
+/// `pairs` as integers when every entry is a whole number in `[0, 2³²)`: `u16` when all
+/// are below 2¹⁶.
+fn as_counts(pairs: &[f64]) -> Option<Counts> {
     let whole = |v: f64| v >= 0.0 && v <= f64::from(u32::MAX) && v.fract() == 0.0;
-    pairs
-        .par_iter()
-        .all(|&v| whole(v))
-        .then(|| pairs.par_iter().map(|&v| v as u32).collect())
+    if !pairs.par_iter().all(|&v| whole(v)) {
+        return None;
+    }
+    let max = pairs.par_iter().copied().reduce(|| 0.0, f64::max);
+    Some(if max <= f64::from(u16::MAX) {
+        Counts::U16(pairs.par_iter().map(|&v| v as u16).collect())
+    } else {
+        Counts::U32(pairs.par_iter().map(|&v| v as u32).collect())
+    })
 }
 
 /// A table entry as `f64` (exact for `u32`).
@@ -63,6 +79,12 @@ impl Entry for f64 {
     }
 }
 impl Entry for u32 {
+    #[inline(always)]
+    fn value(self) -> f64 {
+        f64::from(self)
+    }
+}
+impl Entry for u16 {
     #[inline(always)]
     fn value(self) -> f64 {
         f64::from(self)
@@ -568,7 +590,8 @@ impl Tables {
     /// `out[j] −= scale · C_{jk} · delta` for every feature `j ≠ k` (in parallel over `j`).
     pub fn apply(&self, k: usize, delta: &[f64], scale: f64, out: &mut [Vec<f64>]) {
         match &self.counts {
-            Some(counts) => self.apply_from(counts, k, delta, scale, out),
+            Some(Counts::U16(counts)) => self.apply_from(counts, k, delta, scale, out),
+            Some(Counts::U32(counts)) => self.apply_from(counts, k, delta, scale, out),
             None => self.apply_from(&self.pairs, k, delta, scale, out),
         }
     }
@@ -782,8 +805,15 @@ pub struct BlockTable {
     // Bins of every feature.
     n_bins: Vec<usize>,
     // For each k in order, C_jk row-major: B_j × B_k (entry [b·B_k + b'] = Σ v [code_j = b]
-    // [code_k = b']).
-    cells: Vec<f64>,
+    // [code_k = b']), as counts when they are whole numbers (the same numbers, fewer bytes).
+    cells: Cells,
+}
+
+/// A table's entries: as given, or as counts.
+#[derive(Debug, Clone, PartialEq)]
+enum Cells {
+    F64(Vec<f64>),
+    Counts(Counts),
 }
 
 /// Table entries per multiply-add of a block update below which [`BlockTable::apply`] runs
@@ -834,6 +864,10 @@ impl BlockTable {
                 pair_table(a, b, v, nk, out)
             }));
         });
+        let cells = match as_counts(&cells) {
+            Some(counts) => Cells::Counts(counts),
+            None => Cells::F64(cells),
+        };
         Ok(Self {
             n_rows: nj,
             n_bins,
@@ -844,9 +878,25 @@ impl BlockTable {
     /// `out[k] −= scale · C_{kj} Δ` for every feature `k ≠ j` (`delta` has `B_j` entries);
     /// each entry's terms added in bin order, the same numbers for any number of threads.
     pub fn apply(&self, j: usize, delta: &[f64], scale: f64, out: &mut [Vec<f64>]) {
+        match &self.cells {
+            Cells::F64(c) => self.apply_from(c, j, delta, scale, out),
+            Cells::Counts(Counts::U16(c)) => self.apply_from(c, j, delta, scale, out),
+            Cells::Counts(Counts::U32(c)) => self.apply_from(c, j, delta, scale, out),
+        }
+    }
+
+    /// [`BlockTable::apply`] reading the entries from `cells`.
+    fn apply_from<T: Entry>(
+        &self,
+        cells: &[T],
+        j: usize,
+        delta: &[f64],
+        scale: f64,
+        out: &mut [Vec<f64>],
+    ) {
         let nj = self.n_rows;
-        let mut parts: Vec<(usize, &[f64], &mut Vec<f64>)> = Vec::with_capacity(out.len());
-        let mut rest: &[f64] = &self.cells;
+        let mut parts: Vec<(usize, &[T], &mut Vec<f64>)> = Vec::with_capacity(out.len());
+        let mut rest: &[T] = cells;
         for (k, o) in out.iter_mut().enumerate() {
             let (head, tail) = rest.split_at(nj * self.n_bins[k]);
             rest = tail;
@@ -854,16 +904,16 @@ impl BlockTable {
                 parts.push((k, head, o));
             }
         }
-        let work = |(k, t, o): (usize, &[f64], &mut Vec<f64>)| {
+        let work = |(k, t, o): (usize, &[T], &mut Vec<f64>)| {
             let nk = self.n_bins[k];
             for (row, &d) in t.chunks_exact(nk).zip(delta) {
                 if d != 0.0 {
                     let f = scale * d;
-                    o.iter_mut().zip(row).for_each(|(ob, c)| *ob -= f * c);
+                    o.iter_mut().zip(row).for_each(|(ob, c)| *ob -= f * c.value());
                 }
             }
         };
-        if self.cells.len() < BLOCK_TABLE_PARALLEL {
+        if cells.len() < BLOCK_TABLE_PARALLEL {
             parts.into_iter().for_each(work);
         } else {
             parts.into_par_iter().for_each(work);
@@ -1090,7 +1140,10 @@ mod tests {
     fn counts_give_the_same_updates_as_the_tables() {
         let (d, y) = random_data(3_001, &[3, 60, 256, 9], 256, 5);
         let t = Tables::build(&d, y.view()).unwrap();
-        let counts = t.counts.as_ref().expect("unit weights are whole numbers");
+        let Some(Counts::U16(counts)) = t.counts.as_ref() else {
+            panic!("unit weights on 3,001 rows are counted in u16");
+        };
+        let wide: Vec<u32> = counts.iter().map(|&c| u32::from(c)).collect();
         let half = Tables::build(&reweighted(&d, vec![0.5; d.n_samples]), y.view()).unwrap();
         assert!(half.counts.is_none());
         for k in 0..t.n_features() {
@@ -1098,10 +1151,12 @@ mod tests {
                 .map(|b| ((b * 7 + k) as f64).sin())
                 .collect();
             let zeros = || -> Vec<Vec<f64>> { t.n_bins.iter().map(|&b| vec![0.0; b]).collect() };
-            let (mut a, mut b) = (zeros(), zeros());
+            let (mut a, mut b, mut c) = (zeros(), zeros(), zeros());
             t.apply_from(counts, k, &delta, 0.3, &mut a);
             t.apply_from(&t.pairs, k, &delta, 0.3, &mut b);
+            t.apply_from(&wide, k, &delta, 0.3, &mut c);
             assert_eq!(a, b);
+            assert_eq!(a, c);
             assert!(a.iter().flatten().any(|&v| v != 0.0));
         }
         // Adding keeps the counts in step with the tables.
@@ -1109,5 +1164,9 @@ mod tests {
         sum.add(&t).unwrap();
         assert_eq!(sum.counts, as_counts(&sum.pairs));
         assert!(sum.counts.is_some());
+        // Entries of 2¹⁶ or more need u32.
+        assert!(matches!(as_counts(&[1.0, 65_536.0]), Some(Counts::U32(_))));
+        assert!(matches!(as_counts(&[1.0, 65_535.0]), Some(Counts::U16(_))));
+        assert!(as_counts(&[1.5]).is_none());
     }
 }
