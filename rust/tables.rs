@@ -91,6 +91,40 @@ impl Entry for u16 {
     }
 }
 
+/// Rows of a table whose dot products [`dots_into`] computes side by side.
+const DOT_ROWS: usize = 8;
+
+/// `o_b −= scale · Σ_b' t[b, b'] Δ_b'` for every row `b` of the row-major table `t` (rows of
+/// `delta.len()` entries). Each row's sum runs in `b'` order from `−0.0`, as `Iterator::sum`
+/// does, but [`DOT_ROWS`] rows at a time: their running sums are independent, so their
+/// additions overlap instead of each waiting on the previous one; the numbers are those of
+/// one row at a time.
+fn dots_into<T: Entry>(t: &[T], delta: &[f64], scale: f64, o: &mut [f64]) {
+    let nk = delta.len();
+    if nk == 0 {
+        return;
+    }
+    let mut outs = o.chunks_exact_mut(DOT_ROWS);
+    let mut groups = t.chunks_exact(DOT_ROWS * nk);
+    for (og, tg) in (&mut outs).zip(&mut groups) {
+        let r: [&[T]; DOT_ROWS] = std::array::from_fn(|i| &tg[i * nk..(i + 1) * nk]);
+        let mut acc = [-0.0f64; DOT_ROWS];
+        for (b, &d) in delta.iter().enumerate() {
+            for i in 0..DOT_ROWS {
+                acc[i] += r[i][b].value() * d;
+            }
+        }
+        for (ob, a) in og.iter_mut().zip(acc) {
+            *ob -= scale * a;
+        }
+    }
+    let rest = groups.remainder();
+    for (ob, row) in outs.into_remainder().iter_mut().zip(rest.chunks_exact(nk)) {
+        let dot: f64 = row.iter().zip(delta).map(|(c, d)| c.value() * d).sum();
+        *ob -= scale * dot;
+    }
+}
+
 /// Bytes the co-occurrence tables of `data` would take.
 pub fn table_bytes(data: &BinnedData) -> usize {
     let b: Vec<usize> = data.features.iter().map(|f| f.n_bins()).collect();
@@ -614,10 +648,7 @@ impl Tables {
             if j < k {
                 // C_jk is B_j × B_k: o_b −= scale Σ_b' C[b, b'] Δ_b'.
                 let t = &pairs[self.pair_start[j * p + k]..][..self.n_bins[j] * nk];
-                for (ob, row) in o.iter_mut().zip(t.chunks_exact(nk)) {
-                    let dot: f64 = row.iter().zip(delta).map(|(c, d)| c.value() * d).sum();
-                    *ob -= scale * dot;
-                }
+                dots_into(t, &delta[..nk], scale, o);
             } else {
                 // C_kj is B_k × B_j: o −= scale Σ_b Δ_b C[b, ·].
                 let nj = self.n_bins[j];
@@ -1134,6 +1165,26 @@ mod tests {
         let w = reweighted(&d, vec![2.0; d.n_samples]);
         assert!(Tables::build_split(&w, y.view(), &held, &sub, y_held.view()).is_err());
         assert!(Tables::build_split(&d, y.view(), &held[1..], &sub, y_held.view()).is_err());
+    }
+
+    /// Eight rows' dot products side by side are each row's `Iterator::sum`, bit for bit,
+    /// for any number of rows and any row length (zero included).
+    #[test]
+    fn side_by_side_dots_are_the_row_sums() {
+        for (rows, nk) in [(0usize, 5usize), (3, 4), (8, 9), (21, 13), (17, 1), (4, 0)] {
+            let t: Vec<u16> = (0..rows * nk).map(|i| ((i * 37) % 101) as u16).collect();
+            let delta: Vec<f64> = (0..nk).map(|b| ((b as f64) * 1.3).sin() * 1e-3).collect();
+            let mut got: Vec<f64> = (0..rows).map(|b| (b as f64).cos()).collect();
+            let mut want = got.clone();
+            dots_into(&t, &delta, 0.7, &mut got);
+            if nk > 0 {
+                for (ob, row) in want.iter_mut().zip(t.chunks_exact(nk)) {
+                    let dot: f64 = row.iter().zip(&delta).map(|(c, d)| c.value() * d).sum();
+                    *ob -= 0.7 * dot;
+                }
+            }
+            assert_eq!(got, want, "{rows} rows of {nk}");
+        }
     }
 
     #[test]
