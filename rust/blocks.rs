@@ -1256,7 +1256,6 @@ mod tests {
     /// the rows after each update (to rounding), and the same numbers on one thread or two.
     #[test]
     fn greedy_fits_with_block_tables_match_and_do_not_depend_on_threads() {
-        use crate::engine::lambda_max;
         use crate::params::{FitParams, Penalty};
         let (data, y) = mixed_data(4_000, None);
         let params = FitParams {
@@ -1265,10 +1264,9 @@ mod tests {
             tol: 1e-6,
             ..Default::default()
         };
-        let lm = lambda_max(&data, y.view()).unwrap();
         let fit = |follow: bool| {
             let mut st = BlockState::new(&data, y.view());
-            st.start_flat(&data);
+            let lm = st.start_flat(&data);
             if follow {
                 st.follow_sums();
             } else {
