@@ -275,6 +275,10 @@ pub trait DescentState {
         (self.objective(lambda), false)
     }
 
+    /// Lets block updates keep every block's sums fresh where that is cheaper than
+    /// refreshing them over the rows (greedy selection; nothing by default).
+    fn follow_sums(&mut self) {}
+
     /// Brings the state to its exact final form once the loop has stopped (nothing by
     /// default).
     fn finish(&mut self, _data: &BinnedData) {}
@@ -365,6 +369,9 @@ pub(crate) fn descend<S: DescentState>(
     // Sweeps skip one-bin blocks: they never move.
     let movable: Vec<usize> = (0..p).filter(|&k| data.features[k].n_bins() > 1).collect();
     let selection = st.resolve_selection(params.selection, p);
+    if selection == Selection::Greedy {
+        st.follow_sums();
+    }
     // Scored sweeps solve blocks two at a time when that pays.
     let pairs = selection == Selection::Sweep && st.pairs_pay(data);
     // The blocks of the current sweep, in update order (cyclic and sweep modes).

@@ -159,6 +159,7 @@ pub(crate) fn descend_extrapolated(
             (Mode::Rebuild, Some(step)) => {
                 let mut next = BlockState::with_start(data, y, step.moved(&st.beta));
                 next.set_shapes(&shapes);
+                next.share_tables(st);
                 if next.objective(lambda) < st.objective(lambda) {
                     *st = next;
                 }

@@ -43,7 +43,9 @@ use rayon::prelude::*;
 
 use crate::maxflow::FlowNetwork;
 use crate::params::{ChainShape, Grid};
-use crate::selection::{shaped_chain_score, BlockScore, PARALLEL_THRESHOLD};
+use crate::selection::{
+    shaped_chain_score, shaped_chain_score_pair, BlockScore, PARALLEL_THRESHOLD,
+};
 
 /// Weight of an empty cell, relative to the mean cell weight.
 const EMPTY_FLOOR: f64 = 1e-6;
@@ -560,15 +562,29 @@ pub fn score_blocks(
     scores: &mut [BlockScore],
 ) -> f64 {
     let total_bins: usize = beta.iter().map(Vec::len).sum();
-    let score = |(k, s): (usize, &mut BlockScore)| {
-        let shape = shapes.get(k).copied().unwrap_or_default();
-        let dual = duals.get(k).map_or(&[][..], |d| &d[..]);
-        *s = kind_score(&sums[k], &beta[k], dual, n_chain[k], shape, lambda);
+    let shape = |k: usize| shapes.get(k).copied().unwrap_or_default();
+    // Two chains at a time, side by side (the same numbers as one at a time).
+    let score = |(i, s): (usize, &mut [BlockScore])| {
+        let k = 2 * i;
+        if let [a, b] = &mut *s {
+            if shape(k).grid.is_none() && shape(k + 1).grid.is_none() {
+                (*a, *b) = shaped_chain_score_pair(
+                    (&sums[k], &beta[k], n_chain[k], shape(k)),
+                    (&sums[k + 1], &beta[k + 1], n_chain[k + 1], shape(k + 1)),
+                    lambda,
+                );
+                return;
+            }
+        }
+        for (k, s) in (k..).zip(s) {
+            let dual = duals.get(k).map_or(&[][..], |d| &d[..]);
+            *s = kind_score(&sums[k], &beta[k], dual, n_chain[k], shape(k), lambda);
+        }
     };
     if total_bins < PARALLEL_THRESHOLD / 8 {
-        scores.iter_mut().enumerate().for_each(score);
+        scores.chunks_mut(2).enumerate().for_each(score);
     } else {
-        scores.par_iter_mut().enumerate().for_each(score);
+        scores.par_chunks_mut(2).enumerate().for_each(score);
     }
     scores.iter().map(|s| s.max_d).fold(0.0, f64::max)
 }

@@ -31,6 +31,39 @@ fn accumulate<C: Code>(codes: &[C], vr: &[f64], out: &mut [f64]) {
     }
 }
 
+/// [`bin_sums_into`] of two features in one pass over the rows, the same numbers: each
+/// feature's sums still take the rows in order, the residual is read once for both, and the
+/// two features' additions overlap.
+pub fn bin_sums_pair_into(
+    features: (&BinnedFeature, &BinnedFeature),
+    vr: &[f64],
+    inv_w: f64,
+    out: (&mut [f64], &mut [f64]),
+) {
+    let (o1, o2) = out;
+    o1.iter_mut().for_each(|o| *o = 0.0);
+    o2.iter_mut().for_each(|o| *o = 0.0);
+    with_codes!(&features.0.codes, c1 => with_codes!(&features.1.codes, c2 => {
+        for ((&a, &b), &r) in c1.iter().zip(c2).zip(vr) {
+            o1[a.idx()] += r;
+            o2[b.idx()] += r;
+        }
+    }));
+    o1.iter_mut().for_each(|o| *o *= inv_w);
+    o2.iter_mut().for_each(|o| *o *= inv_w);
+}
+
+/// The sums of features `2i` and `2i + 1` (or of the last one alone).
+fn chunk_sums(feats: &[BinnedFeature], vr: &[f64], inv_w: f64, out: &mut [Vec<f64>]) {
+    match (feats, out) {
+        ([f1, f2], [o1, o2]) => bin_sums_pair_into((f1, f2), vr, inv_w, (o1, o2)),
+        (fs, os) => fs
+            .iter()
+            .zip(os.iter_mut())
+            .for_each(|(f, o)| bin_sums_into(f, vr, inv_w, o)),
+    }
+}
+
 /// Below this many code reads (rows × features) a pass runs serially: rayon's overhead
 /// would cost more than it saves.
 pub const PARALLEL_THRESHOLD: usize = 1 << 17;
@@ -38,16 +71,17 @@ pub const PARALLEL_THRESHOLD: usize = 1 << 17;
 /// Bin sums of every feature, in parallel over features on the current rayon pool.
 pub fn all_bin_sums(data: &BinnedData, vr: &[f64], out: &mut [Vec<f64>]) {
     let inv_w = 1.0 / data.total_weight;
+    // Two features per pass over the rows.
     if data.n_samples * data.n_features() < PARALLEL_THRESHOLD {
         data.features
-            .iter()
-            .zip(out.iter_mut())
-            .for_each(|(f, o)| bin_sums_into(f, vr, inv_w, o));
+            .chunks(2)
+            .zip(out.chunks_mut(2))
+            .for_each(|(f, o)| chunk_sums(f, vr, inv_w, o));
     } else {
         data.features
-            .par_iter()
-            .zip(out.par_iter_mut())
-            .for_each(|(f, o)| bin_sums_into(f, vr, inv_w, o));
+            .par_chunks(2)
+            .zip(out.par_chunks_mut(2))
+            .for_each(|(f, o)| chunk_sums(f, vr, inv_w, o));
     }
 }
 
@@ -62,21 +96,79 @@ pub struct BlockScore {
 
 /// Scores one block from its bin sums `sums` (`R_{k,·}`) and current values `beta`.
 pub fn block_score(sums: &[f64], beta: &[f64], lambda: f64) -> BlockScore {
-    let nb = sums.len();
-    let mut suffix = 0.0;
-    let mut out = BlockScore::default();
-    for t in (0..nb.saturating_sub(1)).rev() {
-        suffix += sums[t + 1];
-        let g = -suffix;
+    let mut chain = ChainScan::default();
+    for t in (0..sums.len().saturating_sub(1)).rev() {
+        chain.jump(sums, beta, lambda, t);
+    }
+    chain.out
+}
+
+/// The running state of [`block_score`]'s scan down a chain's jumps.
+#[derive(Default)]
+struct ChainScan {
+    suffix: f64,
+    out: BlockScore,
+}
+
+impl ChainScan {
+    /// Jump `t` (the scan runs from the last jump down to jump 0).
+    #[inline(always)]
+    fn jump(&mut self, sums: &[f64], beta: &[f64], lambda: f64, t: usize) {
+        self.suffix += sums[t + 1];
+        let g = -self.suffix;
         let theta = beta[t + 1] - beta[t];
         // Both cases computed, one kept: branch-free, as jumps are scattered.
         let at_zero = (g.abs() - lambda).max(0.0);
         let moving = (g + lambda.copysign(theta)).abs();
         let d = if theta == 0.0 { at_zero } else { moving };
-        out.score += d * d;
-        out.max_d = out.max_d.max(d);
+        self.out.score += d * d;
+        self.out.max_d = self.out.max_d.max(d);
     }
-    out
+}
+
+/// [`block_score`] of two blocks `(sums, beta, lambda)` at once, the same numbers: each
+/// scan runs its own jumps in its own order, but the two scans' running sums are
+/// independent, so their additions overlap where one scan alone waits on each in turn.
+pub fn block_score_pair(
+    a: (&[f64], &[f64], f64),
+    b: (&[f64], &[f64], f64),
+) -> (BlockScore, BlockScore) {
+    let (ja, jb) = (a.0.len().saturating_sub(1), b.0.len().saturating_sub(1));
+    let common = ja.min(jb);
+    let (mut ca, mut cb) = (ChainScan::default(), ChainScan::default());
+    for t in (common..ja).rev() {
+        ca.jump(a.0, a.1, a.2, t);
+    }
+    for t in (common..jb).rev() {
+        cb.jump(b.0, b.1, b.2, t);
+    }
+    for t in (0..common).rev() {
+        ca.jump(a.0, a.1, a.2, t);
+        cb.jump(b.0, b.1, b.2, t);
+    }
+    (ca.out, cb.out)
+}
+
+/// [`shaped_chain_score`] of two blocks `(sums, beta, n_chain, shape)` at once, the same
+/// numbers ([`block_score_pair`] when both chains are free of monotone constraints).
+pub fn shaped_chain_score_pair(
+    a: (&[f64], &[f64], usize, ChainShape),
+    b: (&[f64], &[f64], usize, ChainShape),
+    lambda: f64,
+) -> (BlockScore, BlockScore) {
+    if a.3.monotone != 0 || b.3.monotone != 0 {
+        return (
+            shaped_chain_score(a.0, a.1, lambda, a.2, a.3),
+            shaped_chain_score(b.0, b.1, lambda, b.2, b.3),
+        );
+    }
+    let (mut sa, mut sb) = block_score_pair(
+        (&a.0[..a.2], &a.1[..a.2], a.3.penalty(lambda)),
+        (&b.0[..b.2], &b.1[..b.2], b.3.penalty(lambda)),
+    );
+    add_free_levels(a.0, a.2, &mut sa);
+    add_free_levels(b.0, b.2, &mut sb);
+    (sa, sb)
 }
 
 /// Scores one block whose chain has the shape `shape` (DESIGN §10): the jumps are penalised
@@ -134,6 +226,13 @@ pub fn shaped_chain_score(
     shape: ChainShape,
 ) -> BlockScore {
     let mut out = shaped_block_score(&sums[..n_chain], &beta[..n_chain], lambda, shape);
+    add_free_levels(sums, n_chain, &mut out);
+    out
+}
+
+/// The stationarity of a block's two free levels when it has a missing bin after its chain
+/// of `n_chain` bins (see [`chain_block_score`]).
+fn add_free_levels(sums: &[f64], n_chain: usize, out: &mut BlockScore) {
     if sums.len() > n_chain {
         for d in [
             sums[..n_chain].iter().sum::<f64>().abs(),
@@ -143,7 +242,6 @@ pub fn shaped_chain_score(
             out.max_d = out.max_d.max(d);
         }
     }
-    out
 }
 
 /// The block with the largest score; ties go to the lowest index. `None` when no block can
@@ -216,6 +314,85 @@ mod tests {
             shaped_block_score(&s, &[0.0; 2], 0.1, ChainShape::default()),
             block_score(&s, &[0.0; 2], 0.1)
         );
+    }
+
+    /// Two blocks scored side by side get the numbers of each scored alone, whichever is
+    /// longer, with missing bins, penalty factors and monotone chains.
+    #[test]
+    fn pairs_of_blocks_score_as_each_alone() {
+        let sums = |n: usize, s: f64| -> Vec<f64> {
+            (0..n).map(|b| ((b as f64 + s) * 0.73).sin() * 0.1).collect()
+        };
+        let beta = |n: usize| -> Vec<f64> { (0..n).map(|b| ((b / 3) as f64).cos()).collect() };
+        let free = ChainShape::default();
+        let half = ChainShape {
+            factor: 0.5,
+            ..free
+        };
+        let up = ChainShape {
+            monotone: 1,
+            ..free
+        };
+        for (na, nb) in [(7usize, 40usize), (40, 7), (1, 5), (12, 12), (0, 3)] {
+            for (shape_a, shape_b) in [(free, free), (half, free), (free, up)] {
+                for (ca, cb) in [(na, nb), (na.saturating_sub(1), nb)] {
+                    let (sa, sb) = (sums(na, 0.1), sums(nb, 2.0));
+                    let (ba, bb) = (beta(na), beta(nb));
+                    let lambda = 0.03;
+                    let pair = shaped_chain_score_pair(
+                        (&sa, &ba, ca, shape_a),
+                        (&sb, &bb, cb, shape_b),
+                        lambda,
+                    );
+                    assert_eq!(pair.0, shaped_chain_score(&sa, &ba, lambda, ca, shape_a));
+                    assert_eq!(pair.1, shaped_chain_score(&sb, &bb, lambda, cb, shape_b));
+                }
+            }
+        }
+    }
+
+    /// Two features summed in one pass get the numbers of each summed alone, for every
+    /// mix of code widths, and every feature's sums from `all_bin_sums` are the one-feature
+    /// pass's, in parallel or not.
+    #[test]
+    fn paired_bin_sums_are_each_alone() {
+        use crate::binning::{bin_data, BinningParams};
+        use ndarray::Array2;
+        let n = 70_000;
+        let levels = [3usize, 300, 70_000, 256, 5];
+        let x = Array2::from_shape_fn((n, levels.len()), |(i, j)| {
+            ((i * 7919 + j * 104_729) % levels[j]) as f64
+        });
+        let params = BinningParams {
+            max_bins: Some(100_000),
+            ..Default::default()
+        };
+        let data = bin_data(x.view(), None, &params).unwrap();
+        let vr: Vec<f64> = (0..n).map(|i| ((i as f64) * 0.37).sin()).collect();
+        let alone: Vec<Vec<f64>> = data
+            .features
+            .iter()
+            .map(|f| {
+                let mut o = vec![0.0; f.n_bins()];
+                bin_sums_into(f, &vr, 0.5, &mut o);
+                o
+            })
+            .collect();
+        for a in 0..levels.len() {
+            for b in 0..levels.len() {
+                let (fa, fb) = (&data.features[a], &data.features[b]);
+                let (mut oa, mut ob) = (vec![1.0; fa.n_bins()], vec![1.0; fb.n_bins()]);
+                bin_sums_pair_into((fa, fb), &vr, 0.5, (&mut oa, &mut ob));
+                assert_eq!((&oa, &ob), (&alone[a], &alone[b]));
+            }
+        }
+        let data = BinnedData {
+            total_weight: 2.0,
+            ..data
+        };
+        let mut all: Vec<Vec<f64>> = alone.iter().map(|o| vec![0.0; o.len()]).collect();
+        all_bin_sums(&data, &vr, &mut all);
+        assert_eq!(all, alone);
     }
 
     #[test]
