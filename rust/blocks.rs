@@ -1291,7 +1291,12 @@ mod tests {
         assert!(one.report.converged && rows.report.converged);
         let rel = (one.report.objective - rows.report.objective).abs() / rows.report.objective;
         assert!(rel < 1e-9, "{rel}");
-        for (a, b) in one.values.iter().flatten().zip(rows.values.iter().flatten()) {
+        for (a, b) in one
+            .values
+            .iter()
+            .flatten()
+            .zip(rows.values.iter().flatten())
+        {
             assert!((a - b).abs() < 1e-5, "{a} vs {b}");
         }
     }

@@ -321,7 +321,9 @@ mod tests {
     #[test]
     fn pairs_of_blocks_score_as_each_alone() {
         let sums = |n: usize, s: f64| -> Vec<f64> {
-            (0..n).map(|b| ((b as f64 + s) * 0.73).sin() * 0.1).collect()
+            (0..n)
+                .map(|b| ((b as f64 + s) * 0.73).sin() * 0.1)
+                .collect()
         };
         let beta = |n: usize| -> Vec<f64> { (0..n).map(|b| ((b / 3) as f64).cos()).collect() };
         let free = ChainShape::default();

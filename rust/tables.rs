@@ -942,7 +942,9 @@ impl BlockTable {
             for (row, &d) in t.chunks_exact(nk).zip(delta) {
                 if d != 0.0 {
                     let f = scale * d;
-                    o.iter_mut().zip(row).for_each(|(ob, c)| *ob -= f * c.value());
+                    o.iter_mut()
+                        .zip(row)
+                        .for_each(|(ob, c)| *ob -= f * c.value());
                 }
             }
         };
