@@ -174,7 +174,7 @@ def run_dask(args: argparse.Namespace) -> dict[str, Any]:
         frame = dd.read_parquet(args.data + "/*.parquet")
         X, y = frame.drop(columns="y"), frame["y"]
         t0 = time.perf_counter()
-        model = fastpcam.FASTRegressor(n_jobs=2).fit(X, y)
+        model = fastpcam.FASTRegressor(n_jobs=2, interactions=0).fit(X, y)
         t1 = time.perf_counter()
         out: dict[str, Any] = {
             "rows": None,

@@ -108,7 +108,7 @@ def deviance(loss: str, y: np.ndarray, mu: np.ndarray) -> float:
 
 
 def fit_fast(loss, X, y):
-    return fastpcam.FASTRegressor(loss=loss, power=POWER, n_jobs=2)
+    return fastpcam.FASTRegressor(loss=loss, power=POWER, n_jobs=2, interactions=0)
 
 
 def fit_ebm(loss, X, y):

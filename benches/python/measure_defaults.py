@@ -112,7 +112,7 @@ def bins_order(m: Optional[int]) -> float:
 
 
 def fit_fast(split: _data.Split, **params: Any) -> dict[str, Any]:
-    model = fastpcam.FASTRegressor(n_jobs=2, **params)
+    model = fastpcam.FASTRegressor(n_jobs=2, interactions=0, **params)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t0 = time.perf_counter()

@@ -83,8 +83,8 @@ def _models(names: list[str], cst: dict[str, int]) -> dict[str, Callable[[], Any
     ebm = dict(interactions=0, n_jobs=2, random_state=0)
     lgbm = dict(n_estimators=300, num_leaves=31, learning_rate=0.05, n_jobs=2, verbose=-1, random_state=0)
     return {
-        "FAST": lambda: FASTRegressor(n_jobs=2),
-        "FAST monotone": lambda: FASTRegressor(n_jobs=2, monotonic_cst=cst),
+        "FAST": lambda: FASTRegressor(n_jobs=2, interactions=0),
+        "FAST monotone": lambda: FASTRegressor(n_jobs=2, interactions=0, monotonic_cst=cst),
         "EBM": lambda: ExplainableBoostingRegressor(**ebm),
         "EBM monotone (in-fit)": lambda: ExplainableBoostingRegressor(monotone_constraints=vec, **ebm),
         "LightGBM": lambda: LGBMRegressor(**lgbm),

@@ -152,7 +152,7 @@ def wide(repeats: int) -> list[str]:
         mu, sd = y.mean(), y.std()
         y, yt = (y - mu) / sd, (yt - mu) / sd
         (ta, ma), (tb, mb) = alternating(
-            [lambda: fastpcam.FASTRegressor(), lambda: fastpcam.FASTRegressor(max_bins=4096)], X, y, repeats
+            [lambda: fastpcam.FASTRegressor(interactions=0), lambda: fastpcam.FASTRegressor(interactions=0, max_bins=4096)], X, y, repeats
         )
         pa, pb = ma.predict(Xt), mb.predict(Xt)
         mse = [float(np.mean((q - yt[:, 0]) ** 2)) for q in (pa, pb)]
@@ -182,7 +182,7 @@ def narrow(repeats: int) -> list[str]:
     for name in names:
         sp = _data.load(name)
         (ta, ma), (tb, mb) = alternating(
-            [lambda: fastpcam.FASTRegressor(), lambda: fastpcam.FASTRegressor(max_bins=4096)],
+            [lambda: fastpcam.FASTRegressor(interactions=0), lambda: fastpcam.FASTRegressor(interactions=0, max_bins=4096)],
             sp.X_train, sp.y_train, repeats,
         )
         pa, pb = ma.predict(sp.X_test), mb.predict(sp.X_test)
@@ -213,7 +213,7 @@ def refit_data(name: str) -> tuple[np.ndarray, np.ndarray]:
 def refit_worker(name: str) -> None:
     """One default fit of `name`, printed as JSON (run in a subprocess by `refit`)."""
     X, y = refit_data(name)
-    t, m = timed(lambda: fastpcam.FASTRegressor(), X, y)
+    t, m = timed(lambda: fastpcam.FASTRegressor(interactions=0), X, y)
     print(json.dumps({
         "time": t, "final": float(m.history_["time"][-1]) if len(m.history_["time"]) else 0.0,
         "ratio": float(m.lambda_ratio_), "search": int(m.validation_path_["n_iter"].sum()),
