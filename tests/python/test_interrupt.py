@@ -32,6 +32,15 @@ def _data(n=200_000, p=40, seed=0):
     return X, y
 
 
+@pytest.fixture(autouse=True)
+def _python_handles_sigint():
+    """Python's own Ctrl-C handler for each test: a process started in the background by a
+    non-interactive shell inherits SIGINT ignored, and Python then never installs it."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def _interrupt_after(seconds):
     timer = threading.Timer(seconds, os.kill, args=(os.getpid(), signal.SIGINT))
     timer.start()
