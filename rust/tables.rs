@@ -94,6 +94,19 @@ impl Entry for u16 {
 /// Rows of a table whose dot products [`dots_into`] computes side by side.
 const DOT_ROWS: usize = 8;
 
+/// `o −= scale Σ_b Δ_b t[b, ·]` for the table `t` of rows `width` wide, one row per entry of
+/// `delta` (rows of a zero `Δ_b` skipped).
+fn sub_rows_into<T: Entry>(t: &[T], width: usize, delta: &[f64], scale: f64, o: &mut [f64]) {
+    for (row, &d) in t.chunks_exact(width).zip(delta) {
+        if d != 0.0 {
+            let f = scale * d;
+            o.iter_mut()
+                .zip(row)
+                .for_each(|(ob, c)| *ob -= f * c.value());
+        }
+    }
+}
+
 /// `o_b −= scale · Σ_b' t[b, b'] Δ_b'` for every row `b` of the row-major table `t` (rows of
 /// `delta.len()` entries). Each row's sum runs in `b'` order from `−0.0`, as `Iterator::sum`
 /// does, but [`DOT_ROWS`] rows at a time: their running sums are independent, so their
@@ -653,14 +666,7 @@ impl Tables {
                 // C_kj is B_k × B_j: o −= scale Σ_b Δ_b C[b, ·].
                 let nj = self.n_bins[j];
                 let t = &pairs[self.pair_start[k * p + j]..][..nk * nj];
-                for (row, &d) in t.chunks_exact(nj).zip(delta) {
-                    if d != 0.0 {
-                        let f = scale * d;
-                        o.iter_mut()
-                            .zip(row)
-                            .for_each(|(ob, c)| *ob -= f * c.value());
-                    }
-                }
+                sub_rows_into(t, nj, delta, scale, o);
             }
         };
         let flops: usize = self.n_bins.iter().sum::<usize>() * nk;
@@ -938,15 +944,7 @@ impl BlockTable {
             }
         }
         let work = |(k, t, o): (usize, &[T], &mut Vec<f64>)| {
-            let nk = self.n_bins[k];
-            for (row, &d) in t.chunks_exact(nk).zip(delta) {
-                if d != 0.0 {
-                    let f = scale * d;
-                    o.iter_mut()
-                        .zip(row)
-                        .for_each(|(ob, c)| *ob -= f * c.value());
-                }
-            }
+            sub_rows_into(t, self.n_bins[k], delta, scale, o)
         };
         if cells.len() < BLOCK_TABLE_PARALLEL {
             parts.into_iter().for_each(work);
