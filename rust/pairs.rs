@@ -631,15 +631,22 @@ pub(crate) fn fit_pairs<S: DescentState>(
     let (pairs, gains) = match &pp.interactions {
         Interactions::List(list) => (check_pairs(list, p, constrained)?, Vec::new()),
         Interactions::Count(count) | Interactions::Auto(count) => {
+            // Where `ρ` (and the additive check) is decided on held-out rows, the pairs are
+            // screened on the other rows only: pairs screened on every row are chosen partly
+            // for the held-out rows' noise, and the held-out loss then flatters them.
+            let saved = pair_split(data, params).map(|split| swap_weights(data, split.train));
             let mut st = state(data, mains.values.clone());
             let (_, vr) = st.sums_and_residual();
             let vr = vr.map(<[f64]>::to_vec).unwrap_or_default();
+            drop(st);
             let side = screen_bins(pp.max_bins, pp.max_cells);
-            screen(data, &mains.values, &vr, (*count, side), |j| {
+            let screened = screen(data, &mains.values, &vr, (*count, side), |j| {
                 !constrained(j)
-            })
-            .into_iter()
-            .unzip()
+            });
+            if let Some(saved) = saved {
+                restore_weights(data, saved);
+            }
+            screened.into_iter().unzip()
         }
     };
     if pairs.is_empty() {
@@ -822,12 +829,30 @@ pub(crate) fn fit_pairs<S: DescentState>(
     ))
 }
 
+/// The split of the rows on which the pair penalty `ρ` is chosen (and screened pairs are
+/// checked against the additive model): `None` where `ρ` is fixed (`interaction_penalty`, or a
+/// penalty not chosen on held-out rows) or the rows are too few for a held-out check.
+fn pair_split(data: &BinnedData, params: &FitParams) -> Option<Split> {
+    let (None, Penalty::Validated(Validation { fraction, seed })) =
+        (params.pairs.penalty, params.lambda)
+    else {
+        return None;
+    };
+    Some(Split::new(
+        data,
+        validation_rows(data.n_samples, fraction, seed),
+    ))
+    .filter(Split::enough_rows)
+}
+
 /// Whether the held-out loss terms `pairs` (`v_i · loss_i`, per row of weight `v_i`) improve
 /// on `additive` by at least [`MIN_GAIN_SE`] standard errors of the weighted mean difference.
 fn significant_gain(additive: &[f64], pairs: &[f64], v: &[f64]) -> bool {
     let total: f64 = v.iter().sum();
     let gain = additive.iter().zip(pairs).map(|(a, b)| a - b).sum::<f64>() / total;
-    if !(gain > 0.0) {
+    // Pair blocks that stayed at rounding level (a strong `ρ`) gain nothing.
+    let scale = additive.iter().sum::<f64>().abs() / total;
+    if !(gain > PATH_EQUAL * scale) {
         return false;
     }
     let var: f64 = additive
@@ -881,84 +906,78 @@ fn fit_on_pairs<S: DescentState>(
     init.extend(extra);
     let (mut path, mut path_loss, mut path_n_iter) = (Vec::new(), Vec::new(), Vec::new());
     let mut rho = params.pairs.penalty.unwrap_or(DEFAULT_PAIR_PENALTY);
-    if let (None, Penalty::Validated(Validation { fraction, seed })) =
-        (params.pairs.penalty, params.lambda)
-    {
-        let split = Split::new(data, validation_rows(data.n_samples, fraction, seed));
-        if split.enough_rows() {
-            let Split {
-                rows,
-                held_weights,
-                train,
-            } = split;
-            let saved = swap_weights(data, train);
-            let mut search = || {
-                let data = &*data;
-                let mut st = state(data, init.clone());
-                let mut best: Option<PathBest> = None;
-                let mut additive: Option<Vec<f64>> = None;
-                let rhos = screened.then_some(ADDITIVE).into_iter().chain(PAIR_PATH);
-                for r in rhos {
-                    // The additive model: pair blocks held at zero by a prohibitive
-                    // penalty, fitted with the tolerance of the path's first fit.
-                    let tol = PAIR_PATH_TOL * r.min(PAIR_PATH[0]);
-                    let mut prm =
-                        with_pair_shapes(params, p, (grids, links), r, params.tol.max(tol));
-                    prm.max_iter = prm.max_iter.min(PATH_BUDGET * data.n_features());
-                    let fit = descend(
-                        data,
-                        &prm,
-                        &mut st,
-                        lambda,
-                        mains.lambda_max,
-                        Instant::now(),
-                        reborrow(callback),
-                    );
-                    let terms = holdout_terms(
-                        data,
-                        y,
-                        (fit.intercept, &fit.values),
-                        (&rows, &held_weights),
-                        term,
-                    );
-                    let loss = mean_loss(&terms, &held_weights);
-                    path.push(if r == ADDITIVE { f64::INFINITY } else { r });
-                    path_loss.push(loss);
-                    path_n_iter.push(fit.report.n_iter);
-                    if r == ADDITIVE {
-                        additive = Some(terms);
-                        continue;
-                    }
-                    // Down the path while the held-out loss does not get worse (a pair
-                    // block still at zero leaves it equal; rounding noise counts as equal).
-                    match best.as_ref().map(|b| b.1) {
-                        Some(l) if loss > l * (1.0 + PATH_EQUAL) => break,
-                        Some(l) if loss >= l => {}
-                        _ => best = Some((r, loss, fit.values, terms)),
-                    }
-                    if fit.report.stop == crate::report::StopReason::Callback {
-                        break;
-                    }
+    if let Some(split) = pair_split(data, params) {
+        let Split {
+            rows,
+            held_weights,
+            train,
+        } = split;
+        let saved = swap_weights(data, train);
+        let mut search = || {
+            let data = &*data;
+            let mut st = state(data, init.clone());
+            let mut best: Option<PathBest> = None;
+            let mut additive: Option<Vec<f64>> = None;
+            let rhos = screened.then_some(ADDITIVE).into_iter().chain(PAIR_PATH);
+            for r in rhos {
+                // The additive model: pair blocks held at zero by a prohibitive
+                // penalty, fitted with the tolerance of the path's first fit.
+                let tol = PAIR_PATH_TOL * r.min(PAIR_PATH[0]);
+                let mut prm = with_pair_shapes(params, p, (grids, links), r, params.tol.max(tol));
+                prm.max_iter = prm.max_iter.min(PATH_BUDGET * data.n_features());
+                let fit = descend(
+                    data,
+                    &prm,
+                    &mut st,
+                    lambda,
+                    mains.lambda_max,
+                    Instant::now(),
+                    reborrow(callback),
+                );
+                let terms = holdout_terms(
+                    data,
+                    y,
+                    (fit.intercept, &fit.values),
+                    (&rows, &held_weights),
+                    term,
+                );
+                let loss = mean_loss(&terms, &held_weights);
+                path.push(if r == ADDITIVE { f64::INFINITY } else { r });
+                path_loss.push(loss);
+                path_n_iter.push(fit.report.n_iter);
+                if r == ADDITIVE {
+                    additive = Some(terms);
+                    continue;
                 }
-                match (best, additive) {
-                    (Some((r, loss, _, terms)), Some(a))
-                        if !significant_gain(&a, &terms, &held_weights) =>
-                    {
-                        Some((r, loss, None))
-                    }
-                    (b, _) => b.map(|(r, loss, values, _)| (r, loss, Some(values))),
+                // Down the path while the held-out loss does not get worse (a pair
+                // block still at zero leaves it equal; rounding noise counts as equal).
+                match best.as_ref().map(|b| b.1) {
+                    Some(l) if loss > l * (1.0 + PATH_EQUAL) => break,
+                    Some(l) if loss >= l => {}
+                    _ => best = Some((r, loss, fit.values, terms)),
                 }
-            };
-            let searched = search();
-            restore_weights(data, saved);
-            match searched {
-                Some((r, _, None)) => return Ok((None, r, [path, path_loss], path_n_iter)),
-                Some((r, _, Some(values))) => {
-                    rho = r;
-                    init = values;
+                if fit.report.stop == crate::report::StopReason::Callback {
+                    break;
                 }
-                None => {}
             }
+            match (best, additive) {
+                (Some((r, loss, _, terms)), Some(a))
+                    if !significant_gain(&a, &terms, &held_weights) =>
+                {
+                    Some((r, loss, None))
+                }
+                (b, _) => b.map(|(r, loss, values, _)| (r, loss, Some(values))),
+            }
+        };
+        let searched = search();
+        restore_weights(data, saved);
+        match searched {
+            Some((r, _, None)) => return Ok((None, r, [path, path_loss], path_n_iter)),
+            Some((r, _, Some(values))) => {
+                rho = r;
+                init = values;
+            }
+            None => {}
         }
     }
     let prm = with_pair_shapes(params, p, (grids, links), rho, params.tol);

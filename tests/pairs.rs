@@ -409,3 +409,32 @@ fn a_second_round_screens_the_residual_of_the_first() {
         count.report.objective
     );
 }
+
+/// Pairs are screened on the rows that fit the pair path, not on the held-out rows that judge
+/// it. Every row carries the pair `(2, 3)`; the held-out rows alone also carry a pair `(0, 1)`,
+/// strong enough to screen first on all rows (and then kept: the held-out loss flatters a pair
+/// chosen for the held-out rows' own signal). Screened on the training rows, `(2, 3)` is the
+/// one pair.
+#[test]
+fn pairs_are_screened_without_the_held_out_rows() {
+    use fastpcam::params::DEFAULT_VALIDATION_FRACTION;
+    let n = 4000;
+    let held = fastpcam::validation::validation_rows(n, DEFAULT_VALIDATION_FRACTION, 0);
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(11);
+    let x = Array2::from_shape_fn((n, 6), |_| rng.random_range(-1.0..1.0));
+    let mut y = Array1::from_shape_fn(n, |i| {
+        let r = x.row(i);
+        r[4] + 3.0 * r[2] * r[3] + 0.1 * rng.random_range(-1.0..1.0)
+    });
+    for &i in &held {
+        y[i] += 20.0 * x[[i, 0]] * x[[i, 1]];
+    }
+    let f = fit(
+        Rows::new(x.view(), y.view(), None),
+        &pair_params(Interactions::Count(1), None),
+        None,
+    )
+    .unwrap();
+    let found: Vec<(usize, usize)> = f.pairs.terms.iter().map(|t| t.features).collect();
+    assert_eq!(found, vec![(2, 3)], "path {:?}", f.pairs.path_loss);
+}
