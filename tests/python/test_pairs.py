@@ -468,3 +468,17 @@ def test_an_int_is_the_number_of_pairs_without_a_second_round():
     # Listed pairs never get a second round.
     listed = FASTRegressor(interactions=[(0, 1), (2, 3)]).fit(X, y)
     assert listed.interaction_features_ == [(0, 1), (2, 3)]
+
+
+def test_a_tolerance_below_rounding_stalls_a_pair_fit():
+    """A ``tol`` no fit with pairs can reach stops at the rounding level, not at ``max_iter``:
+    a pair block's exact solve can lower the objective by rounding only, so sweeps kept
+    "moving" (this fit ran its 20,000 updates at a KKT residual of 2.8e-8 before the rule)."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(3000, 5))
+    y = 2.0 * (X[:, 0] > 0.5) * (X[:, 1] > 0.5) + X[:, 2] + 0.3 * rng.normal(size=3000)
+    model = FASTRegressor(interactions=3, tol=1e-10, max_iter=20000).fit(X, y)
+    assert model.interaction_features_[0] == (0, 1)
+    assert not model.converged_
+    assert model.kkt_residual_ < 1e-6
+    assert model.n_iter_ < 10000
