@@ -203,17 +203,20 @@ def test_every_model_has_pairs_by_default():
     """interactions="auto" is the default for every loss: the known interaction is found, and
     interactions=0 is the additive model."""
     X, y = interaction_data(n=3000)
-    # log-odds: an XOR of x0 and x1 on top of a main effect of x2 (a pure XOR, with no main
-    # effect at all, makes the held-out search choose a flat model: see docs/pairs.md)
+    # log-odds: an XOR of x0 and x1 on top of a main effect of x2, and a pure XOR (no main
+    # effect at all: the main effects' held-out search then chooses a nearly flat model, and
+    # the pair path still finds the pair)
     rng = np.random.default_rng(5)
     xor = (X[:, 0] > 0.5) != (X[:, 1] > 0.5)
     eta = 2.0 * (2 * xor - 1) + 6.0 * (X[:, 2] - 0.5)
     yb = (rng.random(len(y)) < 1 / (1 + np.exp(-eta))).astype(int)
+    pure = (rng.random(len(y)) < 1 / (1 + np.exp(-2.0 * (2 * xor - 1)))).astype(int)
     for est, target in [
         (FASTRegressor(), y),
         (FASTRegressor(loss="poisson"), np.exp(y / 4)),
         (FASTClassifier(), yb),
         (FASTClassifier(), yb + (X[:, 3] > 0.5)),
+        (FASTClassifier(), pure),
     ]:
         assert est.interactions == "auto"
         m = est.fit(X, target)
