@@ -40,8 +40,52 @@ pub struct Tables {
     // weights): a half or a quarter of the bytes for [`Tables::apply`] to read, the same
     // numbers.
     counts: Option<Counts>,
+    // The counts of the mostly-zero pairs again, their nonzero entries only (see
+    // [`Part`]), at index j * p + k (j < k): [`Tables::apply`] reads those instead.
+    sparse: SparsePairs,
     // Start of pair (j, k) in `pairs`, at index j * p + k (j < k).
     pair_start: Vec<usize>,
+}
+
+/// The sparse copies of the count tables' mostly-zero pairs ([`Tables`]).
+#[derive(Debug, Clone, PartialEq)]
+enum SparsePairs {
+    None,
+    U16(Vec<Option<Part<u16>>>),
+    U32(Vec<Option<Part<u32>>>),
+}
+
+/// The pairs of `counts` with at most [`SPARSE_SHARE`] nonzero entries, by their nonzero
+/// entries, at index `j * p + k` (`j < k`); `None` when there are none.
+fn sparse_pairs(counts: Option<&Counts>, n_bins: &[usize], pair_start: &[usize]) -> SparsePairs {
+    fn of<T: Entry>(c: &[T], n_bins: &[usize], pair_start: &[usize]) -> Vec<Option<Part<T>>> {
+        let p = n_bins.len();
+        let mut out: Vec<Option<Part<T>>> = vec![None; p * p];
+        out.par_iter_mut().enumerate().for_each(|(jk, o)| {
+            let (j, k) = (jk / p, jk % p);
+            if j < k && n_bins[k] > 0 {
+                let t = &c[pair_start[jk]..][..n_bins[j] * n_bins[k]];
+                *o = sparse_part(t, n_bins[k]);
+            }
+        });
+        out
+    }
+    match counts {
+        Some(Counts::U16(c)) => {
+            let s = of(c, n_bins, pair_start);
+            if s.iter().any(Option::is_some) {
+                return SparsePairs::U16(s);
+            }
+        }
+        Some(Counts::U32(c)) => {
+            let s = of(c, n_bins, pair_start);
+            if s.iter().any(Option::is_some) {
+                return SparsePairs::U32(s);
+            }
+        }
+        None => {}
+    }
+    SparsePairs::None
 }
 
 /// Table entries that are all whole numbers, in the narrowest type that holds them.
@@ -433,8 +477,10 @@ impl Tables {
     ) -> Self {
         let (pair_start, _) = pair_layout(&n_bins);
         let counts = as_counts(&pairs);
+        let sparse = sparse_pairs(counts.as_ref(), &n_bins, &pair_start);
         Self {
             counts,
+            sparse,
             n_bins,
             total_weight,
             y_mean,
@@ -629,6 +675,7 @@ impl Tables {
             *a += c;
         }
         self.counts = as_counts(&self.pairs);
+        self.sparse = sparse_pairs(self.counts.as_ref(), &self.n_bins, &self.pair_start);
         self.total_weight = w;
         self.y_mean = mean;
         Ok(())
@@ -636,17 +683,25 @@ impl Tables {
 
     /// `out[j] −= scale · C_{jk} · delta` for every feature `j ≠ k` (in parallel over `j`).
     pub fn apply(&self, k: usize, delta: &[f64], scale: f64, out: &mut [Vec<f64>]) {
-        match &self.counts {
-            Some(Counts::U16(counts)) => self.apply_from(counts, k, delta, scale, out),
-            Some(Counts::U32(counts)) => self.apply_from(counts, k, delta, scale, out),
-            None => self.apply_from(&self.pairs, k, delta, scale, out),
+        match (&self.counts, &self.sparse) {
+            (Some(Counts::U16(c)), SparsePairs::U16(s)) => {
+                self.apply_from(c, s, k, delta, scale, out)
+            }
+            (Some(Counts::U32(c)), SparsePairs::U32(s)) => {
+                self.apply_from(c, s, k, delta, scale, out)
+            }
+            (Some(Counts::U16(c)), _) => self.apply_from(c, &[], k, delta, scale, out),
+            (Some(Counts::U32(c)), _) => self.apply_from(c, &[], k, delta, scale, out),
+            (None, _) => self.apply_from(&self.pairs, &[], k, delta, scale, out),
         }
     }
 
-    /// [`Tables::apply`] reading the tables from `pairs` (`self.pairs` or its counts).
+    /// [`Tables::apply`] reading the tables from `pairs` (`self.pairs` or its counts), or
+    /// from `sparse[j * p + k]` where that holds pair `(j, k)` (the same numbers).
     fn apply_from<T: Entry>(
         &self,
         pairs: &[T],
+        sparse: &[Option<Part<T>>],
         k: usize,
         delta: &[f64],
         scale: f64,
@@ -654,11 +709,18 @@ impl Tables {
     ) {
         let p = self.n_features();
         let nk = self.n_bins[k];
+        let sparse_at = |jk: usize| sparse.get(jk).and_then(Option::as_ref);
         let work = |(j, o): (usize, &mut Vec<f64>)| {
             if j == k {
                 return;
             }
-            if j < k {
+            if let Some(part) = sparse_at(if j < k { j * p + k } else { k * p + j }) {
+                if j < k {
+                    part.dots_into(&delta[..nk], scale, o);
+                } else {
+                    part.sub_into(self.n_bins[j], delta, scale, o);
+                }
+            } else if j < k {
                 // C_jk is B_j × B_k: o_b −= scale Σ_b' C[b, b'] Δ_b'.
                 let t = &pairs[self.pair_start[j * p + k]..][..self.n_bins[j] * nk];
                 dots_into(t, &delta[..nk], scale, o);
@@ -887,32 +949,61 @@ fn split_parts<T: Entry>(cells: &[T], nj: usize, n_bins: &[usize], j: usize) -> 
     for (k, &nk) in n_bins.iter().enumerate() {
         let (t, tail) = rest.split_at(nj * nk);
         rest = tail;
-        let nonzero = t.iter().filter(|c| c.value() != 0.0).count();
-        let sparse = (nonzero as f64) <= SPARSE_SHARE * t.len() as f64;
         parts.push(if k == j {
             Part::Dense(Vec::new())
-        } else if sparse && nk > 0 && u32::try_from(nk).is_ok() {
-            let mut start = Vec::with_capacity(nj + 1);
-            let (mut col, mut val) = (Vec::with_capacity(nonzero), Vec::with_capacity(nonzero));
-            start.push(0);
-            for row in t.chunks_exact(nk) {
-                for (b, &c) in row.iter().enumerate() {
-                    if c.value() != 0.0 {
-                        col.push(b as u32);
-                        val.push(c);
-                    }
-                }
-                start.push(col.len());
-            }
-            Part::Sparse { start, col, val }
         } else {
-            Part::Dense(t.to_vec())
+            sparse_part(t, nk).unwrap_or_else(|| Part::Dense(t.to_vec()))
         });
     }
     parts
 }
 
+/// The table `t` (rows `width` wide) by its nonzero entries, if at most [`SPARSE_SHARE`] of
+/// them are nonzero.
+fn sparse_part<T: Entry>(t: &[T], width: usize) -> Option<Part<T>> {
+    let nonzero = t.iter().filter(|c| c.value() != 0.0).count();
+    if (nonzero as f64) > SPARSE_SHARE * t.len() as f64
+        || width == 0
+        || u32::try_from(width).is_err()
+    {
+        return None;
+    }
+    let mut start = Vec::with_capacity(t.len() / width + 1);
+    let (mut col, mut val) = (Vec::with_capacity(nonzero), Vec::with_capacity(nonzero));
+    start.push(0);
+    for row in t.chunks_exact(width) {
+        for (b, &c) in row.iter().enumerate() {
+            if c.value() != 0.0 {
+                col.push(b as u32);
+                val.push(c);
+            }
+        }
+        start.push(col.len());
+    }
+    Some(Part::Sparse { start, col, val })
+}
+
 impl<T: Entry> Part<T> {
+    /// `o_b −= scale Σ_b' C[b, b'] Δ_b'` for every row `b`: dense as [`dots_into`]; sparse
+    /// each row's nonzero terms in the same order from `−0.0` (a zero term leaves a sum as
+    /// it is but for the sign of a zero).
+    fn dots_into(&self, delta: &[f64], scale: f64, o: &mut [f64]) {
+        match self {
+            Part::Dense(t) => dots_into(t, delta, scale, o),
+            Part::Sparse { start, col, val } => {
+                for (b, ob) in o.iter_mut().enumerate() {
+                    let (lo, hi) = (start[b], start[b + 1]);
+                    let dot: f64 = col[lo..hi]
+                        .iter()
+                        .zip(&val[lo..hi])
+                        .map(|(&c, v)| v.value() * delta[c as usize])
+                        .sum();
+                    *ob -= scale * dot;
+                }
+            }
+        }
+    }
+
     /// Entries stored.
     fn len(&self) -> usize {
         match self {
@@ -1382,6 +1473,51 @@ mod tests {
         }
     }
 
+    /// The tables' mostly-zero pairs, read by their nonzero entries, give the updates of the
+    /// dense counts (both directions of a pair), and adding tables keeps them in step.
+    #[test]
+    fn sparse_pairs_give_the_updates_of_the_dense_counts() {
+        let (d, y) = random_data(3_001, &[400, 7, 60, 2], 512, 9);
+        let t = Tables::build(&d, y.view()).unwrap();
+        let (Some(Counts::U16(counts)), SparsePairs::U16(sparse)) = (&t.counts, &t.sparse) else {
+            panic!("unit weights on 3,001 rows: u16 counts, some pairs sparse");
+        };
+        assert!(
+            sparse[2].is_some() && sparse[1].is_none(),
+            "(0, 2) sparse, (0, 1) dense"
+        );
+        for k in 0..t.n_features() {
+            let delta: Vec<f64> = (0..t.n_bins[k])
+                .map(|b| {
+                    if b % 5 == 3 {
+                        0.0
+                    } else {
+                        ((b * 7 + k) as f64).sin()
+                    }
+                })
+                .collect();
+            let start: Vec<Vec<f64>> = t
+                .n_bins
+                .iter()
+                .map(|&b| (0..b).map(|i| (i as f64).cos()).collect())
+                .collect();
+            let (mut got, mut want) = (start.clone(), start.clone());
+            t.apply(k, &delta, 0.3, &mut got);
+            t.apply_from(counts, &[], k, &delta, 0.3, &mut want);
+            assert_eq!(got, want, "block {k}");
+            assert_ne!(got, start);
+        }
+        let mut sum = t.clone();
+        sum.add(&t).unwrap();
+        assert_eq!(
+            sum.sparse,
+            sparse_pairs(sum.counts.as_ref(), &sum.n_bins, &sum.pair_start)
+        );
+        assert!(matches!(sum.sparse, SparsePairs::U16(_)));
+        let half = Tables::build(&reweighted(&d, vec![0.5; d.n_samples]), y.view()).unwrap();
+        assert_eq!(half.sparse, SparsePairs::None);
+    }
+
     #[test]
     fn counts_give_the_same_updates_as_the_tables() {
         let (d, y) = random_data(3_001, &[3, 60, 256, 9], 256, 5);
@@ -1398,9 +1534,9 @@ mod tests {
                 .collect();
             let zeros = || -> Vec<Vec<f64>> { t.n_bins.iter().map(|&b| vec![0.0; b]).collect() };
             let (mut a, mut b, mut c) = (zeros(), zeros(), zeros());
-            t.apply_from(counts, k, &delta, 0.3, &mut a);
-            t.apply_from(&t.pairs, k, &delta, 0.3, &mut b);
-            t.apply_from(&wide, k, &delta, 0.3, &mut c);
+            t.apply_from(counts, &[], k, &delta, 0.3, &mut a);
+            t.apply_from(&t.pairs, &[], k, &delta, 0.3, &mut b);
+            t.apply_from(&wide, &[], k, &delta, 0.3, &mut c);
             assert_eq!(a, b);
             assert_eq!(a, c);
             assert!(a.iter().flatten().any(|&v| v != 0.0));
