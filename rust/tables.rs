@@ -935,28 +935,18 @@ enum Part<T> {
 /// contiguous one and 2 bytes dense.
 const SPARSE_SHARE: f64 = 0.25;
 
+/// The cost of a nonzero entry of a sparse part of a [`BlockTable`] in contiguous
+/// multiply-adds of a dense one ([`BlockTable::pays`]). Measured with the defaults: tables
+/// on every block, their large parts sparse, made 574_house_16H, 197_cpu_act, 537_houses
+/// and bank32NH (parts 40–95% nonzero entries per row and feature) 2–4.5× slower than
+/// re-summing the rows, and elevators (feature 2's part with feature 0, 5%) 1.16× faster.
+const SPARSE_ENTRY_COST: f64 = 8.0;
+
 /// Table entries below which [`BlockTable::apply`] runs serially: an update is tens of
 /// microseconds there, and a hand-off to the other thread costs more when the machine is
 /// busy (measured on elevators, 35 × 2,537 entries: 0.31 s serial, 0.34 s in parallel,
 /// with less CPU time).
 const BLOCK_TABLE_PARALLEL: usize = 1 << 20;
-
-/// The parts of the table `cells` (laid out `C_jk` after `C_jk'` for `k < k'`, each
-/// `nj × B_k`), part `j` empty.
-fn split_parts<T: Entry>(cells: &[T], nj: usize, n_bins: &[usize], j: usize) -> Vec<Part<T>> {
-    let mut parts = Vec::with_capacity(n_bins.len());
-    let mut rest = cells;
-    for (k, &nk) in n_bins.iter().enumerate() {
-        let (t, tail) = rest.split_at(nj * nk);
-        rest = tail;
-        parts.push(if k == j {
-            Part::Dense(Vec::new())
-        } else {
-            sparse_part(t, nk).unwrap_or_else(|| Part::Dense(t.to_vec()))
-        });
-    }
-    parts
-}
 
 /// The table `t` (rows `width` wide) by its nonzero entries, if at most [`SPARSE_SHARE`] of
 /// them are nonzero.
@@ -981,6 +971,28 @@ fn sparse_part<T: Entry>(t: &[T], width: usize) -> Option<Part<T>> {
         start.push(col.len());
     }
     Some(Part::Sparse { start, col, val })
+}
+
+impl Part<f64> {
+    /// The entries stored.
+    fn values(&self) -> impl Iterator<Item = f64> + '_ {
+        match self {
+            Part::Dense(t) => t.iter().copied(),
+            Part::Sparse { val, .. } => val.iter().copied(),
+        }
+    }
+
+    /// The part with every stored entry mapped by `f`.
+    fn map<U>(self, f: impl Fn(f64) -> U) -> Part<U> {
+        match self {
+            Part::Dense(t) => Part::Dense(t.into_iter().map(f).collect()),
+            Part::Sparse { start, col, val } => Part::Sparse {
+                start,
+                col,
+                val: val.into_iter().map(f).collect(),
+            },
+        }
+    }
 }
 
 impl<T: Entry> Part<T> {
@@ -1035,52 +1047,145 @@ impl<T: Entry> Part<T> {
 
 impl BlockTable {
     /// Whether updating block `j` through its table costs less than re-summing every
-    /// feature's bins over the rows: `B_j · Σ_k B_k` contiguous multiply-adds against
-    /// `n · p` scattered additions, `ratio` of them to one (measured: see
-    /// [`crate::blocks::BLOCK_TABLE_RATIO`]).
+    /// feature's bins over the rows (`n · p` scattered additions, `ratio` contiguous
+    /// multiply-adds each: measured, see [`crate::blocks::BLOCK_TABLE_RATIO`]): a part
+    /// `C_jk` of at most `n / SPARSE_SHARE` entries costs its `B_j · B_k` contiguous
+    /// multiply-adds, a larger one (kept sparse) at most `n` nonzero entries of
+    /// [`SPARSE_ENTRY_COST`] each.
     pub fn pays(data: &BinnedData, j: usize, ratio: f64) -> bool {
-        let total: usize = data.features.iter().map(|f| f.n_bins()).sum();
-        let work = data.features[j].n_bins() as f64 * total as f64;
-        let rows = data.n_samples as f64 * data.n_features() as f64;
-        data.n_features() >= 2 && work <= ratio * rows
+        let n = data.n_samples as f64;
+        let work: f64 = Self::part_sizes(data, j)
+            .map(|(cells, sparse)| {
+                if sparse {
+                    SPARSE_ENTRY_COST * n.min(cells as f64)
+                } else {
+                    cells as f64
+                }
+            })
+            .sum();
+        data.n_features() >= 2 && work <= ratio * n * data.n_features() as f64
+    }
+
+    /// The cells `B_j · B_k` of each part `k ≠ j` of feature `j`'s table, and whether it is
+    /// built sparse from the start (more than `n / SPARSE_SHARE` cells, so mostly zero).
+    fn part_sizes(data: &BinnedData, j: usize) -> impl Iterator<Item = (usize, bool)> + '_ {
+        let nj = data.features[j].n_bins();
+        let dense_max = data.n_samples as f64 / SPARSE_SHARE;
+        data.features
+            .iter()
+            .enumerate()
+            .filter(move |&(k, _)| k != j)
+            .map(move |(_, f)| {
+                let cells = nj.saturating_mul(f.n_bins());
+                (cells, cells as f64 > dense_max)
+            })
     }
 
     /// Bytes the table of feature `j` takes (at most).
     pub fn bytes(data: &BinnedData, j: usize) -> usize {
-        let total: usize = data.features.iter().map(|f| f.n_bins()).sum();
-        8 * data.features[j].n_bins() * total
+        let nj = data.features[j].n_bins();
+        Self::part_sizes(data, j)
+            .map(|(cells, sparse)| {
+                if sparse {
+                    16 * data.n_samples + 8 * (nj + 1)
+                } else {
+                    8 * cells
+                }
+            })
+            .fold(0usize, usize::saturating_add)
     }
 
-    /// Feature `j`'s table on `data` (its sample weights): one pass over the rows per
-    /// feature, in parallel over features.
+    /// Feature `j`'s table on `data` (its sample weights), in parallel over features: a
+    /// part of at most `n / SPARSE_SHARE` cells by one pass over the rows into a dense
+    /// table (kept sparse if mostly zero), a larger one from the rows grouped by bin of `j`
+    /// (each cell's rows in row order: the same sums).
     ///
     /// # Errors
     /// [`FastError::OutOfMemory`] if it does not fit.
     pub fn build(data: &BinnedData, j: usize) -> Result<Self> {
         let n_bins: Vec<usize> = data.features.iter().map(|f| f.n_bins()).collect();
         let nj = n_bins[j];
-        let total: usize = n_bins.iter().sum();
-        let mut cells =
-            crate::error::try_zeros(nj * total, "a block's co-occurrence table", TABLES_HINT)?;
-        let mut slices: Vec<(usize, &mut [f64])> = Vec::with_capacity(n_bins.len());
-        let mut rest: &mut [f64] = &mut cells;
-        for (k, &nk) in n_bins.iter().enumerate() {
-            let (head, tail) = rest.split_at_mut(nj * nk);
-            slices.push((k, head));
-            rest = tail;
-        }
         let v = data.weights.as_deref();
         let a = &data.features[j].codes;
-        slices.into_par_iter().for_each(|(k, out)| {
-            let nk = n_bins[k];
-            with_codes!(a, a => with_codes!(&data.features[k].codes, b => {
-                pair_table(a, b, v, nk, out)
-            }));
-        });
-        let parts = match as_counts(&cells) {
-            Some(Counts::U16(c)) => Parts::U16(split_parts(&c, nj, &n_bins, j)),
-            Some(Counts::U32(c)) => Parts::U32(split_parts(&c, nj, &n_bins, j)),
-            None => Parts::F64(split_parts(&cells, nj, &n_bins, j)),
+        // The rows grouped by bin of j, in row order within a bin.
+        let mut group = vec![0usize; nj + 1];
+        for i in 0..data.n_samples {
+            group[a.get(i) + 1] += 1;
+        }
+        for b in 0..nj {
+            group[b + 1] += group[b];
+        }
+        let mut next = group.clone();
+        let mut order = vec![0u32; data.n_samples];
+        for i in 0..data.n_samples {
+            let b = a.get(i);
+            order[next[b]] = i as u32;
+            next[b] += 1;
+        }
+        let sizes: Vec<(usize, bool)> = (0..n_bins.len())
+            .map(|k| {
+                let cells = nj.saturating_mul(n_bins[k]);
+                (cells, cells as f64 > data.n_samples as f64 / SPARSE_SHARE)
+            })
+            .collect();
+        let parts: Vec<Part<f64>> = (0..n_bins.len())
+            .into_par_iter()
+            .map(|k| {
+                let nk = n_bins[k];
+                if k == j {
+                    return Ok(Part::Dense(Vec::new()));
+                }
+                if !sizes[k].1 || u32::try_from(data.n_samples).is_err() {
+                    let mut t = crate::error::try_zeros(
+                        nj * nk,
+                        "a block's co-occurrence table",
+                        TABLES_HINT,
+                    )?;
+                    with_codes!(a, a => with_codes!(&data.features[k].codes, b => {
+                        pair_table(a, b, v, nk, &mut t)
+                    }));
+                    return Ok(sparse_part(&t, nk).unwrap_or(Part::Dense(t)));
+                }
+                let (mut sums, mut seen) = (vec![0.0; nk], vec![false; nk]);
+                let (mut start, mut col, mut val) = (Vec::with_capacity(nj + 1), vec![], vec![]);
+                let mut touched: Vec<u32> = Vec::new();
+                start.push(0);
+                with_codes!(&data.features[k].codes, c => {
+                    for b in 0..nj {
+                        for &i in &order[group[b]..group[b + 1]] {
+                            let i = i as usize;
+                            let x = c[i].idx();
+                            if !seen[x] {
+                                seen[x] = true;
+                                touched.push(x as u32);
+                            }
+                            sums[x] += v.map_or(1.0, |v| v[i]);
+                        }
+                        touched.sort_unstable();
+                        for &x in &touched {
+                            let x = x as usize;
+                            if sums[x] != 0.0 {
+                                col.push(x as u32);
+                                val.push(sums[x]);
+                            }
+                            (sums[x], seen[x]) = (0.0, false);
+                        }
+                        touched.clear();
+                        start.push(col.len());
+                    }
+                });
+                Ok(Part::Sparse { start, col, val })
+            })
+            .collect::<Result<_>>()?;
+        let entries = || parts.iter().flat_map(Part::values);
+        let whole = entries().all(|x| x >= 0.0 && x <= f64::from(u32::MAX) && x.fract() == 0.0);
+        let max = entries().fold(0.0, f64::max);
+        let parts = if !whole {
+            Parts::F64(parts)
+        } else if max <= f64::from(u16::MAX) {
+            Parts::U16(parts.into_iter().map(|p| p.map(|x| x as u16)).collect())
+        } else {
+            Parts::U32(parts.into_iter().map(|p| p.map(|x| x as u32)).collect())
         };
         Ok(Self {
             n_rows: nj,
