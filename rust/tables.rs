@@ -1489,6 +1489,26 @@ mod tests {
         }
     }
 
+    /// `sin(b · a + c)` for `b < n`, but zero where `b % every == at`.
+    fn gappy(n: usize, (every, at): (usize, usize), (a, c): (usize, usize)) -> Vec<f64> {
+        let f = |b: usize| {
+            if b % every == at {
+                0.0
+            } else {
+                ((b * a + c) as f64).sin()
+            }
+        };
+        (0..n).map(f).collect()
+    }
+
+    /// Bin sums to start from: `cos(b)` in each block.
+    fn cosines(n_bins: &[usize]) -> Vec<Vec<f64>> {
+        n_bins
+            .iter()
+            .map(|&nb| (0..nb).map(|b| (b as f64).cos()).collect())
+            .collect()
+    }
+
     /// A block table keeps its mostly-zero parts sparse and updates with them the numbers of
     /// the dense parts, and the sums over the rows (to 1e-12), with counts and with
     /// fractional weights, serially and in parallel.
@@ -1534,20 +1554,9 @@ mod tests {
                 let n_sparse = count(&sparse_at);
                 kinds.0 += n_sparse;
                 kinds.1 += data.n_features() - 1 - n_sparse;
-                let delta: Vec<f64> = (0..nj)
-                    .map(|b| {
-                        if b % 4 == 1 {
-                            0.0
-                        } else {
-                            ((b * 3 + j) as f64).sin()
-                        }
-                    })
-                    .collect();
-                let start: Vec<Vec<f64>> = data
-                    .features
-                    .iter()
-                    .map(|f| (0..f.n_bins()).map(|b| (b as f64 * 0.1).cos()).collect())
-                    .collect();
+                let delta = gappy(nj, (4, 1), (3, j));
+                let n_bins: Vec<usize> = data.features.iter().map(|f| f.n_bins()).collect();
+                let start = cosines(&n_bins);
                 let (mut got, mut want) = (start.clone(), start.clone());
                 t.apply(j, &delta, 0.3, &mut got);
                 as_dense.apply(j, &delta, 0.3, &mut want);
@@ -1592,20 +1601,8 @@ mod tests {
             "(0, 2) sparse, (0, 1) dense"
         );
         for k in 0..t.n_features() {
-            let delta: Vec<f64> = (0..t.n_bins[k])
-                .map(|b| {
-                    if b % 5 == 3 {
-                        0.0
-                    } else {
-                        ((b * 7 + k) as f64).sin()
-                    }
-                })
-                .collect();
-            let start: Vec<Vec<f64>> = t
-                .n_bins
-                .iter()
-                .map(|&b| (0..b).map(|i| (i as f64).cos()).collect())
-                .collect();
+            let delta = gappy(t.n_bins[k], (5, 3), (7, k));
+            let start = cosines(&t.n_bins);
             let (mut got, mut want) = (start.clone(), start.clone());
             t.apply(k, &delta, 0.3, &mut got);
             t.apply_from(counts, &[], k, &delta, 0.3, &mut want);
