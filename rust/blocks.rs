@@ -37,7 +37,8 @@ pub const SYNC_EVERY: usize = 128;
 
 /// A block gets a table of its co-occurrences ([`BlockTable`]) on the rows engine when
 /// updating every block's sums through it takes at most this many contiguous multiply-adds
-/// per scattered addition of a refresh over the rows (`B_j · Σ_k B_k ≤ ratio · n · p`).
+/// per scattered addition of a refresh over the rows (`B_j · Σ_k B_k ≤ ratio · n · p`, its
+/// large sparse parts counted by their nonzero entries: [`BlockTable::pays`]).
 /// Measured with the defaults on elevators, ailerons, 197_cpu_act and 537_houses: 2 and 4
 /// are about equally fast (elevators 0.93 s of CPU with no tables, 0.40 s at 1, 0.33 s at 2,
 /// 0.32 s at 4, 0.33 s at 8).
@@ -1228,7 +1229,8 @@ mod tests {
             let paying: Vec<usize> = (0..data.n_features())
                 .filter(|&k| BlockTable::pays(&data, k, BLOCK_TABLE_RATIO))
                 .collect();
-            assert!(paying.contains(&0) && !paying.contains(&2), "{paying:?}");
+            // Every block pays here, feature 2 (200 bins) too: its own part is never read.
+            assert_eq!(paying.len(), data.n_features(), "{paying:?}");
             let mut st = BlockState::new(&data, y.view());
             st.follow_sums();
             let lambda = 1e-3;

@@ -40,8 +40,52 @@ pub struct Tables {
     // weights): a half or a quarter of the bytes for [`Tables::apply`] to read, the same
     // numbers.
     counts: Option<Counts>,
+    // The counts of the mostly-zero pairs again, their nonzero entries only (see
+    // [`Part`]), at index j * p + k (j < k): [`Tables::apply`] reads those instead.
+    sparse: SparsePairs,
     // Start of pair (j, k) in `pairs`, at index j * p + k (j < k).
     pair_start: Vec<usize>,
+}
+
+/// The sparse copies of the count tables' mostly-zero pairs ([`Tables`]).
+#[derive(Debug, Clone, PartialEq)]
+enum SparsePairs {
+    None,
+    U16(Vec<Option<Part<u16>>>),
+    U32(Vec<Option<Part<u32>>>),
+}
+
+/// The pairs of `counts` with at most [`SPARSE_SHARE`] nonzero entries, by their nonzero
+/// entries, at index `j * p + k` (`j < k`); `None` when there are none.
+fn sparse_pairs(counts: Option<&Counts>, n_bins: &[usize], pair_start: &[usize]) -> SparsePairs {
+    fn of<T: Entry>(c: &[T], n_bins: &[usize], pair_start: &[usize]) -> Vec<Option<Part<T>>> {
+        let p = n_bins.len();
+        let mut out: Vec<Option<Part<T>>> = vec![None; p * p];
+        out.par_iter_mut().enumerate().for_each(|(jk, o)| {
+            let (j, k) = (jk / p, jk % p);
+            if j < k && n_bins[k] > 0 {
+                let t = &c[pair_start[jk]..][..n_bins[j] * n_bins[k]];
+                *o = sparse_part(t, n_bins[k]);
+            }
+        });
+        out
+    }
+    match counts {
+        Some(Counts::U16(c)) => {
+            let s = of(c, n_bins, pair_start);
+            if s.iter().any(Option::is_some) {
+                return SparsePairs::U16(s);
+            }
+        }
+        Some(Counts::U32(c)) => {
+            let s = of(c, n_bins, pair_start);
+            if s.iter().any(Option::is_some) {
+                return SparsePairs::U32(s);
+            }
+        }
+        None => {}
+    }
+    SparsePairs::None
 }
 
 /// Table entries that are all whole numbers, in the narrowest type that holds them.
@@ -69,7 +113,7 @@ fn as_counts(pairs: &[f64]) -> Option<Counts> {
 }
 
 /// A table entry as `f64` (exact for `u32`).
-trait Entry: Copy + Send + Sync {
+trait Entry: Copy + Send + Sync + Default {
     fn value(self) -> f64;
 }
 impl Entry for f64 {
@@ -433,8 +477,10 @@ impl Tables {
     ) -> Self {
         let (pair_start, _) = pair_layout(&n_bins);
         let counts = as_counts(&pairs);
+        let sparse = sparse_pairs(counts.as_ref(), &n_bins, &pair_start);
         Self {
             counts,
+            sparse,
             n_bins,
             total_weight,
             y_mean,
@@ -629,6 +675,7 @@ impl Tables {
             *a += c;
         }
         self.counts = as_counts(&self.pairs);
+        self.sparse = sparse_pairs(self.counts.as_ref(), &self.n_bins, &self.pair_start);
         self.total_weight = w;
         self.y_mean = mean;
         Ok(())
@@ -636,17 +683,25 @@ impl Tables {
 
     /// `out[j] −= scale · C_{jk} · delta` for every feature `j ≠ k` (in parallel over `j`).
     pub fn apply(&self, k: usize, delta: &[f64], scale: f64, out: &mut [Vec<f64>]) {
-        match &self.counts {
-            Some(Counts::U16(counts)) => self.apply_from(counts, k, delta, scale, out),
-            Some(Counts::U32(counts)) => self.apply_from(counts, k, delta, scale, out),
-            None => self.apply_from(&self.pairs, k, delta, scale, out),
+        match (&self.counts, &self.sparse) {
+            (Some(Counts::U16(c)), SparsePairs::U16(s)) => {
+                self.apply_from(c, s, k, delta, scale, out)
+            }
+            (Some(Counts::U32(c)), SparsePairs::U32(s)) => {
+                self.apply_from(c, s, k, delta, scale, out)
+            }
+            (Some(Counts::U16(c)), _) => self.apply_from(c, &[], k, delta, scale, out),
+            (Some(Counts::U32(c)), _) => self.apply_from(c, &[], k, delta, scale, out),
+            (None, _) => self.apply_from(&self.pairs, &[], k, delta, scale, out),
         }
     }
 
-    /// [`Tables::apply`] reading the tables from `pairs` (`self.pairs` or its counts).
+    /// [`Tables::apply`] reading the tables from `pairs` (`self.pairs` or its counts), or
+    /// from `sparse[j * p + k]` where that holds pair `(j, k)` (the same numbers).
     fn apply_from<T: Entry>(
         &self,
         pairs: &[T],
+        sparse: &[Option<Part<T>>],
         k: usize,
         delta: &[f64],
         scale: f64,
@@ -654,11 +709,18 @@ impl Tables {
     ) {
         let p = self.n_features();
         let nk = self.n_bins[k];
+        let sparse_at = |jk: usize| sparse.get(jk).and_then(Option::as_ref);
         let work = |(j, o): (usize, &mut Vec<f64>)| {
             if j == k {
                 return;
             }
-            if j < k {
+            if let Some(part) = sparse_at(if j < k { j * p + k } else { k * p + j }) {
+                if j < k {
+                    part.dots_into(&delta[..nk], scale, o);
+                } else {
+                    part.sub_into(self.n_bins[j], delta, scale, o);
+                }
+            } else if j < k {
                 // C_jk is B_j × B_k: o_b −= scale Σ_b' C[b, b'] Δ_b'.
                 let t = &pairs[self.pair_start[j * p + k]..][..self.n_bins[j] * nk];
                 dots_into(t, &delta[..nk], scale, o);
@@ -841,17 +903,44 @@ pub struct BlockTable {
     n_rows: usize,
     // Bins of every feature.
     n_bins: Vec<usize>,
-    // For each k in order, C_jk row-major: B_j × B_k (entry [b·B_k + b'] = Σ v [code_j = b]
-    // [code_k = b']), as counts when they are whole numbers (the same numbers, fewer bytes).
-    cells: Cells,
+    // For each k in order, C_jk (entry [b, b'] = Σ v [code_j = b] [code_k = b']), as counts
+    // when they are whole numbers (the same numbers, fewer bytes); k = j left empty.
+    parts: Parts,
 }
 
-/// A table's entries: as given, or as counts.
+/// A table's parts `C_jk`, one per `k`, with entries as given or as counts.
 #[derive(Debug, Clone, PartialEq)]
-enum Cells {
-    F64(Vec<f64>),
-    Counts(Counts),
+enum Parts {
+    F64(Vec<Part<f64>>),
+    U16(Vec<Part<u16>>),
+    U32(Vec<Part<u32>>),
 }
+
+/// One `C_jk`: row-major `B_j × B_k`, or by rows keeping only the nonzero entries (most of
+/// them are zero when `B_j B_k` is large next to the rows: 10–20% nonzero on elevators,
+/// ailerons and 201_pol), when at most [`SPARSE_SHARE`] of them are nonzero.
+#[derive(Debug, Clone, PartialEq)]
+enum Part<T> {
+    Dense(Vec<T>),
+    Sparse {
+        // Row b's entries are start[b]..start[b + 1].
+        start: Vec<usize>,
+        col: Vec<u32>,
+        val: Vec<T>,
+    },
+}
+
+/// Largest share of nonzero entries for which a part of a [`BlockTable`] keeps only those.
+/// An entry kept sparse costs a scattered update and 6 bytes (column and count) against a
+/// contiguous one and 2 bytes dense.
+const SPARSE_SHARE: f64 = 0.25;
+
+/// The cost of a nonzero entry of a sparse part of a [`BlockTable`] in contiguous
+/// multiply-adds of a dense one ([`BlockTable::pays`]). Measured with the defaults: tables
+/// on every block, their large parts sparse, made 574_house_16H, 197_cpu_act, 537_houses
+/// and bank32NH (parts 40–95% nonzero entries per row and feature) 2–4.5× slower than
+/// re-summing the rows, and elevators (feature 2's part with feature 0, 5%) 1.16× faster.
+const SPARSE_ENTRY_COST: f64 = 8.0;
 
 /// Table entries below which [`BlockTable::apply`] runs serially: an update is tens of
 /// microseconds there, and a hand-off to the other thread costs more when the machine is
@@ -859,99 +948,310 @@ enum Cells {
 /// with less CPU time).
 const BLOCK_TABLE_PARALLEL: usize = 1 << 20;
 
+/// The table `t` (rows `width` wide) by its nonzero entries, if at most [`SPARSE_SHARE`] of
+/// them are nonzero.
+fn sparse_part<T: Entry>(t: &[T], width: usize) -> Option<Part<T>> {
+    let nonzero = t.iter().filter(|c| c.value() != 0.0).count();
+    if (nonzero as f64) > SPARSE_SHARE * t.len() as f64
+        || width == 0
+        || u32::try_from(width).is_err()
+    {
+        return None;
+    }
+    let mut start = Vec::with_capacity(t.len() / width + 1);
+    let (mut col, mut val) = (Vec::with_capacity(nonzero), Vec::with_capacity(nonzero));
+    start.push(0);
+    for row in t.chunks_exact(width) {
+        for (b, &c) in row.iter().enumerate() {
+            if c.value() != 0.0 {
+                col.push(b as u32);
+                val.push(c);
+            }
+        }
+        start.push(col.len());
+    }
+    Some(Part::Sparse { start, col, val })
+}
+
+impl Part<f64> {
+    /// The entries stored.
+    fn values(&self) -> impl Iterator<Item = f64> + '_ {
+        match self {
+            Part::Dense(t) => t.iter().copied(),
+            Part::Sparse { val, .. } => val.iter().copied(),
+        }
+    }
+
+    /// The part with every stored entry mapped by `f`.
+    fn map<U>(self, f: impl Fn(f64) -> U) -> Part<U> {
+        match self {
+            Part::Dense(t) => Part::Dense(t.into_iter().map(f).collect()),
+            Part::Sparse { start, col, val } => Part::Sparse {
+                start,
+                col,
+                val: val.into_iter().map(f).collect(),
+            },
+        }
+    }
+}
+
+impl<T: Entry> Part<T> {
+    /// `o_b −= scale Σ_b' C[b, b'] Δ_b'` for every row `b`: dense as [`dots_into`]; sparse
+    /// each row's nonzero terms in the same order from `−0.0` (a zero term leaves a sum as
+    /// it is but for the sign of a zero).
+    fn dots_into(&self, delta: &[f64], scale: f64, o: &mut [f64]) {
+        match self {
+            Part::Dense(t) => dots_into(t, delta, scale, o),
+            Part::Sparse { start, col, val } => {
+                for (b, ob) in o.iter_mut().enumerate() {
+                    let (lo, hi) = (start[b], start[b + 1]);
+                    let dot: f64 = col[lo..hi]
+                        .iter()
+                        .zip(&val[lo..hi])
+                        .map(|(&c, v)| v.value() * delta[c as usize])
+                        .sum();
+                    *ob -= scale * dot;
+                }
+            }
+        }
+    }
+
+    /// Entries stored.
+    fn len(&self) -> usize {
+        match self {
+            Part::Dense(t) => t.len(),
+            Part::Sparse { val, .. } => val.len(),
+        }
+    }
+
+    /// `o −= scale Σ_b Δ_b C[b, ·]` (rows of a zero `Δ_b` skipped): dense as
+    /// [`sub_rows_into`]; sparse the same numbers, each entry of `o` taking the same nonzero
+    /// terms in the same order (a zero term leaves it as it is).
+    fn sub_into(&self, width: usize, delta: &[f64], scale: f64, o: &mut [f64]) {
+        match self {
+            Part::Dense(t) => sub_rows_into(t, width, delta, scale, o),
+            Part::Sparse { start, col, val } => {
+                for (b, &d) in delta.iter().enumerate() {
+                    if d != 0.0 {
+                        let f = scale * d;
+                        let (lo, hi) = (start[b], start[b + 1]);
+                        for (&c, v) in col[lo..hi].iter().zip(&val[lo..hi]) {
+                            o[c as usize] -= f * v.value();
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 impl BlockTable {
     /// Whether updating block `j` through its table costs less than re-summing every
-    /// feature's bins over the rows: `B_j · Σ_k B_k` contiguous multiply-adds against
-    /// `n · p` scattered additions, `ratio` of them to one (measured: see
-    /// [`crate::blocks::BLOCK_TABLE_RATIO`]).
+    /// feature's bins over the rows (`n · p` scattered additions, `ratio` contiguous
+    /// multiply-adds each: measured, see [`crate::blocks::BLOCK_TABLE_RATIO`]): a part
+    /// `C_jk` of at most `n / SPARSE_SHARE` entries costs its `B_j · B_k` contiguous
+    /// multiply-adds, a larger one (kept sparse) at most `n` nonzero entries of
+    /// [`SPARSE_ENTRY_COST`] each.
     pub fn pays(data: &BinnedData, j: usize, ratio: f64) -> bool {
-        let total: usize = data.features.iter().map(|f| f.n_bins()).sum();
-        let work = data.features[j].n_bins() as f64 * total as f64;
-        let rows = data.n_samples as f64 * data.n_features() as f64;
-        data.n_features() >= 2 && work <= ratio * rows
+        let n = data.n_samples as f64;
+        let work: f64 = Self::part_sizes(data, j)
+            .map(|(cells, sparse)| {
+                if sparse {
+                    SPARSE_ENTRY_COST * n.min(cells as f64)
+                } else {
+                    cells as f64
+                }
+            })
+            .sum();
+        data.n_features() >= 2 && work <= ratio * n * data.n_features() as f64
     }
 
-    /// Bytes the table of feature `j` takes.
+    /// The cells `B_j · B_k` of each part `k ≠ j` of feature `j`'s table, and whether it is
+    /// built sparse from the start (more than `n / SPARSE_SHARE` cells, so mostly zero).
+    fn part_sizes(data: &BinnedData, j: usize) -> impl Iterator<Item = (usize, bool)> + '_ {
+        let nj = data.features[j].n_bins();
+        let dense_max = data.n_samples as f64 / SPARSE_SHARE;
+        data.features
+            .iter()
+            .enumerate()
+            .filter(move |&(k, _)| k != j)
+            .map(move |(_, f)| {
+                let cells = nj.saturating_mul(f.n_bins());
+                (cells, cells as f64 > dense_max)
+            })
+    }
+
+    /// Bytes the table of feature `j` takes (at most).
     pub fn bytes(data: &BinnedData, j: usize) -> usize {
-        let total: usize = data.features.iter().map(|f| f.n_bins()).sum();
-        8 * data.features[j].n_bins() * total
+        let nj = data.features[j].n_bins();
+        Self::part_sizes(data, j)
+            .map(|(cells, sparse)| {
+                if sparse {
+                    16 * data.n_samples + 8 * (nj + 1)
+                } else {
+                    8 * cells
+                }
+            })
+            .fold(0usize, usize::saturating_add)
     }
 
-    /// Feature `j`'s table on `data` (its sample weights): one pass over the rows per
-    /// feature, in parallel over features.
+    /// Feature `j`'s table on `data` (its sample weights), in parallel over features: a
+    /// part of at most `n / SPARSE_SHARE` cells by one pass over the rows into a dense
+    /// table (kept sparse if mostly zero), a larger one from the rows grouped by bin of `j`
+    /// (each cell's rows in row order: the same sums).
     ///
     /// # Errors
     /// [`FastError::OutOfMemory`] if it does not fit.
     pub fn build(data: &BinnedData, j: usize) -> Result<Self> {
         let n_bins: Vec<usize> = data.features.iter().map(|f| f.n_bins()).collect();
         let nj = n_bins[j];
-        let total: usize = n_bins.iter().sum();
-        let mut cells =
-            crate::error::try_zeros(nj * total, "a block's co-occurrence table", TABLES_HINT)?;
-        let mut slices: Vec<(usize, &mut [f64])> = Vec::with_capacity(n_bins.len());
-        let mut rest: &mut [f64] = &mut cells;
-        for (k, &nk) in n_bins.iter().enumerate() {
-            let (head, tail) = rest.split_at_mut(nj * nk);
-            slices.push((k, head));
-            rest = tail;
-        }
         let v = data.weights.as_deref();
         let a = &data.features[j].codes;
-        slices.into_par_iter().for_each(|(k, out)| {
-            let nk = n_bins[k];
-            with_codes!(a, a => with_codes!(&data.features[k].codes, b => {
-                pair_table(a, b, v, nk, out)
-            }));
-        });
-        let cells = match as_counts(&cells) {
-            Some(counts) => Cells::Counts(counts),
-            None => Cells::F64(cells),
+        // The rows grouped by bin of j, in row order within a bin.
+        let mut group = vec![0usize; nj + 1];
+        for i in 0..data.n_samples {
+            group[a.get(i) + 1] += 1;
+        }
+        for b in 0..nj {
+            group[b + 1] += group[b];
+        }
+        let mut next = group.clone();
+        let mut order = vec![0u32; data.n_samples];
+        for i in 0..data.n_samples {
+            let b = a.get(i);
+            order[next[b]] = i as u32;
+            next[b] += 1;
+        }
+        let sizes: Vec<(usize, bool)> = (0..n_bins.len())
+            .map(|k| {
+                let cells = nj.saturating_mul(n_bins[k]);
+                (cells, cells as f64 > data.n_samples as f64 / SPARSE_SHARE)
+            })
+            .collect();
+        let parts: Vec<Part<f64>> = (0..n_bins.len())
+            .into_par_iter()
+            .map(|k| {
+                let nk = n_bins[k];
+                if k == j {
+                    return Ok(Part::Dense(Vec::new()));
+                }
+                if !sizes[k].1 || u32::try_from(data.n_samples).is_err() {
+                    let mut t = crate::error::try_zeros(
+                        nj * nk,
+                        "a block's co-occurrence table",
+                        TABLES_HINT,
+                    )?;
+                    with_codes!(a, a => with_codes!(&data.features[k].codes, b => {
+                        pair_table(a, b, v, nk, &mut t)
+                    }));
+                    return Ok(sparse_part(&t, nk).unwrap_or(Part::Dense(t)));
+                }
+                let (mut sums, mut seen) = (vec![0.0; nk], vec![false; nk]);
+                let (mut start, mut col, mut val) = (Vec::with_capacity(nj + 1), vec![], vec![]);
+                let mut touched: Vec<u32> = Vec::new();
+                start.push(0);
+                with_codes!(&data.features[k].codes, c => {
+                    for b in 0..nj {
+                        for &i in &order[group[b]..group[b + 1]] {
+                            let i = i as usize;
+                            let x = c[i].idx();
+                            if !seen[x] {
+                                seen[x] = true;
+                                touched.push(x as u32);
+                            }
+                            sums[x] += v.map_or(1.0, |v| v[i]);
+                        }
+                        touched.sort_unstable();
+                        for &x in &touched {
+                            let x = x as usize;
+                            if sums[x] != 0.0 {
+                                col.push(x as u32);
+                                val.push(sums[x]);
+                            }
+                            (sums[x], seen[x]) = (0.0, false);
+                        }
+                        touched.clear();
+                        start.push(col.len());
+                    }
+                });
+                Ok(Part::Sparse { start, col, val })
+            })
+            .collect::<Result<_>>()?;
+        let entries = || parts.iter().flat_map(Part::values);
+        let whole = entries().all(|x| x >= 0.0 && x <= f64::from(u32::MAX) && x.fract() == 0.0);
+        let max = entries().fold(0.0, f64::max);
+        let parts = if !whole {
+            Parts::F64(parts)
+        } else if max <= f64::from(u16::MAX) {
+            Parts::U16(parts.into_iter().map(|p| p.map(|x| x as u16)).collect())
+        } else {
+            Parts::U32(parts.into_iter().map(|p| p.map(|x| x as u32)).collect())
         };
         Ok(Self {
             n_rows: nj,
             n_bins,
-            cells,
+            parts,
         })
     }
 
     /// `out[k] −= scale · C_{kj} Δ` for every feature `k ≠ j` (`delta` has `B_j` entries);
     /// each entry's terms added in bin order, the same numbers for any number of threads.
     pub fn apply(&self, j: usize, delta: &[f64], scale: f64, out: &mut [Vec<f64>]) {
-        match &self.cells {
-            Cells::F64(c) => self.apply_from(c, j, delta, scale, out),
-            Cells::Counts(Counts::U16(c)) => self.apply_from(c, j, delta, scale, out),
-            Cells::Counts(Counts::U32(c)) => self.apply_from(c, j, delta, scale, out),
-        }
+        let parallel = match &self.parts {
+            Parts::F64(p) => stored(p),
+            Parts::U16(p) => stored(p),
+            Parts::U32(p) => stored(p),
+        } >= BLOCK_TABLE_PARALLEL;
+        self.apply_with(j, delta, scale, out, parallel);
     }
 
-    /// [`BlockTable::apply`] reading the entries from `cells`.
-    fn apply_from<T: Entry>(
+    /// [`BlockTable::apply`], in parallel over `k` or not.
+    fn apply_with(
         &self,
-        cells: &[T],
         j: usize,
         delta: &[f64],
         scale: f64,
         out: &mut [Vec<f64>],
+        parallel: bool,
     ) {
-        let nj = self.n_rows;
-        let mut parts: Vec<(usize, &[T], &mut Vec<f64>)> = Vec::with_capacity(out.len());
-        let mut rest: &[T] = cells;
-        for (k, o) in out.iter_mut().enumerate() {
-            let (head, tail) = rest.split_at(nj * self.n_bins[k]);
-            rest = tail;
-            if k != j {
-                parts.push((k, head, o));
-            }
-        }
-        let work = |(k, t, o): (usize, &[T], &mut Vec<f64>)| {
-            sub_rows_into(t, self.n_bins[k], delta, scale, o)
-        };
-        if cells.len() < BLOCK_TABLE_PARALLEL {
-            parts.into_iter().for_each(work);
-        } else {
-            parts.into_par_iter().for_each(work);
+        match &self.parts {
+            Parts::F64(p) => self.apply_from(p, j, (delta, scale), out, parallel),
+            Parts::U16(p) => self.apply_from(p, j, (delta, scale), out, parallel),
+            Parts::U32(p) => self.apply_from(p, j, (delta, scale), out, parallel),
         }
     }
+
+    /// [`BlockTable::apply_with`] reading the entries from `parts`.
+    fn apply_from<T: Entry>(
+        &self,
+        parts: &[Part<T>],
+        j: usize,
+        (delta, scale): (&[f64], f64),
+        out: &mut [Vec<f64>],
+        parallel: bool,
+    ) {
+        let delta = &delta[..self.n_rows];
+        let work: Vec<(usize, &Part<T>, &mut Vec<f64>)> = out
+            .iter_mut()
+            .zip(parts)
+            .enumerate()
+            .filter(|&(k, _)| k != j)
+            .map(|(k, (o, t))| (k, t, o))
+            .collect();
+        let run = |(k, t, o): (usize, &Part<T>, &mut Vec<f64>)| {
+            t.sub_into(self.n_bins[k], delta, scale, o)
+        };
+        if parallel {
+            work.into_par_iter().for_each(run);
+        } else {
+            work.into_iter().for_each(run);
+        }
+    }
+}
+
+/// Entries stored in `parts`.
+fn stored<T: Entry>(parts: &[Part<T>]) -> usize {
+    parts.iter().map(Part::len).sum()
 }
 
 #[cfg(test)]
@@ -1189,6 +1489,137 @@ mod tests {
         }
     }
 
+    /// `sin(b · a + c)` for `b < n`, but zero where `b % every == at`.
+    fn gappy(n: usize, (every, at): (usize, usize), (a, c): (usize, usize)) -> Vec<f64> {
+        let f = |b: usize| {
+            if b % every == at {
+                0.0
+            } else {
+                ((b * a + c) as f64).sin()
+            }
+        };
+        (0..n).map(f).collect()
+    }
+
+    /// Bin sums to start from: `cos(b)` in each block.
+    fn cosines(n_bins: &[usize]) -> Vec<Vec<f64>> {
+        n_bins
+            .iter()
+            .map(|&nb| (0..nb).map(|b| (b as f64).cos()).collect())
+            .collect()
+    }
+
+    /// A block table keeps its mostly-zero parts sparse and updates with them the numbers of
+    /// the dense parts, and the sums over the rows (to 1e-12), with counts and with
+    /// fractional weights, serially and in parallel.
+    #[test]
+    fn sparse_block_table_parts_are_the_dense_ones() {
+        fn dense<T: Entry>(parts: &[Part<T>], nj: usize, n_bins: &[usize]) -> Vec<Part<T>> {
+            let dense_part = |(p, &nk): (&Part<T>, &usize)| match p {
+                Part::Dense(t) => Part::Dense(t.clone()),
+                Part::Sparse { start, col, val } => {
+                    let mut t = vec![T::default(); nj * nk];
+                    for b in 0..nj {
+                        for i in start[b]..start[b + 1] {
+                            t[b * nk + col[i] as usize] = val[i];
+                        }
+                    }
+                    Part::Dense(t)
+                }
+            };
+            parts.iter().zip(n_bins).map(dense_part).collect()
+        }
+        let (d, _) = random_data(3_001, &[400, 7, 60, 2], 512, 3);
+        let w: Vec<f64> = (0..d.n_samples).map(|i| [0.5, 0.0, 2.25][i % 3]).collect();
+        for data in [d.clone(), reweighted(&d, w)] {
+            let mut kinds = (0, 0);
+            for j in 0..data.n_features() {
+                let t = BlockTable::build(&data, j).unwrap();
+                let nj = t.n_rows;
+                let as_dense = BlockTable {
+                    parts: match &t.parts {
+                        Parts::F64(p) => Parts::F64(dense(p, nj, &t.n_bins)),
+                        Parts::U16(p) => Parts::U16(dense(p, nj, &t.n_bins)),
+                        Parts::U32(p) => Parts::U32(dense(p, nj, &t.n_bins)),
+                    },
+                    ..t.clone()
+                };
+                let count =
+                    |p: &dyn Fn(usize) -> bool| (0..data.n_features()).filter(|&k| p(k)).count();
+                let sparse_at = |k: usize| match &t.parts {
+                    Parts::F64(p) => matches!(p[k], Part::Sparse { .. }),
+                    Parts::U16(p) => matches!(p[k], Part::Sparse { .. }),
+                    Parts::U32(p) => matches!(p[k], Part::Sparse { .. }),
+                };
+                let n_sparse = count(&sparse_at);
+                kinds.0 += n_sparse;
+                kinds.1 += data.n_features() - 1 - n_sparse;
+                let delta = gappy(nj, (4, 1), (3, j));
+                let n_bins: Vec<usize> = data.features.iter().map(|f| f.n_bins()).collect();
+                let start = cosines(&n_bins);
+                let (mut got, mut want) = (start.clone(), start.clone());
+                t.apply(j, &delta, 0.3, &mut got);
+                as_dense.apply(j, &delta, 0.3, &mut want);
+                assert_eq!(got, want, "feature {j}");
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(2)
+                    .build()
+                    .unwrap();
+                let mut par = start.clone();
+                pool.install(|| t.apply_with(j, &delta, 0.3, &mut par, true));
+                assert_eq!(got, par, "feature {j} in parallel");
+                let mut rows = start;
+                let cj = &data.features[j].codes;
+                for (k, f) in data.features.iter().enumerate().filter(|&(k, _)| k != j) {
+                    for i in 0..data.n_samples {
+                        let v = data.weights.as_ref().map_or(1.0, |w| w[i]);
+                        rows[k][f.codes.get(i)] -= 0.3 * v * delta[cj.get(i)];
+                    }
+                }
+                for (g, e) in got.iter().flatten().zip(rows.iter().flatten()) {
+                    assert!((g - e).abs() <= 1e-12 * (1.0 + e.abs()), "{g} vs {e}");
+                }
+            }
+            assert!(
+                kinds.0 > 0 && kinds.1 > 0,
+                "sparse and dense parts: {kinds:?}"
+            );
+        }
+    }
+
+    /// The tables' mostly-zero pairs, read by their nonzero entries, give the updates of the
+    /// dense counts (both directions of a pair), and adding tables keeps them in step.
+    #[test]
+    fn sparse_pairs_give_the_updates_of_the_dense_counts() {
+        let (d, y) = random_data(3_001, &[400, 7, 60, 2], 512, 9);
+        let t = Tables::build(&d, y.view()).unwrap();
+        let (Some(Counts::U16(counts)), SparsePairs::U16(sparse)) = (&t.counts, &t.sparse) else {
+            panic!("unit weights on 3,001 rows: u16 counts, some pairs sparse");
+        };
+        assert!(
+            sparse[2].is_some() && sparse[1].is_none(),
+            "(0, 2) sparse, (0, 1) dense"
+        );
+        for k in 0..t.n_features() {
+            let delta = gappy(t.n_bins[k], (5, 3), (7, k));
+            let start = cosines(&t.n_bins);
+            let (mut got, mut want) = (start.clone(), start.clone());
+            t.apply(k, &delta, 0.3, &mut got);
+            t.apply_from(counts, &[], k, &delta, 0.3, &mut want);
+            assert_eq!(got, want, "block {k}");
+            assert_ne!(got, start);
+        }
+        let mut sum = t.clone();
+        sum.add(&t).unwrap();
+        assert_eq!(
+            sum.sparse,
+            sparse_pairs(sum.counts.as_ref(), &sum.n_bins, &sum.pair_start)
+        );
+        assert!(matches!(sum.sparse, SparsePairs::U16(_)));
+        let half = Tables::build(&reweighted(&d, vec![0.5; d.n_samples]), y.view()).unwrap();
+        assert_eq!(half.sparse, SparsePairs::None);
+    }
+
     #[test]
     fn counts_give_the_same_updates_as_the_tables() {
         let (d, y) = random_data(3_001, &[3, 60, 256, 9], 256, 5);
@@ -1205,9 +1636,9 @@ mod tests {
                 .collect();
             let zeros = || -> Vec<Vec<f64>> { t.n_bins.iter().map(|&b| vec![0.0; b]).collect() };
             let (mut a, mut b, mut c) = (zeros(), zeros(), zeros());
-            t.apply_from(counts, k, &delta, 0.3, &mut a);
-            t.apply_from(&t.pairs, k, &delta, 0.3, &mut b);
-            t.apply_from(&wide, k, &delta, 0.3, &mut c);
+            t.apply_from(counts, &[], k, &delta, 0.3, &mut a);
+            t.apply_from(&t.pairs, &[], k, &delta, 0.3, &mut b);
+            t.apply_from(&wide, &[], k, &delta, 0.3, &mut c);
             assert_eq!(a, b);
             assert_eq!(a, c);
             assert!(a.iter().flatten().any(|&v| v != 0.0));
