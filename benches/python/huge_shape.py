@@ -155,6 +155,8 @@ def run(path: str, data: str) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reference", help="directory holding a reference copy of the package")
+    ap.add_argument("--reference-label", default="the package given by `--reference`",
+                    help="how the report names the reference build (e.g. its commit)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--rows", type=int, default=ROWS)
     ap.add_argument("--generators", default="issue,ties,smoke")
@@ -185,7 +187,7 @@ def main() -> None:
         f"{platform.python_version()}. Each fit is `FASTRegressor().fit(X, y)` at every default in a fresh "
         f"process; medians of {args.repeats} fits per build, the builds alternating. Memory: peak resident "
         "set growth during the fit.\n",
-        f"Builds: this = commit {commit} (`{this}`); reference = `{args.reference}`.\n",
+        f"Builds: this = commit {commit}; reference = {args.reference_label}.\n",
         "| data | n x p | build | fit (s) | ratio to reference | extra memory (MiB) | / X | lambda_ratio_ | "
         "updates search + final | objective | KKT residual | max abs prediction difference |",
         "|---|---|---|---:|---:|---:|---:|---:|---|---|---:|---:|",

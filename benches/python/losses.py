@@ -33,6 +33,7 @@ Score: the mean test deviance of scikit-learn (``mean_poisson_deviance``,
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import time
 from pathlib import Path
@@ -44,7 +45,7 @@ from sklearn.model_selection import train_test_split
 
 import fastpcam
 
-DATA_DIR = Path("/work/shared/data")
+DATA_DIR = Path(os.environ.get("FASTPCAM_DATA_DIR", "/work/shared/data"))
 RESULTS = Path(__file__).resolve().parent / "results" / "losses.md"
 POWER = 1.5
 

@@ -28,6 +28,7 @@ The table reports the test mean log-loss, accuracy and fit time (wall clock).
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
 import time
@@ -41,7 +42,7 @@ from sklearn.model_selection import train_test_split
 
 from fastpcam import FASTClassifier
 
-DATA = Path("/work/shared/data")
+DATA = Path(os.environ.get("FASTPCAM_DATA_DIR", "/work/shared/data"))
 OUT = Path(__file__).resolve().parent / "results" / "multiclass.md"
 
 

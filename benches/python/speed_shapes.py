@@ -239,7 +239,7 @@ def refit(repeats: int, reference: str | None) -> list[str]:
     here = str(Path(fastpcam.__file__).resolve().parent.parent)
     out = [
         "## The held-out search and its final refit on all rows: this build against the reference\n",
-        f"Reference: `{reference}` (`--reference`, a build without the change measured). Both "
+        "Reference: the package given by `--reference` (a build without the change measured). Both "
         "choose the same `lambda_ratio_` unless the table says otherwise; the final objectives "
         "agree to the tolerance and both fits carry their KKT certificate.\n",
         "| data | n x p | lambda_ratio_ | updates search + final (this / reference) | final refit (s) this / reference | ratio | "
