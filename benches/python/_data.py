@@ -17,6 +17,7 @@ with a missing ``pm10median``/``so2median`` go); :func:`load` reports what it dr
 from __future__ import annotations
 
 import csv
+import json
 import os
 import platform
 from dataclasses import dataclass, field
@@ -120,6 +121,60 @@ def mse(y: np.ndarray, pred: np.ndarray) -> float:
     return float(np.mean((np.asarray(y) - np.asarray(pred)) ** 2))
 
 
+def timed_fits(make, X, y, repeats: int = 1):  # type: ignore[no-untyped-def]
+    """Fits ``make()`` on ``(X, y)`` ``repeats`` times (at least once), warnings silenced;
+    returns the last model and every fit's wall time in seconds."""
+    import time
+    import warnings
+
+    times: list[float] = []
+    model = None
+    for _ in range(max(1, repeats)):
+        model = make()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t0 = time.perf_counter()
+            model.fit(X, y)
+            times.append(time.perf_counter() - t0)
+    return model, times
+
+
+def report_header(title: str, info: dict[str, object], load_end: object) -> list[str]:
+    """The opening lines of a FAST-against-EBM report: its title, the machine, the code state
+    (``info`` from :func:`machine_info` at the start) and the load at its start and end."""
+    md = [f"# {title}", "", machine_line(info)]
+    code = info.get("code_state")
+    if isinstance(code, list) and code:
+        md += ["", f"Code: {' '.join(str(c) for c in code[:2])} (full state in the JSON)."]
+    md += [
+        "",
+        f"Load average (1/5/15 min) at start {info.get('loadavg_1_5_15')}, at end {load_end}: "
+        "timings include contention from other processes when these exceed the 2 cores.",
+    ]
+    return md
+
+
+def write_report(out: Path, md: list[str], payload: dict[str, object]) -> None:
+    """Prints the report ``md`` and writes it to ``out`` (a Markdown file) and ``payload`` next
+    to it as JSON (``out`` with the suffix ``.json``)."""
+    text = "\n".join(md) + "\n"
+    print()
+    print(text)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    with open(out.with_suffix(".json"), "w") as f:
+        json.dump(payload, f, indent=1, default=str)
+    print(f"wrote {out} and {out.with_suffix('.json')}")
+
+
+def ratios(fast: dict[str, object], ebm: dict[str, object]) -> dict[str, float]:
+    """EBM / FAST fit time and FAST / EBM test MSE of one table's results."""
+    return {
+        "speed_ratio": float(ebm["time"]) / max(float(fast["time"]), 1e-9),  # type: ignore[arg-type]
+        "mse_ratio": float(fast["mse"]) / float(ebm["mse"]),  # type: ignore[arg-type]
+    }
+
+
 def _git_state(path: Path) -> list[str]:
     import subprocess
 
@@ -205,7 +260,6 @@ def _ebm_key(name: str, n_jobs: int, interactions: object = 0) -> str:
 
 
 def load_ebm_cache() -> dict[str, dict[str, object]]:
-    import json
 
     if EBM_CACHE.exists():
         with open(EBM_CACHE) as f:
@@ -214,7 +268,6 @@ def load_ebm_cache() -> dict[str, dict[str, object]]:
 
 
 def save_ebm_cache(cache: dict[str, dict[str, object]]) -> None:
-    import json
 
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     tmp = EBM_CACHE.with_suffix(".json.tmp")
@@ -226,18 +279,12 @@ def save_ebm_cache(cache: dict[str, dict[str, object]]) -> None:
 def fit_ebm(split: Split, n_jobs: int = 2, interactions: object = 0) -> dict[str, object]:
     """Fit an EBM (``interactions=0`` by default: additive; ``"default"``: InterpretML's own
     default, pairs included); return mse and time."""
-    import time
-    import warnings
-
     from interpret.glassbox import ExplainableBoostingRegressor
 
     extra = {} if interactions == "default" else {"interactions": interactions}
-    model = ExplainableBoostingRegressor(n_jobs=n_jobs, **extra)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        t0 = time.perf_counter()
-        model.fit(split.X_train, split.y_train)
-        elapsed = time.perf_counter() - t0
+    model, (elapsed,) = timed_fits(
+        lambda: ExplainableBoostingRegressor(n_jobs=n_jobs, **extra), split.X_train, split.y_train
+    )
     return {"mse": mse(split.y_test, model.predict(split.X_test)), "time": elapsed}
 
 

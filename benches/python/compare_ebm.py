@@ -38,7 +38,6 @@ point ``PYTHONPATH`` at the copy (a ``SNAPSHOT_INFO`` file next to it is recorde
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 import warnings
@@ -153,8 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             "p": split.p,
             "fast": fast,
             "ebm": ebm,
-            "speed_ratio": float(ebm["time"]) / max(float(fast["time"]), 1e-9),  # type: ignore[arg-type]
-            "mse_ratio": float(fast["mse"]) / float(ebm["mse"]),  # type: ignore[arg-type]
+            **_data.ratios(fast, ebm),
         }
         rows.append(row)
         print(
@@ -177,17 +175,8 @@ def main(argv: list[str] | None = None) -> int:
         "wall_time_s": time.perf_counter() - t_start,
     }
 
-    md = ["# FAST (defaults) vs additive EBM", ""]
-    md.append(_data.machine_line(info))
-    code = info.get("code_state")
-    if isinstance(code, list) and code:
-        md.append("")
-        md.append(f"Code: {' '.join(str(c) for c in code[:2])} (full state in the JSON).")
-    md.append("")
-    md.append(
-        f"Load average (1/5/15 min) at start {info.get('loadavg_1_5_15')}, at end "
-        f"{_data.machine_info().get('loadavg_1_5_15')}: timings include contention from "
-        "other processes when these exceed the 2 cores."
+    md = _data.report_header(
+        "FAST (defaults) vs additive EBM", info, _data.machine_info().get("loadavg_1_5_15")
     )
     md.append("")
     md.append(
@@ -215,28 +204,18 @@ def main(argv: list[str] | None = None) -> int:
     if not_conv:
         md.append("")
         md.append(f"FAST did not reach tol on: {', '.join(map(str, not_conv))}.")
-    text = "\n".join(md) + "\n"
-    print()
-    print(text)
-
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
-    with open(out.with_suffix(".json"), "w") as f:
-        json.dump(
-            {
-                "machine": info,
-                "fast_defaults": {k: v for k, v in defaults.items()},
-                "args": vars(args),
-                "rows": rows,
-                "summary": summary,
-                "notes": notes,
-            },
-            f,
-            indent=1,
-            default=str,
-        )
-    print(f"wrote {out} and {out.with_suffix('.json')}")
+    _data.write_report(
+        Path(args.out),
+        md,
+        {
+            "machine": info,
+            "fast_defaults": {k: v for k, v in defaults.items()},
+            "args": vars(args),
+            "rows": rows,
+            "summary": summary,
+            "notes": notes,
+        },
+    )
     return 0
 
 

@@ -33,11 +33,8 @@ Writes ``benches/python/out/own_tables.md`` and ``.json`` (``--out`` to change i
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,16 +102,9 @@ def load(t: Table) -> Split:
 
 
 def fit_fast(s: Split, repeats: int) -> dict[str, object]:
-    times: list[float] = []
-    model = None
-    for _ in range(max(1, repeats)):
-        model = fastpcam.FASTRegressor(n_jobs=2, interactions=0)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            t0 = time.perf_counter()
-            model.fit(s.X_train, s.y_train)
-            times.append(time.perf_counter() - t0)
-    assert model is not None
+    model, times = _data.timed_fits(
+        lambda: fastpcam.FASTRegressor(n_jobs=2, interactions=0), s.X_train, s.y_train, repeats
+    )
     return {
         "time": float(np.median(times)),
         "times": times,
@@ -132,16 +122,9 @@ def fit_fast(s: Split, repeats: int) -> dict[str, object]:
 def fit_ebm(s: Split, repeats: int) -> dict[str, object]:
     from interpret.glassbox import ExplainableBoostingRegressor
 
-    times: list[float] = []
-    model = None
-    for _ in range(max(1, repeats)):
-        model = ExplainableBoostingRegressor(interactions=0, n_jobs=2)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            t0 = time.perf_counter()
-            model.fit(s.X_train, s.y_train)
-            times.append(time.perf_counter() - t0)
-    assert model is not None
+    model, times = _data.timed_fits(
+        lambda: ExplainableBoostingRegressor(interactions=0, n_jobs=2), s.X_train, s.y_train, repeats
+    )
     return {
         "time": float(np.median(times)),
         "times": times,
@@ -168,7 +151,6 @@ def main(argv: list[str] | None = None) -> int:
 
     info = _data.machine_info()
     info["interpret"] = interpret.__version__
-    load_start = info.get("loadavg_1_5_15")
     print(_data.machine_line(info), flush=True)
     rows: list[dict[str, object]] = []
     for t in tables:
@@ -182,8 +164,7 @@ def main(argv: list[str] | None = None) -> int:
             "p": s.X_train.shape[1],
             "fast": fast,
             "ebm": ebm,
-            "speed_ratio": float(ebm["time"]) / max(float(fast["time"]), 1e-9),  # type: ignore[arg-type]
-            "mse_ratio": float(fast["mse"]) / float(ebm["mse"]),  # type: ignore[arg-type]
+            **_data.ratios(fast, ebm),
         }
         rows.append(row)
         print(
@@ -195,16 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     load_end = _data.machine_info().get("loadavg_1_5_15")
 
-    md = ["# FAST (defaults, additive) vs additive EBM on our own 20k-60k-row tables", ""]
-    md.append(_data.machine_line(info))
-    code = info.get("code_state")
-    if isinstance(code, list) and code:
-        md.append("")
-        md.append(f"Code: {' '.join(str(c) for c in code[:2])}.")
-    md.append("")
-    md.append(
-        f"Load average (1/5/15 min) at start {load_start}, at end {load_end} (2 cores shared: "
-        "timings include contention when these exceed 2)."
+    md = _data.report_header(
+        "FAST (defaults, additive) vs additive EBM on our own 20k-60k-row tables", info, load_end
     )
     md.append("")
     md.append(
@@ -236,16 +209,9 @@ def main(argv: list[str] | None = None) -> int:
             f"Worst speed ratio: **{float(worst['speed_ratio']):.0f}x** ({worst['table']}); "  # type: ignore[arg-type]
             f"worst MSE ratio FAST/EBM {max(float(r['mse_ratio']) for r in rows):.3f}."  # type: ignore[arg-type]
         )
-    text = "\n".join(md) + "\n"
-    print()
-    print(text)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
-    with open(out.with_suffix(".json"), "w") as fh:
-        json.dump({"machine": info, "load_end": load_end, "args": vars(args), "rows": rows},
-                  fh, indent=1, default=str)
-    print(f"wrote {out} and {out.with_suffix('.json')}")
+    _data.write_report(
+        Path(args.out), md, {"machine": info, "load_end": load_end, "args": vars(args), "rows": rows}
+    )
     return 0
 
 
