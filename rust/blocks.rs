@@ -24,10 +24,10 @@ use rayon::prelude::*;
 use crate::binning::{BinnedData, Code};
 use crate::descent::{DescentState, Pair, AUTO_GREEDY_MAX_FEATURES};
 use crate::flsa::{flsa_weighted_unchecked, FlsaWorkspace};
-use crate::grid::{block_tv, grid_step, GridWorkspace};
+use crate::grid::{block_tv, grid_step, sums_and_scores, GridWorkspace, ScoreInputs};
 use crate::monotone::{monotone_flsa, PavaWorkspace};
 use crate::params::{ChainShape, Grid, Selection};
-use crate::selection::{all_bin_sums, bin_sums_into};
+use crate::selection::{all_bin_sums, bin_sums_into, BlockScore};
 use crate::tables::{BlockTable, Tables};
 use crate::with_codes;
 
@@ -865,6 +865,35 @@ impl DescentState for BlockState {
             self.fresh_all = true;
             self.followed.since_refresh = 0;
         }
+    }
+
+    /// One pass over the rows that sums and scores each two blocks in turn
+    /// ([`sums_and_scores`], the same numbers).
+    fn refresh_and_score(
+        &mut self,
+        data: &BinnedData,
+        lambda: f64,
+        scores: &mut [BlockScore],
+    ) -> (f64, f64) {
+        let vr = match &self.backend {
+            Backend::Rows { resid, vresid, .. } if vresid.is_empty() => &resid[..],
+            Backend::Rows { vresid, .. } => &vresid[..],
+            Backend::Tables { .. } => return self.score(lambda, scores),
+        };
+        if self.fresh_all {
+            return self.score(lambda, scores);
+        }
+        let inputs = ScoreInputs {
+            beta: &self.beta,
+            n_chain: &self.n_chain,
+            shapes: &self.shapes,
+            duals: &self.duals,
+            lambda,
+        };
+        let block_max = sums_and_scores(data, vr, &mut self.sums, inputs, scores);
+        self.fresh_all = true;
+        self.followed.since_refresh = 0;
+        (block_max, self.intercept_gradient().abs())
     }
 
     fn refresh_sums(&mut self, data: &BinnedData, k: usize) {

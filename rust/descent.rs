@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use crate::binning::BinnedData;
 use crate::error::{check_len, FastError, Result};
-use crate::grid::{kind_score, score_blocks};
+use crate::grid::{kind_score, score_blocks, ScoreInputs};
 use crate::params::{ChainShape, FitParams, Selection};
 use crate::report::{BinnedFit, Callback, FitReport, History, Progress, StopReason};
 use crate::selection::{all_bin_sums, bin_sums_into, select, shaped_block_score, BlockScore};
@@ -210,10 +210,31 @@ pub trait DescentState {
     /// Scores every block from fresh sums into `scores`; returns the largest block violation
     /// `max d` and the intercept's, `|Σ_i v_i r_i| / W`.
     fn score(&self, lambda: f64, scores: &mut [BlockScore]) -> (f64, f64) {
-        let (sums, blocks, n_chain) = (self.sums(), self.blocks(), self.n_chain());
-        let kinds = (n_chain, self.shapes(), self.duals());
-        let block_max = score_blocks(sums, blocks, kinds, lambda, scores);
+        let block_max = score_blocks(self.sums(), self.score_inputs(lambda), scores);
         (block_max, self.intercept_gradient().abs())
+    }
+
+    /// What [`score_blocks`] reads besides the sums.
+    fn score_inputs(&self, lambda: f64) -> ScoreInputs<'_> {
+        ScoreInputs {
+            beta: self.blocks(),
+            n_chain: self.n_chain(),
+            shapes: self.shapes(),
+            duals: self.duals(),
+            lambda,
+        }
+    }
+
+    /// [`DescentState::refresh_all_sums`] then [`DescentState::score`] (states that sum
+    /// over the rows do both in one pass).
+    fn refresh_and_score(
+        &mut self,
+        data: &BinnedData,
+        lambda: f64,
+        scores: &mut [BlockScore],
+    ) -> (f64, f64) {
+        self.refresh_all_sums(data);
+        self.score(lambda, scores)
     }
 
     /// `max_{k,t} |g_{k,t}| / factor_k` over the chains' jumps of the penalised blocks (only
@@ -414,11 +435,12 @@ pub(crate) fn descend<S: DescentState>(
                     fresh = false;
                 }
             }
-            if !fresh {
-                st.refresh_all_sums(data);
+            let (block_max, icpt) = if fresh {
+                st.score(lambda, &mut scores)
+            } else {
                 fresh = true;
-            }
-            let (block_max, icpt) = st.score(lambda, &mut scores);
+                st.refresh_and_score(data, lambda, &mut scores)
+            };
             let max_d = block_max.max(icpt);
             let kkt = scale(max_d);
             last_kkt = Some(kkt);

@@ -41,10 +41,12 @@
 
 use rayon::prelude::*;
 
+use crate::binning::BinnedData;
 use crate::maxflow::FlowNetwork;
 use crate::params::{ChainShape, Grid};
 use crate::selection::{
-    shaped_chain_score, shaped_chain_score_pair, BlockScore, PARALLEL_THRESHOLD,
+    all_bin_sums, chunk_sums, shaped_chain_score, shaped_chain_score_pair, BlockScore,
+    PARALLEL_THRESHOLD,
 };
 
 /// Weight of an empty cell, relative to the mean cell weight.
@@ -551,47 +553,168 @@ pub fn kind_score(
     }
 }
 
-/// Every block's score ([`kind_score`] of its bin sums, values, dual, chain length and shape;
-/// `shapes` empty: every chain free; `duals` empty: no stored column parts) into `scores`,
-/// in parallel over blocks when they hold many bins; returns the largest `max_d`.
-pub fn score_blocks(
-    sums: &[Vec<f64>],
-    beta: &[Vec<f64>],
-    (n_chain, shapes, duals): (&[usize], &[ChainShape], &[Vec<f64>]),
-    lambda: f64,
-    scores: &mut [BlockScore],
-) -> f64 {
-    let total_bins: usize = beta.iter().map(Vec::len).sum();
-    let shape = |k: usize| shapes.get(k).copied().unwrap_or_default();
-    // Two chains at a time, side by side (the same numbers as one at a time).
-    let score = |(i, s): (usize, &mut [BlockScore])| {
-        let k = 2 * i;
-        if let [a, b] = &mut *s {
-            if shape(k).grid.is_none() && shape(k + 1).grid.is_none() {
+/// What [`score_blocks`] reads besides the sums: every block's values, and its kind (chain
+/// length, shape and stored dual; `shapes` empty: every chain free; `duals` empty: no stored
+/// column parts).
+#[derive(Clone, Copy)]
+pub struct ScoreInputs<'a> {
+    pub beta: &'a [Vec<f64>],
+    pub n_chain: &'a [usize],
+    pub shapes: &'a [ChainShape],
+    pub duals: &'a [Vec<f64>],
+    pub lambda: f64,
+}
+
+impl ScoreInputs<'_> {
+    fn shape(&self, k: usize) -> ChainShape {
+        self.shapes.get(k).copied().unwrap_or_default()
+    }
+
+    /// Scores blocks `k0, k0 + 1, …` (at most two) from their sums `sums` into `out`; two
+    /// chains side by side (the same numbers as one at a time).
+    fn score_chunk(&self, k0: usize, sums: &[Vec<f64>], out: &mut [BlockScore]) {
+        let (beta, n_chain) = (self.beta, self.n_chain);
+        if let ([a, b], [sa, sb]) = (&mut *out, sums) {
+            let k = k0;
+            if self.shape(k).grid.is_none() && self.shape(k + 1).grid.is_none() {
                 (*a, *b) = shaped_chain_score_pair(
-                    (&sums[k], &beta[k], n_chain[k], shape(k)),
-                    (&sums[k + 1], &beta[k + 1], n_chain[k + 1], shape(k + 1)),
-                    lambda,
+                    (sa, &beta[k], n_chain[k], self.shape(k)),
+                    (sb, &beta[k + 1], n_chain[k + 1], self.shape(k + 1)),
+                    self.lambda,
                 );
                 return;
             }
         }
-        for (k, s) in (k..).zip(s) {
-            let dual = duals.get(k).map_or(&[][..], |d| &d[..]);
-            *s = kind_score(&sums[k], &beta[k], dual, n_chain[k], shape(k), lambda);
+        for ((k, s), sk) in (k0..).zip(out).zip(sums) {
+            let dual = self.duals.get(k).map_or(&[][..], |d| &d[..]);
+            *s = kind_score(sk, &beta[k], dual, n_chain[k], self.shape(k), self.lambda);
         }
-    };
-    if total_bins < PARALLEL_THRESHOLD / 8 {
-        scores.chunks_mut(2).enumerate().for_each(score);
-    } else {
-        scores.par_chunks_mut(2).enumerate().for_each(score);
     }
+
+    /// Whether scoring is worth a parallel pass (many bins in all).
+    fn parallel(&self) -> bool {
+        self.beta.iter().map(Vec::len).sum::<usize>() >= PARALLEL_THRESHOLD / 8
+    }
+}
+
+/// Every block's score ([`kind_score`] of its bin sums, values, dual, chain length and shape)
+/// into `scores`, in parallel over blocks when they hold many bins; returns the largest
+/// `max_d`.
+pub fn score_blocks(sums: &[Vec<f64>], inputs: ScoreInputs<'_>, scores: &mut [BlockScore]) -> f64 {
+    let score = |(i, s): (usize, &mut [BlockScore])| {
+        let k = 2 * i;
+        inputs.score_chunk(k, &sums[k..(k + 2).min(sums.len())], s);
+    };
+    if inputs.parallel() {
+        scores.par_chunks_mut(2).enumerate().for_each(score);
+    } else {
+        scores.chunks_mut(2).enumerate().for_each(score);
+    }
+    max_violation(scores)
+}
+
+fn max_violation(scores: &[BlockScore]) -> f64 {
     scores.iter().map(|s| s.max_d).fold(0.0, f64::max)
+}
+
+/// [`sums_and_scores`] fuses its two passes only with at least this many rows per bin of the
+/// largest block.
+pub const FUSE_ROWS_PER_BIN: usize = 3;
+
+/// [`all_bin_sums`] then [`score_blocks`], the same numbers. When scoring runs in parallel
+/// (many bins), in one parallel pass: each two blocks are scored as soon as their sums are
+/// made, while those are still in cache, and the pool's threads wake once, not twice
+/// (574_house_16H, 16 × 4,096 bins: 1.04–1.10× faster fits).
+pub fn sums_and_scores(
+    data: &BinnedData,
+    vr: &[f64],
+    sums: &mut [Vec<f64>],
+    inputs: ScoreInputs<'_>,
+    scores: &mut [BlockScore],
+) -> f64 {
+    let max_bins = inputs.beta.iter().map(Vec::len).max().unwrap_or(0);
+    let serial = !inputs.parallel() || data.n_samples * data.n_features() < PARALLEL_THRESHOLD;
+    if serial || data.n_samples < FUSE_ROWS_PER_BIN * max_bins {
+        // Where either pass alone would run serially, or the scans are long next to the
+        // rows, the two passes stay apart.
+        all_bin_sums(data, vr, sums);
+        return score_blocks(sums, inputs, scores);
+    }
+    let inv_w = 1.0 / data.total_weight;
+    data.features
+        .par_chunks(2)
+        .zip(sums.par_chunks_mut(2))
+        .zip(scores.par_chunks_mut(2))
+        .enumerate()
+        .for_each(|(i, ((f, o), s))| {
+            chunk_sums(f, vr, inv_w, o);
+            inputs.score_chunk(2 * i, o, s);
+        });
+    max_violation(scores)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fused pass gives the numbers of the two passes apart, fused (many rows per bin)
+    /// or not (few), with monotone, weighted and missing-bin chains among the blocks.
+    #[test]
+    fn fused_sums_and_scores_are_the_two_passes() {
+        use crate::binning::{bin_data, BinningParams};
+        use ndarray::Array2;
+        for (n, levels) in [(40_000, 4096), (9_000, 4096), (500, 64)] {
+            let p = 5;
+            let x = Array2::from_shape_fn((n, p), |(i, j)| {
+                if j == 4 && i % 7 == 0 {
+                    f64::NAN
+                } else {
+                    ((i * 7919 + j * 104_729) % levels) as f64
+                }
+            });
+            let params = BinningParams {
+                max_bins: Some(levels),
+                ..Default::default()
+            };
+            let data = bin_data(x.view(), None, &params).unwrap();
+            let beta: Vec<Vec<f64>> = data
+                .features
+                .iter()
+                .map(|f| {
+                    (0..f.n_bins())
+                        .map(|b| ((b / 97) as f64 * 0.3).cos())
+                        .collect()
+                })
+                .collect();
+            let n_chain: Vec<usize> = data.features.iter().map(|f| f.n_chain()).collect();
+            let mut shapes = vec![ChainShape::default(); p];
+            shapes[1].monotone = 1;
+            shapes[2].factor = 0.5;
+            let inputs = ScoreInputs {
+                beta: &beta,
+                n_chain: &n_chain,
+                shapes: &shapes,
+                duals: &[],
+                lambda: 1e-4,
+            };
+            let vr: Vec<f64> = (0..n).map(|i| ((i as f64) * 0.37).sin()).collect();
+            let zeros = |v: &[Vec<f64>]| -> Vec<Vec<f64>> {
+                v.iter().map(|b| vec![7.0; b.len()]).collect()
+            };
+            let (mut apart, mut fused) = (zeros(&beta), zeros(&beta));
+            let (mut s_apart, mut s_fused) = (
+                vec![BlockScore::default(); p],
+                vec![BlockScore::default(); p],
+            );
+            all_bin_sums(&data, &vr, &mut apart);
+            let m_apart = score_blocks(&apart, inputs, &mut s_apart);
+            let m_fused = sums_and_scores(&data, &vr, &mut fused, inputs, &mut s_fused);
+            assert_eq!(fused, apart, "n = {n}");
+            assert_eq!(s_fused, s_apart, "n = {n}");
+            assert_eq!(m_fused, m_apart);
+            assert!(m_fused > 0.0);
+        }
+    }
 
     #[test]
     fn tv2_counts_every_edge_once_and_skips_missing_lines() {

@@ -54,7 +54,7 @@ pub fn bin_sums_pair_into(
 }
 
 /// The sums of features `2i` and `2i + 1` (or of the last one alone).
-fn chunk_sums(feats: &[BinnedFeature], vr: &[f64], inv_w: f64, out: &mut [Vec<f64>]) {
+pub(crate) fn chunk_sums(feats: &[BinnedFeature], vr: &[f64], inv_w: f64, out: &mut [Vec<f64>]) {
     match (feats, out) {
         ([f1, f2], [o1, o2]) => bin_sums_pair_into((f1, f2), vr, inv_w, (o1, o2)),
         (fs, os) => fs
