@@ -47,9 +47,7 @@ use crate::params::{
     Validation,
 };
 use crate::report::{Axis, BinnedFit, Callback, Fit, PairFit, PairTerm, PenaltySearch};
-use crate::validation::{
-    holdout_terms, mean_loss, reborrow, restore_weights, swap_weights, validation_rows, Split,
-};
+use crate::validation::{holdout_terms, mean_loss, reborrow, validation_rows, with_weights, Split};
 use crate::with_codes;
 
 /// The number of pairs the estimators' default `interactions="auto"` screens for where the
@@ -634,18 +632,20 @@ pub(crate) fn fit_pairs<S: DescentState>(
             // Where `ρ` (and the additive check) is decided on held-out rows, the pairs are
             // screened on the other rows only: pairs screened on every row are chosen partly
             // for the held-out rows' noise, and the held-out loss then flatters them.
-            let saved = pair_split(data, params).map(|split| swap_weights(data, split.train));
-            let mut st = state(data, mains.values.clone());
-            let (_, vr) = st.sums_and_residual();
-            let vr = vr.map(<[f64]>::to_vec).unwrap_or_default();
-            drop(st);
-            let side = screen_bins(pp.max_bins, pp.max_cells);
-            let screened = screen(data, &mains.values, &vr, (*count, side), |j| {
-                !constrained(j)
-            });
-            if let Some(saved) = saved {
-                restore_weights(data, saved);
-            }
+            let screen_rows = |data: &BinnedData| {
+                let mut st = state(data, mains.values.clone());
+                let (_, vr) = st.sums_and_residual();
+                let vr = vr.map(<[f64]>::to_vec).unwrap_or_default();
+                drop(st);
+                let side = screen_bins(pp.max_bins, pp.max_cells);
+                screen(data, &mains.values, &vr, (*count, side), |j| {
+                    !constrained(j)
+                })
+            };
+            let screened = match pair_split(data, params) {
+                Some(split) => with_weights(data, split.train, screen_rows),
+                None => screen_rows(data),
+            };
             screened.into_iter().unzip()
         }
     };
@@ -912,9 +912,7 @@ fn fit_on_pairs<S: DescentState>(
             held_weights,
             train,
         } = split;
-        let saved = swap_weights(data, train);
-        let mut search = || {
-            let data = &*data;
+        let searched = with_weights(data, train, |data| {
             let mut st = state(data, init.clone());
             let mut best: Option<PathBest> = None;
             let mut additive: Option<Vec<f64>> = None;
@@ -968,9 +966,7 @@ fn fit_on_pairs<S: DescentState>(
                 }
                 (b, _) => b.map(|(r, loss, values, _)| (r, loss, Some(values))),
             }
-        };
-        let searched = search();
-        restore_weights(data, saved);
+        });
         match searched {
             Some((r, _, None)) => return Ok((None, r, [path, path_loss], path_n_iter)),
             Some((r, _, Some(values))) => {

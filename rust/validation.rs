@@ -251,10 +251,21 @@ pub(crate) fn swap_weights(
     (data.weights.replace(weights), old_bins, old_total)
 }
 
-pub(crate) fn restore_weights(
+/// Runs `f` on `data` with the sample weights `weights` ([`swap_weights`]), then puts the
+/// old weights, bin weights and total back exactly, whatever `f` returns: the held-out
+/// searches fit on the training rows of the data they were given.
+pub(crate) fn with_weights<R>(
     data: &mut BinnedData,
-    saved: (Option<Vec<f64>>, Vec<Vec<f64>>, f64),
-) {
+    weights: Vec<f64>,
+    f: impl FnOnce(&BinnedData) -> R,
+) -> R {
+    let saved = swap_weights(data, weights);
+    let out = f(data);
+    restore_weights(data, saved);
+    out
+}
+
+fn restore_weights(data: &mut BinnedData, saved: (Option<Vec<f64>>, Vec<Vec<f64>>, f64)) {
     let (weights, bins, total) = saved;
     data.weights = weights;
     data.total_weight = total;
@@ -408,9 +419,7 @@ pub fn fit_validated(
         }
         _ => None,
     };
-    let saved = swap_weights(data, train);
-    let path = (|| {
-        let data = &*data;
+    let path = with_weights(data, train, |data| {
         let train_tables = match engine {
             Engine::Tables => Some(Arc::new(Tables::build(data, y)?)),
             _ => None,
@@ -422,8 +431,7 @@ pub fn fit_validated(
             run_path(data, params, &state, &loss, &offset, &mut callback, RULE)?
         };
         Ok::<_, FastError>((search, best, train_tables))
-    })();
-    restore_weights(data, saved);
+    });
     let (mut search, best, train_tables) = path?;
     search.n_validation = rows.len();
 
@@ -591,14 +599,11 @@ pub(crate) fn search_then_refit<S: DescentState>(
     let offset = AtomicUsize::new(0);
     let mut wrapped = callback.map(|cb| one_fit(cb, &offset));
     let mut callback: Option<Callback<'_>> = wrapped.as_mut().map(|w| w as Callback<'_>);
-    let saved = swap_weights(data, train);
-    let path = {
-        let data = &*data;
+    let path = with_weights(data, train, |data| {
         let state = |b: Vec<Vec<f64>>| state(data, b);
         let loss = |c: f64, b: &[Vec<f64>]| loss(data, c, b);
         run_path(data, params, &state, &loss, &offset, &mut callback, rule)
-    };
-    restore_weights(data, saved);
+    });
     let (mut search, best) = path?;
     search.n_validation = n_validation;
     let fit = refit(data, &params.at_ratio(search.ratio), best, callback)?;
@@ -845,6 +850,46 @@ fn refinement(search: &PenaltySearch, best: f64) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Inside `with_weights` the data carry the new weights (bin weights and total follow);
+    /// afterwards the old ones are back bit for bit, also when the closure fails.
+    #[test]
+    fn with_weights_restores_the_weights_exactly() {
+        use crate::binning::{bin_data, BinningParams};
+        use ndarray::Array2;
+        let n = 300;
+        let x = Array2::from_shape_fn((n, 3), |(i, j)| ((i * 37 + j * 11) % 23) as f64 * 0.1);
+        let unit = bin_data(x.view(), None, &BinningParams::default()).unwrap();
+        let w: Vec<f64> = (0..n).map(|i| 0.5 + (i % 3) as f64).collect();
+        let weighted = bin_data(x.view(), Some(&w), &BinningParams::default()).unwrap();
+        let train: Vec<f64> = (0..n).map(|i| if i % 5 == 0 { 0.0 } else { 1.0 }).collect();
+        for data in [unit, weighted] {
+            let snapshot = |d: &BinnedData| {
+                let bins: Vec<Vec<f64>> =
+                    d.features.iter().map(|f| f.bin_weights.clone()).collect();
+                (d.weights.clone(), bins, d.total_weight.to_bits())
+            };
+            let before = snapshot(&data);
+            let mut data = data;
+            let inside = with_weights(&mut data, train.clone(), |d| {
+                let bins = d.features[0].bin_weights.iter().sum::<f64>();
+                (d.weights.clone(), d.total_weight, bins)
+            });
+            assert_eq!(inside.0.as_deref(), Some(&train[..]));
+            assert_eq!(inside.1, 240.0);
+            assert!((inside.2 - 240.0).abs() < 1e-9);
+            assert_eq!(snapshot(&data), before);
+            let failed: Result<()> = with_weights(&mut data, train.clone(), |_| {
+                Err(FastError::InvalidParameter {
+                    name: "f",
+                    message: "stops",
+                    value: String::new(),
+                })
+            });
+            assert!(failed.is_err());
+            assert_eq!(snapshot(&data), before);
+        }
+    }
 
     #[test]
     fn validation_rows_are_distinct_sorted_and_reproducible() {
