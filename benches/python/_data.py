@@ -224,10 +224,15 @@ def machine_info() -> dict[str, object]:
         pkg = Path(fastpcam.__file__).resolve().parent
         info["fastpcam_path"] = str(pkg)
         snap = pkg.parent / "SNAPSHOT_INFO"
+        repo = Path(__file__).resolve().parents[2]
         if snap.exists():  # a frozen copy of the package (see the scripts' docstrings)
             info["code_state"] = snap.read_text().strip().splitlines()
-        else:
+        elif pkg.is_relative_to(repo):
             info["code_state"] = _git_state(pkg)
+        else:
+            # An installed copy: the git state of the directory it lies in says nothing
+            # about it (set PYTHONPATH=python to measure this checkout's build).
+            info["code_state"] = [f"installed package at {pkg}, not this checkout's python/"]
     except Exception:  # pragma: no cover - record, don't fail
         pass
     import sklearn
