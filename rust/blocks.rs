@@ -78,6 +78,19 @@ enum Backend {
     },
 }
 
+impl Backend {
+    /// The weighted residual `v∘r` that bin sums are summed from (the residual itself for
+    /// unit weights); `None` on the tables engine, which keeps its sums fresh through the
+    /// co-occurrence tables.
+    fn weighted_residual(&self) -> Option<&[f64]> {
+        match self {
+            Backend::Rows { resid, vresid, .. } if vresid.is_empty() => Some(resid),
+            Backend::Rows { vresid, .. } => Some(vresid),
+            Backend::Tables { .. } => None,
+        }
+    }
+}
+
 /// Rows plus the largest block's bins above which sweeps solve blocks two at a time
 /// ([`BlockState::update_pair`]).
 pub const PAIR_MIN_WORK: usize = 4096;
@@ -875,14 +888,10 @@ impl DescentState for BlockState {
         lambda: f64,
         scores: &mut [BlockScore],
     ) -> (f64, f64) {
-        let vr = match &self.backend {
-            Backend::Rows { resid, vresid, .. } if vresid.is_empty() => &resid[..],
-            Backend::Rows { vresid, .. } => &vresid[..],
-            Backend::Tables { .. } => return self.score(lambda, scores),
+        let vr = match self.backend.weighted_residual() {
+            Some(vr) if !self.fresh_all => vr,
+            _ => return self.score(lambda, scores),
         };
-        if self.fresh_all {
-            return self.score(lambda, scores);
-        }
         let inputs = ScoreInputs {
             beta: &self.beta,
             n_chain: &self.n_chain,
@@ -911,12 +920,7 @@ impl DescentState for BlockState {
 
     /// The tables engine keeps its sums fresh through the co-occurrence tables.
     fn sums_and_residual(&mut self) -> (&mut [Vec<f64>], Option<&[f64]>) {
-        let vr = match &self.backend {
-            Backend::Rows { resid, vresid, .. } if vresid.is_empty() => Some(&resid[..]),
-            Backend::Rows { vresid, .. } => Some(&vresid[..]),
-            Backend::Tables { .. } => None,
-        };
-        (&mut self.sums, vr)
+        (&mut self.sums, self.backend.weighted_residual())
     }
 
     fn n_chain(&self) -> &[usize] {
