@@ -174,7 +174,8 @@ pub enum Interactions {
     /// The estimators' `interactions="auto"`: the `K` pairs with the largest screening gain,
     /// then, where they cut the additive model's held-out loss below
     /// [`crate::pairs::SECOND_ROUND_CUT`] of it, `K` more screened on the residual of the fit
-    /// with pairs (so up to `2K` pairs; see [`crate::pairs::second_round`]). On fewer than
+    /// with pairs, and below its square `K` more again (so up to `3K` pairs; see
+    /// [`crate::pairs::screening_rounds`]). On fewer than
     /// [`crate::validation::MIN_ROWS`] rows: the additive model.
     Auto(usize),
     /// These pairs of feature indices.

@@ -368,10 +368,11 @@ fn fixed_pair_penalty_and_bad_lists() {
 }
 
 /// `Interactions::Auto(K)`: the `K` strongest pairs cut the additive model's held-out loss
-/// below `SECOND_ROUND_CUT` of it, so `K` more are screened on the residual of the fit with
-/// pairs and found; `Count(K)` keeps `K`.
+/// below `SECOND_ROUND_CUT²` of it, so `K` more are screened on the residual of the fit with
+/// pairs and found, and a third round screens `K` more again (`MAX_ROUNDS`), which find no
+/// signal left and stay near zero; `Count(K)` keeps `K`.
 #[test]
-fn a_second_round_screens_the_residual_of_the_first() {
+fn more_rounds_screen_the_residual_of_the_last() {
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(3);
     let n = 6000;
     let x = Array2::from_shape_fn((n, 8), |_| rng.random_range(-1.0..1.0));
@@ -393,8 +394,27 @@ fn a_second_round_screens_the_residual_of_the_first() {
         found.sort_unstable();
         (f, found)
     };
-    let (auto, found) = pairs_of(Interactions::Auto(2));
-    assert_eq!(found, vec![(0, 1), (2, 3), (4, 5), (6, 7)]);
+    let (auto, _) = pairs_of(Interactions::Auto(2));
+    assert_eq!(fastpcam::pairs::MAX_ROUNDS, 3);
+    assert_eq!(auto.pairs.terms.len(), 6);
+    let mut two_rounds: Vec<(usize, usize)> =
+        auto.pairs.terms[..4].iter().map(|t| t.features).collect();
+    two_rounds.sort_unstable();
+    assert_eq!(two_rounds, vec![(0, 1), (2, 3), (4, 5), (6, 7)]);
+    // The true pairs' surfaces span about 2 (the weak ones) to 6; the third round's, noise.
+    let range = |t: &fastpcam::report::PairTerm| {
+        let (lo, hi) = t
+            .values
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
+        hi - lo
+    };
+    for t in &auto.pairs.terms[..4] {
+        assert!(range(t) > 1.0, "{:?}: {}", t.features, range(t));
+    }
+    for t in &auto.pairs.terms[4..] {
+        assert!(range(t) < 0.1, "{:?}: {}", t.features, range(t));
+    }
     assert!(auto.report.converged, "kkt {}", auto.report.kkt_residual);
     assert_eq!(auto.pairs.gains.len(), auto.pairs.terms.len());
     let (count, found) = pairs_of(Interactions::Count(2));

@@ -130,7 +130,7 @@ pub(crate) struct FitConfig {
     /// The Tweedie power of `loss="tweedie"`, in (1, 2).
     #[pyo3(default = FitConfig::default().power)]
     pub power: f64,
-    /// Pair terms: "auto" (screened in up to two rounds), how many, or which.
+    /// Pair terms: "auto" (screened in up to three rounds), how many, or which.
     #[pyo3(default = FitConfig::default().interactions)]
     pub interactions: AutoOr<InteractionsConfig>,
     /// Interaction bins per feature at most, or "auto" (64, with at most 256 cells a pair).

@@ -213,6 +213,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("NARROW_SIDE", crate::pairs::NARROW_SIDE)?;
     m.add("NARROW_CELLS", crate::pairs::NARROW_CELLS)?;
     m.add("SECOND_ROUND_CUT", crate::pairs::SECOND_ROUND_CUT)?;
+    m.add("MAX_ROUNDS", crate::pairs::MAX_ROUNDS)?;
     m.add(
         "AUTO_INTERACTION_BINS",
         crate::params::AUTO_INTERACTION_BINS,

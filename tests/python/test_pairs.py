@@ -455,7 +455,7 @@ def test_screened_pairs_that_beat_the_additive_model_are_kept():
 def test_an_int_is_the_number_of_pairs_without_a_second_round():
     # Two strong pairs and two weak ones, interactions=2: the strong pairs cut the additive
     # model's held-out loss below SECOND_ROUND_CUT of it, which under "auto" calls a second round of screening
-    # (tests/pairs.rs: a_second_round_screens_the_residual_of_the_first); an int K is the
+    # (tests/pairs.rs: more_rounds_screen_the_residual_of_the_last); an int K is the
     # number of pairs: exactly the two strong ones.
     rng = np.random.default_rng(3)
     n = 6000
