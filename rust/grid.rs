@@ -46,7 +46,7 @@ use crate::maxflow::FlowNetwork;
 use crate::params::{ChainShape, Grid};
 use crate::selection::{
     all_bin_sums, chunk_sums, shaped_chain_score, shaped_chain_score_pair, BlockScore,
-    PARALLEL_THRESHOLD,
+    PARALLEL_THRESHOLD, SUMS_PARALLEL_THRESHOLD,
 };
 
 /// Weight of an empty cell, relative to the mean cell weight.
@@ -633,7 +633,7 @@ pub fn sums_and_scores(
     scores: &mut [BlockScore],
 ) -> f64 {
     let max_bins = inputs.beta.iter().map(Vec::len).max().unwrap_or(0);
-    let serial = !inputs.parallel() || data.n_samples * data.n_features() < PARALLEL_THRESHOLD;
+    let serial = !inputs.parallel() || data.n_samples * data.n_features() < SUMS_PARALLEL_THRESHOLD;
     if serial || data.n_samples < FUSE_ROWS_PER_BIN * max_bins {
         // Where either pass alone would run serially, or the scans are long next to the
         // rows, the two passes stay apart.

@@ -25,8 +25,10 @@
 //! the block updates (elevators: 4,369 → about 2,100; wide 7,017 × 613: 23,109 → 10,084).
 //!
 //! The data are binned once: the held-out rows only change the sample weights, so the fits
-//! share the bins (and `data`'s codes are not copied). [`fit_validated`] swaps the weights
-//! in and restores the originals bit for bit before the final fit.
+//! share the bins. [`fit_validated`] swaps the weights in and restores the originals bit for
+//! bit before the final fit; on the rows engine, whose every update reads every row, the
+//! squared loss's path runs instead on a copy of the training rows' codes
+//! ([`path_on_training_rows`]: the same numbers, 15% less row work).
 //!
 //! The search is the same for every loss (`run_path` on any [`DescentState`]): logistic FAST
 //! ([`crate::logistic::fit_logistic_validated`]) runs it with the held-out weighted mean
@@ -46,7 +48,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use ndarray::ArrayView1;
+use ndarray::{Array1, ArrayView1};
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
@@ -419,19 +421,25 @@ pub fn fit_validated(
         }
         _ => None,
     };
-    let path = with_weights(data, train, |data| {
-        let train_tables = match engine {
-            Engine::Tables => Some(Arc::new(Tables::build(data, y)?)),
-            _ => None,
-        };
+    let path = if engine == Engine::Rows {
         let held = (&rows[..], &held_weights[..]);
-        let loss = |c: f64, b: &[Vec<f64>]| holdout_loss(data, y, (c, b), held, squared_error);
-        let (search, best) = {
-            let state = squared_state(data, y, train_tables.as_ref());
-            run_path(data, params, &state, &loss, &offset, &mut callback, RULE)?
-        };
-        Ok::<_, FastError>((search, best, train_tables))
-    });
+        path_on_training_rows(data, y, params, (&train, held), (&offset, &mut callback))
+            .map(|(search, best)| (search, best, None))
+    } else {
+        with_weights(data, train, |data| {
+            let train_tables = match engine {
+                Engine::Tables => Some(Arc::new(Tables::build(data, y)?)),
+                _ => None,
+            };
+            let held = (&rows[..], &held_weights[..]);
+            let loss = |c: f64, b: &[Vec<f64>]| holdout_loss(data, y, (c, b), held, squared_error);
+            let (search, best) = {
+                let state = squared_state(data, y, train_tables.as_ref());
+                run_path(data, params, &state, &loss, &offset, &mut callback, RULE)?
+            };
+            Ok::<_, FastError>((search, best, train_tables))
+        })
+    };
     let (mut search, best, train_tables) = path?;
     search.n_validation = rows.len();
 
@@ -446,6 +454,26 @@ pub fn fit_validated(
         _ => fit_binned_engine(data, y, &final_params, Some(best), engine, callback)?,
     };
     Ok((fit, search))
+}
+
+/// [`run_path`] for the squared loss on the rows engine, on the rows of positive weight in
+/// `train` only (their codes copied once), each fit scored on the held-out rows `held` of
+/// `data`. The rows engine reads every row in every update, and a row of weight 0 adds
+/// nothing to any sum: the same numbers as the path on `data` with the weights `train`
+/// swapped in ([`with_weights`]), for `1 − fraction` of the row work.
+fn path_on_training_rows(
+    data: &BinnedData,
+    y: ArrayView1<'_, f64>,
+    params: &FitParams,
+    (train, held): (&[f64], (&[usize], &[f64])),
+    (offset, callback): (&AtomicUsize, &mut Option<Callback<'_>>),
+) -> Result<(PenaltySearch, Vec<Vec<f64>>)> {
+    let kept: Vec<usize> = (0..data.n_samples).filter(|&i| train[i] > 0.0).collect();
+    let sub = data.subset(&kept, kept.iter().map(|&i| train[i]).collect());
+    let y_kept: Array1<f64> = kept.iter().map(|&i| y[i]).collect();
+    let loss = |c: f64, b: &[Vec<f64>]| holdout_loss(data, y, (c, b), held, squared_error);
+    let state = squared_state(&sub, y_kept.view(), None);
+    run_path(&sub, params, &state, &loss, offset, callback, RULE)
 }
 
 /// [`fit_validated`] on the tables engine for unit sample weights: the statistics of the
@@ -948,6 +976,49 @@ mod tests {
         assert_eq!(a.report.n_iter, b.report.n_iter);
         // The data are left as they were.
         assert_eq!(unit, bin_data(x.view(), None, &params.binning).unwrap());
+    }
+
+    #[test]
+    fn the_rows_path_on_the_training_rows_is_the_weighted_path() {
+        // 20,000 rows: the passes run in parallel and fused, in one chunk of rows.
+        let (x, y) = tables_data(20_000, 5);
+        let params = FitParams {
+            lambda: Penalty::Validated(Validation {
+                fraction: DEFAULT_VALIDATION_FRACTION,
+                seed: 2,
+            }),
+            ..FitParams::default()
+        };
+        let w: Vec<f64> = (0..y.len()).map(|i| 0.5 + (i % 4) as f64).collect();
+        for weights in [None, Some(&w[..])] {
+            let mut data = bin_data(x.view(), weights, &params.binning).unwrap();
+            let rows = validation_rows(data.n_samples, DEFAULT_VALIDATION_FRACTION, 2);
+            let Split {
+                rows,
+                held_weights,
+                train,
+            } = Split::new(&data, rows);
+            let held = (&rows[..], &held_weights[..]);
+            let offset = AtomicUsize::new(0);
+            let a = path_on_training_rows(
+                &data,
+                y.view(),
+                &params,
+                (&train, held),
+                (&offset, &mut None),
+            )
+            .unwrap();
+            let b = with_weights(&mut data, train.clone(), |d| {
+                let loss =
+                    |c: f64, b: &[Vec<f64>]| holdout_loss(d, y.view(), (c, b), held, squared_error);
+                let state = squared_state(d, y.view(), None);
+                run_path(d, &params, &state, &loss, &offset, &mut None, RULE)
+            })
+            .unwrap();
+            assert!(a.0.ratios.len() >= 3, "{:?}", a.0);
+            assert_eq!(a.0, b.0);
+            assert_eq!(a.1, b.1);
+        }
     }
 
     #[test]
