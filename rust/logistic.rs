@@ -60,7 +60,7 @@ use crate::report::{BinnedFit, Callback, Fit, PenaltySearch};
 use crate::solver::fit_then_pairs;
 use crate::validation::{
     fixed_ratio_fit, folds_if_small, holdout_loss, kfold_then_refit, search_then_refit,
-    stratified_validation_rows, validation_of, FoldLoss, Split, RULE,
+    stratified_validation_rows, targets_at, validation_of, FoldLoss, Split, RULE,
 };
 
 pub use crate::datafit::log_loss;
@@ -232,7 +232,9 @@ pub fn fit_logistic_validated(
             && two_classes(weighted_mean(y, 0..data.n_samples, &s.train))
     };
     if let Some(folds) = folds_if_small(data, &class, seed, both_sides) {
-        let state = |d: &BinnedData, beta| {
+        let state = |d: &BinnedData, rows: Option<&[usize]>, beta| {
+            let y = targets_at(y, rows);
+            let y = y.view();
             let m = d
                 .weights
                 .as_deref()
@@ -256,8 +258,16 @@ pub fn fit_logistic_validated(
         (std::mem::take(&mut split.train), split.rows.len()),
         params,
         (
-            &|data, beta| {
-                LogisticState::with_datafit(Logistic, data, y, train_mean, beta, Curvature::Newton)
+            &|data, rows, beta| {
+                let y = targets_at(y, rows);
+                LogisticState::with_datafit(
+                    Logistic,
+                    data,
+                    y.view(),
+                    train_mean,
+                    beta,
+                    Curvature::Newton,
+                )
             },
             &|data, c, b| holdout_loss(data, y, (c, b), held, term),
         ),

@@ -60,8 +60,8 @@ use crate::params::{Engine, FitParams, Validation, DEFAULT_LAMBDA_RATIO};
 use crate::report::{BinnedFit, Callback, Fit, PenaltySearch};
 use crate::solver::fit_then_pairs;
 use crate::validation::{
-    fixed_ratio_fit, holdout_loss, search_then_refit, stratified_validation_rows, validation_of,
-    Split,
+    fixed_ratio_fit, holdout_loss, search_then_refit, stratified_validation_rows, targets_at,
+    validation_of, Split,
 };
 
 /// Default Tweedie power (scikit-learn's `HalfTweedieLoss` and LightGBM's default).
@@ -315,7 +315,10 @@ impl LogLinkFit<'_> {
             (std::mem::take(&mut split.train), split.rows.len()),
             params,
             (
-                &|data, beta| NewtonState::with_datafit(d, data, y, train_mean, beta, curvature),
+                &|data, rows, beta| {
+                    let y = targets_at(y, rows);
+                    NewtonState::with_datafit(d, data, y.view(), train_mean, beta, curvature)
+                },
                 &|data, c, b| holdout_loss(data, y, (c, b), held, |w, y, eta| w * d.holdout(y, eta)),
             ),
             (LOGLINK_PATH_TOL, LOGLINK_PATIENCE),

@@ -86,8 +86,8 @@ use crate::params::{ChainShape, Engine, FitParams, PairParams, Penalty, Selectio
 use crate::report::{BinnedFit, Callback, Fit, PenaltySearch};
 use crate::selection::{block_score, chain_block_score, BlockScore};
 use crate::validation::{
-    fixed_ratio_fit, reborrow, search_then_refit, stratified_validation_rows, validation_of, Split,
-    RULE,
+    fixed_ratio_fit, reborrow, rows_of, search_then_refit, stratified_validation_rows,
+    validation_of, Split, RULE,
 };
 use crate::with_codes;
 
@@ -1221,7 +1221,9 @@ fn fit_validated(
         });
     }
     let held = (&split.rows[..], &split.held_weights[..]);
-    let state = |data: &BinnedData, b| MultinomialState::with_start(data, class, k, b, curvature);
+    let state = |data: &BinnedData, rows: Option<&[usize]>, b| {
+        MultinomialState::with_start(data, &rows_of(class, rows), k, b, curvature)
+    };
     search_then_refit(
         data,
         (std::mem::take(&mut split.train), split.rows.len()),
@@ -1235,7 +1237,7 @@ fn fit_validated(
                 data,
                 final_params,
                 Some(best),
-                &|b| state(data, b),
+                &|b| state(data, None, b),
                 callback,
             )
         },

@@ -26,9 +26,10 @@
 //!
 //! The data are binned once: the held-out rows only change the sample weights, so the fits
 //! share the bins. [`fit_validated`] swaps the weights in and restores the originals bit for
-//! bit before the final fit; on the rows engine, whose every update reads every row, the
-//! squared loss's path runs instead on a copy of the training rows' codes
-//! ([`path_on_training_rows`], up to `COPY_MAX_CODES` codes: the same numbers, 15% less row work).
+//! bit before the final fit. On the rows engine, whose every update reads every row, the
+//! path of every loss runs instead on a copy of the training rows' codes (`training_rows`,
+//! up to `COPY_MAX_CODES` codes; [`path_on_training_rows`] for the squared loss): the same
+//! numbers (to rounding where the rows' passes run in several chunks), 15% less row work.
 //!
 //! The search is the same for every loss (`run_path` on any [`DescentState`]): logistic FAST
 //! ([`crate::logistic::fit_logistic_validated`]) runs it with the held-out weighted mean
@@ -48,7 +49,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use ndarray::{Array1, ArrayView1};
+use ndarray::{Array1, ArrayView1, CowArray, Ix1};
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
@@ -374,7 +375,9 @@ pub fn fit_validated(
         let both =
             |s: &Split| s.held_weights.iter().any(|&w| w > 0.0) && s.train.iter().any(|&w| w > 0.0);
         if let Some(folds) = folds_if_small(data, &vec![(); data.n_samples], seed, both) {
-            let state = |d: &BinnedData, b| BlockState::with_start(d, y, b);
+            let state = |d: &BinnedData, rows: Option<&[usize]>, b| {
+                BlockState::with_start(d, targets_at(y, rows).view(), b)
+            };
             let loss: FoldLoss<'_> =
                 &|d, c, b, held| holdout_loss(d, y, (c, b), held, squared_error);
             return kfold_then_refit(
@@ -473,8 +476,7 @@ fn path_on_training_rows(
     (train, held): (&[f64], (&[usize], &[f64])),
     (offset, callback): (&AtomicUsize, &mut Option<Callback<'_>>),
 ) -> Result<(PenaltySearch, Vec<Vec<f64>>)> {
-    let kept: Vec<usize> = (0..data.n_samples).filter(|&i| train[i] > 0.0).collect();
-    let sub = data.subset(&kept, kept.iter().map(|&i| train[i]).collect());
+    let (kept, sub) = training_rows(data, train);
     let y_kept: Array1<f64> = kept.iter().map(|&i| y[i]).collect();
     let loss = |c: f64, b: &[Vec<f64>]| holdout_loss(data, y, (c, b), held, squared_error);
     let state = squared_state(&sub, y_kept.view(), None);
@@ -610,8 +612,9 @@ pub(crate) fn squared_error(w: f64, y: f64, p: f64) -> f64 {
 pub(crate) const RULE: (f64, usize) = (PATH_TOL, PATIENCE);
 
 /// The held-out search on the rows of weight `train` and the final fit on all rows: the path
-/// (`rule`, see [`run_path`]) runs with `train` swapped in for `data`'s sample weights
-/// (restored afterwards) on states made by `state`, each fit scored by `loss`; then
+/// (`rule`, see [`run_path`]) runs on the rows of positive weight in `train`
+/// ([`training_rows`]; on larger data, `train` swapped in for `data`'s sample weights and
+/// restored afterwards) on states made by `state`, each fit scored by `loss` on `data`; then
 /// `refit(data, params at the chosen ratio, best blocks, callback)` fits on all rows. The
 /// callback sees the search and the final fit as one fit ([`one_fit`]). `n_validation` is
 /// the number of held-out rows, reported in the search.
@@ -632,11 +635,20 @@ pub(crate) fn search_then_refit<S: DescentState>(
     let offset = AtomicUsize::new(0);
     let mut wrapped = callback.map(|cb| one_fit(cb, &offset));
     let mut callback: Option<Callback<'_>> = wrapped.as_mut().map(|w| w as Callback<'_>);
-    let path = with_weights(data, train, |data| {
-        let state = |b: Vec<Vec<f64>>| state(data, b);
+    let path = if data.n_samples * data.n_features() <= COPY_MAX_CODES {
+        // The path on a copy of the training rows (see [`training_rows`]).
+        let (kept, sub) = training_rows(data, &train);
+        let data = &*data;
+        let state = |b: Vec<Vec<f64>>| state(&sub, Some(&kept), b);
         let loss = |c: f64, b: &[Vec<f64>]| loss(data, c, b);
-        run_path(data, params, &state, &loss, &offset, &mut callback, rule)
-    });
+        run_path(&sub, params, &state, &loss, &offset, &mut callback, rule)
+    } else {
+        with_weights(data, train, |data| {
+            let state = |b: Vec<Vec<f64>>| state(data, None, b);
+            let loss = |c: f64, b: &[Vec<f64>]| loss(data, c, b);
+            run_path(data, params, &state, &loss, &offset, &mut callback, rule)
+        })
+    };
     let (mut search, best) = path?;
     search.n_validation = n_validation;
     let fit = refit(data, &params.at_ratio(search.ratio), best, callback)?;
@@ -685,7 +697,7 @@ pub(crate) fn kfold_then_refit<S: DescentState>(
     let mut states: Vec<S> = Vec::with_capacity(folds.len());
     let mut lambda_max = Vec::with_capacity(folds.len());
     for d in &datas {
-        let mut st = state(d, d.zero_blocks());
+        let mut st = state(d, None, d.zero_blocks());
         st.set_shapes(&shapes);
         lambda_max.push(st.start_flat(d));
         states.push(st);
@@ -699,7 +711,7 @@ pub(crate) fn kfold_then_refit<S: DescentState>(
     let mut fit_at = |ratio: f64, restart: Option<Vec<Vec<Vec<f64>>>>| {
         if let Some(blocks) = restart {
             for ((st, d), b) in states.iter_mut().zip(&datas).zip(blocks) {
-                *st = state(d, b);
+                *st = state(d, None, b);
             }
         }
         let (mut total, mut n_iter, mut stopped) = (0.0, 0, false);
@@ -730,8 +742,43 @@ pub(crate) fn kfold_then_refit<S: DescentState>(
     Ok((fit, search))
 }
 
-/// The solver state of [`search_then_refit`]'s path, made from the data and blocks.
-pub(crate) type PathState<'a, S> = &'a dyn Fn(&BinnedData, Vec<Vec<f64>>) -> S;
+/// The solver state of a held-out path, made from the data, the rows of the caller's data
+/// they hold (`None`: all of them, in order; `Some(rows)`: a copy of those rows, so the
+/// state's targets are the targets at `rows`: [`rows_of`]) and the blocks.
+pub(crate) type PathState<'a, S> = &'a dyn Fn(&BinnedData, Option<&[usize]>, Vec<Vec<f64>>) -> S;
+
+/// The targets `y` at `rows` (all of `y` for `None`), for a [`PathState`].
+pub(crate) fn targets_at<'a>(
+    y: ArrayView1<'a, f64>,
+    rows: Option<&[usize]>,
+) -> CowArray<'a, f64, Ix1> {
+    match rows {
+        Some(rows) => CowArray::from(rows.iter().map(|&i| y[i]).collect::<Array1<f64>>()),
+        None => CowArray::from(y),
+    }
+}
+
+/// The labels `y` at `rows` (all of `y` for `None`), for a [`PathState`].
+pub(crate) fn rows_of<'a, T: Clone>(
+    y: &'a [T],
+    rows: Option<&[usize]>,
+) -> std::borrow::Cow<'a, [T]> {
+    match rows {
+        Some(rows) => rows.iter().map(|&i| y[i].clone()).collect(),
+        None => std::borrow::Cow::Borrowed(y),
+    }
+}
+
+/// The rows of positive weight in `train` and a copy of `data` holding only them, with those
+/// weights: a held-out path on the rows engine reads every row in every update, and a row
+/// of weight 0 adds nothing to any sum, so the path on the copy does `1 − fraction` of the
+/// row work (at most [`COPY_MAX_CODES`]; the same numbers wherever the sums run in one chunk
+/// of rows).
+pub(crate) fn training_rows(data: &BinnedData, train: &[f64]) -> (Vec<usize>, BinnedData) {
+    let kept: Vec<usize> = (0..data.n_samples).filter(|&i| train[i] > 0.0).collect();
+    let sub = data.subset(&kept, kept.iter().map(|&i| train[i]).collect());
+    (kept, sub)
+}
 /// The held-out loss of [`search_then_refit`]'s path: `loss(data, intercept, blocks)`.
 pub(crate) type PathLoss<'a> = &'a dyn Fn(&BinnedData, f64, &[Vec<f64>]) -> f64;
 
@@ -1027,6 +1074,61 @@ mod tests {
     }
 
     #[test]
+    fn a_newton_path_on_the_training_rows_is_the_weighted_path() {
+        // The log-loss's state (per-row curvatures, one chunk of rows): the held-out path on
+        // a copy of the training rows takes the numbers of the path with the held-out rows at
+        // weight 0.
+        use crate::datafit::Logistic;
+        use crate::newton::{Curvature, NewtonState};
+        let (x, y) = tables_data(6_000, 7);
+        let median = {
+            let mut v = y.to_vec();
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let y = y.mapv(|v| f64::from(v > median));
+        let params = FitParams {
+            lambda: Penalty::Validated(Validation {
+                fraction: DEFAULT_VALIDATION_FRACTION,
+                seed: 4,
+            }),
+            ..FitParams::default()
+        };
+        let mut data = bin_data(x.view(), None, &params.binning).unwrap();
+        let rows = validation_rows(data.n_samples, DEFAULT_VALIDATION_FRACTION, 4);
+        let Split {
+            rows,
+            held_weights,
+            train,
+        } = Split::new(&data, rows);
+        let held = (&rows[..], &held_weights[..]);
+        let mean =
+            y.iter().zip(&train).map(|(y, w)| y * w).sum::<f64>() / train.iter().sum::<f64>();
+        let state = |d: &BinnedData, r: Option<&[usize]>, b| {
+            let y = targets_at(y.view(), r);
+            NewtonState::with_datafit(Logistic, d, y.view(), mean, b, Curvature::Newton)
+        };
+        let term = |w: f64, y: f64, eta: f64| w * crate::datafit::log_loss(y, eta);
+        let offset = AtomicUsize::new(0);
+        let (kept, sub) = training_rows(&data, &train);
+        let copied = {
+            let full = &data;
+            let loss = |c: f64, b: &[Vec<f64>]| holdout_loss(full, y.view(), (c, b), held, term);
+            let st = |b| state(&sub, Some(&kept), b);
+            run_path(&sub, &params, &st, &loss, &offset, &mut None, RULE).unwrap()
+        };
+        let swapped = with_weights(&mut data, train.clone(), |d| {
+            let loss = |c: f64, b: &[Vec<f64>]| holdout_loss(d, y.view(), (c, b), held, term);
+            let st = |b| state(d, None, b);
+            run_path(d, &params, &st, &loss, &offset, &mut None, RULE)
+        })
+        .unwrap();
+        assert!(copied.0.ratios.len() >= 3, "{:?}", copied.0);
+        assert_eq!(copied.0, swapped.0);
+        assert_eq!(copied.1, swapped.1);
+    }
+
+    #[test]
     fn stratified_folds_partition_the_rows_within_each_class() {
         let class: Vec<u8> = (0..203).map(|i| u8::from(i % 7 < 2)).collect();
         let folds = stratified_folds(&class, 5, 11);
@@ -1083,7 +1185,9 @@ mod tests {
             .into_iter()
             .map(|rows| Split::new(&data, rows))
             .collect();
-        let state = |d: &BinnedData, b| BlockState::with_start(d, y.view(), b);
+        let state = |d: &BinnedData, rows: Option<&[usize]>, b| {
+            BlockState::with_start(d, targets_at(y.view(), rows).view(), b)
+        };
         let loss: FoldLoss<'_> =
             &|d, c, b, held| holdout_loss(d, y.view(), (c, b), held, squared_error);
         // Path fits converged to `tol` (no looser path tolerance): the exact minimisers.
