@@ -642,6 +642,8 @@ pub(crate) fn fit_pairs<S: DescentState>(
     let pp = &params.pairs;
     // Pairs leave monotone-constrained features out: a pair term could undo the constraint.
     let constrained = |j: usize| params.shapes.get(j).monotone != 0;
+    // The held-out split of the pair stage (drawn once: the screen and the path share it).
+    let split = pair_split(data, params);
     let (pairs, gains) = match &pp.interactions {
         Interactions::List(list) => (check_pairs(list, p, constrained)?, Vec::new()),
         Interactions::Count(count) | Interactions::Auto(count) => {
@@ -658,8 +660,8 @@ pub(crate) fn fit_pairs<S: DescentState>(
                     !constrained(j)
                 })
             };
-            let screened = match pair_split(data, params) {
-                Some(split) => with_weights(data, split.train, screen_rows),
+            let screened = match &split {
+                Some(split) => with_weights(data, split.train.clone(), screen_rows),
                 None => screen_rows(data),
             };
             screened.into_iter().unzip()
@@ -731,7 +733,7 @@ pub(crate) fn fit_pairs<S: DescentState>(
         data,
         y,
         params,
-        (&mains, &[], screened),
+        (&mains, &[], screened, split),
         (&grids, &links, state, term),
         &mut callback,
         start,
@@ -802,7 +804,7 @@ pub(crate) fn fit_pairs<S: DescentState>(
             data,
             y,
             &fixed,
-            (&warm_fit, &pair_warm, false),
+            (&warm_fit, &pair_warm, false, None),
             (&grids, &links, state, term),
             &mut callback,
             start,
@@ -907,14 +909,14 @@ pub(crate) type StateMaker<'a, S> = &'a dyn Fn(&BinnedData, Vec<Vec<f64>>) -> S;
 /// A held-out row's loss `(v, y, f) ↦ …`.
 pub(crate) type RowLoss<'a> = &'a dyn Fn(f64, f64, f64) -> f64;
 
-/// [`fit_pairs`] once the pair blocks are in `data`: the held-out choice of `ρ` (if asked)
-/// and the final fit; for `screened` pairs, skipped when no `ρ` beats the additive model's
-/// held-out loss.
+/// [`fit_pairs`] once the pair blocks are in `data`: the held-out choice of `ρ` on `split`
+/// (if given: see [`pair_split`]) and the final fit; for `screened` pairs, skipped when no
+/// `ρ` beats the additive model's held-out loss.
 fn fit_on_pairs<S: DescentState>(
     data: &mut BinnedData,
     y: ArrayView1<'_, f64>,
     params: &FitParams,
-    (mains, warm, screened): (&BinnedFit, &[Vec<f64>], bool),
+    (mains, warm, screened, split): (&BinnedFit, &[Vec<f64>], bool, Option<Split>),
     (grids, links, state, term): (&[Grid], &[PairLink], StateMaker<'_, S>, RowLoss<'_>),
     callback: &mut Option<Callback<'_>>,
     start: Instant,
@@ -933,7 +935,7 @@ fn fit_on_pairs<S: DescentState>(
     init.extend(extra);
     let (mut path, mut path_loss, mut path_n_iter) = (Vec::new(), Vec::new(), Vec::new());
     let mut rho = params.pairs.penalty.unwrap_or(DEFAULT_PAIR_PENALTY);
-    if let Some(split) = pair_split(data, params) {
+    if let Some(split) = split {
         let Split {
             rows,
             held_weights,
