@@ -6,7 +6,9 @@ random_state=0)``, ``y`` standardised on the training part) of elevators (column
 0.99999 correlated), ailerons, 574_house_16H, 201_pol (the slowest tables against EBM) and
 a few fast ones, so that a change that helps the slow tables is seen not to hurt the others.
 
-Model: ``FASTRegressor(n_jobs=2)``, every other parameter at its default (additive model).
+Model: ``FASTRegressor(n_jobs=2, interactions=0)``, every other parameter at its default
+(additive model). ``--task binary``: ``FASTClassifier(n_jobs=2, interactions=0)`` on the target
+binarised at its training median (as in ``compare_pairs.py``), test log-loss instead of MSE.
 
 Protocol: each build runs in its own process (``PYTHONPATH`` set to the directory holding
 its ``fastpcam`` package); the builds alternate, ``--repeats`` rounds (default 5), and each
@@ -18,6 +20,8 @@ Run (from the repository root), with a copy of the reference build::
 
     mkdir -p /tmp/ref_site && cp -r /path/to/reference/python/fastpcam /tmp/ref_site/
     python benches/python/corr_speed.py --reference /tmp/ref_site --candidate python
+    python benches/python/corr_speed.py --reference /tmp/ref_site --candidate python \
+        --task binary --datasets 537_houses,564_fried,1201_BNG_breastTumor,elevators
 
 Writes ``benches/python/out/corr_speed.md`` (``--out`` to change it).
 """
@@ -56,15 +60,27 @@ sys.path.insert(0, sys.argv[1])
 sys.path.insert(0, sys.argv[2])
 import numpy as np, _data, fastpcam
 out = {"version": fastpcam.__file__}
+binary = sys.argv[4] == "binary"
 for name in sys.argv[3].split(","):
     s = _data.load(name)
-    m = fastpcam.FASTRegressor(n_jobs=2, interactions=0)
+    y_train, y_test = s.y_train, s.y_test
+    if binary:
+        median = float(np.median(y_train))
+        y_train, y_test = (y_train > median).astype(int), (y_test > median).astype(int)
+        m = fastpcam.FASTClassifier(n_jobs=2, interactions=0)
+    else:
+        m = fastpcam.FASTRegressor(n_jobs=2, interactions=0)
     t0 = time.perf_counter()
-    m.fit(s.X_train, s.y_train)
+    m.fit(s.X_train, y_train)
     t = time.perf_counter() - t0
+    if binary:
+        p1 = np.clip(m.predict_proba(s.X_test)[:, 1], 1e-15, 1 - 1e-15)
+        err = float(-np.mean(y_test * np.log(p1) + (1 - y_test) * np.log(1 - p1)))
+    else:
+        err = _data.mse(y_test, m.predict(s.X_test))
     out[name] = {
         "time": t,
-        "mse": _data.mse(s.y_test, m.predict(s.X_test)),
+        "mse": err,
         "search": int(m.validation_path_["n_iter"].sum()),
         "final": int(m.n_iter_),
         "ratio": float(m.lambda_ratio_),
@@ -73,9 +89,9 @@ print(json.dumps(out))
 """
 
 
-def run_round(site: str, names: list[str]) -> dict[str, dict[str, float]]:
+def run_round(site: str, names: list[str], task: str) -> dict[str, dict[str, float]]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    cmd = [sys.executable, "-c", WORKER, str(Path(site).resolve()), str(HERE), ",".join(names)]
+    cmd = [sys.executable, "-c", WORKER, str(Path(site).resolve()), str(HERE), ",".join(names), task]
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"{site}: {done.stderr[-2000:]}")
@@ -88,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--candidate", required=True, help="directory holding the candidate fastpcam")
     ap.add_argument("--datasets", default=",".join(TABLES), help="comma-separated catalog names")
     ap.add_argument("--repeats", type=int, default=5, help="alternating rounds (median time)")
+    ap.add_argument("--task", choices=["regression", "binary"], default="regression",
+                    help="binary: FASTClassifier on the target binarised at its training median")
     ap.add_argument("--out", default=str(_data.OUT_DIR / "corr_speed.md"))
     args = ap.parse_args(argv)
     names = [s.strip() for s in args.datasets.split(",") if s.strip()]
@@ -95,21 +113,26 @@ def main(argv: list[str] | None = None) -> int:
     rounds: dict[str, list[dict[str, dict[str, float]]]] = {b: [] for b in builds}
     for r in range(args.repeats):
         for b, site in builds.items():
-            rounds[b].append(run_round(site, names))
+            rounds[b].append(run_round(site, names, args.task))
         print(f"round {r + 1}/{args.repeats} done", flush=True)
 
     info = _data.machine_info()
+    model, metric = (
+        ("FASTClassifier(n_jobs=2, interactions=0)", "log-loss")
+        if args.task == "binary"
+        else ("FASTRegressor(n_jobs=2, interactions=0)", "MSE")
+    )
     lines = [
         "# Correlated-feature tables: two builds, same run",
         "",
         _data.machine_line(info),
         "",
         f"Reference: `{rounds['reference'][-1]['version']}`; candidate: "
-        f"`{rounds['candidate'][-1]['version']}`. `FASTRegressor(n_jobs=2)`, defaults; "
-        f"median of {args.repeats} alternating rounds; split and MSE as in `compare_ebm.py`.",
+        f"`{rounds['candidate'][-1]['version']}`. `{model}`, defaults; "
+        f"median of {args.repeats} alternating rounds; split as in `compare_ebm.py`.",
         "",
         "| dataset | reference fit (s) | candidate fit (s) | reference / candidate | "
-        "reference test MSE | candidate test MSE | reference updates | candidate updates |",
+        f"reference test {metric} | candidate test {metric} | reference updates | candidate updates |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name in names:
