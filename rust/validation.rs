@@ -28,7 +28,7 @@
 //! share the bins. [`fit_validated`] swaps the weights in and restores the originals bit for
 //! bit before the final fit. On the rows engine, whose every update reads every row, the
 //! path of every loss runs instead on a copy of the training rows' codes (`training_rows`,
-//! up to `COPY_MAX_CODES` codes; [`path_on_training_rows`] for the squared loss): the same
+//! up to `COPY_MAX_CODES` codes; [`held_out_path`]): the same
 //! numbers (to rounding where the rows' passes run in several chunks), 15% less row work.
 //!
 //! The search is the same for every loss (`run_path` on any [`DescentState`]): logistic FAST
@@ -424,9 +424,16 @@ pub fn fit_validated(
         }
         _ => None,
     };
-    let path = if engine == Engine::Rows && data.n_samples * data.n_features() <= COPY_MAX_CODES {
+    let path = if engine == Engine::Rows {
         let held = (&rows[..], &held_weights[..]);
-        path_on_training_rows(data, y, params, (&train, held), (&offset, &mut callback))
+        let state = |d: &BinnedData, kept: Option<&[usize]>, b| {
+            BlockState::with_start(d, targets_at(y, kept).view(), b)
+        };
+        let loss = |d: &BinnedData, c: f64, b: &[Vec<f64>]| {
+            holdout_loss(d, y, (c, b), held, squared_error)
+        };
+        let rows_course = (&offset, &mut callback);
+        held_out_path(data, train, params, (&state, &loss), RULE, rows_course)
             .map(|(search, best)| (search, best, None))
     } else {
         with_weights(data, train, |data| {
@@ -459,29 +466,10 @@ pub fn fit_validated(
     Ok((fit, search))
 }
 
-/// The most codes (rows × features) whose training rows [`fit_validated`] copies for the path
+/// The most codes (rows × features) whose training rows [`held_out_path`] copies for the path
 /// on the rows engine (at most 2 bytes each: 100 MiB or so); larger data keep their weights
 /// swapped in place, so a fit's extra memory does not grow by a share of the data.
 const COPY_MAX_CODES: usize = 1 << 26;
-
-/// [`run_path`] for the squared loss on the rows engine, on the rows of positive weight in
-/// `train` only (their codes copied once), each fit scored on the held-out rows `held` of
-/// `data`. The rows engine reads every row in every update, and a row of weight 0 adds
-/// nothing to any sum: the same numbers as the path on `data` with the weights `train`
-/// swapped in ([`with_weights`]), for `1 − fraction` of the row work.
-fn path_on_training_rows(
-    data: &BinnedData,
-    y: ArrayView1<'_, f64>,
-    params: &FitParams,
-    (train, held): (&[f64], (&[usize], &[f64])),
-    (offset, callback): (&AtomicUsize, &mut Option<Callback<'_>>),
-) -> Result<(PenaltySearch, Vec<Vec<f64>>)> {
-    let (kept, sub) = training_rows(data, train);
-    let y_kept: Array1<f64> = kept.iter().map(|&i| y[i]).collect();
-    let loss = |c: f64, b: &[Vec<f64>]| holdout_loss(data, y, (c, b), held, squared_error);
-    let state = squared_state(&sub, y_kept.view(), None);
-    run_path(&sub, params, &state, &loss, offset, callback, RULE)
-}
 
 /// [`fit_validated`] on the tables engine for unit sample weights: the statistics of the
 /// training rows and of the held-out rows `rows` come from one pass over every row and one
@@ -635,24 +623,44 @@ pub(crate) fn search_then_refit<S: DescentState>(
     let offset = AtomicUsize::new(0);
     let mut wrapped = callback.map(|cb| one_fit(cb, &offset));
     let mut callback: Option<Callback<'_>> = wrapped.as_mut().map(|w| w as Callback<'_>);
-    let path = if data.n_samples * data.n_features() <= COPY_MAX_CODES {
-        // The path on a copy of the training rows (see [`training_rows`]).
+    let (mut search, best) = held_out_path(
+        data,
+        train,
+        params,
+        (state, loss),
+        rule,
+        (&offset, &mut callback),
+    )?;
+    search.n_validation = n_validation;
+    let fit = refit(data, &params.at_ratio(search.ratio), best, callback)?;
+    Ok((fit, search))
+}
+
+/// [`run_path`] on the rows of positive weight in `train` (`rule`, states made by `state`,
+/// each fit scored by `loss` on `data`): on a copy of those rows ([`training_rows`]) up to
+/// [`COPY_MAX_CODES`] codes, else on `data` with `train` swapped in for its sample weights
+/// and restored afterwards ([`with_weights`]).
+pub(crate) fn held_out_path<S: DescentState>(
+    data: &mut BinnedData,
+    train: Vec<f64>,
+    params: &FitParams,
+    (state, loss): (PathState<'_, S>, PathLoss<'_>),
+    rule: (f64, usize),
+    (offset, callback): (&AtomicUsize, &mut Option<Callback<'_>>),
+) -> Result<(PenaltySearch, Vec<Vec<f64>>)> {
+    if data.n_samples * data.n_features() <= COPY_MAX_CODES {
         let (kept, sub) = training_rows(data, &train);
         let data = &*data;
         let state = |b: Vec<Vec<f64>>| state(&sub, Some(&kept), b);
         let loss = |c: f64, b: &[Vec<f64>]| loss(data, c, b);
-        run_path(&sub, params, &state, &loss, &offset, &mut callback, rule)
+        run_path(&sub, params, &state, &loss, offset, callback, rule)
     } else {
         with_weights(data, train, |data| {
             let state = |b: Vec<Vec<f64>>| state(data, None, b);
             let loss = |c: f64, b: &[Vec<f64>]| loss(data, c, b);
-            run_path(data, params, &state, &loss, &offset, &mut callback, rule)
+            run_path(data, params, &state, &loss, offset, callback, rule)
         })
-    };
-    let (mut search, best) = path?;
-    search.n_validation = n_validation;
-    let fit = refit(data, &params.at_ratio(search.ratio), best, callback)?;
-    Ok((fit, search))
+    }
 }
 
 /// The held-out loss of one fold of [`kfold_then_refit`]: `loss(data, intercept, blocks,
@@ -1052,11 +1060,19 @@ mod tests {
             } = Split::new(&data, rows);
             let held = (&rows[..], &held_weights[..]);
             let offset = AtomicUsize::new(0);
-            let a = path_on_training_rows(
-                &data,
-                y.view(),
+            let state = |d: &BinnedData, kept: Option<&[usize]>, b| {
+                BlockState::with_start(d, targets_at(y.view(), kept).view(), b)
+            };
+            let loss = |d: &BinnedData, c: f64, b: &[Vec<f64>]| {
+                holdout_loss(d, y.view(), (c, b), held, squared_error)
+            };
+            let course = (&state as PathState<'_, BlockState>, &loss as PathLoss<'_>);
+            let a = held_out_path(
+                &mut data,
+                train.clone(),
                 &params,
-                (&train, held),
+                course,
+                RULE,
                 (&offset, &mut None),
             )
             .unwrap();
