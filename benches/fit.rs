@@ -7,10 +7,15 @@
 //! * `fit/held_out`: the same with the penalty chosen on 15% held-out rows (Python's default
 //!   `lambda_ratio="auto"`: the search and the final fit on all rows).
 //!
+//! * `binning/lookup`: the bin of each of 10⁶ values among 4,095 quantile cuts (Black-Smoke-like
+//!   columns: uniform, few-valued, zero-inflated), by bisection (`bin_of`) and by the cut index
+//!   the code pass uses (`CutIndex`), in the same run;
+//! * `binning/bin_data`: binning a 10⁶ × 14 row-major matrix at 4,096 bins.
+//!
 //! Run with `cargo bench --bench fit` (all cores) or `RAYON_NUM_THREADS=1 cargo bench --bench fit`.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use fastpcam::binning::{bin_data, BinningParams};
+use fastpcam::binning::{bin_data, bin_of, BinningParams, CutIndex};
 use fastpcam::params::{FitParams, Penalty, Validation, DEFAULT_VALIDATION_FRACTION};
 use fastpcam::selection::all_bin_sums;
 use fastpcam::solver::fit;
@@ -70,6 +75,42 @@ fn bench_selection(c: &mut Criterion) {
     group.finish();
 }
 
+fn bench_binning(c: &mut Criterion) {
+    let mut group = c.benchmark_group("binning");
+    group.sample_size(20);
+    let n = 1_000_000;
+    let (x, _) = synthetic(n, 14);
+    let params = BinningParams {
+        max_bins: Some(4096),
+        ..Default::default()
+    };
+    let data = bin_data(x.view(), None, &params).unwrap();
+    for j in [0usize, 1, 2] {
+        let cuts = data.features[j].cuts.clone();
+        let values: Vec<f64> = x.column(j).to_vec();
+        let index = CutIndex::new(&cuts);
+        group.throughput(Throughput::Elements(n as u64));
+        let label = format!("column{j}_{}cuts", cuts.len());
+        group.bench_with_input(BenchmarkId::new("lookup/bin_of", &label), &j, |b, _| {
+            b.iter(|| {
+                let cuts = black_box(&cuts[..]);
+                values.iter().map(|&v| bin_of(cuts, v)).sum::<usize>()
+            })
+        });
+        group.bench_with_input(BenchmarkId::new("lookup/cut_index", &label), &j, |b, _| {
+            b.iter(|| {
+                let index = black_box(&index);
+                values.iter().map(|&v| index.bin(v)).sum::<usize>()
+            })
+        });
+    }
+    group.throughput(Throughput::Elements((n * 14) as u64));
+    group.bench_function("bin_data/1000000x14", |b| {
+        b.iter(|| bin_data(black_box(x.view()), None, &params).unwrap())
+    });
+    group.finish();
+}
+
 fn bench_fit(c: &mut Criterion) {
     let mut group = c.benchmark_group("fit");
     group.sample_size(10);
@@ -115,5 +156,5 @@ fn bench_fit(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_selection, bench_fit);
+criterion_group!(benches, bench_selection, bench_binning, bench_fit);
 criterion_main!(benches);
