@@ -10,12 +10,14 @@
 //! * `binning/lookup`: the bin of each of 10⁶ values among 4,095 quantile cuts (Black-Smoke-like
 //!   columns: uniform, few-valued, zero-inflated), by bisection (`bin_of`) and by the cut index
 //!   the code pass uses (`CutIndex`), in the same run;
-//! * `binning/bin_data`: binning a 10⁶ × 14 row-major matrix at 4,096 bins.
+//! * `binning/bin_data`: binning a 10⁶ × 14 row-major matrix at 4,096 bins;
+//! * `binning/predict`: an additive model on those bins predicting the 10⁶ rows.
 //!
 //! Run with `cargo bench --bench fit` (all cores) or `RAYON_NUM_THREADS=1 cargo bench --bench fit`.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use fastpcam::binning::{bin_data, bin_of, BinningParams, CutIndex};
+use fastpcam::model::AdditiveModel;
 use fastpcam::params::{FitParams, Penalty, Validation, DEFAULT_VALIDATION_FRACTION};
 use fastpcam::selection::all_bin_sums;
 use fastpcam::solver::fit;
@@ -107,6 +109,23 @@ fn bench_binning(c: &mut Criterion) {
     group.throughput(Throughput::Elements((n * 14) as u64));
     group.bench_function("bin_data/1000000x14", |b| {
         b.iter(|| bin_data(black_box(x.view()), None, &params).unwrap())
+    });
+    let model = AdditiveModel {
+        intercept: 0.5,
+        cuts: data.features.iter().map(|f| f.cuts.clone()).collect(),
+        values: data
+            .features
+            .iter()
+            .map(|f| {
+                (0..=f.cuts.len())
+                    .map(|b| (b as f64 * 0.01).sin())
+                    .collect()
+            })
+            .collect(),
+        missing_values: vec![0.0; 14],
+    };
+    group.bench_function("predict/1000000x14", |b| {
+        b.iter(|| model.predict(black_box(x.view())).unwrap())
     });
     group.finish();
 }

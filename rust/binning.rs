@@ -448,10 +448,11 @@ pub struct CutIndex {
     start: Vec<u32>,
 }
 
-/// The code pass looks bins up in a [`CutIndex`] from this many cuts on (bisection is as
+/// The code pass (and [`crate::model::AdditiveModel::predict`]) looks bins up in a
+/// [`CutIndex`] from this many cuts on (bisection is as
 /// fast below: `benches/fit.rs`, `binning/lookup`: 4.9 ns a value by bisection among 11
 /// cuts, 15–24 ns among 4,095, and 8.4 ns by the index among either).
-const CUT_INDEX_MIN_CUTS: usize = 64;
+pub const CUT_INDEX_MIN_CUTS: usize = 64;
 
 /// Ranges of keys per cut of a [`CutIndex`] (at most [`CUT_INDEX_MAX_RANGES`]).
 const CUT_INDEX_RANGES_PER_CUT: usize = 4;

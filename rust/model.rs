@@ -3,7 +3,7 @@
 use ndarray::ArrayView2;
 use rayon::prelude::*;
 
-use crate::binning::bin_of;
+use crate::binning::{bin_of, CutIndex, CUT_INDEX_MIN_CUTS};
 use crate::error::{check_len, FastError, Result};
 
 /// `f(x) = intercept + Σ_j f_j(x_j)` with `f_j(x) = values[j][searchsorted(cuts[j], x, "right")]`
@@ -73,6 +73,13 @@ impl AdditiveModel {
         if let Some(((row, column), &value)) = x.indexed_iter().find(|(_, v)| v.is_infinite()) {
             return Err(FastError::NonFiniteX { row, column, value });
         }
+        // Features of many cuts look bins up in an index (the same bins as bisection), where
+        // the rows are enough to pay for building it.
+        let indices: Vec<Option<CutIndex>> = self
+            .cuts
+            .iter()
+            .map(|c| (c.len() >= CUT_INDEX_MIN_CUTS && n >= c.len()).then(|| CutIndex::new(c)))
+            .collect();
         let mut out = vec![self.intercept; n];
         out.par_chunks_mut(PREDICT_CHUNK)
             .enumerate()
@@ -81,16 +88,68 @@ impl AdditiveModel {
                 for (j, (cuts, values)) in self.cuts.iter().zip(&self.values).enumerate() {
                     let col = x.column(j);
                     let missing = self.missing_values[j];
+                    let bin = |v: f64| match &indices[j] {
+                        Some(index) => index.bin(v),
+                        None => bin_of(cuts, v),
+                    };
                     for (i, oi) in o.iter_mut().enumerate() {
                         let v = col[i0 + i];
-                        *oi += if v.is_nan() {
-                            missing
-                        } else {
-                            values[bin_of(cuts, v)]
-                        };
+                        *oi += if v.is_nan() { missing } else { values[bin(v)] };
                     }
                 }
             });
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::Array2;
+
+    /// Predictions through the cut index (features of many cuts, many rows) are the sums of
+    /// the bisection's bins, value for value: values on, next to and between the cuts, both
+    /// zeros, NaN, and values beyond either end.
+    #[test]
+    fn indexed_predictions_are_the_bisections() {
+        let many: Vec<f64> = (0..5_000)
+            .map(|i| (i as f64 - 2_500.0) * 0.37 + (i as f64).sqrt())
+            .collect();
+        let few = vec![-1.0, 0.0, 2.5];
+        let model = AdditiveModel {
+            intercept: 0.25,
+            values: vec![
+                (0..=many.len()).map(|b| (b as f64 * 0.013).sin()).collect(),
+                vec![1.0, -2.0, 3.0, -4.0],
+            ],
+            cuts: vec![many.clone(), few.clone()],
+            missing_values: vec![0.5, -0.5],
+        };
+        let n = 20_000;
+        let x = Array2::from_shape_fn((n, 2), |(i, j)| {
+            let c = if j == 0 { &many } else { &few };
+            match i % 7 {
+                0 => c[i % c.len()],
+                1 => c[i % c.len()].next_up(),
+                2 => c[i % c.len()].next_down(),
+                3 if i % 5 == 0 => f64::NAN,
+                4 => -0.0,
+                5 => (i as f64 - 10_000.0) * 0.5,
+                _ => (i as f64 - 10_000.0) * 1e3,
+            }
+        });
+        let got = model.predict(x.view()).unwrap();
+        for (i, g) in got.iter().enumerate() {
+            let mut want = model.intercept;
+            for j in 0..2 {
+                let v = x[[i, j]];
+                want += if v.is_nan() {
+                    model.missing_values[j]
+                } else {
+                    model.values[j][bin_of(&model.cuts[j], v)]
+                };
+            }
+            assert_eq!(g.to_bits(), want.to_bits(), "row {i}");
+        }
     }
 }
