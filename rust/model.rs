@@ -3,7 +3,7 @@
 use ndarray::ArrayView2;
 use rayon::prelude::*;
 
-use crate::binning::{bin_of, CutIndex, CUT_INDEX_MIN_CUTS};
+use crate::binning::{bin_of, CutIndex};
 use crate::error::{check_len, FastError, Result};
 
 /// `f(x) = intercept + Σ_j f_j(x_j)` with `f_j(x) = values[j][searchsorted(cuts[j], x, "right")]`
@@ -74,11 +74,11 @@ impl AdditiveModel {
             return Err(FastError::NonFiniteX { row, column, value });
         }
         // Features of many cuts look bins up in an index (the same bins as bisection), where
-        // the rows are enough to pay for building it.
+        // the rows are enough to pay for building it ([`CutIndex::pays`]).
         let indices: Vec<Option<CutIndex>> = self
             .cuts
             .iter()
-            .map(|c| (c.len() >= CUT_INDEX_MIN_CUTS && n >= c.len()).then(|| CutIndex::new(c)))
+            .map(|c| CutIndex::pays(c.len(), n).then(|| CutIndex::new(c)))
             .collect();
         let mut out = vec![self.intercept; n];
         out.par_chunks_mut(PREDICT_CHUNK)
@@ -112,8 +112,8 @@ mod tests {
     /// zeros, NaN, and values beyond either end.
     #[test]
     fn indexed_predictions_are_the_bisections() {
-        let many: Vec<f64> = (0..5_000)
-            .map(|i| (i as f64 - 2_500.0) * 0.37 + (i as f64).sqrt())
+        let many: Vec<f64> = (0..1_000)
+            .map(|i| (i as f64 - 500.0) * 0.37 + (i as f64).sqrt())
             .collect();
         let few = vec![-1.0, 0.0, 2.5];
         let model = AdditiveModel {
@@ -126,6 +126,7 @@ mod tests {
             missing_values: vec![0.5, -0.5],
         };
         let n = 20_000;
+        assert!(CutIndex::pays(many.len(), n) && !CutIndex::pays(few.len(), n));
         let x = Array2::from_shape_fn((n, 2), |(i, j)| {
             let c = if j == 0 { &many } else { &few };
             match i % 7 {
@@ -134,7 +135,7 @@ mod tests {
                 2 => c[i % c.len()].next_down(),
                 3 if i % 5 == 0 => f64::NAN,
                 4 => -0.0,
-                5 => (i as f64 - 10_000.0) * 0.5,
+                5 => (i as f64 - 10_000.0) * 0.05,
                 _ => (i as f64 - 10_000.0) * 1e3,
             }
         });
