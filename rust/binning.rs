@@ -430,8 +430,8 @@ fn le_key(x: f64) -> u64 {
 }
 
 /// [`bin_of`] in a few steps, for coding many values with one set of cuts: the cuts' order
-/// keys (`le_key`: `order_key` with `-0.0` read as `0.0`) are split into equal ranges of keys, and a table gives the first cut
-/// of each range, so a value's bin is found within its range, among the few cuts there (by
+/// keys (`le_key`) are split into equal ranges of keys, and a table gives the first cut of
+/// each range, so a value's bin is found within its range, among the few cuts there (by
 /// bisection where a range holds many). Keys of floats grow with their exponent and
 /// mantissa, so the ranges follow the cuts across orders of magnitude. The same bins as
 /// [`bin_of`], for every value but NaN (the caller's missing bin).
@@ -448,7 +448,7 @@ pub struct CutIndex {
     start: Vec<u32>,
 }
 
-/// The code pass (and [`crate::model::AdditiveModel::predict`]) looks bins up in a
+/// [`CutBins`] (the code pass, [`crate::model::AdditiveModel::predict`]) look bins up in a
 /// [`CutIndex`] from this many cuts on (bisection is as fast below: `benches/fit.rs`,
 /// `binning/lookup`: 4.9 ns a value by bisection among 11 cuts, 15–24 ns among 4,095, and
 /// 8.4 ns by the index among either), and where the values to code are at least
@@ -529,6 +529,32 @@ impl CutIndex {
             a + near.iter().map(|&c| usize::from(c <= k)).sum::<usize>()
         } else {
             a + self.keys[a..b].partition_point(|&c| c <= k)
+        }
+    }
+}
+
+/// The bins of one set of cuts for coding `n_values` values: [`bin_of`]'s, found through a
+/// [`CutIndex`] where it pays ([`CutIndex::pays`]), by bisection otherwise.
+#[derive(Debug, Clone)]
+pub struct CutBins<'a> {
+    /// The cuts (increasing, not NaN).
+    pub cuts: &'a [f64],
+    index: Option<CutIndex>,
+}
+
+impl<'a> CutBins<'a> {
+    /// The bins of `cuts` for `n_values` values to code.
+    pub fn new(cuts: &'a [f64], n_values: usize) -> CutBins<'a> {
+        let index = CutIndex::pays(cuts.len(), n_values).then(|| CutIndex::new(cuts));
+        CutBins { cuts, index }
+    }
+
+    /// The number of cuts `≤ x` ([`bin_of`]); `x` is not NaN.
+    #[inline(always)]
+    pub fn bin(&self, x: f64) -> usize {
+        match &self.index {
+            Some(index) => index.bin(x),
+            None => bin_of(self.cuts, x),
         }
     }
 }
@@ -1126,9 +1152,7 @@ impl Codes {
 /// How the values of one column become codes: its cut points and, for exact bins found from a sample, the sample's distinct values to check every value
 /// against.
 struct Coder<'a> {
-    cuts: &'a [f64],
-    /// The cuts' index, where they are many enough for it to pay ([`CUT_INDEX_MIN_CUTS`]).
-    index: Option<CutIndex>,
+    bins: CutBins<'a>,
     verify: Option<&'a [f64]>,
 }
 
@@ -1142,7 +1166,7 @@ impl Coder<'_> {
         weights: Option<&[f64]>,
         out: &mut [T],
     ) -> ColumnFlags {
-        let missing = self.cuts.len() + 1;
+        let missing = self.bins.cuts.len() + 1;
         let (mut nan, mut infinite, mut unseen) = (false, false, false);
         let (mut values, mut rows) = (Vec::new(), Vec::new());
         for (r, (o, &v)) in out.iter_mut().zip(column.iter()).enumerate() {
@@ -1151,10 +1175,7 @@ impl Coder<'_> {
                 missing
             } else {
                 infinite |= v.is_infinite();
-                let b = match &self.index {
-                    Some(index) => index.bin(v),
-                    None => bin_of(self.cuts, v),
-                };
+                let b = self.bins.bin(v);
                 if let Some(distinct) = self.verify {
                     // Exact bins: bin b holds exactly the distinct value b (-0.0 == 0.0).
                     if distinct[b] != v && weights.is_none_or(|w| w[r] > 0.0) {
@@ -1206,8 +1227,7 @@ fn assign_codes(
         .iter()
         .zip(verify)
         .map(|(c, &verify)| Coder {
-            cuts: c,
-            index: CutIndex::pays(c.len(), n).then(|| CutIndex::new(c)),
+            bins: CutBins::new(c, n),
             verify,
         })
         .collect();

@@ -3,7 +3,7 @@
 use ndarray::ArrayView2;
 use rayon::prelude::*;
 
-use crate::binning::{bin_of, CutIndex};
+use crate::binning::CutBins;
 use crate::error::{check_len, FastError, Result};
 
 /// `f(x) = intercept + Σ_j f_j(x_j)` with `f_j(x) = values[j][searchsorted(cuts[j], x, "right")]`
@@ -73,28 +73,23 @@ impl AdditiveModel {
         if let Some(((row, column), &value)) = x.indexed_iter().find(|(_, v)| v.is_infinite()) {
             return Err(FastError::NonFiniteX { row, column, value });
         }
-        // Features of many cuts look bins up in an index (the same bins as bisection), where
-        // the rows are enough to pay for building it ([`CutIndex::pays`]).
-        let indices: Vec<Option<CutIndex>> = self
-            .cuts
-            .iter()
-            .map(|c| CutIndex::pays(c.len(), n).then(|| CutIndex::new(c)))
-            .collect();
+        // Features of many cuts look bins up in an index where the rows pay for it.
+        let bins: Vec<CutBins<'_>> = self.cuts.iter().map(|c| CutBins::new(c, n)).collect();
         let mut out = vec![self.intercept; n];
         out.par_chunks_mut(PREDICT_CHUNK)
             .enumerate()
             .for_each(|(ci, o)| {
                 let i0 = ci * PREDICT_CHUNK;
-                for (j, (cuts, values)) in self.cuts.iter().zip(&self.values).enumerate() {
+                for (j, (bins, values)) in bins.iter().zip(&self.values).enumerate() {
                     let col = x.column(j);
                     let missing = self.missing_values[j];
-                    let bin = |v: f64| match &indices[j] {
-                        Some(index) => index.bin(v),
-                        None => bin_of(cuts, v),
-                    };
                     for (i, oi) in o.iter_mut().enumerate() {
                         let v = col[i0 + i];
-                        *oi += if v.is_nan() { missing } else { values[bin(v)] };
+                        *oi += if v.is_nan() {
+                            missing
+                        } else {
+                            values[bins.bin(v)]
+                        };
                     }
                 }
             });
@@ -105,6 +100,7 @@ impl AdditiveModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::binning::{bin_of, CutIndex};
     use ndarray::Array2;
 
     /// Predictions through the cut index (features of many cuts, many rows) are the sums of
