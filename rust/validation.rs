@@ -1038,26 +1038,39 @@ mod tests {
         assert_eq!(unit, bin_data(x.view(), None, &params.binning).unwrap());
     }
 
+    /// Parameters whose penalty is chosen on the default share of held-out rows drawn from
+    /// `seed`.
+    fn validated_params(seed: u64) -> FitParams {
+        FitParams {
+            lambda: Penalty::Validated(Validation {
+                fraction: DEFAULT_VALIDATION_FRACTION,
+                seed,
+            }),
+            ..FitParams::default()
+        }
+    }
+
+    /// The held-out split of `data` that `params` (from [`validated_params`]) draws.
+    fn held_out_split(data: &BinnedData, params: &FitParams) -> Split {
+        let Penalty::Validated(Validation { fraction, seed }) = params.lambda else {
+            panic!("a held-out split needs a validated penalty");
+        };
+        Split::new(data, validation_rows(data.n_samples, fraction, seed))
+    }
+
     #[test]
     fn the_rows_path_on_the_training_rows_is_the_weighted_path() {
         // 20,000 rows: the passes run in parallel and fused, in one chunk of rows.
         let (x, y) = tables_data(20_000, 5);
-        let params = FitParams {
-            lambda: Penalty::Validated(Validation {
-                fraction: DEFAULT_VALIDATION_FRACTION,
-                seed: 2,
-            }),
-            ..FitParams::default()
-        };
+        let params = validated_params(2);
         let w: Vec<f64> = (0..y.len()).map(|i| 0.5 + (i % 4) as f64).collect();
         for weights in [None, Some(&w[..])] {
             let mut data = bin_data(x.view(), weights, &params.binning).unwrap();
-            let rows = validation_rows(data.n_samples, DEFAULT_VALIDATION_FRACTION, 2);
             let Split {
                 rows,
                 held_weights,
                 train,
-            } = Split::new(&data, rows);
+            } = held_out_split(&data, &params);
             let held = (&rows[..], &held_weights[..]);
             let offset = AtomicUsize::new(0);
             let state = |d: &BinnedData, kept: Option<&[usize]>, b| {
@@ -1103,20 +1116,13 @@ mod tests {
             v[v.len() / 2]
         };
         let y = y.mapv(|v| f64::from(v > median));
-        let params = FitParams {
-            lambda: Penalty::Validated(Validation {
-                fraction: DEFAULT_VALIDATION_FRACTION,
-                seed: 4,
-            }),
-            ..FitParams::default()
-        };
+        let params = validated_params(4);
         let mut data = bin_data(x.view(), None, &params.binning).unwrap();
-        let rows = validation_rows(data.n_samples, DEFAULT_VALIDATION_FRACTION, 4);
         let Split {
             rows,
             held_weights,
             train,
-        } = Split::new(&data, rows);
+        } = held_out_split(&data, &params);
         let held = (&rows[..], &held_weights[..]);
         let mean =
             y.iter().zip(&train).map(|(y, w)| y * w).sum::<f64>() / train.iter().sum::<f64>();
