@@ -8,15 +8,15 @@
 //!   `lambda_ratio="auto"`: the search and the final fit on all rows).
 //!
 //! * `binning/lookup`: the bin of each of 10⁶ values among 4,095 quantile cuts (Black-Smoke-like
-//!   columns: uniform, few-valued, zero-inflated), by bisection (`bin_of`) and by the cut index
-//!   the code pass uses (`CutIndex`), in the same run;
+//!   columns: uniform, few-valued, zero-inflated), one value at a time (`bin_of`) and in the
+//!   batches of the code pass and of `predict` (`for_each_batch`), in the same run;
 //! * `binning/bin_data`: binning a 10⁶ × 14 row-major matrix at 4,096 bins;
 //! * `binning/predict`: an additive model on those bins predicting the 10⁶ rows.
 //!
 //! Run with `cargo bench --bench fit` (all cores) or `RAYON_NUM_THREADS=1 cargo bench --bench fit`.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use fastpcam::binning::{bin_data, bin_of, BinningParams, CutIndex};
+use fastpcam::binning::{bin_data, bin_of, for_each_batch, BinningParams};
 use fastpcam::model::AdditiveModel;
 use fastpcam::params::{FitParams, Penalty, Validation, DEFAULT_VALIDATION_FRACTION};
 use fastpcam::selection::all_bin_sums;
@@ -90,7 +90,6 @@ fn bench_binning(c: &mut Criterion) {
     for j in [0usize, 1, 2] {
         let cuts = data.features[j].cuts.clone();
         let values: Vec<f64> = x.column(j).to_vec();
-        let index = CutIndex::new(&cuts);
         group.throughput(Throughput::Elements(n as u64));
         let label = format!("column{j}_{}cuts", cuts.len());
         group.bench_with_input(BenchmarkId::new("lookup/bin_of", &label), &j, |b, _| {
@@ -99,10 +98,13 @@ fn bench_binning(c: &mut Criterion) {
                 values.iter().map(|&v| bin_of(cuts, v)).sum::<usize>()
             })
         });
-        group.bench_with_input(BenchmarkId::new("lookup/cut_index", &label), &j, |b, _| {
+        group.bench_with_input(BenchmarkId::new("lookup/batch", &label), &j, |b, _| {
             b.iter(|| {
-                let index = black_box(&index);
-                values.iter().map(|&v| index.bin(v)).sum::<usize>()
+                let mut total = 0;
+                for_each_batch(black_box(&cuts), &values, |_, _, bins| {
+                    total += bins.iter().sum::<usize>()
+                });
+                total
             })
         });
     }
