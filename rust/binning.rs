@@ -715,7 +715,9 @@ pub fn bin_data(
         .zip(codes)
         .zip(flags)
         .map(|((cuts, codes), flag)| {
-            let bin_weights = bin_weights(&codes, cuts.len() + 1 + usize::from(flag.nan), weights);
+            let n_bins = cuts.len() + 1 + usize::from(flag.nan);
+            let codes = codes.narrowed(n_bins);
+            let bin_weights = bin_weights(&codes, n_bins, weights);
             BinnedFeature {
                 cuts,
                 codes,
@@ -1043,6 +1045,24 @@ impl CodesMut<'_> {
 }
 
 impl Codes {
+    /// The same codes in the narrowest type that holds `n_codes` codes: the code pass makes
+    /// room for a missing bin, which a feature without NaN does not use (256 bins and no NaN:
+    /// `u8`, half the bytes every later pass reads).
+    fn narrowed(self, n_codes: usize) -> Codes {
+        match self {
+            Codes::U16(v) if n_codes <= 1 << 8 => {
+                Codes::U8(v.into_iter().map(|c| c as u8).collect())
+            }
+            Codes::U32(v) if n_codes <= 1 << 8 => {
+                Codes::U8(v.into_iter().map(|c| c as u8).collect())
+            }
+            Codes::U32(v) if n_codes <= 1 << 16 => {
+                Codes::U16(v.into_iter().map(|c| c as u16).collect())
+            }
+            codes => codes,
+        }
+    }
+
     fn zeros(n: usize, n_codes: usize) -> Codes {
         if n_codes <= 1 << 8 {
             Codes::U8(vec![0; n])
@@ -1317,6 +1337,48 @@ mod tests {
                 assert_eq!(seen, len);
             }
         }
+    }
+
+    /// A feature of 256 bins is coded in `u8` when it has no NaN (the code pass's room for a
+    /// missing bin given back) and in `u16` when it has: the same bins either way, and 257
+    /// bins stay `u16`.
+    #[test]
+    fn codes_take_the_narrowest_type_their_bins_need() {
+        let n = 10_000;
+        let x = Array2::from_shape_fn((n, 3), |(i, j)| match j {
+            0 => ((i * 7_919) % n) as f64,
+            1 if i % 101 == 3 => f64::NAN,
+            _ => ((i * 7_919) % n) as f64,
+        });
+        let params = BinningParams {
+            max_bins: Some(256),
+            ..Default::default()
+        };
+        let d = bin_data(x.view(), None, &params).unwrap();
+        let f = &d.features;
+        assert_eq!((f[0].n_bins(), f[1].n_bins()), (256, 257));
+        assert!(
+            matches!(f[0].codes, Codes::U8(_)),
+            "{:?}",
+            &f[0].codes.len()
+        );
+        assert!(matches!(f[1].codes, Codes::U16(_)));
+        for (j, f) in f.iter().enumerate() {
+            with_codes!(&f.codes, c => for (i, &b) in c.iter().enumerate() {
+                let v = x[[i, j]];
+                let want = if v.is_nan() { f.cuts.len() + 1 } else { bin_of(&f.cuts, v) };
+                assert_eq!(b.idx(), want, "row {i}, feature {j}");
+            });
+        }
+        assert_eq!(f[0].bin_weights, f[2].bin_weights);
+        assert_eq!(f[0].bin_weights.iter().sum::<f64>(), n as f64);
+        let wide = BinningParams {
+            max_bins: Some(257),
+            ..Default::default()
+        };
+        let d = bin_data(x.view(), None, &wide).unwrap();
+        assert_eq!(d.features[0].n_bins(), 257);
+        assert!(matches!(d.features[0].codes, Codes::U16(_)));
     }
 
     /// The code pass's batches (features of 1,000 quantile bins, of 5 exact bins, and of
