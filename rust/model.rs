@@ -70,19 +70,19 @@ impl AdditiveModel {
         let (n, p) = x.dim();
         let reason = "X must have as many features as the data the model was fitted on";
         check_len("X (columns)", self.n_features(), p, reason)?;
-        if let Some(((row, column), &value)) = x.indexed_iter().find(|(_, v)| v.is_infinite()) {
-            return Err(FastError::NonFiniteX { row, column, value });
-        }
-        // Each chunk's values of a feature are gathered (any memory order) and looked up a
-        // batch at a time.
+        // Each chunk's values of a feature are gathered (any memory order), checked, and
+        // looked up a batch at a time.
         let mut out = vec![self.intercept; n];
-        out.par_chunks_mut(PREDICT_CHUNK)
+        let infinite = out
+            .par_chunks_mut(PREDICT_CHUNK)
             .enumerate()
-            .for_each_init(Vec::new, |col, (ci, o)| {
+            .map_init(Vec::new, |col: &mut Vec<f64>, (ci, o)| {
                 let i0 = ci * PREDICT_CHUNK;
+                let mut infinite = false;
                 for (j, (cuts, values)) in self.cuts.iter().zip(&self.values).enumerate() {
                     col.clear();
                     col.extend(x.slice(ndarray::s![i0..i0 + o.len(), j]).iter());
+                    infinite |= col.iter().any(|v| v.is_infinite());
                     let missing = self.missing_values[j];
                     for_each_batch(cuts, col, |start, v, bins| {
                         let o = &mut o[start..start + v.len()];
@@ -91,7 +91,16 @@ impl AdditiveModel {
                         }
                     });
                 }
-            });
+                infinite
+            })
+            .reduce(|| false, |a, b| a | b);
+        if infinite {
+            // Report the first infinite value in row-major order.
+            let found = x.indexed_iter().find(|(_, v)| v.is_infinite());
+            if let Some(((row, column), &value)) = found {
+                return Err(FastError::NonFiniteX { row, column, value });
+            }
+        }
         Ok(out)
     }
 }
@@ -150,6 +159,31 @@ mod tests {
                 };
             }
             assert_eq!(g.to_bits(), want.to_bits(), "row {i}");
+        }
+    }
+
+    /// An infinite value anywhere is an error naming the first one in row-major order (the
+    /// check runs inside the parallel chunks; two infinities in different chunks and columns).
+    #[test]
+    fn predict_names_the_first_infinite_value() {
+        let model = AdditiveModel {
+            intercept: 0.0,
+            values: vec![vec![1.0, 2.0], vec![3.0, 4.0]],
+            cuts: vec![vec![0.5], vec![0.5]],
+            missing_values: vec![0.0, 0.0],
+        };
+        let n = 3 * PREDICT_CHUNK + 5;
+        let mut x = Array2::from_shape_fn((n, 2), |(i, j)| ((i + j) % 2) as f64);
+        assert!(model.predict(x.view()).is_ok());
+        x[[2 * PREDICT_CHUNK + 7, 0]] = f64::NEG_INFINITY;
+        x[[PREDICT_CHUNK + 3, 1]] = f64::INFINITY;
+        for x in [x.clone(), x.t().as_standard_layout().t().to_owned()] {
+            match model.predict(x.view()) {
+                Err(FastError::NonFiniteX { row, column, value }) => {
+                    assert_eq!((row, column, value), (PREDICT_CHUNK + 3, 1, f64::INFINITY));
+                }
+                other => panic!("expected NonFiniteX, got {other:?}"),
+            }
         }
     }
 }
