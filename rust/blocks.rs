@@ -91,6 +91,20 @@ impl Backend {
     }
 }
 
+/// How a direction changes a state beyond its blocks ([`BlockState::move_along`]).
+#[derive(Debug, Clone)]
+pub(crate) enum Along {
+    /// Rows engine: the change of every row's prediction.
+    Rows(Vec<f64>),
+    /// Tables engine ([`BlockState::tables_line`]): the loss along the direction,
+    /// `loss − b t + a t²/2`, and the products `Σ_{k≠j} C_jk d_k` for every block `j`.
+    Tables {
+        a: f64,
+        b: f64,
+        cross: Vec<Vec<f64>>,
+    },
+}
+
 /// Rows plus the largest block's bins above which sweeps solve blocks two at a time
 /// ([`BlockState::update_pair`]).
 pub const PAIR_MIN_WORK: usize = 4096;
@@ -257,6 +271,34 @@ impl BlockState {
             since_sync: 0,
         };
         Self::assemble(data, intercept, beta, wn, 0.0, backend)
+    }
+
+    /// On the tables engine, the loss along the blocks' direction `d` (one value per bin) and
+    /// the intercept's `dc`: `(a, b)` with `loss(β + t d, c + t dc) = loss − b t + a t²/2`,
+    /// from the fresh sums (`b = dc Σ_b R_0b + Σ_k d_k · R_k`) and the co-occurrence tables
+    /// (`a W = dc² W + 2 dc Σ_k w_k · d_k + Σ_k w_k · d_k² + Σ_{j≠k} d_j C_jk d_k`), with the
+    /// products `Σ_{k≠j} C_jk d_k` that [`BlockState::move_along`] moves the sums by; `None`
+    /// on the rows engine.
+    pub(crate) fn tables_line(&self, d: &[Vec<f64>], dc: f64) -> Option<Along> {
+        let Backend::Tables { tables, .. } = &self.backend else {
+            return None;
+        };
+        let dot = |x: &[f64], y: &[f64]| x.iter().zip(y).map(|(a, b)| a * b).sum::<f64>();
+        let along_sums: f64 = d.iter().zip(&self.sums).map(|(dk, r)| dot(dk, r)).sum();
+        let b = dc * self.sums.first().map_or(0.0, |r| r.iter().sum::<f64>()) + along_sums;
+        let cross = tables.cross_products(d);
+        let w = tables.total_weight;
+        let mut a = dc * dc;
+        for ((dk, wn), ck) in d.iter().zip(&self.wn).zip(&cross) {
+            a += 2.0 * dc * dot(dk, wn);
+            a += dk
+                .iter()
+                .zip(wn)
+                .zip(ck)
+                .map(|((x, wb), c)| x * (wb * x + c / w))
+                .sum::<f64>();
+        }
+        Some(Along::Tables { a, b, cross })
     }
 
     /// The shape of block `k`.
@@ -714,28 +756,19 @@ impl BlockState {
         self.loss = 0.5 * partials.iter().sum::<f64>() / data.total_weight;
     }
 
-    /// Moves the state by `t` along a direction in place (rows engine): the intercept by
-    /// `t · dc`, every block by `t · d_k`, every row's prediction by `t · u_i` (`u` the
-    /// direction's change of the predictions, `dc + Σ_k d_k[code_k(i)]`), if the objective at
-    /// `lambda`, recomputed from the new residual, is lower; otherwise nothing moves. Every
-    /// block's sums are fresh afterwards either way. Returns whether the state moved. The
-    /// tables engine never moves.
+    /// Moves the state by `t` along a direction in place: the intercept by `t · dc`, every
+    /// block by `t · d_k`, and, by `along`, every row's prediction by `t · u_i` (rows engine:
+    /// `u` the direction's change of the predictions, `dc + Σ_k d_k[code_k(i)]`, the objective
+    /// at `lambda` recomputed from the new residual) or every bin's sum by `t` times the
+    /// direction's (tables engine: the loss from [`BlockState::tables_line`]'s quadratic), if
+    /// the objective is lower; otherwise nothing moves. Every block's sums are fresh
+    /// afterwards either way. Returns whether the state moved.
     pub(crate) fn move_along(
         &mut self,
         data: &BinnedData,
-        (t, dc, d, u): (f64, f64, &[Vec<f64>], &[f64]),
+        (t, dc, d, along): (f64, f64, &[Vec<f64>], &Along),
         lambda: f64,
     ) -> bool {
-        let Backend::Rows { resid, .. } = &self.backend else {
-            return false;
-        };
-        let new_resid: Vec<f64> = resid.iter().zip(u).map(|(r, u)| r - t * u).collect();
-        let mut new_vresid = if data.weights.is_some() {
-            vec![0.0; data.n_samples]
-        } else {
-            Vec::new()
-        };
-        let loss = weighted_resid_loss(data, &new_resid, &mut new_vresid);
         let beta: Vec<Vec<f64>> = self
             .beta
             .iter()
@@ -747,6 +780,37 @@ impl BlockState {
             .enumerate()
             .map(|(k, b)| block_tv(b, self.n_chain[k], self.shape(k)))
             .collect();
+        let u = match (along, &self.backend) {
+            (Along::Rows(u), Backend::Rows { .. }) => u,
+            (Along::Tables { a, b, cross }, Backend::Tables { tables, .. }) => {
+                let loss = self.loss - b * t + 0.5 * a * t * t;
+                if !(loss + lambda * tv.iter().sum::<f64>() < self.objective(lambda)) {
+                    return false;
+                }
+                let w = tables.total_weight;
+                for ((sums, wn), (dk, ck)) in
+                    self.sums.iter_mut().zip(&self.wn).zip(d.iter().zip(cross))
+                {
+                    for (((s, wb), x), c) in sums.iter_mut().zip(wn).zip(dk).zip(ck) {
+                        *s -= t * (wb * (dc + x) + c / w);
+                    }
+                }
+                (self.beta, self.tv, self.loss) = (beta, tv, loss);
+                self.intercept += t * dc;
+                return true;
+            }
+            _ => return false,
+        };
+        let Backend::Rows { resid, .. } = &self.backend else {
+            return false;
+        };
+        let new_resid: Vec<f64> = resid.iter().zip(u).map(|(r, u)| r - t * u).collect();
+        let mut new_vresid = if data.weights.is_some() {
+            vec![0.0; data.n_samples]
+        } else {
+            Vec::new()
+        };
+        let loss = weighted_resid_loss(data, &new_resid, &mut new_vresid);
         let moved = loss + lambda * tv.iter().sum::<f64>() < self.objective(lambda);
         if moved {
             let Backend::Rows { resid, vresid, .. } = &mut self.backend else {

@@ -60,7 +60,7 @@ use crate::engine::{
     fit_binned_engine, fit_binned_tables, resolve_engine, squared_state, tables_shell,
 };
 use crate::error::{FastError, Result};
-use crate::extrapolate::fit_extrapolated;
+use crate::extrapolate::{fit_extrapolated, fit_tables_extrapolated};
 use crate::params::{Engine, FitParams, Penalty, Validation, DEFAULT_LAMBDA_RATIO};
 pub use crate::report::PenaltySearch;
 use crate::report::{BinnedFit, Callback, Fit, Progress, StopReason};
@@ -458,7 +458,7 @@ pub fn fit_validated(
         (Some(train), Some(held)) => {
             let mut all = Arc::try_unwrap(train).unwrap_or_else(|t| (*t).clone());
             all.add(&held)?;
-            fit_binned_tables(data, Arc::new(all), &final_params, Some(best), callback)?
+            fit_tables_extrapolated(data, Arc::new(all), &final_params, (best, callback))?
         }
         _ if engine == Engine::Rows => fit_extrapolated(data, y, &final_params, (best, callback))?,
         _ => fit_binned_engine(data, y, &final_params, Some(best), engine, callback)?,
@@ -510,7 +510,7 @@ fn validated_on_tables(
     all.add(&held_tables)?;
     drop(held_tables);
     let final_params = params.at_ratio(search.ratio);
-    let fit = fit_binned_tables(data, Arc::new(all), &final_params, Some(best), callback)?;
+    let fit = fit_tables_extrapolated(data, Arc::new(all), &final_params, (best, callback))?;
     Ok((fit, search))
 }
 
@@ -561,7 +561,7 @@ pub fn fit_tables_validated(
     let (search, best) = run_path(&data, params, &state, &loss, &offset, &mut callback, RULE)?;
     let final_params = params.at_ratio(search.ratio);
     let all = Arc::new(all);
-    let fit = fit_binned_tables(&data_all, all, &final_params, Some(best), callback)?;
+    let fit = fit_tables_extrapolated(&data_all, all, &final_params, (best, callback))?;
     let search_copy = Some(search.clone());
     Ok((
         Fit::new(&data_all, Engine::Tables, fit, search_copy),
