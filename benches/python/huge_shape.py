@@ -4,6 +4,8 @@ build, in one run (issue 17).
 Run:  python benches/python/huge_shape.py --reference DIR [--repeats 3] [--rows 9214951]
           [--generators issue,ties,smoke] [--data-dir DIR] [--out FILE]
 
+"This build" is the ``fastpcam`` that ``import fastpcam`` finds: run with
+``PYTHONPATH=python`` to measure the working tree rather than an installed copy.
 ``DIR`` holds a reference copy of the package (``DIR/fastpcam``, e.g. made with
 ``mkdir -p DIR && cp -r python/fastpcam DIR/`` from a build without the change measured).
 Every fit is ``fastpcam.FASTRegressor(interactions=0).fit(X, y)``: the additive model that
