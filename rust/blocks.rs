@@ -780,8 +780,10 @@ impl BlockState {
             .enumerate()
             .map(|(k, b)| block_tv(b, self.n_chain[k], self.shape(k)))
             .collect();
-        let u = match (along, &self.backend) {
-            (Along::Rows(u), Backend::Rows { .. }) => u,
+        let new_resid: Vec<f64> = match (along, &self.backend) {
+            (Along::Rows(u), Backend::Rows { resid, .. }) => {
+                resid.iter().zip(u).map(|(r, u)| r - t * u).collect()
+            }
             (Along::Tables { a, b, cross }, Backend::Tables { tables, .. }) => {
                 let loss = self.loss - b * t + 0.5 * a * t * t;
                 if !(loss + lambda * tv.iter().sum::<f64>() < self.objective(lambda)) {
@@ -801,10 +803,6 @@ impl BlockState {
             }
             _ => return false,
         };
-        let Backend::Rows { resid, .. } = &self.backend else {
-            return false;
-        };
-        let new_resid: Vec<f64> = resid.iter().zip(u).map(|(r, u)| r - t * u).collect();
         let mut new_vresid = if data.weights.is_some() {
             vec![0.0; data.n_samples]
         } else {

@@ -148,8 +148,8 @@ pub(crate) enum Mode {
 
 /// [`descend`] in rounds with an exact line search along each round's change (see the module
 /// documentation). `st` must be a squared-loss state whose blocks are chains, on the rows
-/// engine (its residual readable) or the tables engine ([`Mode::Rebuild`] only); `rebuild`
-/// makes such a state from blocks, on the same data and target. The callback sees
+/// engine (its residual readable) or the tables engine; `rebuild` makes such a state from
+/// blocks, on the same data and target ([`Mode::Rebuild`]). The callback sees
 /// one fit (block updates counted across the rounds). The returned fit's `n_iter` and
 /// history count block updates only.
 #[allow(clippy::too_many_arguments)]
