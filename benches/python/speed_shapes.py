@@ -2,7 +2,7 @@
 measured in the same run.
 
 Run:  python benches/python/speed_shapes.py [--repeats 3] [--sections wide,narrow,refit]
-          [--reference DIR]
+          [--generators factor,ar,mix] [--reference DIR]
 
 Every time is the median of ``--repeats`` fits (default 3) of ``fastpcam.FASTRegressor`` with
 every parameter at its default unless said otherwise; the fits being compared alternate, so a
@@ -11,7 +11,7 @@ busy machine slows both alike. Sections:
 ``wide``
     ``max_bins="auto"`` against ``max_bins=4096`` (what ``"auto"`` meant for every shape
     below 200,000 rows before it took the number of features into account) on wide synthetic
-    data. Two generators, each with every value distinct:
+    data. Three generators (the first two with every value distinct):
 
     * ``factor`` (tuned on): Gaussian columns sharing 5 latent factors (pairwise correlations
       around 0.6 / 5 per factor, varying), signal in 30 random features (sine, step and
@@ -19,10 +19,16 @@ busy machine slows both alike. Sections:
     * ``ar`` (checked only): AR(1) columns, ``corr(x_j, x_k) = 0.9^|j-k|``, every third column
       log-normal and every third ``sinh`` of a Gaussian (skewed, heavy-tailed), signal in 60
       random features (multi-jump steps, kinks, ``tanh`` saturations, one-sided cosines, signs
-      alternating), Student-t(5) noise with the signal's std (a noise-heavy set).
+      alternating), Student-t(5) noise with the signal's std (a noise-heavy set);
+    * ``mix`` (checked only, added after the tuning): columns sharing 8 latent factors, every
+      fourth integer-valued (about 20 levels, many ties), every fourth uniform and independent,
+      every fourth log-normal; signal in 50 random features (quantile steps, a log, a clipped
+      line, a one-sided switch; standardised, decaying weights, signs mixed), Gaussian noise of
+      0.8 times the signal's std.
 
-    Shapes: Isolet-like 7,017 x 613 and Rf2-like 8,212 x 448 for both (seeds 0 and 1), and with
-    ``ar`` also 20,000 x 300 (more distinct values per column) and 3,000 x 1,500. The fits are
+    Shapes: Isolet-like 7,017 x 613 and Rf2-like 8,212 x 448 for all three (seeds 0 and 1), and
+    with ``ar`` also 20,000 x 300 (more distinct values per column) and 3,000 x 1,500.
+    ``--generators mix`` runs one generator's cases only. The fits are
     on the shape's rows; the test MSE is on 10,000 fresh rows of the same generator, against
     the noisy target (``test MSE``) and against the noise-free signal (``excess``, a stricter
     view of the same difference). ``y`` is standardised with the training mean and std.
@@ -110,7 +116,27 @@ def ar_gen(n: int, p: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return X[:n], y[:n], X[n:], np.c_[y[n:], f[n:]]
 
 
-GENERATORS: dict[str, Gen] = {"factor": factor_gen, "ar": ar_gen}
+def mix_gen(n: int, p: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The second check generator (see the module documentation): X, y, X_test, signal_test."""
+    rng = np.random.default_rng(seed + 77)
+    N, k = n + N_TEST, 50
+    Z = rng.normal(size=(N, 8)) @ rng.normal(size=(8, p)) * 0.5 + rng.normal(size=(N, p))
+    X = Z.copy()
+    X[:, 0::4] = np.round(Z[:, 0::4] * 3)
+    X[:, 1::4] = rng.uniform(size=(N, len(range(1, p, 4))))
+    X[:, 2::4] = np.exp(Z[:, 2::4])
+    f = np.zeros(N)
+    for t, j in enumerate(rng.choice(p, min(k, p), replace=False)):
+        x = X[:, j]
+        q = np.quantile(x[:n], [0.2, 0.5, 0.8])
+        g = (np.digitize(x, q) - 1.5, np.log1p(np.abs(x)), np.minimum(x, q[1]), (x > q[2]) * 2.0)[t % 4]
+        g = (g - g.mean()) / (g.std() + 1e-12)
+        f += g * (1.0 / (1 + 0.08 * t)) * (1 if t % 3 else -1)
+    y = f + rng.normal(0, 0.8 * f.std(), size=N)
+    return X[:n], y[:n], X[n:], np.c_[y[n:], f[n:]]
+
+
+GENERATORS: dict[str, Gen] = {"factor": factor_gen, "ar": ar_gen, "mix": mix_gen}
 
 
 def timed(make: Callable[[], Any], X: np.ndarray, y: np.ndarray) -> tuple[float, Any]:
@@ -135,11 +161,14 @@ def updates(m: Any) -> str:
     return f"{search:,} + {m.n_iter_:,}"
 
 
-def wide(repeats: int) -> list[str]:
+def wide(repeats: int, generators: list[str] | None = None) -> list[str]:
     cases = [("factor", 7_017, 613, 0), ("factor", 7_017, 613, 1), ("factor", 8_212, 448, 0),
              ("factor", 8_212, 448, 1), ("ar", 7_017, 613, 0), ("ar", 7_017, 613, 1),
              ("ar", 8_212, 448, 0), ("ar", 8_212, 448, 1), ("ar", 20_000, 300, 0),
-             ("ar", 3_000, 1_500, 0)]
+             ("ar", 3_000, 1_500, 0), ("mix", 7_017, 613, 0), ("mix", 7_017, 613, 1),
+             ("mix", 8_212, 448, 0), ("mix", 8_212, 448, 1)]
+    if generators:
+        cases = [c for c in cases if c[0] in generators]
     out = [
         "## Wide data: `max_bins=\"auto\"` against 4,096 bins\n",
         "| generator | n x p | seed | auto bins | time auto (s) | time 4,096 (s) | time ratio | "
@@ -271,6 +300,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--sections", default="wide,narrow,refit")
+    ap.add_argument("--generators", help="wide section: only these generators (comma-separated: factor,ar,mix)")
     ap.add_argument("--out", default=str(HERE / "results" / "speed.md"))
     ap.add_argument("--reference", help="directory holding a reference build of the package (refit section)")
     ap.add_argument("--refit-worker", help=argparse.SUPPRESS)
@@ -287,7 +317,7 @@ def main() -> None:
         "alternating in one run.\n",
     ]
     sections: dict[str, Callable[[], list[str]]] = {
-        "wide": lambda: wide(args.repeats),
+        "wide": lambda: wide(args.repeats, args.generators.split(",") if args.generators else None),
         "narrow": lambda: narrow(args.repeats),
         "refit": lambda: refit(args.repeats, args.reference),
     }
