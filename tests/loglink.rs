@@ -309,7 +309,10 @@ proptest! {
         prop_assume!(weighted_mean(&y, w.as_deref()) > 0.0);
         let curvature = if bound { Curvature::Bound } else { Curvature::Newton };
         let mut prm = params(Penalty::Relative(ratio), sel, 1e-6, Some(16));
-        prm.max_iter = 3_000;
+        // The estimators' default budget: a Gamma fit of targets around 1e-3 at ratio 1e-4
+        // (seed 66, 40 rows; kept in loglink.proptest-regressions) needs more than 3,000
+        // updates to meet tol = 1e-6.
+        prm.max_iter = 100_000;
         let run = |threads| with_threads(Some(threads), || {
             let d = bin_data(x.view(), w.as_deref(), &prm.binning).unwrap();
             fit_loglink_binned_with(&d, y.view(), &prm, loss, None, curvature).unwrap()
@@ -324,7 +327,7 @@ proptest! {
         prop_assert!(a.report.objective.is_finite());
         prop_assert!(a.values.iter().flatten().all(|v| v.is_finite()));
         if ratio > 0.0 && !bound {
-            prop_assert!(a.report.kkt_residual <= 1e-6, "{:?} kkt {}", loss, a.report.kkt_residual);
+            prop_assert!(a.report.kkt_residual <= 1e-6, "{:?} kkt {} stop {:?} n_iter {}", loss, a.report.kkt_residual, a.report.stop, a.report.n_iter);
         }
     }
 }
