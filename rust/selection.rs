@@ -254,21 +254,20 @@ fn add_free_levels(sums: &[f64], n_chain: usize, out: &mut BlockScore) {
 /// The block with the largest score; ties go to the lowest index. `None` when no block can
 /// move (every score is zero).
 pub fn select(scores: &[BlockScore]) -> Option<usize> {
-    steepest(scores, None)
+    let (best, s) = scores
+        .iter()
+        .enumerate()
+        .max_by(|(ia, a), (ib, b)| a.score.total_cmp(&b.score).then(ib.cmp(ia)))?;
+    (s.score > 0.0).then_some(best)
 }
 
 /// The block with the largest score other than `first` (BGS-s's runner-up; ties: lowest
 /// index), if its score is positive.
 pub fn select_second(scores: &[BlockScore], first: usize) -> Option<usize> {
-    steepest(scores, Some(first))
-}
-
-/// The block with the largest positive score, `skip` left out (ties: lowest index).
-fn steepest(scores: &[BlockScore], skip: Option<usize>) -> Option<usize> {
     let (best, s) = scores
         .iter()
         .enumerate()
-        .filter(|&(k, _)| Some(k) != skip)
+        .filter(|&(k, _)| k != first)
         .max_by(|(ia, a), (ib, b)| a.score.total_cmp(&b.score).then(ib.cmp(ia)))?;
     (s.score > 0.0).then_some(best)
 }

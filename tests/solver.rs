@@ -23,27 +23,6 @@ fn data(n: usize, p: usize, seed: u64, levels: usize) -> (Array2<f64>, Array1<f6
     (x, y)
 }
 
-/// A fit at `ratio` with `selection` and `tol` on a pool of `threads`, its history's time
-/// stamps cleared (so fits can be compared whole).
-fn fit_on(
-    (x, y, w): (&Array2<f64>, &Array1<f64>, Option<&[f64]>),
-    ratio: f64,
-    (selection, tol): (Selection, f64),
-    threads: usize,
-) -> Fit {
-    let mut f = with_threads(Some(threads), || {
-        fit(
-            Rows::new(x.view(), y.view(), w),
-            &params(Penalty::Relative(ratio), selection, tol, None),
-            None,
-        )
-        .unwrap()
-    })
-    .unwrap();
-    f.report.history.time.clear();
-    f
-}
-
 /// The objective of a fitted model recomputed from scratch (DESIGN §1).
 fn objective(f: &Fit, x: &Array2<f64>, y: &Array1<f64>, w: Option<&[f64]>) -> f64 {
     let pred = f.model.predict(x.view()).unwrap();
@@ -594,7 +573,19 @@ fn paired_sweeps_reach_the_plain_optimum() {
         x[[i, 3]] = f64::NAN;
     }
     let w: Vec<f64> = (0..n).map(|i| 0.5 + (i % 4) as f64).collect();
-    let run = |s, tol, threads| fit_on((&x, &y, Some(&w[..])), 1e-3, (s, tol), threads);
+    let run = |s, tol, threads| {
+        let mut f = with_threads(Some(threads), || {
+            fit(
+                Rows::new(x.view(), y.view(), Some(&w)),
+                &params(Penalty::Relative(1e-3), s, tol, None),
+                None,
+            )
+            .unwrap()
+        })
+        .unwrap();
+        f.report.history.time.clear();
+        f
+    };
     let sweep = run(Selection::Sweep, 1e-8, 2);
     assert!(sweep.report.converged);
     assert_eq!(
@@ -640,7 +631,19 @@ fn greedy_pairs_reach_the_plain_optimum() {
     for i in (0..n).step_by(11) {
         x[[i, 5]] = f64::NAN;
     }
-    let run = |s, tol, threads| fit_on((&x, &y, None), 2e-3, (s, tol), threads);
+    let run = |s, tol, threads| {
+        let mut f = with_threads(Some(threads), || {
+            fit(
+                Rows::new(x.view(), y.view(), None),
+                &params(Penalty::Relative(2e-3), s, tol, None),
+                None,
+            )
+            .unwrap()
+        })
+        .unwrap();
+        f.report.history.time.clear();
+        f
+    };
     let greedy = run(Selection::Greedy, 1e-8, 2);
     assert!(greedy.report.converged && greedy.report.kkt_residual <= 1e-8);
     assert_eq!(
