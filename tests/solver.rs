@@ -615,54 +615,6 @@ fn paired_sweeps_reach_the_plain_optimum() {
     assert!(quick.report.n_iter < sweep.report.n_iter);
 }
 
-/// Greedy steps that solve the steepest block with the next steepest from one residual
-/// (the rows engine on large enough data): the objective never rises, the KKT certificate
-/// holds, every thread count gives the same fit, the optimum is that of cyclic sweeps, and
-/// the reported objective is the one recomputed from the model.
-#[test]
-fn greedy_pairs_reach_the_plain_optimum() {
-    use fastpcam::blocks::PAIR_MIN_WORK;
-    let (n, p) = (6_000, 16);
-    assert!(
-        n >= PAIR_MIN_WORK,
-        "the data must be large enough for pairs"
-    );
-    let (mut x, y) = data(n, p, 47, 1_000);
-    for i in (0..n).step_by(11) {
-        x[[i, 5]] = f64::NAN;
-    }
-    let run = |s, tol, threads| {
-        let mut f = with_threads(Some(threads), || {
-            fit(
-                Rows::new(x.view(), y.view(), None),
-                &params(Penalty::Relative(2e-3), s, tol, None),
-                None,
-            )
-            .unwrap()
-        })
-        .unwrap();
-        f.report.history.time.clear();
-        f
-    };
-    let greedy = run(Selection::Greedy, 1e-8, 2);
-    assert!(greedy.report.converged && greedy.report.kkt_residual <= 1e-8);
-    assert_eq!(
-        greedy,
-        run(Selection::Greedy, 1e-8, 1),
-        "same fit for any number of threads"
-    );
-    for pair in greedy.report.history.objective.windows(2) {
-        assert!(pair[1] <= pair[0] + 1e-12 * pair[0].abs(), "{pair:?}");
-    }
-    let cyclic = run(Selection::Cyclic, 1e-8, 2);
-    let (a, b) = (cyclic.report.objective, greedy.report.objective);
-    assert!((a - b).abs() <= 1e-9 * a, "{a} vs {b}");
-    let recomputed = objective(&greedy, &x, &y, None);
-    assert!((recomputed - b).abs() <= 1e-9 * b, "{recomputed} vs {b}");
-    let quick = run(Selection::Greedy, 1e-2, 2);
-    assert!(quick.report.converged && quick.report.kkt_residual <= 1e-2);
-}
-
 /// Wide data (`selection = Auto` picks scored sweeps): same optimum as greedy, every thread
 /// count the same fit.
 #[test]
