@@ -87,12 +87,13 @@ pub(crate) fn fit_tables_extrapolated(
     params: &FitParams,
     (init, callback): (Vec<Vec<f64>>, Option<Callback<'_>>),
 ) -> Result<BinnedFit> {
+    params.check()?;
     let state = |beta| BlockState::with_tables(data, Arc::clone(&tables), beta);
     fit_extrapolated_on(data, &state, params, (init, callback), Mode::InPlace)
 }
 
 /// The fit of [`fit_extrapolated`] with states made by `state`, a greedy selection's rounds
-/// moving the state by `greedy`.
+/// moving the state by `greedy` (`params` already checked by the caller).
 fn fit_extrapolated_on(
     data: &BinnedData,
     state: &dyn Fn(Vec<Vec<f64>>) -> BlockState,
@@ -101,7 +102,6 @@ fn fit_extrapolated_on(
     greedy: Mode,
 ) -> Result<BinnedFit> {
     let start = Instant::now();
-    params.check()?;
     check_init(data, &init)?;
     params.shapes.check_len(data.n_features())?;
     let shapes = params.shapes.resolve(data.n_features());
