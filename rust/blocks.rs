@@ -1034,6 +1034,13 @@ impl DescentState for BlockState {
         BlockState::pairs_pay(self, data)
     }
 
+    fn greedy_pair_pays(&mut self, data: &BinnedData, (k, k2): (usize, usize)) -> bool {
+        // Two chains (a pair term's grid takes one ordinary update), and no table carrying
+        // every block's sums through block `k`'s update (that saves more than a pair).
+        let chains = self.shape(k).grid.is_none() && self.shape(k2).grid.is_none();
+        chains && BlockState::pairs_pay(self, data) && self.table_for(data, k).is_none()
+    }
+
     fn update_pair(&mut self, data: &BinnedData, pair: Pair, lambda: f64) -> (f64, bool) {
         BlockState::update_pair(self, data, pair, lambda)
     }
@@ -1387,7 +1394,15 @@ mod tests {
         let (one, two, rows) = (on_pool(1), on_pool(2), fit(false));
         assert_eq!(one.values, two.values);
         assert_eq!(one.report.n_iter, two.report.n_iter);
-        assert!(one.report.converged && rows.report.converged);
+        assert!(
+            one.report.converged && rows.report.converged,
+            "{:?} {} {:?} {} {}",
+            one.report.stop,
+            one.report.kkt_residual,
+            rows.report.stop,
+            rows.report.kkt_residual,
+            rows.report.n_iter
+        );
         let rel = (one.report.objective - rows.report.objective).abs() / rows.report.objective;
         assert!(rel < 1e-9, "{rel}");
         for (a, b) in one
@@ -1398,6 +1413,54 @@ mod tests {
         {
             assert!((a - b).abs() < 1e-5, "{a} vs {b}");
         }
+    }
+
+    /// Greedy steps take two blocks at a time only where the data are large enough
+    /// ([`PAIR_MIN_WORK`]) and the steepest block's update would not carry every block's sums
+    /// through its table.
+    #[test]
+    fn greedy_pairs_pay_only_where_no_table_carries_the_sums() {
+        use crate::descent::DescentState;
+        // 3 levels, 12 levels, and 5,000 distinct values in up to 4,096 bins.
+        let n = 5_000;
+        let x = Array2::from_shape_fn((n, 3), |(i, j)| match j {
+            0 => (i % 3) as f64,
+            1 => ((i * 7) % 12) as f64,
+            _ => ((i * 7_919) % n) as f64,
+        });
+        let y = Array1::from_shape_fn(n, |i| x[[i, 0]] + 0.01 * x[[i, 2]].sqrt());
+        let params = BinningParams {
+            max_bins: Some(4096),
+            ..Default::default()
+        };
+        let data = bin_data(x.view(), None, &params).unwrap();
+        let p = data.n_features();
+        let mut st = BlockState::new(&data, y.view());
+        assert!(BlockState::pairs_pay(&st, &data));
+        // Sums summed over the rows after every update: pairs pay for every block.
+        assert!((0..p).all(|k| st.greedy_pair_pays(&data, (k, (k + 1) % p))));
+        // Sums carried through the blocks' tables: not for a block whose table carries them.
+        st.follow_sums();
+        let pays: Vec<bool> = (0..p)
+            .map(|k| st.greedy_pair_pays(&data, (k, (k + 1) % p)))
+            .collect();
+        assert!(
+            pays.iter().any(|&b| !b) && pays.iter().any(|&b| b),
+            "{pays:?}"
+        );
+        for (k, &b) in pays.iter().enumerate() {
+            assert_eq!(
+                b,
+                st.followed.tables[k].clone().flatten().is_none(),
+                "block {k}"
+            );
+        }
+        let (small, ys) = mixed_data(1_000, None);
+        let st = &mut BlockState::new(&small, ys.view());
+        assert!(
+            (0..small.n_features()).all(|k| !st.greedy_pair_pays(&small, (k, (k + 1) % p))),
+            "1,000 rows and 200 bins: too small"
+        );
     }
 
     /// The residual pass that also refreshes another block's sums gives the numbers of the

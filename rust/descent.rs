@@ -4,8 +4,10 @@
 //! [`crate::blocks`] (rows or tables engine) and the proximal-Newton state of
 //! [`crate::newton`] over a datafit (the logistic loss). Each iteration scores every block from its bin sums (BGS-s scores and
 //! the KKT residual, [`crate::selection`]), lets the intercept move when its gradient is a
-//! large enough share of the largest violation, then updates one block (greedy), or every
-//! block of a sweep in turn (cyclic, or scored sweeps, steepest first). It stops when the KKT
+//! large enough share of the largest violation, then updates one block (greedy; on the rows
+//! engine with data large enough, the steepest with the next steepest, solved from one
+//! residual, the second kept only if it still lowers the objective), or every block of a
+//! sweep in turn (cyclic, or scored sweeps, steepest first). It stops when the KKT
 //! residual `max d / λ_f ≤ tol` (unscaled `max d` when `λ_f = 0`), at `max_iter` block
 //! updates, at the time budget, when a callback asks to, or when no block can move any more
 //! (rounding level). The states differ only in what the trait asks of them.
@@ -20,7 +22,9 @@ use crate::error::{check_len, FastError, Result};
 use crate::grid::{kind_score, score_blocks, ScoreInputs};
 use crate::params::{ChainShape, FitParams, Selection};
 use crate::report::{BinnedFit, Callback, FitReport, History, Progress, StopReason};
-use crate::selection::{all_bin_sums, bin_sums_into, select, shaped_block_score, BlockScore};
+use crate::selection::{
+    all_bin_sums, bin_sums_into, select, select_second, shaped_block_score, BlockScore,
+};
 use crate::transfer;
 
 thread_local! {
@@ -69,7 +73,7 @@ pub const AUTO_GREEDY_MAX_FEATURES: usize = 64;
 /// the updates).
 pub const SWEEP_SKIP: f64 = 0.5;
 
-/// Two blocks of a scored sweep, solved side by side from one residual
+/// Two blocks of a scored sweep or of a greedy step, solved side by side from one residual
 /// ([`DescentState::update_pair`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Pair {
@@ -285,6 +289,13 @@ pub trait DescentState {
         false
     }
 
+    /// Whether a greedy step should solve the steepest block `k` with the next steepest `k2`
+    /// ([`DescentState::update_pair`]): only where block `k`'s update would not carry every
+    /// block's sums by itself (false by default).
+    fn greedy_pair_pays(&mut self, _data: &BinnedData, (_k, _k2): (usize, usize)) -> bool {
+        false
+    }
+
     /// Updates `pair.first`, then `pair.second` if that still lowers the objective; returns
     /// the objective after the first and whether the second moved. By default, the first
     /// alone.
@@ -408,6 +419,8 @@ pub(crate) fn descend<S: DescentState>(
     }
     // Scored sweeps solve blocks two at a time when that pays.
     let pairs = selection == Selection::Sweep && st.pairs_pay(data);
+    // Greedy steps solve two blocks at a time where scored sweeps would (see below).
+    let mut greedy_pairs = selection == Selection::Greedy && st.pairs_pay(data);
     // The blocks of the current sweep, in update order (cyclic and sweep modes).
     let mut order: Vec<usize> = movable.clone();
     let mut sweep_pos = 0usize;
@@ -510,11 +523,44 @@ pub(crate) fn descend<S: DescentState>(
         last_was_intercept = false;
 
         let k = if selection == Selection::Greedy {
-            match select(&scores) {
+            let k = match select(&scores) {
                 Some(k) => k,
                 // No block can move and the intercept step did not help: rounding level.
                 None => break StopReason::Stalled,
+            };
+            // With fresh sums, the steepest block is solved with the next steepest from the
+            // same residual where that saves a pass over every block's rows
+            // ([`DescentState::greedy_pair_pays`]); the second is kept only if it still
+            // lowers the objective after the first.
+            let second = (greedy_pairs && fresh && n_iter + 2 <= params.max_iter)
+                .then(|| select_second(&scores, k))
+                .flatten()
+                .filter(|&k2| st.greedy_pair_pays(data, (k, k2)));
+            if let Some(k2) = second {
+                let before = st.objective(lambda);
+                let pair = Pair {
+                    first: k,
+                    second: k2,
+                    fresh: true,
+                };
+                let (after_first, second) = st.update_pair(data, pair, lambda);
+                if !(after_first < before) && !second {
+                    // Neither block lowered the objective as the loss is summed: near rounding
+                    // level, where one block at a time, with its exactly predicted change,
+                    // tells a move from a standstill.
+                    greedy_pairs = false;
+                }
+                (fresh, last_kkt) = (false, None);
+                n_iter += 1;
+                since_transfer += 1 + usize::from(second);
+                history.push(k, after_first, start);
+                if second {
+                    n_iter += 1;
+                    history.push(k2, st.objective(lambda), start);
+                }
+                continue;
             }
+            k
         } else {
             if sweep_pos == 0 && selection == Selection::Sweep {
                 // Every block that can move and is not skipped, steepest first (ties: lowest

@@ -254,9 +254,21 @@ fn add_free_levels(sums: &[f64], n_chain: usize, out: &mut BlockScore) {
 /// The block with the largest score; ties go to the lowest index. `None` when no block can
 /// move (every score is zero).
 pub fn select(scores: &[BlockScore]) -> Option<usize> {
+    steepest(scores, None)
+}
+
+/// The block with the largest score other than `first` (BGS-s's runner-up; ties: lowest
+/// index), if its score is positive.
+pub fn select_second(scores: &[BlockScore], first: usize) -> Option<usize> {
+    steepest(scores, Some(first))
+}
+
+/// The block with the largest positive score, `skip` left out (ties: lowest index).
+fn steepest(scores: &[BlockScore], skip: Option<usize>) -> Option<usize> {
     let (best, s) = scores
         .iter()
         .enumerate()
+        .filter(|&(k, _)| Some(k) != skip)
         .max_by(|(ia, a), (ib, b)| a.score.total_cmp(&b.score).then(ib.cmp(ia)))?;
     (s.score > 0.0).then_some(best)
 }
@@ -264,6 +276,19 @@ pub fn select(scores: &[BlockScore]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_runner_up_is_the_next_steepest_positive_block() {
+        let s = |score: f64| BlockScore { score, max_d: 0.0 };
+        let scores = [s(0.5), s(2.0), s(0.5), s(0.0)];
+        assert_eq!(select(&scores), Some(1));
+        // Ties go to the lowest index, as in `select`.
+        assert_eq!(select_second(&scores, 1), Some(0));
+        assert_eq!(select_second(&scores, 0), Some(1));
+        // A zero score never moves.
+        assert_eq!(select_second(&[s(1.0), s(0.0)], 0), None);
+        assert_eq!(select_second(&[s(1.0)], 0), None);
+    }
 
     #[test]
     fn suffix_gradient_and_d() {

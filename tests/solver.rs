@@ -23,6 +23,27 @@ fn data(n: usize, p: usize, seed: u64, levels: usize) -> (Array2<f64>, Array1<f6
     (x, y)
 }
 
+/// A fit at `ratio` with `selection` and `tol` on a pool of `threads`, its history's time
+/// stamps cleared (so fits can be compared whole).
+fn fit_on(
+    (x, y, w): (&Array2<f64>, &Array1<f64>, Option<&[f64]>),
+    ratio: f64,
+    (selection, tol): (Selection, f64),
+    threads: usize,
+) -> Fit {
+    let mut f = with_threads(Some(threads), || {
+        fit(
+            Rows::new(x.view(), y.view(), w),
+            &params(Penalty::Relative(ratio), selection, tol, None),
+            None,
+        )
+        .unwrap()
+    })
+    .unwrap();
+    f.report.history.time.clear();
+    f
+}
+
 /// The objective of a fitted model recomputed from scratch (DESIGN §1).
 fn objective(f: &Fit, x: &Array2<f64>, y: &Array1<f64>, w: Option<&[f64]>) -> f64 {
     let pred = f.model.predict(x.view()).unwrap();
@@ -573,19 +594,7 @@ fn paired_sweeps_reach_the_plain_optimum() {
         x[[i, 3]] = f64::NAN;
     }
     let w: Vec<f64> = (0..n).map(|i| 0.5 + (i % 4) as f64).collect();
-    let run = |s, tol, threads| {
-        let mut f = with_threads(Some(threads), || {
-            fit(
-                Rows::new(x.view(), y.view(), Some(&w)),
-                &params(Penalty::Relative(1e-3), s, tol, None),
-                None,
-            )
-            .unwrap()
-        })
-        .unwrap();
-        f.report.history.time.clear();
-        f
-    };
+    let run = |s, tol, threads| fit_on((&x, &y, Some(&w[..])), 1e-3, (s, tol), threads);
     let sweep = run(Selection::Sweep, 1e-8, 2);
     assert!(sweep.report.converged);
     assert_eq!(
@@ -613,6 +622,42 @@ fn paired_sweeps_reach_the_plain_optimum() {
     let quick = run(Selection::Sweep, 1e-2, 2);
     assert!(quick.report.converged && quick.report.kkt_residual <= 1e-2);
     assert!(quick.report.n_iter < sweep.report.n_iter);
+}
+
+/// Greedy steps that solve the steepest block with the next steepest from one residual
+/// (the rows engine on large enough data): the objective never rises, the KKT certificate
+/// holds, every thread count gives the same fit, the optimum is that of cyclic sweeps, and
+/// the reported objective is the one recomputed from the model.
+#[test]
+fn greedy_pairs_reach_the_plain_optimum() {
+    use fastpcam::blocks::PAIR_MIN_WORK;
+    let (n, p) = (6_000, 16);
+    assert!(
+        n >= PAIR_MIN_WORK,
+        "the data must be large enough for pairs"
+    );
+    let (mut x, y) = data(n, p, 47, 1_000);
+    for i in (0..n).step_by(11) {
+        x[[i, 5]] = f64::NAN;
+    }
+    let run = |s, tol, threads| fit_on((&x, &y, None), 2e-3, (s, tol), threads);
+    let greedy = run(Selection::Greedy, 1e-8, 2);
+    assert!(greedy.report.converged && greedy.report.kkt_residual <= 1e-8);
+    assert_eq!(
+        greedy,
+        run(Selection::Greedy, 1e-8, 1),
+        "same fit for any number of threads"
+    );
+    for pair in greedy.report.history.objective.windows(2) {
+        assert!(pair[1] <= pair[0] + 1e-12 * pair[0].abs(), "{pair:?}");
+    }
+    let cyclic = run(Selection::Cyclic, 1e-8, 2);
+    let (a, b) = (cyclic.report.objective, greedy.report.objective);
+    assert!((a - b).abs() <= 1e-9 * a, "{a} vs {b}");
+    let recomputed = objective(&greedy, &x, &y, None);
+    assert!((recomputed - b).abs() <= 1e-9 * b, "{recomputed} vs {b}");
+    let quick = run(Selection::Greedy, 1e-2, 2);
+    assert!(quick.report.converged && quick.report.kkt_residual <= 1e-2);
 }
 
 /// Wide data (`selection = Auto` picks scored sweeps): same optimum as greedy, every thread

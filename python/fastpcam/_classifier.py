@@ -92,8 +92,9 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
         Maximum number of block updates.
     <<max_time n_jobs random_state subsample_for_bin verbose progress>>
     callback : callable or None, default=None
-        Called about every 0.1 s as ``callback(n_iter, objective, kkt_residual, elapsed)``;
-        returning ``False`` stops the fit early and keeps the model reached so far.
+        Called about every 0.1 s as ``callback(n_iter, objective, kkt_residual, elapsed)``,
+        between steps of the descent (as in :class:`FASTRegressor`); returning ``False`` stops
+        the fit early and keeps the model reached so far.
     categorical_features : "from_dtype", array-like or None, default="from_dtype"
         Categorical features, as in :class:`FASTRegressor`; categories are ordered by the
         weighted fraction of ``classes_[1]`` among their training rows.

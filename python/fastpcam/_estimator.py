@@ -125,10 +125,13 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
     <<max_time n_jobs random_state subsample_for_bin verbose progress>>
     callback : callable or None, default=None
         Called about every 0.1 s during the fit as ``callback(n_iter, objective,
-        kkt_residual, elapsed)``; returning ``False`` stops the fit early and keeps the model
-        reached so far (``converged_`` then tells whether it met ``tol``). Any other return
-        value (``None``, ``True``) continues. An exception raised inside it stops the fit and
-        propagates.
+        kkt_residual, elapsed)``, between steps of the descent, where the KKT residual is
+        known: a greedy step updates one block (two on larger data: the steepest with the
+        next steepest), a sweep every block, so ``n_iter`` (block updates so far) may rise by
+        more than one between calls. Returning ``False`` stops the fit early and keeps the
+        model reached so far (``converged_`` then tells whether it met ``tol``). Any other
+        return value (``None``, ``True``) continues. An exception raised inside it stops the
+        fit and propagates.
     categorical_features : "from_dtype", array-like or None, default="from_dtype"
         Categorical features: ``"from_dtype"`` takes pandas ``category``, object and string
         columns; or a list of column indices or names, or a boolean mask; ``None`` for none.

@@ -56,14 +56,16 @@ def check_search_callback_is_one_fit(make, X, y):
 
     def stop_after_five(n_iter, objective, kkt, elapsed):
         calls.append(n_iter)
-        time.sleep(0.11)  # > the 0.1 s call interval: called after every update
+        time.sleep(0.11)  # > the 0.1 s call interval: called after every step
         return n_iter < 5
 
     with pytest.warns(ConvergenceWarning, match="callback"):
         m = make(tol=0.0, callback=stop_after_five).fit(X, y)
     # updates count across the fits of the search (a fit's last count is the next one's
     # first), and the callback is not called again once it said stop
-    assert calls == sorted(calls) and calls[-1] == 5 and calls.count(5) == 1
+    # (a greedy step updates one block or two: the fit stops at the first count of 5 or more)
+    assert calls == sorted(calls) and calls[-1] in (5, 6) and calls.count(calls[-1]) == 1
+    assert max(c for c in calls if c < 5) >= calls[-1] - 2
     assert not m.converged_
     return m
 

@@ -256,12 +256,17 @@ def test_callback_stops_early_and_keeps_a_usable_model():
 
     def stop_after_three(n_iter, objective, kkt, elapsed):
         calls.append((n_iter, objective, kkt, elapsed))
-        time.sleep(0.11)  # > the 0.1 s call interval: the core calls back after every update
+        time.sleep(0.11)  # > the 0.1 s call interval: the core calls back after every step
         return n_iter < 3
 
     with pytest.warns(ConvergenceWarning, match="callback"):
         model = FASTRegressor(lambda_ratio=3e-3, tol=0.0, callback=stop_after_three).fit(X, y)
-    assert model.n_iter_ == 3 and [c[0] for c in calls] == [0, 1, 2, 3]
+    # A greedy step updates one block, or two on data this large (the steepest with the next
+    # steepest): the counts the callback sees rise by 1 or 2, and the fit stops at the first
+    # count of 3 or more, the model's n_iter_.
+    counts = [c[0] for c in calls]
+    assert counts[0] == 0 and set(np.diff(counts)) <= {1, 2}, counts
+    assert counts[-2] < 3 <= counts[-1] and model.n_iter_ == counts[-1]
     assert not model.converged_ and model.kkt_residual_ > 0
     objectives = [c[1] for c in calls]
     assert objectives == sorted(objectives, reverse=True)  # the callback sees the descent
