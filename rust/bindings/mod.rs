@@ -208,6 +208,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DEFAULT_LAMBDA_RATIO", crate::params::DEFAULT_LAMBDA_RATIO)?;
     m.add("AUTO_INTERACTIONS", crate::pairs::AUTO_INTERACTIONS)?;
     m.add("PAIR_MIN_GAIN_SE", crate::pairs::MIN_GAIN_SE)?;
+    m.add("PAIR_PATH_START", crate::pairs::PATH_START)?;
+    m.add("PAIR_PATH_WOBBLE", crate::pairs::PATH_WOBBLE)?;
+    m.add("PAIR_PATH_RISES", crate::pairs::PATH_RISES)?;
     m.add("FINE_PAIRS", crate::pairs::FINE_PAIRS)?;
     m.add("FINE_CELLS", crate::pairs::FINE_CELLS)?;
     m.add("NARROW_SIDE", crate::pairs::NARROW_SIDE)?;

@@ -1,5 +1,7 @@
-"""``tol=0`` on squared loss: the fit stops ("stalled") once no block update can lower the
-objective, at a KKT residual of rounding level, instead of running on to ``max_iter``."""
+"""``tol=0`` on squared loss: the additive fit stops ("stalled") once no block update can lower
+the objective, at a KKT residual of rounding level, instead of running on to ``max_iter``.
+(Pair blocks have a rounding level of their own: ``test_pairs.py``,
+``test_tol_zero_with_pairs_stops_near_rounding``.)"""
 
 from __future__ import annotations
 
@@ -36,12 +38,14 @@ def _data(seed):
 def test_tol_zero_stops_when_no_block_can_lower_the_objective(params, seed):
     X, y, w = _data(seed)
     with pytest.warns(ConvergenceWarning, match=r"stopped \(stalled\)"):
-        exact = FASTRegressor(tol=0, max_iter=MAX_ITER, **params).fit(X, y, sample_weight=w)
+        exact = FASTRegressor(tol=0, max_iter=MAX_ITER, interactions=0, **params)
+        exact.fit(X, y, sample_weight=w)
     # Far fewer updates than max_iter (the loop used to run on to it at a KKT residual of
     # ~1e-13), and the residual is at rounding level.
     assert exact.n_iter_ <= MAX_ITER // 10
     assert exact.kkt_residual_ <= 1e-9
-    ref = FASTRegressor(tol=1e-10, max_iter=MAX_ITER, **params).fit(X, y, sample_weight=w)
+    ref = FASTRegressor(tol=1e-10, max_iter=MAX_ITER, interactions=0, **params)
+    ref.fit(X, y, sample_weight=w)
     assert ref.converged_
     assert exact.lambda_f_ == ref.lambda_f_
     # Same optimum: objectives to 1e-12 relative.
