@@ -165,7 +165,7 @@ pub fn screening_rounds(path: &[f64], path_loss: &[f64]) -> usize {
 /// of 20 data sets of 4,000 rows per log-link loss (Tweedie: 8), and a squared-loss
 /// interaction (`1.2·(x3−½)(x4−½)·4`, 3,000 rows, unit noise) on 13 of 30; going on past
 /// [`PATH_RISES`]` − 1` wobbles within [`PATH_WOBBLE`] found every one of them (60 and 30)
-/// and changed no model of the 20 benchmark tables ([`path_goes_on`], `docs/pairs.md`).
+/// and changed no model of the 20 benchmark tables (`path_goes_on`, `docs/pairs.md`).
 pub const PATH_START: f64 = 1e-3;
 
 /// A rise near the pair path's start counts as a wobble only while the held-out loss stays
