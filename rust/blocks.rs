@@ -1255,6 +1255,7 @@ fn update_chunks<F>(
             .par_chunks_mut(ROW_CHUNK)
             .zip(partials.par_iter_mut())
             .enumerate()
+            .with_min_len(crate::pace::min_len())
             .for_each(|(ci, (r, part))| {
                 let i0 = ci * ROW_CHUNK;
                 let mut s = 0.0;
@@ -1269,6 +1270,7 @@ fn update_chunks<F>(
             .zip(vresid.par_chunks_mut(ROW_CHUNK))
             .zip(partials.par_iter_mut())
             .enumerate()
+            .with_min_len(crate::pace::min_len())
             .for_each(|(ci, ((r, vr), part))| {
                 let i0 = ci * ROW_CHUNK;
                 let mut s = 0.0;

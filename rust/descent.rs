@@ -20,6 +20,7 @@ use std::time::Instant;
 use crate::binning::BinnedData;
 use crate::error::{check_len, FastError, Result};
 use crate::grid::{kind_score, score_blocks, ScoreInputs};
+use crate::pace::Pace;
 use crate::params::{ChainShape, FitParams, Selection};
 use crate::report::{BinnedFit, Callback, FitReport, History, Progress, StopReason};
 use crate::selection::{
@@ -436,7 +437,13 @@ pub(crate) fn descend<S: DescentState>(
     // last window of [`STALL_SWEEPS`] began), that residual and the objective then.
     let mut checkpoint: Option<(usize, f64, f64)> = None;
 
+    // Greedy steps run their passes in parallel or serially, whichever the clock finds faster
+    // (the same numbers either way: [`crate::pace`]).
+    let mut pace = Pace::new(selection == Selection::Greedy && rayon::current_num_threads() > 1);
     let stop = loop {
+        if selection == Selection::Greedy {
+            pace.step();
+        }
         // In cyclic and sweep modes, the KKT residual is evaluated at the start of each sweep.
         if selection == Selection::Greedy || sweep_pos == 0 {
             if !links.is_empty() && since_transfer >= movable.len() {

@@ -606,7 +606,11 @@ pub fn score_blocks(sums: &[Vec<f64>], inputs: ScoreInputs<'_>, scores: &mut [Bl
         inputs.score_chunk(k, &sums[k..(k + 2).min(sums.len())], s);
     };
     if inputs.parallel() {
-        scores.par_chunks_mut(2).enumerate().for_each(score);
+        scores
+            .par_chunks_mut(2)
+            .enumerate()
+            .with_min_len(crate::pace::min_len())
+            .for_each(score);
     } else {
         scores.chunks_mut(2).enumerate().for_each(score);
     }
@@ -646,6 +650,7 @@ pub fn sums_and_scores(
         .zip(sums.par_chunks_mut(2))
         .zip(scores.par_chunks_mut(2))
         .enumerate()
+        .with_min_len(crate::pace::min_len())
         .for_each(|(i, ((f, o), s))| {
             chunk_sums(f, vr, inv_w, o);
             inputs.score_chunk(2 * i, o, s);

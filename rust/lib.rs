@@ -74,6 +74,7 @@ pub mod model;
 pub mod monotone;
 pub mod multinomial;
 pub mod newton;
+pub mod pace;
 pub mod pairs;
 pub mod params;
 pub mod report;

@@ -88,6 +88,7 @@ pub fn all_bin_sums(data: &BinnedData, vr: &[f64], out: &mut [Vec<f64>]) {
         data.features
             .par_chunks(2)
             .zip(out.par_chunks_mut(2))
+            .with_min_len(crate::pace::min_len())
             .for_each(|(f, o)| chunk_sums(f, vr, inv_w, o));
     }
 }
