@@ -441,9 +441,7 @@ pub(crate) fn descend<S: DescentState>(
     // (the same numbers either way: [`crate::pace`]).
     let mut pace = Pace::new(selection == Selection::Greedy && rayon::current_num_threads() > 1);
     let stop = loop {
-        if selection == Selection::Greedy {
-            pace.step();
-        }
+        pace.step();
         // In cyclic and sweep modes, the KKT residual is evaluated at the start of each sweep.
         if selection == Selection::Greedy || sweep_pos == 0 {
             if !links.is_empty() && since_transfer >= movable.len() {

@@ -1014,11 +1014,10 @@ fn fit_on_pairs<S: DescentState>(
                 // Down the path while the held-out loss does not get worse (a pair
                 // block still at zero leaves it equal; rounding noise counts as equal),
                 // or while it wobbles near where the path started ([`path_goes_on`]).
-                let start_loss = path_loss[0];
                 match best.as_ref().map(|b| b.1) {
                     Some(l) if loss > l * (1.0 + PATH_EQUAL) => {
                         rises += 1;
-                        if !path_goes_on(start_loss, l, loss, rises) {
+                        if !path_goes_on(path_loss[0], l, loss, rises) {
                             break;
                         }
                     }

@@ -4,9 +4,10 @@ Both models are fitted on the same 80/20 split (``train_test_split(test_size=0.2
 random_state=0)``, ``y`` standardised with the training part's mean and std):
 
 * FAST: ``fastpcam.FASTRegressor(n_jobs=2, interactions=0)`` (the additive model) with every other parameter at its default;
-  fit time is the median of ``--repeats`` fits (default 3), half of them run before the EBM
-  fits of the table and half after, so that a slow spell of a shared machine (FAST's fits
-  take a second or two, EBM's a minute) weighs on both sides of the ratio.
+  fit time is the median of ``--repeats`` fits (default 3), half of them (rounded down) run
+  before the EBM fits of the table and the rest after, so that a slow spell of a shared
+  machine (FAST's fits take a second or two, EBM's a minute) weighs on both sides of the
+  ratio.
 * EBM: ``interpret.glassbox.ExplainableBoostingRegressor(interactions=0, n_jobs=2)``,
   otherwise defaults; fit time is the median of ``--ebm-repeats`` fits (default 1).
 
@@ -44,6 +45,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -59,11 +61,14 @@ def default_datasets(cat: dict[str, _data.Entry]) -> list[str]:
     return [name for name, e in cat.items() if name in DEFAULT_ALWAYS or e.n >= 8000]
 
 
-def fit_fast(split: _data.Split, repeats: int) -> dict[str, object]:
+def fit_fast(split: _data.Split, repeats: int, halfway: Callable[[], None]) -> dict[str, object]:
+    """FAST's fits of ``split``; ``halfway()`` runs after the first :func:`first_half` of them."""
     times: list[float] = []
     model = None
     msez: list[float] = []
-    for _ in range(max(1, repeats)):
+    for i in range(max(1, repeats)):
+        if i == first_half(repeats):
+            halfway()
         model = fastpcam.FASTRegressor(n_jobs=2, interactions=0)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -87,6 +92,11 @@ def fit_fast(split: _data.Split, repeats: int) -> dict[str, object]:
         "lambda_ratio": float(model.lambda_ratio_),
         "search_n_iter": int(model.validation_path_["n_iter"].sum()),
     }
+
+
+def first_half(repeats: int) -> int:
+    """FAST's fits run before a table's EBM fits (the rest, at least one, run after them)."""
+    return max(1, repeats) // 2
 
 
 def fmt_table(rows: list[dict[str, object]]) -> str:
@@ -144,17 +154,15 @@ def main(argv: list[str] | None = None) -> int:
         split = _data.load(name)
         for note in split.notes:
             notes.append(f"{name}: {note}")
-        before = fit_fast(split, (args.repeats + 1) // 2)
-        ebm = _data.ebm_result(
-            split, n_jobs=2, repeats=args.ebm_repeats, use_cache=args.ebm_cache
-        )
-        fast = before
-        if args.repeats > 1:
-            # The other half after EBM's fits: the median is over both halves.
-            after = fit_fast(split, args.repeats // 2)
-            times = before["times"] + after["times"]  # type: ignore[operator]
-            fast = {**after, "times": times, "time": float(np.median(times))}
-            fast["mse_spread"] = max(float(before["mse_spread"]), float(after["mse_spread"]), abs(float(before["mse"]) - float(after["mse"])))  # type: ignore[arg-type]
+        ebm: dict[str, object] = {}
+
+        def fit_ebm() -> None:
+            ebm.update(
+                _data.ebm_result(split, n_jobs=2, repeats=args.ebm_repeats, use_cache=args.ebm_cache)
+            )
+
+        # EBM's fits run between the two halves of FAST's (the median is over both).
+        fast = fit_fast(split, args.repeats, fit_ebm)
         row = {
             "dataset": name,
             "n": split.n,
@@ -192,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         f"FAST: `FASTRegressor(n_jobs=2, interactions=0)` with defaults "
         f"(lambda_ratio={defaults['lambda_ratio']}, max_bins={defaults['max_bins']}, "
         f"tol={defaults['tol']}, max_iter={defaults['max_iter']}); median of {args.repeats} "
-        f"fits ({(args.repeats + 1) // 2} before each table's EBM fits, {args.repeats // 2} after). "
+        f"fits ({first_half(args.repeats)} before each table's EBM fits, the rest after). "
         f"EBM: `ExplainableBoostingRegressor(interactions=0, n_jobs=2)`; "
         f"median of {args.ebm_repeats} fit(s)"
         + (" (cached results reused where present)" if args.ebm_cache else "")
