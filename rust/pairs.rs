@@ -78,6 +78,25 @@ pub const PAIR_PATH: [f64; 11] = [
 /// `docs/pairs.md`).
 pub const FINE_PAIRS: usize = 5;
 
+/// Under `interactions="auto"` the first round also tries this many times the pairs at this
+/// fraction of the cells each, and keeps the layout with the lower held-out loss: many weak
+/// interactions in a noisy table want many coarse grids (`bank32NH`), a few strong smooth ones
+/// fine grids (`574_house_16H`); see `layouts` and `docs/pairs.md`.
+pub const COARSE_FACTOR: usize = 4;
+
+/// The coarse layout's `ρ` path starts at this many times the `ρ` the default layout chose
+/// (its pair penalty of a given surface is smaller on coarser grids; measured on the 20
+/// benchmark tables, it chose between half and twice that `ρ`).
+pub const LAYOUT_PATH_START: f64 = 4.0;
+
+/// Where the default layout's pairs were dropped for the additive model, the coarse layout's
+/// must beat it by this many standard errors, not [`MIN_GAIN_SE`]: a second layout is a
+/// second chance on data with no interaction. On 300 synthetic null data sets (2,000 and 4,000
+/// rows; Gaussian and t(3) noise, a classifier) `interactions="auto"` kept pairs on 13 with
+/// the default layout alone, 21 with a coarse rescue at 1.5 standard errors and 15 at 2
+/// (`docs/pairs.md`).
+pub const RESCUE_GAIN_SE: f64 = 2.0;
+
 /// Cells of the [`FINE_PAIRS`] finer pair grids: 32 × 32 for two many-valued features.
 pub const FINE_CELLS: usize = 1024;
 
@@ -678,63 +697,44 @@ pub(crate) fn fit_pairs<S: DescentState>(
     let constrained = |j: usize| params.shapes.get(j).monotone != 0;
     // The held-out split of the pair stage (drawn once: the screen and the path share it).
     let split = pair_split(data, params);
-    let (pairs, gains) = match &pp.interactions {
-        Interactions::List(list) => (check_pairs(list, p, constrained)?, Vec::new()),
-        Interactions::Count(count) | Interactions::Auto(count) => {
-            // Where `ρ` (and the additive check) is decided on held-out rows, the pairs are
-            // screened on the other rows only: pairs screened on every row are chosen partly
-            // for the held-out rows' noise, and the held-out loss then flatters them.
-            let screen_rows = |data: &BinnedData| {
-                let mut st = state(data, mains.values.clone());
-                let (_, vr) = st.sums_and_residual();
-                let vr = vr.map(<[f64]>::to_vec).unwrap_or_default();
-                drop(st);
-                let side = screen_bins(pp.max_bins, pp.max_cells);
-                screen(data, &mains.values, &vr, (*count, side), |j| {
-                    !constrained(j)
-                })
-            };
-            let screened = match &split {
-                Some(split) => with_weights(data, split.train.clone(), screen_rows),
-                None => screen_rows(data),
-            };
-            screened.into_iter().unzip()
-        }
-    };
-    if pairs.is_empty() {
-        return Ok((mains, PairFit::default()));
-    }
     // Finer grids for the strongest pairs only where `ρ` is chosen on held-out rows: the
     // `TV2` of a given surface grows with the grid's side, so a fixed `ρ` (the default 0.25
     // of multiclass and fixed-penalty fits) would hold a finer grid at zero.
     let fine = pp.penalty.is_none() && matches!(params.lambda, Penalty::Validated(_));
-    // The axes of `pairs`, the `first`-th pair's budget first.
-    let make_axes =
-        |data: &BinnedData, pairs: &[(usize, usize)], first: usize| -> Vec<(Axis, Axis)> {
-            pairs
-                .iter()
-                .enumerate()
-                .map(|(t, &(j, k))| {
-                    let t = first + t;
-                    let chains = (data.features[j].n_chain(), data.features[k].n_chain());
-                    let cells = pp
-                        .max_cells
-                        .map(|cells| if fine { pair_cells(t, cells) } else { cells });
-                    let narrow = (fine && pp.max_cells.is_some())
-                        .then(|| {
-                            let pieces =
-                                |f: usize| main_pieces(&data.features[f], &mains.values[f]);
-                            narrow_pair_bins(chains, (pieces(j), pieces(k)), pp.max_bins)
-                        })
-                        .flatten();
-                    let (nj, nk) = narrow.unwrap_or_else(|| pair_bins(chains, pp.max_bins, cells));
-                    (
-                        axis_guided(&data.features[j], Some(&mains.values[j]), nj),
-                        axis_guided(&data.features[k], Some(&mains.values[k]), nk),
-                    )
-                })
-                .collect()
-        };
+    let layouts = layouts(&pp.interactions, pp.max_cells, fine, split.is_some());
+    // The axes of `pairs` under `layout`, the `first`-th pair's budget first.
+    let make_axes = |data: &BinnedData,
+                     pairs: &[(usize, usize)],
+                     first: usize,
+                     layout: Layout|
+     -> Vec<(Axis, Axis)> {
+        pairs
+            .iter()
+            .enumerate()
+            .map(|(t, &(j, k))| {
+                let t = first + t;
+                let chains = (data.features[j].n_chain(), data.features[k].n_chain());
+                let cells = layout.max_cells.map(|cells| {
+                    if layout.fine {
+                        pair_cells(t, cells)
+                    } else {
+                        cells
+                    }
+                });
+                let narrow = (fine && layout.max_cells.is_some())
+                    .then(|| {
+                        let pieces = |f: usize| main_pieces(&data.features[f], &mains.values[f]);
+                        narrow_pair_bins(chains, (pieces(j), pieces(k)), pp.max_bins)
+                    })
+                    .flatten();
+                let (nj, nk) = narrow.unwrap_or_else(|| pair_bins(chains, pp.max_bins, cells));
+                (
+                    axis_guided(&data.features[j], Some(&mains.values[j]), nj),
+                    axis_guided(&data.features[k], Some(&mains.values[k]), nk),
+                )
+            })
+            .collect()
+    };
     // Appends the virtual features of `pairs` (the `first`-th pair block first) to `data`;
     // returns their grids and links.
     let add_blocks =
@@ -759,31 +759,122 @@ pub(crate) fn fit_pairs<S: DescentState>(
             data.features.extend(virtual_features);
             (grids, links)
         };
-    let mut pairs = pairs;
-    let mut axes = make_axes(data, &pairs, 0);
-    let (mut grids, mut links) = add_blocks(data, &pairs, &axes, 0);
     let screened = !matches!(pp.interactions, Interactions::List(_));
-    let mut result = fit_on_pairs(
-        data,
-        y,
-        params,
-        (&mains, &[], screened, split),
-        (&grids, &links, state, term),
-        &mut callback,
-        start,
-    );
-    // More rounds of screening (see [`screening_rounds`]).
-    let mut gains = gains;
+    // The first round under each layout (see [`layouts`]): the first stays unless a later
+    // one beats it on the held-out rows ([`FirstRound::beats`]). `data` holds the blocks of
+    // the last layout fitted (`in_data`).
+    let mut chosen: Option<(usize, Layout, FirstRound)> = None;
+    let mut in_data = None;
+    for (i, layout) in layouts.into_iter().enumerate() {
+        data.features.truncate(p);
+        let (pairs, gains): (Vec<(usize, usize)>, Vec<f64>) = match &pp.interactions {
+            Interactions::List(list) => (check_pairs(list, p, constrained)?, Vec::new()),
+            Interactions::Count(_) | Interactions::Auto(_) => {
+                // Where `ρ` (and the additive check) is decided on held-out rows, the pairs
+                // are screened on the other rows only: pairs screened on every row are
+                // chosen partly for the held-out rows' noise, and the held-out loss then
+                // flatters them.
+                let screen_rows = |data: &BinnedData| {
+                    let mut st = state(data, mains.values.clone());
+                    let (_, vr) = st.sums_and_residual();
+                    let vr = vr.map(<[f64]>::to_vec).unwrap_or_default();
+                    drop(st);
+                    let side = screen_bins(pp.max_bins, layout.max_cells);
+                    screen(data, &mains.values, &vr, (layout.count, side), |j| {
+                        !constrained(j)
+                    })
+                };
+                let screened = match &split {
+                    Some(split) => with_weights(data, split.train.clone(), screen_rows),
+                    None => screen_rows(data),
+                };
+                screened.into_iter().unzip()
+            }
+        };
+        if pairs.is_empty() {
+            continue;
+        }
+        // A later layout's path starts at [`LAYOUT_PATH_START`] times the `ρ` the first chose;
+        // where the first's pairs were dropped, the later's must beat the additive model by
+        // [`RESCUE_GAIN_SE`] standard errors.
+        let (from, min_gain_se) = match &chosen {
+            Some((
+                _,
+                _,
+                FirstRound {
+                    result: Ok(first), ..
+                },
+            )) => (
+                LAYOUT_PATH_START * first.rho,
+                if first.fit.is_some() {
+                    MIN_GAIN_SE
+                } else {
+                    RESCUE_GAIN_SE
+                },
+            ),
+            _ => (f64::INFINITY, MIN_GAIN_SE),
+        };
+        let axes = make_axes(data, &pairs, 0, layout);
+        let (grids, links) = add_blocks(data, &pairs, &axes, 0);
+        in_data = Some(i);
+        let result = fit_on_pairs(
+            data,
+            y,
+            params,
+            (&mains, &[], screened, split.clone(), [from, min_gain_se]),
+            (&grids, &links, state, term),
+            &mut callback,
+            start,
+        );
+        let round = FirstRound {
+            pairs,
+            gains,
+            axes,
+            grids,
+            links,
+            result,
+        };
+        let stopped = round.stopped();
+        let held_weights = split.as_ref().map_or(&[][..], |s| &s.held_weights[..]);
+        if chosen
+            .as_ref()
+            .is_none_or(|(_, _, best)| round.beats(best, held_weights))
+        {
+            chosen = Some((i, layout, round));
+        }
+        // A failed or stopped fit ends the search.
+        if stopped {
+            break;
+        }
+    }
+    let Some((i, layout, round)) = chosen else {
+        data.features.truncate(p);
+        return Ok((mains, PairFit::default()));
+    };
+    let FirstRound {
+        mut pairs,
+        mut gains,
+        mut axes,
+        mut grids,
+        mut links,
+        mut result,
+    } = round;
+    if in_data != Some(i) {
+        data.features.truncate(p);
+        (grids, links) = add_blocks(data, &pairs, &axes, 0);
+    }
+    // More rounds of screening (see [`screening_rounds`]), under the chosen layout.
     let rounds = match (&pp.interactions, &result) {
-        (Interactions::Auto(_), Ok((Some(_), _, [path, path_loss], _))) => {
-            screening_rounds(path, path_loss)
+        (Interactions::Auto(_), Ok(s)) if s.fit.is_some() => {
+            screening_rounds(&s.path, &s.path_loss)
         }
         _ => 1,
     };
     for _ in 1..rounds {
-        let (Interactions::Auto(count), Ok((Some(fit), rho, [path, path_loss], n_iter))) =
-            (&pp.interactions, &result)
-        else {
+        let (Interactions::Auto(_), Ok(searched)) = (&pp.interactions, &result) else {
+            break;
+        };
+        let Some(fit) = &searched.fit else {
             break;
         };
         if fit.report.stop == crate::report::StopReason::Callback {
@@ -795,21 +886,24 @@ pub(crate) fn fit_pairs<S: DescentState>(
         let vr = vr.map(<[f64]>::to_vec).unwrap_or_default();
         drop(st);
         let blocks = data.features.split_off(p);
-        let side = screen_bins(pp.max_bins, pp.max_cells);
-        let (more, more_gains): (Vec<(usize, usize)>, Vec<f64>) =
-            screen(data, &fit.values, &vr, (count + pairs.len(), side), |j| {
-                !constrained(j)
-            })
-            .into_iter()
-            .filter(|(pair, _)| !pairs.contains(pair))
-            .take(*count)
-            .unzip();
+        let side = screen_bins(pp.max_bins, layout.max_cells);
+        let (more, more_gains): (Vec<(usize, usize)>, Vec<f64>) = screen(
+            data,
+            &fit.values,
+            &vr,
+            (layout.count + pairs.len(), side),
+            |j| !constrained(j),
+        )
+        .into_iter()
+        .filter(|(pair, _)| !pairs.contains(pair))
+        .take(layout.count)
+        .unzip();
         data.features.extend(blocks);
         if more.is_empty() {
             break;
         }
         let first = pairs.len();
-        let more_axes = make_axes(data, &more, first);
+        let more_axes = make_axes(data, &more, first, layout);
         let (g, l) = add_blocks(data, &more, &more_axes, first);
         grids.extend(g);
         links.extend(l);
@@ -828,29 +922,52 @@ pub(crate) fn fit_pairs<S: DescentState>(
         };
         let fixed = FitParams {
             pairs: PairParams {
-                penalty: Some(*rho),
+                penalty: Some(searched.rho),
                 ..pp.clone()
             },
             ..params.clone()
         };
-        let tried = (*rho, [path.clone(), path_loss.clone()], n_iter.clone());
+        let tried = PairSearch {
+            fit: None,
+            rho: searched.rho,
+            path: searched.path.clone(),
+            path_loss: searched.path_loss.clone(),
+            n_iter: searched.n_iter.clone(),
+            held_terms: searched.held_terms.clone(),
+        };
         result = fit_on_pairs(
             data,
             y,
             &fixed,
-            (&warm_fit, &pair_warm, false, None),
+            (
+                &warm_fit,
+                &pair_warm,
+                false,
+                None,
+                [f64::INFINITY, MIN_GAIN_SE],
+            ),
             (&grids, &links, state, term),
             &mut callback,
             start,
         )
-        .map(|(fit, _, _, _)| (fit, tried.0, tried.1, tried.2));
+        .map(|last| PairSearch {
+            fit: last.fit,
+            ..tried
+        });
     }
     let cell_weights: Vec<Vec<f64>> = data.features[p..]
         .iter()
         .map(|f| f.bin_weights.clone())
         .collect();
     data.features.truncate(p);
-    let (fit, penalty, [path, path_loss], path_n_iter) = result?;
+    let PairSearch {
+        fit,
+        rho: penalty,
+        path,
+        path_loss,
+        n_iter: path_n_iter,
+        ..
+    } = result?;
     let Some(mut fit) = fit else {
         let tried = PairFit {
             path,
@@ -892,6 +1009,104 @@ pub(crate) fn fit_pairs<S: DescentState>(
     ))
 }
 
+/// The pairs of the first round of screening: how many, and their grids' cell budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Layout {
+    /// Pairs screened (the list's length for a list).
+    count: usize,
+    /// Cells per grid at most (`None`: `max_bins²`).
+    max_cells: Option<usize>,
+    /// Whether the strongest [`FINE_PAIRS`] get [`FINE_CELLS`].
+    fine: bool,
+}
+
+/// The layouts the first round tries: the one of `interactions` and `max_cells` (`fine`: where
+/// `ρ` is chosen on held-out rows), and under `interactions="auto"` with a cell budget and a
+/// held-out `split`, also [`COARSE_FACTOR`] times the pairs at `1 / COARSE_FACTOR` of the cells
+/// each (and no finer strongest pairs): the same cells in all, spread over more pairs.
+fn layouts(
+    interactions: &Interactions,
+    max_cells: Option<usize>,
+    fine: bool,
+    split: bool,
+) -> Vec<Layout> {
+    let count = match interactions {
+        Interactions::Count(count) | Interactions::Auto(count) => *count,
+        Interactions::List(list) => list.len(),
+    };
+    let default = Layout {
+        count,
+        max_cells,
+        fine,
+    };
+    match (interactions, max_cells) {
+        (Interactions::Auto(_), Some(cells)) if split && fine => vec![
+            default,
+            Layout {
+                count: count.saturating_mul(COARSE_FACTOR),
+                max_cells: Some((cells / COARSE_FACTOR).max(4)),
+                fine: false,
+            },
+        ],
+        _ => vec![default],
+    }
+}
+
+/// The first round of pairs under one [`Layout`]: the pairs (with their screening gains), their
+/// axes, grids and links, and the fit with them.
+struct FirstRound {
+    pairs: Vec<(usize, usize)>,
+    gains: Vec<f64>,
+    axes: Vec<(Axis, Axis)>,
+    grids: Vec<Grid>,
+    links: Vec<PairLink>,
+    result: Result<PairSearch>,
+}
+
+impl FirstRound {
+    /// Whether the fit failed or was stopped (callback, Ctrl-C, `max_time`): no other layout
+    /// is tried after it.
+    fn stopped(&self) -> bool {
+        match &self.result {
+            Err(_) => true,
+            Ok(s) => s.fit.as_ref().is_some_and(|f| {
+                matches!(
+                    f.report.stop,
+                    crate::report::StopReason::Callback | crate::report::StopReason::MaxTime
+                )
+            }),
+        }
+    }
+
+    /// Whether this round replaces `best`, the round of an earlier layout (a failed fit
+    /// always: it is reported; see [`later_layout_wins`]).
+    fn beats(&self, best: &Self, held_weights: &[f64]) -> bool {
+        match (&self.result, &best.result) {
+            (Err(_), _) => true,
+            (_, Err(_)) => false,
+            (Ok(new), Ok(old)) => later_layout_wins(
+                old.fit.as_ref().map(|_| &old.held_terms[..]),
+                new.fit.as_ref().map(|_| &new.held_terms[..]),
+                held_weights,
+            ),
+        }
+    }
+}
+
+/// Whether a later layout's pairs replace an earlier one's, given the held-out rows' loss
+/// terms of each at its best `ρ` (`None`: its pairs were dropped for the additive model) and
+/// the rows' weights: kept pairs replace dropped ones (they beat the additive model by
+/// [`RESCUE_GAIN_SE`] standard errors on their own path), and kept pairs replace kept pairs only
+/// if their held-out loss is lower by [`MIN_GAIN_SE`] standard errors (the earlier layout is
+/// the default, and the later one was chosen as the better of its own path).
+fn later_layout_wins(old: Option<&[f64]>, new: Option<&[f64]>, held_weights: &[f64]) -> bool {
+    match (old, new) {
+        (_, None) => false,
+        (None, Some(_)) => true,
+        (Some(old), Some(new)) => significant_gain(old, new, held_weights, MIN_GAIN_SE),
+    }
+}
+
 /// The split of the rows on which the pair penalty `ρ` is chosen (and screened pairs are
 /// checked against the additive model): `None` where `ρ` is fixed (`interaction_penalty`, or a
 /// penalty not chosen on held-out rows) or the rows are too few for a held-out check.
@@ -909,8 +1124,9 @@ fn pair_split(data: &BinnedData, params: &FitParams) -> Option<Split> {
 }
 
 /// Whether the held-out loss terms `pairs` (`v_i · loss_i`, per row of weight `v_i`) improve
-/// on `additive` by at least [`MIN_GAIN_SE`] standard errors of the weighted mean difference.
-fn significant_gain(additive: &[f64], pairs: &[f64], v: &[f64]) -> bool {
+/// on `additive` by at least `se` standard errors of the weighted mean difference
+/// ([`MIN_GAIN_SE`], or [`RESCUE_GAIN_SE`]).
+fn significant_gain(additive: &[f64], pairs: &[f64], v: &[f64], se: f64) -> bool {
     let total: f64 = v.iter().sum();
     let gain = additive.iter().zip(pairs).map(|(a, b)| a - b).sum::<f64>() / total;
     // Pair blocks that stayed at rounding level (a strong `ρ`) gain nothing.
@@ -929,12 +1145,25 @@ fn significant_gain(additive: &[f64], pairs: &[f64], v: &[f64]) -> bool {
         })
         .sum::<f64>()
         / (total * total);
-    gain > MIN_GAIN_SE * var.sqrt()
+    gain > se * var.sqrt()
 }
 
 /// The fit with pairs (`None`: the additive model won on held-out rows), `ρ`, the path
 /// tried with its held-out losses, and its block updates.
-type PairSearchResult = (Option<BinnedFit>, f64, [Vec<f64>; 2], Vec<usize>);
+struct PairSearch {
+    /// The fit with pairs (`None`: the additive model won on held-out rows).
+    fit: Option<BinnedFit>,
+    /// The pair penalty `ρ` chosen (or fixed).
+    rho: f64,
+    /// The `ρ` tried on held-out rows (`∞`: the additive model).
+    path: Vec<f64>,
+    /// Their held-out losses.
+    path_loss: Vec<f64>,
+    /// Their block updates.
+    n_iter: Vec<usize>,
+    /// The held-out rows' loss terms at the chosen `ρ` (empty without a held-out search).
+    held_terms: Vec<f64>,
+}
 /// The best fit of the pair path so far: `ρ`, its held-out loss, its blocks and its held-out
 /// rows' loss terms.
 type PathBest = (f64, f64, Vec<Vec<f64>>, Vec<f64>);
@@ -950,11 +1179,17 @@ fn fit_on_pairs<S: DescentState>(
     data: &mut BinnedData,
     y: ArrayView1<'_, f64>,
     params: &FitParams,
-    (mains, warm, screened, split): (&BinnedFit, &[Vec<f64>], bool, Option<Split>),
+    (mains, warm, screened, split, [from, min_gain_se]): (
+        &BinnedFit,
+        &[Vec<f64>],
+        bool,
+        Option<Split>,
+        [f64; 2],
+    ),
     (grids, links, state, term): (&[Grid], &[PairLink], StateMaker<'_, S>, RowLoss<'_>),
     callback: &mut Option<Callback<'_>>,
     start: Instant,
-) -> Result<PairSearchResult> {
+) -> Result<PairSearch> {
     let p = data.n_features() - grids.len();
     let lambda = mains.lambda_f;
     let mut init = mains.values.clone();
@@ -969,6 +1204,7 @@ fn fit_on_pairs<S: DescentState>(
     init.extend(extra);
     let (mut path, mut path_loss, mut path_n_iter) = (Vec::new(), Vec::new(), Vec::new());
     let mut rho = params.pairs.penalty.unwrap_or(DEFAULT_PAIR_PENALTY);
+    let mut held_terms = Vec::new();
     if let Some(split) = split {
         let Split {
             rows,
@@ -980,7 +1216,10 @@ fn fit_on_pairs<S: DescentState>(
             let mut best: Option<PathBest> = None;
             let mut rises = 0usize;
             let mut additive: Option<Vec<f64>> = None;
-            let rhos = screened.then_some(ADDITIVE).into_iter().chain(PAIR_PATH);
+            let rhos = screened
+                .then_some(ADDITIVE)
+                .into_iter()
+                .chain(PAIR_PATH.into_iter().filter(|&r| r <= from));
             for r in rhos {
                 // The additive model: pair blocks held at zero by a prohibitive
                 // penalty, fitted with the tolerance of the path's first fit.
@@ -1029,19 +1268,29 @@ fn fit_on_pairs<S: DescentState>(
                 }
             }
             match (best, additive) {
-                (Some((r, loss, _, terms)), Some(a))
-                    if !significant_gain(&a, &terms, &held_weights) =>
+                (Some((r, _, _, terms)), Some(a))
+                    if !significant_gain(&a, &terms, &held_weights, min_gain_se) =>
                 {
-                    Some((r, loss, None))
+                    Some((r, None, terms))
                 }
-                (b, _) => b.map(|(r, loss, values, _)| (r, loss, Some(values))),
+                (b, _) => b.map(|(r, _, values, terms)| (r, Some(values), terms)),
             }
         });
         match searched {
-            Some((r, _, None)) => return Ok((None, r, [path, path_loss], path_n_iter)),
-            Some((r, _, Some(values))) => {
+            Some((r, None, held_terms)) => {
+                return Ok(PairSearch {
+                    fit: None,
+                    rho: r,
+                    path,
+                    path_loss,
+                    n_iter: path_n_iter,
+                    held_terms,
+                })
+            }
+            Some((r, Some(values), terms)) => {
                 rho = r;
                 init = values;
+                held_terms = terms;
             }
             None => {}
         }
@@ -1057,7 +1306,14 @@ fn fit_on_pairs<S: DescentState>(
         start,
         reborrow(callback),
     );
-    Ok((Some(fit), rho, [path, path_loss], path_n_iter))
+    Ok(PairSearch {
+        fit: Some(fit),
+        rho,
+        path,
+        path_loss,
+        n_iter: path_n_iter,
+        held_terms,
+    })
 }
 
 #[cfg(test)]
@@ -1206,7 +1462,7 @@ mod tests {
             ] {
                 let (a, b, v) = terms(gain, w);
                 assert_eq!(
-                    significant_gain(&a, &b, &v),
+                    significant_gain(&a, &b, &v, MIN_GAIN_SE),
                     kept,
                     "gain {gain}, weight {w}"
                 );
@@ -1215,7 +1471,82 @@ mod tests {
         // Identical terms (pair blocks at rounding level): a standard error of zero, no gain.
         let a = vec![1.0; m];
         let b: Vec<f64> = a.iter().map(|x| x * (1.0 - 1e-9)).collect();
-        assert!(!significant_gain(&a, &b, &vec![1.0; m]));
+        assert!(!significant_gain(&a, &b, &vec![1.0; m], MIN_GAIN_SE));
+    }
+
+    #[test]
+    fn auto_also_tries_more_coarser_pairs_where_rho_is_chosen_on_held_out_rows() {
+        let auto = Interactions::Auto(40);
+        let two = layouts(&auto, Some(256), true, true);
+        assert_eq!(two.len(), 2);
+        assert_eq!(
+            two[0],
+            Layout {
+                count: 40,
+                max_cells: Some(256),
+                fine: true
+            }
+        );
+        // Four times the pairs, every one at a quarter of the cells, no finer strongest pairs.
+        assert_eq!(
+            two[1],
+            Layout {
+                count: 160,
+                max_cells: Some(64),
+                fine: false
+            }
+        );
+        // Otherwise one layout: an explicit count or list, no cell budget, a fixed `ρ`
+        // (`fine` false), no held-out rows.
+        for (interactions, cells, fine, split) in [
+            (Interactions::Count(40), Some(256), true, true),
+            (
+                Interactions::List(vec![(0, 1), (1, 2)]),
+                Some(256),
+                true,
+                true,
+            ),
+            (auto.clone(), None, true, true),
+            (auto.clone(), Some(256), false, true),
+            (auto.clone(), Some(256), true, false),
+        ] {
+            let one = layouts(&interactions, cells, fine, split);
+            assert_eq!(one.len(), 1, "{interactions:?} {cells:?} {fine} {split}");
+            assert_eq!((one[0].max_cells, one[0].fine), (cells, fine));
+        }
+        assert_eq!(
+            layouts(
+                &Interactions::List(vec![(0, 1), (1, 2)]),
+                None,
+                false,
+                false
+            )[0]
+            .count,
+            2
+        );
+    }
+
+    #[test]
+    fn a_later_layout_needs_min_gain_se_standard_errors_over_kept_pairs() {
+        // 100 rows, loss differences `gain ± 0.01`: standard error 0.001.
+        let m = 100;
+        let v = vec![1.0; m];
+        let old = vec![1.0; m];
+        let new = |gain: f64| -> Vec<f64> {
+            (0..m)
+                .map(|i| 1.0 - gain + if i % 2 == 0 { 0.01 } else { -0.01 })
+                .collect()
+        };
+        let (below, above) = (
+            new((MIN_GAIN_SE - 0.5) * 1e-3),
+            new((MIN_GAIN_SE + 0.5) * 1e-3),
+        );
+        assert!(!later_layout_wins(Some(&old), Some(&below), &v));
+        assert!(later_layout_wins(Some(&old), Some(&above), &v));
+        // Kept pairs beat dropped ones whatever the terms; dropped ones never win.
+        assert!(later_layout_wins(None, Some(&below), &v));
+        assert!(!later_layout_wins(Some(&old), None, &v));
+        assert!(!later_layout_wins(None, None, &v));
     }
 
     #[test]

@@ -203,6 +203,7 @@ pub(crate) fn fixed_ratio_fit(
 }
 
 /// The rows held out and the weights of both sides.
+#[derive(Clone)]
 pub(crate) struct Split {
     /// The held-out rows, increasing.
     pub rows: Vec<usize>,

@@ -745,8 +745,9 @@ def _add_fit_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-iter", type=_pos_int, default=keep, metavar="N",
                    help="maximum number of block updates (default: %s)" % _default("max_iter"))
     p.add_argument("--interactions", type=_interactions, default=keep, metavar="K",
-                   help="pair terms: a number of pairs to screen for, 'auto' (up to 40 pairs, kept only "
-                   "where they beat the additive model on held-out rows) or 0 (the additive model) "
+                   help="pair terms: a number of pairs to screen for, 'auto' (40 pairs, or 160 on "
+                   "coarser grids where those do better, kept only where they beat the additive "
+                   "model on held-out rows) or 0 (the additive model) "
                    "(default: %s)" % _default("interactions"))
 
 

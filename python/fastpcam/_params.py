@@ -285,7 +285,10 @@ DOCS: dict[str, str] = {
         "    (``interaction_path_``); listed pairs always are. Under ``'auto'``, where the\n"
         f"    screened pairs bring that loss below 0.8 of the additive model's, {_core.AUTO_INTERACTIONS} more are\n"
         "    screened on the residual of the fit with pairs and fitted with them; an int ``K`` is\n"
-        "    the number of pairs (one round)."
+        "    the number of pairs (one round). Under ``'auto'`` with ``max_interaction_bins='auto'``\n"
+        f"    the first round is also fitted as {_core.PAIR_COARSE_FACTOR} times the pairs on grids of\n"
+        f"    1/{_core.PAIR_COARSE_FACTOR} of the cells, kept where those beat the first layout on the\n"
+        "    held-out rows (by 1.5 standard errors, or where only they beat the additive model)."
     ),
     "max_interaction_bins": (
         f"max_interaction_bins : int or 'auto', default={DEFAULT_MAX_INTERACTION_BINS!r}\n"

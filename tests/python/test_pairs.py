@@ -468,6 +468,50 @@ def test_a_moderate_interaction_is_found_past_wobbles_at_the_start_of_the_pair_p
     assert min(gains) > _core.PAIR_PATH_START  # every path left its start
 
 
+def weak_interactions(seed, n=4000, p=16):
+    """Two main effects and a small product term on every pair of 16 features, unit noise."""
+    rng = np.random.default_rng(seed)
+    X, Xt = rng.uniform(0, 1, (n, p)), rng.uniform(0, 1, (4000, p))
+    C = np.triu(rng.standard_normal((p, p)), 1)
+
+    def f(X):
+        Z = X - 0.5
+        return X[:, 0] + np.sin(3 * X[:, 1]) + np.einsum("ij,jk,ik->i", Z, C, Z)
+
+    return X, f(X) + rng.standard_normal(n), Xt, f(Xt)
+
+
+def pair_sides(m):
+    return {len(c) + 1 for cuts in m.interaction_cuts_ for c in cuts}
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_many_weak_interactions_take_more_coarser_pairs(seed):
+    # 120 weak product terms in unit noise: "auto" also tries PAIR_COARSE_FACTOR times the
+    # pairs at 1/PAIR_COARSE_FACTOR of the cells (8 x 8), and here those beat the default
+    # layout's 40 pairs of 16 x 16 (and 32 x 32) by MIN_GAIN_SE standard errors on held-out
+    # rows. They are also closer to the truth on new rows than the default layout
+    # (interactions=40: one layout), which tells the layouts apart.
+    X, y, Xt, ft = weak_interactions(seed)
+    auto = FASTRegressor().fit(X, y)
+    default = FASTRegressor(interactions=40).fit(X, y)
+    assert len(auto.interaction_features_) > 40
+    assert max(pair_sides(auto)) <= 8 < max(pair_sides(default))
+    for t, values in enumerate(auto.interaction_values_):
+        assert values.size <= _core.AUTO_INTERACTION_CELLS // _core.PAIR_COARSE_FACTOR
+    risk = lambda m: np.mean((m.predict(Xt) - ft) ** 2)  # noqa: E731
+    assert risk(auto) < 0.9 * risk(default)
+    assert auto.converged_ and auto.kkt_residual_ <= auto.tol
+
+
+def test_a_strong_interaction_keeps_the_finer_grids():
+    # One strong pair (a sharp quadrant) and two main effects: the coarse layout does not win.
+    X, y = interaction_data(n=6000)
+    auto = FASTRegressor().fit(X, y)
+    assert auto.interaction_features_[0] == (0, 1)
+    assert max(pair_sides(auto)) > 8
+
+
 def test_screened_pairs_that_beat_the_additive_model_are_kept():
     X, y = interaction_data()
     m = FASTRegressor(interactions=5).fit(X, y)
