@@ -79,7 +79,7 @@ pub const PAIR_PATH: [f64; 11] = [
 pub const FINE_PAIRS: usize = 5;
 
 /// Under `interactions="auto"` the first round also tries this many times the pairs at this
-/// fraction of the cells each, and keeps the layout with the lower held-out loss: many weak
+/// fraction of the cells each, and keeps that layout where held-out rows prefer it: many weak
 /// interactions in a noisy table want many coarse grids (`bank32NH`), a few strong smooth ones
 /// fine grids (`574_house_16H`); see `layouts` and `docs/pairs.md`.
 pub const COARSE_FACTOR: usize = 4;
@@ -760,37 +760,46 @@ pub(crate) fn fit_pairs<S: DescentState>(
             (grids, links)
         };
     let screened = !matches!(pp.interactions, Interactions::List(_));
+    // The weighted residual of the fit `values` on `data`.
+    let residual = |data: &BinnedData, values: Vec<Vec<f64>>| -> Vec<f64> {
+        let mut st = state(data, values);
+        let (_, vr) = st.sums_and_residual();
+        vr.map(<[f64]>::to_vec).unwrap_or_default()
+    };
+    // Each layout's first-round pairs, screened from one residual of the main effects. Where
+    // `ρ` (and the additive check) is decided on held-out rows, the pairs are screened on the
+    // other rows only: pairs screened on every row are chosen partly for the held-out rows'
+    // noise, and the held-out loss then flatters them.
+    let candidates: Vec<Screened> = match &pp.interactions {
+        Interactions::List(list) => vec![(check_pairs(list, p, constrained)?, Vec::new())],
+        Interactions::Count(_) | Interactions::Auto(_) => {
+            let screen_rows = |data: &BinnedData| {
+                let vr = residual(data, mains.values.clone());
+                layouts
+                    .iter()
+                    .map(|layout| {
+                        let side = screen_bins(pp.max_bins, layout.max_cells);
+                        screen(data, &mains.values, &vr, (layout.count, side), |j| {
+                            !constrained(j)
+                        })
+                        .into_iter()
+                        .unzip()
+                    })
+                    .collect()
+            };
+            match &split {
+                Some(split) => with_weights(data, split.train.clone(), screen_rows),
+                None => screen_rows(data),
+            }
+        }
+    };
     // The first round under each layout (see [`layouts`]): the first stays unless a later
     // one beats it on the held-out rows ([`FirstRound::beats`]). `data` holds the blocks of
     // the last layout fitted (`in_data`).
     let mut chosen: Option<(usize, Layout, FirstRound)> = None;
     let mut in_data = None;
-    for (i, layout) in layouts.into_iter().enumerate() {
+    for (i, (layout, (pairs, gains))) in layouts.into_iter().zip(candidates).enumerate() {
         data.features.truncate(p);
-        let (pairs, gains): (Vec<(usize, usize)>, Vec<f64>) = match &pp.interactions {
-            Interactions::List(list) => (check_pairs(list, p, constrained)?, Vec::new()),
-            Interactions::Count(_) | Interactions::Auto(_) => {
-                // Where `ρ` (and the additive check) is decided on held-out rows, the pairs
-                // are screened on the other rows only: pairs screened on every row are
-                // chosen partly for the held-out rows' noise, and the held-out loss then
-                // flatters them.
-                let screen_rows = |data: &BinnedData| {
-                    let mut st = state(data, mains.values.clone());
-                    let (_, vr) = st.sums_and_residual();
-                    let vr = vr.map(<[f64]>::to_vec).unwrap_or_default();
-                    drop(st);
-                    let side = screen_bins(pp.max_bins, layout.max_cells);
-                    screen(data, &mains.values, &vr, (layout.count, side), |j| {
-                        !constrained(j)
-                    })
-                };
-                let screened = match &split {
-                    Some(split) => with_weights(data, split.train.clone(), screen_rows),
-                    None => screen_rows(data),
-                };
-                screened.into_iter().unzip()
-            }
-        };
         if pairs.is_empty() {
             continue;
         }
@@ -881,10 +890,7 @@ pub(crate) fn fit_pairs<S: DescentState>(
             break;
         }
         // More pairs, screened on the residual of the fit with pairs.
-        let mut st = state(data, fit.values.clone());
-        let (_, vr) = st.sums_and_residual();
-        let vr = vr.map(<[f64]>::to_vec).unwrap_or_default();
-        drop(st);
+        let vr = residual(data, fit.values.clone());
         let blocks = data.features.split_off(p);
         let side = screen_bins(pp.max_bins, layout.max_cells);
         let (more, more_gains): (Vec<(usize, usize)>, Vec<f64>) = screen(
@@ -1148,8 +1154,9 @@ fn significant_gain(additive: &[f64], pairs: &[f64], v: &[f64], se: f64) -> bool
     gain > se * var.sqrt()
 }
 
-/// The fit with pairs (`None`: the additive model won on held-out rows), `ρ`, the path
-/// tried with its held-out losses, and its block updates.
+/// Pairs with their screening gains (none for a list).
+type Screened = (Vec<(usize, usize)>, Vec<f64>);
+/// What a pair search gives ([`fit_on_pairs`]).
 struct PairSearch {
     /// The fit with pairs (`None`: the additive model won on held-out rows).
     fit: Option<BinnedFit>,
