@@ -804,24 +804,16 @@ pub(crate) fn fit_pairs<S: DescentState>(
             continue;
         }
         // A later layout's path starts at [`LAYOUT_PATH_START`] times the `ρ` the first chose;
-        // where the first's pairs were dropped, the later's must beat the additive model by
-        // [`RESCUE_GAIN_SE`] standard errors.
-        let (from, min_gain_se) = match &chosen {
-            Some((
-                _,
-                _,
-                FirstRound {
-                    result: Ok(first), ..
-                },
-            )) => (
-                LAYOUT_PATH_START * first.rho,
-                if first.fit.is_some() {
-                    MIN_GAIN_SE
-                } else {
-                    RESCUE_GAIN_SE
-                },
-            ),
-            _ => (f64::INFINITY, MIN_GAIN_SE),
+        // where the first screened no pairs or its pairs were dropped, the later's must beat
+        // the additive model by [`RESCUE_GAIN_SE`] standard errors.
+        let earlier = chosen
+            .as_ref()
+            .and_then(|(_, _, round)| round.result.as_ref().ok());
+        let from = earlier.map_or(f64::INFINITY, |e| LAYOUT_PATH_START * e.rho);
+        let min_gain_se = if i > 0 && earlier.is_none_or(|e| e.fit.is_none()) {
+            RESCUE_GAIN_SE
+        } else {
+            MIN_GAIN_SE
         };
         let axes = make_axes(data, &pairs, 0, layout);
         let (grids, links) = add_blocks(data, &pairs, &axes, 0);
