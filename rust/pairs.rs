@@ -89,12 +89,12 @@ pub const COARSE_FACTOR: usize = 4;
 /// benchmark tables, it chose between half and twice that `ρ`).
 pub const LAYOUT_PATH_START: f64 = 4.0;
 
-/// Where the default layout's pairs were dropped for the additive model, the coarse layout's
-/// must beat it by this many standard errors, not [`MIN_GAIN_SE`]: a second layout is a
-/// second chance on data with no interaction. On 300 synthetic null data sets (2,000 and 4,000
-/// rows; Gaussian and t(3) noise, a classifier) `interactions="auto"` kept pairs on 13 with
-/// the default layout alone, 21 with a coarse rescue at 1.5 standard errors and 15 at 2
-/// (`docs/pairs.md`).
+/// Where the default layout screened no pairs or its pairs were dropped for the additive model,
+/// the coarse layout's must beat it by this many standard errors, not [`MIN_GAIN_SE`]: a second
+/// layout is a second chance on data with no interaction. On 300 synthetic null data sets
+/// (2,000 and 4,000 rows; Gaussian and t(3) noise, a classifier) `interactions="auto"` kept
+/// pairs on 13 with the default layout alone, 21 with a coarse rescue at 1.5 standard errors
+/// and 15 at 2 (`docs/pairs.md`).
 pub const RESCUE_GAIN_SE: f64 = 2.0;
 
 /// Cells of the [`FINE_PAIRS`] finer pair grids: 32 × 32 for two many-valued features.
@@ -822,7 +822,12 @@ pub(crate) fn fit_pairs<S: DescentState>(
             data,
             y,
             params,
-            (&mains, &[], screened, split.clone(), [from, min_gain_se]),
+            (
+                &mains,
+                &[],
+                screened,
+                split.clone().map(|s| (s, PathRule { from, min_gain_se })),
+            ),
             (&grids, &links, state, term),
             &mut callback,
             start,
@@ -937,13 +942,7 @@ pub(crate) fn fit_pairs<S: DescentState>(
             data,
             y,
             &fixed,
-            (
-                &warm_fit,
-                &pair_warm,
-                false,
-                None,
-                [f64::INFINITY, MIN_GAIN_SE],
-            ),
+            (&warm_fit, &pair_warm, false, None),
             (&grids, &links, state, term),
             &mut callback,
             start,
@@ -1171,20 +1170,24 @@ pub(crate) type StateMaker<'a, S> = &'a dyn Fn(&BinnedData, Vec<Vec<f64>>) -> S;
 /// A held-out row's loss `(v, y, f) ↦ …`.
 pub(crate) type RowLoss<'a> = &'a dyn Fn(f64, f64, f64) -> f64;
 
-/// [`fit_pairs`] once the pair blocks are in `data`: the held-out choice of `ρ` on `split`
-/// (if given: see [`pair_split`]) and the final fit; for `screened` pairs, skipped when no
-/// `ρ` beats the additive model's held-out loss.
+/// Where a held-out `ρ` path starts, and how much its pairs must gain over the additive model.
+#[derive(Clone, Copy, Debug)]
+struct PathRule {
+    /// The path's first `ρ`: [`PAIR_PATH`]'s entries up to it (`∞`: all of them).
+    from: f64,
+    /// Standard errors of held-out gain the pairs need ([`MIN_GAIN_SE`] or
+    /// [`RESCUE_GAIN_SE`]).
+    min_gain_se: f64,
+}
+
+/// [`fit_pairs`] once the pair blocks are in `data`: the held-out choice of `ρ` on a split
+/// (if `held_out` gives one: see [`pair_split`]) under its [`PathRule`], and the final fit;
+/// for `screened` pairs, skipped when no `ρ` beats the additive model's held-out loss.
 fn fit_on_pairs<S: DescentState>(
     data: &mut BinnedData,
     y: ArrayView1<'_, f64>,
     params: &FitParams,
-    (mains, warm, screened, split, [from, min_gain_se]): (
-        &BinnedFit,
-        &[Vec<f64>],
-        bool,
-        Option<Split>,
-        [f64; 2],
-    ),
+    (mains, warm, screened, held_out): (&BinnedFit, &[Vec<f64>], bool, Option<(Split, PathRule)>),
     (grids, links, state, term): (&[Grid], &[PairLink], StateMaker<'_, S>, RowLoss<'_>),
     callback: &mut Option<Callback<'_>>,
     start: Instant,
@@ -1204,7 +1207,7 @@ fn fit_on_pairs<S: DescentState>(
     let (mut path, mut path_loss, mut path_n_iter) = (Vec::new(), Vec::new(), Vec::new());
     let mut rho = params.pairs.penalty.unwrap_or(DEFAULT_PAIR_PENALTY);
     let mut held_terms = Vec::new();
-    if let Some(split) = split {
+    if let Some((split, PathRule { from, min_gain_se })) = held_out {
         let Split {
             rows,
             held_weights,
