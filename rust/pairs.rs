@@ -826,7 +826,11 @@ pub(crate) fn fit_pairs<S: DescentState>(
                 &mains,
                 &[],
                 screened,
-                split.clone().map(|s| (s, PathRule { from, min_gain_se })),
+                split.clone().map(|split| HeldOut {
+                    split,
+                    from,
+                    min_gain_se,
+                }),
             ),
             (&grids, &links, state, term),
             &mut callback,
@@ -1170,9 +1174,11 @@ pub(crate) type StateMaker<'a, S> = &'a dyn Fn(&BinnedData, Vec<Vec<f64>>) -> S;
 /// A held-out row's loss `(v, y, f) ↦ …`.
 pub(crate) type RowLoss<'a> = &'a dyn Fn(f64, f64, f64) -> f64;
 
-/// Where a held-out `ρ` path starts, and how much its pairs must gain over the additive model.
-#[derive(Clone, Copy, Debug)]
-struct PathRule {
+/// The held-out search of `ρ`: its split, where its path starts, and how much its pairs must
+/// gain over the additive model.
+struct HeldOut {
+    /// The rows (see [`pair_split`]).
+    split: Split,
     /// The path's first `ρ`: [`PAIR_PATH`]'s entries up to it (`∞`: all of them).
     from: f64,
     /// Standard errors of held-out gain the pairs need ([`MIN_GAIN_SE`] or
@@ -1180,14 +1186,14 @@ struct PathRule {
     min_gain_se: f64,
 }
 
-/// [`fit_pairs`] once the pair blocks are in `data`: the held-out choice of `ρ` on a split
-/// (if `held_out` gives one: see [`pair_split`]) under its [`PathRule`], and the final fit;
-/// for `screened` pairs, skipped when no `ρ` beats the additive model's held-out loss.
+/// [`fit_pairs`] once the pair blocks are in `data`: the held-out choice of `ρ` (if
+/// `held_out` gives a split: see [`HeldOut`]) and the final fit; for `screened` pairs, skipped
+/// when no `ρ` beats the additive model's held-out loss.
 fn fit_on_pairs<S: DescentState>(
     data: &mut BinnedData,
     y: ArrayView1<'_, f64>,
     params: &FitParams,
-    (mains, warm, screened, held_out): (&BinnedFit, &[Vec<f64>], bool, Option<(Split, PathRule)>),
+    (mains, warm, screened, held_out): (&BinnedFit, &[Vec<f64>], bool, Option<HeldOut>),
     (grids, links, state, term): (&[Grid], &[PairLink], StateMaker<'_, S>, RowLoss<'_>),
     callback: &mut Option<Callback<'_>>,
     start: Instant,
@@ -1207,7 +1213,12 @@ fn fit_on_pairs<S: DescentState>(
     let (mut path, mut path_loss, mut path_n_iter) = (Vec::new(), Vec::new(), Vec::new());
     let mut rho = params.pairs.penalty.unwrap_or(DEFAULT_PAIR_PENALTY);
     let mut held_terms = Vec::new();
-    if let Some((split, PathRule { from, min_gain_se })) = held_out {
+    if let Some(HeldOut {
+        split,
+        from,
+        min_gain_se,
+    }) = held_out
+    {
         let Split {
             rows,
             held_weights,
