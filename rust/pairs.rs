@@ -29,6 +29,9 @@
 //! * **The pair penalty** `ρ = λ_pair / λ_f` is chosen on the held-out rows of the main
 //!   effects' search, down the path `PAIR_PATH` warm-started from one state, stopping once the
 //!   held-out loss gets worse; the model is then refitted on all rows at the best `ρ`.
+//! * **Two layouts** (`layouts`): under `interactions="auto"` the first round's pairs are
+//!   also searched as [`COARSE_FACTOR`] times as many coarser grids; only the layout kept on
+//!   the held-out rows (`FirstRound::beats`) is refitted on all rows (`finish`).
 //! * **More rounds** ([`screening_rounds`], `interactions="auto"` only: an int is the
 //!   number of pairs): where the screened pairs cut the additive model's held-out loss below
 //!   0.8 of it (`SECOND_ROUND_CUT`), `K` more pairs are screened on the residual of the fit
@@ -810,7 +813,7 @@ pub(crate) fn fit_pairs<S: DescentState>(
             .as_ref()
             .and_then(|(_, _, round)| round.result.as_ref().ok());
         let from = earlier.map_or(f64::INFINITY, |e| LAYOUT_PATH_START * e.rho);
-        let min_gain_se = if i > 0 && earlier.is_none_or(|e| e.fit.is_none()) {
+        let min_gain_se = if i > 0 && earlier.is_none_or(|e| !e.kept()) {
             RESCUE_GAIN_SE
         } else {
             MIN_GAIN_SE
@@ -818,7 +821,8 @@ pub(crate) fn fit_pairs<S: DescentState>(
         let axes = make_axes(data, &pairs, 0, layout);
         let (grids, links) = add_blocks(data, &pairs, &axes, 0);
         in_data = Some(i);
-        let result = fit_on_pairs(
+        // The held-out search only: the fit on all rows is the kept layout's (below).
+        let result = search_pairs(
             data,
             y,
             params,
@@ -834,7 +838,6 @@ pub(crate) fn fit_pairs<S: DescentState>(
             ),
             (&grids, &links, state, term),
             &mut callback,
-            start,
         );
         let round = FirstRound {
             pairs,
@@ -844,7 +847,10 @@ pub(crate) fn fit_pairs<S: DescentState>(
             links,
             result,
         };
-        let stopped = round.stopped();
+        let stopped = round.stopped()
+            || params
+                .max_time
+                .is_some_and(|t| start.elapsed().as_secs_f64() >= t);
         let held_weights = split.as_ref().map_or(&[][..], |s| &s.held_weights[..]);
         if chosen
             .as_ref()
@@ -873,18 +879,27 @@ pub(crate) fn fit_pairs<S: DescentState>(
         data.features.truncate(p);
         (grids, links) = add_blocks(data, &pairs, &axes, 0);
     }
+    // The kept layout's fit on all rows.
+    result = result.map(|searched| {
+        finish(
+            data,
+            params,
+            (&mains, searched),
+            (&grids, &links, state),
+            &mut callback,
+            start,
+        )
+    });
     // More rounds of screening (see [`screening_rounds`]), under the chosen layout.
     let rounds = match (&pp.interactions, &result) {
-        (Interactions::Auto(_), Ok(s)) if s.fit.is_some() => {
-            screening_rounds(&s.path, &s.path_loss)
-        }
+        (Interactions::Auto(_), Ok(s)) if s.kept() => screening_rounds(&s.path, &s.path_loss),
         _ => 1,
     };
     for _ in 1..rounds {
         let (Interactions::Auto(_), Ok(searched)) = (&pp.interactions, &result) else {
             break;
         };
-        let Some(fit) = &searched.fit else {
+        let Blocks::Fitted(fit) = &searched.blocks else {
             break;
         };
         if fit.report.stop == crate::report::StopReason::Callback {
@@ -935,12 +950,13 @@ pub(crate) fn fit_pairs<S: DescentState>(
             ..params.clone()
         };
         let tried = PairSearch {
-            fit: None,
+            blocks: Blocks::Dropped,
             rho: searched.rho,
             path: searched.path.clone(),
             path_loss: searched.path_loss.clone(),
             n_iter: searched.n_iter.clone(),
             held_terms: searched.held_terms.clone(),
+            stopped: searched.stopped,
         };
         result = fit_on_pairs(
             data,
@@ -952,7 +968,7 @@ pub(crate) fn fit_pairs<S: DescentState>(
             start,
         )
         .map(|last| PairSearch {
-            fit: last.fit,
+            blocks: last.blocks,
             ..tried
         });
     }
@@ -962,14 +978,14 @@ pub(crate) fn fit_pairs<S: DescentState>(
         .collect();
     data.features.truncate(p);
     let PairSearch {
-        fit,
+        blocks,
         rho: penalty,
         path,
         path_loss,
         n_iter: path_n_iter,
         ..
     } = result?;
-    let Some(mut fit) = fit else {
+    let Blocks::Fitted(mut fit) = blocks else {
         let tried = PairFit {
             path,
             path_loss,
@@ -1065,17 +1081,12 @@ struct FirstRound {
 }
 
 impl FirstRound {
-    /// Whether the fit failed or was stopped (callback, Ctrl-C, `max_time`): no other layout
-    /// is tried after it.
+    /// Whether the search failed or its callback (or Ctrl-C) stopped it: no other layout is
+    /// tried after it (nor once `max_time` has run out: see [`fit_pairs`]).
     fn stopped(&self) -> bool {
         match &self.result {
             Err(_) => true,
-            Ok(s) => s.fit.as_ref().is_some_and(|f| {
-                matches!(
-                    f.report.stop,
-                    crate::report::StopReason::Callback | crate::report::StopReason::MaxTime
-                )
-            }),
+            Ok(s) => s.stopped,
         }
     }
 
@@ -1086,8 +1097,8 @@ impl FirstRound {
             (Err(_), _) => true,
             (_, Err(_)) => false,
             (Ok(new), Ok(old)) => later_layout_wins(
-                old.fit.as_ref().map(|_| &old.held_terms[..]),
-                new.fit.as_ref().map(|_| &new.held_terms[..]),
+                old.kept().then_some(&old.held_terms[..]),
+                new.kept().then_some(&new.held_terms[..]),
                 held_weights,
             ),
         }
@@ -1151,10 +1162,22 @@ fn significant_gain(additive: &[f64], pairs: &[f64], v: &[f64], se: f64) -> bool
 
 /// Pairs with their screening gains (none for a list).
 type Screened = (Vec<(usize, usize)>, Vec<f64>);
-/// What a pair search gives ([`fit_on_pairs`]).
+/// The blocks of a pair search, by stage.
+enum Blocks {
+    /// The additive model won on held-out rows: no pairs.
+    Dropped,
+    /// Every block (the main effects' and the pairs') at the chosen `ρ`: the held-out path's
+    /// best on the split's training rows, or the warm start where `ρ` is fixed. The fit on all
+    /// rows ([`finish`]) starts from them.
+    Searched(Vec<Vec<f64>>),
+    /// The fit on all rows.
+    Fitted(BinnedFit),
+}
+
+/// What a pair search gives ([`search_pairs`], [`finish`]).
 struct PairSearch {
-    /// The fit with pairs (`None`: the additive model won on held-out rows).
-    fit: Option<BinnedFit>,
+    /// Its blocks.
+    blocks: Blocks,
     /// The pair penalty `ρ` chosen (or fixed).
     rho: f64,
     /// The `ρ` tried on held-out rows (`∞`: the additive model).
@@ -1165,6 +1188,15 @@ struct PairSearch {
     n_iter: Vec<usize>,
     /// The held-out rows' loss terms at the chosen `ρ` (empty without a held-out search).
     held_terms: Vec<f64>,
+    /// Whether the callback (or Ctrl-C) stopped a fit of the path.
+    stopped: bool,
+}
+
+impl PairSearch {
+    /// Whether the pairs are kept (not dropped for the additive model).
+    fn kept(&self) -> bool {
+        !matches!(self.blocks, Blocks::Dropped)
+    }
 }
 /// The best fit of the pair path so far: `ρ`, its held-out loss, its blocks and its held-out
 /// rows' loss terms.
@@ -1186,9 +1218,7 @@ struct HeldOut {
     min_gain_se: f64,
 }
 
-/// [`fit_pairs`] once the pair blocks are in `data`: the held-out choice of `ρ` (if
-/// `held_out` gives a split: see [`HeldOut`]) and the final fit; for `screened` pairs, skipped
-/// when no `ρ` beats the additive model's held-out loss.
+/// [`search_pairs`], then [`finish`]: the pairs' fit on all rows.
 fn fit_on_pairs<S: DescentState>(
     data: &mut BinnedData,
     y: ArrayView1<'_, f64>,
@@ -1197,6 +1227,36 @@ fn fit_on_pairs<S: DescentState>(
     (grids, links, state, term): (&[Grid], &[PairLink], StateMaker<'_, S>, RowLoss<'_>),
     callback: &mut Option<Callback<'_>>,
     start: Instant,
+) -> Result<PairSearch> {
+    let searched = search_pairs(
+        data,
+        y,
+        params,
+        (mains, warm, screened, held_out),
+        (grids, links, state, term),
+        callback,
+    )?;
+    Ok(finish(
+        data,
+        params,
+        (mains, searched),
+        (grids, links, state),
+        callback,
+        start,
+    ))
+}
+
+/// [`fit_pairs`] once the pair blocks are in `data`, up to the fit on all rows: the held-out
+/// choice of `ρ` (if `held_out` gives a split: see [`HeldOut`]), warm-started from `mains`
+/// with the pair blocks at `warm` (then zero); for `screened` pairs, [`Blocks::Dropped`]
+/// when no `ρ` beats the additive model's held-out loss.
+fn search_pairs<S: DescentState>(
+    data: &mut BinnedData,
+    y: ArrayView1<'_, f64>,
+    params: &FitParams,
+    (mains, warm, screened, held_out): (&BinnedFit, &[Vec<f64>], bool, Option<HeldOut>),
+    (grids, links, state, term): (&[Grid], &[PairLink], StateMaker<'_, S>, RowLoss<'_>),
+    callback: &mut Option<Callback<'_>>,
 ) -> Result<PairSearch> {
     let p = data.n_features() - grids.len();
     let lambda = mains.lambda_f;
@@ -1213,6 +1273,7 @@ fn fit_on_pairs<S: DescentState>(
     let (mut path, mut path_loss, mut path_n_iter) = (Vec::new(), Vec::new(), Vec::new());
     let mut rho = params.pairs.penalty.unwrap_or(DEFAULT_PAIR_PENALTY);
     let mut held_terms = Vec::new();
+    let mut stopped = false;
     if let Some(HeldOut {
         split,
         from,
@@ -1277,6 +1338,7 @@ fn fit_on_pairs<S: DescentState>(
                     _ => best = Some((r, loss, fit.values, terms)),
                 }
                 if fit.report.stop == crate::report::StopReason::Callback {
+                    stopped = true;
                     break;
                 }
             }
@@ -1292,12 +1354,13 @@ fn fit_on_pairs<S: DescentState>(
         match searched {
             Some((r, None, held_terms)) => {
                 return Ok(PairSearch {
-                    fit: None,
+                    blocks: Blocks::Dropped,
                     rho: r,
                     path,
                     path_loss,
                     n_iter: path_n_iter,
                     held_terms,
+                    stopped,
                 })
             }
             Some((r, Some(values), terms)) => {
@@ -1308,25 +1371,46 @@ fn fit_on_pairs<S: DescentState>(
             None => {}
         }
     }
-    let prm = with_pair_shapes(params, p, (grids, links), rho, params.tol);
-    let mut st = state(data, init);
-    let fit = descend(
-        data,
-        &prm,
-        &mut st,
-        lambda,
-        mains.lambda_max,
-        start,
-        reborrow(callback),
-    );
     Ok(PairSearch {
-        fit: Some(fit),
+        blocks: Blocks::Searched(init),
         rho,
         path,
         path_loss,
         n_iter: path_n_iter,
         held_terms,
+        stopped,
     })
+}
+
+/// The fit on all rows of a [`search_pairs`] that kept its pairs, warm-started from its blocks,
+/// at its `ρ`, with the main effects' `λ_f` (of `mains`); `max_time` counts from `start`.
+fn finish<S: DescentState>(
+    data: &BinnedData,
+    params: &FitParams,
+    (mains, searched): (&BinnedFit, PairSearch),
+    (grids, links, state): (&[Grid], &[PairLink], StateMaker<'_, S>),
+    callback: &mut Option<Callback<'_>>,
+    start: Instant,
+) -> PairSearch {
+    let Blocks::Searched(init) = searched.blocks else {
+        return searched;
+    };
+    let p = data.n_features() - grids.len();
+    let prm = with_pair_shapes(params, p, (grids, links), searched.rho, params.tol);
+    let mut st = state(data, init);
+    let fit = descend(
+        data,
+        &prm,
+        &mut st,
+        mains.lambda_f,
+        mains.lambda_max,
+        start,
+        reborrow(callback),
+    );
+    PairSearch {
+        blocks: Blocks::Fitted(fit),
+        ..searched
+    }
 }
 
 #[cfg(test)]
