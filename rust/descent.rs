@@ -375,6 +375,24 @@ pub(crate) fn fit_from<S: DescentState>(
     ))
 }
 
+/// How a fit with pair blocks descends ([`crate::pairs`]): `descend` by default; a state
+/// with a faster way to the same optimum (the squared loss's rows state:
+/// [`crate::extrapolate`]) overrides it. The same stopping rule and certificate either way.
+pub trait PairDescent: DescentState + Sized {
+    /// Descends from this state at the penalty `lambda` (`λ_max` only reported) until the
+    /// stopping rule of `params`, as `descend`; `max_time` counts from `start`.
+    fn descend_pairs(
+        &mut self,
+        data: &BinnedData,
+        params: &FitParams,
+        (lambda, lambda_max): (f64, f64),
+        start: Instant,
+        callback: Option<Callback<'_>>,
+    ) -> BinnedFit {
+        descend(data, params, self, lambda, lambda_max, start, callback)
+    }
+}
+
 /// A fit with pair blocks stops as stalled after this many sweeps' worth of block updates
 /// (updates per block) that neither lowered its best KKT residual by a tenth nor its objective
 /// by more than [`STALL_SHARE`] of it. A pair block's exact solve can lower the objective by

@@ -13,6 +13,13 @@
 //! Monotone chains stay monotone (`t` is capped where a constrained jump would change sign),
 //! unpenalised blocks add no kink, missing bins move with their block.
 //!
+//! Pair blocks ([`crate::pairs`]) take part in the fits on all rows of a pair stage (the
+//! [`PairDescent`] of the rows state): a grid's `TV2` along the line is one kink per edge of
+//! the grid, and the direction is averaged over every region of equal cells joined by edges
+//! (`keep_fused_grid`), as over a chain's runs. A pair block's stored dual (the split of its
+//! gradient its KKT score uses) is then its last solve's, so its score after a move is an
+//! upper bound until its next update (see [`crate::grid`]): the certificate stays valid.
+//!
 //! The stopping rule and the certificate are the loop's own: the last round ends by the
 //! loop's KKT test (or `max_iter`, `max_time`, the callback), so the model returned is the
 //! same optimum to the requested tolerance, with its KKT residual measured by the loop.
@@ -25,9 +32,10 @@ use rayon::prelude::*;
 
 use crate::binning::{BinnedData, Code};
 use crate::blocks::{Along, BlockState};
-use crate::descent::{check_init, descend, DescentState};
+use crate::descent::{check_init, descend, DescentState, PairDescent, STALL_SHARE, STALL_SWEEPS};
 use crate::error::{check_target, Result};
-use crate::params::{ChainShape, FitParams, Selection};
+use crate::grid::grid_edges;
+use crate::params::{ChainShape, FitParams, Grid, Selection};
 use crate::report::{BinnedFit, Callback, History, Progress, StopReason};
 use crate::tables::Tables;
 use crate::with_codes;
@@ -46,9 +54,9 @@ pub const MIN_ROUND: usize = 64;
 
 /// A squared-loss fit on the rows engine at the penalty `params.lambda` (of the constant
 /// model's `λ_max`) warm-started from the blocks `init`, by [`descend_extrapolated`] when the
-/// selection is greedy or scored sweeps; otherwise (cyclic order, pair blocks) by the plain
-/// loop, as [`crate::engine::fit_binned_engine`] on the rows engine. A greedy update already
-/// rescans every block's sums, so a round's extra passes over the rows (the direction's
+/// selection is greedy or scored sweeps; otherwise (cyclic order) by the plain loop, as
+/// [`crate::engine::fit_binned_engine`] on the rows engine. A greedy update already rescans
+/// every block's sums, so a round's extra passes over the rows (the direction's
 /// predictions, the rebuilt state) cost a few updates ([`Mode::Rebuild`]). With scored
 /// sweeps a rebuilt state costs as much as the sweep itself (measured on 7,017 × 613 and
 /// 8,212 × 448: half the updates, no time saved), so the state moves in place
@@ -66,7 +74,13 @@ pub(crate) fn fit_extrapolated(
     params.check()?;
     check_target(y, data.n_samples)?;
     let state = |beta| BlockState::with_start(data, y, beta);
-    fit_extrapolated_on(data, &state, params, (init, callback), Mode::Rebuild)
+    fit_extrapolated_on(
+        data,
+        &state,
+        params,
+        (init, callback),
+        Mode::Rebuild(&state),
+    )
 }
 
 /// [`fit_extrapolated`] on the tables engine, from the statistics `tables` built on `data`:
@@ -99,7 +113,7 @@ fn fit_extrapolated_on(
     state: &dyn Fn(Vec<Vec<f64>>) -> BlockState,
     params: &FitParams,
     (init, callback): (Vec<Vec<f64>>, Option<Callback<'_>>),
-    greedy: Mode,
+    greedy: Mode<'_>,
 ) -> Result<BinnedFit> {
     let start = Instant::now();
     check_init(data, &init)?;
@@ -121,7 +135,6 @@ fn fit_extrapolated_on(
     Ok(match mode {
         Some(mode) if !shapes.iter().any(|s| s.grid.is_some()) => descend_extrapolated(
             data,
-            state,
             params,
             (&mut st, mode),
             lambda,
@@ -134,11 +147,11 @@ fn fit_extrapolated_on(
 }
 
 /// How a round's line search moves the state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Mode {
-    /// A new state built from the moved blocks (greedy selection, whose sums are fresh at the
-    /// end of a round anyway).
-    Rebuild,
+#[derive(Clone, Copy)]
+pub(crate) enum Mode<'a> {
+    /// A new state built from the moved blocks by the function given, on the same data and
+    /// target (greedy selection, whose sums are fresh at the end of a round anyway).
+    Rebuild(&'a dyn Fn(Vec<Vec<f64>>) -> BlockState),
     /// The state moved in place ([`BlockState::move_along`]): on the rows engine the
     /// residual by the direction's predictions and every block's sums refreshed once (scored
     /// sweeps, where a rebuilt state's extra passes over the rows would cost as much as the
@@ -147,17 +160,14 @@ pub(crate) enum Mode {
 }
 
 /// [`descend`] in rounds with an exact line search along each round's change (see the module
-/// documentation). `st` must be a squared-loss state whose blocks are chains, on the rows
-/// engine (its residual readable) or the tables engine; `rebuild` makes such a state from
-/// blocks, on the same data and target ([`Mode::Rebuild`]). The callback sees
+/// documentation). `st` must be a squared-loss state on the rows engine (its residual
+/// readable) or, with chains only, on the tables engine. The callback sees
 /// one fit (block updates counted across the rounds). The returned fit's `n_iter` and
 /// history count block updates only.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn descend_extrapolated(
     data: &BinnedData,
-    rebuild: &dyn Fn(Vec<Vec<f64>>) -> BlockState,
     params: &FitParams,
-    (st, mode): (&mut BlockState, Mode),
+    (st, mode): (&mut BlockState, Mode<'_>),
     lambda: f64,
     lambda_max: f64,
     start: Instant,
@@ -168,6 +178,10 @@ pub(crate) fn descend_extrapolated(
     let round = round_len(movable);
     let mut n_iter = 0usize;
     let mut history = History::default();
+    // Pair fits: the stall rule of the loop ([`STALL_SWEEPS`]) across rounds, each of which
+    // is shorter than its window (the update count at which the best KKT residual so far was
+    // reached, or the last window began; that residual and the objective then).
+    let mut checkpoint: Option<(usize, f64, f64)> = None;
     loop {
         let before = (st.intercept, st.beta.clone());
         let round_params = FitParams {
@@ -189,15 +203,31 @@ pub(crate) fn descend_extrapolated(
         history.objective.extend(&fit.report.history.objective);
         history.feature.extend(&fit.report.history.feature);
         history.time.extend(&fit.report.history.time);
-        if fit.report.stop != StopReason::MaxIter || n_iter >= params.max_iter {
+        let (kkt, f) = (fit.report.kkt_residual, fit.report.objective);
+        let mut stalled = false;
+        if !params.shapes.links.is_empty() {
+            match checkpoint {
+                Some((_, best, _)) if kkt < 0.9 * best => checkpoint = Some((n_iter, kkt, f)),
+                Some((at, best, f0)) if n_iter >= at + STALL_SWEEPS * movable.max(1) => {
+                    stalled = f0 - f <= STALL_SHARE * f0.abs();
+                    checkpoint = Some((n_iter, best, f));
+                }
+                None => checkpoint = Some((n_iter, kkt, f)),
+                Some(_) => {}
+            }
+        }
+        if fit.report.stop != StopReason::MaxIter || n_iter >= params.max_iter || stalled {
             let mut fit = fit;
+            if stalled && fit.report.stop == StopReason::MaxIter && n_iter < params.max_iter {
+                fit.report.stop = StopReason::Stalled;
+            }
             fit.report.n_iter = n_iter;
             fit.report.history = history;
             return fit;
         }
         let step = line_step(data, st, &before, &shapes, lambda);
         match (mode, step) {
-            (Mode::Rebuild, Some(step)) => {
+            (Mode::Rebuild(rebuild), Some(step)) => {
                 let mut next = rebuild(step.moved(&st.beta));
                 next.set_shapes(&shapes);
                 next.share_tables(st);
@@ -205,12 +235,43 @@ pub(crate) fn descend_extrapolated(
                     *st = next;
                 }
             }
-            (Mode::Rebuild, None) => {}
+            (Mode::Rebuild(_), None) => {}
             (Mode::InPlace, Some(step)) => {
                 st.move_along(data, (step.t, step.dc, &step.d, &step.along), lambda);
             }
             // A round of sweeps may end midway, its sums stale: the next round needs them.
             (Mode::InPlace, None) => st.refresh_all_sums(data),
+        }
+    }
+}
+
+/// A fit with pair blocks on the squared loss's rows state: `descend_extrapolated` with the
+/// state moved in place (`Mode::InPlace`) where the selection is greedy or scored sweeps (a
+/// pair block's `TV2` is piecewise linear along a line too: a kink per edge of its grid);
+/// `descend` in cyclic order or on the tables engine.
+impl PairDescent for BlockState {
+    fn descend_pairs(
+        &mut self,
+        data: &BinnedData,
+        params: &FitParams,
+        (lambda, lambda_max): (f64, f64),
+        start: Instant,
+        callback: Option<Callback<'_>>,
+    ) -> BinnedFit {
+        let selection = self.resolve_selection(params.selection, data.n_features());
+        let rows = self.sums_and_residual().1.is_some();
+        if rows && matches!(selection, Selection::Greedy | Selection::Sweep) {
+            descend_extrapolated(
+                data,
+                params,
+                (self, Mode::InPlace),
+                lambda,
+                lambda_max,
+                start,
+                callback,
+            )
+        } else {
+            descend(data, params, self, lambda, lambda_max, start, callback)
         }
     }
 }
@@ -254,8 +315,11 @@ fn line_step(
         .zip(&before.1)
         .map(|(b, a)| b.iter().zip(a).map(|(x, y)| x - y).collect())
         .collect();
-    for ((dk, beta), f) in d.iter_mut().zip(&st.beta).zip(&data.features) {
-        keep_fused(dk, &beta[..f.n_chain()], &f.bin_weights);
+    for (k, ((dk, beta), f)) in d.iter_mut().zip(&st.beta).zip(&data.features).enumerate() {
+        match shapes.get(k).and_then(|s| s.grid) {
+            Some(g) => keep_fused_grid(dk, &beta[..g.cells()], &f.bin_weights, g),
+            None => keep_fused(dk, &beta[..f.n_chain()], &f.bin_weights),
+        }
     }
     let dc = st.intercept - before.0;
     let (a, b, along) = match st.tables_line(&d, dc) {
@@ -269,8 +333,17 @@ fn line_step(
     let mut t_max = f64::INFINITY;
     for (k, (beta, dk)) in st.beta.iter().zip(&d).enumerate() {
         let shape = shapes.get(k).copied().unwrap_or_default();
-        if shape.grid.is_some() {
-            return None;
+        if let Some(g) = shape.grid {
+            // A pair's grid: a kink per edge of its `TV2` (its missing cell, if any, is free).
+            if shape.factor > 0.0 {
+                grid_edges(g, |a, b| {
+                    let (g, h) = (beta[b] - beta[a], dk[b] - dk[a]);
+                    if h != 0.0 {
+                        jumps.push((g, h, lambda * shape.factor));
+                    }
+                });
+            }
+            continue;
         }
         let nc = data.features[k].n_chain();
         for t in 1..nc {
@@ -340,6 +413,39 @@ fn keep_fused(d: &mut [f64], beta: &[f64], w: &[f64]) {
             d[s..e].iter_mut().for_each(|v| *v = mean);
         }
         s = e;
+    }
+}
+
+/// [`keep_fused`] on a pair's grid `g`: the direction's weighted mean over every region of
+/// equal values joined by the grid's edges, 0 over a region without weight (`beta` its
+/// cells; a missing cell after them keeps its direction).
+fn keep_fused_grid(d: &mut [f64], beta: &[f64], w: &[f64], g: Grid) {
+    // Union-find over the cells joined by an edge of equal values.
+    let mut parent: Vec<usize> = (0..beta.len()).collect();
+    fn root(parent: &mut [usize], mut i: usize) -> usize {
+        while parent[i] != i {
+            parent[i] = parent[parent[i]];
+            i = parent[i];
+        }
+        i
+    }
+    grid_edges(g, |a, b| {
+        if beta[a] == beta[b] {
+            let (ra, rb) = (root(&mut parent, a), root(&mut parent, b));
+            if ra != rb {
+                parent[ra.max(rb)] = ra.min(rb);
+            }
+        }
+    });
+    let (mut num, mut den) = (vec![0.0; beta.len()], vec![0.0; beta.len()]);
+    let roots: Vec<usize> = (0..beta.len()).map(|i| root(&mut parent, i)).collect();
+    for (i, &r) in roots.iter().enumerate() {
+        let wi = w.get(i).copied().unwrap_or(0.0);
+        num[r] += wi * d[i];
+        den[r] += wi;
+    }
+    for (i, &r) in roots.iter().enumerate() {
+        d[i] = if den[r] > 0.0 { num[r] / den[r] } else { 0.0 };
     }
 }
 
@@ -744,6 +850,27 @@ mod tests {
                 "a={a} b={b}: φ({t}) = {at} > {best}"
             );
         }
+    }
+
+    #[test]
+    fn a_direction_keeps_a_grids_fused_regions_fused() {
+        // Cells 0, 1 and 4 of a 3 × 3 grid share a value and are joined by edges; cell 8
+        // has the same value but no edge to them.
+        let beta = [1.0, 1.0, 2.0, 3.0, 1.0, 4.0, 5.0, 6.0, 1.0];
+        let w = [1.0, 3.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 2.0];
+        let mut d = [1.0, 2.0, 9.0, 9.0, 5.0, 9.0, 9.0, 9.0, 7.0];
+        keep_fused_grid(&mut d, &beta, &w, Grid::new(3, 3));
+        // Their weighted mean (the empty cell 4 weighs nothing): (1 + 3·2) / 4.
+        for c in [0, 1, 4] {
+            assert_eq!(d[c], 1.75);
+        }
+        assert_eq!(d[8], 7.0);
+        for c in [2, 3, 5, 6, 7] {
+            assert_eq!(d[c], 9.0);
+        }
+        // A line along such a direction keeps the region's cells equal.
+        let moved: Vec<f64> = beta.iter().zip(&d).map(|(b, d)| b + 0.3 * d).collect();
+        assert!(moved[0] == moved[1] && moved[1] == moved[4]);
     }
 
     #[test]

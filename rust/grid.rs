@@ -122,6 +122,12 @@ fn for_each_edge(grid: Grid, mut f: impl FnMut(usize, usize, usize, bool)) {
     }
 }
 
+/// Calls `f(a, b)` for every edge `a — b` of the grid (`a < b`), in the order of
+/// `for_each_edge`.
+pub(crate) fn grid_edges(grid: Grid, mut f: impl FnMut(usize, usize)) {
+    for_each_edge(grid, |_, a, b, _| f(a, b));
+}
+
 /// The edges of a cell towards its right and lower neighbours: `(edge, neighbour)`.
 fn forward_edges(grid: Grid, cell: usize) -> [Option<(usize, usize)>; 2] {
     let cols = grid.cols;

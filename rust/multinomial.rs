@@ -847,6 +847,8 @@ impl MultinomialState {
     }
 }
 
+impl crate::descent::PairDescent for MultinomialState {}
+
 impl DescentState for MultinomialState {
     const INTERCEPT_SHARE: f64 = 1.0;
     const FLAT_SWEEPS: usize = 200;

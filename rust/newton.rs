@@ -791,6 +791,8 @@ impl<D: Datafit> NewtonState<D> {
 /// when its gradient is the largest violation, a block update may be rejected (rounding
 /// level), and `Selection::Auto` means greedy (an update costs a pass over the rows with a
 /// transcendental function per row: far more than refreshing the sums).
+impl<D: Datafit> crate::descent::PairDescent for NewtonState<D> {}
+
 impl<D: Datafit> DescentState for NewtonState<D> {
     const INTERCEPT_SHARE: f64 = 1.0;
 

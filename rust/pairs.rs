@@ -44,7 +44,7 @@ use ndarray::ArrayView1;
 use rayon::prelude::*;
 
 use crate::binning::{bin_weights, BinnedData, BinnedFeature, Code, Codes};
-use crate::descent::{descend, DescentState};
+use crate::descent::{descend, PairDescent};
 use crate::error::{FastError, Result};
 use crate::params::{
     Engine, FitParams, Grid, Interactions, PairLink, PairParams, Penalty, Selection, Shapes,
@@ -589,6 +589,21 @@ pub fn check_pairs(
     Ok(out)
 }
 
+/// The links of the pair blocks of `pairs` under `axes`, the first pair's block at `block`.
+fn pair_links(block: usize, pairs: &[(usize, usize)], axes: &[(Axis, Axis)]) -> Vec<PairLink> {
+    pairs
+        .iter()
+        .zip(axes)
+        .enumerate()
+        .map(|(t, (&features, (a, b)))| PairLink {
+            block: block + t,
+            features,
+            maps: (a.map.clone(), b.map.clone()),
+            missing: (a.missing, b.missing),
+        })
+        .collect()
+}
+
 /// The shapes of the main effects (`params.shapes`) followed by `grids.len()` pair blocks
 /// with the penalty factor `rho`, linked to their features by `links`.
 fn with_pair_shapes(
@@ -630,7 +645,7 @@ fn with_pair_shapes(
 ///
 /// # Errors
 /// As [`fit_pairs`].
-pub(crate) fn with_pairs<S: DescentState>(
+pub(crate) fn with_pairs<S: PairDescent>(
     data: &mut BinnedData,
     y: ArrayView1<'_, f64>,
     params: &FitParams,
@@ -669,7 +684,7 @@ pub(crate) fn with_pairs<S: DescentState>(
 ///
 /// # Errors
 /// A bad pair list ([`check_pairs`]); those of the state's fit.
-pub(crate) fn fit_pairs<S: DescentState>(
+pub(crate) fn fit_pairs<S: PairDescent>(
     data: &mut BinnedData,
     y: ArrayView1<'_, f64>,
     params: &FitParams,
@@ -743,17 +758,7 @@ pub(crate) fn fit_pairs<S: DescentState>(
     let add_blocks =
         |data: &mut BinnedData, pairs: &[(usize, usize)], axes: &[(Axis, Axis)], first: usize| {
             let grids: Vec<Grid> = axes.iter().map(|(a, b)| grid_of(a, b)).collect();
-            let links: Vec<PairLink> = pairs
-                .iter()
-                .zip(axes)
-                .enumerate()
-                .map(|(t, (&features, (a, b)))| PairLink {
-                    block: p + first + t,
-                    features,
-                    maps: (a.map.clone(), b.map.clone()),
-                    missing: (a.missing, b.missing),
-                })
-                .collect();
+            let links = pair_links(p + first, pairs, axes);
             let virtual_features: Vec<BinnedFeature> = pairs
                 .par_iter()
                 .zip(axes)
@@ -1219,7 +1224,7 @@ struct HeldOut {
 }
 
 /// [`search_pairs`], then [`finish`]: the pairs' fit on all rows.
-fn fit_on_pairs<S: DescentState>(
+fn fit_on_pairs<S: PairDescent>(
     data: &mut BinnedData,
     y: ArrayView1<'_, f64>,
     params: &FitParams,
@@ -1250,7 +1255,7 @@ fn fit_on_pairs<S: DescentState>(
 /// choice of `ρ` (if `held_out` gives a split: see [`HeldOut`]), warm-started from `mains`
 /// with the pair blocks at `warm` (then zero); for `screened` pairs, [`Blocks::Dropped`]
 /// when no `ρ` beats the additive model's held-out loss.
-fn search_pairs<S: DescentState>(
+fn search_pairs<S: PairDescent>(
     data: &mut BinnedData,
     y: ArrayView1<'_, f64>,
     params: &FitParams,
@@ -1384,7 +1389,7 @@ fn search_pairs<S: DescentState>(
 
 /// The fit on all rows of a [`search_pairs`] that kept its pairs, warm-started from its blocks,
 /// at its `ρ`, with the main effects' `λ_f` (of `mains`); `max_time` counts from `start`.
-fn finish<S: DescentState>(
+fn finish<S: PairDescent>(
     data: &BinnedData,
     params: &FitParams,
     (mains, searched): (&BinnedFit, PairSearch),
@@ -1398,12 +1403,10 @@ fn finish<S: DescentState>(
     let p = data.n_features() - grids.len();
     let prm = with_pair_shapes(params, p, (grids, links), searched.rho, params.tol);
     let mut st = state(data, init);
-    let fit = descend(
+    let fit = st.descend_pairs(
         data,
         &prm,
-        &mut st,
-        mains.lambda_f,
-        mains.lambda_max,
+        (mains.lambda_f, mains.lambda_max),
         start,
         reborrow(callback),
     );
@@ -1416,6 +1419,108 @@ fn finish<S: DescentState>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::blocks::BlockState;
+    use crate::descent::DescentState;
+
+    /// The KKT tolerance of [`pair_fits`].
+    const TOL: f64 = 1e-4;
+
+    /// Two pair blocks sharing feature 1 on three correlated features (2,000 rows; `y = x0·x1 +
+    /// x1·x2 + x2` and noise), each main 32 bins and each pair 16 × 16, at a small `ρ` where
+    /// the pairs and mains trade directions slowly: the plain loop, then the extrapolated one
+    /// ([`PairDescent::descend_pairs`]), both from zero blocks, both to [`TOL`] (measured:
+    /// 11,454 and 3,032 updates with sweeps, 14,812 and 4,377 greedy; objectives equal to
+    /// 2e-8 of their size).
+    fn pair_fits(selection: Selection) -> (BinnedFit, BinnedFit) {
+        let mut state = 99u64;
+        let mut unif = move || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 11) as f64) / ((1u64 << 53) as f64)
+        };
+        let n = 2_000;
+        let mut x = ndarray::Array2::zeros((n, 3));
+        let mut y = ndarray::Array1::zeros(n);
+        for i in 0..n {
+            let v = unif();
+            for j in 0..3 {
+                x[[i, j]] = v + 0.3 * unif();
+            }
+            y[i] = 4.0 * x[[i, 0]] * x[[i, 1]]
+                + 3.0 * x[[i, 1]] * x[[i, 2]]
+                + x[[i, 2]]
+                + 0.5 * (unif() - 0.5);
+        }
+        let binning = crate::binning::BinningParams {
+            max_bins: Some(32),
+            ..Default::default()
+        };
+        let mut data = crate::binning::bin_data(x.view(), None, &binning).unwrap();
+        let p = data.n_features();
+        let pairs = [(0, 1), (1, 2)];
+        let axes: Vec<(Axis, Axis)> = pairs
+            .iter()
+            .map(|&(j, k)| {
+                (
+                    axis_guided(&data.features[j], None, 16),
+                    axis_guided(&data.features[k], None, 16),
+                )
+            })
+            .collect();
+        let grids: Vec<Grid> = axes.iter().map(|(a, b)| grid_of(a, b)).collect();
+        let links = pair_links(p, &pairs, &axes);
+        let virtual_features: Vec<BinnedFeature> = pairs
+            .iter()
+            .zip(&axes)
+            .map(|(&pair, (a, b))| pair_feature(&data, pair, (a, b)))
+            .collect();
+        data.features.extend(virtual_features);
+        let base = FitParams {
+            selection,
+            max_iter: 200_000,
+            ..FitParams::default()
+        };
+        let prm = with_pair_shapes(&base, p, (&grids, &links), 0.05, TOL);
+        let state = || {
+            let mut st = BlockState::with_start(&data, y.view(), data.zero_blocks());
+            st.set_shapes(&prm.shapes.resolve(data.n_features()));
+            st
+        };
+        let lambda_max = state().start_flat(&data);
+        let lambda = 1e-3 * lambda_max;
+        let plain = descend(
+            &data,
+            &prm,
+            &mut state(),
+            lambda,
+            lambda_max,
+            Instant::now(),
+            None,
+        );
+        let extrapolated =
+            state().descend_pairs(&data, &prm, (lambda, lambda_max), Instant::now(), None);
+        (plain, extrapolated)
+    }
+
+    #[test]
+    fn pair_fits_extrapolate_to_the_same_optimum_in_fewer_updates() {
+        for selection in [Selection::Sweep, Selection::Greedy] {
+            let (plain, fast) = pair_fits(selection);
+            for f in [&plain, &fast] {
+                assert_eq!(f.report.stop, crate::report::StopReason::Converged);
+                assert!(f.report.kkt_residual <= TOL, "{}", f.report.kkt_residual);
+            }
+            let (a, b) = (plain.report.objective, fast.report.objective);
+            assert!((a - b).abs() <= 1e-6 * a, "{selection:?}: {a} vs {b}");
+            assert!(
+                fast.report.n_iter < plain.report.n_iter,
+                "{selection:?}: {} updates extrapolated, {} plain",
+                fast.report.n_iter,
+                plain.report.n_iter
+            );
+        }
+    }
 
     fn feature(cuts: usize, weights: Vec<f64>, missing: bool) -> BinnedFeature {
         BinnedFeature {

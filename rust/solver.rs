@@ -16,7 +16,7 @@ use ndarray::ArrayView1;
 
 use crate::binning::{BinnedData, Rows};
 use crate::blocks::BlockState;
-use crate::descent::DescentState;
+use crate::descent::PairDescent;
 use crate::error::{FastError, Result};
 use crate::pairs::{with_pairs, RowLoss, StateMaker};
 use crate::params::{Engine, FitParams, Penalty};
@@ -102,7 +102,7 @@ pub(crate) fn fit_then_pairs<S, V, F>(
     callback: Option<Callback<'_>>,
 ) -> Result<Fit>
 where
-    S: DescentState,
+    S: PairDescent,
     V: FnOnce(&mut BinnedData, Option<Callback<'_>>) -> Result<(BinnedFit, PenaltySearch)>,
     F: FnOnce(&BinnedData, Option<Callback<'_>>) -> Result<BinnedFit>,
 {
