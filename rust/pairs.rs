@@ -47,8 +47,7 @@ use crate::binning::{bin_weights, BinnedData, BinnedFeature, Code, Codes};
 use crate::descent::{descend, PairDescent};
 use crate::error::{FastError, Result};
 use crate::params::{
-    Engine, FitParams, Grid, Interactions, PairLink, PairParams, Penalty, Selection, Shapes,
-    Validation,
+    Engine, FitParams, Grid, Interactions, PairLink, Penalty, Selection, Shapes, Validation,
 };
 use crate::report::{Axis, BinnedFit, Callback, Fit, PairFit, PairTerm, PenaltySearch};
 use crate::validation::{holdout_terms, mean_loss, reborrow, validation_rows, with_weights, Split};
@@ -937,45 +936,34 @@ pub(crate) fn fit_pairs<S: PairDescent>(
         pairs.extend(more);
         axes.extend(more_axes);
         gains.extend(more_gains);
-        // Warm-started from the last round's fit, the new pair blocks at zero, at the
-        // `ρ` the first round chose (no second path).
-        let mut warm = fit.values.clone();
-        let extra = warm.split_off(p + first);
-        let pair_warm = warm.split_off(p);
-        warm.extend(extra);
-        let warm_fit = BinnedFit {
-            values: warm,
-            ..mains.clone()
+        // Warm-started from the last round's fit, the new pair blocks at zero (entries after
+        // the blocks, a state's own, stay last), at the `ρ` the first round chose (no second
+        // path, so the first round's path stays the one reported).
+        let mut init = fit.values.clone();
+        let extra = init.split_off(p + first);
+        init.extend(
+            data.features[p + first..]
+                .iter()
+                .map(|f| vec![0.0; f.n_bins()]),
+        );
+        init.extend(extra);
+        let Ok(searched) = result else {
+            break;
         };
-        let fixed = FitParams {
-            pairs: PairParams {
-                penalty: Some(searched.rho),
-                ..pp.clone()
-            },
-            ..params.clone()
-        };
-        let tried = PairSearch {
-            blocks: Blocks::Dropped,
-            rho: searched.rho,
-            path: searched.path.clone(),
-            path_loss: searched.path_loss.clone(),
-            n_iter: searched.n_iter.clone(),
-            held_terms: searched.held_terms.clone(),
-            stopped: searched.stopped,
-        };
-        result = fit_on_pairs(
+        result = Ok(finish(
             data,
-            y,
-            &fixed,
-            (&warm_fit, &pair_warm, false, None),
-            (&grids, &links, state, term),
+            params,
+            (
+                &mains,
+                PairSearch {
+                    blocks: Blocks::Searched(init),
+                    ..searched
+                },
+            ),
+            (&grids, &links, state),
             &mut callback,
             start,
-        )
-        .map(|last| PairSearch {
-            blocks: last.blocks,
-            ..tried
-        });
+        ));
     }
     let cell_weights: Vec<Vec<f64>> = data.features[p..]
         .iter()
@@ -1221,34 +1209,6 @@ struct HeldOut {
     /// Standard errors of held-out gain the pairs need ([`MIN_GAIN_SE`] or
     /// [`RESCUE_GAIN_SE`]).
     min_gain_se: f64,
-}
-
-/// [`search_pairs`], then [`finish`]: the pairs' fit on all rows.
-fn fit_on_pairs<S: PairDescent>(
-    data: &mut BinnedData,
-    y: ArrayView1<'_, f64>,
-    params: &FitParams,
-    (mains, warm, screened, held_out): (&BinnedFit, &[Vec<f64>], bool, Option<HeldOut>),
-    (grids, links, state, term): (&[Grid], &[PairLink], StateMaker<'_, S>, RowLoss<'_>),
-    callback: &mut Option<Callback<'_>>,
-    start: Instant,
-) -> Result<PairSearch> {
-    let searched = search_pairs(
-        data,
-        y,
-        params,
-        (mains, warm, screened, held_out),
-        (grids, links, state, term),
-        callback,
-    )?;
-    Ok(finish(
-        data,
-        params,
-        (mains, searched),
-        (grids, links, state),
-        callback,
-        start,
-    ))
 }
 
 /// [`fit_pairs`] once the pair blocks are in `data`, up to the fit on all rows: the held-out
