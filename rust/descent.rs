@@ -376,8 +376,9 @@ pub(crate) fn fit_from<S: DescentState>(
 }
 
 /// How a fit with pair blocks descends ([`crate::pairs`]): `descend` by default; a state
-/// with a faster way to the same optimum (the squared loss's rows state:
-/// [`crate::extrapolate`]) overrides it. The same stopping rule and certificate either way.
+/// with a faster way to the same optimum (the squared loss's rows state and the
+/// proximal-Newton state: rounds with extrapolation, [`crate::extrapolate`]) overrides it.
+/// The same stopping rule and certificate either way.
 pub trait PairDescent: DescentState + Sized {
     /// Descends from this state at the penalty `lambda` (`λ_max` only reported) until the
     /// stopping rule of `params`, as `descend`; `max_time` counts from `start`.

@@ -1,5 +1,5 @@
-//! Extrapolated block coordinate descent for the squared loss, on the rows engine and the
-//! tables engine.
+//! Extrapolated block coordinate descent: for the squared loss on the rows engine and the
+//! tables engine, and for the pair fits of the proximal-Newton state.
 //!
 //! On strongly correlated features greedy block updates zig-zag: each block undoes part of
 //! its neighbour's move, and the iterates creep along one slow direction for thousands of
@@ -19,6 +19,11 @@
 //! (`keep_fused_grid`), as over a chain's runs. A pair block's stored dual (the split of its
 //! gradient its KKT score uses) is then its last solve's, so its score after a move is an
 //! upper bound until its next update (see [`crate::grid`]): the certificate stays valid.
+//!
+//! The rounds themselves (`descend_rounds`) serve any state: the proximal-Newton state
+//! (`crate::newton`) runs its pair fits in them too, with a step along the same direction
+//! (`line_direction`, `line_kinks`, `row_direction`) that minimises the loss's
+//! quadratic model along the line and is taken only where the true objective falls.
 //!
 //! The stopping rule and the certificate are the loop's own: the last round ends by the
 //! loop's KKT test (or `max_iter`, `max_time`, the callback), so the model returned is the
@@ -171,19 +176,64 @@ pub(crate) fn descend_extrapolated(
     lambda: f64,
     lambda_max: f64,
     start: Instant,
-    mut callback: Option<Callback<'_>>,
+    callback: Option<Callback<'_>>,
 ) -> BinnedFit {
     let shapes = params.shapes.resolve(data.n_features());
+    let extrapolate = |st: &mut BlockState, before: &(f64, Vec<Vec<f64>>)| {
+        let step = line_step(data, st, before, &shapes, lambda);
+        match (mode, step) {
+            (Mode::Rebuild(rebuild), Some(step)) => {
+                let mut next = rebuild(step.moved(&st.beta));
+                next.set_shapes(&shapes);
+                next.share_tables(st);
+                if next.objective(lambda) < st.objective(lambda) {
+                    *st = next;
+                }
+            }
+            (Mode::Rebuild(_), None) => {}
+            (Mode::InPlace, Some(step)) => {
+                st.move_along(data, (step.t, step.dc, &step.d, &step.along), lambda);
+            }
+            // A round of sweeps may end midway, its sums stale: the next round needs them.
+            (Mode::InPlace, None) => st.refresh_all_sums(data),
+        }
+    };
+    descend_rounds(
+        data,
+        params,
+        st,
+        (lambda, lambda_max),
+        start,
+        callback,
+        extrapolate,
+    )
+}
+
+/// The one descent loop ([`descend`]) in rounds of [`round_len`] block updates, each
+/// followed by `extrapolate(st, round's start)`, which moves the state along the round's
+/// change where that lowers the objective (and leaves every block's sums fresh). The
+/// callback sees one fit (block updates counted across the rounds); the returned fit's
+/// `n_iter` and history count block updates only. Pair fits (`params.shapes.links` not
+/// empty) keep the loop's stall rule ([`STALL_SWEEPS`]) across rounds, each of which is
+/// shorter than its window.
+pub(crate) fn descend_rounds<S: DescentState>(
+    data: &BinnedData,
+    params: &FitParams,
+    st: &mut S,
+    (lambda, lambda_max): (f64, f64),
+    start: Instant,
+    mut callback: Option<Callback<'_>>,
+    mut extrapolate: impl FnMut(&mut S, &(f64, Vec<Vec<f64>>)),
+) -> BinnedFit {
     let movable = data.features.iter().filter(|f| f.n_bins() > 1).count();
     let round = round_len(movable);
     let mut n_iter = 0usize;
     let mut history = History::default();
-    // Pair fits: the stall rule of the loop ([`STALL_SWEEPS`]) across rounds, each of which
-    // is shorter than its window (the update count at which the best KKT residual so far was
-    // reached, or the last window began; that residual and the objective then).
+    // The update count at which the best KKT residual so far was reached (or the last
+    // stall window began), that residual and the objective then.
     let mut checkpoint: Option<(usize, f64, f64)> = None;
     loop {
-        let before = (st.intercept, st.beta.clone());
+        let before = (st.intercept(), st.blocks().to_vec());
         let round_params = FitParams {
             max_iter: (params.max_iter - n_iter).min(round),
             ..params.clone()
@@ -225,23 +275,7 @@ pub(crate) fn descend_extrapolated(
             fit.report.history = history;
             return fit;
         }
-        let step = line_step(data, st, &before, &shapes, lambda);
-        match (mode, step) {
-            (Mode::Rebuild(rebuild), Some(step)) => {
-                let mut next = rebuild(step.moved(&st.beta));
-                next.set_shapes(&shapes);
-                next.share_tables(st);
-                if next.objective(lambda) < st.objective(lambda) {
-                    *st = next;
-                }
-            }
-            (Mode::Rebuild(_), None) => {}
-            (Mode::InPlace, Some(step)) => {
-                st.move_along(data, (step.t, step.dc, &step.d, &step.along), lambda);
-            }
-            // A round of sweeps may end midway, its sums stale: the next round needs them.
-            (Mode::InPlace, None) => st.refresh_all_sums(data),
-        }
+        extrapolate(st, &before);
     }
 }
 
@@ -309,32 +343,60 @@ fn line_step(
     shapes: &[ChainShape],
     lambda: f64,
 ) -> Option<Step> {
-    let mut d: Vec<Vec<f64>> = st
-        .beta
+    let d = line_direction(data, &st.beta, &before.1, shapes);
+    let dc = st.intercept - before.0;
+    let (a, b, along) = match st.tables_line(&d, dc) {
+        Some(along @ Along::Tables { a, b, .. }) => (a, b, along),
+        _ => {
+            let u = row_direction(data, &d, dc);
+            let (_, vr) = st.sums_and_residual();
+            let (a, b) = squared_line(data, vr?, &u);
+            (a, b, Along::Rows(u))
+        }
+    };
+    let (mut jumps, t_max) = line_kinks(data, &st.beta, &d, shapes, lambda);
+    let t = line_minimum(a, b, &mut jumps, t_max);
+    (t > 0.0).then_some(Step { t, dc, d, along })
+}
+
+/// The direction of a round from the blocks `before` (its start) to `beta` (its end), averaged
+/// over every run of equal bins of a chain ([`keep_fused`]) and every region of equal cells
+/// of a grid (`keep_fused_grid`) of `beta`, so that moving along it keeps them fused.
+pub(crate) fn line_direction(
+    data: &BinnedData,
+    beta: &[Vec<f64>],
+    before: &[Vec<f64>],
+    shapes: &[ChainShape],
+) -> Vec<Vec<f64>> {
+    let mut d: Vec<Vec<f64>> = beta
         .iter()
-        .zip(&before.1)
+        .zip(before)
         .map(|(b, a)| b.iter().zip(a).map(|(x, y)| x - y).collect())
         .collect();
-    for (k, ((dk, beta), f)) in d.iter_mut().zip(&st.beta).zip(&data.features).enumerate() {
+    for (k, ((dk, beta), f)) in d.iter_mut().zip(beta).zip(&data.features).enumerate() {
         match shapes.get(k).and_then(|s| s.grid) {
             Some(g) => keep_fused_grid(dk, &beta[..g.cells()], &f.bin_weights, g),
             None => keep_fused(dk, &beta[..f.n_chain()], &f.bin_weights),
         }
     }
-    let dc = st.intercept - before.0;
-    let (a, b, along) = match st.tables_line(&d, dc) {
-        Some(along @ Along::Tables { a, b, .. }) => (a, b, along),
-        _ => {
-            let (a, b, u) = rows_line(data, st, &d, dc)?;
-            (a, b, Along::Rows(u))
-        }
-    };
+    d
+}
+
+/// The penalty along the line `beta + t d` at `λ = lambda`: its terms `c |g + t h|` (a chain's
+/// jumps, a grid's edges; a missing bin or cell is free) and the largest `t` at which every
+/// monotone chain is still monotone.
+pub(crate) fn line_kinks(
+    data: &BinnedData,
+    beta: &[Vec<f64>],
+    d: &[Vec<f64>],
+    shapes: &[ChainShape],
+    lambda: f64,
+) -> (Vec<Jump>, f64) {
     let mut jumps = Vec::new();
     let mut t_max = f64::INFINITY;
-    for (k, (beta, dk)) in st.beta.iter().zip(&d).enumerate() {
+    for (k, (beta, dk)) in beta.iter().zip(d).enumerate() {
         let shape = shapes.get(k).copied().unwrap_or_default();
         if let Some(g) = shape.grid {
-            // A pair's grid: a kink per edge of its `TV2` (its missing cell, if any, is free).
             if shape.factor > 0.0 {
                 grid_edges(g, |a, b| {
                     let (g, h) = (beta[b] - beta[a], dk[b] - dk[a]);
@@ -359,19 +421,13 @@ fn line_step(
             }
         }
     }
-    let t = line_minimum(a, b, &mut jumps, t_max);
-    (t > 0.0).then_some(Step { t, dc, d, along })
+    (jumps, t_max)
 }
 
-/// On the rows engine, `(a, b)` of [`BlockState::tables_line`] and the direction's change
-/// `u` of every row's prediction, from the rows; `None` without a readable residual.
-fn rows_line(
-    data: &BinnedData,
-    st: &mut BlockState,
-    d: &[Vec<f64>],
-    dc: f64,
-) -> Option<(f64, f64, Vec<f64>)> {
-    // u = the change of every row's prediction along the direction.
+/// The change `u` of every row's prediction along the direction `(d, dc)` (blocks and
+/// intercept), in fixed chunks of rows, each row's sum over the features in order: the same
+/// numbers for any number of threads.
+pub(crate) fn row_direction(data: &BinnedData, d: &[Vec<f64>], dc: f64) -> Vec<f64> {
     let moving: Vec<usize> = (0..d.len())
         .filter(|&k| d[k].iter().any(|&v| v != 0.0))
         .collect();
@@ -386,15 +442,19 @@ fn rows_line(
                 .for_each(|(ui, &b)| *ui += dk[b.idx()]));
         }
     });
+    u
+}
+
+/// The squared loss along the rows' change `u`, from the weighted residual `vr`:
+/// `F(t) = F(0) − b t + a t²/2 + penalty`, as `(a, b)`.
+fn squared_line(data: &BinnedData, vr: &[f64], u: &[f64]) -> (f64, f64) {
     let w = data.total_weight;
-    let (_, vr) = st.sums_and_residual();
-    // F(t) = F(0) − b t + a t²/2 + λ Σ_jumps f |g + t h|.
-    let b = vr?.iter().zip(&u).map(|(r, u)| r * u).sum::<f64>() / w;
+    let b = vr.iter().zip(u).map(|(r, u)| r * u).sum::<f64>() / w;
     let a = match &data.weights {
         Some(v) => u.iter().zip(v).map(|(u, v)| v * u * u).sum::<f64>(),
         None => u.iter().map(|u| u * u).sum::<f64>(),
     } / w;
-    Some((a, b, u))
+    (a, b)
 }
 
 /// Replaces the direction `d` over every run of equal values of the chain `beta` by its

@@ -1380,7 +1380,6 @@ fn finish<S: PairDescent>(
 mod tests {
     use super::*;
     use crate::blocks::BlockState;
-    use crate::descent::DescentState;
 
     /// The KKT tolerance of [`pair_fits`].
     const TOL: f64 = 1e-4;
@@ -1392,6 +1391,21 @@ mod tests {
     /// 11,454 and 3,032 updates with sweeps, 14,812 and 4,377 greedy; objectives equal to
     /// 2e-8 of their size).
     fn pair_fits(selection: Selection) -> (BinnedFit, BinnedFit) {
+        pair_fits_on(selection, false, &|data, y, beta| {
+            BlockState::with_start(data, y, beta)
+        })
+    }
+
+    /// A test's state on binned data, targets and blocks.
+    type MakeState<'a, S> = &'a dyn Fn(&BinnedData, ArrayView1<'_, f64>, Vec<Vec<f64>>) -> S;
+
+    /// [`pair_fits`] on the states `make(data, y, blocks)`, the targets drawn as 0/1 labels
+    /// when `binary`.
+    fn pair_fits_on<S: PairDescent>(
+        selection: Selection,
+        binary: bool,
+        make: MakeState<'_, S>,
+    ) -> (BinnedFit, BinnedFit) {
         let mut state = 99u64;
         let mut unif = move || {
             state = state
@@ -1411,6 +1425,16 @@ mod tests {
                 + 3.0 * x[[i, 1]] * x[[i, 2]]
                 + x[[i, 2]]
                 + 0.5 * (unif() - 0.5);
+        }
+        if binary {
+            // Labels drawn with probability `σ(2 (y − median))`: classes that overlap.
+            let mut sorted = y.to_vec();
+            sorted.sort_by(f64::total_cmp);
+            let median = sorted[n / 2];
+            for v in y.iter_mut() {
+                let p = 1.0 / (1.0 + (-2.0 * (*v - median)).exp());
+                *v = f64::from(u8::from(unif() < p));
+            }
         }
         let binning = crate::binning::BinningParams {
             max_bins: Some(32),
@@ -1443,7 +1467,7 @@ mod tests {
         };
         let prm = with_pair_shapes(&base, p, (&grids, &links), 0.05, TOL);
         let state = || {
-            let mut st = BlockState::with_start(&data, y.view(), data.zero_blocks());
+            let mut st = make(&data, y.view(), data.zero_blocks());
             st.set_shapes(&prm.shapes.resolve(data.n_features()));
             st
         };
@@ -1463,22 +1487,50 @@ mod tests {
         (plain, extrapolated)
     }
 
+    /// [`pair_fits_on`] on the proximal-Newton state of the logistic loss (measured: 1,487
+    /// and 919 updates with sweeps, 1,013 and 645 greedy; objectives equal to 5e-11 of their
+    /// size).
+    fn logistic_pair_fits(selection: Selection) -> (BinnedFit, BinnedFit) {
+        pair_fits_on(selection, true, &|data, y, beta| {
+            let mean = y.sum() / y.len() as f64;
+            crate::newton::NewtonState::with_datafit(
+                crate::datafit::Logistic,
+                data,
+                y,
+                mean,
+                beta,
+                crate::newton::Curvature::Newton,
+            )
+        })
+    }
+
     #[test]
     fn pair_fits_extrapolate_to_the_same_optimum_in_fewer_updates() {
         for selection in [Selection::Sweep, Selection::Greedy] {
-            let (plain, fast) = pair_fits(selection);
-            for f in [&plain, &fast] {
-                assert_eq!(f.report.stop, crate::report::StopReason::Converged);
-                assert!(f.report.kkt_residual <= TOL, "{}", f.report.kkt_residual);
+            for (loss, fits) in [
+                (
+                    "squared",
+                    pair_fits as fn(Selection) -> (BinnedFit, BinnedFit),
+                ),
+                ("logistic", logistic_pair_fits),
+            ] {
+                let (plain, fast) = fits(selection);
+                for f in [&plain, &fast] {
+                    assert_eq!(f.report.stop, crate::report::StopReason::Converged);
+                    assert!(f.report.kkt_residual <= TOL, "{}", f.report.kkt_residual);
+                }
+                let (a, b) = (plain.report.objective, fast.report.objective);
+                assert!(
+                    (a - b).abs() <= 1e-6 * a,
+                    "{loss} {selection:?}: {a} vs {b}"
+                );
+                assert!(
+                    fast.report.n_iter < plain.report.n_iter,
+                    "{loss} {selection:?}: {} updates extrapolated, {} plain",
+                    fast.report.n_iter,
+                    plain.report.n_iter
+                );
             }
-            let (a, b) = (plain.report.objective, fast.report.objective);
-            assert!((a - b).abs() <= 1e-6 * a, "{selection:?}: {a} vs {b}");
-            assert!(
-                fast.report.n_iter < plain.report.n_iter,
-                "{selection:?}: {} updates extrapolated, {} plain",
-                fast.report.n_iter,
-                plain.report.n_iter
-            );
         }
     }
 
