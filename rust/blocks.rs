@@ -1292,13 +1292,7 @@ mod tests {
 
     /// Few-level features next to many-level ones: the few-level blocks' tables pay.
     fn mixed_data(n: usize, weights: Option<&[f64]>) -> (BinnedData, Array1<f64>) {
-        let mut state = 7u64;
-        let mut unif = move || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((state >> 11) as f64) / ((1u64 << 53) as f64)
-        };
+        let mut unif = crate::testing::lcg(7);
         let levels = [3.0, 12.0, 0.0, 40.0, 5.0];
         let x = Array2::from_shape_fn((n, levels.len()), |(_, j)| {
             let u = unif();
@@ -1470,13 +1464,7 @@ mod tests {
     #[test]
     fn fused_residual_and_sums_pass_is_the_two_passes() {
         let (n, p) = (700, 3);
-        let mut state = 99u64;
-        let mut unif = move || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((state >> 11) as f64) / ((1u64 << 53) as f64)
-        };
+        let mut unif = crate::testing::lcg(99);
         let x = Array2::from_shape_fn((n, p), |_| unif());
         let y = Array1::from_shape_fn(n, |i| (6.0 * x[[i, 0]]).sin() + x[[i, 2]] + unif());
         let weights: Vec<f64> = (0..n)

@@ -571,13 +571,7 @@ mod tests {
     /// Strongly correlated columns (each the previous plus a little noise), an additive
     /// signal and noise, from a fixed LCG.
     fn correlated(n: usize, p: usize) -> (Array2<f64>, Array1<f64>) {
-        let mut state = 12345u64;
-        let mut unif = move || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((state >> 11) as f64) / ((1u64 << 53) as f64)
-        };
+        let mut unif = crate::testing::lcg(12345);
         let mut x = Array2::zeros((n, p));
         let mut y = Array1::zeros(n);
         for i in 0..n {

@@ -82,6 +82,8 @@ pub mod selection;
 pub mod solver;
 pub mod sparse;
 pub mod tables;
+#[cfg(test)]
+mod testing;
 pub mod transfer;
 pub mod validation;
 

@@ -1406,13 +1406,7 @@ mod tests {
         binary: bool,
         make: MakeState<'_, S>,
     ) -> (BinnedFit, BinnedFit) {
-        let mut state = 99u64;
-        let mut unif = move || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((state >> 11) as f64) / ((1u64 << 53) as f64)
-        };
+        let mut unif = crate::testing::lcg(99);
         let n = 2_000;
         let mut x = ndarray::Array2::zeros((n, 3));
         let mut y = ndarray::Array1::zeros(n);
