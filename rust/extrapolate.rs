@@ -179,25 +179,6 @@ pub(crate) fn descend_extrapolated(
     callback: Option<Callback<'_>>,
 ) -> BinnedFit {
     let shapes = params.shapes.resolve(data.n_features());
-    let extrapolate = |st: &mut BlockState, before: &(f64, Vec<Vec<f64>>)| {
-        let step = line_step(data, st, before, &shapes, lambda);
-        match (mode, step) {
-            (Mode::Rebuild(rebuild), Some(step)) => {
-                let mut next = rebuild(step.moved(&st.beta));
-                next.set_shapes(&shapes);
-                next.share_tables(st);
-                if next.objective(lambda) < st.objective(lambda) {
-                    *st = next;
-                }
-            }
-            (Mode::Rebuild(_), None) => {}
-            (Mode::InPlace, Some(step)) => {
-                st.move_along(data, (step.t, step.dc, &step.d, &step.along), lambda);
-            }
-            // A round of sweeps may end midway, its sums stale: the next round needs them.
-            (Mode::InPlace, None) => st.refresh_all_sums(data),
-        }
-    };
     descend_rounds(
         data,
         params,
@@ -205,8 +186,37 @@ pub(crate) fn descend_extrapolated(
         (lambda, lambda_max),
         start,
         callback,
-        extrapolate,
+        |st, before| round_step(data, (st, mode), before, &shapes, lambda),
     )
+}
+
+/// After a round of [`descend_extrapolated`]: the line search from `before` (the round's
+/// start) through `st`, and the move by `mode` if it found a lower objective; every block's
+/// sums end fresh.
+fn round_step(
+    data: &BinnedData,
+    (st, mode): (&mut BlockState, Mode<'_>),
+    before: &(f64, Vec<Vec<f64>>),
+    shapes: &[ChainShape],
+    lambda: f64,
+) {
+    let step = line_step(data, st, before, shapes, lambda);
+    match (mode, step) {
+        (Mode::Rebuild(rebuild), Some(step)) => {
+            let mut next = rebuild(moved(&st.beta, &step.d, step.t));
+            next.set_shapes(shapes);
+            next.share_tables(st);
+            if next.objective(lambda) < st.objective(lambda) {
+                *st = next;
+            }
+        }
+        (Mode::Rebuild(_), None) => {}
+        (Mode::InPlace, Some(step)) => {
+            st.move_along(data, (step.t, step.dc, &step.d, &step.along), lambda);
+        }
+        // A round of sweeps may end midway, its sums stale: the next round needs them.
+        (Mode::InPlace, None) => st.refresh_all_sums(data),
+    }
 }
 
 /// The one descent loop ([`descend`]) in rounds of [`round_len`] block updates, each
@@ -279,10 +289,10 @@ pub(crate) fn descend_rounds<S: DescentState>(
     }
 }
 
-/// A fit with pair blocks on the squared loss's rows state: `descend_extrapolated` with the
-/// state moved in place (`Mode::InPlace`) where the selection is greedy or scored sweeps (a
-/// pair block's `TV2` is piecewise linear along a line too: a kink per edge of its grid);
-/// `descend` in cyclic order or on the tables engine.
+/// A fit with pair blocks on the squared loss's rows state: rounds whose line search moves
+/// the state in place (`Mode::InPlace`; a pair block's `TV2` is piecewise linear along a
+/// line too: a kink per edge of its grid) where the selection is greedy or scored sweeps
+/// (`pair_rounds`); `descend` in cyclic order or on the tables engine.
 impl PairDescent for BlockState {
     fn descend_pairs(
         &mut self,
@@ -292,22 +302,44 @@ impl PairDescent for BlockState {
         start: Instant,
         callback: Option<Callback<'_>>,
     ) -> BinnedFit {
-        let selection = self.resolve_selection(params.selection, data.n_features());
         let rows = self.sums_and_residual().1.is_some();
-        if rows && matches!(selection, Selection::Greedy | Selection::Sweep) {
-            descend_extrapolated(
-                data,
-                params,
-                (self, Mode::InPlace),
-                lambda,
-                lambda_max,
-                start,
-                callback,
-            )
-        } else {
-            descend(data, params, self, lambda, lambda_max, start, callback)
-        }
+        pair_rounds(
+            (self, rows),
+            (data, params),
+            (lambda, lambda_max),
+            start,
+            callback,
+            |st, before, shapes| round_step(data, (st, Mode::InPlace), before, shapes, lambda),
+        )
     }
+}
+
+/// [`PairDescent::descend_pairs`] for a state that extrapolates: where `able` and the
+/// selection is greedy or scored sweeps, [`descend_rounds`] with `step(st, round's start,
+/// shapes)` after each round (it must leave every block's sums fresh); otherwise the plain
+/// loop, `descend`.
+pub(crate) fn pair_rounds<S: DescentState>(
+    (st, able): (&mut S, bool),
+    (data, params): (&BinnedData, &FitParams),
+    (lambda, lambda_max): (f64, f64),
+    start: Instant,
+    callback: Option<Callback<'_>>,
+    mut step: impl FnMut(&mut S, &(f64, Vec<Vec<f64>>), &[ChainShape]),
+) -> BinnedFit {
+    let selection = st.resolve_selection(params.selection, data.n_features());
+    if !(able && matches!(selection, Selection::Greedy | Selection::Sweep)) {
+        return descend(data, params, st, lambda, lambda_max, start, callback);
+    }
+    let shapes = params.shapes.resolve(data.n_features());
+    descend_rounds(
+        data,
+        params,
+        st,
+        (lambda, lambda_max),
+        start,
+        callback,
+        |st, before| step(st, before, &shapes),
+    )
 }
 
 /// The lowest objective on the line from a round's start through its end, beyond the end:
@@ -320,14 +352,12 @@ struct Step {
     along: Along,
 }
 
-impl Step {
-    /// The blocks `beta + t d`.
-    fn moved(&self, beta: &[Vec<f64>]) -> Vec<Vec<f64>> {
-        beta.iter()
-            .zip(&self.d)
-            .map(|(b, dk)| b.iter().zip(dk).map(|(x, y)| x + self.t * y).collect())
-            .collect()
-    }
+/// The blocks `beta + t d`.
+pub(crate) fn moved(beta: &[Vec<f64>], d: &[Vec<f64>], t: f64) -> Vec<Vec<f64>> {
+    beta.iter()
+        .zip(d)
+        .map(|(b, dk)| b.iter().zip(dk).map(|(x, y)| x + t * y).collect())
+        .collect()
 }
 
 /// Rows per chunk of the direction's predictions (fixed: the same numbers for any number of

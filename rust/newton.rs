@@ -38,8 +38,10 @@ use rayon::prelude::*;
 
 use crate::binning::{BinnedData, Code};
 use crate::datafit::Datafit;
-use crate::descent::{descend, DescentState};
-use crate::extrapolate::{descend_rounds, line_direction, line_kinks, line_minimum, row_direction};
+use crate::descent::DescentState;
+use crate::extrapolate::{
+    line_direction, line_kinks, line_minimum, moved, pair_rounds, row_direction,
+};
 use crate::flsa::FlsaWorkspace;
 use crate::grid::{block_tv, grid_step, grid_tv, GridWorkspace};
 use crate::monotone::PavaWorkspace;
@@ -905,7 +907,7 @@ impl<D: Datafit> DescentState for NewtonState<D> {
     }
 }
 
-/// Pair fits extrapolate ([`crate::extrapolate::descend_rounds`]) where the selection is
+/// Pair fits extrapolate ([`crate::extrapolate::pair_rounds`]) where the selection is
 /// greedy or scored sweeps: after each round of block updates the state moves along the
 /// round's change where that lowers the objective ([`NewtonState::line_move`]). In cyclic
 /// order the plain loop runs. The stopping rule and the certificate are the loop's either
@@ -916,24 +918,18 @@ impl<D: Datafit> crate::descent::PairDescent for NewtonState<D> {
         &mut self,
         data: &BinnedData,
         params: &FitParams,
-        (lambda, lambda_max): (f64, f64),
+        lambdas: (f64, f64),
         start: Instant,
         callback: Option<Callback<'_>>,
     ) -> BinnedFit {
-        let selection = self.resolve_selection(params.selection, data.n_features());
-        if !matches!(selection, Selection::Greedy | Selection::Sweep) {
-            return descend(data, params, self, lambda, lambda_max, start, callback);
-        }
-        let shapes = params.shapes.resolve(data.n_features());
-        descend_rounds(
-            data,
-            params,
-            self,
-            (lambda, lambda_max),
+        pair_rounds(
+            (self, true),
+            (data, params),
+            lambdas,
             start,
             callback,
-            |st, before| {
-                st.line_move(data, before, &shapes, lambda);
+            |st, before, shapes| {
+                st.line_move(data, before, shapes, lambdas.0);
                 // A round may end with stale sums (after a move, every block's are).
                 st.refresh_all_sums(data);
             },
@@ -994,24 +990,19 @@ impl<D: Datafit> NewtonState<D> {
                 })
                 .sum()
             }) / data.total_weight;
-            let moved: Vec<Vec<f64>> = self
-                .beta
-                .iter()
-                .zip(&d)
-                .map(|(b, dk)| b.iter().zip(dk).map(|(x, y)| x + t * y).collect())
-                .collect();
+            let cand = moved(&self.beta, &d, t);
             let dpen: f64 = (0..self.beta.len())
                 .map(|k| {
                     let shape = self.shape(k);
                     let nc = self.n_chain[k];
                     let dtv = match shape.grid {
                         Some(g) => {
-                            grid_tv(&moved[k][..g.cells()], g)
+                            grid_tv(&cand[k][..g.cells()], g)
                                 - grid_tv(&self.beta[k][..g.cells()], g)
                         }
                         None => {
                             let step: Vec<f64> = d[k][..nc].iter().map(|x| t * x).collect();
-                            tv_change(&self.beta[k][..nc], &moved[k][..nc], &step)
+                            tv_change(&self.beta[k][..nc], &cand[k][..nc], &step)
                         }
                     };
                     penalty_change(shape.penalty(lambda), dtv)
@@ -1023,7 +1014,7 @@ impl<D: Datafit> NewtonState<D> {
                     let out = self.rows.apply_with(dfit, data, |i| t * u[i]);
                     (out[0] / data.total_weight, out[1] / data.total_weight)
                 };
-                self.beta = moved;
+                self.beta = cand;
                 self.intercept += t * dc;
                 self.objective += change;
                 return true;

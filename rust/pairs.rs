@@ -603,6 +603,24 @@ fn pair_links(block: usize, pairs: &[(usize, usize)], axes: &[(Axis, Axis)]) -> 
         .collect()
 }
 
+/// Appends the virtual features of `pairs` under `axes` to `data`, after its last feature
+/// (their blocks' indices follow on); returns their grids and links.
+fn add_pair_blocks(
+    data: &mut BinnedData,
+    pairs: &[(usize, usize)],
+    axes: &[(Axis, Axis)],
+) -> (Vec<Grid>, Vec<PairLink>) {
+    let grids: Vec<Grid> = axes.iter().map(|(a, b)| grid_of(a, b)).collect();
+    let links = pair_links(data.n_features(), pairs, axes);
+    let virtual_features: Vec<BinnedFeature> = pairs
+        .par_iter()
+        .zip(axes)
+        .map(|(&pair, (a, b))| pair_feature(data, pair, (a, b)))
+        .collect();
+    data.features.extend(virtual_features);
+    (grids, links)
+}
+
 /// The shapes of the main effects (`params.shapes`) followed by `grids.len()` pair blocks
 /// with the penalty factor `rho`, linked to their features by `links`.
 fn with_pair_shapes(
@@ -752,20 +770,6 @@ pub(crate) fn fit_pairs<S: PairDescent>(
             })
             .collect()
     };
-    // Appends the virtual features of `pairs` (the `first`-th pair block first) to `data`;
-    // returns their grids and links.
-    let add_blocks =
-        |data: &mut BinnedData, pairs: &[(usize, usize)], axes: &[(Axis, Axis)], first: usize| {
-            let grids: Vec<Grid> = axes.iter().map(|(a, b)| grid_of(a, b)).collect();
-            let links = pair_links(p + first, pairs, axes);
-            let virtual_features: Vec<BinnedFeature> = pairs
-                .par_iter()
-                .zip(axes)
-                .map(|(&pair, (a, b))| pair_feature(data, pair, (a, b)))
-                .collect();
-            data.features.extend(virtual_features);
-            (grids, links)
-        };
     let screened = !matches!(pp.interactions, Interactions::List(_));
     // The weighted residual of the fit `values` on `data`.
     let residual = |data: &BinnedData, values: Vec<Vec<f64>>| -> Vec<f64> {
@@ -823,7 +827,7 @@ pub(crate) fn fit_pairs<S: PairDescent>(
             MIN_GAIN_SE
         };
         let axes = make_axes(data, &pairs, 0, layout);
-        let (grids, links) = add_blocks(data, &pairs, &axes, 0);
+        let (grids, links) = add_pair_blocks(data, &pairs, &axes);
         in_data = Some(i);
         // The held-out search only: the fit on all rows is the kept layout's (below).
         let result = search_pairs(
@@ -881,7 +885,7 @@ pub(crate) fn fit_pairs<S: PairDescent>(
     } = round;
     if in_data != Some(i) {
         data.features.truncate(p);
-        (grids, links) = add_blocks(data, &pairs, &axes, 0);
+        (grids, links) = add_pair_blocks(data, &pairs, &axes);
     }
     // The kept layout's fit on all rows.
     result = result.map(|searched| {
@@ -930,7 +934,7 @@ pub(crate) fn fit_pairs<S: PairDescent>(
         }
         let first = pairs.len();
         let more_axes = make_axes(data, &more, first, layout);
-        let (g, l) = add_blocks(data, &more, &more_axes, first);
+        let (g, l) = add_pair_blocks(data, &more, &more_axes);
         grids.extend(g);
         links.extend(l);
         pairs.extend(more);
@@ -1446,14 +1450,7 @@ mod tests {
                 )
             })
             .collect();
-        let grids: Vec<Grid> = axes.iter().map(|(a, b)| grid_of(a, b)).collect();
-        let links = pair_links(p, &pairs, &axes);
-        let virtual_features: Vec<BinnedFeature> = pairs
-            .iter()
-            .zip(&axes)
-            .map(|(&pair, (a, b))| pair_feature(&data, pair, (a, b)))
-            .collect();
-        data.features.extend(virtual_features);
+        let (grids, links) = add_pair_blocks(&mut data, &pairs, &axes);
         let base = FitParams {
             selection,
             max_iter: 200_000,
