@@ -23,8 +23,11 @@ use rayon::prelude::*;
 
 use crate::binning::{BinnedData, Code};
 use crate::descent::{DescentState, Pair, AUTO_GREEDY_MAX_FEATURES};
+use crate::enet::{enet_chain, EnetWorkspace};
 use crate::flsa::{flsa_weighted_unchecked, FlsaWorkspace};
-use crate::grid::{block_tv, grid_step, sums_and_scores, GridWorkspace, ScoreInputs};
+use crate::grid::{
+    block_smooth, block_tv, grid_step, smooth_change, sums_and_scores, GridWorkspace, ScoreInputs,
+};
 use crate::monotone::{monotone_flsa, PavaWorkspace};
 use crate::params::{ChainShape, Grid, Selection};
 use crate::selection::{all_bin_sums, bin_sums_into, BlockScore};
@@ -171,6 +174,9 @@ pub struct BlockState {
     /// `factor_j · Σ_b |β_{j,b+1} − β_{j,b}|` over each block's chain (the factor of its
     /// shape).
     pub tv: Vec<f64>,
+    /// `(μ_j/2) Σ_b (β_{j,b+1} − β_{j,b})²` over each block's chain (`μ_j` its shape's `l2`;
+    /// 0 without it): the objective is `loss + λ Σ tv + Σ smooth`.
+    pub smooth: Vec<f64>,
     // Chain length of each block (its missing bin, if any, comes after).
     n_chain: Vec<usize>,
     // Each block's shape (empty: every chain free with factor 1).
@@ -313,6 +319,7 @@ impl BlockState {
         for k in 0..self.beta.len() {
             let shape = self.shape(k);
             self.tv[k] = block_tv(&self.beta[k], self.n_chain[k], shape);
+            self.smooth[k] = block_smooth(&self.beta[k], self.n_chain[k], shape);
             let cells = shape.grid.map_or(0, Grid::cells);
             if self.duals[k].len() != cells {
                 self.duals[k] = vec![0.0; cells];
@@ -345,6 +352,7 @@ impl BlockState {
             .zip(&n_chain)
             .map(|(b, &nc)| total_variation(&b[..nc]))
             .collect();
+        let smooth = vec![0.0; beta.len()];
         let max_bins = data.features.iter().map(|f| f.n_bins()).max().unwrap_or(1);
         let mut state = Self {
             intercept,
@@ -352,6 +360,7 @@ impl BlockState {
             beta,
             loss,
             tv,
+            smooth,
             n_chain,
             shapes: Vec::new(),
             pava: PavaWorkspace::default(),
@@ -404,9 +413,9 @@ impl BlockState {
         }
     }
 
-    /// `F = loss + λ Σ tv`.
+    /// `F = loss + λ Σ tv + Σ smooth`.
     pub fn objective(&self, lambda: f64) -> f64 {
-        self.loss + lambda * self.tv.iter().sum::<f64>()
+        self.loss + lambda * self.tv.iter().sum::<f64>() + self.smooth.iter().sum::<f64>()
     }
 
     /// Moves the residual's weighted mean into the intercept (sums stay fresh if they were).
@@ -641,7 +650,8 @@ impl BlockState {
             })
             .sum();
         let tv2 = block_tv(&new2, self.n_chain[k2], self.shape(k2));
-        let change = loss_change + lambda * (tv2 - self.tv[k2]);
+        let smooth2 = smooth_change(b2, &new2, self.n_chain[k2], self.shape(k2));
+        let change = loss_change + lambda * (tv2 - self.tv[k2]) + smooth2;
         // A margin well above rounding: an accepted step surely lowers the objective.
         let accept = change < -PAIR_MARGIN * after_first.abs();
         if accept {
@@ -680,6 +690,7 @@ impl BlockState {
         }
         let shape = self.shapes.get(k).copied().unwrap_or_default();
         self.tv[k] = block_tv(beta, self.n_chain[k], shape);
+        self.smooth[k] = block_smooth(beta, self.n_chain[k], shape);
         let delta = std::mem::take(&mut self.delta);
         if let Backend::Tables { tables, since_sync } = &mut self.backend {
             // Block k's sums are fresh: Δloss = −Σ_b Δ_b R_kb + ½ Σ_b (w_b/W) Δ_b².
@@ -782,13 +793,19 @@ impl BlockState {
             .enumerate()
             .map(|(k, b)| block_tv(b, self.n_chain[k], self.shape(k)))
             .collect();
+        let smooth: Vec<f64> = beta
+            .iter()
+            .enumerate()
+            .map(|(k, b)| block_smooth(b, self.n_chain[k], self.shape(k)))
+            .collect();
+        let penalty = lambda * tv.iter().sum::<f64>() + smooth.iter().sum::<f64>();
         let new_resid: Vec<f64> = match (along, &self.backend) {
             (Along::Rows(u), Backend::Rows { resid, .. }) => {
                 resid.iter().zip(u).map(|(r, u)| r - t * u).collect()
             }
             (Along::Tables { a, b, cross }, Backend::Tables { tables, .. }) => {
                 let loss = self.loss - b * t + 0.5 * a * t * t;
-                if !(loss + lambda * tv.iter().sum::<f64>() < self.objective(lambda)) {
+                if !(loss + penalty < self.objective(lambda)) {
                     return false;
                 }
                 let w = tables.total_weight;
@@ -799,7 +816,7 @@ impl BlockState {
                         *s -= t * (wb * (dc + x) + c / w);
                     }
                 }
-                (self.beta, self.tv, self.loss) = (beta, tv, loss);
+                (self.beta, self.tv, self.smooth, self.loss) = (beta, tv, smooth, loss);
                 self.intercept += t * dc;
                 return true;
             }
@@ -811,13 +828,13 @@ impl BlockState {
             Vec::new()
         };
         let loss = weighted_resid_loss(data, &new_resid, &mut new_vresid);
-        let moved = loss + lambda * tv.iter().sum::<f64>() < self.objective(lambda);
+        let moved = loss + penalty < self.objective(lambda);
         if moved {
             let Backend::Rows { resid, vresid, .. } = &mut self.backend else {
                 unreachable!("checked above")
             };
             (*resid, *vresid) = (new_resid, new_vresid);
-            (self.beta, self.tv, self.loss) = (beta, tv, loss);
+            (self.beta, self.tv, self.smooth, self.loss) = (beta, tv, smooth, loss);
             self.intercept += t * dc;
         }
         self.fresh_all = false;
@@ -1091,6 +1108,11 @@ pub(crate) fn centre(
     (wn, beta, means)
 }
 
+thread_local! {
+    /// Each thread's buffers for the elastic-net chains of [`solve_block`].
+    static ENET: std::cell::RefCell<EnetWorkspace> = std::cell::RefCell::new(EnetWorkspace::new());
+}
+
 /// The exact block minimiser behind every block update: with curvature weights `h` and the
 /// working response `z_b = β_b + R_b / h_b` (the partial residual's bin mean when `h` are the
 /// bin weights), `out` minimises `½ Σ_b h_b (z_b − out_b)² + λ Σ_{b<n_chain−1} |out_{b+1} − out_b|`:
@@ -1129,6 +1151,18 @@ pub fn solve_block(
             .sum::<f64>()
             / chain_weight;
         out[..nc].iter_mut().for_each(|b| *b = m);
+    } else if shape.l2 > 0.0 {
+        ENET.with(|ws| {
+            enet_chain(
+                &z[..nc],
+                &h[..nc],
+                shape.penalty(lambda),
+                shape.l2,
+                shape.monotone,
+                &mut ws.borrow_mut(),
+                &mut out[..nc],
+            )
+        });
     } else if shape.monotone != 0 {
         let penalty = shape.penalty(lambda);
         monotone_flsa(
@@ -1187,18 +1221,20 @@ fn predicted_change(
             new_jump.abs() - old_jump.abs()
         };
     }
-    let penalty = if tv == 0.0 {
-        0.0
-    } else if lambda == f64::INFINITY {
-        // A chain kept flat: only a flattening can happen.
-        if tv < 0.0 {
-            f64::NEG_INFINITY
+    let smooth = smooth_change(beta, new, nc, shape);
+    let penalty = smooth
+        + if tv == 0.0 {
+            0.0
+        } else if lambda == f64::INFINITY {
+            // A chain kept flat: only a flattening can happen.
+            if tv < 0.0 {
+                f64::NEG_INFINITY
+            } else {
+                f64::INFINITY
+            }
         } else {
-            f64::INFINITY
-        }
-    } else {
-        shape.penalty(lambda) * tv
-    };
+            shape.penalty(lambda) * tv
+        };
     loss + penalty
 }
 

@@ -384,8 +384,9 @@ fn line_step(
             (a, b, Along::Rows(u))
         }
     };
+    let (sa, sb) = smooth_line(data, &st.beta, &d, shapes);
     let (mut jumps, t_max) = line_kinks(data, &st.beta, &d, shapes, lambda);
-    let t = line_minimum(a, b, &mut jumps, t_max);
+    let t = line_minimum(a + sa, b + sb, &mut jumps, t_max);
     (t > 0.0).then_some(Step { t, dc, d, along })
 }
 
@@ -410,6 +411,30 @@ pub(crate) fn line_direction(
         }
     }
     d
+}
+
+/// The squared part of the penalty along the line `beta + t d` (chains with a squared term
+/// on their jumps, [`ChainShape::l2`]), as `(a, b)` in the form of the loss along the line:
+/// `Σ (μ/2)(θ + t h)² = const − b t + a t²/2`.
+pub(crate) fn smooth_line(
+    data: &BinnedData,
+    beta: &[Vec<f64>],
+    d: &[Vec<f64>],
+    shapes: &[ChainShape],
+) -> (f64, f64) {
+    let (mut a, mut b) = (0.0, 0.0);
+    for (k, (beta, dk)) in beta.iter().zip(d).enumerate() {
+        let shape = shapes.get(k).copied().unwrap_or_default();
+        if shape.l2 == 0.0 || shape.grid.is_some() {
+            continue;
+        }
+        for t in 1..data.features[k].n_chain() {
+            let (g, h) = (beta[t] - beta[t - 1], dk[t] - dk[t - 1]);
+            a += shape.l2 * h * h;
+            b -= shape.l2 * g * h;
+        }
+    }
+    (a, b)
 }
 
 /// The penalty along the line `beta + t d` at `λ = lambda`: its terms `c |g + t h|` (a chain's

@@ -533,6 +533,34 @@ pub fn block_tv(beta: &[f64], n_chain: usize, shape: ChainShape) -> f64 {
     shape.factor * tv
 }
 
+/// The squared part of a block's penalty, `(μ/2) Σ θ²` over its chain's jumps
+/// (`μ = shape.l2`; 0 for a grid or without it).
+pub fn block_smooth(beta: &[f64], n_chain: usize, shape: ChainShape) -> f64 {
+    if shape.l2 == 0.0 || shape.grid.is_some() {
+        return 0.0;
+    }
+    0.5 * shape.l2
+        * beta[..n_chain]
+            .windows(2)
+            .map(|w| (w[1] - w[0]) * (w[1] - w[0]))
+            .sum::<f64>()
+}
+
+/// The change of [`block_smooth`] from `old` to `new`, summed jump by jump as
+/// `(μ/2)(θ_new − θ_old)(θ_new + θ_old)`, so that it is exact to rounding in the change.
+pub fn smooth_change(old: &[f64], new: &[f64], n_chain: usize, shape: ChainShape) -> f64 {
+    if shape.l2 == 0.0 || shape.grid.is_some() {
+        return 0.0;
+    }
+    let mut s = 0.0;
+    for b in 0..n_chain.saturating_sub(1) {
+        let (to, tn) = (old[b + 1] - old[b], new[b + 1] - new[b]);
+        let d = (new[b + 1] - old[b + 1]) - (new[b] - old[b]);
+        s += d * (tn + to);
+    }
+    0.5 * shape.l2 * s
+}
+
 /// One block's BGS-s score and KKT violation, whatever its kind: a chain's
 /// ([`shaped_chain_score`]) or a grid's ([`grid_score`] with its stored column part `dual`).
 /// As for a chain with a penalty factor, the violation is in gradient units, so the fit's

@@ -62,6 +62,7 @@ pub mod binning;
 pub mod blocks;
 pub mod datafit;
 pub mod descent;
+pub mod enet;
 pub mod engine;
 pub mod error;
 pub mod extrapolate;

@@ -1148,6 +1148,13 @@ pub fn fit_multinomial_with(
     curvature: Curvature,
 ) -> Result<MultinomialFit> {
     params.check()?;
+    if params.shapes.l2 > 0.0 {
+        return Err(FastError::InvalidParameter {
+            name: "l2_jumps",
+            message: "is not supported with more than two classes yet; use 0",
+            value: format!("{}", params.shapes.l2),
+        });
+    }
     let mut data = rows.bin(&params.binning)?;
     let class = check_classes(rows.y, k, &data)?;
     let mut callback = callback;

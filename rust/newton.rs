@@ -40,10 +40,10 @@ use crate::binning::{BinnedData, Code};
 use crate::datafit::Datafit;
 use crate::descent::DescentState;
 use crate::extrapolate::{
-    line_direction, line_kinks, line_minimum, moved, pair_rounds, row_direction,
+    line_direction, line_kinks, line_minimum, moved, pair_rounds, row_direction, smooth_line,
 };
 use crate::flsa::FlsaWorkspace;
-use crate::grid::{block_tv, grid_step, grid_tv, GridWorkspace};
+use crate::grid::{block_smooth, block_tv, grid_step, grid_tv, smooth_change, GridWorkspace};
 use crate::monotone::PavaWorkspace;
 use crate::params::{ChainShape, FitParams, Grid, Selection};
 use crate::report::{BinnedFit, Callback};
@@ -568,17 +568,30 @@ impl<D: Datafit> NewtonState<D> {
             .sum()
     }
 
-    /// Sets every block's shape, moving `objective` by the change of the penalty term.
+    /// `Σ_j (μ_j/2) Σ_b Δβ_{j,b}²` over the chains with a squared term ([`block_smooth`]).
+    fn smooth_total(&self) -> f64 {
+        self.beta
+            .iter()
+            .zip(&self.n_chain)
+            .enumerate()
+            .map(|(k, (b, &nc))| block_smooth(b, nc, self.shape(k)))
+            .sum()
+    }
+
+    /// Sets every block's shape, moving `objective` by the change of the penalty terms.
     fn set_block_shapes(&mut self, shapes: &[ChainShape]) {
         if shapes == self.shapes {
             return;
         }
-        let before = self.penalised_tv();
+        let (before, smooth_before) = (self.penalised_tv(), self.smooth_total());
         self.shapes = shapes.to_vec();
         size_duals(&mut self.duals, &self.shapes, self.beta.len(), 1);
-        let after = self.penalised_tv();
+        let (after, smooth_after) = (self.penalised_tv(), self.smooth_total());
         if after != before {
             self.objective += self.lambda * (after - before);
+        }
+        if smooth_after != smooth_before {
+            self.objective += smooth_after - smooth_before;
         }
     }
 
@@ -626,7 +639,8 @@ impl<D: Datafit> NewtonState<D> {
             Some(g) => grid_tv(&self.buf.bnew[..g.cells()], g) - grid_tv(&beta[..g.cells()], g),
             None => tv_change(&beta[..nc], &self.buf.bnew[..nc], &self.buf.delta[..nc]),
         };
-        let pred = linear + penalty_change(lambda, dtv);
+        let pred =
+            linear + penalty_change(lambda, dtv) + smooth_change(beta, &self.buf.bnew, nc, shape);
         (moved && pred < 0.0).then_some(pred)
     }
 
@@ -678,6 +692,7 @@ impl<D: Datafit> NewtonState<D> {
             Some(g) => grid_tv(&self.buf.cand[..g.cells()], g) - grid_tv(&beta[..g.cells()], g),
             None => tv_change(&beta[..nc], &self.buf.cand[..nc], &self.buf.s[..nc]),
         };
+        let dsmooth = smooth_change(beta, &self.buf.cand, nc, shape);
         self.buf.cand[..nb].iter_mut().for_each(|c| *c -= mean);
         let step = Step {
             s: &self.buf.s[..nb],
@@ -685,7 +700,7 @@ impl<D: Datafit> NewtonState<D> {
             e1n: &self.e1n[..nb],
         };
         let dloss = self.rows.loss_change(self.datafit, data, Some(k), &step);
-        let change = dloss + penalty_change(lambda, dtv);
+        let change = dloss + penalty_change(lambda, dtv) + dsmooth;
         if !(change < 0.0 && change <= ARMIJO * t * pred) {
             return false;
         }
@@ -880,6 +895,7 @@ impl<D: Datafit> DescentState for NewtonState<D> {
         let nb = values.len();
         let shape = self.shape(k);
         let before = block_tv(&self.beta[k], self.n_chain[k], shape);
+        let smooth_before = block_smooth(&self.beta[k], self.n_chain[k], shape);
         // The rows move by the uncentred change; the block's mean goes into the intercept.
         for b in 0..nb {
             self.buf.s[b] = values[b] - self.beta[k][b];
@@ -894,7 +910,8 @@ impl<D: Datafit> DescentState for NewtonState<D> {
         }
         // The loss moves only within a transfer (its blocks' changes cancel row by row).
         let after = block_tv(&self.beta[k], self.n_chain[k], shape);
-        self.objective += self.lambda * (after - before);
+        let smooth_after = block_smooth(&self.beta[k], self.n_chain[k], shape);
+        self.objective += self.lambda * (after - before) + (smooth_after - smooth_before);
         true
     }
 
@@ -976,8 +993,9 @@ impl<D: Datafit> NewtonState<D> {
             rows.map(|i| dfit.curvature(v.map_or(1.0, |v| v[i]), y[i], eta[i], r[i]) * u[i] * u[i])
                 .sum()
         }) / data.total_weight;
+        let (sa, sb) = smooth_line(data, &self.beta, &d, shapes);
         let (mut jumps, t_max) = line_kinks(data, &self.beta, &d, shapes, lambda);
-        let mut t = line_minimum(a, b, &mut jumps, t_max.min(MAX_STEP / largest));
+        let mut t = line_minimum(a + sa, b + sb, &mut jumps, t_max.min(MAX_STEP / largest));
         for _ in 0..=NEWTON_HALVINGS {
             if !(t > 0.0) {
                 return false;
@@ -1006,6 +1024,7 @@ impl<D: Datafit> NewtonState<D> {
                         }
                     };
                     penalty_change(shape.penalty(lambda), dtv)
+                        + smooth_change(&self.beta[k], &cand[k], nc, shape)
                 })
                 .sum();
             let change = dloss + dpen;

@@ -636,6 +636,7 @@ fn with_pair_shapes(
         penalty_factor: (0..p).map(|j| main.get(j).factor).collect(),
         grids: vec![None; p],
         links: links.to_vec(),
+        l2: main.l2,
     };
     for &g in grids {
         shapes.monotone.push(0);

@@ -331,6 +331,10 @@ pub struct ChainShape {
     /// `None`: a 1-D chain (a main effect). `Some`: a pair term, whose bins are the cells of
     /// a 2-D grid penalised by the anisotropic total variation (see [`crate::grid`]).
     pub grid: Option<Grid>,
+    /// The weight `μ ≥ 0` of the squared term `(μ/2) Σ θ²` on the chain's jumps (0: none;
+    /// always 0 on a grid): with it the block's penalty is an elastic net on its jumps,
+    /// solved exactly by [`crate::enet`].
+    pub l2: f64,
 }
 
 impl Default for ChainShape {
@@ -339,6 +343,7 @@ impl Default for ChainShape {
             monotone: 0,
             factor: 1.0,
             grid: None,
+            l2: 0.0,
         }
     }
 }
@@ -401,6 +406,10 @@ pub struct Shapes {
     pub grids: Vec<Option<Grid>>,
     /// Every pair block's features and axes ([`crate::transfer`]; empty: no pair blocks).
     pub links: Vec<PairLink>,
+    /// `l2_jumps`: the weight `μ` of the squared penalty `(μ/2) Σ θ²` on the jumps `θ` of
+    /// every main effect's chain (times its penalty factor; 0: the paper's penalty). Pair
+    /// blocks keep the total variation alone.
+    pub l2: f64,
 }
 
 /// A pair block's features and interaction bins, for the transfers of [`crate::transfer`].
@@ -420,10 +429,19 @@ impl Shapes {
     /// The shape of block `k`.
     #[inline]
     pub fn get(&self, k: usize) -> ChainShape {
+        let (factor, grid) = (
+            self.penalty_factor.get(k).copied().unwrap_or(1.0),
+            self.grids.get(k).copied().flatten(),
+        );
         ChainShape {
             monotone: self.monotone.get(k).copied().unwrap_or(0),
-            factor: self.penalty_factor.get(k).copied().unwrap_or(1.0),
-            grid: self.grids.get(k).copied().flatten(),
+            factor,
+            grid,
+            l2: if grid.is_some() {
+                0.0
+            } else {
+                self.l2 * factor
+            },
         }
     }
 
@@ -451,6 +469,13 @@ impl Shapes {
                 name: "penalty_factor",
                 message: "must hold finite values >= 0 per feature",
                 value: format!("feature {j}: {v}"),
+            });
+        }
+        if !(self.l2.is_finite() && self.l2 >= 0.0) {
+            return Err(FastError::InvalidParameter {
+                name: "l2_jumps",
+                message: "must be a finite value >= 0",
+                value: format!("{}", self.l2),
             });
         }
         Ok(())

@@ -164,7 +164,7 @@ pub fn shaped_chain_score_pair(
     b: (&[f64], &[f64], usize, ChainShape),
     lambda: f64,
 ) -> (BlockScore, BlockScore) {
-    if a.3.monotone != 0 || b.3.monotone != 0 {
+    if a.3.monotone != 0 || b.3.monotone != 0 || a.3.l2 > 0.0 || b.3.l2 > 0.0 {
         return (
             shaped_chain_score(a.0, a.1, lambda, a.2, a.3),
             shaped_chain_score(b.0, b.1, lambda, b.2, b.3),
@@ -192,6 +192,9 @@ pub fn shaped_block_score(
     shape: ChainShape,
 ) -> BlockScore {
     let lambda = shape.penalty(lambda);
+    if shape.l2 > 0.0 {
+        return elastic_block_score(sums, beta, lambda, shape);
+    }
     if shape.monotone == 0 {
         return block_score(sums, beta, lambda);
     }
@@ -208,6 +211,34 @@ pub fn shaped_block_score(
             (g + lambda).abs()
         } else {
             (-g - lambda).max(0.0)
+        };
+        out.score += d * d;
+        out.max_d = out.max_d.max(d);
+    }
+    out
+}
+
+/// [`shaped_block_score`] of a chain with the squared term `(μ/2) Σ θ²` on its jumps
+/// (`μ = shape.l2`, the penalty `lambda` already the block's): the gradient of a jump gains
+/// `μ θ`. A nonzero jump violates optimality by `|g + μθ + λ·sign(θ)|`, a zero one by
+/// `max(|g| − λ, 0)` (a monotone chain's by the feasible part, as for the total variation
+/// alone).
+fn elastic_block_score(sums: &[f64], beta: &[f64], lambda: f64, shape: ChainShape) -> BlockScore {
+    let nb = sums.len();
+    let mut suffix = 0.0;
+    let mut out = BlockScore::default();
+    for t in (0..nb.saturating_sub(1)).rev() {
+        suffix += sums[t + 1];
+        let theta = beta[t + 1] - beta[t];
+        let g = -suffix + shape.l2 * theta;
+        let d = if theta != 0.0 {
+            (g + lambda * theta.signum()).abs()
+        } else {
+            match shape.monotone {
+                1 => (-g - lambda).max(0.0),
+                -1 => (g - lambda).max(0.0),
+                _ => (g.abs() - lambda).max(0.0),
+            }
         };
         out.score += d * d;
         out.max_d = out.max_d.max(d);
@@ -320,6 +351,7 @@ mod tests {
             monotone: 1,
             factor: 1.0,
             grid: None,
+            l2: 0.0,
         };
         let down = ChainShape { monotone: -1, ..up };
         // g_0 = 0.3 > 0 pushes the jump down: a nondecreasing chain at θ = 0 is optimal,
@@ -338,6 +370,7 @@ mod tests {
             monotone: 0,
             factor: 0.5,
             grid: None,
+            l2: 0.0,
         };
         assert_eq!(
             shaped_block_score(&s, &b, 0.2, half),

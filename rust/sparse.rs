@@ -868,6 +868,13 @@ fn check_lambda_s(grid: &LambdaS, p: usize) -> Result<()> {
 fn prepare(data: &BinnedData, y: ArrayView1<'_, f64>, params: &SparseParams) -> Result<(f64, f64)> {
     params.check()?;
     params.shapes.check_len(data.n_features())?;
+    if params.shapes.l2 > 0.0 {
+        return Err(FastError::InvalidParameter {
+            name: "l2_jumps",
+            message: "is not supported by the sparse algorithms yet; use 0",
+            value: format!("{}", params.shapes.l2),
+        });
+    }
     // Validates y (length, finiteness, at least two rows) and gives λ_max.
     let lambda_max = if params.shapes == Shapes::default() {
         engine::lambda_max(data, y)?

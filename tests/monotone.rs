@@ -37,8 +37,7 @@ fn shapes(monotone: &[i8], factor: &[f64]) -> Shapes {
     Shapes {
         monotone: monotone.to_vec(),
         penalty_factor: factor.to_vec(),
-        grids: Vec::new(),
-        links: Vec::new(),
+        ..Shapes::default()
     }
 }
 

@@ -104,7 +104,7 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
         Where the optimisation keeps its residual information: the logistic loss needs a
         residual per row (``"rows"``; ``"auto"`` means the same). The sufficient-statistics
         engine (``"tables"``) exists for the squared loss only.
-    <<monotonic_cst penalty_factor interactions max_interaction_bins interaction_penalty>>
+    <<monotonic_cst penalty_factor l2_jumps interactions max_interaction_bins interaction_penalty>>
         ``monotonic_cst`` and ``penalty_factor``: binary problems only for now (more classes
         with constraints are an error). Pair terms fit for any number of classes (see the
         notes).

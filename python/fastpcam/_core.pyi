@@ -58,6 +58,7 @@ class FitConfig(TypedDict, total=False):
     max_swaps: int
     monotonic_cst: Optional[list[int]]
     penalty_factor: Optional[list[float]]
+    l2_jumps: float
     power: float
     interactions: Union[int, str, list[tuple[int, int]]]
     max_interaction_bins: Union[int, str]

@@ -43,7 +43,7 @@ _PATH_PARAMS = tuple(k for k in FASTRegressor().get_params(deep=False) if k not 
 CV_PARAMS = (
     "lambda_ratios", "cv", "one_standard_error", "max_bins", "selection", "tol", "max_iter", "max_time", "n_jobs",
     "random_state", "subsample_for_bin", "categorical_features", "bins", "verbose", "progress", "monotonic_cst",
-    "penalty_factor", "interactions", "max_interaction_bins", "interaction_penalty",
+    "penalty_factor", "l2_jumps", "interactions", "max_interaction_bins", "interaction_penalty",
 )  # fmt: skip
 
 _FEATURE_NAME_WARNINGS = ("X does not have valid feature names", "X has feature names")
@@ -322,7 +322,7 @@ class FASTRegressorCV(RegressorMixin, _BaseFAST):
         A progress bar over the folds, then the refit's (tqdm, if installed): ``"auto"``
         shows it only in a terminal or a notebook and only once the job has run a few
         seconds; ``True`` always; ``False`` never (see :mod:`fastpcam._progress`).
-    <<monotonic_cst penalty_factor>>
+    <<monotonic_cst penalty_factor l2_jumps>>
 
     Attributes
     ----------

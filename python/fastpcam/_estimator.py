@@ -158,7 +158,7 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
         The Tweedie variance power of ``loss="tweedie"``, in (1, 2) (a compound
         Poisson-Gamma distribution, as scikit-learn's ``TweedieRegressor(power=...)``).
         Ignored by the other losses.
-    <<monotonic_cst penalty_factor interactions max_interaction_bins interaction_penalty>>
+    <<monotonic_cst penalty_factor l2_jumps interactions max_interaction_bins interaction_penalty>>
 
     Attributes
     ----------

@@ -127,6 +127,9 @@ pub(crate) struct FitConfig {
     /// Per feature: the multiplier of `λ_f` (`None`: all 1).
     #[pyo3(default = FitConfig::default().penalty_factor)]
     pub penalty_factor: Option<Vec<f64>>,
+    /// The weight of the squared penalty on the main effects' jumps (0: none).
+    #[pyo3(default = FitConfig::default().l2_jumps)]
+    pub l2_jumps: f64,
     /// The Tweedie power of `loss="tweedie"`, in (1, 2).
     #[pyo3(default = FitConfig::default().power)]
     pub power: f64,
@@ -168,6 +171,7 @@ impl Default for FitConfig {
             max_swaps: DEFAULT_MAX_SWAPS,
             monotonic_cst: None,
             penalty_factor: None,
+            l2_jumps: 0.0,
             power: DEFAULT_TWEEDIE_POWER,
             interactions: AutoOr::Auto,
             max_interaction_bins: AutoOr::Auto,
@@ -213,13 +217,14 @@ impl FitConfig {
         }
     }
 
-    /// The blocks' shapes: `monotonic_cst` and `penalty_factor`.
+    /// The blocks' shapes: `monotonic_cst`, `penalty_factor` and `l2_jumps`.
     pub fn shapes(&self) -> Shapes {
         Shapes {
             monotone: self.monotonic_cst.clone().unwrap_or_default(),
             penalty_factor: self.penalty_factor.clone().unwrap_or_default(),
             grids: Vec::new(),
             links: Vec::new(),
+            l2: self.l2_jumps,
         }
     }
 

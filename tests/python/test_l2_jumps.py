@@ -1,0 +1,129 @@
+"""``l2_jumps``: a squared penalty on the main effects' jumps next to the total variation
+(an elastic net on the jumps). The reported objective is the model's own (recomputed from its
+predictions and its jumps), the fit is certified, the jumps shrink as the weight grows,
+constraints hold, ``0`` is the FAST penalty exactly, and bad values or unsupported fits are
+clear errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.base import clone
+
+from fastpcam import FASTClassifier, FASTRegressor, FASTRegressorCV
+
+
+def _data(n: int = 800, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, 3))
+    y = 2 * X[:, 0] - 1.5 * X[:, 1] ** 2 + 0.5 * np.sin(9 * X[:, 2]) + 0.3 * rng.standard_normal(n)
+    return X, y
+
+
+def _jumps(model) -> np.ndarray:
+    return np.concatenate([np.diff(v) for v in model.values_])
+
+
+def _objective(model, X: np.ndarray, y: np.ndarray, mu: float) -> float:
+    """Mean loss of the model's decision function plus ``lambda_f_ Σ|θ| + (μ/2) Σ θ²``."""
+    if isinstance(model, FASTClassifier):
+        eta = model.decision_function(X)
+        loss = np.mean(np.logaddexp(0.0, eta) - y * eta)
+    else:
+        loss = 0.5 * np.mean((y - model.predict(X)) ** 2)
+    theta = _jumps(model)
+    return float(loss + model.lambda_f_ * np.abs(theta).sum() + 0.5 * mu * (theta**2).sum())
+
+
+@pytest.mark.parametrize("kind", ["regressor", "classifier"])
+def test_the_reported_objective_is_the_models_own_and_the_fit_is_certified(kind):
+    X, y = _data()
+    if kind == "classifier":
+        y = (y > np.median(y)).astype(np.int64)
+        est = FASTClassifier(lambda_ratio=0.01, l2_jumps=0.05, interactions=0, tol=1e-6)
+    else:
+        est = FASTRegressor(lambda_ratio=0.01, l2_jumps=0.05, interactions=0, tol=1e-6)
+    m = est.fit(X, y)
+    assert m.converged_
+    assert m.kkt_residual_ <= 1e-6
+    assert _objective(m, X, y, 0.05) == pytest.approx(m.objective_, rel=1e-9)
+
+
+def test_the_jumps_shrink_as_the_weight_grows_and_constraints_hold():
+    X, y = _data(1500, 1)
+    last = np.inf
+    for mu in [0.0, 0.01, 0.1, 1.0]:
+        m = FASTRegressor(lambda_ratio=1e-3, l2_jumps=mu, monotonic_cst=[1, -1, 0], interactions=0).fit(X, y)
+        assert np.all(np.diff(m.values_[0]) >= 0) and np.all(np.diff(m.values_[1]) <= 0)
+        s = float((_jumps(m) ** 2).sum())
+        assert s < last, (mu, s, last)
+        last = s
+
+
+def test_zero_is_the_fast_penalty_exactly():
+    X, y = _data(1000, 2)
+    a = FASTRegressor(lambda_ratio=1e-3).fit(X, y)
+    b = FASTRegressor(lambda_ratio=1e-3, l2_jumps=0.0).fit(X, y)
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))
+    assert a.objective_ == b.objective_
+
+
+def test_the_squared_term_spreads_an_effect_over_correlated_features():
+    """Two copies of one feature: the total variation alone puts the effect on one of them (or
+    splits it arbitrarily); the squared term splits it evenly, as a ridge penalty does."""
+    rng = np.random.default_rng(3)
+    x = rng.random(1200)
+    X = np.column_stack([x, x])
+    y = np.sin(6 * x) + 0.2 * rng.standard_normal(1200)
+    m = FASTRegressor(lambda_ratio=1e-3, l2_jumps=0.05, interactions=0, tol=1e-7).fit(X, y)
+    np.testing.assert_allclose(m.values_[0], m.values_[1], atol=1e-4)
+    assert np.ptp(m.values_[0]) > 0.5
+
+
+def test_the_penalty_search_and_pairs_run_with_it():
+    X, y = _data(1200, 4)
+    y = y + 1.5 * X[:, 0] * X[:, 1]
+    m = FASTRegressor(l2_jumps=0.01).fit(X, y)
+    assert m.converged_ and 0 < m.lambda_ratio_ <= 1
+    assert len(m.interaction_features_) >= 1
+    # The cross-validated path carries it to every fit and to the refit.
+    cv = FASTRegressorCV(l2_jumps=0.01, cv=3, lambda_ratios=[1e-1, 1e-2, 1e-3], interactions=0).fit(X, y)
+    assert cv.l2_jumps == 0.01 and cv.best_estimator_.l2_jumps == 0.01
+
+
+@pytest.mark.parametrize("bad", [-0.5, np.nan, np.inf, "big"])
+def test_bad_values_name_the_parameter(bad):
+    X, y = _data(200)
+    with pytest.raises(ValueError, match="l2_jumps"):
+        FASTRegressor(l2_jumps=bad).fit(X, y)
+
+
+def test_more_than_two_classes_is_a_clear_error():
+    X, y = _data(300)
+    labels = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))
+    with pytest.raises(ValueError, match="l2_jumps.*more than two classes"):
+        FASTClassifier(l2_jumps=0.1).fit(X, labels)
+    # 0 is the default there too.
+    assert FASTClassifier(l2_jumps=0.0, interactions=0).fit(X, labels).converged_
+
+
+def test_clone_and_params_carry_it():
+    est = FASTClassifier(l2_jumps=0.3)
+    assert clone(est).get_params()["l2_jumps"] == 0.3
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    mu=st.floats(1e-3, 10.0),
+    ratio=st.sampled_from([1e-4, 1e-3, 1e-2, 0.1]),
+    seed=st.integers(0, 10_000),
+)
+def test_fits_are_certified_and_the_objective_is_the_models(mu, ratio, seed):
+    X, y = _data(300, seed)
+    m = FASTRegressor(lambda_ratio=ratio, l2_jumps=mu, interactions=0, tol=1e-6, max_bins=32).fit(X, y)
+    assert m.converged_ and m.kkt_residual_ <= 1e-6
+    assert _objective(m, X, y, mu) == pytest.approx(m.objective_, rel=1e-8)
+    history = m.history_["objective"]
+    assert np.all(np.diff(np.asarray(history)) <= 1e-12 * abs(history[0]))
