@@ -15,7 +15,7 @@
 //! would see the shift of the main effect only, so a pair takes part only when its other
 //! feature has no missing bin.
 
-use crate::grid::block_tv;
+use crate::grid::{block_smooth, block_tv};
 use crate::params::{ChainShape, PairLink};
 
 /// Exchange passes per boundary at most.
@@ -160,6 +160,7 @@ fn group_transfer(
         return None;
     }
     let (mut before, mut after) = (0.0, 0.0);
+    let (mut smooth_before, mut smooth_after) = (0.0, 0.0);
     let new: Vec<Vec<f64>> = roles
         .iter()
         .zip(current)
@@ -181,12 +182,22 @@ fn group_transfer(
                     }
                 }
             }
+            // With a squared term on a main effect's jumps (which the exchanges do not
+            // minimise) a transfer is kept only if the whole penalty falls.
             let k = block_of(role, j);
             before += block_tv(v, n_chain[k], shapes[k]);
             after += block_tv(&out, n_chain[k], shapes[k]);
+            smooth_before += block_smooth(v, n_chain[k], shapes[k]);
+            smooth_after += block_smooth(&out, n_chain[k], shapes[k]);
             out
         })
         .collect();
+    if smooth_before != 0.0 || smooth_after != 0.0 {
+        (before, after) = (
+            lambda * before + smooth_before,
+            lambda * after + smooth_after,
+        );
+    }
     (after < before - MARGIN * before).then_some(new)
 }
 

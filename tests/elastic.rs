@@ -274,3 +274,44 @@ fn bad_values_are_refused() {
         assert!(err.to_string().contains("l2_jumps"), "{err}");
     }
 }
+
+/// Pair terms on top of main effects with a squared term on their jumps: the transfers
+/// between a pair and its main effects (which minimise the total variation) are kept only
+/// where the whole penalty falls, so the fit still never raises its objective and reaches
+/// its tolerance.
+#[test]
+fn pair_fits_with_the_squared_term_descend_and_converge() {
+    use fastpcam::params::Interactions;
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(9);
+    let n = 2000;
+    let x = Array2::from_shape_fn((n, 3), |_| rng.random::<f64>());
+    let y = Array1::from_shape_fn(n, |i| {
+        let (a, b) = (x[[i, 0]], x[[i, 1]]);
+        2.0 * a + b + 3.0 * (a - 0.5) * (b - 0.5) + 0.3 * (rng.random::<f64>() - 0.5)
+    });
+    let labels = y.mapv(|v| if v > 1.5 { 1.0 } else { 0.0 });
+    for logistic in [false, true] {
+        let mut p = params(0.05, &[], 1e-4, 1e-5);
+        p.pairs.interactions = Interactions::List(vec![(0, 1), (0, 2)]);
+        p.pairs.penalty = Some(0.5);
+        let f = if logistic {
+            fit_logistic(Rows::new(x.view(), labels.view(), None), &p, None).unwrap()
+        } else {
+            fastpcam::solver::fit(Rows::new(x.view(), y.view(), None), &p, None).unwrap()
+        };
+        assert!(
+            f.report.converged,
+            "logistic {logistic}: KKT {}",
+            f.report.kkt_residual
+        );
+        let h = &f.report.history.objective;
+        for w in h.windows(2) {
+            assert!(
+                w[1] <= w[0] * (1.0 + 1e-13),
+                "logistic {logistic}: {} -> {}",
+                w[0],
+                w[1]
+            );
+        }
+    }
+}
