@@ -40,7 +40,7 @@ class _BaseFAST(AdditiveModelMixin, _params.FastParams, BaseEstimator):
     #: The core losses that fit pair terms.
     _pair_losses: tuple[str, ...] = ("squared", "logistic", "poisson", "gamma", "tweedie")
     #: Fitted attributes of the class saved in model files besides the tables.
-    _json_attributes: tuple[str, ...] = ("lambda_ratio_",)
+    _json_attributes: tuple[str, ...] = ("lambda_ratio_", "l2_jumps_")
 
     # Fitted state, with shapes (see fastpcam._fitted).
     intercept_: float
@@ -57,6 +57,7 @@ class _BaseFAST(AdditiveModelMixin, _params.FastParams, BaseEstimator):
     lambda_f_: float
     lambda_max_: float
     lambda_ratio_: float
+    l2_jumps_: float
     validation_path_: dict[str, npt.NDArray[Any]]
     n_validation_: int
 

@@ -147,7 +147,7 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
     <<n_validation_>>
     engine_ : str
         The engine that ran the fit (``"rows"``).
-    <<n_features_in_ feature_names_in_ is_categorical_ categories_ monotonic_cst_ penalty_factor_ interaction_features_ interaction_cuts_ interaction_values_ interaction_penalty_>>
+    <<n_features_in_ feature_names_in_ is_categorical_ categories_ monotonic_cst_ penalty_factor_ l2_jumps_ interaction_features_ interaction_cuts_ interaction_values_ interaction_penalty_>>
 
     See Also
     --------
@@ -201,7 +201,7 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
     _loss = "logistic"
     _task = "classification"
     _validation_loss = "validation_log_loss"
-    _json_attributes = ("lambda_ratio_", "classes_")
+    _json_attributes = ("lambda_ratio_", "l2_jumps_", "classes_")
 
     classes_: npt.NDArray[Any]  # [2]
 

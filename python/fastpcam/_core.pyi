@@ -13,6 +13,8 @@ import numpy.typing as npt
 __version__: str
 DEFAULT_LAMBDA_RATIO: float
 AUTO_INTERACTIONS: int
+AUTO_L2_JUMPS: float
+KFOLD_ROWS: int
 AUTO_INTERACTION_BINS: int
 FINE_PAIRS: int
 FINE_CELLS: int
@@ -58,7 +60,7 @@ class FitConfig(TypedDict, total=False):
     max_swaps: int
     monotonic_cst: Optional[list[int]]
     penalty_factor: Optional[list[float]]
-    l2_jumps: float
+    l2_jumps: Union[float, str]
     power: float
     interactions: Union[int, str, list[tuple[int, int]]]
     max_interaction_bins: Union[int, str]

@@ -200,7 +200,7 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
     <<n_validation_>>
     engine_ : str
         The engine that ran the fit: ``"rows"`` or ``"tables"``.
-    <<is_categorical_ categories_ n_features_in_ feature_names_in_ monotonic_cst_ penalty_factor_ interaction_features_ interaction_cuts_ interaction_values_ interaction_penalty_>>
+    <<is_categorical_ categories_ n_features_in_ feature_names_in_ monotonic_cst_ penalty_factor_ l2_jumps_ interaction_features_ interaction_cuts_ interaction_values_ interaction_penalty_>>
 
     Examples
     --------

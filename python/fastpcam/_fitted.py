@@ -276,6 +276,11 @@ def write(est: Any, out: Mapping[str, Any], validation_loss: str = "validation_m
     est.lambda_max_ = float(out["lambda_max"])
     ratio = est.lambda_f_ / est.lambda_max_ if est.lambda_max_ > 0 else 0.0
     est.lambda_ratio_ = float(out.get("lambda_ratio", ratio))
+    # The weight of the squared term on the jumps as fitted: the core's resolution of
+    # "auto" where it made one, else the parameter ("auto" is 0 outside the binary
+    # classifier's fit; estimators without the parameter have none).
+    given = getattr(est, "l2_jumps", 0.0)
+    est.l2_jumps_ = float(out.get("l2_jumps", 0.0 if given == "auto" else given))
     empty = np.zeros(0)
     est.validation_path_ = {
         "lambda_ratio": np.asarray(out.get("search_ratios", empty), dtype=np.float64),

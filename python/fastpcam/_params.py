@@ -86,7 +86,7 @@ CONSTRAINTS: dict[str, list[Any]] = {
     # shape constraints (fastpcam._shapes)
     "monotonic_cst": ["array-like", dict, None],
     "penalty_factor": ["array-like", dict, None],
-    "l2_jumps": [_NON_NEGATIVE],
+    "l2_jumps": [_NON_NEGATIVE, StrOptions({"auto"})],
     # pair terms (fastpcam._pairs)
     "interactions": [_count(0), "array-like", StrOptions({"auto"})],
     "max_interaction_bins": [_count(2), StrOptions({"auto"})],
@@ -135,7 +135,7 @@ class FastParams:
         engine: str = DEFAULT_ENGINE,
         monotonic_cst: Any = None,
         penalty_factor: Any = None,
-        l2_jumps: float = 0.0,
+        l2_jumps: Union[float, str] = "auto",
         interactions: Any = DEFAULT_INTERACTIONS,
         max_interaction_bins: Union[int, str] = DEFAULT_MAX_INTERACTION_BINS,
         interaction_penalty: Union[float, str] = "auto",
@@ -271,15 +271,17 @@ DOCS: dict[str, str] = {
         "    features left out keep 1."
     ),
     "l2_jumps": (
-        "l2_jumps : float, default=0.0\n"
+        "l2_jumps : float or 'auto', default='auto'\n"
         "    Weight ``mu`` of a squared penalty on the main effects' jumps: the penalty becomes\n"
         "    ``lambda_f * sum |theta| + (mu / 2) * sum theta**2`` over every jump ``theta`` of every\n"
         "    shape function (times its ``penalty_factor``), an elastic net on the jumps. The\n"
         "    squared term spreads an effect over many small steps and over correlated features\n"
         "    instead of a few large steps of one, which helps on small data; ``0`` is the FAST\n"
-        "    paper's penalty. The block update stays exact (``docs/small_data.md``) and the fit\n"
-        "    certified. Pair terms keep their total variation alone. Not yet with more than two\n"
-        "    classes (an error)."
+        "    paper's penalty. ``'auto'``: "
+        f"``{_core.AUTO_L2_JUMPS:g} / n_samples`` for a binary classifier on fewer than\n"
+        f"    {_core.KFOLD_ROWS} rows, else 0 (measured in ``docs/small_data.md``; the value used is\n"
+        "    ``l2_jumps_``). The block update stays exact and the fit certified. Pair terms keep\n"
+        "    their total variation alone. A value above 0 is an error with more than two classes."
     ),
     "interactions": (
         f"interactions : int, list of pairs or 'auto', default={DEFAULT_INTERACTIONS!r}\n"
@@ -346,6 +348,10 @@ DOCS: dict[str, str] = {
     "monotonic_cst_": (
         "monotonic_cst_ : ndarray of shape (n_features_in_,)\n"
         "    The constraint of each feature as fitted (int8: 1, -1 or 0)."
+    ),
+    "l2_jumps_": (
+        "l2_jumps_ : float\n    The weight of the squared penalty on the jumps as fitted (``l2_jumps``, with\n"
+        "    ``'auto'`` resolved)."
     ),
     "penalty_factor_": (
         "penalty_factor_ : ndarray of shape (n_features_in_,)\n    The penalty factor of each feature as fitted."

@@ -129,7 +129,7 @@ pub(crate) struct FitConfig {
     pub penalty_factor: Option<Vec<f64>>,
     /// The weight of the squared penalty on the main effects' jumps (0: none).
     #[pyo3(default = FitConfig::default().l2_jumps)]
-    pub l2_jumps: f64,
+    pub l2_jumps: AutoOr<f64>,
     /// The Tweedie power of `loss="tweedie"`, in (1, 2).
     #[pyo3(default = FitConfig::default().power)]
     pub power: f64,
@@ -171,7 +171,7 @@ impl Default for FitConfig {
             max_swaps: DEFAULT_MAX_SWAPS,
             monotonic_cst: None,
             penalty_factor: None,
-            l2_jumps: 0.0,
+            l2_jumps: AutoOr::Auto,
             power: DEFAULT_TWEEDIE_POWER,
             interactions: AutoOr::Auto,
             max_interaction_bins: AutoOr::Auto,
@@ -224,7 +224,12 @@ impl FitConfig {
             penalty_factor: self.penalty_factor.clone().unwrap_or_default(),
             grids: Vec::new(),
             links: Vec::new(),
-            l2: self.l2_jumps,
+            // "auto" is resolved by the fit that knows its loss and rows (`fit`); elsewhere
+            // it is 0.
+            l2: match self.l2_jumps {
+                AutoOr::Auto => 0.0,
+                AutoOr::Value(v) => v,
+            },
         }
     }
 

@@ -26,7 +26,7 @@ use crate::model::AdditiveModel;
 use crate::multinomial;
 use crate::params::Loss;
 use crate::solver::{self, Progress};
-use config::FitConfig;
+use config::{AutoOr, FitConfig};
 use errors::{compute, compute_interruptible, no_panic};
 use output::{arrays, FitOutput, MultinomialExtra, PathOutput};
 use progress::ProgressBridge;
@@ -51,8 +51,12 @@ fn fit<'py>(
     n_classes: Option<usize>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let (x, y, w) = (x.as_array(), y.as_array(), weights(sample_weight));
-    let params = config.fit_params(x.dim(), true)?;
+    let mut params = config.fit_params(x.dim(), true)?;
     let (loss, engine) = config.loss_engine()?;
+    if matches!(config.l2_jumps, AutoOr::Auto) && loss == Loss::Logistic && n_classes.is_none() {
+        params.shapes.l2 = logistic::auto_l2_jumps(x.nrows());
+    }
+    let l2_jumps = params.shapes.l2;
     let cancel = AtomicBool::new(false);
     let mut bridge = ProgressBridge::new(&cancel, progress, config.progress_interval);
     let (fitted, classes) = compute_interruptible(py, "fit", config.n_jobs, &cancel, || {
@@ -72,6 +76,7 @@ fn fit<'py>(
     })?;
     bridge.finish()?;
     let out = FitOutput::new(py, fitted).into_pyobject(py)?;
+    out.set_item("l2_jumps", l2_jumps)?;
     if let Some((n_classes, intercepts, missing_values)) = classes {
         let extra = MultinomialExtra {
             n_classes,
@@ -207,6 +212,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_LAMBDA_RATIO", crate::params::DEFAULT_LAMBDA_RATIO)?;
     m.add("AUTO_INTERACTIONS", crate::pairs::AUTO_INTERACTIONS)?;
+    m.add("AUTO_L2_JUMPS", crate::logistic::AUTO_L2_JUMPS)?;
+    m.add("KFOLD_ROWS", crate::validation::KFOLD_ROWS)?;
     m.add("PAIR_MIN_GAIN_SE", crate::pairs::MIN_GAIN_SE)?;
     m.add("PAIR_PATH_START", crate::pairs::PATH_START)?;
     m.add("PAIR_PATH_WOBBLE", crate::pairs::PATH_WOBBLE)?;

@@ -127,3 +127,44 @@ def test_fits_are_certified_and_the_objective_is_the_models(mu, ratio, seed):
     assert _objective(m, X, y, mu) == pytest.approx(m.objective_, rel=1e-8)
     history = m.history_["objective"]
     assert np.all(np.diff(np.asarray(history)) <= 1e-12 * abs(history[0]))
+
+
+def test_model_files_keep_it():
+    from fastpcam._serialize import model_from_dict, model_to_dict
+
+    X, y = _data(300, 6)
+    m = FASTRegressor(l2_jumps=0.2, interactions=0).fit(X, y)
+    back = model_from_dict(model_to_dict(m))
+    assert back.l2_jumps == 0.2 and back.objective_ == m.objective_
+    np.testing.assert_array_equal(back.predict(X), m.predict(X))
+
+
+def test_auto_is_a_small_binary_classifiers_and_nothing_elses():
+    from fastpcam import _core
+
+    X, y = _data(1600, 7)
+    labels = (y > np.median(y)).astype(np.int64)
+    small = FASTClassifier(interactions=0).fit(X[:600], labels[:600])
+    assert small.l2_jumps_ == pytest.approx(_core.AUTO_L2_JUMPS / 600)
+    assert _objective(small, X[:600], labels[:600], small.l2_jumps_) == pytest.approx(small.objective_, rel=1e-9)
+    # From KFOLD_ROWS rows on, and for regressors and more than two classes, "auto" is 0: the
+    # same fit as l2_jumps=0, bit for bit.
+    big_auto = FASTClassifier(interactions=0).fit(X, labels)
+    big_zero = FASTClassifier(interactions=0, l2_jumps=0.0).fit(X, labels)
+    assert len(labels) >= _core.KFOLD_ROWS and big_auto.l2_jumps_ == 0.0
+    np.testing.assert_array_equal(big_auto.predict_proba(X), big_zero.predict_proba(X))
+    assert FASTRegressor(interactions=0).fit(X[:600], y[:600]).l2_jumps_ == 0.0
+    three = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))[:600]
+    assert FASTClassifier(interactions=0).fit(X[:600], three).l2_jumps_ == 0.0
+    # An explicit value is used as given.
+    assert FASTClassifier(l2_jumps=0.02, interactions=0).fit(X[:600], labels[:600]).l2_jumps_ == 0.02
+
+
+def test_separable_data_stay_finite_with_the_squared_term():
+    x = np.linspace(0, 1, 300)
+    X = np.column_stack([x, np.cos(7 * x)])
+    y = (x > 0.5).astype(int)
+    m = FASTClassifier(tol=1e-6).fit(X, y)
+    assert m.l2_jumps_ > 0 and m.converged_ and np.isfinite(m.objective_)
+    assert all(np.all(np.isfinite(v)) for v in m.values_)
+    assert np.all(m.predict(X) == y)
