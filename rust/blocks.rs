@@ -1118,10 +1118,11 @@ thread_local! {
 /// bin weights), `out` minimises `½ Σ_b h_b (z_b − out_b)² + λ Σ_{b<n_chain−1} |out_{b+1} − out_b|`:
 /// a weighted FLSA over the chain (`λ = ∞`: the chain flat at its `h`-weighted mean; a chain
 /// without weight keeps `β`), and `z` itself in the missing bin, which has no penalty.
-/// `chain` is the chain's length and shape: the penalty is `shape.penalty(λ)`, and a
+/// `chain` is the chain's length and shape: the penalty is `shape.penalty(λ)`, a
 /// monotone chain is solved exactly by the shifted isotonic regression of
-/// [`crate::monotone`] (DESIGN §10). `z` and `out` are scratch buffers of at least
-/// `sums.len()` entries.
+/// [`crate::monotone`] (DESIGN §10), and a chain whose jumps also carry the squared term
+/// `(shape.l2/2) Σ θ²` by the exact elastic-net solve of [`crate::enet`] (monotone or
+/// not). `z` and `out` are scratch buffers of at least `sums.len()` entries.
 #[allow(clippy::too_many_arguments)]
 pub fn solve_block(
     sums: &[f64],

@@ -546,7 +546,7 @@ impl<D: Datafit> NewtonState<D> {
     /// Makes `objective` the objective at the penalty `lambda` (the loss does not change;
     /// the penalty term moves by `(lambda − old) · TV`).
     fn set_lambda(&mut self, lambda: f64) {
-        let tv = self.penalised_tv();
+        let (tv, _) = self.penalty_parts();
         if tv > 0.0 {
             self.objective += (lambda - self.lambda) * tv;
         }
@@ -558,24 +558,17 @@ impl<D: Datafit> NewtonState<D> {
         self.shapes.get(k).copied().unwrap_or_default()
     }
 
-    /// `Σ_j factor_j · TV(β_j)` over the chains (`TV2` for a pair's grid).
-    fn penalised_tv(&self) -> f64 {
-        self.beta
-            .iter()
-            .zip(&self.n_chain)
-            .enumerate()
-            .map(|(k, (b, &nc))| block_tv(b, nc, self.shape(k)))
-            .sum()
-    }
-
-    /// `Σ_j (μ_j/2) Σ_b Δβ_{j,b}²` over the chains with a squared term ([`block_smooth`]).
-    fn smooth_total(&self) -> f64 {
-        self.beta
-            .iter()
-            .zip(&self.n_chain)
-            .enumerate()
-            .map(|(k, (b, &nc))| block_smooth(b, nc, self.shape(k)))
-            .sum()
+    /// The two parts of the penalty: `Σ_j factor_j · TV(β_j)` over the chains (`TV2` for a
+    /// pair's grid), which `λ_f` multiplies, and `Σ_j (μ_j/2) Σ_b Δβ_{j,b}²` over the chains
+    /// with a squared term on their jumps ([`block_smooth`]).
+    fn penalty_parts(&self) -> (f64, f64) {
+        self.beta.iter().zip(&self.n_chain).enumerate().fold(
+            (0.0, 0.0),
+            |(tv, sq), (k, (b, &nc))| {
+                let shape = self.shape(k);
+                (tv + block_tv(b, nc, shape), sq + block_smooth(b, nc, shape))
+            },
+        )
     }
 
     /// Sets every block's shape, moving `objective` by the change of the penalty terms.
@@ -583,10 +576,10 @@ impl<D: Datafit> NewtonState<D> {
         if shapes == self.shapes {
             return;
         }
-        let (before, smooth_before) = (self.penalised_tv(), self.smooth_total());
+        let (before, smooth_before) = self.penalty_parts();
         self.shapes = shapes.to_vec();
         size_duals(&mut self.duals, &self.shapes, self.beta.len(), 1);
-        let (after, smooth_after) = (self.penalised_tv(), self.smooth_total());
+        let (after, smooth_after) = self.penalty_parts();
         if after != before {
             self.objective += self.lambda * (after - before);
         }
