@@ -3,7 +3,7 @@
 //!
 //! On strongly correlated features greedy block updates zig-zag: each block undoes part of
 //! its neighbour's move, and the iterates creep along one slow direction for thousands of
-//! updates (elevators: about 7,000). [`descend_extrapolated`] runs the one descent loop
+//! updates (elevators: about 7,000). [`descend_in_rounds`] runs the one descent loop
 //! ([`descend`]) in rounds of [`round_len`] block updates; after each round it searches the
 //! line through the round's start and end, `β(t) = β_end + t (β_end − β_start)`, `t ≥ 0`, for
 //! the lowest objective. Along that line the squared loss is a quadratic in `t` and the
@@ -58,8 +58,8 @@ pub fn round_len(n_movable: usize) -> usize {
 pub const MIN_ROUND: usize = 64;
 
 /// A squared-loss fit on the rows engine at the penalty `params.lambda` (of the constant
-/// model's `λ_max`) warm-started from the blocks `init`, by [`descend_extrapolated`] when the
-/// selection is greedy or scored sweeps; otherwise (cyclic order) by the plain loop, as
+/// model's `λ_max`) warm-started from the blocks `init`, in rounds (`descend_in_rounds`)
+/// when the selection is greedy or scored sweeps; otherwise (cyclic order) by the plain loop, as
 /// [`crate::engine::fit_binned_engine`] on the rows engine. A greedy update already rescans
 /// every block's sums, so a round's extra passes over the rows (the direction's
 /// predictions, the rebuilt state) cost a few updates ([`Mode::Rebuild`]). With scored
@@ -131,24 +131,19 @@ fn fit_extrapolated_on(
     let mut st = state(init);
     st.set_shapes(&shapes);
     let lambda = params.lambda.resolve(lambda_max)?;
-    let selection = st.resolve_selection(params.selection, data.n_features());
-    let mode = match selection {
-        Selection::Greedy => Some(greedy),
-        Selection::Sweep => Some(Mode::InPlace),
-        _ => None,
+    let mode = match st.resolve_selection(params.selection, data.n_features()) {
+        Selection::Greedy => greedy,
+        _ => Mode::InPlace,
     };
-    Ok(match mode {
-        Some(mode) if !shapes.iter().any(|s| s.grid.is_some()) => descend_extrapolated(
-            data,
-            params,
-            (&mut st, mode),
-            lambda,
-            lambda_max,
-            start,
-            callback,
-        ),
-        _ => descend(data, params, &mut st, lambda, lambda_max, start, callback),
-    })
+    let chains_only = !shapes.iter().any(|s| s.grid.is_some());
+    Ok(descend_in_rounds(
+        (&mut st, chains_only),
+        (data, params),
+        (lambda, lambda_max),
+        start,
+        callback,
+        |st, before, shapes| round_step(data, (st, mode), before, shapes, lambda),
+    ))
 }
 
 /// How a round's line search moves the state.
@@ -164,33 +159,7 @@ pub(crate) enum Mode<'a> {
     InPlace,
 }
 
-/// [`descend`] in rounds with an exact line search along each round's change (see the module
-/// documentation). `st` must be a squared-loss state on the rows engine (its residual
-/// readable) or, with chains only, on the tables engine. The callback sees
-/// one fit (block updates counted across the rounds). The returned fit's `n_iter` and
-/// history count block updates only.
-pub(crate) fn descend_extrapolated(
-    data: &BinnedData,
-    params: &FitParams,
-    (st, mode): (&mut BlockState, Mode<'_>),
-    lambda: f64,
-    lambda_max: f64,
-    start: Instant,
-    callback: Option<Callback<'_>>,
-) -> BinnedFit {
-    let shapes = params.shapes.resolve(data.n_features());
-    descend_rounds(
-        data,
-        params,
-        st,
-        (lambda, lambda_max),
-        start,
-        callback,
-        |st, before| round_step(data, (st, mode), before, &shapes, lambda),
-    )
-}
-
-/// After a round of [`descend_extrapolated`]: the line search from `before` (the round's
+/// After a round of the squared loss's extrapolated descent ([`descend_in_rounds`]): the line search from `before` (the round's
 /// start) through `st`, and the move by `mode` if it found a lower objective; every block's
 /// sums end fresh.
 fn round_step(
@@ -292,7 +261,7 @@ pub(crate) fn descend_rounds<S: DescentState>(
 /// A fit with pair blocks on the squared loss's rows state: rounds whose line search moves
 /// the state in place (`Mode::InPlace`; a pair block's `TV2` is piecewise linear along a
 /// line too: a kink per edge of its grid) where the selection is greedy or scored sweeps
-/// (`pair_rounds`); `descend` in cyclic order or on the tables engine.
+/// (`descend_in_rounds`); `descend` in cyclic order or on the tables engine.
 impl PairDescent for BlockState {
     fn descend_pairs(
         &mut self,
@@ -303,7 +272,7 @@ impl PairDescent for BlockState {
         callback: Option<Callback<'_>>,
     ) -> BinnedFit {
         let rows = self.sums_and_residual().1.is_some();
-        pair_rounds(
+        descend_in_rounds(
             (self, rows),
             (data, params),
             (lambda, lambda_max),
@@ -314,11 +283,13 @@ impl PairDescent for BlockState {
     }
 }
 
-/// [`PairDescent::descend_pairs`] for a state that extrapolates: where `able` and the
+/// The one dispatch of an extrapolating fit (the squared loss's main effects, and
+/// [`PairDescent::descend_pairs`] of the states that extrapolate): where `able` and the
 /// selection is greedy or scored sweeps, [`descend_rounds`] with `step(st, round's start,
 /// shapes)` after each round (it must leave every block's sums fresh); otherwise the plain
-/// loop, `descend`.
-pub(crate) fn pair_rounds<S: DescentState>(
+/// loop, `descend`. The callback sees one fit (block updates counted across the rounds);
+/// the returned fit's `n_iter` and history count block updates only.
+pub(crate) fn descend_in_rounds<S: DescentState>(
     (st, able): (&mut S, bool),
     (data, params): (&BinnedData, &FitParams),
     (lambda, lambda_max): (f64, f64),

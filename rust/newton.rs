@@ -40,7 +40,7 @@ use crate::binning::{BinnedData, Code};
 use crate::datafit::Datafit;
 use crate::descent::DescentState;
 use crate::extrapolate::{
-    line_direction, line_kinks, line_minimum, moved, pair_rounds, row_direction, smooth_line,
+    descend_in_rounds, line_direction, line_kinks, line_minimum, moved, row_direction, smooth_line,
 };
 use crate::flsa::FlsaWorkspace;
 use crate::grid::{block_smooth, block_tv, grid_step, grid_tv, smooth_change, GridWorkspace};
@@ -917,7 +917,7 @@ impl<D: Datafit> DescentState for NewtonState<D> {
     }
 }
 
-/// Pair fits extrapolate ([`crate::extrapolate::pair_rounds`]) where the selection is
+/// Pair fits extrapolate ([`crate::extrapolate::descend_in_rounds`]) where the selection is
 /// greedy or scored sweeps: after each round of block updates the state moves along the
 /// round's change where that lowers the objective ([`NewtonState::line_move`]). In cyclic
 /// order the plain loop runs. The stopping rule and the certificate are the loop's either
@@ -932,7 +932,7 @@ impl<D: Datafit> crate::descent::PairDescent for NewtonState<D> {
         start: Instant,
         callback: Option<Callback<'_>>,
     ) -> BinnedFit {
-        pair_rounds(
+        descend_in_rounds(
             (self, true),
             (data, params),
             lambdas,
