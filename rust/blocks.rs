@@ -519,7 +519,7 @@ impl BlockState {
         let Some(_) = grid_step(
             (&sums[..nb], &beta[..nb], &wn[..nb]),
             grid,
-            penalty,
+            (penalty, self.shape(k).l2),
             &mut self.duals[k],
             &mut self.grid_ws,
             &mut self.z,
@@ -534,8 +534,10 @@ impl BlockState {
                 -d * sums[b] + 0.5 * wn[b] * d * d
             })
             .sum();
-        let tv_new = block_tv(new, cells, self.shape(k));
-        let change = loss_change + lambda * (tv_new - self.tv[k]);
+        let shape = self.shape(k);
+        let tv_new = block_tv(new, cells, shape);
+        let change =
+            loss_change + lambda * (tv_new - self.tv[k]) + smooth_change(beta, new, cells, shape);
 
         if change < -GRID_MARGIN * self.objective(lambda).abs() {
             let new = std::mem::take(&mut self.bnew);

@@ -39,7 +39,6 @@ use crate::binning::{BinnedData, Code};
 use crate::blocks::{Along, BlockState};
 use crate::descent::{check_init, descend, DescentState, PairDescent, STALL_SHARE, STALL_SWEEPS};
 use crate::error::{check_target, Result};
-use crate::grid::grid_edges;
 use crate::params::{ChainShape, FitParams, Grid, Selection};
 use crate::report::{BinnedFit, Callback, History, Progress, StopReason};
 use crate::tables::Tables;
@@ -385,7 +384,7 @@ pub(crate) fn line_direction(
 }
 
 /// The squared part of the penalty along the line `beta + t d` (chains with a squared term
-/// on their jumps, [`ChainShape::l2`]), as `(a, b)` in the form of the loss along the line:
+/// on their jumps, [`ChainShape::l2`], and the smooth parts of pairs on their grids' edges), as `(a, b)` in the form of the loss along the line:
 /// `Σ (μ/2)(θ + t h)² = const − b t + a t²/2`.
 pub(crate) fn smooth_line(
     data: &BinnedData,
@@ -396,7 +395,16 @@ pub(crate) fn smooth_line(
     let (mut a, mut b) = (0.0, 0.0);
     for (k, (beta, dk)) in beta.iter().zip(d).enumerate() {
         let shape = shapes.get(k).copied().unwrap_or_default();
-        if shape.l2 == 0.0 || shape.grid.is_some() {
+        if shape.l2 == 0.0 {
+            continue;
+        }
+        if let Some(g) = shape.grid {
+            // A pair's smooth part: the same sum over its grid's edges.
+            g.edges(|p, q| {
+                let (g, h) = (beta[q] - beta[p], dk[q] - dk[p]);
+                a += shape.l2 * h * h;
+                b -= shape.l2 * g * h;
+            });
             continue;
         }
         for t in 1..data.features[k].n_chain() {
@@ -424,7 +432,7 @@ pub(crate) fn line_kinks(
         let shape = shapes.get(k).copied().unwrap_or_default();
         if let Some(g) = shape.grid {
             if shape.factor > 0.0 {
-                grid_edges(g, |a, b| {
+                g.edges(|a, b| {
                     let (g, h) = (beta[b] - beta[a], dk[b] - dk[a]);
                     if h != 0.0 {
                         jumps.push((g, h, lambda * shape.factor));
@@ -515,7 +523,7 @@ fn keep_fused_grid(d: &mut [f64], beta: &[f64], w: &[f64], g: Grid) {
         }
         i
     }
-    grid_edges(g, |a, b| {
+    g.edges(|a, b| {
         if beta[a] == beta[b] {
             let (ra, rb) = (root(&mut parent, a), root(&mut parent, b));
             if ra != rb {

@@ -48,9 +48,9 @@ use crate::selection::{
     all_bin_sums, chunk_sums, shaped_chain_score, shaped_chain_score_pair, BlockScore,
     PARALLEL_THRESHOLD, SUMS_PARALLEL_THRESHOLD,
 };
-
-/// Weight of an empty cell, relative to the mean cell weight.
-const EMPTY_FLOOR: f64 = 1e-6;
+use crate::smooth::{
+    grid_squares, grid_squares_change, smooth_score, solve_smooth, SmoothWorkspace,
+};
 
 /// Buffers of [`solve_grid`] (they grow to the largest grid solved).
 #[derive(Debug, Clone, Default)]
@@ -74,6 +74,8 @@ pub struct GridWorkspace {
     seeded: Vec<(usize, usize)>,
     /// Each cell's net outflow (the dual point).
     net: Vec<f64>,
+    /// The buffers of a smooth block's solve ([`crate::smooth`]).
+    smooth: SmoothWorkspace,
 }
 
 /// How a solve ended.
@@ -90,48 +92,14 @@ pub struct GridSolve {
 /// `TV2(θ)` over the grid's edges (a missing line is joined to no other line).
 pub fn grid_tv(theta: &[f64], grid: Grid) -> f64 {
     let mut tv = 0.0;
-    for_each_edge(grid, |_, a, b, _| tv += (theta[b] - theta[a]).abs());
+    grid.for_each_edge(|_, a, b, _| tv += (theta[b] - theta[a]).abs());
     tv
-}
-
-/// The chain length of a column (rows joined vertically) and of a row.
-fn chain_lengths(grid: Grid) -> (usize, usize) {
-    (
-        grid.rows - usize::from(grid.missing_row),
-        grid.cols - usize::from(grid.missing_col),
-    )
-}
-
-/// Calls `f(edge, a, b, vertical)` for every edge `a — b` of the grid (`a < b`), numbered
-/// from 0: every row's chain (across), then every column's chain (down).
-fn for_each_edge(grid: Grid, mut f: impl FnMut(usize, usize, usize, bool)) {
-    let cols = grid.cols;
-    let (chain_r, chain_c) = chain_lengths(grid);
-    let mut e = 0;
-    for r in 0..grid.rows {
-        for c in 0..chain_c.saturating_sub(1) {
-            f(e, r * cols + c, r * cols + c + 1, false);
-            e += 1;
-        }
-    }
-    for r in 0..chain_r.saturating_sub(1) {
-        for c in 0..cols {
-            f(e, r * cols + c, (r + 1) * cols + c, true);
-            e += 1;
-        }
-    }
-}
-
-/// Calls `f(a, b)` for every edge `a — b` of the grid (`a < b`), in the order of
-/// `for_each_edge`.
-pub(crate) fn grid_edges(grid: Grid, mut f: impl FnMut(usize, usize)) {
-    for_each_edge(grid, |_, a, b, _| f(a, b));
 }
 
 /// The edges of a cell towards its right and lower neighbours: `(edge, neighbour)`.
 fn forward_edges(grid: Grid, cell: usize) -> [Option<(usize, usize)>; 2] {
     let cols = grid.cols;
-    let (chain_r, chain_c) = chain_lengths(grid);
+    let (chain_r, chain_c) = grid.chain_lengths();
     let (r, c) = (cell / cols, cell % cols);
     let across = grid.rows * chain_c.saturating_sub(1);
     [
@@ -142,19 +110,14 @@ fn forward_edges(grid: Grid, cell: usize) -> [Option<(usize, usize)>; 2] {
 
 /// The number of edges of the grid.
 fn n_edges(grid: Grid) -> usize {
-    let (chain_r, chain_c) = chain_lengths(grid);
+    let (chain_r, chain_c) = grid.chain_lengths();
     grid.rows * chain_c.saturating_sub(1) + chain_r.saturating_sub(1) * grid.cols
-}
-
-/// The weight floor of a grid's cells: `EMPTY_FLOOR` times their mean weight.
-pub fn weight_floor(h: &[f64]) -> f64 {
-    EMPTY_FLOOR * h.iter().sum::<f64>() / h.len().max(1) as f64
 }
 
 /// Minimises `½ Σ_c h_c (θ_c − z_c)² + lambda · TV2(θ)` over the grid exactly (see the module
 /// documentation) into `out`, and writes the column part of the gradient (`Q`, gradient
 /// units: each cell's net flow over its column edges) into `dual`. Weights below
-/// [`weight_floor`] are raised to it. `lambda = ∞` gives every connected part of the grid its
+/// [`Grid::weight_floor`] are raised to it. `lambda = ∞` gives every connected part of the grid its
 /// `h`-weighted mean. Slices hold `grid.cells()` entries; `h ≥ 0` with at least one positive
 /// entry, `z` finite.
 ///
@@ -176,7 +139,7 @@ pub fn solve_grid(
     out: &mut [f64],
 ) -> GridSolve {
     let n = grid.cells();
-    let floor = weight_floor(&h[..n]);
+    let floor = Grid::weight_floor(&h[..n]);
     ws.h.clear();
     ws.h.extend(h[..n].iter().map(|&v| v.max(floor)));
     if lambda == f64::INFINITY {
@@ -196,7 +159,7 @@ pub fn solve_grid(
     let net = &mut ws.net;
     net.clear();
     net.resize(n, 0.0);
-    for_each_edge(grid, |e, a, b, vertical| {
+    grid.for_each_edge(|e, a, b, vertical| {
         let f = ws.flow[e];
         net[a] += f;
         net[b] -= f;
@@ -252,7 +215,7 @@ fn divide(
             }
             c
         };
-        for_each_edge(grid, |_, a, b, _| {
+        grid.for_each_edge(|_, a, b, _| {
             if seed[a] == seed[b] {
                 let (ra, rb) = (find(label, a), find(label, b));
                 label[ra.max(rb)] = ra.min(rb);
@@ -263,7 +226,7 @@ fn divide(
         }
         let (label, zs, flow, h, seeded) =
             (&ws.label, &mut ws.zs, &mut ws.flow, &ws.h, &mut ws.seeded);
-        for_each_edge(grid, |e, a, b, _| {
+        grid.for_each_edge(|e, a, b, _| {
             if label[a] != label[b] {
                 let (up, down) = if seed[a] > seed[b] { (a, b) } else { (b, a) };
                 flow[e] = if up == a { lambda } else { -lambda };
@@ -366,17 +329,19 @@ fn divide(
 }
 
 /// The proximal step of a pair block: with curvature weights `h` (the grid's floored by
-/// [`weight_floor`]) and the working response `z_b = β_b + R_b / h_b` (`β_b` where
+/// [`Grid::weight_floor`]) and the working response `z_b = β_b + R_b / h_b` (`β_b` where
 /// `h_b = 0`), `out` minimises `½ Σ_b h_b (z_b − out_b)² + penalty · TV2(out)` over the grid
 /// ([`solve_grid`], its column part into `dual`) and takes `z` in the missing cell after the
 /// grid, if any (a free level).
 /// `None` when the grid holds no weight (nothing to fit). `z` is scratch; slices hold the
-/// block's bins.
+/// block's bins. A smooth block (`smooth = μ > 0`, a finite `penalty` then 0) minimises
+/// `½ Σ_b h_b (z_b − out_b)² + (μ/2) Σ_{a—b} (out_a − out_b)²` instead ([`solve_smooth`];
+/// its `dual` is 0).
 #[allow(clippy::too_many_arguments)]
 pub fn grid_step(
     (sums, beta, h): (&[f64], &[f64], &[f64]),
     grid: Grid,
-    penalty: f64,
+    (penalty, smooth): (f64, f64),
     dual: &mut [f64],
     ws: &mut GridWorkspace,
     z: &mut [f64],
@@ -384,7 +349,7 @@ pub fn grid_step(
 ) -> Option<GridSolve> {
     let (cells, nb) = (grid.cells(), sums.len());
     // The grid's cells at the solve's floored weights (see the module documentation).
-    let floor = weight_floor(&h[..cells]);
+    let floor = Grid::weight_floor(&h[..cells]);
     for b in 0..nb {
         let hb = if b < cells { h[b].max(floor) } else { h[b] };
         z[b] = if hb > 0.0 {
@@ -395,6 +360,18 @@ pub fn grid_step(
     }
     if !(h[..cells].iter().sum::<f64>() > 0.0) {
         return None;
+    }
+    if smooth > 0.0 && penalty.is_finite() {
+        debug_assert!(penalty == 0.0, "a smooth block has no total variation");
+        let solved = solve_smooth(&z[..cells], &h[..cells], grid, smooth, &mut ws.smooth, out);
+        dual[..cells].iter_mut().for_each(|d| *d = 0.0);
+        if nb > cells {
+            out[cells] = z[cells];
+        }
+        return Some(GridSolve {
+            cuts: 0,
+            gap: solved.gap,
+        });
     }
     let solve = solve_grid(
         &z[..cells],
@@ -416,7 +393,7 @@ pub fn grid_step(
 /// corner) at its `h`-weighted mean of `z`.
 fn flat_grid(z: &[f64], h: &[f64], grid: Grid, out: &mut [f64]) {
     let cols = grid.cols;
-    let (chain_r, chain_c) = chain_lengths(grid);
+    let (chain_r, chain_c) = grid.chain_lengths();
     let part = |r: usize, c: usize| usize::from(r >= chain_r) * 2 + usize::from(c >= chain_c);
     let (mut num, mut den) = ([0.0f64; 4], [0.0f64; 4]);
     for r in 0..grid.rows {
@@ -485,7 +462,7 @@ pub fn grid_score(
     buf: &mut Vec<f64>,
 ) -> BlockScore {
     let (rows, cols) = (grid.rows, grid.cols);
-    let (chain_r, chain_c) = chain_lengths(grid);
+    let (chain_r, chain_c) = grid.chain_lengths();
     let mut out = BlockScore::default();
     let n = grid.cells();
     let (lo, hi) = theta[..n]
@@ -533,11 +510,14 @@ pub fn block_tv(beta: &[f64], n_chain: usize, shape: ChainShape) -> f64 {
     shape.factor * tv
 }
 
-/// The squared part of a block's penalty, `(μ/2) Σ θ²` over its chain's jumps
-/// (`μ = shape.l2`; 0 for a grid or without it).
+/// The squared part of a block's penalty, `(μ/2) Σ θ²` over its chain's jumps or its
+/// grid's edges (`μ = shape.l2`; 0 without it).
 pub fn block_smooth(beta: &[f64], n_chain: usize, shape: ChainShape) -> f64 {
-    if shape.l2 == 0.0 || shape.grid.is_some() {
+    if shape.l2 == 0.0 {
         return 0.0;
+    }
+    if let Some(g) = shape.grid {
+        return 0.5 * shape.l2 * grid_squares(&beta[..g.cells()], g);
     }
     0.5 * shape.l2
         * beta[..n_chain]
@@ -549,8 +529,12 @@ pub fn block_smooth(beta: &[f64], n_chain: usize, shape: ChainShape) -> f64 {
 /// The change of [`block_smooth`] from `old` to `new`, summed jump by jump as
 /// `(μ/2)(θ_new − θ_old)(θ_new + θ_old)`, so that it is exact to rounding in the change.
 pub fn smooth_change(old: &[f64], new: &[f64], n_chain: usize, shape: ChainShape) -> f64 {
-    if shape.l2 == 0.0 || shape.grid.is_some() {
+    if shape.l2 == 0.0 {
         return 0.0;
+    }
+    if let Some(g) = shape.grid {
+        let n = g.cells();
+        return 0.5 * shape.l2 * grid_squares_change(&old[..n], &new[..n], g);
     }
     let mut s = 0.0;
     for b in 0..n_chain.saturating_sub(1) {
@@ -574,6 +558,7 @@ pub fn kind_score(
     lambda: f64,
 ) -> BlockScore {
     match shape.grid {
+        Some(g) if shape.l2 > 0.0 && lambda.is_finite() => smooth_score(sums, beta, g, shape.l2),
         Some(g) => {
             let mut s = grid_score(sums, beta, dual, g, shape.penalty(lambda), &mut Vec::new());
             if let Some(&free) = sums.get(g.cells()) {

@@ -80,6 +80,7 @@ pub mod pairs;
 pub mod params;
 pub mod report;
 pub mod selection;
+pub mod smooth;
 pub mod solver;
 pub mod sparse;
 pub mod tables;

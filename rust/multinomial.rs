@@ -527,7 +527,7 @@ impl MultinomialState {
                     let solved = grid_step(
                         (&self.adjusted[..nb], beta, &self.buf.h[r.clone()]),
                         grid,
-                        shape.penalty(lambda),
+                        (shape.penalty(lambda), shape.l2),
                         &mut self.duals[j][c * cells..(c + 1) * cells],
                         &mut self.grid_ws,
                         &mut self.buf.z,
@@ -1153,6 +1153,13 @@ pub fn fit_multinomial_with(
             name: "l2_jumps",
             message: "is not supported with more than two classes yet; use 0",
             value: format!("{}", params.shapes.l2),
+        });
+    }
+    if let crate::params::Smoothing::Fixed(mu) = params.pairs.smoothing {
+        return Err(FastError::InvalidParameter {
+            name: "interaction_smoothing",
+            message: "is not supported with more than two classes yet; use 0 or 'auto' (none)",
+            value: format!("{mu}"),
         });
     }
     let mut data = rows.bin(&params.binning)?;

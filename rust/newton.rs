@@ -602,7 +602,7 @@ impl<D: Datafit> NewtonState<D> {
             grid_step(
                 (&sums[..nb], &beta[..nb], &h[..nb]),
                 grid,
-                shape.penalty(lambda),
+                (shape.penalty(lambda), shape.l2),
                 &mut self.duals[k],
                 &mut self.grid_ws,
                 &mut self.buf.z,

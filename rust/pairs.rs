@@ -47,7 +47,8 @@ use crate::binning::{bin_weights, BinnedData, BinnedFeature, Code, Codes};
 use crate::descent::{descend, PairDescent};
 use crate::error::{FastError, Result};
 use crate::params::{
-    Engine, FitParams, Grid, Interactions, PairLink, Penalty, Selection, Shapes, Validation,
+    Engine, FitParams, Grid, Interactions, PairLink, Penalty, Selection, Shapes, Smoothing,
+    Validation,
 };
 use crate::report::{Axis, BinnedFit, Callback, Fit, PairFit, PairTerm, PenaltySearch};
 use crate::validation::{holdout_terms, mean_loss, reborrow, validation_rows, with_weights, Split};
@@ -74,6 +75,16 @@ pub const PAIR_PATH: [f64; 11] = [
     0.001953125,
     0.0009765625,
 ];
+
+/// The weights `μ` of the pair terms' smooth parts tried on held-out rows, in order
+/// (`interaction_smoothing="auto"`; [`crate::smooth`]). The penalty is on the fit's
+/// normalised weights (cells holding `1/n` of weight per row), so a grid of `side²` cells
+/// is smoothed over about `side · √μ` cells whatever `n`; measured on the 20 benchmark
+/// tables (`docs/pairs.md`).
+pub const SMOOTH_PATH: [f64; 5] = [0.032, 0.016, 0.008, 0.004, 0.002];
+
+/// Interaction bins per feature of a pair's smooth part (at most `SMOOTH_SIDE²` cells).
+pub const SMOOTH_SIDE: usize = 32;
 
 /// Under a cell budget, and when `ρ` is chosen on held-out rows, this many pairs (the
 /// strongest when screened; the first listed otherwise) get the finer budget [`FINE_CELLS`] (measured on the 20 benchmark tables:
@@ -637,6 +648,7 @@ fn with_pair_shapes(
         grids: vec![None; p],
         links: links.to_vec(),
         l2: main.l2,
+        grid_l2: Vec::new(),
     };
     for &g in grids {
         shapes.monotone.push(0);
@@ -655,6 +667,245 @@ fn with_pair_shapes(
         selection,
         ..params.clone()
     }
+}
+
+/// `prm` (from [`with_pair_shapes`]) with the pairs' smooth parts on `grids` appended, at
+/// `mu` (`None`: held at zero by the prohibitive total variation of [`ADDITIVE`]).
+fn with_smooth_shapes(mut prm: FitParams, grids: &[Grid], mu: Option<f64>) -> FitParams {
+    let shapes = &mut prm.shapes;
+    let before = shapes.grids.len();
+    shapes.grid_l2.resize(before, 0.0);
+    for &g in grids {
+        shapes.monotone.push(0);
+        shapes
+            .penalty_factor
+            .push(if mu.is_some() { 0.0 } else { ADDITIVE });
+        shapes.grids.push(Some(g));
+        shapes.grid_l2.push(mu.unwrap_or(0.0));
+    }
+    prm
+}
+
+/// The axes of the smooth parts of `pairs`: [`SMOOTH_SIDE`] interaction bins a side at most
+/// (at most `SMOOTH_SIDE²` cells), cut at weight quantiles and at each main effect's largest
+/// jump (as the pair grids are).
+fn smooth_axes(
+    data: &BinnedData,
+    mains: &[Vec<f64>],
+    pairs: &[(usize, usize)],
+) -> Vec<(Axis, Axis)> {
+    pairs
+        .iter()
+        .map(|&(j, k)| {
+            let chains = (data.features[j].n_chain(), data.features[k].n_chain());
+            let (nj, nk) = pair_bins(chains, SMOOTH_SIDE, Some(SMOOTH_SIDE * SMOOTH_SIDE));
+            (
+                axis_guided(&data.features[j], Some(&mains[j]), nj),
+                axis_guided(&data.features[k], Some(&mains[k]), nk),
+            )
+        })
+        .collect()
+}
+
+/// The axis whose cuts are those of `a` and of `b` (two axes of one feature), and for each of
+/// its interaction bins (the missing bin, if any, not counted) the bins of `a` and `b` it
+/// lies in.
+fn union_axis(a: &Axis, b: &Axis) -> (Axis, Vec<(usize, usize)>) {
+    let mut map = Vec::with_capacity(a.map.len());
+    let mut parts: Vec<(usize, usize)> = Vec::new();
+    for (&x, &y) in a.map.iter().zip(&b.map) {
+        if x == MISSING || y == MISSING {
+            map.push(MISSING);
+            continue;
+        }
+        if parts.last() != Some(&(x, y)) {
+            parts.push((x, y));
+        }
+        map.push(parts.len() - 1);
+    }
+    let mut cuts: Vec<f64> = a.cuts.iter().chain(&b.cuts).copied().collect();
+    cuts.sort_by(f64::total_cmp);
+    cuts.dedup();
+    debug_assert_eq!(cuts.len() + 1, parts.len());
+    (
+        Axis {
+            map,
+            cuts,
+            missing: a.missing,
+        },
+        parts,
+    )
+}
+
+/// One pair term's table on the union of its two parts' axes: the sum of its
+/// total-variation part `tv` (on `axes`) and its smooth part `sm` (on `smooth`), each a
+/// row-major grid followed by the missing cell's value if the pair has one. Returns the
+/// union axes and the table.
+fn union_table(
+    (axes, tv): (&(Axis, Axis), &[f64]),
+    (smooth, sm): (&(Axis, Axis), &[f64]),
+) -> ((Axis, Axis), Vec<f64>) {
+    let (ra, rows) = union_axis(&axes.0, &smooth.0);
+    let (ca, cols) = union_axis(&axes.1, &smooth.1);
+    let (tc, sc) = (axes.1.len(), smooth.1.len());
+    let mut table = Vec::with_capacity(rows.len() * cols.len() + 1);
+    for &(tr, sr) in &rows {
+        for &(tcol, scol) in &cols {
+            table.push(tv[tr * tc + tcol] + sm[sr * sc + scol]);
+        }
+    }
+    let (tn, sn) = (axes.0.len() * tc, smooth.0.len() * sc);
+    if tv.len() > tn {
+        table.push(tv[tn] + sm[sn]);
+    }
+    ((ra, ca), table)
+}
+
+/// One fit of a held-out path (the pair penalty's or the smooth parts'): `prm` within the
+/// paths' update budget ([`PATH_BUDGET`] per block), on `data` (weighted to the split's
+/// training rows) from the state `st`; returns the fit, its held-out `rows`' loss terms
+/// (their weights `held_weights`) and their mean.
+fn path_fit<S: PairDescent>(
+    (data, y, term): (&BinnedData, ArrayView1<'_, f64>, RowLoss<'_>),
+    mut prm: FitParams,
+    st: &mut S,
+    (lambda, lambda_max): (f64, f64),
+    (rows, held_weights): (&[usize], &[f64]),
+    callback: Option<Callback<'_>>,
+) -> (BinnedFit, Vec<f64>, f64) {
+    prm.max_iter = prm.max_iter.min(PATH_BUDGET * data.n_features());
+    let fit = descend(data, &prm, st, lambda, lambda_max, Instant::now(), callback);
+    let terms = holdout_terms(
+        data,
+        y,
+        (fit.intercept, &fit.values),
+        (rows, held_weights),
+        term,
+    );
+    let loss = mean_loss(&terms, held_weights);
+    (fit, terms, loss)
+}
+
+/// The pair terms' blocks: their features, grids and links.
+type PairBlocks<'a> = (&'a [(usize, usize)], &'a [Grid], &'a [PairLink]);
+
+/// The pairs' smooth parts, once chosen: their axes and `μ`.
+struct SmoothParts {
+    axes: Vec<(Axis, Axis)>,
+    mu: f64,
+}
+
+/// Adds smooth parts to the pair terms of `fitted` (every block fitted on all rows at `ρ`,
+/// the pairs' total-variation blocks in `data` after the `p` main effects): a second grid
+/// per pair ([`smooth_axes`]) penalised by `(μ/2) Σ` of its cells' squared differences
+/// ([`crate::smooth`]). Under [`Smoothing::Fixed`] every block is refitted on all rows at that
+/// `μ`. Under [`Smoothing::Auto`], with a held-out `split`: the pairs without smooth parts
+/// (held at zero) and then [`SMOOTH_PATH`] are fitted on the split's training rows,
+/// warm-started from `fitted`, down the path while the held-out loss falls; the smooth parts
+/// are kept only if the best `μ` beats the pairs without them by [`MIN_GAIN_SE`] standard
+/// errors, and every block is then refitted on all rows at it. Returns the parts kept (and
+/// replaces `fitted`), with the path tried; `data` keeps the smooth blocks only when kept.
+#[allow(clippy::too_many_arguments)]
+fn add_smooth_parts<S: PairDescent>(
+    data: &mut BinnedData,
+    y: ArrayView1<'_, f64>,
+    params: &FitParams,
+    mains: &BinnedFit,
+    ((pairs, grids, links), rho): (PairBlocks<'_>, f64),
+    fitted: &mut BinnedFit,
+    split: Option<&Split>,
+    (state, term): (StateMaker<'_, S>, RowLoss<'_>),
+    callback: &mut Option<Callback<'_>>,
+    start: Instant,
+) -> (Option<SmoothParts>, Vec<f64>, Vec<f64>) {
+    let (mut path, mut path_loss) = (Vec::new(), Vec::new());
+    let mu = match params.pairs.smoothing {
+        Smoothing::Off => return (None, path, path_loss),
+        Smoothing::Fixed(mu) => Some(mu),
+        Smoothing::Auto => None,
+    };
+    if split.is_none() && mu.is_none() {
+        return (None, path, path_loss);
+    }
+    let p = data.n_features() - grids.len();
+    let m = pairs.len();
+    // One table per pair block (more than two classes hold several: not built).
+    if fitted.values.get(p).map(Vec::len) != Some(data.features[p].n_bins()) {
+        return (None, path, path_loss);
+    }
+    let axes = smooth_axes(data, &mains.values, pairs);
+    let (sgrids, _) = add_pair_blocks(data, pairs, &axes);
+    let mut init = fitted.values.clone();
+    let extra = init.split_off(p + m);
+    init.extend(data.features[p + m..].iter().map(|f| vec![0.0; f.n_bins()]));
+    init.extend(extra);
+    let shapes = |mu: Option<f64>, tol: f64| {
+        let prm = with_pair_shapes(params, p, (grids, links), rho, tol);
+        with_smooth_shapes(prm, &sgrids, mu)
+    };
+    let lambda = mains.lambda_f;
+    let chosen = match (mu, split) {
+        (Some(mu), _) => Some((mu, init)),
+        (None, Some(split)) => {
+            let Split {
+                rows,
+                held_weights,
+                train,
+            } = split;
+            let best = with_weights(data, train.clone(), |data| {
+                let mut st = state(data, init.clone());
+                let mut base: Option<Vec<f64>> = None;
+                let mut best: Option<PathBest> = None;
+                for mu in std::iter::once(None).chain(SMOOTH_PATH.into_iter().map(Some)) {
+                    let tol = params.tol.max(PAIR_PATH_TOL * rho.min(PAIR_PATH[0]));
+                    let (fit, terms, loss) = path_fit(
+                        (data, y, term),
+                        shapes(mu, tol),
+                        &mut st,
+                        (lambda, mains.lambda_max),
+                        (rows, held_weights),
+                        reborrow(callback),
+                    );
+                    path.push(mu.unwrap_or(0.0));
+                    path_loss.push(loss);
+                    let stop = fit.report.stop == crate::report::StopReason::Callback;
+                    match (mu, best.as_ref().map(|b| b.1)) {
+                        (None, _) => base = Some(terms),
+                        (Some(_), Some(l)) if loss > l * (1.0 + PATH_EQUAL) => break,
+                        (Some(_), Some(l)) if loss >= l => {}
+                        (Some(mu), _) => best = Some((mu, loss, fit.values, terms)),
+                    }
+                    if stop {
+                        return None;
+                    }
+                }
+                match (best, base) {
+                    (Some((mu, _, values, terms)), Some(base))
+                        if significant_gain(&base, &terms, held_weights, MIN_GAIN_SE) =>
+                    {
+                        Some((mu, values))
+                    }
+                    _ => None,
+                }
+            });
+            best
+        }
+        (None, None) => None,
+    };
+    let Some((mu, init)) = chosen else {
+        data.features.truncate(p + m);
+        return (None, path, path_loss);
+    };
+    let prm = shapes(Some(mu), params.tol);
+    let mut st = state(data, init);
+    *fitted = st.descend_pairs(
+        data,
+        &prm,
+        (mains.lambda_f, mains.lambda_max),
+        start,
+        reborrow(callback),
+    );
+    (Some(SmoothParts { axes, mu }), path, path_loss)
 }
 
 /// The fit of the main effects `mains` (blocks on `data`, with their penalty search, found by
@@ -970,10 +1221,58 @@ pub(crate) fn fit_pairs<S: PairDescent>(
             start,
         ));
     }
-    let cell_weights: Vec<Vec<f64>> = data.features[p..]
-        .iter()
-        .map(|f| f.bin_weights.clone())
-        .collect();
+    // The smooth parts (see [`add_smooth_parts`]), unless a callback or the time budget
+    // stopped the fit.
+    let (mut smooth, mut smoothing_path, mut smoothing_path_loss) = (None, Vec::new(), Vec::new());
+    let out_of_time = params
+        .max_time
+        .is_some_and(|t| start.elapsed().as_secs_f64() >= t);
+    if let Ok(PairSearch {
+        blocks: Blocks::Fitted(fit),
+        rho,
+        ..
+    }) = &mut result
+    {
+        if fit.report.stop != crate::report::StopReason::Callback && !out_of_time {
+            (smooth, smoothing_path, smoothing_path_loss) = add_smooth_parts(
+                data,
+                y,
+                params,
+                &mains,
+                ((&pairs, &grids, &links), *rho),
+                fit,
+                split.as_ref(),
+                (state, term),
+                &mut callback,
+                start,
+            );
+        }
+    }
+    let m = pairs.len();
+    // Each term's table and cell weights: on the union of its two parts' axes where it has a
+    // smooth part.
+    let union: Vec<(Axis, Axis)> = match &smooth {
+        Some(parts) => axes
+            .iter()
+            .zip(&parts.axes)
+            .map(|(a, s)| (union_axis(&a.0, &s.0).0, union_axis(&a.1, &s.1).0))
+            .collect(),
+        None => Vec::new(),
+    };
+    let cell_weights: Vec<Vec<f64>> = if smooth.is_some() {
+        pairs
+            .iter()
+            .zip(&union)
+            .map(|(&pair, (a, b))| pair_feature(data, pair, (a, b)).bin_weights)
+            .collect()
+    } else {
+        // The pair blocks' own (none left where the pairs were dropped).
+        data.features[p..]
+            .iter()
+            .take(m)
+            .map(|f| f.bin_weights.clone())
+            .collect()
+    };
     data.features.truncate(p);
     let PairSearch {
         blocks,
@@ -995,7 +1294,26 @@ pub(crate) fn fit_pairs<S: PairDescent>(
     let mut pair_values = fit.values.split_off(p);
     // Entries after the blocks (a state's own, such as the intercepts of a multiclass
     // model) stay last.
-    fit.values.extend(pair_values.split_off(pairs.len()));
+    let parts = if smooth.is_some() { 2 * m } else { m };
+    fit.values.extend(pair_values.split_off(parts));
+    let (axes, grids) = match &smooth {
+        Some(sp) => {
+            let smooth_values = pair_values.split_off(m);
+            let mut grids = Vec::with_capacity(m);
+            pair_values = pair_values
+                .iter()
+                .zip(&smooth_values)
+                .zip(axes.iter().zip(&sp.axes))
+                .map(|((tv, sm), (a, s))| {
+                    let (u, table) = union_table((a, tv), (s, sm));
+                    grids.push(grid_of(&u.0, &u.1));
+                    table
+                })
+                .collect();
+            (union, grids)
+        }
+        None => (axes, grids),
+    };
     let terms = pairs
         .into_iter()
         .zip(axes)
@@ -1020,6 +1338,9 @@ pub(crate) fn fit_pairs<S: PairDescent>(
             path_loss,
             path_n_iter,
             gains,
+            smoothing: smooth.map_or(0.0, |s| s.mu),
+            smoothing_path,
+            smoothing_path_loss,
         },
     ))
 }
@@ -1268,25 +1589,14 @@ fn search_pairs<S: PairDescent>(
                 // The additive model: pair blocks held at zero by a prohibitive
                 // penalty, fitted with the tolerance of the path's first fit.
                 let tol = PAIR_PATH_TOL * r.min(PAIR_PATH[0]);
-                let mut prm = with_pair_shapes(params, p, (grids, links), r, params.tol.max(tol));
-                prm.max_iter = prm.max_iter.min(PATH_BUDGET * data.n_features());
-                let fit = descend(
-                    data,
-                    &prm,
+                let (fit, terms, loss) = path_fit(
+                    (data, y, term),
+                    with_pair_shapes(params, p, (grids, links), r, params.tol.max(tol)),
                     &mut st,
-                    lambda,
-                    mains.lambda_max,
-                    Instant::now(),
+                    (lambda, mains.lambda_max),
+                    (&rows, &held_weights),
                     reborrow(callback),
                 );
-                let terms = holdout_terms(
-                    data,
-                    y,
-                    (fit.intercept, &fit.values),
-                    (&rows, &held_weights),
-                    term,
-                );
-                let loss = mean_loss(&terms, &held_weights);
                 path.push(if r == ADDITIVE { f64::INFINITY } else { r });
                 path_loss.push(loss);
                 path_n_iter.push(fit.report.n_iter);
@@ -1532,6 +1842,61 @@ mod tests {
             codes: Codes::U8(vec![0]),
             bin_weights: weights,
             missing,
+        }
+    }
+
+    /// The union table of a term's two parts gives, for every pair of main bins (missing
+    /// ones included), the sum of the two parts' values there.
+    #[test]
+    fn a_union_table_is_the_sum_of_its_two_parts_everywhere() {
+        let axis = |map: &[usize], cuts: &[f64], missing: bool| {
+            let mut map = map.to_vec();
+            if missing {
+                map.push(MISSING);
+            }
+            Axis {
+                map,
+                cuts: cuts.to_vec(),
+                missing,
+            }
+        };
+        // Feature j: 6 main bins (cuts 1..5), a missing bin; feature k: 5 main bins.
+        let tv = (
+            axis(&[0, 0, 1, 1, 1, 2], &[2.0, 5.0], true),
+            axis(&[0, 1, 1, 1, 1], &[1.0], false),
+        );
+        let sm = (
+            axis(&[0, 1, 1, 2, 2, 2], &[1.0, 3.0], true),
+            axis(&[0, 0, 0, 1, 2], &[3.0, 4.0], false),
+        );
+        let table = |a: &(Axis, Axis), salt: f64| -> Vec<f64> {
+            let cells = a.0.len() * a.1.len();
+            (0..=cells)
+                .map(|c| (c as f64 * 0.37 + salt).sin())
+                .collect()
+        };
+        let (t, s) = (table(&tv, 0.1), table(&sm, 2.0));
+        let ((ua, ub), u) = union_table((&tv, &t), (&sm, &s));
+        assert_eq!(ua.cuts, vec![1.0, 2.0, 3.0, 5.0]);
+        assert_eq!(ub.cuts, vec![1.0, 3.0, 4.0]);
+        assert_eq!(u.len(), ua.len() * ub.len() + 1);
+        let value = |(a, b): (&Axis, &Axis), v: &[f64], i: usize, k: usize| {
+            let (r, c) = (a.map[i], b.map[k]);
+            if r == MISSING || c == MISSING {
+                v[a.len() * b.len()]
+            } else {
+                v[r * b.len() + c]
+            }
+        };
+        for i in 0..ua.map.len() {
+            for k in 0..ub.map.len() {
+                let want = value((&tv.0, &tv.1), &t, i, k) + value((&sm.0, &sm.1), &s, i, k);
+                let got = value((&ua, &ub), &u, i, k);
+                assert!(
+                    (got - want).abs() < 1e-15,
+                    "bins ({i}, {k}): {got} vs {want}"
+                );
+            }
         }
     }
 

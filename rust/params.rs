@@ -194,6 +194,23 @@ pub struct PairParams {
     /// `λ_pair / λ_f`, the pair terms' penalty relative to the main effects'; `None`: chosen
     /// on held-out rows.
     pub penalty: Option<f64>,
+    /// The pair terms' smooth parts ([`crate::smooth`]).
+    pub smoothing: Smoothing,
+}
+
+/// Whether each pair term gets a smooth part: a second grid, finer, penalised by `(μ/2) Σ`
+/// of its cells' squared differences ([`crate::smooth`]); the term is the sum of its two
+/// tables (`interaction_smoothing`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Smoothing {
+    /// No smooth parts: the pair terms of the total variation alone.
+    Off,
+    /// `μ` chosen on held-out rows along [`crate::pairs::SMOOTH_PATH`], kept only if the
+    /// smooth parts beat the pairs without them there (where `ρ` is chosen on held-out
+    /// rows; otherwise off).
+    Auto,
+    /// This `μ` (`> 0`, finite), fitted without a held-out check.
+    Fixed(f64),
 }
 
 /// The core's default is the additive model of the FAST paper (`Count(0)`); the estimators
@@ -205,6 +222,7 @@ impl Default for PairParams {
             max_bins: AUTO_INTERACTION_BINS,
             max_cells: Some(AUTO_INTERACTION_CELLS),
             penalty: None,
+            smoothing: Smoothing::Off,
         }
     }
 }
@@ -235,6 +253,15 @@ impl PairParams {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(FastError::InvalidParameter {
                     name: "interaction_penalty",
+                    message: "must be finite and >= 0 (or 'auto')",
+                    value: v.to_string(),
+                });
+            }
+        }
+        if let Smoothing::Fixed(v) = self.smoothing {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(FastError::InvalidParameter {
+                    name: "interaction_smoothing",
                     message: "must be finite and >= 0 (or 'auto')",
                     value: v.to_string(),
                 });
@@ -331,9 +358,10 @@ pub struct ChainShape {
     /// `None`: a 1-D chain (a main effect). `Some`: a pair term, whose bins are the cells of
     /// a 2-D grid penalised by the anisotropic total variation (see [`crate::grid`]).
     pub grid: Option<Grid>,
-    /// The weight `μ ≥ 0` of the squared term `(μ/2) Σ θ²` on the chain's jumps (0: none;
-    /// always 0 on a grid): with it the block's penalty is an elastic net on its jumps,
-    /// solved exactly by [`crate::enet`].
+    /// The weight `μ ≥ 0` of the squared term `(μ/2) Σ θ²` on the chain's jumps (0: none):
+    /// with it the block's penalty is an elastic net on its jumps, solved exactly by
+    /// [`crate::enet`]. On a grid, the squared differences over its edges: a pair's smooth
+    /// part, whose penalty factor is 0 (no total variation; solved by [`crate::smooth`]).
     pub l2: f64,
 }
 
@@ -379,7 +407,50 @@ impl Grid {
     pub fn cells(self) -> usize {
         self.rows * self.cols
     }
+
+    /// The chain length of a column (rows joined vertically) and of a row.
+    pub fn chain_lengths(self) -> (usize, usize) {
+        (
+            self.rows - usize::from(self.missing_row),
+            self.cols - usize::from(self.missing_col),
+        )
+    }
+
+    /// Calls `f(edge, a, b, vertical)` for every edge `a — b` of the grid (`a < b`), numbered
+    /// from 0: every row's chain (across), then every column's chain (down).
+    pub fn for_each_edge(self, mut f: impl FnMut(usize, usize, usize, bool)) {
+        let cols = self.cols;
+        let (chain_r, chain_c) = self.chain_lengths();
+        let mut e = 0;
+        for r in 0..self.rows {
+            for c in 0..chain_c.saturating_sub(1) {
+                f(e, r * cols + c, r * cols + c + 1, false);
+                e += 1;
+            }
+        }
+        for r in 0..chain_r.saturating_sub(1) {
+            for c in 0..cols {
+                f(e, r * cols + c, (r + 1) * cols + c, true);
+                e += 1;
+            }
+        }
+    }
+
+    /// Calls `f(a, b)` for every edge `a — b` of the grid (`a < b`), in the order of
+    /// [`Grid::for_each_edge`].
+    pub fn edges(self, mut f: impl FnMut(usize, usize)) {
+        self.for_each_edge(|_, a, b, _| f(a, b));
+    }
+
+    /// The weight floor of a pair block's cells in its solves: [`EMPTY_FLOOR`] times their
+    /// mean weight `h`.
+    pub fn weight_floor(h: &[f64]) -> f64 {
+        EMPTY_FLOOR * h.iter().sum::<f64>() / h.len().max(1) as f64
+    }
 }
+
+/// Weight of an empty cell in a pair block's solves, relative to the mean cell weight.
+pub const EMPTY_FLOOR: f64 = 1e-6;
 
 impl ChainShape {
     /// The block's penalty at `λ_f = lambda` (`∞` stays `∞`: a flat chain).
@@ -410,6 +481,10 @@ pub struct Shapes {
     /// every main effect's chain (times its penalty factor; 0: the paper's penalty). Pair
     /// blocks keep the total variation alone.
     pub l2: f64,
+    /// Per block, the weight `μ` of a grid block's squared differences `(μ/2) Σ (θ_a − θ_b)²`
+    /// over its edges (a pair's smooth part, [`crate::smooth`]; its penalty factor is then 0).
+    /// Empty, or 0 for a block: none.
+    pub grid_l2: Vec<f64>,
 }
 
 /// A pair block's features and interaction bins, for the transfers of [`crate::transfer`].
@@ -438,7 +513,7 @@ impl Shapes {
             factor,
             grid,
             l2: if grid.is_some() {
-                0.0
+                self.grid_l2.get(k).copied().unwrap_or(0.0)
             } else {
                 self.l2 * factor
             },

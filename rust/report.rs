@@ -252,4 +252,13 @@ pub struct PairFit {
     pub path_n_iter: Vec<usize>,
     /// The screening gain of every pair kept (empty for a given list).
     pub gains: Vec<f64>,
+    /// `μ` of the pair terms' smooth parts (0: none; [`crate::smooth`]). Each term's table
+    /// is then the sum of its total-variation part and its smooth part, on the union of
+    /// their interaction cuts.
+    pub smoothing: f64,
+    /// The `μ` tried on held-out rows, in order (`0`: the pairs without smooth parts; empty:
+    /// not searched).
+    pub smoothing_path: Vec<f64>,
+    /// Held-out loss at each.
+    pub smoothing_path_loss: Vec<f64>,
 }

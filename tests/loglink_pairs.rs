@@ -9,7 +9,6 @@ use fastpcam::binning::bin_data;
 use fastpcam::loglink::{fit_loglink, fit_loglink_binned_with, LogLinkLoss};
 use fastpcam::newton::Curvature;
 use fastpcam::params::{Interactions, Penalty};
-use fastpcam::solver::with_threads;
 use fastpcam::Rows;
 use ndarray::{Array1, Array2};
 use rand::{Rng, SeedableRng};
@@ -138,17 +137,9 @@ fn one_and_two_threads_agree_with_pairs() {
     let (x, y) = interaction_data(loss, 3000, 3);
     let w: Vec<f64> = (0..3000).map(|i| 0.5 + (i % 3) as f64).collect();
     let prm = pair_params(HELD_OUT, Interactions::List(vec![(0, 1), (1, 2)]));
-    let run = |t| {
-        with_threads(Some(t), || {
-            fit_loglink(Rows::new(x.view(), y.view(), Some(&w)), &prm, loss, None)
-        })
-        .unwrap()
-        .unwrap()
-    };
-    let (a, b) = (run(1), run(2));
-    assert_eq!(a.model, b.model);
-    assert_eq!(a.pairs, b.pairs);
-    assert_eq!(a.report.objective, b.report.objective);
+    common::assert_threads_agree(|| {
+        fit_loglink(Rows::new(x.view(), y.view(), Some(&w)), &prm, loss, None)
+    });
 }
 
 #[test]

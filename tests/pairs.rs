@@ -7,7 +7,7 @@ mod common;
 
 use fastpcam::grid::{grid_tv, solve_grid, GridWorkspace};
 use fastpcam::params::{Grid, Interactions, Penalty, Selection};
-use fastpcam::solver::{fit, with_threads};
+use fastpcam::solver::fit;
 use fastpcam::Rows;
 use ndarray::{Array1, Array2};
 use proptest::prelude::*;
@@ -328,17 +328,7 @@ fn zero_interactions_is_the_additive_fit() {
 fn one_and_two_threads_agree_with_pairs() {
     let (x, y) = interaction_data(3000, 5);
     let prm = pair_params(Interactions::List(vec![(0, 1), (2, 3)]), None);
-    let run = |t| {
-        with_threads(Some(t), || {
-            fit(Rows::new(x.view(), y.view(), None), &prm, None)
-        })
-        .unwrap()
-        .unwrap()
-    };
-    let (a, b) = (run(1), run(2));
-    assert_eq!(a.model, b.model);
-    assert_eq!(a.pairs, b.pairs);
-    assert_eq!(a.report.objective, b.report.objective);
+    common::assert_threads_agree(|| fit(Rows::new(x.view(), y.view(), None), &prm, None));
 }
 
 #[test]

@@ -104,7 +104,7 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
         Where the optimisation keeps its residual information: the logistic loss needs a
         residual per row (``"rows"``; ``"auto"`` means the same). The sufficient-statistics
         engine (``"tables"``) exists for the squared loss only.
-    <<monotonic_cst penalty_factor l2_jumps interactions max_interaction_bins interaction_penalty>>
+    <<monotonic_cst penalty_factor l2_jumps interactions max_interaction_bins interaction_penalty interaction_smoothing>>
         ``monotonic_cst`` and ``penalty_factor``: binary problems only for now (more classes
         with constraints are an error). Pair terms fit for any number of classes (see the
         notes).
@@ -147,7 +147,7 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
     <<n_validation_>>
     engine_ : str
         The engine that ran the fit (``"rows"``).
-    <<n_features_in_ feature_names_in_ is_categorical_ categories_ monotonic_cst_ penalty_factor_ l2_jumps_ interaction_features_ interaction_cuts_ interaction_values_ interaction_penalty_>>
+    <<n_features_in_ feature_names_in_ is_categorical_ categories_ monotonic_cst_ penalty_factor_ l2_jumps_ interaction_features_ interaction_cuts_ interaction_values_ interaction_penalty_ interaction_smoothing_>>
 
     See Also
     --------

@@ -65,6 +65,7 @@ class FitConfig(TypedDict, total=False):
     interactions: Union[int, str, list[tuple[int, int]]]
     max_interaction_bins: Union[int, str]
     interaction_penalty: Union[float, str]
+    interaction_smoothing: Union[float, str]
 
 def defaults() -> FitConfig: ...
 

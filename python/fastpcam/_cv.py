@@ -44,6 +44,7 @@ CV_PARAMS = (
     "lambda_ratios", "cv", "one_standard_error", "max_bins", "selection", "tol", "max_iter", "max_time", "n_jobs",
     "random_state", "subsample_for_bin", "categorical_features", "bins", "verbose", "progress", "monotonic_cst",
     "penalty_factor", "l2_jumps", "interactions", "max_interaction_bins", "interaction_penalty",
+    "interaction_smoothing",
 )  # fmt: skip
 
 _FEATURE_NAME_WARNINGS = ("X does not have valid feature names", "X has feature names")
@@ -280,7 +281,8 @@ class FASTRegressorCV(RegressorMixin, _BaseFAST):
     Pair terms (``interactions``): the folds fit the additive model, so cross-validation
     chooses the main effects' ``lambda_f``; the refit on all the data adds the pairs at that
     ``lambda_f``, with ``interaction_penalty`` (``"auto"``: 0.25, there being no held-out rows
-    in a fit at a given ``lambda_f``).
+    in a fit at a given ``lambda_f``) and ``interaction_smoothing`` (``"auto"``: none, for the
+    same reason; a float adds the smooth parts at that ``μ``).
 
     Folds run in parallel joblib threads (the core releases the GIL): ``min(n_splits, n_threads)``
     folds at a time, each fit using ``n_threads // that`` threads; one fold's training copy
@@ -489,6 +491,7 @@ class FASTRegressorCV(RegressorMixin, _BaseFAST):
             interactions=self.interactions,
             max_interaction_bins=self.max_interaction_bins,
             interaction_penalty=self.interaction_penalty,
+            interaction_smoothing=self.interaction_smoothing,
         )
         with warnings.catch_warnings():
             for message in _FEATURE_NAME_WARNINGS:

@@ -158,7 +158,7 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
         The Tweedie variance power of ``loss="tweedie"``, in (1, 2) (a compound
         Poisson-Gamma distribution, as scikit-learn's ``TweedieRegressor(power=...)``).
         Ignored by the other losses.
-    <<monotonic_cst penalty_factor l2_jumps interactions max_interaction_bins interaction_penalty>>
+    <<monotonic_cst penalty_factor l2_jumps interactions max_interaction_bins interaction_penalty interaction_smoothing>>
 
     Attributes
     ----------
@@ -200,7 +200,7 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
     <<n_validation_>>
     engine_ : str
         The engine that ran the fit: ``"rows"`` or ``"tables"``.
-    <<is_categorical_ categories_ n_features_in_ feature_names_in_ monotonic_cst_ penalty_factor_ l2_jumps_ interaction_features_ interaction_cuts_ interaction_values_ interaction_penalty_>>
+    <<is_categorical_ categories_ n_features_in_ feature_names_in_ monotonic_cst_ penalty_factor_ l2_jumps_ interaction_features_ interaction_cuts_ interaction_values_ interaction_penalty_ interaction_smoothing_>>
 
     Examples
     --------

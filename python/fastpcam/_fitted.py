@@ -236,7 +236,7 @@ def is_multiclass(model: Any) -> bool:
 #: The fitted attributes that a one-class view shares with its multiclass model.
 _SHARED = ("cuts_", "bin_weights_", "missing_weights_", "categories_", "is_categorical_", "feature_names_in_",
            "n_features_in_", "n_jobs", "interaction_features_", "interaction_cuts_", "interaction_weights_",
-           "interaction_penalty_")  # fmt: skip
+           "interaction_penalty_", "interaction_smoothing_")  # fmt: skip
 
 
 def class_state(model: Any, k: int) -> dict[str, Any]:

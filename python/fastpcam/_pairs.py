@@ -116,6 +116,11 @@ def write(est: Any, out: Mapping[str, Any]) -> None:
     est.interaction_values_ = []
     est.interaction_weights_ = []
     est.interaction_penalty_ = float(pairs.get("penalty", 0.0)) if features else 0.0
+    est.interaction_smoothing_ = float(pairs.get("smoothing", 0.0)) if features else 0.0
+    est.smoothing_path_ = {
+        "interaction_smoothing": np.asarray(pairs.get("smoothing_path", []), dtype=np.float64),
+        "validation_loss": np.asarray(pairs.get("smoothing_path_loss", []), dtype=np.float64),
+    }
     est.interaction_path_ = {
         "interaction_penalty": np.asarray(pairs.get("path", []), dtype=np.float64),
         "validation_loss": np.asarray(pairs.get("path_loss", []), dtype=np.float64),

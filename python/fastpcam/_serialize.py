@@ -256,6 +256,7 @@ def model_to_dict(est: Any, feature_names: Sequence[str] | None = None) -> dict[
             for t, (item, w) in enumerate(zip(out["interactions"], weights)):
                 item["weights"] = [_finite_floats(row, f"interaction_weights_[{t}]") for row in np.asarray(w)]
         out["interaction_penalty"] = _stat_to_json(getattr(est, "interaction_penalty_", None))
+        out["interaction_smoothing"] = _stat_to_json(getattr(est, "interaction_smoothing_", None))
     return out
 
 
@@ -320,6 +321,8 @@ def _pairs_from_dict(d: dict[str, Any], est: Any, n_features: int) -> None:
         est.interaction_weights_ = weights
     penalty = _stat_from_json(d.get("interaction_penalty"), "interaction_penalty") if features else None
     est.interaction_penalty_ = float(penalty) if penalty is not None else 0.0
+    smoothing = _stat_from_json(d.get("interaction_smoothing"), "interaction_smoothing") if features else None
+    est.interaction_smoothing_ = float(smoothing) if smoothing is not None else 0.0
 
 
 def _multiclass_to_dict(est: Any, out: dict[str, Any]) -> None:

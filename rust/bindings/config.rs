@@ -13,9 +13,9 @@ use crate::binning::{auto_max_bins, BinningParams, DEFAULT_BIN_SAMPLE_SIZE};
 use crate::loglink::DEFAULT_TWEEDIE_POWER;
 use crate::pairs::AUTO_INTERACTIONS;
 use crate::params::{
-    Engine, FitParams, Interactions, Loss, PairParams, Penalty, Selection, Shapes, Validation,
-    AUTO_INTERACTION_BINS, AUTO_INTERACTION_CELLS, DEFAULT_LAMBDA_RATIO, DEFAULT_MAX_ITER,
-    DEFAULT_TOL, DEFAULT_VALIDATION_FRACTION,
+    Engine, FitParams, Interactions, Loss, PairParams, Penalty, Selection, Shapes, Smoothing,
+    Validation, AUTO_INTERACTION_BINS, AUTO_INTERACTION_CELLS, DEFAULT_LAMBDA_RATIO,
+    DEFAULT_MAX_ITER, DEFAULT_TOL, DEFAULT_VALIDATION_FRACTION,
 };
 use crate::sparse::{
     LambdaS, SparseParams, DEFAULT_MAX_SWAPS, DEFAULT_N_LAMBDA_S, DEFAULT_SCALE_DOWN,
@@ -142,6 +142,10 @@ pub(crate) struct FitConfig {
     /// `λ_pair / λ_f`, or "auto" (chosen on held-out rows).
     #[pyo3(default = FitConfig::default().interaction_penalty)]
     pub interaction_penalty: AutoOr<f64>,
+    /// The weight `μ` of the pair terms' smooth parts, or "auto" (chosen on held-out rows);
+    /// 0: none.
+    #[pyo3(default = FitConfig::default().interaction_smoothing)]
+    pub interaction_smoothing: AutoOr<f64>,
 }
 
 impl Default for FitConfig {
@@ -176,6 +180,7 @@ impl Default for FitConfig {
             interactions: AutoOr::Auto,
             max_interaction_bins: AutoOr::Auto,
             interaction_penalty: AutoOr::Auto,
+            interaction_smoothing: AutoOr::Auto,
         }
     }
 }
@@ -214,6 +219,11 @@ impl FitConfig {
                 AutoOr::Auto => None,
                 AutoOr::Value(v) => Some(v),
             },
+            smoothing: match self.interaction_smoothing {
+                AutoOr::Auto => Smoothing::Auto,
+                AutoOr::Value(0.0) => Smoothing::Off,
+                AutoOr::Value(v) => Smoothing::Fixed(v),
+            },
         }
     }
 
@@ -224,6 +234,7 @@ impl FitConfig {
             penalty_factor: self.penalty_factor.clone().unwrap_or_default(),
             grids: Vec::new(),
             links: Vec::new(),
+            grid_l2: Vec::new(),
             // "auto" is resolved by the fit that knows its loss and rows (`fit`); elsewhere
             // it is 0.
             l2: match self.l2_jumps {

@@ -24,7 +24,7 @@ use crate::logistic;
 use crate::loglink::{self, LogLinkLoss};
 use crate::model::AdditiveModel;
 use crate::multinomial;
-use crate::params::Loss;
+use crate::params::{Loss, Smoothing};
 use crate::solver::{self, Progress};
 use config::{AutoOr, FitConfig};
 use errors::{compute, compute_interruptible, no_panic};
@@ -55,6 +55,11 @@ fn fit<'py>(
     let (loss, engine) = config.loss_engine()?;
     if matches!(config.l2_jumps, AutoOr::Auto) && loss == Loss::Logistic && n_classes.is_none() {
         params.shapes.l2 = logistic::auto_l2_jumps(x.nrows());
+    }
+    // "auto" smooth parts for the squared loss only: on the five binary tasks the held-out
+    // choice kept them on two with the same test log-loss, at 2-4.5 times the fit time.
+    if matches!(config.interaction_smoothing, AutoOr::Auto) && loss != Loss::Squared {
+        params.pairs.smoothing = Smoothing::Off;
     }
     let l2_jumps = params.shapes.l2;
     let cancel = AtomicBool::new(false);

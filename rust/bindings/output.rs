@@ -77,6 +77,9 @@ pub(crate) struct PairOutput<'py> {
     path_loss: Bound<'py, PyArray1<f64>>,
     path_n_iter: Bound<'py, PyArray1<i64>>,
     gains: Bound<'py, PyArray1<f64>>,
+    smoothing: f64,
+    smoothing_path: Bound<'py, PyArray1<f64>>,
+    smoothing_path_loss: Bound<'py, PyArray1<f64>>,
 }
 
 impl<'py> PairOutput<'py> {
@@ -93,6 +96,9 @@ impl<'py> PairOutput<'py> {
             path_loss: pairs.path_loss.into_pyarray(py),
             path_n_iter: counts(py, pairs.path_n_iter),
             gains: pairs.gains.into_pyarray(py),
+            smoothing: pairs.smoothing,
+            smoothing_path: pairs.smoothing_path.into_pyarray(py),
+            smoothing_path_loss: pairs.smoothing_path_loss.into_pyarray(py),
         };
         for t in pairs.terms {
             let (a, b) = t.axes;

@@ -126,3 +126,17 @@ pub fn assert_documented_search(s: &PenaltySearch) -> usize {
     assert_eq!(s.n_iter.len(), s.ratios.len());
     best_coarse
 }
+
+/// Runs `fit` in pools of 1 and 2 threads and asserts that the two fits are the same bit for
+/// bit: model, pair terms and objective.
+pub fn assert_threads_agree(fit: impl Fn() -> Result<Fit, FastError> + Sync) {
+    let run = |t| {
+        fastpcam::solver::with_threads(Some(t), &fit)
+            .unwrap()
+            .unwrap()
+    };
+    let (a, b) = (run(1), run(2));
+    assert_eq!(a.model, b.model);
+    assert_eq!(a.pairs, b.pairs);
+    assert_eq!(a.report.objective, b.report.objective);
+}

@@ -396,14 +396,16 @@ def test_auto_interaction_bins_give_a_few_valued_features_partner_the_cells():
     # pair with a narrow side (at most NARROW_SIDE values) up to NARROW_CELLS cells, beyond
     # 64 bins a side where x1's main effect has the pieces to fill them (2 x 256 here); a
     # fixed interaction_penalty keeps 2 x 64 (256 cells at most); an int b gives b bins a side.
+    # These are the total-variation grids' layouts: the smooth parts, which add a grid of
+    # their own to a term (test_smoothing.py), are off.
     rng = np.random.default_rng(5)
     n = 20000
     X = np.column_stack([rng.integers(0, 2, n).astype(float), rng.uniform(0, 1, n), rng.uniform(0, 1, n)])
     truth = 4.0 * X[:, 0] * X[:, 1] + X[:, 2]
     y = truth + 0.05 * rng.standard_normal(n)
-    auto = FASTRegressor(interactions=[(0, 1)]).fit(X, y)
-    fixed = FASTRegressor(interactions=[(0, 1)], interaction_penalty=0.01).fit(X, y)
-    sixteen = FASTRegressor(interactions=[(0, 1)], max_interaction_bins=16).fit(X, y)
+    auto = FASTRegressor(interaction_smoothing=0, interactions=[(0, 1)]).fit(X, y)
+    fixed = FASTRegressor(interaction_smoothing=0, interactions=[(0, 1)], interaction_penalty=0.01).fit(X, y)
+    sixteen = FASTRegressor(interaction_smoothing=0, interactions=[(0, 1)], max_interaction_bins=16).fit(X, y)
     rows, cols = auto.interaction_values_[0].shape
     assert rows == 2 and _core.AUTO_INTERACTION_BINS < cols <= _core.NARROW_CELLS // 2
     assert fixed.interaction_values_[0].shape == (2, _core.AUTO_INTERACTION_BINS)
@@ -413,13 +415,13 @@ def test_auto_interaction_bins_give_a_few_valued_features_partner_the_cells():
     # A switch times a step in noise: x1's main effect has few pieces, so the partner keeps
     # 64 bins (at most two per piece, at least 64).
     step = 2.0 * X[:, 0] * (X[:, 1] > 0.5) + X[:, 2] + rng.standard_normal(n)
-    coarse = FASTRegressor(interactions=[(0, 1)]).fit(X, step)
+    coarse = FASTRegressor(interaction_smoothing=0, interactions=[(0, 1)]).fit(X, step)
     assert coarse.interaction_values_[0].shape == (2, _core.AUTO_INTERACTION_BINS)
     # Two many-valued features share the budget: 32 x 32 for one of the five strongest
     # pairs (16 x 16 beyond them: the Rust tests of pair_bins and pair_cells).
-    both = FASTRegressor(interactions=[(1, 2)]).fit(X, y)
+    both = FASTRegressor(interaction_smoothing=0, interactions=[(1, 2)]).fit(X, y)
     assert both.interaction_values_[0].shape == (32, 32)
-    sixteen = FASTRegressor(interactions=[(1, 2)], max_interaction_bins=16).fit(X, y)
+    sixteen = FASTRegressor(interaction_smoothing=0, interactions=[(1, 2)], max_interaction_bins=16).fit(X, y)
     assert sixteen.interaction_values_[0].shape == (16, 16)
 
 
@@ -491,10 +493,11 @@ def test_many_weak_interactions_take_more_coarser_pairs(seed):
     # pairs at 1/PAIR_COARSE_FACTOR of the cells (8 x 8), and here those beat the default
     # layout's 40 pairs of 16 x 16 (and 32 x 32) by MIN_GAIN_SE standard errors on held-out
     # rows. They are also closer to the truth on new rows than the default layout
-    # (interactions=40: one layout), which tells the layouts apart.
+    # (interactions=40: one layout), which tells the layouts apart. The smooth parts, which
+    # add a grid of their own to each term (test_smoothing.py), are off in both.
     X, y, Xt, ft = weak_interactions(seed)
-    auto = FASTRegressor().fit(X, y)
-    default = FASTRegressor(interactions=40).fit(X, y)
+    auto = FASTRegressor(interaction_smoothing=0).fit(X, y)
+    default = FASTRegressor(interactions=40, interaction_smoothing=0).fit(X, y)
     assert len(auto.interaction_features_) > 40
     assert max(pair_sides(auto)) <= 8 < max(pair_sides(default))
     for t, values in enumerate(auto.interaction_values_):

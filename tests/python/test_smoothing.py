@@ -1,0 +1,127 @@
+"""The pair terms' smooth parts (``interaction_smoothing``): chosen on held-out rows where
+they help and left out where no rows are held out, the reported tables still predict
+exactly, model files keep them, and bad values are named."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+import fastpcam
+from fastpcam import FASTClassifier, FASTRegressor, FASTRegressorCV
+
+SMOOTH_PATH = (0.032, 0.016, 0.008, 0.004, 0.002)
+
+
+def bilinear(n, seed=5, noise=0.5):
+    """``x0 + 1.5 Σ x_j x_k`` over four pairs of six features on [-1, 1]: smooth surfaces."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n + 20000, 6))
+    pairs = list(itertools.combinations(range(6), 2))
+    rng.shuffle(pairs)
+    f = X[:, 0] + sum(1.5 * X[:, j] * X[:, k] for j, k in pairs[:4])
+    y = f + noise * rng.standard_normal(len(f))
+    return X[:n], y[:n], X[n:], f[n:]
+
+
+def table_predict(m, X):
+    """``intercept_ + Σ values_ + Σ interaction_values_`` by ``searchsorted``, as documented."""
+    out = np.full(len(X), float(m.intercept_))
+    for j, (cuts, values) in enumerate(zip(m.cuts_, m.values_)):
+        out += values[np.searchsorted(cuts, X[:, j], "right")]
+    for (j, k), (cj, ck), table in zip(m.interaction_features_, m.interaction_cuts_, m.interaction_values_):
+        out += table[np.searchsorted(cj, X[:, j], "right"), np.searchsorted(ck, X[:, k], "right")]
+    return out
+
+
+@pytest.fixture(scope="module")
+def smooth_fit():
+    X, y, Xt, ft = bilinear(3000)
+    auto = FASTRegressor(n_jobs=2).fit(X, y)
+    off = FASTRegressor(n_jobs=2, interaction_smoothing=0).fit(X, y)
+    return X, Xt, ft, auto, off
+
+
+def test_auto_keeps_smooth_parts_on_smooth_surfaces_and_they_help(smooth_fit):
+    _, Xt, ft, auto, off = smooth_fit
+    assert auto.interaction_smoothing_ in SMOOTH_PATH
+    path = auto.smoothing_path_
+    assert path["interaction_smoothing"][0] == 0.0
+    assert len(path["interaction_smoothing"]) == len(path["validation_loss"]) >= 2
+    best = list(path["interaction_smoothing"]).index(auto.interaction_smoothing_)
+    assert path["validation_loss"][best] == path["validation_loss"].min()
+    assert off.interaction_smoothing_ == 0.0
+    assert len(off.smoothing_path_["interaction_smoothing"]) == 0
+    # Excess risk against the true surface: the smooth parts fit these surfaces better.
+    err_auto = np.mean((auto.predict(Xt) - ft) ** 2)
+    err_off = np.mean((off.predict(Xt) - ft) ** 2)
+    assert err_auto < 0.85 * err_off, (err_auto, err_off)
+    assert auto.converged_, auto.kkt_residual_
+
+
+def test_the_summed_tables_predict_exactly_and_are_purified(smooth_fit):
+    X, Xt, _, auto, off = smooth_fit
+    for m in (auto, off):
+        np.testing.assert_allclose(table_predict(m, Xt), m.predict(Xt), rtol=0, atol=1e-10)
+    # The tables are on the union of the two parts' cuts: finer than the pair grids.
+    assert sum(len(c[0]) for c in auto.interaction_cuts_) > sum(len(c[0]) for c in off.interaction_cuts_)
+    for (j, k), (cj, ck), table, w in zip(
+        auto.interaction_features_, auto.interaction_cuts_, auto.interaction_values_, auto.interaction_weights_
+    ):
+        assert table.shape == (len(cj) + 1, len(ck) + 1)
+        assert set(cj) <= set(auto.cuts_[j]) and set(ck) <= set(auto.cuts_[k])
+        w = np.asarray(w)[: table.size].reshape(table.shape)
+        rows = (w * table).sum(axis=1)
+        assert np.all(np.abs(rows) <= 1e-8 * (1 + np.abs(table).max() * w.sum()))
+
+
+def test_no_held_out_rows_means_no_smooth_parts_and_a_float_adds_them():
+    X, y, Xt, _ = bilinear(2000)
+    # A fixed penalty holds no rows out: "auto" is the fit without smooth parts, bit for bit.
+    a = FASTRegressor(n_jobs=2, lambda_ratio=0.01, interactions=[(0, 1), (2, 3)]).fit(X, y)
+    b = FASTRegressor(n_jobs=2, lambda_ratio=0.01, interactions=[(0, 1), (2, 3)], interaction_smoothing=0).fit(X, y)
+    np.testing.assert_array_equal(a.predict(Xt), b.predict(Xt))
+    assert a.interaction_smoothing_ == 0.0
+    c = FASTRegressor(n_jobs=2, lambda_ratio=0.01, interactions=[(0, 1), (2, 3)], interaction_smoothing=0.01).fit(X, y)
+    assert c.interaction_smoothing_ == 0.01
+    assert not np.array_equal(c.predict(Xt), a.predict(Xt))
+    np.testing.assert_allclose(table_predict(c, Xt), c.predict(Xt), rtol=0, atol=1e-10)
+    # FASTRegressorCV's refit is at a given lambda_f: the same rule.
+    cv = FASTRegressorCV(cv=3, n_jobs=2, interactions=[(0, 1)], interaction_smoothing=0.01).fit(X, y)
+    assert cv.interaction_smoothing_ == 0.01
+
+
+def test_model_files_keep_the_smooth_parts(smooth_fit, tmp_path):
+    _, Xt, _, auto, _ = smooth_fit
+    again = FASTRegressor.from_json(auto.to_json())
+    np.testing.assert_array_equal(again.predict(Xt), auto.predict(Xt))
+    assert again.interaction_smoothing_ == auto.interaction_smoothing_
+
+
+def test_a_classifier_gets_smooth_parts_too():
+    X, y, Xt, ft = bilinear(4000, seed=7, noise=0.0)
+    rng = np.random.default_rng(1)
+    labels = (rng.uniform(size=len(y)) < 1 / (1 + np.exp(-y))).astype(int)
+    m = FASTClassifier(n_jobs=2, interaction_smoothing=0.01, interactions=[(0, 1), (2, 3)]).fit(X, labels)
+    assert m.interaction_smoothing_ == 0.01
+    assert m.converged_, m.kkt_residual_
+    logit = table_predict(m, Xt)
+    np.testing.assert_allclose(1 / (1 + np.exp(-logit)), m.predict_proba(Xt)[:, 1], rtol=0, atol=1e-10)
+    h = m.history_["objective"]
+    assert np.all(np.diff(h) <= 1e-12 * np.abs(h[:-1]))
+
+
+def test_more_than_two_classes_refuse_a_fixed_value_and_auto_adds_none():
+    X, y, _, _ = bilinear(900)
+    labels = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))
+    with pytest.raises(ValueError, match="interaction_smoothing"):
+        FASTClassifier(interaction_smoothing=0.01, interactions=[(0, 1)]).fit(X, labels)
+    m = FASTClassifier(n_jobs=2, interactions=[(0, 1)]).fit(X, labels)
+    assert m.interaction_smoothing_ == 0.0
+
+
+@pytest.mark.parametrize("bad", [-1.0, np.nan, np.inf, "smooth"])
+def test_bad_values_are_named(bad):
+    X, y, _, _ = bilinear(200)
+    with pytest.raises(ValueError, match="interaction_smoothing"):
+        FASTRegressor(interaction_smoothing=bad).fit(X, y)
