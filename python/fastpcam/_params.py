@@ -360,7 +360,8 @@ DOCS: dict[str, str] = {
     ),
     "interaction_smoothing_": (
         "interaction_smoothing_ : float\n"
-        "    ``μ`` of the pair terms' smooth parts as fitted (0: none)."
+        "    ``μ`` of the pair terms' smooth parts as fitted (0: none); ``smoothing_path_`` holds\n"
+        "    the ``μ`` tried on held-out rows (0 first: no smooth parts) and their held-out loss."
     ),
     "monotonic_cst_": (
         "monotonic_cst_ : ndarray of shape (n_features_in_,)\n"
