@@ -819,14 +819,12 @@ fn add_smooth_parts<S: PairDescent>(
     start: Instant,
 ) -> (Option<SmoothParts>, Vec<f64>, Vec<f64>) {
     let (mut path, mut path_loss) = (Vec::new(), Vec::new());
-    let mu = match params.pairs.smoothing {
-        Smoothing::Off => return (None, path, path_loss),
-        Smoothing::Fixed(mu) => Some(mu),
-        Smoothing::Auto => None,
+    // A fixed `μ`, or the held-out split its path runs on.
+    let (mu, held_out) = match (params.pairs.smoothing, split) {
+        (Smoothing::Fixed(mu), _) => (Some(mu), None),
+        (Smoothing::Auto, Some(split)) => (None, Some(split)),
+        (Smoothing::Off, _) | (Smoothing::Auto, None) => return (None, path, path_loss),
     };
-    if split.is_none() && mu.is_none() {
-        return (None, path, path_loss);
-    }
     let p = data.n_features() - grids.len();
     let m = pairs.len();
     // One table per pair block (more than two classes hold several: not built).
@@ -844,9 +842,9 @@ fn add_smooth_parts<S: PairDescent>(
         with_smooth_shapes(prm, &sgrids, mu)
     };
     let lambda = mains.lambda_f;
-    let chosen = match (mu, split) {
-        (Some(mu), _) => Some((mu, init)),
-        (None, Some(split)) => {
+    let chosen = match held_out {
+        None => mu.map(|mu| (mu, init)),
+        Some(split) => {
             let Split {
                 rows,
                 held_weights,
@@ -856,8 +854,8 @@ fn add_smooth_parts<S: PairDescent>(
                 let mut st = state(data, init.clone());
                 let mut base: Option<Vec<f64>> = None;
                 let mut best: Option<PathBest> = None;
+                let tol = params.tol.max(PAIR_PATH_TOL * rho.min(PAIR_PATH[0]));
                 for mu in std::iter::once(None).chain(SMOOTH_PATH.into_iter().map(Some)) {
-                    let tol = params.tol.max(PAIR_PATH_TOL * rho.min(PAIR_PATH[0]));
                     let (fit, terms, loss) = path_fit(
                         (data, y, term),
                         shapes(mu, tol),
@@ -890,7 +888,6 @@ fn add_smooth_parts<S: PairDescent>(
             });
             best
         }
-        (None, None) => None,
     };
     let Some((mu, init)) = chosen else {
         data.features.truncate(p + m);

@@ -183,16 +183,16 @@ pub fn solve_smooth(
         ws.xo
             .extend((0..n).map(|c| ws.x[band_index(c, grid, transposed)]));
         residual(grid, mu, (&ws.h, z), &ws.xo, &mut ws.ro);
-        ws.r.resize(n, 0.0);
+        // The residual in band order (into `rhs`, no longer needed), and `A⁻¹ r` into `r`.
         for c in 0..n {
-            ws.r[band_index(c, grid, transposed)] = ws.ro[c];
+            ws.rhs[band_index(c, grid, transposed)] = ws.ro[c];
         }
-        let r = ws.r.clone();
+        ws.r.clone_from(&ws.rhs);
         solve_band(band, n, width, &mut ws.r);
         if refine {
             ws.x.iter_mut().zip(&ws.r).for_each(|(x, e)| *x += e);
         } else {
-            gap = 0.5 * r.iter().zip(&ws.r).map(|(r, e)| r * e).sum::<f64>();
+            gap = 0.5 * ws.rhs.iter().zip(&ws.r).map(|(r, e)| r * e).sum::<f64>();
         }
     }
     for (c, o) in out[..n].iter_mut().enumerate() {
