@@ -207,6 +207,8 @@ struct PairBuffers {
     pava: PavaWorkspace,
     z: Vec<f64>,
     bnew: Vec<f64>,
+    /// The second block's grid solve, when both blocks are pair blocks.
+    grid_ws: GridWorkspace,
 }
 
 fn weighted_resid_loss(data: &BinnedData, resid: &[f64], vresid: &mut [f64]) -> f64 {
@@ -320,9 +322,9 @@ impl BlockState {
             let shape = self.shape(k);
             self.tv[k] = block_tv(&self.beta[k], self.n_chain[k], shape);
             self.smooth[k] = block_smooth(&self.beta[k], self.n_chain[k], shape);
-            let cells = shape.grid.map_or(0, Grid::cells);
-            if self.duals[k].len() != cells {
-                self.duals[k] = vec![0.0; cells];
+            let len = shape.grid.map_or(0, Grid::dual_len);
+            if self.duals[k].len() != len {
+                self.duals[k] = vec![0.0; len];
             }
         }
     }
@@ -515,7 +517,8 @@ impl BlockState {
     ) -> bool {
         let (cells, nb) = (grid.cells(), data.features[k].n_bins());
         let (beta, sums, wn) = (&self.beta[k], &self.sums[k], &self.wn[k]);
-        self.dual_before.clone_from(&self.duals[k]);
+        self.dual_before.clear();
+        self.dual_before.extend_from_slice(&self.duals[k][..cells]);
         let Some(_) = grid_step(
             (&sums[..nb], &beta[..nb], &wn[..nb]),
             grid,
@@ -547,7 +550,7 @@ impl BlockState {
         } else {
             // The block stays, but its certificate may have changed (a first solve replaces
             // the zero split a pair block starts with): its score must be read again.
-            self.dual_before != self.duals[k]
+            self.dual_before[..] != self.duals[k][..cells]
         }
     }
 
@@ -568,7 +571,8 @@ impl BlockState {
     /// computed before `k1` moved, is applied only if it still lowers the objective (exactly
     /// predicted from `k2`'s sums after `k1`'s update): returns the objective after `k1` and
     /// whether `k2` was applied. The objective never increases; a rejected `k2` is left to an
-    /// ordinary update. Leaves every block's sums stale.
+    /// ordinary update. Leaves every block's sums stale. Two pair blocks: their grid steps
+    /// ([`BlockState::update_grid_pair`]); a pair block with a chain: `k1`'s update alone.
     pub fn update_pair(&mut self, data: &BinnedData, pair: Pair, lambda: f64) -> (f64, bool) {
         let Pair {
             first: k1,
@@ -576,8 +580,11 @@ impl BlockState {
             fresh,
         } = pair;
         assert!(k1 != k2, "a pair needs two blocks");
+        if self.shape(k1).grid.is_some() && self.shape(k2).grid.is_some() && !self.uses_tables() {
+            return self.update_grid_pair(data, pair, lambda);
+        }
         if self.shape(k1).grid.is_some() || self.shape(k2).grid.is_some() {
-            // A pair term's block: one ordinary update.
+            // A pair term's block with a chain: one ordinary update.
             if !fresh {
                 self.refresh_sums(data, k1);
             }
@@ -661,6 +668,100 @@ impl BlockState {
         }
         self.pair.bnew = new2;
         (after_first, accept)
+    }
+
+    /// [`BlockState::update_pair`] of two pair blocks (rows engine): both grid steps from one
+    /// residual, side by side on two threads (a grid's exact solve takes many times a pass over
+    /// the rows, unlike a chain's FLSA); then `k1`'s update as [`BlockState::update_grid`]
+    /// applies it, and `k2`'s solution only if it still lowers the objective (exactly
+    /// predicted from `k2`'s sums after `k1`'s update). Each block's dual becomes its solve's
+    /// (any split of the gradient certifies, see [`crate::grid`]). The same numbers on any
+    /// number of threads.
+    fn update_grid_pair(&mut self, data: &BinnedData, pair: Pair, lambda: f64) -> (f64, bool) {
+        let Pair {
+            first: k1,
+            second: k2,
+            fresh,
+        } = pair;
+        if !fresh {
+            self.refresh_sums(data, k1);
+            self.refresh_sums(data, k2);
+        }
+        let (g1, g2) = (self.shape(k1), self.shape(k2));
+        let len = self.z.len();
+        let pb = &mut self.pair;
+        if pb.z.len() < len {
+            pb.z = vec![0.0; len];
+            pb.bnew = vec![0.0; len];
+        }
+        let (nb1, nb2) = (data.features[k1].n_bins(), data.features[k2].n_bins());
+        let (d1, d2) = two_mut(&mut self.duals, k1, k2);
+        let (beta, sums, wn) = (&self.beta, &self.sums, &self.wn);
+        let step = |k: usize,
+                    nb: usize,
+                    shape: ChainShape,
+                    dual: &mut Vec<f64>,
+                    ws: &mut GridWorkspace,
+                    z: &mut Vec<f64>,
+                    out: &mut Vec<f64>| {
+            grid_step(
+                (&sums[k][..nb], &beta[k][..nb], &wn[k][..nb]),
+                shape.grid.expect("a pair block"),
+                (shape.penalty(lambda), shape.l2),
+                dual,
+                ws,
+                z,
+                out,
+            )
+            .is_some()
+        };
+        let (ws1, z1, out1) = (&mut self.grid_ws, &mut self.z, &mut self.bnew);
+        let (ws2, z2, out2) = (&mut pb.grid_ws, &mut pb.z, &mut pb.bnew);
+        let (solved1, solved2) = rayon::join(
+            || step(k1, nb1, g1, d1, ws1, z1, out1),
+            || step(k2, nb2, g2, d2, ws2, z2, out2),
+        );
+        // k1: applied if it lowers the objective (sums fresh), k2's sums then refreshed in
+        // the same pass over the rows.
+        if solved1 {
+            let change = self.grid_change(k1, &self.bnew[..nb1], lambda);
+            if change < -GRID_MARGIN * self.objective(lambda).abs() {
+                let new = std::mem::take(&mut self.bnew);
+                self.set_block_then_sums(data, k1, &new[..nb1], Some(k2));
+                self.bnew = new;
+            }
+        }
+        let after_first = self.objective(lambda);
+        let mut accept = false;
+        if solved2 {
+            let change = self.grid_change(k2, &self.pair.bnew[..nb2], lambda);
+            accept = change < -PAIR_MARGIN * after_first.abs();
+            if accept {
+                let new2 = std::mem::take(&mut self.pair.bnew);
+                self.set_block(data, k2, &new2[..nb2]);
+                self.pair.bnew = new2;
+            }
+        }
+        // A block that stayed may still have a new certificate: the caller reads every score
+        // again (it treats every block's sums as stale).
+        (after_first, accept)
+    }
+
+    /// The exact change of the objective if block `k` (a pair block, fresh sums) took the
+    /// values `new`: `−Σ_b Δ_b R_b + ½ Σ_b (w_b/W) Δ_b² + λ Δpenalty`.
+    fn grid_change(&self, k: usize, new: &[f64], lambda: f64) -> f64 {
+        let (beta, sums, wn) = (&self.beta[k], &self.sums[k], &self.wn[k]);
+        let loss_change: f64 = (0..new.len())
+            .map(|b| {
+                let d = new[b] - beta[b];
+                -d * sums[b] + 0.5 * wn[b] * d * d
+            })
+            .sum();
+        let shape = self.shape(k);
+        let cells = shape.grid.map_or(0, Grid::cells);
+        loss_change
+            + lambda * (block_tv(new, cells, shape) - self.tv[k])
+            + smooth_change(beta, new, cells, shape)
     }
 
     /// Sets block `k` to `values` (centred here, the mean going into the intercept) and
@@ -1054,10 +1155,12 @@ impl DescentState for BlockState {
     }
 
     fn greedy_pair_pays(&mut self, data: &BinnedData, (k, k2): (usize, usize)) -> bool {
-        // Two chains (a pair term's grid takes one ordinary update), and no table carrying
-        // every block's sums through block `k`'s update (that saves more than a pair).
+        // Two chains or two pair blocks (a grid with a chain takes one ordinary update), and
+        // no table carrying every block's sums through block `k`'s update (that saves more
+        // than a pair).
         let chains = self.shape(k).grid.is_none() && self.shape(k2).grid.is_none();
-        chains && BlockState::pairs_pay(self, data) && self.table_for(data, k).is_none()
+        let grids = self.shape(k).grid.is_some() && self.shape(k2).grid.is_some();
+        (chains || grids) && BlockState::pairs_pay(self, data) && self.table_for(data, k).is_none()
     }
 
     fn update_pair(&mut self, data: &BinnedData, pair: Pair, lambda: f64) -> (f64, bool) {

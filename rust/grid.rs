@@ -74,6 +74,8 @@ pub struct GridWorkspace {
     seeded: Vec<(usize, usize)>,
     /// Each cell's net outflow (the dual point).
     net: Vec<f64>,
+    /// Each node's terminal capacity in the current region's network.
+    excess: Vec<f64>,
     /// The buffers of a smooth block's solve ([`crate::smooth`]).
     smooth: SmoothWorkspace,
 }
@@ -108,15 +110,15 @@ fn forward_edges(grid: Grid, cell: usize) -> [Option<(usize, usize)>; 2] {
     ]
 }
 
-/// The number of edges of the grid.
-fn n_edges(grid: Grid) -> usize {
-    let (chain_r, chain_c) = grid.chain_lengths();
-    grid.rows * chain_c.saturating_sub(1) + chain_r.saturating_sub(1) * grid.cols
-}
-
 /// Minimises `½ Σ_c h_c (θ_c − z_c)² + lambda · TV2(θ)` over the grid exactly (see the module
 /// documentation) into `out`, and writes the column part of the gradient (`Q`, gradient
-/// units: each cell's net flow over its column edges) into `dual`. Weights below
+/// units: each cell's net flow over its column edges) into `dual[..cells]`. Where `dual` holds
+/// [`Grid::dual_len`] entries, the rest are the edge flows (from each edge's first cell to its
+/// second): the last solve's flows (clamped to `±lambda`) start every maximum flow of this one,
+/// and this solve's are written back. Any flows within `±lambda` give the same cuts (a
+/// maximum flow from a feasible flow routes only the cells' excess over its divergence), so
+/// they change the work, not the solution: near a fit's optimum a block's flows barely move,
+/// and each maximum flow routes the change alone. Weights below
 /// [`Grid::weight_floor`] are raised to it. `lambda = ∞` gives every connected part of the grid its
 /// `h`-weighted mean. Slices hold `grid.cells()` entries; `h ≥ 0` with at least one positive
 /// entry, `z` finite.
@@ -147,6 +149,14 @@ pub fn solve_grid(
         dual[..n].iter_mut().for_each(|d| *d = 0.0);
         return GridSolve { cuts: 0, gap: 0.0 };
     }
+    let ne = grid.n_edges();
+    ws.flow.clear();
+    match dual.get(n..n + ne) {
+        Some(flows) => ws
+            .flow
+            .extend(flows.iter().map(|f| f.clamp(-lambda, lambda))),
+        None => ws.flow.resize(ne, 0.0),
+    }
     let (mut cuts, mut solved) = (0, false);
     if let Some(start) = start {
         (cuts, solved) = divide(z, grid, lambda, Some(&start[..n]), ws, out);
@@ -174,6 +184,9 @@ pub fn solve_grid(
         primal += 0.5 * ws.h[c] * d * d;
         dual_value += net[c] * z[c] - 0.5 * net[c] * net[c] / ws.h[c];
     }
+    if let Some(flows) = dual.get_mut(n..n + ne) {
+        flows.copy_from_slice(&ws.flow);
+    }
     GridSolve {
         cuts,
         gap: (primal + lambda * grid_tv(&out[..n], grid) - dual_value).max(0.0),
@@ -181,8 +194,9 @@ pub fn solve_grid(
 }
 
 /// The divide-and-conquer solve of [`solve_grid`] (weights in `ws.h`), from the whole grid or
-/// from the parts of `seed`; edge flows into `ws.flow`. Returns the number of cuts and whether
-/// the solution is optimal (always, without a seed).
+/// from the parts of `seed`; edge flows into `ws.flow`, whose entries (within `±lambda`) start
+/// each region's maximum flow. Returns the number of cuts and whether the solution is optimal
+/// (always, without a seed).
 fn divide(
     z: &[f64],
     grid: Grid,
@@ -194,8 +208,6 @@ fn divide(
     let n = grid.cells();
     ws.zs.clear();
     ws.zs.extend_from_slice(&z[..n]);
-    ws.flow.clear();
-    ws.flow.resize(n_edges(grid), 0.0);
     ws.cells.clear();
     ws.cells.extend(0..n);
     ws.label.clear();
@@ -263,24 +275,35 @@ fn divide(
             den += ws.h[c];
         }
         let alpha = num / den;
-        // The network: one node per cell, its terminal capacity `h (z − α)`.
+        // The network: one node per cell, its terminal capacity `h (z − α)` less its net
+        // outflow in the region's current flows `f` (`|f| ≤ λ`), which its edges carry
+        // already (residuals `λ ∓ f`): the cut is the same for any such start.
         let m = hi - lo;
         ws.network.reset(m);
         ws.arcs.clear();
+        ws.excess.clear();
+        ws.excess.resize(m, 0.0);
         let mut total = 0.0;
         for (i, &c) in ws.cells[lo..hi].iter().enumerate() {
             ws.node[c] = i;
             let d = ws.h[c] * (ws.zs[c] - alpha);
             total += d.abs();
-            ws.network.set_terminal(i, d);
+            ws.excess[i] = d;
         }
         for &c in &ws.cells[lo..hi] {
             for (e, nb) in forward_edges(grid, c).into_iter().flatten() {
                 if ws.label[nb] == label {
-                    let arc = ws.network.add_edge(ws.node[c], ws.node[nb], lambda, lambda);
+                    let f = ws.flow[e];
+                    let (u, v) = (ws.node[c], ws.node[nb]);
+                    let arc = ws.network.add_edge(u, v, lambda - f, lambda + f);
+                    ws.excess[u] -= f;
+                    ws.excess[v] += f;
                     ws.arcs.push((e, c, nb, arc));
                 }
             }
+        }
+        for (i, &x) in ws.excess.iter().enumerate() {
+            ws.network.set_terminal(i, x);
         }
         let eps = 1e-13 * (total + scale * f64::EPSILON);
         ws.network.max_flow(eps);
@@ -290,13 +313,14 @@ fn divide(
             .iter()
             .filter(|&&c| ws.side[ws.node[c]])
             .count();
+        // The flows of this network are its edges' flows (across a cut: `±λ`, set below).
+        for &(e, _, _, arc) in &ws.arcs {
+            ws.flow[e] = lambda - ws.network.residual(arc);
+        }
         if upper == 0 || upper == m {
-            // Flat at α; the flows of this network are its edges' flows.
+            // Flat at α.
             for &c in &ws.cells[lo..hi] {
                 out[c] = alpha;
-            }
-            for &(e, _, _, arc) in &ws.arcs {
-                ws.flow[e] = lambda - ws.network.residual(arc);
             }
             continue;
         }

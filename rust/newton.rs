@@ -238,8 +238,10 @@ fn keep_monotone(chain: &mut [f64], direction: i8) {
     }
 }
 
-/// Sizes the stored column parts of `n_blocks` blocks of the given shapes: `scores` tables
-/// of its grid's cells for a pair block (zeros where the size changes), none for a chain.
+/// Sizes the stored duals of `n_blocks` blocks of the given shapes (zeros where the size
+/// changes): for a pair block of one table its column part and edge flows
+/// ([`Grid::dual_len`]), of `scores > 1` tables their column parts (`scores` tables of its
+/// grid's cells; their solves start from zero flows); none for a chain.
 pub(crate) fn size_duals(
     duals: &mut Vec<Vec<f64>>,
     shapes: &[ChainShape],
@@ -249,9 +251,15 @@ pub(crate) fn size_duals(
     duals.resize(n_blocks, Vec::new());
     for (k, dual) in duals.iter_mut().enumerate() {
         let shape = shapes.get(k).copied().unwrap_or_default();
-        let cells = shape.grid.map_or(0, Grid::cells) * scores;
-        if dual.len() != cells {
-            *dual = vec![0.0; cells];
+        let len = shape.grid.map_or(0, |g| {
+            if scores == 1 {
+                g.dual_len()
+            } else {
+                g.cells() * scores
+            }
+        });
+        if dual.len() != len {
+            *dual = vec![0.0; len];
         }
     }
 }
@@ -880,8 +888,9 @@ impl<D: Datafit> DescentState for NewtonState<D> {
             return NewtonState::update_block(self, data, k, lambda);
         }
         // A pair block that stays may still have a new certificate (see BlockState).
-        let before = self.duals[k].clone();
-        NewtonState::update_block(self, data, k, lambda) || before != self.duals[k]
+        let cells = self.shape(k).grid.map_or(0, Grid::cells);
+        let before = self.duals[k][..cells].to_vec();
+        NewtonState::update_block(self, data, k, lambda) || before[..] != self.duals[k][..cells]
     }
 
     fn set_values(&mut self, data: &BinnedData, k: usize, values: &[f64]) -> bool {

@@ -436,6 +436,19 @@ impl Grid {
         }
     }
 
+    /// The number of edges of the grid (those [`Grid::for_each_edge`] visits).
+    pub fn n_edges(self) -> usize {
+        let (chain_r, chain_c) = self.chain_lengths();
+        self.rows * chain_c.saturating_sub(1) + chain_r.saturating_sub(1) * self.cols
+    }
+
+    /// The length of a pair block's stored dual: its column part (one entry per cell) and
+    /// then its edge flows (one per edge), which warm-start the block's next solve
+    /// ([`crate::grid::solve_grid`]).
+    pub fn dual_len(self) -> usize {
+        self.cells() + self.n_edges()
+    }
+
     /// Calls `f(a, b)` for every edge `a — b` of the grid (`a < b`), in the order of
     /// [`Grid::for_each_edge`].
     pub fn edges(self, mut f: impl FnMut(usize, usize)) {

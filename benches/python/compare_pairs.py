@@ -21,6 +21,8 @@ Run (from the repository root)::
     python benches/python/compare_pairs.py                  # regression and classification
     python benches/python/compare_pairs.py --references-only  # fill the EBM cache only
     python benches/python/compare_pairs.py --datasets 564_fried,elevators --no-classifier
+    # speed: EBM default refitted beside FAST, one table after the other, on one machine
+    python benches/python/compare_pairs.py --refit-ebm --no-additive-ebm --no-classifier
 
 Writes ``benches/python/out/compare_pairs.md`` and ``.json``. Timings are wall clock on a
 shared machine: the load average at start and end is recorded next to them.
@@ -95,7 +97,7 @@ def ebm_classifier_result(name, X_tr, X_te, y_tr, y_te, interactions, refit: boo
     return entry
 
 
-def regression(names, repeats, refit_ebm, references_only):
+def regression(names, repeats, refit_ebm, references_only, additive_ebm=True):
     from lightgbm import LGBMRegressor
 
     rows = []
@@ -103,6 +105,9 @@ def regression(names, repeats, refit_ebm, references_only):
         split = _data.load(name)
         row = {"name": name, "n": split.n, "p": split.p}
         for tag, inter in (("ebm", "default"), ("ebm_add", 0)):
+            if tag == "ebm_add" and not additive_ebm:
+                row[f"mse_{tag}"], row[f"t_{tag}"] = float("nan"), float("nan")
+                continue
             r = _data.ebm_result(split, n_jobs=2, use_cache=not refit_ebm, interactions=inter)
             row[f"mse_{tag}"], row[f"t_{tag}"] = float(r["mse"]), float(r["time"])
         lgbm, t = _timed(lambda: LGBMRegressor(n_jobs=2, verbose=-1, random_state=0), split.X_train, split.y_train, 1)
@@ -148,6 +153,10 @@ def _gmean(xs):
     return float(np.exp(np.mean(np.log(np.asarray(xs, dtype=float)))))
 
 
+def _cell(x: float) -> str:
+    return "–" if np.isnan(x) else f"{x:.4f}"
+
+
 def regression_table(rows) -> str:
     head = (
         "| dataset | n | p | FAST test MSE | FAST additive | EBM default | additive EBM | LightGBM "
@@ -157,7 +166,7 @@ def regression_table(rows) -> str:
     for r in rows:
         lines.append(
             f"| {r['name']} | {r['n']} | {r['p']} | {r['mse_fast']:.4f} | {r['mse_fast_add']:.4f} | {r['mse_ebm']:.4f} "
-            f"| {r['mse_ebm_add']:.4f} | {r['mse_lgbm']:.4f} | {r['mse_fast'] / r['mse_ebm']:.3f} | {r['t_fast']:.2f} "
+            f"| {_cell(r['mse_ebm_add'])} | {r['mse_lgbm']:.4f} | {r['mse_fast'] / r['mse_ebm']:.3f} | {r['t_fast']:.2f} "
             f"| {r['t_ebm']:.1f} | {r['t_ebm'] / r['t_fast']:.0f}x | {r['pairs']} |"
         )
     ratios = [r["mse_fast"] / r["mse_ebm"] for r in rows]
@@ -199,6 +208,11 @@ def main() -> None:
     ap.add_argument("--no-classifier", action="store_true")
     ap.add_argument("--no-regression", action="store_true")
     ap.add_argument(
+        "--no-additive-ebm",
+        action="store_true",
+        help="skip additive EBM (its column shows '–'): a speed run with EBM default refitted beside FAST",
+    )
+    ap.add_argument(
         "--interactions",
         type=lambda v: v if v == "auto" else int(v),
         default=INTERACTIONS,
@@ -208,7 +222,11 @@ def main() -> None:
     globals()["INTERACTIONS"] = args.interactions
     names = args.datasets.split(",") if args.datasets else regression_datasets()
     load_start = list(os.getloadavg())
-    reg = [] if args.no_regression else regression(names, args.repeats, args.refit_ebm, args.references_only)
+    reg = (
+        []
+        if args.no_regression
+        else regression(names, args.repeats, args.refit_ebm, args.references_only, not args.no_additive_ebm)
+    )
     clf = [] if args.no_classifier else classification(CLASSIFIER_TASKS, args.repeats, args.refit_ebm, args.references_only)
     if args.references_only:
         return

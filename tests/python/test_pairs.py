@@ -237,14 +237,19 @@ def test_auto_on_too_few_rows_for_a_held_out_check_is_additive():
 
 def test_weights_of_any_common_scale_give_the_same_pairs():
     """The screening gain scales with the weights, so scaled weights choose the same pairs
-    and fit the same model (a fixed penalty: no held-out check to hide a difference)."""
+    and fit the same model (a fixed penalty: no held-out check to hide a difference). The
+    fits reach one optimum by different courses (a pair block's solve starts from its last
+    edge flows, whose rounding differs with the scale), so they are compared at a tight
+    tolerance: predictions agree to its order."""
     X, y = interaction_data(n=600)
     w = np.random.default_rng(3).uniform(0.5, 2.0, len(y))
-    a = FASTRegressor(lambda_ratio=1e-2, interactions=3).fit(X, y, sample_weight=w)
+    a = FASTRegressor(lambda_ratio=1e-2, interactions=3, tol=1e-6).fit(X, y, sample_weight=w)
     for scale in (1e-3, 7.0):
-        b = FASTRegressor(lambda_ratio=1e-2, interactions=3).fit(X, y, sample_weight=w * scale)
+        b = FASTRegressor(lambda_ratio=1e-2, interactions=3, tol=1e-6).fit(
+            X, y, sample_weight=w * scale
+        )
         assert b.interaction_features_ == a.interaction_features_
-        np.testing.assert_allclose(b.predict(X), a.predict(X), rtol=1e-8, atol=1e-8)
+        np.testing.assert_allclose(b.predict(X), a.predict(X), rtol=0, atol=1e-5)
 
 
 def test_plots_draw_pair_heatmaps():
