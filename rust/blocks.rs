@@ -530,18 +530,7 @@ impl BlockState {
         ) else {
             return false;
         };
-        let new = &self.bnew[..nb];
-        let loss_change: f64 = (0..nb)
-            .map(|b| {
-                let d = new[b] - beta[b];
-                -d * sums[b] + 0.5 * wn[b] * d * d
-            })
-            .sum();
-        let shape = self.shape(k);
-        let tv_new = block_tv(new, cells, shape);
-        let change =
-            loss_change + lambda * (tv_new - self.tv[k]) + smooth_change(beta, new, cells, shape);
-
+        let change = self.grid_change(k, &self.bnew[..nb], lambda);
         if change < -GRID_MARGIN * self.objective(lambda).abs() {
             let new = std::mem::take(&mut self.bnew);
             self.set_block(data, k, &new[..nb]);

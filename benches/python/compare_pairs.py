@@ -167,7 +167,7 @@ def regression_table(rows) -> str:
         lines.append(
             f"| {r['name']} | {r['n']} | {r['p']} | {r['mse_fast']:.4f} | {r['mse_fast_add']:.4f} | {r['mse_ebm']:.4f} "
             f"| {_cell(r['mse_ebm_add'])} | {r['mse_lgbm']:.4f} | {r['mse_fast'] / r['mse_ebm']:.3f} | {r['t_fast']:.2f} "
-            f"| {r['t_ebm']:.1f} | {r['t_ebm'] / r['t_fast']:.0f}x | {r['pairs']} |"
+            f"| {r['t_ebm']:.1f} | {r['t_ebm'] / r['t_fast']:.1f}x | {r['pairs']} |"
         )
     ratios = [r["mse_fast"] / r["mse_ebm"] for r in rows]
     speed = [r["t_ebm"] / r["t_fast"] for r in rows]
@@ -175,8 +175,8 @@ def regression_table(rows) -> str:
     lines.append("")
     lines.append(
         f"Test MSE FAST / EBM default: geometric mean **{_gmean(ratios):.3f}**, worst {max(ratios):.3f} "
-        f"({worst['name']}) over {len(rows)} tables. Fit time EBM default / FAST: median **{np.median(speed):.0f}x**, "
-        f"min {min(speed):.0f}x."
+        f"({worst['name']}) over {len(rows)} tables. Fit time EBM default / FAST: median **{np.median(speed):.1f}x**, "
+        f"min {min(speed):.1f}x."
     )
     return "\n".join(lines)
 
