@@ -561,7 +561,7 @@ impl BlockState {
     /// predicted from `k2`'s sums after `k1`'s update): returns the objective after `k1` and
     /// whether `k2` was applied. The objective never increases; a rejected `k2` is left to an
     /// ordinary update. Leaves every block's sums stale. Two pair blocks: their grid steps
-    /// ([`BlockState::update_grid_pair`]); a pair block with a chain: `k1`'s update alone.
+    /// (`update_grid_pair`, private); a pair block with a chain: `k1`'s update alone.
     pub fn update_pair(&mut self, data: &BinnedData, pair: Pair, lambda: f64) -> (f64, bool) {
         let Pair {
             first: k1,
