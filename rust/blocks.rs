@@ -530,7 +530,7 @@ impl BlockState {
         ) else {
             return false;
         };
-        let change = self.grid_change(k, &self.bnew[..nb], lambda);
+        let change = self.block_change(k, &self.bnew[..nb], lambda);
         if change < -GRID_MARGIN * self.objective(lambda).abs() {
             let new = std::mem::take(&mut self.bnew);
             self.set_block(data, k, &new[..nb]);
@@ -640,16 +640,7 @@ impl BlockState {
         // F(k2's solution) − F(now) = −Σ_b Δ_b R_b + ½ Σ_b (w_b/W) Δ_b² + λ Δtv, with R the
         // sums of k2 after k1's update.
         let new2 = std::mem::take(&mut self.pair.bnew);
-        let (b2, r2, w2) = (&self.beta[k2], &self.sums[k2], &self.wn[k2]);
-        let loss_change: f64 = (0..nb2)
-            .map(|b| {
-                let d = new2[b] - b2[b];
-                -d * r2[b] + 0.5 * w2[b] * d * d
-            })
-            .sum();
-        let tv2 = block_tv(&new2, self.n_chain[k2], self.shape(k2));
-        let smooth2 = smooth_change(b2, &new2, self.n_chain[k2], self.shape(k2));
-        let change = loss_change + lambda * (tv2 - self.tv[k2]) + smooth2;
+        let change = self.block_change(k2, &new2[..nb2], lambda);
         // A margin well above rounding: an accepted step surely lowers the objective.
         let accept = change < -PAIR_MARGIN * after_first.abs();
         if accept {
@@ -713,7 +704,7 @@ impl BlockState {
         // k1: applied if it lowers the objective (sums fresh), k2's sums then refreshed in
         // the same pass over the rows.
         if solved1 {
-            let change = self.grid_change(k1, &self.bnew[..nb1], lambda);
+            let change = self.block_change(k1, &self.bnew[..nb1], lambda);
             if change < -GRID_MARGIN * self.objective(lambda).abs() {
                 let new = std::mem::take(&mut self.bnew);
                 self.set_block_then_sums(data, k1, &new[..nb1], Some(k2));
@@ -723,7 +714,7 @@ impl BlockState {
         let after_first = self.objective(lambda);
         let mut accept = false;
         if solved2 {
-            let change = self.grid_change(k2, &self.pair.bnew[..nb2], lambda);
+            let change = self.block_change(k2, &self.pair.bnew[..nb2], lambda);
             accept = change < -PAIR_MARGIN * after_first.abs();
             if accept {
                 let new2 = std::mem::take(&mut self.pair.bnew);
@@ -736,9 +727,9 @@ impl BlockState {
         (after_first, accept)
     }
 
-    /// The exact change of the objective if block `k` (a pair block, fresh sums) took the
-    /// values `new`: `−Σ_b Δ_b R_b + ½ Σ_b (w_b/W) Δ_b² + λ Δpenalty`.
-    fn grid_change(&self, k: usize, new: &[f64], lambda: f64) -> f64 {
+    /// The exact change of the objective if block `k` (a chain or a pair block, fresh sums)
+    /// took the values `new` (its bins): `−Σ_b Δ_b R_b + ½ Σ_b (w_b/W) Δ_b² + λ Δpenalty`.
+    fn block_change(&self, k: usize, new: &[f64], lambda: f64) -> f64 {
         let (beta, sums, wn) = (&self.beta[k], &self.sums[k], &self.wn[k]);
         let loss_change: f64 = (0..new.len())
             .map(|b| {
@@ -746,11 +737,10 @@ impl BlockState {
                 -d * sums[b] + 0.5 * wn[b] * d * d
             })
             .sum();
-        let shape = self.shape(k);
-        let cells = shape.grid.map_or(0, Grid::cells);
+        let (nc, shape) = (self.n_chain[k], self.shape(k));
         loss_change
-            + lambda * (block_tv(new, cells, shape) - self.tv[k])
-            + smooth_change(beta, new, cells, shape)
+            + lambda * (block_tv(new, nc, shape) - self.tv[k])
+            + smooth_change(beta, new, nc, shape)
     }
 
     /// Sets block `k` to `values` (centred here, the mean going into the intercept) and
