@@ -71,9 +71,7 @@ fn a_known_interaction_is_found_and_certified_for_every_loss() {
             "{loss:?}: kkt {}",
             f.report.kkt_residual
         );
-        for w in f.report.history.objective.windows(2) {
-            assert!(w[1] <= w[0] + 1e-12 * w[0].abs(), "{loss:?}: {w:?}");
-        }
+        common::assert_never_increases(&f.report.history.objective, &format!("{loss:?}"));
         // The pair penalty was chosen on the held-out deviance.
         assert!(f.pairs.path.len() >= 2 && f.pairs.path.contains(&f.pairs.penalty));
         assert!(f.pairs.path_loss.iter().all(|l| l.is_finite() && *l > 0.0));

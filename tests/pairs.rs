@@ -335,10 +335,7 @@ fn a_known_interaction_is_found_and_certified() {
     assert!(f.report.converged, "kkt {}", f.report.kkt_residual);
     assert!(f.report.kkt_residual <= 1e-2);
     // The objective never increases along the final fit.
-    let h = &f.report.history.objective;
-    for w in h.windows(2) {
-        assert!(w[1] <= w[0] + 1e-12 * w[0].abs(), "{} -> {}", w[0], w[1]);
-    }
+    common::assert_never_increases(&f.report.history.objective, "known interaction");
     // The held-out path of the pair penalty ran and chose one of its values.
     assert!(!f.pairs.path.is_empty());
     assert!(f.pairs.path.contains(&f.pairs.penalty));
@@ -400,10 +397,7 @@ fn two_pair_blocks_solved_side_by_side() {
         "kkt {}",
         greedy.report.kkt_residual
     );
-    let h = &greedy.report.history.objective;
-    for w in h.windows(2) {
-        assert!(w[1] <= w[0] + 1e-12 * w[0].abs(), "{} -> {}", w[0], w[1]);
-    }
+    common::assert_never_increases(&greedy.report.history.objective, "greedy");
     let cyclic = run(&fastpcam::params::FitParams {
         selection: Selection::Cyclic,
         ..prm.clone()

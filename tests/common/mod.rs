@@ -140,3 +140,16 @@ pub fn assert_threads_agree(fit: impl Fn() -> Result<Fit, FastError> + Sync) {
     assert_eq!(a.pairs, b.pairs);
     assert_eq!(a.report.objective, b.report.objective);
 }
+
+/// The objective never increases along a fit's history (rounding: `1e-12` of its size);
+/// `what` names the fit in a failure.
+pub fn assert_never_increases(history: &[f64], what: &str) {
+    for w in history.windows(2) {
+        assert!(
+            w[1] <= w[0] + 1e-12 * w[0].abs(),
+            "{what}: {} -> {}",
+            w[0],
+            w[1]
+        );
+    }
+}
