@@ -28,15 +28,20 @@
 //!   `SCREEN_FEATURES²/2` pairs).
 //! * **The pair penalty** `ρ = λ_pair / λ_f` is chosen on the held-out rows of the main
 //!   effects' search, down the path `PAIR_PATH` warm-started from one state, stopping once the
-//!   held-out loss gets worse; the model is then refitted on all rows at the best `ρ`.
+//!   held-out loss gets worse.
 //! * **Two layouts** (`layouts`): under `interactions="auto"` the first round's pairs are
 //!   also searched as [`COARSE_FACTOR`] times as many coarser grids; only the layout kept on
-//!   the held-out rows (`FirstRound::beats`) is refitted on all rows (`finish`).
+//!   the held-out rows (`FirstRound::beats`) goes on.
 //! * **More rounds** ([`screening_rounds`], `interactions="auto"` only: an int is the
 //!   number of pairs): where the screened pairs cut the additive model's held-out loss below
-//!   0.8 of it (`SECOND_ROUND_CUT`), `K` more pairs are screened on the residual of the fit
-//!   with pairs and all are refitted at the chosen `ρ`, warm-started; below 0.64 of it, a
-//!   third round does the same again ([`MAX_ROUNDS`]).
+//!   0.8 of it (`SECOND_ROUND_CUT`), `K` more pairs are screened on the training rows'
+//!   residual of the fit with pairs and all are fitted there at the chosen `ρ`, warm-started;
+//!   below 0.64 of it, a third round does the same again ([`MAX_ROUNDS`]).
+//! * **Smooth parts** (`add_smooth_parts`) are chosen on the same training rows, from the
+//!   last round's fit.
+//! * **One fit on all rows** (`finish`): every stage above runs on the held-out split's
+//!   training rows; only the model they chose (pairs, `ρ`, smooth parts and `μ`) is fitted on
+//!   all rows, warm-started from its fit there.
 
 use std::time::Instant;
 
@@ -789,22 +794,24 @@ fn path_fit<S: PairDescent>(
 /// The pair terms' blocks: their features, grids and links.
 type PairBlocks<'a> = (&'a [(usize, usize)], &'a [Grid], &'a [PairLink]);
 
-/// The pairs' smooth parts, once chosen: their axes and `μ`.
+/// The pairs' smooth parts, once chosen: their axes, grids and `μ`.
 struct SmoothParts {
     axes: Vec<(Axis, Axis)>,
+    grids: Vec<Grid>,
     mu: f64,
 }
 
-/// Adds smooth parts to the pair terms of `fitted` (every block fitted on all rows at `ρ`,
-/// the pairs' total-variation blocks in `data` after the `p` main effects): a second grid
-/// per pair ([`smooth_axes`]) penalised by `(μ/2) Σ` of its cells' squared differences
-/// ([`crate::smooth`]). Under [`Smoothing::Fixed`] every block is refitted on all rows at that
-/// `μ`. Under [`Smoothing::Auto`], with a held-out `split`: the pairs without smooth parts
-/// (held at zero) and then [`SMOOTH_PATH`] are fitted on the split's training rows,
-/// warm-started from `fitted`, down the path while the held-out loss falls; the smooth parts
-/// are kept only if the best `μ` beats the pairs without them by [`MIN_GAIN_SE`] standard
-/// errors, and every block is then refitted on all rows at it. Returns the parts kept (and
-/// replaces `fitted`), with the path tried; `data` keeps the smooth blocks only when kept.
+/// Chooses smooth parts for the pair terms of `values` (every block at `ρ`: the held-out
+/// path's best on the split's training rows, or the warm start where `ρ` is fixed; the pairs'
+/// total-variation blocks in `data` after the `p` main effects): a second grid per pair
+/// ([`smooth_axes`]) penalised by `(μ/2) Σ` of its cells' squared differences
+/// ([`crate::smooth`]). Under [`Smoothing::Fixed`] that `μ`. Under [`Smoothing::Auto`], with
+/// a held-out `split`: the pairs without smooth parts (held at zero) and then [`SMOOTH_PATH`]
+/// are fitted on the split's training rows, warm-started from `values`, down the path while
+/// the held-out loss falls; the smooth parts are kept only if the best `μ` beats the pairs
+/// without them by [`MIN_GAIN_SE`] standard errors. Where parts are kept, `data` holds their
+/// blocks after the pairs' and `values` their warm start for the fit on all rows (the path's
+/// best, or zero smooth parts); returns them with the path tried.
 #[allow(clippy::too_many_arguments)]
 fn add_smooth_parts<S: PairDescent>(
     data: &mut BinnedData,
@@ -812,11 +819,10 @@ fn add_smooth_parts<S: PairDescent>(
     params: &FitParams,
     mains: &BinnedFit,
     ((pairs, grids, links), rho): (PairBlocks<'_>, f64),
-    fitted: &mut BinnedFit,
+    values: &mut Vec<Vec<f64>>,
     split: Option<&Split>,
     (state, term): (StateMaker<'_, S>, RowLoss<'_>),
     callback: &mut Option<Callback<'_>>,
-    start: Instant,
 ) -> (Option<SmoothParts>, Vec<f64>, Vec<f64>) {
     let (mut path, mut path_loss) = (Vec::new(), Vec::new());
     // A fixed `μ`, or the held-out split its path runs on.
@@ -828,12 +834,12 @@ fn add_smooth_parts<S: PairDescent>(
     let p = data.n_features() - grids.len();
     let m = pairs.len();
     // One table per pair block (more than two classes hold several: not built).
-    if fitted.values.get(p).map(Vec::len) != Some(data.features[p].n_bins()) {
+    if values.get(p).map(Vec::len) != Some(data.features[p].n_bins()) {
         return (None, path, path_loss);
     }
     let axes = smooth_axes(data, &mains.values, pairs);
     let (sgrids, _) = add_pair_blocks(data, pairs, &axes);
-    let mut init = fitted.values.clone();
+    let mut init = values.clone();
     let extra = init.split_off(p + m);
     init.extend(data.features[p + m..].iter().map(|f| vec![0.0; f.n_bins()]));
     init.extend(extra);
@@ -850,7 +856,7 @@ fn add_smooth_parts<S: PairDescent>(
                 held_weights,
                 train,
             } = split;
-            let best = with_weights(data, train.clone(), |data| {
+            with_weights(data, train.clone(), |data| {
                 let mut st = state(data, init.clone());
                 let mut base: Option<Vec<f64>> = None;
                 let mut best: Option<PathBest> = None;
@@ -885,24 +891,23 @@ fn add_smooth_parts<S: PairDescent>(
                     }
                     _ => None,
                 }
-            });
-            best
+            })
         }
     };
     let Some((mu, init)) = chosen else {
         data.features.truncate(p + m);
         return (None, path, path_loss);
     };
-    let prm = shapes(Some(mu), params.tol);
-    let mut st = state(data, init);
-    *fitted = st.descend_pairs(
-        data,
-        &prm,
-        (mains.lambda_f, mains.lambda_max),
-        start,
-        reborrow(callback),
-    );
-    (Some(SmoothParts { axes, mu }), path, path_loss)
+    *values = init;
+    (
+        Some(SmoothParts {
+            axes,
+            grids: sgrids,
+            mu,
+        }),
+        path,
+        path_loss,
+    )
 }
 
 /// The fit of the main effects `mains` (blocks on `data`, with their penalty search, found by
@@ -937,7 +942,8 @@ pub(crate) fn with_pairs<S: PairDescent>(
 /// Adds pair terms to the main effects' fit `mains` (blocks on `data`, at its `λ_f`): chooses
 /// the pairs, appends their virtual features to `data` (removed again before returning),
 /// chooses `ρ` on held-out rows when `params.pairs.penalty` is `None` and `params.lambda`
-/// holds rows out, and fits every block together on all rows, warm-started. `state` makes the
+/// holds rows out, and fits every block together on all rows once, warm-started (every choice
+/// made on held-out rows is made on the split's training rows first). `state` makes the
 /// loss's state on `data` from blocks; `term` is a held-out row's loss `(v, y, f) ↦ …`.
 ///
 /// Screened pairs (`Interactions::Count` and `Auto`) are kept only if they beat the additive model on
@@ -1136,47 +1142,36 @@ pub(crate) fn fit_pairs<S: PairDescent>(
         data.features.truncate(p);
         (grids, links) = add_pair_blocks(data, &pairs, &axes);
     }
-    // The kept layout's fit on all rows.
-    result = result.map(|searched| {
-        finish(
-            data,
-            params,
-            (&mains, searched),
-            (&grids, &links, state),
-            &mut callback,
-            start,
-        )
-    });
-    // More rounds of screening (see [`screening_rounds`]), under the chosen layout.
+    // More rounds of screening (see [`screening_rounds`]), under the chosen layout, on the
+    // held-out split's training rows (a path, so a split, calls for them).
     let rounds = match (&pp.interactions, &result) {
         (Interactions::Auto(_), Ok(s)) if s.kept() => screening_rounds(&s.path, &s.path_loss),
         _ => 1,
     };
     for _ in 1..rounds {
-        let (Interactions::Auto(_), Ok(searched)) = (&pp.interactions, &result) else {
+        let (Some(split), Ok(searched)) = (&split, &mut result) else {
             break;
         };
-        let Blocks::Fitted(fit) = &searched.blocks else {
+        let Blocks::Searched(values) = &searched.blocks else {
             break;
         };
-        if fit.report.stop == crate::report::StopReason::Callback {
+        if searched.stopped {
             break;
         }
-        // More pairs, screened on the residual of the fit with pairs.
-        let vr = residual(data, fit.values.clone());
+        // More pairs, screened on the training rows' residual of the fit with pairs.
+        let vr = with_weights(data, split.train.clone(), |d| residual(d, values.clone()));
         let blocks = data.features.split_off(p);
         let side = screen_bins(pp.max_bins, layout.max_cells);
-        let (more, more_gains): (Vec<(usize, usize)>, Vec<f64>) = screen(
-            data,
-            &fit.values,
-            &vr,
-            (layout.count + pairs.len(), side),
-            |j| !constrained(j),
-        )
-        .into_iter()
-        .filter(|(pair, _)| !pairs.contains(pair))
-        .take(layout.count)
-        .unzip();
+        let (more, more_gains): (Vec<(usize, usize)>, Vec<f64>) =
+            with_weights(data, split.train.clone(), |d| {
+                screen(d, values, &vr, (layout.count + pairs.len(), side), |j| {
+                    !constrained(j)
+                })
+            })
+            .into_iter()
+            .filter(|(pair, _)| !pairs.contains(pair))
+            .take(layout.count)
+            .unzip();
         data.features.extend(blocks);
         if more.is_empty() {
             break;
@@ -1192,7 +1187,7 @@ pub(crate) fn fit_pairs<S: PairDescent>(
         // Warm-started from the last round's fit, the new pair blocks at zero (entries after
         // the blocks, a state's own, stay last), at the `ρ` the first round chose (no second
         // path, so the first round's path stays the one reported).
-        let mut init = fit.values.clone();
+        let mut init = values.clone();
         let extra = init.split_off(p + first);
         init.extend(
             data.features[p + first..]
@@ -1200,23 +1195,22 @@ pub(crate) fn fit_pairs<S: PairDescent>(
                 .map(|f| vec![0.0; f.n_bins()]),
         );
         init.extend(extra);
-        let Ok(searched) = result else {
-            break;
-        };
-        result = Ok(finish(
-            data,
-            params,
-            (
-                &mains,
-                PairSearch {
-                    blocks: Blocks::Searched(init),
-                    ..searched
-                },
-            ),
-            (&grids, &links, state),
-            &mut callback,
-            start,
-        ));
+        let rho = searched.rho;
+        let tol = params.tol.max(PAIR_PATH_TOL * rho.min(PAIR_PATH[0]));
+        let fit = with_weights(data, split.train.clone(), |d| {
+            let mut st = state(d, init);
+            path_fit(
+                (d, y, term),
+                with_pair_shapes(params, p, (&grids, &links), rho, tol),
+                &mut st,
+                (mains.lambda_f, mains.lambda_max),
+                (&split.rows, &split.held_weights),
+                reborrow(&mut callback),
+            )
+            .0
+        });
+        searched.stopped |= fit.report.stop == crate::report::StopReason::Callback;
+        searched.blocks = Blocks::Searched(fit.values);
     }
     // The smooth parts (see [`add_smooth_parts`]), unless a callback or the time budget
     // stopped the fit.
@@ -1225,26 +1219,39 @@ pub(crate) fn fit_pairs<S: PairDescent>(
         .max_time
         .is_some_and(|t| start.elapsed().as_secs_f64() >= t);
     if let Ok(PairSearch {
-        blocks: Blocks::Fitted(fit),
+        blocks: Blocks::Searched(values),
         rho,
+        stopped: false,
         ..
     }) = &mut result
     {
-        if fit.report.stop != crate::report::StopReason::Callback && !out_of_time {
+        if !out_of_time {
             (smooth, smoothing_path, smoothing_path_loss) = add_smooth_parts(
                 data,
                 y,
                 params,
                 &mains,
                 ((&pairs, &grids, &links), *rho),
-                fit,
+                values,
                 split.as_ref(),
                 (state, term),
                 &mut callback,
-                start,
             );
         }
     }
+    // The one fit on all rows: the kept layout's pairs (of every round), with their smooth
+    // parts if kept.
+    result = result.map(|searched| {
+        finish(
+            data,
+            params,
+            (&mains, searched),
+            (p, &grids, &links, smooth.as_ref()),
+            state,
+            &mut callback,
+            start,
+        )
+    });
     let m = pairs.len();
     // Each term's table and cell weights: on the union of its two parts' axes where it has a
     // smooth part.
@@ -1660,20 +1667,25 @@ fn search_pairs<S: PairDescent>(
 }
 
 /// The fit on all rows of a [`search_pairs`] that kept its pairs, warm-started from its blocks,
-/// at its `ρ`, with the main effects' `λ_f` (of `mains`); `max_time` counts from `start`.
+/// at its `ρ` (the pair blocks after the `p` main effects), with the pairs' `smooth` parts if
+/// kept (their blocks after the pairs'), with the main effects' `λ_f` (of `mains`);
+/// `max_time` counts from `start`.
 fn finish<S: PairDescent>(
     data: &BinnedData,
     params: &FitParams,
     (mains, searched): (&BinnedFit, PairSearch),
-    (grids, links, state): (&[Grid], &[PairLink], StateMaker<'_, S>),
+    (p, grids, links, smooth): (usize, &[Grid], &[PairLink], Option<&SmoothParts>),
+    state: StateMaker<'_, S>,
     callback: &mut Option<Callback<'_>>,
     start: Instant,
 ) -> PairSearch {
     let Blocks::Searched(init) = searched.blocks else {
         return searched;
     };
-    let p = data.n_features() - grids.len();
-    let prm = with_pair_shapes(params, p, (grids, links), searched.rho, params.tol);
+    let mut prm = with_pair_shapes(params, p, (grids, links), searched.rho, params.tol);
+    if let Some(parts) = smooth {
+        prm = with_smooth_shapes(prm, &parts.grids, Some(parts.mu));
+    }
     let mut st = state(data, init);
     let fit = st.descend_pairs(
         data,
