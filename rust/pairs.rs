@@ -235,6 +235,12 @@ pub const PATH_BUDGET: usize = 50;
 /// penalty relative to `λ_f`), at least the requested tolerance.
 pub const PAIR_PATH_TOL: f64 = 0.25;
 
+/// The KKT tolerance of a held-out fit at the pair penalty `rho` ([`PAIR_PATH_TOL`] of it, at
+/// most that of [`PAIR_PATH`]'s first `ρ`), at least the requested `tol`.
+fn path_tol(tol: f64, rho: f64) -> f64 {
+    tol.max(PAIR_PATH_TOL * rho.min(PAIR_PATH[0]))
+}
+
 /// Interaction bins of `feature` (at most `max_bins` in its chain): consecutive main bins
 /// grouped by weight quantiles, the missing bin, if any, last on its own; with the fitted main
 /// effect `beta` (chain values first), [`GUIDED_CUTS`] of the cuts sit at its largest jumps
@@ -860,7 +866,7 @@ fn add_smooth_parts<S: PairDescent>(
                 let mut st = state(data, init.clone());
                 let mut base: Option<Vec<f64>> = None;
                 let mut best: Option<PathBest> = None;
-                let tol = params.tol.max(PAIR_PATH_TOL * rho.min(PAIR_PATH[0]));
+                let tol = path_tol(params.tol, rho);
                 for mu in std::iter::once(None).chain(SMOOTH_PATH.into_iter().map(Some)) {
                     let (fit, terms, loss) = path_fit(
                         (data, y, term),
@@ -1196,7 +1202,7 @@ pub(crate) fn fit_pairs<S: PairDescent>(
         );
         init.extend(extra);
         let rho = searched.rho;
-        let tol = params.tol.max(PAIR_PATH_TOL * rho.min(PAIR_PATH[0]));
+        let tol = path_tol(params.tol, rho);
         let fit = with_weights(data, split.train.clone(), |d| {
             let mut st = state(d, init);
             path_fit(
@@ -1592,10 +1598,9 @@ fn search_pairs<S: PairDescent>(
             for r in rhos {
                 // The additive model: pair blocks held at zero by a prohibitive
                 // penalty, fitted with the tolerance of the path's first fit.
-                let tol = PAIR_PATH_TOL * r.min(PAIR_PATH[0]);
                 let (fit, terms, loss) = path_fit(
                     (data, y, term),
-                    with_pair_shapes(params, p, (grids, links), r, params.tol.max(tol)),
+                    with_pair_shapes(params, p, (grids, links), r, path_tol(params.tol, r)),
                     &mut st,
                     (lambda, mains.lambda_max),
                     (&rows, &held_weights),
