@@ -30,15 +30,16 @@
 //!   effects' search, down the path `PAIR_PATH` warm-started from one state, stopping once the
 //!   held-out loss gets worse.
 //! * **Two layouts** (`layouts`): under `interactions="auto"` the first round's pairs are
-//!   also searched as [`COARSE_FACTOR`] times as many coarser grids; only the layout kept on
-//!   the held-out rows (`FirstRound::beats`) goes on.
+//!   also searched as [`COARSE_FACTOR`] times as many coarser grids, each layout on its own
+//!   `ρ` path, the two side by side where the pool has a thread to spare (`side_by_side`);
+//!   only the layout kept on the held-out rows (`FirstRound::beats`) goes on.
 //! * **More rounds** ([`screening_rounds`], `interactions="auto"` only: an int is the
 //!   number of pairs): where the screened pairs cut the additive model's held-out loss below
 //!   0.8 of it (`SECOND_ROUND_CUT`), `K` more pairs are screened on the training rows'
 //!   residual of the fit with pairs and all are fitted there at the chosen `ρ`, warm-started;
 //!   below 0.64 of it, a third round does the same again ([`MAX_ROUNDS`]).
 //! * **Smooth parts** (`add_smooth_parts`) are chosen on the same training rows, from the
-//!   last round's fit.
+//!   last round's fit: the `μ` path and the fit without them side by side.
 //! * **One fit on all rows** (`finish`): every stage above runs on the held-out split's
 //!   training rows; only the model they chose (pairs, `ρ`, smooth parts and `μ`) is fitted on
 //!   all rows, warm-started from its fit there.
@@ -88,6 +89,12 @@ pub const PAIR_PATH: [f64; 11] = [
 /// tables (`docs/pairs.md`).
 pub const SMOOTH_PATH: [f64; 5] = [0.032, 0.016, 0.008, 0.004, 0.002];
 
+/// The smooth parts' `μ` path goes on only while each fit lowers the held-out loss by more
+/// than this fraction of it: a smaller fall is the fits' own convergence, not the smoothing's
+/// gain (`1201_BNG_breastTumor`: 0.840929 → 0.840926 at the second `μ`, and the whole path ran
+/// to keep nothing, 1.7 times the fit's time; `docs/pairs.md`).
+pub const SMOOTH_PATH_FALL: f64 = 1e-5;
+
 /// Interaction bins per feature of a pair's smooth part (at most `SMOOTH_SIDE²` cells).
 pub const SMOOTH_SIDE: usize = 32;
 
@@ -101,11 +108,6 @@ pub const FINE_PAIRS: usize = 5;
 /// interactions in a noisy table want many coarse grids (`bank32NH`), a few strong smooth ones
 /// fine grids (`574_house_16H`); see `layouts` and `docs/pairs.md`.
 pub const COARSE_FACTOR: usize = 4;
-
-/// The coarse layout's `ρ` path starts at this many times the `ρ` the default layout chose
-/// (its pair penalty of a given surface is smaller on coarser grids; measured on the 20
-/// benchmark tables, it chose between half and twice that `ρ`).
-pub const LAYOUT_PATH_START: f64 = 4.0;
 
 /// Where the default layout screened no pairs or its pairs were dropped for the additive model,
 /// the coarse layout's must beat it by this many standard errors, not [`MIN_GAIN_SE`]: a second
@@ -812,9 +814,10 @@ struct SmoothParts {
 /// total-variation blocks in `data` after the `p` main effects): a second grid per pair
 /// ([`smooth_axes`]) penalised by `(μ/2) Σ` of its cells' squared differences
 /// ([`crate::smooth`]). Under [`Smoothing::Fixed`] that `μ`. Under [`Smoothing::Auto`], with
-/// a held-out `split`: the pairs without smooth parts (held at zero) and then [`SMOOTH_PATH`]
-/// are fitted on the split's training rows, warm-started from `values`, down the path while
-/// the held-out loss falls; the smooth parts are kept only if the best `μ` beats the pairs
+/// a held-out `split`: on the split's training rows, [`SMOOTH_PATH`] is fitted warm-started
+/// from `values`, down the path while the held-out loss falls, and beside it (see
+/// [`side_by_side`]) the pairs without smooth parts (held at zero), from `values` too, with
+/// the same update budget; the smooth parts are kept only if the best `μ` beats the pairs
 /// without them by [`MIN_GAIN_SE`] standard errors. Where parts are kept, `data` holds their
 /// blocks after the pairs' and `values` their warm start for the fit on all rows (the path's
 /// best, or zero smooth parts); returns them with the path tried.
@@ -862,42 +865,85 @@ fn add_smooth_parts<S: PairDescent>(
                 held_weights,
                 train,
             } = split;
-            with_weights(data, train.clone(), |data| {
-                let mut st = state(data, init.clone());
-                let mut base: Option<Vec<f64>> = None;
-                let mut best: Option<PathBest> = None;
-                let tol = path_tol(params.tol, rho);
-                for mu in std::iter::once(None).chain(SMOOTH_PATH.into_iter().map(Some)) {
+            let tol = path_tol(params.tol, rho);
+            let init = &init;
+            // One held-out fit at `mu` from the state `st` on `data` (training weights in).
+            let fit_at =
+                |data: &BinnedData, st: &mut S, mu: Option<f64>, callback: Option<Callback<'_>>| {
                     let (fit, terms, loss) = path_fit(
                         (data, y, term),
                         shapes(mu, tol),
-                        &mut st,
+                        st,
                         (lambda, mains.lambda_max),
                         (rows, held_weights),
-                        reborrow(callback),
+                        callback,
                     );
-                    path.push(mu.unwrap_or(0.0));
-                    path_loss.push(loss);
-                    let stop = fit.report.stop == crate::report::StopReason::Callback;
-                    match (mu, best.as_ref().map(|b| b.1)) {
-                        (None, _) => base = Some(terms),
-                        (Some(_), Some(l)) if loss > l * (1.0 + PATH_EQUAL) => break,
-                        (Some(_), Some(l)) if loss >= l => {}
-                        (Some(mu), _) => best = Some((mu, loss, fit.values, terms)),
+                    let stopped = fit.report.stop == crate::report::StopReason::Callback;
+                    (fit.values, terms, loss, stopped)
+                };
+            // The path of `μ` from `init`, down while the held-out loss falls: the `μ` tried
+            // and their losses, the best, and whether the callback stopped a fit.
+            let mu_path = |data: &mut BinnedData, callback: &mut Option<Callback<'_>>| {
+                with_weights(data, train.clone(), |data| {
+                    let mut st = state(data, init.clone());
+                    let mut tried = Vec::new();
+                    let mut best: Option<PathBest> = None;
+                    for mu in SMOOTH_PATH {
+                        let (values, terms, loss, stopped) =
+                            fit_at(data, &mut st, Some(mu), reborrow(callback));
+                        tried.push((mu, loss));
+                        let last = best.as_ref().map(|b| b.1);
+                        if last.is_none_or(|l| loss < l) {
+                            best = Some((mu, loss, values, terms));
+                        }
+                        if stopped {
+                            return (tried, None, true);
+                        }
+                        // Down only while the held-out loss falls by [`SMOOTH_PATH_FALL`].
+                        if last.is_some_and(|l| loss > l * (1.0 - SMOOTH_PATH_FALL)) {
+                            break;
+                        }
                     }
-                    if stop {
-                        return None;
+                    (tried, best, false)
+                })
+            };
+            // The pairs without smooth parts (held at zero) from `init`: their held-out
+            // loss terms and loss.
+            let base = |data: &mut BinnedData| {
+                with_weights(data, train.clone(), |data| {
+                    let mut st = state(data, init.clone());
+                    let (_, terms, loss, _) = fit_at(data, &mut st, None, None);
+                    (terms, loss)
+                })
+            };
+            // The path on `data` (with the callback), the base beside it where it can be.
+            let ((tried, best, stopped), base) =
+                side_by_side(data, |d| mu_path(d, callback), base, |path| !path.2);
+            match base {
+                Some((base_terms, base_loss)) => {
+                    path.push(0.0);
+                    path_loss.push(base_loss);
+                    for (mu, loss) in tried {
+                        path.push(mu);
+                        path_loss.push(loss);
+                    }
+                    match best {
+                        Some((mu, _, values, terms))
+                            if !stopped
+                                && significant_gain(
+                                    &base_terms,
+                                    &terms,
+                                    held_weights,
+                                    MIN_GAIN_SE,
+                                ) =>
+                        {
+                            Some((mu, values))
+                        }
+                        _ => None,
                     }
                 }
-                match (best, base) {
-                    (Some((mu, _, values, terms)), Some(base))
-                        if significant_gain(&base, &terms, held_weights, MIN_GAIN_SE) =>
-                    {
-                        Some((mu, values))
-                    }
-                    _ => None,
-                }
-            })
+                None => None,
+            }
         }
     };
     let Some((mu, init)) = chosen else {
@@ -1065,74 +1111,88 @@ pub(crate) fn fit_pairs<S: PairDescent>(
             }
         }
     };
-    // The first round under each layout (see [`layouts`]): the first stays unless a later
-    // one beats it on the held-out rows ([`FirstRound::beats`]). `data` holds the blocks of
-    // the last layout fitted (`in_data`).
-    let mut chosen: Option<(usize, Layout, FirstRound)> = None;
-    let mut in_data = None;
-    for (i, (layout, (pairs, gains))) in layouts.into_iter().zip(candidates).enumerate() {
+    let out_of_time = || {
+        params
+            .max_time
+            .is_some_and(|t| start.elapsed().as_secs_f64() >= t)
+    };
+    // The first round under one layout, on `data` (its pair blocks replacing any there).
+    let first_round = |data: &mut BinnedData,
+                       layout: Layout,
+                       (pairs, gains): Screened,
+                       callback: &mut Option<Callback<'_>>|
+     -> FirstRound {
         data.features.truncate(p);
-        if pairs.is_empty() {
-            continue;
-        }
-        // A later layout's path starts at [`LAYOUT_PATH_START`] times the `ρ` the first chose;
-        // where the first screened no pairs or its pairs were dropped, the later's must beat
-        // the additive model by [`RESCUE_GAIN_SE`] standard errors.
-        let earlier = chosen
-            .as_ref()
-            .and_then(|(_, _, round)| round.result.as_ref().ok());
-        let from = earlier.map_or(f64::INFINITY, |e| LAYOUT_PATH_START * e.rho);
-        let min_gain_se = if i > 0 && earlier.is_none_or(|e| !e.kept()) {
-            RESCUE_GAIN_SE
-        } else {
-            MIN_GAIN_SE
-        };
         let axes = make_axes(data, &pairs, 0, layout);
         let (grids, links) = add_pair_blocks(data, &pairs, &axes);
-        in_data = Some(i);
         // The held-out search only: the fit on all rows is the kept layout's (below).
         let result = search_pairs(
             data,
             y,
             params,
-            (
-                &mains,
-                &[],
-                screened,
-                split.clone().map(|split| HeldOut {
-                    split,
-                    from,
-                    min_gain_se,
-                }),
-            ),
+            (&mains, &[], screened, split.clone()),
             (&grids, &links, state, term),
-            &mut callback,
+            callback,
         );
-        let round = FirstRound {
+        FirstRound {
             pairs,
             gains,
             axes,
-            grids,
-            links,
             result,
+        }
+    };
+    // The first round under each layout that screened pairs (see [`layouts`]: two at most),
+    // each on its own held-out path from the main effects, side by side where they can be
+    // ([`side_by_side`]); the later is not fitted (or not used) once the first failed, was
+    // stopped, or ran out of time.
+    let mut todo = layouts
+        .into_iter()
+        .zip(candidates)
+        .enumerate()
+        .filter(|(_, (_, (pairs, _)))| !pairs.is_empty());
+    let mut rounds: Vec<(usize, Layout, FirstRound)> = Vec::with_capacity(2);
+    if let Some((i0, (l0, s0))) = todo.next() {
+        let later = todo.next();
+        debug_assert!(todo.next().is_none(), "two layouts at most");
+        let fr = &first_round;
+        let (first, second) = match later {
+            Some((i1, (l1, s1))) => {
+                let (first, second) = side_by_side(
+                    data,
+                    |d| fr(d, l0, s0, &mut callback),
+                    move |d| fr(d, l1, s1, &mut None),
+                    |first| !first.stopped() && !out_of_time(),
+                );
+                (first, second.map(|round| (i1, l1, round)))
+            }
+            None => (fr(data, l0, s0, &mut callback), None),
         };
-        let stopped = round.stopped()
-            || params
-                .max_time
-                .is_some_and(|t| start.elapsed().as_secs_f64() >= t);
-        let held_weights = split.as_ref().map_or(&[][..], |s| &s.held_weights[..]);
+        rounds.push((i0, l0, first));
+        rounds.extend(second);
+    }
+    // The first layout stays unless the later beats it on the held-out rows
+    // ([`FirstRound::beats`]).
+    let held_weights = split.as_ref().map_or(&[][..], |s| &s.held_weights[..]);
+    let mut chosen: Option<(usize, Layout, FirstRound)> = None;
+    for (i, layout, mut round) in rounds {
+        // Where the first layout screened no pairs or its pairs were dropped, a later one's
+        // must beat the additive model by [`RESCUE_GAIN_SE`] standard errors.
+        let earlier_kept = chosen
+            .as_ref()
+            .is_some_and(|(_, _, best)| best.result.as_ref().is_ok_and(PairSearch::kept));
+        if i > 0 && !earlier_kept {
+            if let Ok(search) = &mut round.result {
+                search.require_gain(held_weights, RESCUE_GAIN_SE);
+            }
+        }
         if chosen
             .as_ref()
             .is_none_or(|(_, _, best)| round.beats(best, held_weights))
         {
             chosen = Some((i, layout, round));
         }
-        // A failed or stopped fit ends the search.
-        if stopped {
-            break;
-        }
     }
-    let Some((i, layout, round)) = chosen else {
+    let Some((_, layout, round)) = chosen else {
         data.features.truncate(p);
         return Ok((mains, PairFit::default()));
     };
@@ -1140,14 +1200,11 @@ pub(crate) fn fit_pairs<S: PairDescent>(
         mut pairs,
         mut gains,
         mut axes,
-        mut grids,
-        mut links,
         mut result,
     } = round;
-    if in_data != Some(i) {
-        data.features.truncate(p);
-        (grids, links) = add_pair_blocks(data, &pairs, &axes);
-    }
+    // `data` holds the blocks of the last layout fitted on it: the kept layout's replace them.
+    data.features.truncate(p);
+    let (mut grids, mut links) = add_pair_blocks(data, &pairs, &axes);
     // More rounds of screening (see [`screening_rounds`]), under the chosen layout, on the
     // held-out split's training rows (a path, so a split, calls for them).
     let rounds = match (&pp.interactions, &result) {
@@ -1355,6 +1412,41 @@ pub(crate) fn fit_pairs<S: PairDescent>(
     ))
 }
 
+/// Code reads (rows × blocks) up to which `side_by_side` copies the data to run two
+/// held-out fits at once: on more rows, each fit's passes over the rows run in parallel
+/// already.
+pub const SIDE_BY_SIDE_CODES: usize = 1 << 27;
+
+/// `a` on `data`, then `b` on the same rows if `go_on` (`a`'s result): side by side where the
+/// pool has a thread to spare and `data` has at most [`SIDE_BY_SIDE_CODES`] code reads (`b`
+/// on a copy of `data`, its result dropped unless `go_on`), else one after the other on
+/// `data`. Each held-out fit gives the same numbers whatever runs beside it, so the results
+/// are the same either way. A held-out fit's passes over fewer rows than that barely gain
+/// from a second thread (`kin8nm`, `1193_BNG_lowbwt`, `1201_BNG_breastTumor`: whole fits
+/// 1.1–1.2 times as fast on two threads as on one), while two fits side by side do.
+fn side_by_side<A, B: Send>(
+    data: &mut BinnedData,
+    a: impl FnOnce(&mut BinnedData) -> A,
+    b: impl FnOnce(&mut BinnedData) -> B + Send,
+    go_on: impl FnOnce(&A) -> bool,
+) -> (A, Option<B>) {
+    let codes = data.n_samples.saturating_mul(data.n_features());
+    if rayon::current_num_threads() > 1 && codes <= SIDE_BY_SIDE_CODES {
+        let mut copy = data.clone();
+        let mut second = None;
+        let first = rayon::in_place_scope(|scope| {
+            scope.spawn(|_| second = Some(b(&mut copy)));
+            a(data)
+        });
+        let second = second.filter(|_| go_on(&first));
+        (first, second)
+    } else {
+        let first = a(data);
+        let second = go_on(&first).then(|| b(data));
+        (first, second)
+    }
+}
+
 /// The pairs of the first round of screening: how many, and their grids' cell budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Layout {
@@ -1399,13 +1491,11 @@ fn layouts(
 }
 
 /// The first round of pairs under one [`Layout`]: the pairs (with their screening gains), their
-/// axes, grids and links, and the fit with them.
+/// axes, and the held-out search with them.
 struct FirstRound {
     pairs: Vec<(usize, usize)>,
     gains: Vec<f64>,
     axes: Vec<(Axis, Axis)>,
-    grids: Vec<Grid>,
-    links: Vec<PairLink>,
     result: Result<PairSearch>,
 }
 
@@ -1517,6 +1607,8 @@ struct PairSearch {
     n_iter: Vec<usize>,
     /// The held-out rows' loss terms at the chosen `ρ` (empty without a held-out search).
     held_terms: Vec<f64>,
+    /// The held-out rows' loss terms of the additive model (empty without one on the path).
+    additive_terms: Vec<f64>,
     /// Whether the callback (or Ctrl-C) stopped a fit of the path.
     stopped: bool,
 }
@@ -1526,36 +1618,35 @@ impl PairSearch {
     fn kept(&self) -> bool {
         !matches!(self.blocks, Blocks::Dropped)
     }
+
+    /// Drops the pairs unless their held-out gain over the additive model (on the rows of
+    /// weights `held_weights`) is at least `se` standard errors ([`significant_gain`]).
+    fn require_gain(&mut self, held_weights: &[f64], se: f64) {
+        if self.kept()
+            && !self.additive_terms.is_empty()
+            && !significant_gain(&self.additive_terms, &self.held_terms, held_weights, se)
+        {
+            self.blocks = Blocks::Dropped;
+        }
+    }
 }
 /// The best fit of the pair path so far: `ρ`, its held-out loss, its blocks and its held-out
 /// rows' loss terms.
 type PathBest = (f64, f64, Vec<Vec<f64>>, Vec<f64>);
 /// Makes the loss's state on the data from blocks.
-pub(crate) type StateMaker<'a, S> = &'a dyn Fn(&BinnedData, Vec<Vec<f64>>) -> S;
+pub(crate) type StateMaker<'a, S> = &'a (dyn Fn(&BinnedData, Vec<Vec<f64>>) -> S + Sync);
 /// A held-out row's loss `(v, y, f) ↦ …`.
-pub(crate) type RowLoss<'a> = &'a dyn Fn(f64, f64, f64) -> f64;
-
-/// The held-out search of `ρ`: its split, where its path starts, and how much its pairs must
-/// gain over the additive model.
-struct HeldOut {
-    /// The rows (see [`pair_split`]).
-    split: Split,
-    /// The path's first `ρ`: [`PAIR_PATH`]'s entries up to it (`∞`: all of them).
-    from: f64,
-    /// Standard errors of held-out gain the pairs need ([`MIN_GAIN_SE`] or
-    /// [`RESCUE_GAIN_SE`]).
-    min_gain_se: f64,
-}
+pub(crate) type RowLoss<'a> = &'a (dyn Fn(f64, f64, f64) -> f64 + Sync);
 
 /// [`fit_pairs`] once the pair blocks are in `data`, up to the fit on all rows: the held-out
-/// choice of `ρ` (if `held_out` gives a split: see [`HeldOut`]), warm-started from `mains`
+/// choice of `ρ` down [`PAIR_PATH`] (if `held_out` gives a split), warm-started from `mains`
 /// with the pair blocks at `warm` (then zero); for `screened` pairs, [`Blocks::Dropped`]
-/// when no `ρ` beats the additive model's held-out loss.
+/// when no `ρ` beats the additive model's held-out loss by [`MIN_GAIN_SE`] standard errors.
 fn search_pairs<S: PairDescent>(
     data: &mut BinnedData,
     y: ArrayView1<'_, f64>,
     params: &FitParams,
-    (mains, warm, screened, held_out): (&BinnedFit, &[Vec<f64>], bool, Option<HeldOut>),
+    (mains, warm, screened, held_out): (&BinnedFit, &[Vec<f64>], bool, Option<Split>),
     (grids, links, state, term): (&[Grid], &[PairLink], StateMaker<'_, S>, RowLoss<'_>),
     callback: &mut Option<Callback<'_>>,
 ) -> Result<PairSearch> {
@@ -1575,26 +1666,19 @@ fn search_pairs<S: PairDescent>(
     let mut rho = params.pairs.penalty.unwrap_or(DEFAULT_PAIR_PENALTY);
     let mut held_terms = Vec::new();
     let mut stopped = false;
-    if let Some(HeldOut {
-        split,
-        from,
-        min_gain_se,
+    let mut additive_terms = Vec::new();
+    if let Some(Split {
+        rows,
+        held_weights,
+        train,
     }) = held_out
     {
-        let Split {
-            rows,
-            held_weights,
-            train,
-        } = split;
         let searched = with_weights(data, train, |data| {
             let mut st = state(data, init.clone());
             let mut best: Option<PathBest> = None;
             let mut rises = 0usize;
             let mut additive: Option<Vec<f64>> = None;
-            let rhos = screened
-                .then_some(ADDITIVE)
-                .into_iter()
-                .chain(PAIR_PATH.into_iter().filter(|&r| r <= from));
+            let rhos = screened.then_some(ADDITIVE).into_iter().chain(PAIR_PATH);
             for r in rhos {
                 // The additive model: pair blocks held at zero by a prohibitive
                 // penalty, fitted with the tolerance of the path's first fit.
@@ -1631,33 +1715,30 @@ fn search_pairs<S: PairDescent>(
                     break;
                 }
             }
-            match (best, additive) {
-                (Some((r, _, _, terms)), Some(a))
-                    if !significant_gain(&a, &terms, &held_weights, min_gain_se) =>
-                {
-                    Some((r, None, terms))
-                }
-                (b, _) => b.map(|(r, _, values, terms)| (r, Some(values), terms)),
-            }
+            (
+                best.map(|(r, _, values, terms)| (r, values, terms)),
+                additive,
+            )
         });
-        match searched {
-            Some((r, None, held_terms)) => {
+        additive_terms = searched.1.unwrap_or_default();
+        if let Some((r, values, terms)) = searched.0 {
+            rho = r;
+            held_terms = terms;
+            if !additive_terms.is_empty()
+                && !significant_gain(&additive_terms, &held_terms, &held_weights, MIN_GAIN_SE)
+            {
                 return Ok(PairSearch {
                     blocks: Blocks::Dropped,
-                    rho: r,
+                    rho,
                     path,
                     path_loss,
                     n_iter: path_n_iter,
                     held_terms,
+                    additive_terms,
                     stopped,
-                })
+                });
             }
-            Some((r, Some(values), terms)) => {
-                rho = r;
-                init = values;
-                held_terms = terms;
-            }
-            None => {}
+            init = values;
         }
     }
     Ok(PairSearch {
@@ -1667,6 +1748,7 @@ fn search_pairs<S: PairDescent>(
         path_loss,
         n_iter: path_n_iter,
         held_terms,
+        additive_terms,
         stopped,
     })
 }

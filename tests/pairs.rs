@@ -376,6 +376,32 @@ fn one_and_two_threads_agree_with_pairs() {
     common::assert_threads_agree(|| fit(Rows::new(x.view(), y.view(), None), &prm, None));
 }
 
+/// Under `interactions="auto"` with a cell budget, the two layouts' held-out paths run side by
+/// side on two threads (one after the other on one), as do the smooth parts' `μ` path and the
+/// fit without them: the same model either way.
+#[test]
+fn one_and_two_threads_agree_with_both_layouts_and_smooth_parts() {
+    let (x, y) = interaction_data(3000, 6);
+    let mut prm = pair_params(Interactions::Auto(4), None);
+    prm.pairs.smoothing = fastpcam::params::Smoothing::Auto;
+    assert!(prm.pairs.max_cells.is_some());
+    common::assert_threads_agree(|| fit(Rows::new(x.view(), y.view(), None), &prm, None));
+    let f = fastpcam::solver::with_threads(Some(2), || {
+        fit(Rows::new(x.view(), y.view(), None), &prm, None)
+    })
+    .unwrap()
+    .unwrap();
+    assert_eq!(f.pairs.terms[0].features, (0, 1));
+    // The smooth parts' path ran: the fit without them first, then at least one `μ`.
+    assert!(
+        f.pairs.smoothing_path.len() >= 2,
+        "{:?}",
+        f.pairs.smoothing_path
+    );
+    assert_eq!(f.pairs.smoothing_path[0], 0.0);
+    assert!(f.report.converged, "kkt {}", f.report.kkt_residual);
+}
+
 /// On enough rows, greedy steps solve the two steepest pair blocks side by side
 /// (`BlockState::update_pair` of two grids, `PAIR_MIN_WORK`): the same fit on 1 and 2
 /// threads, certified, its objective never increasing, and its optimum that of the plain

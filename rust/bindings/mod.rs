@@ -224,7 +224,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PAIR_PATH_WOBBLE", crate::pairs::PATH_WOBBLE)?;
     m.add("PAIR_PATH_RISES", crate::pairs::PATH_RISES)?;
     m.add("PAIR_COARSE_FACTOR", crate::pairs::COARSE_FACTOR)?;
-    m.add("PAIR_LAYOUT_PATH_START", crate::pairs::LAYOUT_PATH_START)?;
     m.add("PAIR_RESCUE_GAIN_SE", crate::pairs::RESCUE_GAIN_SE)?;
     m.add("FINE_PAIRS", crate::pairs::FINE_PAIRS)?;
     m.add("FINE_CELLS", crate::pairs::FINE_CELLS)?;
