@@ -1413,17 +1413,18 @@ pub(crate) fn fit_pairs<S: PairDescent>(
 }
 
 /// Code reads (rows × blocks) up to which `side_by_side` copies the data to run two
-/// held-out fits at once: on more rows, each fit's passes over the rows run in parallel
-/// already.
+/// held-out fits at once: a bound on the copy's memory (128 MiB of one-byte codes); larger
+/// data run the two fits one after the other.
 pub const SIDE_BY_SIDE_CODES: usize = 1 << 27;
 
 /// `a` on `data`, then `b` on the same rows if `go_on` (`a`'s result): side by side where the
 /// pool has a thread to spare and `data` has at most [`SIDE_BY_SIDE_CODES`] code reads (`b`
 /// on a copy of `data`, its result dropped unless `go_on`), else one after the other on
 /// `data`. Each held-out fit gives the same numbers whatever runs beside it, so the results
-/// are the same either way. A held-out fit's passes over fewer rows than that barely gain
-/// from a second thread (`kin8nm`, `1193_BNG_lowbwt`, `1201_BNG_breastTumor`: whole fits
-/// 1.1–1.2 times as fast on two threads as on one), while two fits side by side do.
+/// are the same either way. One held-out fit barely gains from a second thread, its block
+/// updates running one after the other (`kin8nm`, `1193_BNG_lowbwt`, `1201_BNG_breastTumor`,
+/// 8,192 to 116,640 rows: whole fits 1.1–1.2 times as fast on two threads as on one), while
+/// two fits side by side do.
 fn side_by_side<A, B: Send>(
     data: &mut BinnedData,
     a: impl FnOnce(&mut BinnedData) -> A,
