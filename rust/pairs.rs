@@ -1150,7 +1150,7 @@ pub(crate) fn fit_pairs<S: PairDescent>(
         .zip(candidates)
         .enumerate()
         .filter(|(_, (_, (pairs, _)))| !pairs.is_empty());
-    let mut rounds: Vec<(usize, Layout, FirstRound)> = Vec::with_capacity(2);
+    let mut firsts: Vec<(usize, Layout, FirstRound)> = Vec::with_capacity(2);
     if let Some((i0, (l0, s0))) = todo.next() {
         let later = todo.next();
         debug_assert!(todo.next().is_none(), "two layouts at most");
@@ -1167,14 +1167,14 @@ pub(crate) fn fit_pairs<S: PairDescent>(
             }
             None => (fr(data, l0, s0, &mut callback), None),
         };
-        rounds.push((i0, l0, first));
-        rounds.extend(second);
+        firsts.push((i0, l0, first));
+        firsts.extend(second);
     }
     // The first layout stays unless the later beats it on the held-out rows
     // ([`FirstRound::beats`]).
     let held_weights = split.as_ref().map_or(&[][..], |s| &s.held_weights[..]);
     let mut chosen: Option<(usize, Layout, FirstRound)> = None;
-    for (i, layout, mut round) in rounds {
+    for (i, layout, mut round) in firsts {
         // Where the first layout screened no pairs or its pairs were dropped, a later one's
         // must beat the additive model by [`RESCUE_GAIN_SE`] standard errors.
         let earlier_kept = chosen
@@ -1278,9 +1278,7 @@ pub(crate) fn fit_pairs<S: PairDescent>(
     // The smooth parts (see [`add_smooth_parts`]), unless a callback or the time budget
     // stopped the fit.
     let (mut smooth, mut smoothing_path, mut smoothing_path_loss) = (None, Vec::new(), Vec::new());
-    let out_of_time = params
-        .max_time
-        .is_some_and(|t| start.elapsed().as_secs_f64() >= t);
+    let out_of_time = out_of_time();
     if let Ok(PairSearch {
         blocks: Blocks::Searched(values),
         rho,
@@ -1668,6 +1666,8 @@ fn search_pairs<S: PairDescent>(
     let mut held_terms = Vec::new();
     let mut stopped = false;
     let mut additive_terms = Vec::new();
+    // The held-out rows' weights, once their search has run.
+    let mut held = None;
     if let Some(Split {
         rows,
         held_weights,
@@ -1725,24 +1725,11 @@ fn search_pairs<S: PairDescent>(
         if let Some((r, values, terms)) = searched.0 {
             rho = r;
             held_terms = terms;
-            if !additive_terms.is_empty()
-                && !significant_gain(&additive_terms, &held_terms, &held_weights, MIN_GAIN_SE)
-            {
-                return Ok(PairSearch {
-                    blocks: Blocks::Dropped,
-                    rho,
-                    path,
-                    path_loss,
-                    n_iter: path_n_iter,
-                    held_terms,
-                    additive_terms,
-                    stopped,
-                });
-            }
             init = values;
         }
+        held = Some(held_weights);
     }
-    Ok(PairSearch {
+    let mut search = PairSearch {
         blocks: Blocks::Searched(init),
         rho,
         path,
@@ -1751,7 +1738,12 @@ fn search_pairs<S: PairDescent>(
         held_terms,
         additive_terms,
         stopped,
-    })
+    };
+    // Screened pairs must beat the additive model on the held-out rows.
+    if let Some(held_weights) = &held {
+        search.require_gain(held_weights, MIN_GAIN_SE);
+    }
+    Ok(search)
 }
 
 /// The fit on all rows of a [`search_pairs`] that kept its pairs, warm-started from its blocks,
