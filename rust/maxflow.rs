@@ -34,8 +34,12 @@ pub struct FlowNetwork {
     start: Vec<u32>,
     order: Vec<u32>,
     tree: Vec<u8>,
-    /// The arc from a node to its parent (or a mark).
+    /// The arc from a node to its parent (or a mark), and that parent (the arc's head, where
+    /// `parent` is an arc).
     parent: Vec<u32>,
+    up: Vec<u32>,
+    /// The (node, parent arc) steps of the path being augmented.
+    path: Vec<(u32, u32)>,
     active: VecDeque<u32>,
     in_active: Vec<bool>,
     orphans: VecDeque<u32>,
@@ -104,6 +108,8 @@ impl FlowNetwork {
         self.tree.resize(n, FREE);
         self.parent.clear();
         self.parent.resize(n, NONE);
+        self.up.clear();
+        self.up.resize(n, 0);
         self.in_active.clear();
         self.in_active.resize(n, false);
         self.active.clear();
@@ -157,6 +163,7 @@ impl FlowNetwork {
                     if self.tree[q] == FREE {
                         self.tree[q] = tp;
                         self.parent[q] = (a ^ 1) as u32;
+                        self.up[q] = p as u32;
                         self.activate(q);
                     } else if self.tree[q] != tp {
                         // `p` stays active: it may lead to more paths.
@@ -171,52 +178,55 @@ impl FlowNetwork {
     }
 
     /// Augments the path through `bridge` by its bottleneck; the nodes whose tree arc (or
-    /// terminal) it saturates become orphans. Returns the flow pushed.
+    /// terminal) it saturates become orphans. Returns the flow pushed. The walk up each tree
+    /// is recorded (`path`), so the second pass reads no parent.
     fn augment(&mut self, bridge: usize, eps: f64) -> f64 {
         let mut f = self.residual[bridge];
+        self.path.clear();
         // Source side: flow runs from each parent down along `parent ^ 1`.
         let mut x = self.tail[bridge] as usize;
         while self.parent[x] != TERMINAL {
             let a = self.parent[x] as usize;
             f = f.min(self.residual[a ^ 1]);
-            x = self.head[a] as usize;
+            self.path.push((x as u32, a as u32));
+            x = self.up[x] as usize;
         }
+        let (root_s, split) = (x, self.path.len());
         f = f.min(self.terminal[x]);
         let mut y = self.head[bridge] as usize;
         while self.parent[y] != TERMINAL {
             let a = self.parent[y] as usize;
             f = f.min(self.residual[a]);
-            y = self.head[a] as usize;
+            self.path.push((y as u32, a as u32));
+            y = self.up[y] as usize;
         }
         f = f.min(-self.terminal[y]);
         self.residual[bridge] -= f;
         self.residual[bridge ^ 1] += f;
-        let mut x = self.tail[bridge] as usize;
-        while self.parent[x] != TERMINAL {
-            let a = self.parent[x] as usize;
+        for i in 0..split {
+            let (x, a) = self.path[i];
+            let a = a as usize;
             self.residual[a ^ 1] -= f;
             self.residual[a] += f;
             if self.residual[a ^ 1] <= eps {
-                self.parent[x] = ORPHAN;
-                self.orphans.push_back(x as u32);
+                self.parent[x as usize] = ORPHAN;
+                self.orphans.push_back(x);
             }
-            x = self.head[a] as usize;
         }
-        self.terminal[x] -= f;
-        if self.terminal[x] <= eps {
-            self.parent[x] = ORPHAN;
-            self.orphans.push_back(x as u32);
+        self.terminal[root_s] -= f;
+        if self.terminal[root_s] <= eps {
+            self.parent[root_s] = ORPHAN;
+            self.orphans.push_back(root_s as u32);
         }
-        let mut y = self.head[bridge] as usize;
-        while self.parent[y] != TERMINAL {
-            let a = self.parent[y] as usize;
+        for i in split..self.path.len() {
+            let (y, a) = self.path[i];
+            let a = a as usize;
             self.residual[a] -= f;
             self.residual[a ^ 1] += f;
             if self.residual[a] <= eps {
-                self.parent[y] = ORPHAN;
-                self.orphans.push_back(y as u32);
+                self.parent[y as usize] = ORPHAN;
+                self.orphans.push_back(y);
             }
-            y = self.head[a] as usize;
         }
         self.terminal[y] += f;
         if self.terminal[y] >= -eps {
@@ -232,7 +242,7 @@ impl FlowNetwork {
             match self.parent[q] {
                 TERMINAL => return true,
                 ORPHAN | NONE => return false,
-                a => q = self.head[a as usize] as usize,
+                _ => q = self.up[q] as usize,
             }
         }
     }
@@ -255,6 +265,7 @@ impl FlowNetwork {
             }
             if let Some(a) = found {
                 self.parent[p] = a as u32;
+                self.up[p] = self.head[a];
                 continue;
             }
             for i in self.arcs(p) {
@@ -267,7 +278,7 @@ impl FlowNetwork {
                     self.activate(q);
                 }
                 let pq = self.parent[q];
-                if pq < NONE && self.head[pq as usize] as usize == p {
+                if pq < NONE && self.up[q] as usize == p {
                     self.parent[q] = ORPHAN;
                     self.orphans.push_back(q as u32);
                 }
