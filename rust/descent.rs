@@ -455,6 +455,8 @@ pub(crate) fn descend<S: DescentState>(
     // Pair fits: the update count at which the best KKT residual so far was reached (or the
     // last window of [`STALL_SWEEPS`] began), that residual and the objective then.
     let mut checkpoint: Option<(usize, f64, f64)> = None;
+    // The largest block violation at the last score (the working set of `params.sweep_share`).
+    let mut sweep_max = 0.0f64;
 
     // Greedy steps run their passes in parallel or serially, whichever the clock finds faster
     // (the same numbers either way: [`crate::pace`]).
@@ -479,6 +481,7 @@ pub(crate) fn descend<S: DescentState>(
                 st.refresh_and_score(data, lambda, &mut scores)
             };
             let max_d = block_max.max(icpt);
+            sweep_max = block_max;
             let kkt = scale(max_d);
             last_kkt = Some(kkt);
             let elapsed = start.elapsed().as_secs_f64();
@@ -588,10 +591,11 @@ pub(crate) fn descend<S: DescentState>(
         } else {
             if sweep_pos == 0 && selection == Selection::Sweep {
                 // Every block that can move and is not skipped, steepest first (ties: lowest
-                // index). Blocks already well within the tolerance wait for a later sweep (all
-                // of them, if none is outside it: the KKT residual is then the intercept's).
+                // index). Blocks already well within the tolerance, or below the working set's
+                // share of the steepest, wait for a later sweep (all of them, if none is
+                // outside: the KKT residual is then the intercept's).
                 order.clear();
-                let skip = SWEEP_SKIP * params.tol * unit;
+                let skip = (SWEEP_SKIP * params.tol * unit).max(params.sweep_share * sweep_max);
                 order.extend(
                     movable
                         .iter()

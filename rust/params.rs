@@ -9,6 +9,7 @@
 //! | `max_time` | `None` | seconds, `> 0` |
 //! | `binning` | [`BinningParams::default`] | see [`crate::binning`] |
 //! | `shapes` | every block free, factor 1 | see [`Shapes`] |
+//! | `sweep_share` | 0 | `[0, 1)`: see [`FitParams::sweep_share`] |
 
 use crate::binning::BinningParams;
 use crate::error::{FastError, Result};
@@ -154,6 +155,12 @@ pub struct FitParams {
     pub shapes: Shapes,
     /// Pair terms (none by default: the additive model).
     pub pairs: PairParams,
+    /// Scored sweeps also skip the blocks whose largest KKT violation is below this share of
+    /// the largest one at the sweep's start (a working set; 0: they skip only the blocks
+    /// within [`crate::descent::SWEEP_SKIP`] of the tolerance). The stopping rule is
+    /// unchanged. The fit on all rows of a pair stage uses
+    /// [`crate::pairs::FINISH_SWEEP_SHARE`].
+    pub sweep_share: f64,
 }
 
 /// Interaction bins per feature of `max_interaction_bins="auto"` (EBM's default), under the
@@ -282,6 +289,7 @@ impl Default for FitParams {
             binning: BinningParams::default(),
             shapes: Shapes::default(),
             pairs: PairParams::default(),
+            sweep_share: 0.0,
         }
     }
 }
@@ -330,6 +338,13 @@ impl FitParams {
                 name: "tol",
                 message: "must be finite and >= 0",
                 value: self.tol.to_string(),
+            });
+        }
+        if !(0.0..1.0).contains(&self.sweep_share) {
+            return Err(FastError::InvalidParameter {
+                name: "sweep_share",
+                message: "must be in [0, 1)",
+                value: self.sweep_share.to_string(),
             });
         }
         if let Some(t) = self.max_time {
@@ -649,3 +664,26 @@ pub const SPARSE_LAMBDA_RATIO: f64 = 1e-3;
 pub const SPARSE_MAX_BINS: usize = 256;
 /// Default number of features of a feature-sparse model.
 pub const SPARSE_MAX_FEATURES: usize = 10;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_working_set_share_outside_zero_to_one_is_refused() {
+        for share in [-0.1, 1.0, f64::NAN] {
+            let e = FitParams {
+                sweep_share: share,
+                ..FitParams::default()
+            }
+            .check()
+            .unwrap_err();
+            assert!(e.to_string().contains("sweep_share"), "{share}: {e}");
+        }
+        let ok = FitParams {
+            sweep_share: 0.3,
+            ..FitParams::default()
+        };
+        assert!(ok.check().is_ok());
+    }
+}

@@ -101,6 +101,7 @@ impl SparseParams {
             binning: self.binning.clone(),
             shapes: self.shapes.clone(),
             pairs: crate::params::PairParams::default(),
+            sweep_share: 0.0,
         }
     }
 }

@@ -270,6 +270,7 @@ impl FitConfig {
             binning: self.binning(shape),
             shapes: self.shapes(),
             pairs: self.pairs(),
+            sweep_share: 0.0,
         };
         params.check()?;
         Ok(params)

@@ -56,6 +56,7 @@ pub fn params(
         },
         shapes: Default::default(),
         pairs: Default::default(),
+        sweep_share: 0.0,
     }
 }
 
