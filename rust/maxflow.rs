@@ -34,9 +34,10 @@ pub struct FlowNetwork {
     start: Vec<u32>,
     order: Vec<u32>,
     tree: Vec<u8>,
-    /// The arc from a node to its parent (or a mark), and that parent (the arc's head, where
-    /// `parent` is an arc).
+    /// The arc from a node to its parent (or a mark).
     parent: Vec<u32>,
+    /// The parent itself (the head of `parent`, where that is an arc): the walks up a tree
+    /// read one array.
     up: Vec<u32>,
     /// The (node, parent arc) steps of the path being augmented.
     path: Vec<(u32, u32)>,
