@@ -1813,7 +1813,12 @@ mod tests {
     /// 11,454 and 3,032 updates with sweeps, 14,812 and 4,377 greedy; objectives equal to
     /// 2e-8 of their size).
     fn pair_fits(selection: Selection) -> (BinnedFit, BinnedFit) {
-        pair_fits_on(selection, (false, 0.0), &|data, y, beta| {
+        pair_fits_with(selection, 0.0)
+    }
+
+    /// [`pair_fits`] with the working set `share`.
+    fn pair_fits_with(selection: Selection, share: f64) -> (BinnedFit, BinnedFit) {
+        pair_fits_on(selection, (false, share), &|data, y, beta| {
             BlockState::with_start(data, y, beta)
         })
     }
@@ -1924,21 +1929,15 @@ mod tests {
     /// updates plain, 3,469 → 3,783 extrapolated; logistic 1,498 → 1,178 and 988 → 717).
     #[test]
     fn a_working_set_reaches_the_same_optimum_with_its_certificate() {
-        let squared = |share| {
-            pair_fits_on(Selection::Sweep, (false, share), &|data, y, beta| {
-                BlockState::with_start(data, y, beta)
-            })
-        };
-        let logistic = |share| logistic_pair_fits_with(Selection::Sweep, share);
         for (loss, fits) in [
             (
                 "squared",
-                &squared as &dyn Fn(f64) -> (BinnedFit, BinnedFit),
+                pair_fits_with as fn(Selection, f64) -> (BinnedFit, BinnedFit),
             ),
-            ("logistic", &logistic),
+            ("logistic", logistic_pair_fits_with),
         ] {
-            let (plain, fast) = fits(0.0);
-            let (plain_ws, fast_ws) = fits(FINISH_SWEEP_SHARE);
+            let (plain, fast) = fits(Selection::Sweep, 0.0);
+            let (plain_ws, fast_ws) = fits(Selection::Sweep, FINISH_SWEEP_SHARE);
             for (f, g) in [(&plain, &plain_ws), (&fast, &fast_ws)] {
                 assert_eq!(g.report.stop, crate::report::StopReason::Converged);
                 assert!(g.report.kkt_residual <= TOL, "{}", g.report.kkt_residual);
