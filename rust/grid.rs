@@ -265,15 +265,17 @@ fn divide(
             }
             c
         };
+        let union = |label: &mut Vec<usize>, a: usize, b: usize| {
+            let (ra, rb) = (find(label, a), find(label, b));
+            label[ra.max(rb)] = ra.min(rb);
+        };
         grid.for_each_edge(|_, a, b, _| {
             if seed[a] == seed[b] {
-                let (ra, rb) = (find(label, a), find(label, b));
-                label[ra.max(rb)] = ra.min(rb);
+                union(label, a, b);
             }
         });
         for &(a, b) in &ws.joins {
-            let (ra, rb) = (find(&mut ws.label, a), find(&mut ws.label, b));
-            ws.label[ra.max(rb)] = ra.min(rb);
+            union(label, a, b);
         }
         for c in 0..n {
             ws.label[c] = find(&mut ws.label, c);
