@@ -291,7 +291,18 @@ fn divide(
                 seeded.push((up, down));
             }
         });
-        ws.cells.sort_unstable_by_key(|&c| (ws.label[c], c));
+        // The cells by (label, cell), by counting: each label is its part's smallest cell.
+        let (count, cells) = (&mut ws.node, &mut ws.cells);
+        count.iter_mut().for_each(|k| *k = 0);
+        ws.label.iter().for_each(|&l| count[l] += 1);
+        let mut next = 0;
+        for k in count.iter_mut() {
+            (*k, next) = (next, next + *k);
+        }
+        for (c, &l) in ws.label.iter().enumerate() {
+            cells[count[l]] = c;
+            count[l] += 1;
+        }
         let mut lo = 0;
         for i in 1..=n {
             if i == n || ws.label[ws.cells[i]] != ws.label[ws.cells[lo]] {

@@ -30,15 +30,21 @@ pub struct FlowNetwork {
     residual: Vec<f64>,
     /// Each node's terminal residual: from the source (> 0) or to the sink (< 0).
     terminal: Vec<f64>,
-    /// Arcs grouped by tail: node `u`'s arcs are `order[start[u]..start[u + 1]]`.
+    /// Arcs grouped by tail: node `u`'s arcs and their heads are `order[start[u]..start[u + 1]]`
+    /// (the head beside the arc: the searches read one array).
     start: Vec<u32>,
-    order: Vec<u32>,
+    order: Vec<(u32, u32)>,
     tree: Vec<u8>,
     /// The arc from a node to its parent (or a mark).
     parent: Vec<u32>,
     /// The parent itself (the head of `parent`, where that is an arc): the walks up a tree
     /// read one array.
     up: Vec<u32>,
+    /// The adoption round in which a node was last found rooted ([`FlowNetwork::rooted`]), and
+    /// the current round: within one round a rooted node stays rooted, so a walk up a tree
+    /// stops at the first node found rooted before.
+    stamp: Vec<u32>,
+    round: u32,
     /// The (node, parent arc) steps of the path being augmented.
     path: Vec<(u32, u32)>,
     active: VecDeque<u32>,
@@ -98,11 +104,11 @@ impl FlowNetwork {
             self.start[u + 1] += self.start[u];
         }
         self.order.clear();
-        self.order.resize(self.head.len(), 0);
+        self.order.resize(self.head.len(), (0, 0));
         self.slot.clear();
         self.slot.extend_from_slice(&self.start[..n]);
         for (a, &u) in self.tail.iter().enumerate() {
-            self.order[self.slot[u as usize] as usize] = a as u32;
+            self.order[self.slot[u as usize] as usize] = (a as u32, self.head[a]);
             self.slot[u as usize] += 1;
         }
         self.tree.clear();
@@ -111,6 +117,9 @@ impl FlowNetwork {
         self.parent.resize(n, NONE);
         self.up.clear();
         self.up.resize(n, 0);
+        self.stamp.clear();
+        self.stamp.resize(n, 0);
+        self.round = 0;
         self.in_active.clear();
         self.in_active.resize(n, false);
         self.active.clear();
@@ -156,11 +165,11 @@ impl FlowNetwork {
             let tp = self.tree[p];
             if tp != FREE {
                 for i in self.arcs(p) {
-                    let a = self.order[i] as usize;
+                    let (a, q) = self.order[i];
+                    let (a, q) = (a as usize, q as usize);
                     if !self.open(tp, a, eps) {
                         continue;
                     }
-                    let q = self.head[a] as usize;
                     if self.tree[q] == FREE {
                         self.tree[q] = tp;
                         self.parent[q] = (a ^ 1) as u32;
@@ -237,41 +246,56 @@ impl FlowNetwork {
         f
     }
 
-    /// Whether `q`'s path of parents ends at a terminal (not at an orphan).
-    fn rooted(&self, mut q: usize) -> bool {
-        loop {
-            match self.parent[q] {
-                TERMINAL => return true,
+    /// Whether `q`'s path of parents ends at a terminal (not at an orphan), or at a node found
+    /// rooted earlier in this adoption round; the nodes of a rooted path are marked so. (In one
+    /// round orphans only find rooted parents or are freed, and a node is orphaned only below
+    /// a freed one, so a rooted path stays rooted until the next augmentation.)
+    fn rooted(&mut self, q: usize) -> bool {
+        let mut x = q;
+        while self.stamp[x] != self.round {
+            match self.parent[x] {
+                TERMINAL => break,
                 ORPHAN | NONE => return false,
-                _ => q = self.up[q] as usize,
+                _ => x = self.up[x] as usize,
             }
         }
+        let mut x = q;
+        while self.stamp[x] != self.round {
+            self.stamp[x] = self.round;
+            if self.parent[x] == TERMINAL {
+                break;
+            }
+            x = self.up[x] as usize;
+        }
+        true
     }
 
     /// Finds each orphan a new parent in its tree, or frees it (its children become orphans,
     /// and its neighbours that could regrow into it become active).
     fn adopt(&mut self, eps: f64) {
+        self.round += 1;
         while let Some(p) = self.orphans.pop_front() {
             let p = p as usize;
             let tp = self.tree[p];
             let mut found = None;
             for i in self.arcs(p) {
-                let a = self.order[i] as usize;
-                let q = self.head[a] as usize;
+                let (a, q) = self.order[i];
+                let (a, q) = (a as usize, q as usize);
                 // Flow must reach `p` from `q` (source tree) or `q` from `p` (sink tree).
                 if self.tree[q] == tp && self.open(tp, a ^ 1, eps) && self.rooted(q) {
-                    found = Some(a);
+                    found = Some((a, q));
                     break;
                 }
             }
-            if let Some(a) = found {
+            if let Some((a, q)) = found {
                 self.parent[p] = a as u32;
-                self.up[p] = self.head[a];
+                self.up[p] = q as u32;
+                self.stamp[p] = self.round;
                 continue;
             }
             for i in self.arcs(p) {
-                let a = self.order[i] as usize;
-                let q = self.head[a] as usize;
+                let (a, q) = self.order[i];
+                let (a, q) = (a as usize, q as usize);
                 if self.tree[q] != tp {
                     continue;
                 }
@@ -306,8 +330,8 @@ impl FlowNetwork {
             let u = self.queue[i] as usize;
             i += 1;
             for j in self.arcs(u) {
-                let a = self.order[j] as usize;
-                let v = self.head[a] as usize;
+                let (a, v) = self.order[j];
+                let (a, v) = (a as usize, v as usize);
                 if !out[v] && self.residual[a] > eps {
                     out[v] = true;
                     self.queue.push(v as u32);
