@@ -428,6 +428,100 @@ mod tests {
         }
     }
 
+    /// The maximum flow and the smallest minimum cut's source side by Edmonds–Karp (shortest
+    /// augmenting paths on a dense residual matrix, source `n` and sink `n + 1`): an
+    /// independent reference for networks too large to enumerate.
+    fn edmonds_karp(t: &[f64], arcs: &[(usize, usize, f64)]) -> (f64, Vec<bool>) {
+        let n = t.len();
+        let (s, k) = (n, n + 1);
+        let mut cap = vec![vec![0.0f64; n + 2]; n + 2];
+        for (u, &c) in t.iter().enumerate() {
+            if c > 0.0 {
+                cap[s][u] += c;
+            } else {
+                cap[u][k] -= c;
+            }
+        }
+        for &(u, v, c) in arcs {
+            cap[u][v] += c;
+        }
+        let reach = |cap: &Vec<Vec<f64>>| {
+            let mut prev = vec![usize::MAX; n + 2];
+            prev[s] = s;
+            let mut queue = std::collections::VecDeque::from([s]);
+            while let Some(u) = queue.pop_front() {
+                for v in 0..n + 2 {
+                    if prev[v] == usize::MAX && cap[u][v] > 1e-12 {
+                        prev[v] = u;
+                        queue.push_back(v);
+                    }
+                }
+            }
+            prev
+        };
+        let mut flow = 0.0;
+        loop {
+            let prev = reach(&cap);
+            if prev[k] == usize::MAX {
+                return (flow, (0..n).map(|u| prev[u] != usize::MAX).collect());
+            }
+            let mut f = f64::INFINITY;
+            let mut v = k;
+            while v != s {
+                f = f.min(cap[prev[v]][v]);
+                v = prev[v];
+            }
+            let mut v = k;
+            while v != s {
+                cap[prev[v]][v] -= f;
+                cap[v][prev[v]] += f;
+                v = prev[v];
+            }
+            flow += f;
+        }
+    }
+
+    /// Grid networks as the 2-D block solve builds them (a terminal capacity at nearly every
+    /// node, each edge `λ ∓ f` one way and the other), up to 9 × 9 nodes: many augmentations
+    /// and adoptions, deep trees. The flow and the source side equal Edmonds–Karp's.
+    #[test]
+    fn grid_networks_match_edmonds_karp() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(7);
+        let mut g = FlowNetwork::default();
+        let mut side = Vec::new();
+        // Multiples of 1/16: sums along any path stay exact.
+        let mut q = |lo: f64, hi: f64| (rng.random_range(lo..hi) * 16.0).round() / 16.0;
+        for case in 0..300 {
+            let (rows, cols) = (2 + case % 8, 2 + (case / 8) % 8);
+            let n = rows * cols;
+            g.reset(n);
+            let t: Vec<f64> = (0..n).map(|_| q(-3.0, 3.0)).collect();
+            for (u, &c) in t.iter().enumerate() {
+                g.set_terminal(u, c);
+            }
+            let mut arcs = Vec::new();
+            for r in 0..rows {
+                for c in 0..cols {
+                    let u = r * cols + c;
+                    let right = (c + 1 < cols).then_some(u + 1);
+                    let down = (r + 1 < rows).then_some(u + cols);
+                    for v in right.into_iter().chain(down) {
+                        let (lambda, f) = (1.0, q(-1.0, 1.0));
+                        g.add_edge(u, v, lambda - f, lambda + f);
+                        arcs.push((u, v, lambda - f));
+                        arcs.push((v, u, lambda + f));
+                    }
+                }
+            }
+            let flow = g.max_flow(1e-12);
+            g.source_side(1e-12, &mut side);
+            let (want, want_side) = edmonds_karp(&t, &arcs);
+            assert!((flow - want).abs() < 1e-9, "case {case}: {flow} vs {want}");
+            assert_eq!(side, want_side, "case {case}");
+        }
+    }
+
     #[test]
     fn long_paths_need_no_recursion() {
         // A path of 200,000 nodes: a recursive search would overflow the stack.
