@@ -292,6 +292,7 @@ fn divide(
             }
         });
         // The cells by (label, cell), by counting: each label is its part's smallest cell.
+        // `ws.node` holds the counts: each region below rewrites its cells' entries first.
         let (count, cells) = (&mut ws.node, &mut ws.cells);
         count.iter_mut().for_each(|k| *k = 0);
         ws.label.iter().for_each(|&l| count[l] += 1);

@@ -90,6 +90,12 @@ impl FlowNetwork {
         self.start[u] as usize..self.start[u + 1] as usize
     }
 
+    /// The `i`-th entry of the arcs by tail ([`FlowNetwork::arcs`]): the arc and its head.
+    fn arc(&self, i: usize) -> (usize, usize) {
+        let (a, head) = self.order[i];
+        (a as usize, head as usize)
+    }
+
     /// Pushes a maximum flow from the source to the sink, counting capacities of at most
     /// `eps` as saturated; returns its value.
     pub fn max_flow(&mut self, eps: f64) -> f64 {
@@ -165,8 +171,7 @@ impl FlowNetwork {
             let tp = self.tree[p];
             if tp != FREE {
                 for i in self.arcs(p) {
-                    let (a, q) = self.order[i];
-                    let (a, q) = (a as usize, q as usize);
+                    let (a, q) = self.arc(i);
                     if !self.open(tp, a, eps) {
                         continue;
                     }
@@ -279,8 +284,7 @@ impl FlowNetwork {
             let tp = self.tree[p];
             let mut found = None;
             for i in self.arcs(p) {
-                let (a, q) = self.order[i];
-                let (a, q) = (a as usize, q as usize);
+                let (a, q) = self.arc(i);
                 // Flow must reach `p` from `q` (source tree) or `q` from `p` (sink tree).
                 if self.tree[q] == tp && self.open(tp, a ^ 1, eps) && self.rooted(q) {
                     found = Some((a, q));
@@ -294,8 +298,7 @@ impl FlowNetwork {
                 continue;
             }
             for i in self.arcs(p) {
-                let (a, q) = self.order[i];
-                let (a, q) = (a as usize, q as usize);
+                let (a, q) = self.arc(i);
                 if self.tree[q] != tp {
                     continue;
                 }
@@ -330,8 +333,7 @@ impl FlowNetwork {
             let u = self.queue[i] as usize;
             i += 1;
             for j in self.arcs(u) {
-                let (a, v) = self.order[j];
-                let (a, v) = (a as usize, v as usize);
+                let (a, v) = self.arc(j);
                 if !out[v] && self.residual[a] > eps {
                     out[v] = true;
                     self.queue.push(v as u32);
