@@ -21,6 +21,7 @@ from sklearn.exceptions import NotFittedError  # noqa: E402
 from fastpcam import FASTClassifier, FASTRegressor, FASTRegressorCV, SparseFASTRegressor  # noqa: E402
 from fastpcam._cli import main  # noqa: E402
 
+from _html import plotly_figures, report_text  # noqa: E402
 from test_onnx import _data, _set_pairs  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -42,11 +43,6 @@ def model(data):
     return m
 
 
-def _plotly_figures(doc):
-    """The figures' JSON specs embedded in the page (``Plotly.newPlot(id, data, layout, ...)``)."""
-    return re.findall(r'Plotly\.newPlot\(\s*"[^"]+",\s*(\[.*?\]),\s*(\{.*?\}),\s*\{', doc, flags=re.S)
-
-
 def test_report_is_one_offline_file_with_every_part(model, tmp_path):
     path = tmp_path / "report.html"
     doc = model.to_html(path)
@@ -55,7 +51,7 @@ def test_report_is_one_offline_file_with_every_part(model, tmp_path):
     assert not re.search(r"<(script|img|iframe)[^>]*\ssrc=", doc, flags=re.I)
     assert not re.search(r"<link[^>]*href=", doc, flags=re.I)
     assert doc.count("<script") >= 2 and len(doc) > 1_000_000  # plotly.js inlined
-    figures = _plotly_figures(doc)
+    figures = plotly_figures(doc)
     traces = [t for data, _ in figures for t in json.loads(data)]
     # the penalty path, the importances, one figure per feature, one heatmap per pair
     assert len(figures) == 2 + model.n_features_in_ + 3
@@ -65,7 +61,7 @@ def test_report_is_one_offline_file_with_every_part(model, tmp_path):
     assert "category north" in hover or "category south" in hover
     for value in (model.kkt_residual_, model.lambda_f_):
         assert f"{value:.6g}" in doc
-    assert "median_income × housing_median_age" in doc
+    assert "median_income × housing_median_age" in report_text(doc)
     assert "Held-out path of the penalty" in doc
 
 
@@ -74,7 +70,7 @@ def test_report_of_classifiers_cv_and_a_model_file(data, tmp_path):
     classes = np.array(["low", "mid", "high"])[np.digitize(y, np.quantile(y, [0.33, 0.66]))]
     multi = FASTClassifier(**CAT, max_iter=300).fit(X, classes)
     doc = multi.to_html()
-    traces = [t for data, _ in _plotly_figures(doc) for t in json.loads(data)]
+    traces = [t for data, _ in plotly_figures(doc) for t in json.loads(data)]
     assert {"low", "mid", "high"} <= {t.get("name") for t in traces}  # one trace per class
     cv = FASTRegressorCV(cv=3, lambda_ratios=[0.1, 0.01, 0.001], **CAT).fit(X, y)
     assert "mean validation MSE (CV)" in cv.to_html()
@@ -82,13 +78,13 @@ def test_report_of_classifiers_cv_and_a_model_file(data, tmp_path):
     assert "validation_log_loss" in binary.to_html() and "log-odds" in binary.to_html()
     sparse = SparseFASTRegressor(max_features=3).fit(X.drop(columns=["region"]), y)
     doc = sparse.to_html()
-    assert "Flat (unused) features:" in doc and len(_plotly_figures(doc)) == 1 + 3  # importances and 3 shapes (no path)
+    assert "Flat (unused) features:" in doc and len(plotly_figures(doc)) == 1 + 3  # importances and 3 shapes (no path)
     poisson = FASTRegressor(loss="poisson", max_iter=300, **CAT).fit(X, y / 1e5)
     assert "validation_deviance" in poisson.to_html()
     # a model read back from JSON (no held-out path stored) still reports
     loaded = FASTRegressor.from_json(FASTRegressor(**CAT, max_iter=200).fit(X, y).to_json())
     doc = loaded.to_html(max_features=3)
-    assert "Not drawn (" in doc and len(_plotly_figures(doc)) >= 4
+    assert "Not drawn (" in doc and len(plotly_figures(doc)) >= 4
 
 
 def test_cli_report(model, tmp_path, capsys):
