@@ -63,6 +63,36 @@ pub fn auto_max_bins(n_rows: usize, n_features: usize) -> usize {
     }
 }
 
+/// The distinct values up to which `max_bins="auto"` keeps a feature's bins exact, at any
+/// number of rows: the `max_bins` of `"auto"` on small data ([`AUTO_TOTAL_BINS`]` / n_features`
+/// clamped to [`AUTO_MAX_BINS_LARGE`]`..=`[`AUTO_MAX_BINS_SMALL`]), so above
+/// [`AUTO_MAX_BINS_ROWS`] rows a feature with up to 4,096 levels (at most 64 features) keeps
+/// them while a continuous one gets [`AUTO_MAX_BINS_LARGE`] quantile bins.
+pub fn auto_exact_bins(n_features: usize) -> usize {
+    (AUTO_TOTAL_BINS / n_features.max(1)).clamp(AUTO_MAX_BINS_LARGE, AUTO_MAX_BINS_SMALL)
+}
+
+/// How many bins a feature may get: `bins` quantile bins at most, unless it has at most
+/// `exact` distinct values (then one bin per value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct BinLimit {
+    bins: usize,
+    exact: usize,
+}
+
+impl BinLimit {
+    /// Whether `distinct` values get one bin each.
+    fn exact(self, distinct: usize) -> bool {
+        distinct <= self.bins.max(self.exact)
+    }
+}
+
+impl From<usize> for BinLimit {
+    fn from(bins: usize) -> Self {
+        Self { bins, exact: 0 }
+    }
+}
+
 /// Default number of rows sampled to compute quantile cut points.
 pub const DEFAULT_BIN_SAMPLE_SIZE: usize = 200_000;
 
@@ -250,6 +280,10 @@ impl BinnedData {
 pub struct BinningParams {
     /// Maximum number of bins per feature (`>= 2`), or `None` for exact bins everywhere.
     pub max_bins: Option<usize>,
+    /// A feature with at most this many distinct values keeps one bin per value even where
+    /// that is more than `max_bins` (`0`: `max_bins` alone decides). `max_bins="auto"` sets it
+    /// ([`auto_exact_bins`]) so that site ids or days keep their levels on millions of rows.
+    pub exact_bins: usize,
     /// Rows sampled for quantile cut points when the data are larger.
     pub sample_size: usize,
     /// Seed of the sample.
@@ -262,6 +296,7 @@ impl Default for BinningParams {
     fn default() -> Self {
         Self {
             max_bins: Some(256),
+            exact_bins: 0,
             sample_size: DEFAULT_BIN_SAMPLE_SIZE,
             random_state: 0,
             user_cuts: Vec::new(),
@@ -270,6 +305,14 @@ impl Default for BinningParams {
 }
 
 impl BinningParams {
+    /// The bin limit of every computed feature (`None`: exact bins everywhere).
+    fn limit(&self) -> Option<BinLimit> {
+        self.max_bins.map(|bins| BinLimit {
+            bins,
+            exact: self.exact_bins,
+        })
+    }
+
     /// Validates the parameters.
     ///
     /// # Errors
@@ -520,9 +563,10 @@ fn check_column(column: ArrayView1<'_, f64>, j: usize) -> Result<()> {
 fn compute_cuts(
     column: ArrayView1<'_, f64>,
     weights: Option<&[f64]>,
-    max_bins: Option<usize>,
+    limit: Option<impl Into<BinLimit>>,
     sample: Option<&[usize]>,
 ) -> Vec<f64> {
+    let limit: Option<BinLimit> = limit.map(Into::into);
     let w_at = |i: usize| weights.map_or(1.0, |w| w[i]);
     // Rows of weight 0 count as absent (integer weights act like repeated rows): they create
     // no bin of their own and fall in the bin of their value like any new value.
@@ -538,7 +582,7 @@ fn compute_cuts(
             .collect();
         distinct_weighted(pairs)
     };
-    let Some(max_bins) = max_bins else {
+    let Some(limit) = limit else {
         let (distinct, _) = all_rows();
         return exact_cuts(&distinct);
     };
@@ -546,7 +590,7 @@ fn compute_cuts(
         Some(rows) => sampled_distinct(rows.iter().map(|&i| column[i]), weights, rows),
         None => all_rows(),
     };
-    if distinct.len() <= max_bins {
+    if limit.exact(distinct.len()) {
         // `partial_cmp`: -0.0 and 0.0 are one value (finite input, so never `None`).
         let seen = |(i, x): (usize, &f64)| {
             w_at(i) == 0.0
@@ -561,12 +605,12 @@ fn compute_cuts(
         }
         // The sample missed some values: count on all rows.
         let (distinct_all, dw_all) = all_rows();
-        if distinct_all.len() <= max_bins {
+        if limit.exact(distinct_all.len()) {
             return exact_cuts(&distinct_all);
         }
-        return quantile_cuts(&distinct_all, &dw_all, max_bins);
+        return quantile_cuts(&distinct_all, &dw_all, limit.bins);
     }
-    quantile_cuts(&distinct, &dw, max_bins)
+    quantile_cuts(&distinct, &dw, limit.bins)
 }
 
 /// Bins one column with given cut points (which must be increasing and finite). NaN values
@@ -694,15 +738,15 @@ pub fn bin_data(
             let column = x.column(j);
             let seen = verify[j].unwrap_or(&[]);
             let unseen = &flags[j].values;
-            match (weights, params.max_bins) {
-                (None, Some(max_bins)) if !flags[j].overflow => {
-                    cuts[j] = unit_cuts_beyond(column, seen, unseen, max_bins);
+            match (weights, params.limit()) {
+                (None, Some(limit)) if !flags[j].overflow => {
+                    cuts[j] = unit_cuts_beyond(column, seen, unseen, limit);
                     // Rows of the sample's values move to their new bin; the others (listed)
                     // are binned again.
                     codes[j] = recode(&codes[j], seen, &cuts[j], (column, &flags[j].rows));
                 }
                 _ => {
-                    cuts[j] = compute_cuts(column, weights, params.max_bins, None);
+                    cuts[j] = compute_cuts(column, weights, params.limit(), None);
                     let one = x.slice(ndarray::s![.., j..j + 1]);
                     let (mut c, _) = assign_codes(one, &cuts[j..j + 1], &[None], weights)?;
                     codes[j] = c.pop().expect("one column");
@@ -782,11 +826,12 @@ fn unit_cuts_beyond(
     column: ArrayView1<'_, f64>,
     seen: &[f64],
     unseen: &[f64],
-    max_bins: usize,
+    limit: impl Into<BinLimit>,
 ) -> Vec<f64> {
+    let limit: BinLimit = limit.into();
     let mut distinct: Vec<f64> = seen.iter().chain(unseen).copied().collect();
     sorted_distinct(&mut distinct);
-    if distinct.len() <= max_bins {
+    if limit.exact(distinct.len()) {
         return exact_cuts(&distinct);
     }
     let chunk = column
@@ -813,7 +858,7 @@ fn unit_cuts_beyond(
             },
         );
     let weights: Vec<f64> = counts.into_iter().map(|c| c as f64).collect();
-    quantile_cuts(&distinct, &weights, max_bins)
+    quantile_cuts(&distinct, &weights, limit.bins)
 }
 
 /// Cut points of one feature, or the distinct values of a sample still to be checked
@@ -843,11 +888,11 @@ fn sampled_distinct(
 }
 
 /// The plan of a column from its sample's distinct values and weights.
-fn sampled_plan((distinct, dw): (Vec<f64>, Vec<f64>), max_bins: usize) -> CutPlan {
-    if distinct.len() <= max_bins {
+fn sampled_plan((distinct, dw): (Vec<f64>, Vec<f64>), limit: BinLimit) -> CutPlan {
+    if limit.exact(distinct.len()) {
         CutPlan::Verify(distinct)
     } else {
-        CutPlan::Done(quantile_cuts(&distinct, &dw, max_bins))
+        CutPlan::Done(quantile_cuts(&distinct, &dw, limit.bins))
     }
 }
 
@@ -873,12 +918,12 @@ fn plan_all(
     let plan = |j: usize, column: ArrayView1<'_, f64>, gathered: bool| match params.user_cuts.get(j)
     {
         Some(Some(cuts)) => CutPlan::Done(cuts.clone()),
-        _ => match (params.max_bins, sample) {
-            (Some(max_bins), Some(rows)) if gathered => sampled_plan(
+        _ => match (params.limit(), sample) {
+            (Some(limit), Some(rows)) if gathered => sampled_plan(
                 sampled_distinct(column.iter().copied(), weights, rows),
-                max_bins,
+                limit,
             ),
-            _ => plan_cuts(column, weights, params.max_bins, sample),
+            _ => plan_cuts(column, weights, params.limit(), sample),
         },
     };
     let rows = match (params.max_bins, sample) {
@@ -927,14 +972,14 @@ fn plan_all(
 fn plan_cuts(
     column: ArrayView1<'_, f64>,
     weights: Option<&[f64]>,
-    max_bins: Option<usize>,
+    limit: Option<BinLimit>,
     sample: Option<&[usize]>,
 ) -> CutPlan {
-    let (Some(max_bins), Some(rows)) = (max_bins, sample) else {
-        return CutPlan::Done(compute_cuts(column, weights, max_bins, None));
+    let (Some(limit), Some(rows)) = (limit, sample) else {
+        return CutPlan::Done(compute_cuts(column, weights, limit, None));
     };
     let values = rows.iter().map(|&i| column[i]);
-    sampled_plan(sampled_distinct(values, weights, rows), max_bins)
+    sampled_plan(sampled_distinct(values, weights, rows), limit)
 }
 
 /// What the code pass learnt about one column.
@@ -1878,5 +1923,46 @@ mod tests {
             }
             assert_eq!(f.bin_weights, bin_weights(&f.codes, f.n_bins(), None));
         }
+    }
+
+    /// `exact_bins`: a feature with up to that many levels keeps them above `max_bins`, from
+    /// the sample or, when the sample missed a level, from every row; a continuous feature
+    /// and one with more levels get `max_bins` quantile bins; weighted data alike.
+    #[test]
+    fn exact_bins_keep_levels_beyond_max_bins() {
+        let n = 300_000;
+        let x = ndarray::Array2::from_shape_fn((n, 4), |(i, j)| match j {
+            0 => ((i * 7_919) % 2_000) as f64,
+            // a rare level the 1,000-row sample below misses
+            1 => if i == 123_457 { 999.0 } else { (i % 600) as f64 },
+            2 => ((i * 104_729) % n) as f64 / n as f64,
+            _ => ((i * 31) % 5_000) as f64,
+        });
+        let weights: Vec<f64> = (0..n).map(|i| 1.0 + (i % 3) as f64).collect();
+        for w in [None, Some(&weights[..])] {
+            for sample_size in [200_000, 1_000] {
+                let params = BinningParams {
+                    max_bins: Some(256),
+                    exact_bins: 4_096,
+                    sample_size,
+                    ..Default::default()
+                };
+                let d = bin_data(x.view(), w, &params).unwrap();
+                let bins: Vec<usize> = d.features.iter().map(BinnedFeature::n_bins).collect();
+                assert_eq!(bins[..2], [2_000, 601], "sample {sample_size}, weighted {}", w.is_some());
+                assert!(bins[2] <= 256 && bins[2] > 200, "{bins:?}");
+                assert!(bins[3] <= 256, "{bins:?}");
+                // the same as without the limit where the sample shows more levels than it
+                // (a 1,000-row sample of a continuous column is checked against every row,
+                // and its quantiles then come from every row)
+                let plain = bin_data(x.view(), w, &BinningParams { exact_bins: 0, ..params }).unwrap();
+                if sample_size > 5_000 {
+                    assert_eq!(plain.features[2].cuts, d.features[2].cuts);
+                }
+                assert_eq!(plain.features[0].n_bins(), 256);
+            }
+        }
+        assert_eq!(auto_exact_bins(14), AUTO_MAX_BINS_SMALL);
+        assert_eq!(auto_exact_bins(10_000), AUTO_MAX_BINS_LARGE);
     }
 }

@@ -9,7 +9,7 @@ use pyo3::conversion::FromPyObjectOwned;
 use pyo3::prelude::*;
 use pyo3::IntoPyObjectExt;
 
-use crate::binning::{auto_max_bins, BinningParams, DEFAULT_BIN_SAMPLE_SIZE};
+use crate::binning::{auto_exact_bins, auto_max_bins, BinningParams, DEFAULT_BIN_SAMPLE_SIZE};
 use crate::loglink::DEFAULT_TWEEDIE_POWER;
 use crate::pairs::AUTO_INTERACTIONS;
 use crate::params::{
@@ -192,6 +192,11 @@ impl FitConfig {
             max_bins: match self.max_bins {
                 AutoOr::Value(b) => b,
                 AutoOr::Auto => Some(auto_max_bins(n_rows, n_features)),
+            },
+            // "auto" keeps the levels of a feature with few enough of them at any size.
+            exact_bins: match self.max_bins {
+                AutoOr::Value(_) => 0,
+                AutoOr::Auto => auto_exact_bins(n_features),
             },
             sample_size: self.subsample_for_bin,
             random_state: self.random_state,

@@ -88,6 +88,20 @@ def test_auto_max_bins_depends_on_the_numbers_of_rows_and_features():
         FASTRegressor(max_bins="many").fit(X[:10], y[:10])
 
 
+def test_auto_max_bins_keeps_the_levels_of_a_feature_with_few_enough_at_any_size():
+    """Above 200,000 rows "auto" gives a continuous feature 256 quantile bins, but a feature
+    with at most 4096 distinct values (at most 64 features) keeps one bin per value, as on
+    small data; an explicit max_bins caps every feature."""
+    rng = np.random.default_rng(1)
+    n = 210_000
+    X = np.column_stack([rng.integers(0, 2_000, n), rng.uniform(size=n), rng.integers(0, 5_000, n)])
+    y = X[:, 0] % 7 + rng.normal(size=n)
+    m = FASTRegressor(interactions=0, max_iter=5, tol=1.0).fit(X, y)
+    assert [len(c) + 1 for c in m.cuts_] == [2_000, 256, 256]
+    m = FASTRegressor(interactions=0, max_bins=256, max_iter=5, tol=1.0).fit(X, y)
+    assert [len(c) + 1 for c in m.cuts_] == [256, 256, 256]
+
+
 def test_pandas_input_sets_feature_names():
     pd = pytest.importorskip("pandas")
     X, y = make_additive(n=200, p=3, seed=31)
