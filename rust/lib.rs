@@ -58,39 +58,19 @@
 //!
 //! The PyO3 layer lives in `bindings` behind the `python` feature.
 
-pub mod binning;
-pub mod blocks;
-pub mod datafit;
+pub mod data;
 pub mod descent;
-pub mod enet;
-pub mod engine;
 pub mod error;
-pub mod extrapolate;
-pub mod flsa;
-pub mod grid;
-pub mod logistic;
-pub mod loglink;
-pub mod maxflow;
+pub mod fit;
 pub mod model;
-pub mod monotone;
-pub mod multinomial;
-pub mod newton;
-pub mod pace;
-pub mod pairs;
 pub mod params;
-pub mod report;
-pub mod selection;
-pub mod smooth;
-pub mod solver;
-pub mod sparse;
-pub mod tables;
+pub mod prox;
+pub mod states;
 #[cfg(test)]
 mod testing;
-pub mod transfer;
-pub mod validation;
 
 #[cfg(feature = "python")]
 mod bindings;
 
-pub use binning::Rows;
+pub use data::binning::Rows;
 pub use error::{FastError, Result};

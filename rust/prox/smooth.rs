@@ -5,7 +5,7 @@
 //! S(θ) = (μ/2) Σ_{edges a—b} (θ_a − θ_b)²
 //! ```
 //!
-//! over the edges of its [`Grid`] (those of [`crate::grid`]'s total variation: a missing
+//! over the edges of its [`Grid`] (those of [`crate::prox::grid`]'s total variation: a missing
 //! line is joined to no other line).
 //!
 //! **The block update** minimises `½ Σ_c h_c (θ_c − z_c)² + S(θ)`: the linear system
@@ -22,8 +22,8 @@
 //! violation, in the fit's score, is the largest entry of its gradient
 //! `−R + μ L θ` ([`smooth_score`]).
 
+use crate::descent::selection::BlockScore;
 use crate::params::Grid;
-use crate::selection::BlockScore;
 
 /// Buffers of [`solve_smooth`] (they grow to the largest grid solved), and the factors of
 /// its recent systems: a block's weights and `μ` stay the same through a fit of the squared

@@ -107,15 +107,15 @@ pub enum Codes {
 macro_rules! with_codes {
     ($codes:expr, $c:ident => $body:expr) => {
         match $codes {
-            $crate::binning::Codes::U8(v) => {
+            $crate::data::binning::Codes::U8(v) => {
                 let $c: &[u8] = v.as_slice();
                 $body
             }
-            $crate::binning::Codes::U16(v) => {
+            $crate::data::binning::Codes::U16(v) => {
                 let $c: &[u16] = v.as_slice();
                 $body
             }
-            $crate::binning::Codes::U32(v) => {
+            $crate::data::binning::Codes::U32(v) => {
                 let $c: &[u32] = v.as_slice();
                 $body
             }

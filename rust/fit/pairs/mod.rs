@@ -19,7 +19,7 @@
 //!   is the cell index `a_j·cols + a_k` (its "cuts" are the cell boundaries `1, 2, …`), with a
 //!   [`Grid`] shape and the penalty factor `ρ`. Everything that works on bin sums (the
 //!   residual passes, the scores, the held-out loss) works on it unchanged; the block update
-//!   and the score are the grid's ([`crate::grid`]).
+//!   and the score are the grid's ([`crate::prox::grid`]).
 //! * **Choosing pairs** ([`screen`]): after the main effects, every pair among the
 //!   `SCREEN_FEATURES` features with the largest main effects (monotone-constrained ones left
 //!   out: a pair could undo the constraint) is scored on the residual by the gain of its cell
@@ -50,15 +50,17 @@ use std::time::Instant;
 use ndarray::ArrayView1;
 use rayon::prelude::*;
 
-use crate::binning::{bin_weights, BinnedData, BinnedFeature, Code, Codes};
+use crate::data::binning::{bin_weights, BinnedData, BinnedFeature, Code, Codes};
 use crate::descent::{descend, PairDescent};
 use crate::error::{FastError, Result};
+use crate::fit::validation::{
+    holdout_terms, mean_loss, reborrow, validation_rows, with_weights, Split,
+};
+use crate::model::report::{Axis, BinnedFit, Callback, Fit, PairFit, PairTerm, PenaltySearch};
 use crate::params::{
     Engine, FitParams, Grid, Interactions, PairLink, Penalty, Selection, Shapes, Smoothing,
     Validation,
 };
-use crate::report::{Axis, BinnedFit, Callback, Fit, PairFit, PairTerm, PenaltySearch};
-use crate::validation::{holdout_terms, mean_loss, reborrow, validation_rows, with_weights, Split};
 use crate::with_codes;
 
 /// The number of pairs the estimators' default `interactions="auto"` screens for where the
@@ -84,7 +86,7 @@ pub const PAIR_PATH: [f64; 11] = [
 ];
 
 /// The weights `μ` of the pair terms' smooth parts tried on held-out rows, in order
-/// (`interaction_smoothing="auto"`; [`crate::smooth`]). The penalty is on the fit's
+/// (`interaction_smoothing="auto"`; [`crate::prox::smooth`]). The penalty is on the fit's
 /// normalised weights (cells holding `1/n` of weight per row), so a grid of `side²` cells
 /// is smoothed over about `side · √μ` cells whatever `n`; measured on the 20 benchmark
 /// tables (`docs/pairs.md`).
@@ -830,7 +832,7 @@ struct SmoothParts {
 /// path's best on the split's training rows, or the warm start where `ρ` is fixed; the pairs'
 /// total-variation blocks in `data` after the `p` main effects): a second grid per pair
 /// ([`smooth_axes`]) penalised by `(μ/2) Σ` of its cells' squared differences
-/// ([`crate::smooth`]). Under [`Smoothing::Fixed`] that `μ`. Under [`Smoothing::Auto`], with
+/// ([`crate::prox::smooth`]). Under [`Smoothing::Fixed`] that `μ`. Under [`Smoothing::Auto`], with
 /// a held-out `split`: on the split's training rows, [`SMOOTH_PATH`] is fitted warm-started
 /// from `values`, down the path while the held-out loss falls, and beside it (see
 /// [`side_by_side`]) the pairs without smooth parts (held at zero), from `values` too, with
@@ -895,7 +897,7 @@ fn add_smooth_parts<S: PairDescent>(
                         (rows, held_weights),
                         callback,
                     );
-                    let stopped = fit.report.stop == crate::report::StopReason::Callback;
+                    let stopped = fit.report.stop == crate::model::report::StopReason::Callback;
                     (fit.values, terms, loss, stopped)
                 };
             // The path of `μ` from `init`, down while the held-out loss falls: the `μ` tried
@@ -1038,14 +1040,14 @@ pub(crate) fn fit_pairs<S: PairDescent>(
     // no pair stage starts after it.
     if matches!(
         mains.report.stop,
-        crate::report::StopReason::Callback | crate::report::StopReason::MaxTime
+        crate::model::report::StopReason::Callback | crate::model::report::StopReason::MaxTime
     ) {
         return Ok((mains, PairFit::default()));
     }
-    // `"auto"` on fewer rows than a held-out check needs ([`crate::validation::MIN_ROWS`]):
+    // `"auto"` on fewer rows than a held-out check needs ([`crate::fit::validation::MIN_ROWS`]):
     // the additive model (a pair table of up to 256 cells has nothing to stand on there).
     if matches!(params.pairs.interactions, Interactions::Auto(_))
-        && data.n_samples < crate::validation::MIN_ROWS
+        && data.n_samples < crate::fit::validation::MIN_ROWS
     {
         return Ok((mains, PairFit::default()));
     }
@@ -1289,7 +1291,7 @@ pub(crate) fn fit_pairs<S: PairDescent>(
             )
             .0
         });
-        searched.stopped |= fit.report.stop == crate::report::StopReason::Callback;
+        searched.stopped |= fit.report.stop == crate::model::report::StopReason::Callback;
         searched.blocks = Blocks::Searched(fit.values);
     }
     // The smooth parts (see [`add_smooth_parts`]), unless a callback or the time budget
@@ -1728,7 +1730,7 @@ fn search_pairs<S: PairDescent>(
                     Some(l) if loss >= l => {}
                     _ => best = Some((r, loss, fit.values, terms)),
                 }
-                if fit.report.stop == crate::report::StopReason::Callback {
+                if fit.report.stop == crate::model::report::StopReason::Callback {
                     stopped = true;
                     break;
                 }
@@ -1801,7 +1803,7 @@ fn finish<S: PairDescent>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::blocks::BlockState;
+    use crate::states::squared::BlockState;
 
     /// The KKT tolerance of [`pair_fits`].
     const TOL: f64 = 1e-4;
@@ -1857,11 +1859,11 @@ mod tests {
                 *v = f64::from(u8::from(unif() < p));
             }
         }
-        let binning = crate::binning::BinningParams {
+        let binning = crate::data::binning::BinningParams {
             max_bins: Some(32),
             ..Default::default()
         };
-        let mut data = crate::binning::bin_data(x.view(), None, &binning).unwrap();
+        let mut data = crate::data::binning::bin_data(x.view(), None, &binning).unwrap();
         let p = data.n_features();
         let pairs = [(0, 1), (1, 2)];
         let axes: Vec<(Axis, Axis)> = pairs
@@ -1913,13 +1915,13 @@ mod tests {
     fn logistic_pair_fits_with(selection: Selection, share: f64) -> (BinnedFit, BinnedFit) {
         pair_fits_on(selection, (true, share), &|data, y, beta| {
             let mean = y.sum() / y.len() as f64;
-            crate::newton::NewtonState::with_datafit(
-                crate::datafit::Logistic,
+            crate::states::newton::NewtonState::with_datafit(
+                crate::states::datafit::Logistic,
                 data,
                 y,
                 mean,
                 beta,
-                crate::newton::Curvature::Newton,
+                crate::states::newton::Curvature::Newton,
             )
         })
     }
@@ -1939,7 +1941,7 @@ mod tests {
             let (plain, fast) = fits(Selection::Sweep, 0.0);
             let (plain_ws, fast_ws) = fits(Selection::Sweep, FINISH_SWEEP_SHARE);
             for (f, g) in [(&plain, &plain_ws), (&fast, &fast_ws)] {
-                assert_eq!(g.report.stop, crate::report::StopReason::Converged);
+                assert_eq!(g.report.stop, crate::model::report::StopReason::Converged);
                 assert!(g.report.kkt_residual <= TOL, "{}", g.report.kkt_residual);
                 let (a, b) = (f.report.objective, g.report.objective);
                 assert!((a - b).abs() <= 1e-6 * a, "{loss}: {a} vs {b}");
@@ -1959,7 +1961,7 @@ mod tests {
             ] {
                 let (plain, fast) = fits(selection);
                 for f in [&plain, &fast] {
-                    assert_eq!(f.report.stop, crate::report::StopReason::Converged);
+                    assert_eq!(f.report.stop, crate::model::report::StopReason::Converged);
                     assert!(f.report.kkt_residual <= TOL, "{}", f.report.kkt_residual);
                 }
                 let (a, b) = (plain.report.objective, fast.report.objective);

@@ -11,7 +11,7 @@
 //! **The block update** minimises `½ Σ_c h_c (θ_c − z_c)² + λ TV2(θ)`: a weighted 2-D TV
 //! denoising, solved exactly by [`solve_grid`] with the divide-and-conquer algorithm of
 //! Hochbaum (2001) and Chambolle & Darbon (2009) for total variation on a graph: at the
-//! weighted mean `α` of a region of cells, one minimum cut ([`crate::maxflow`]) splits the
+//! weighted mean `α` of a region of cells, one minimum cut ([`crate::prox::maxflow`]) splits the
 //! region into the cells whose optimal value is above `α` and the rest; every edge across
 //! the cut is then at `±λ` (a fixed linear term moved into the working response of its two
 //! ends), and each side is solved the same way, until a cut leaves its region whole: that
@@ -23,7 +23,7 @@
 //! of that row and every column of `G_c` in `λ ∂TV1` of that column (the subdifferential of
 //! a sum of convex functions finite everywhere is the sum of their subdifferentials).
 //! [`grid_score`] measures how far a given split is from that, line by line, with the 1-D
-//! chain measure of [`crate::selection`] plus each line's level (a row's part must add up to
+//! chain measure of [`crate::descent::selection`] plus each line's level (a row's part must add up to
 //! 0 over the row). The split used is `G_c = Q`, the column part of the last solve's edge
 //! flows (stored per block: the flows of the cuts, `±λ` across them, inside a flat region
 //! those of its last maximum flow), `G_r = R − Q`. So the violation it reports is at least
@@ -41,14 +41,14 @@
 
 use rayon::prelude::*;
 
-use crate::binning::BinnedData;
-use crate::maxflow::FlowNetwork;
-use crate::params::{ChainShape, Grid};
-use crate::selection::{
+use crate::data::binning::BinnedData;
+use crate::descent::selection::{
     all_bin_sums, chunk_sums, shaped_chain_score, shaped_chain_score_pair, BlockScore,
     PARALLEL_THRESHOLD, SUMS_PARALLEL_THRESHOLD,
 };
-use crate::smooth::{
+use crate::params::{ChainShape, Grid};
+use crate::prox::maxflow::FlowNetwork;
+use crate::prox::smooth::{
     grid_squares, grid_squares_change, smooth_score, solve_smooth, SmoothWorkspace,
 };
 
@@ -86,7 +86,7 @@ pub struct GridWorkspace {
     net: Vec<f64>,
     /// Each node's terminal capacity in the current region's network.
     excess: Vec<f64>,
-    /// The buffers of a smooth block's solve ([`crate::smooth`]).
+    /// The buffers of a smooth block's solve ([`crate::prox::smooth`]).
     smooth: SmoothWorkspace,
 }
 
@@ -708,7 +708,7 @@ pub fn score_blocks(sums: &[Vec<f64>], inputs: ScoreInputs<'_>, scores: &mut [Bl
         scores
             .par_chunks_mut(2)
             .enumerate()
-            .with_min_len(crate::pace::min_len())
+            .with_min_len(crate::descent::pace::min_len())
             .for_each(score);
     } else {
         scores.chunks_mut(2).enumerate().for_each(score);
@@ -749,7 +749,7 @@ pub fn sums_and_scores(
         .zip(sums.par_chunks_mut(2))
         .zip(scores.par_chunks_mut(2))
         .enumerate()
-        .with_min_len(crate::pace::min_len())
+        .with_min_len(crate::descent::pace::min_len())
         .for_each(|(i, ((f, o), s))| {
             chunk_sums(f, vr, inv_w, o);
             inputs.score_chunk(2 * i, o, s);
@@ -765,7 +765,7 @@ mod tests {
     /// or not (few), with monotone, weighted and missing-bin chains among the blocks.
     #[test]
     fn fused_sums_and_scores_are_the_two_passes() {
-        use crate::binning::{bin_data, BinningParams};
+        use crate::data::binning::{bin_data, BinningParams};
         use ndarray::Array2;
         for (n, levels) in [(40_000, 4096), (9_000, 4096), (500, 64)] {
             let p = 5;

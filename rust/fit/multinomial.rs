@@ -8,7 +8,7 @@
 //! ℓ(y, η) = log Σ_c e^{η_c} − η_y     (the log-loss of p = softmax(η))
 //! ```
 //!
-//! over the same binned data as the other losses ([`crate::binning`]).
+//! over the same binned data as the other losses ([`crate::data::binning`]).
 //!
 //! **Identifiability.** Full softmax: every class has its own intercept and its own chain
 //! per feature. Each class's chain is centred (weighted mean 0 over the training rows, the
@@ -29,7 +29,7 @@
 //! feature; the one descent loop ([`crate::descent`]) scores, selects and updates it like a
 //! binary block. Its bin sums are `R_{j,c,b} = Σ_{code_j(i)=b} v_i (1[y_i=c] − p_{i,c}) / W`
 //! (minus the gradient in `β_{j,c,b}`); its BGS-s score is the sum of the chains' scores and
-//! its KKT violation the largest over the chains ([`crate::selection::chain_block_score`]
+//! its KKT violation the largest over the chains ([`crate::descent::selection::chain_block_score`]
 //! per class), the intercept's the largest `|Σ_i v_i (1[y_i=c] − p_{i,c})| / W`.
 //!
 //! **Block update: proximal Newton, each class chain solved exactly.** The loss restricted
@@ -38,7 +38,7 @@
 //! across classes. The step minimises the block's quadratic model plus the penalty by
 //! Gauss–Seidel sweeps over the classes ([`INNER_SWEEPS`]): each class's chain is a weighted
 //! FLSA with the diagonal curvature `H_{c,b}` and the other classes' steps fixed in its
-//! linear term, solved exactly by the DP ([`crate::blocks::solve_block`]); the sweeps need
+//! linear term, solved exactly by the DP ([`crate::states::squared::solve_block`]); the sweeps need
 //! no pass over the rows. The joint step of the `K` chains is backtracked (Armijo); when that
 //! fails, the majorise–minimise step with the bound `h_{c,b} = ½·w_b/W` and independent
 //! classes is tried (Böhning: the softmax Hessian is at most `½(I − 11ᵀ/K) ≤ ½ I`), which
@@ -53,14 +53,14 @@
 //! **In the descent loop.** [`DescentState::blocks`] lists the `p` feature blocks (the `K`
 //! chains of a block one after the other, class-major: `β_{j,c,b}` at `c·n_bins + b`), then
 //! one more entry: the `K` intercepts. So a fit's values (and the warm starts of the held-out
-//! search, [`crate::validation::run_path`]) carry the whole model. Row passes are serial and
+//! search, [`crate::fit::validation::run_path`]) carry the whole model. Row passes are serial and
 //! bin sums are parallel over features, each in row order: the same model for any number of
 //! threads.
 //!
-//! **Pair terms** ([`crate::pairs`]) are blocks of a grid shape holding one table per class
+//! **Pair terms** ([`crate::fit::pairs`]) are blocks of a grid shape holding one table per class
 //! (class-major, like a feature block's chains). Their step is the same Gauss–Seidel sweep
 //! over the classes ([`GRID_SWEEPS`]), each class's table by the exact 2-D TV step of its
-//! grid ([`crate::grid::grid_step`]) with the pair penalty factor; each class keeps its
+//! grid ([`crate::prox::grid::grid_step`]) with the pair penalty factor; each class keeps its
 //! table's column part, and the block's score and KKT violation are its classes' grid scores
 //! summed and maximised. The median shift is a chain's only (a grid has no exact 2-D
 //! counterpart), and the state makes no transfers. Pairs are screened on the `K` residuals of
@@ -72,23 +72,23 @@ use std::time::Instant;
 use ndarray::ArrayView1;
 use rayon::prelude::*;
 
-use crate::binning::{BinnedData, BinnedFeature, Code, Rows};
-use crate::blocks::{normalised_weights, solve_block};
+use crate::data::binning::{BinnedData, BinnedFeature, Code, Rows};
+use crate::descent::selection::{block_score, chain_block_score, BlockScore};
 use crate::descent::{descend, DescentState};
 use crate::error::{FastError, Result};
-use crate::grid::{block_tv, grid_step, grid_tv, kind_score, GridWorkspace};
-use crate::newton::{
-    penalty_change, size_duals, tv_change, Curvature, StepBuffers, ARMIJO, CURVATURE_FLOOR,
-    INTERCEPT_HALVINGS, MAX_STEP, NEWTON_HALVINGS,
-};
-use crate::pairs::{fit_pairs, DEFAULT_PAIR_PENALTY};
-use crate::params::{ChainShape, Engine, FitParams, PairParams, Penalty, Selection, Validation};
-use crate::report::{BinnedFit, Callback, Fit, PenaltySearch};
-use crate::selection::{block_score, chain_block_score, BlockScore};
-use crate::validation::{
+use crate::fit::pairs::{fit_pairs, DEFAULT_PAIR_PENALTY};
+use crate::fit::validation::{
     fixed_ratio_fit, reborrow, rows_of, search_then_refit, stratified_validation_rows,
     validation_of, Split, RULE,
 };
+use crate::model::report::{BinnedFit, Callback, Fit, PenaltySearch};
+use crate::params::{ChainShape, Engine, FitParams, PairParams, Penalty, Selection, Validation};
+use crate::prox::grid::{block_tv, grid_step, grid_tv, kind_score, GridWorkspace};
+use crate::states::newton::{
+    penalty_change, size_duals, tv_change, Curvature, StepBuffers, ARMIJO, CURVATURE_FLOOR,
+    INTERCEPT_HALVINGS, MAX_STEP, NEWTON_HALVINGS,
+};
+use crate::states::squared::{normalised_weights, solve_block};
 use crate::with_codes;
 
 /// The curvature bound of the softmax log-loss per class: `½`.
@@ -96,7 +96,7 @@ pub const CURVATURE_BOUND: f64 = 0.5;
 
 /// The fixed `λ_f / λ_max` used when there are too few rows (or a class missing on one side)
 /// to hold out: the binary classifier's.
-pub use crate::logistic::DEFAULT_LAMBDA_RATIO_LOGISTIC as DEFAULT_LAMBDA_RATIO_MULTINOMIAL;
+pub use crate::fit::logistic::DEFAULT_LAMBDA_RATIO_LOGISTIC as DEFAULT_LAMBDA_RATIO_MULTINOMIAL;
 
 /// A fitted multinomial model.
 #[derive(Debug, Clone, PartialEq)]
@@ -930,7 +930,7 @@ impl DescentState for MultinomialState {
         let inv_w = 1.0 / data.total_weight;
         let vr = &self.vr;
         let work = |(f, out): (&BinnedFeature, &mut Vec<f64>)| class_bin_sums(f, vr, k, inv_w, out);
-        if n * data.n_features() * k < crate::selection::PARALLEL_THRESHOLD {
+        if n * data.n_features() * k < crate::descent::selection::PARALLEL_THRESHOLD {
             data.features
                 .iter()
                 .zip(self.sums.iter_mut())
@@ -1119,8 +1119,8 @@ fn fit_at(
 
 /// Bins `x` and fits multinomial FAST with `n_classes` classes (`y` holds class indices).
 /// With [`Penalty::Validated`] the penalty is chosen on held-out rows drawn within each
-/// class, by the held-out weighted mean log-loss ([`crate::validation::run_path`]); with
-/// fewer than [`crate::validation::MIN_ROWS`] rows on a side, or a class without weight on a
+/// class, by the held-out weighted mean log-loss ([`crate::fit::validation::run_path`]); with
+/// fewer than [`crate::fit::validation::MIN_ROWS`] rows on a side, or a class without weight on a
 /// side, the fixed ratio [`DEFAULT_LAMBDA_RATIO_MULTINOMIAL`] is used. Runs on the current
 /// rayon pool.
 ///
@@ -1399,7 +1399,7 @@ mod tests {
     fn one_and_two_threads_agree() {
         let data = problem(30_000);
         let run = |t| {
-            crate::solver::with_threads(Some(t), || fit3(&data, 0.01, 1e-3, Curvature::Newton))
+            crate::fit::solver::with_threads(Some(t), || fit3(&data, 0.01, 1e-3, Curvature::Newton))
                 .unwrap()
         };
         let (a, b) = (run(1), run(2));
