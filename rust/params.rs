@@ -180,9 +180,9 @@ pub enum Interactions {
     Count(usize),
     /// The estimators' `interactions="auto"`: the `K` pairs with the largest screening gain,
     /// then, where they cut the additive model's held-out loss below
-    /// [`crate::fit::pairs::SECOND_ROUND_CUT`] of it, `K` more screened on the residual of the fit
+    /// [`crate::fit::pairs::rounds::SECOND_ROUND_CUT`] of it, `K` more screened on the residual of the fit
     /// with pairs, and below its square `K` more again (so up to `3K` pairs; see
-    /// [`crate::fit::pairs::screening_rounds`]). On fewer than
+    /// [`crate::fit::pairs::rounds::screening_rounds`]). On fewer than
     /// [`crate::fit::validation::MIN_ROWS`] rows: the additive model.
     Auto(usize),
     /// These pairs of feature indices.
@@ -196,7 +196,7 @@ pub struct PairParams {
     pub interactions: Interactions,
     /// Interaction bins per feature at most (`>= 2`).
     pub max_bins: usize,
-    /// Cells per pair grid at most (`None`: `max_bins²`); see [`crate::fit::pairs::pair_bins`].
+    /// Cells per pair grid at most (`None`: `max_bins²`); see [`crate::fit::pairs::layout::pair_bins`].
     pub max_cells: Option<usize>,
     /// `λ_pair / λ_f`, the pair terms' penalty relative to the main effects'; `None`: chosen
     /// on held-out rows.
@@ -212,7 +212,7 @@ pub struct PairParams {
 pub enum Smoothing {
     /// No smooth parts: the pair terms of the total variation alone.
     Off,
-    /// `μ` chosen on held-out rows along [`crate::fit::pairs::SMOOTH_PATH`], kept only if the
+    /// `μ` chosen on held-out rows along [`crate::fit::pairs::smooth::SMOOTH_PATH`], kept only if the
     /// smooth parts beat the pairs without them there (where `ρ` is chosen on held-out
     /// rows; otherwise off).
     Auto,

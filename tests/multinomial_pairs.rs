@@ -56,7 +56,10 @@ fn a_known_interaction_is_found_and_certified() {
     // One table per class, class-major; the pair penalty fixed.
     let t = &pairs.terms[0];
     assert_eq!(t.values.len(), 3 * t.cell_weights.len());
-    assert_eq!(pairs.penalty, fastpcam::fit::pairs::DEFAULT_PAIR_PENALTY);
+    assert_eq!(
+        pairs.penalty,
+        fastpcam::fit::pairs::search::DEFAULT_PAIR_PENALTY
+    );
     assert_eq!(f.intercepts.len(), 3);
     let additive = fit_multinomial(
         Rows::new(x.view(), y.view(), None),

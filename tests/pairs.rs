@@ -454,7 +454,10 @@ fn fixed_pair_penalty_and_bad_lists() {
     // the main effects let the fit converge within a few hundred sweeps' worth of updates.
     fixed.max_iter = 5000;
     let f = fit(Rows::new(x.view(), y.view(), None), &fixed, None).unwrap();
-    assert_eq!(f.pairs.penalty, fastpcam::fit::pairs::DEFAULT_PAIR_PENALTY);
+    assert_eq!(
+        f.pairs.penalty,
+        fastpcam::fit::pairs::search::DEFAULT_PAIR_PENALTY
+    );
     assert!(f.report.converged, "kkt {}", f.report.kkt_residual);
 }
 
@@ -486,7 +489,7 @@ fn more_rounds_screen_the_residual_of_the_last() {
         (f, found)
     };
     let (auto, _) = pairs_of(Interactions::Auto(2));
-    assert_eq!(fastpcam::fit::pairs::MAX_ROUNDS, 3);
+    assert_eq!(fastpcam::fit::pairs::rounds::MAX_ROUNDS, 3);
     assert_eq!(auto.pairs.terms.len(), 6);
     let mut two_rounds: Vec<(usize, usize)> =
         auto.pairs.terms[..4].iter().map(|t| t.features).collect();

@@ -7,7 +7,7 @@
 
 mod common;
 
-use fastpcam::fit::pairs::SMOOTH_PATH;
+use fastpcam::fit::pairs::smooth::SMOOTH_PATH;
 use fastpcam::fit::solver::fit;
 use fastpcam::params::{Interactions, Penalty, Smoothing};
 use fastpcam::Rows;

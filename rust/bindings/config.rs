@@ -11,7 +11,7 @@ use pyo3::IntoPyObjectExt;
 
 use crate::data::binning::{auto_max_bins, BinningParams, DEFAULT_BIN_SAMPLE_SIZE};
 use crate::fit::loglink::DEFAULT_TWEEDIE_POWER;
-use crate::fit::pairs::AUTO_INTERACTIONS;
+use crate::fit::pairs::screen::AUTO_INTERACTIONS;
 use crate::fit::sparse::{
     LambdaS, SparseParams, DEFAULT_MAX_SWAPS, DEFAULT_N_LAMBDA_S, DEFAULT_SCALE_DOWN,
 };

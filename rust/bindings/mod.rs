@@ -216,21 +216,33 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     dask::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_LAMBDA_RATIO", crate::params::DEFAULT_LAMBDA_RATIO)?;
-    m.add("AUTO_INTERACTIONS", crate::fit::pairs::AUTO_INTERACTIONS)?;
+    m.add(
+        "AUTO_INTERACTIONS",
+        crate::fit::pairs::screen::AUTO_INTERACTIONS,
+    )?;
     m.add("AUTO_L2_JUMPS", crate::fit::logistic::AUTO_L2_JUMPS)?;
     m.add("KFOLD_ROWS", crate::fit::validation::KFOLD_ROWS)?;
-    m.add("PAIR_MIN_GAIN_SE", crate::fit::pairs::MIN_GAIN_SE)?;
-    m.add("PAIR_PATH_START", crate::fit::pairs::PATH_START)?;
-    m.add("PAIR_PATH_WOBBLE", crate::fit::pairs::PATH_WOBBLE)?;
-    m.add("PAIR_PATH_RISES", crate::fit::pairs::PATH_RISES)?;
-    m.add("PAIR_COARSE_FACTOR", crate::fit::pairs::COARSE_FACTOR)?;
-    m.add("PAIR_RESCUE_GAIN_SE", crate::fit::pairs::RESCUE_GAIN_SE)?;
-    m.add("FINE_PAIRS", crate::fit::pairs::FINE_PAIRS)?;
-    m.add("FINE_CELLS", crate::fit::pairs::FINE_CELLS)?;
-    m.add("NARROW_SIDE", crate::fit::pairs::NARROW_SIDE)?;
-    m.add("NARROW_CELLS", crate::fit::pairs::NARROW_CELLS)?;
-    m.add("SECOND_ROUND_CUT", crate::fit::pairs::SECOND_ROUND_CUT)?;
-    m.add("MAX_ROUNDS", crate::fit::pairs::MAX_ROUNDS)?;
+    m.add("PAIR_MIN_GAIN_SE", crate::fit::pairs::search::MIN_GAIN_SE)?;
+    m.add("PAIR_PATH_START", crate::fit::pairs::search::PATH_START)?;
+    m.add("PAIR_PATH_WOBBLE", crate::fit::pairs::search::PATH_WOBBLE)?;
+    m.add("PAIR_PATH_RISES", crate::fit::pairs::search::PATH_RISES)?;
+    m.add(
+        "PAIR_COARSE_FACTOR",
+        crate::fit::pairs::layout::COARSE_FACTOR,
+    )?;
+    m.add(
+        "PAIR_RESCUE_GAIN_SE",
+        crate::fit::pairs::rounds::RESCUE_GAIN_SE,
+    )?;
+    m.add("FINE_PAIRS", crate::fit::pairs::layout::FINE_PAIRS)?;
+    m.add("FINE_CELLS", crate::fit::pairs::layout::FINE_CELLS)?;
+    m.add("NARROW_SIDE", crate::fit::pairs::layout::NARROW_SIDE)?;
+    m.add("NARROW_CELLS", crate::fit::pairs::layout::NARROW_CELLS)?;
+    m.add(
+        "SECOND_ROUND_CUT",
+        crate::fit::pairs::rounds::SECOND_ROUND_CUT,
+    )?;
+    m.add("MAX_ROUNDS", crate::fit::pairs::rounds::MAX_ROUNDS)?;
     m.add(
         "AUTO_INTERACTION_BINS",
         crate::params::AUTO_INTERACTION_BINS,

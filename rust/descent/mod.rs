@@ -12,6 +12,7 @@
 //! updates, at the time budget, when a callback asks to, or when no block can move any more
 //! (rounding level). The states differ only in what the trait asks of them.
 
+pub mod kinds;
 pub mod pace;
 pub mod selection;
 pub mod transfer;
@@ -22,6 +23,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::data::binning::BinnedData;
+use crate::descent::kinds::{kind_score, score_blocks, ScoreInputs};
 use crate::descent::pace::Pace;
 use crate::descent::selection::{
     all_bin_sums, bin_sums_into, select, select_second, shaped_block_score, BlockScore,
@@ -29,7 +31,6 @@ use crate::descent::selection::{
 use crate::error::{check_len, FastError, Result};
 use crate::model::report::{BinnedFit, Callback, FitReport, History, Progress, StopReason};
 use crate::params::{ChainShape, FitParams, Selection};
-use crate::prox::grid::{kind_score, score_blocks, ScoreInputs};
 
 thread_local! {
     // The stop request of the work running on this thread (see `with_cancel`).

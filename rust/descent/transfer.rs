@@ -15,8 +15,8 @@
 //! would see the shift of the main effect only, so a pair takes part only when its other
 //! feature has no missing bin.
 
+use crate::descent::kinds::{block_smooth, block_tv};
 use crate::params::{ChainShape, PairLink};
-use crate::prox::grid::{block_smooth, block_tv};
 
 /// Exchange passes per boundary at most.
 const PASSES: usize = 16;

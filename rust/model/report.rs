@@ -200,7 +200,7 @@ pub fn chain_weights(data: &BinnedData) -> (Vec<Vec<f64>>, Vec<f64>) {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Axis {
     /// The interaction bin of every main bin (the missing bin last, if any, mapped to
-    /// [`crate::fit::pairs::MISSING`]).
+    /// [`crate::fit::pairs::layout::MISSING`]).
     pub map: Vec<usize>,
     /// Increasing cuts, a subset of the feature's main cuts.
     pub cuts: Vec<f64>,

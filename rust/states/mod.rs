@@ -7,4 +7,5 @@ pub mod datafit;
 pub mod engine;
 pub mod extrapolate;
 pub mod newton;
+pub mod softmax;
 pub mod squared;

@@ -37,11 +37,12 @@ use ndarray::ArrayView1;
 use rayon::prelude::*;
 
 use crate::data::binning::{BinnedData, Code};
+use crate::descent::kinds::{block_smooth, block_tv, smooth_change};
 use crate::descent::DescentState;
 use crate::model::report::{BinnedFit, Callback};
 use crate::params::{ChainShape, FitParams, Grid, Selection};
 use crate::prox::flsa::FlsaWorkspace;
-use crate::prox::grid::{block_smooth, block_tv, grid_step, grid_tv, smooth_change, GridWorkspace};
+use crate::prox::grid::{grid_step, grid_tv, GridWorkspace};
 use crate::prox::monotone::PavaWorkspace;
 use crate::states::datafit::Datafit;
 use crate::states::extrapolate::{

@@ -23,14 +23,13 @@ use rayon::prelude::*;
 
 use crate::data::binning::{BinnedData, Code};
 use crate::data::tables::{BlockTable, Tables};
+use crate::descent::kinds::{block_smooth, block_tv, smooth_change, sums_and_scores, ScoreInputs};
 use crate::descent::selection::{all_bin_sums, bin_sums_into, BlockScore};
 use crate::descent::{DescentState, Pair, AUTO_GREEDY_MAX_FEATURES};
 use crate::params::{ChainShape, Grid, Selection};
 use crate::prox::enet::{enet_chain, EnetWorkspace};
 use crate::prox::flsa::{flsa_weighted_unchecked, FlsaWorkspace};
-use crate::prox::grid::{
-    block_smooth, block_tv, grid_step, smooth_change, sums_and_scores, GridWorkspace, ScoreInputs,
-};
+use crate::prox::grid::{grid_step, GridWorkspace};
 use crate::prox::monotone::{monotone_flsa, PavaWorkspace};
 use crate::with_codes;
 
