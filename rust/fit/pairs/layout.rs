@@ -1,8 +1,8 @@
 //! The pair blocks' layout: interaction bins ([`axis_guided`], [`pair_bins`]: how many a side
 //! under a cell budget, finer for the strongest pairs and a narrow side's partner), each
-//! pair's virtual feature of cell codes ([`pair_feature`]) with its [`Grid`] and link, the
-//! shapes of a fit with pair blocks ([`with_pair_shapes`]), and the layouts the first round
-//! tries ([`layouts`]: the default and, under `interactions="auto"`, more coarser pairs).
+//! pair's virtual feature of cell codes (`pair_feature`) with its [`Grid`] and link, the
+//! shapes of a fit with pair blocks (`with_pair_shapes`), and the layouts the first round
+//! tries (`layouts`: the default and, under `interactions="auto"`, more coarser pairs).
 
 use rayon::prelude::*;
 

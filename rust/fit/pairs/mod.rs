@@ -207,7 +207,8 @@ pub(crate) fn fit_pairs<S: PairDescent>(
 fn union_and_weights(
     data: &BinnedData,
     p: usize,
-    (pairs, axes): (&[(usize, usize)], &[(Axis, Axis)]),
+    pairs: &[(usize, usize)],
+    axes: &[(Axis, Axis)],
     smooth: Option<&SmoothParts>,
 ) -> (Vec<(Axis, Axis)>, Vec<Vec<f64>>) {
     let m = pairs.len();
@@ -262,7 +263,7 @@ fn pair_terms(
         ..
     } = kept;
     let m = pairs.len();
-    let (union, cell_weights) = union_and_weights(data, p, (&pairs, &axes), smooth.as_ref());
+    let (union, cell_weights) = union_and_weights(data, p, &pairs, &axes, smooth.as_ref());
     data.features.truncate(p);
     let PairSearch {
         blocks,

@@ -1,6 +1,6 @@
 //! The rounds of the pair search: the first round under each layout (two side by side where
-//! the pool has a thread to spare, [`side_by_side`]), the layout kept on the held-out rows
-//! ([`choose_layout`]), and more rounds of screening on the residual of the fit with pairs
+//! the pool has a thread to spare, `side_by_side`), the layout kept on the held-out rows
+//! (`choose_layout`), and more rounds of screening on the residual of the fit with pairs
 //! where the pairs cut the additive model's held-out loss ([`screening_rounds`]).
 
 use super::layout::{add_pair_blocks, with_pair_shapes, Layout};

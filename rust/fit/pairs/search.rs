@@ -1,7 +1,7 @@
-//! The pair penalty `ρ = λ_pair / λ_f` chosen on held-out rows: the split ([`pair_split`]),
+//! The pair penalty `ρ = λ_pair / λ_f` chosen on held-out rows: the split (`pair_split`),
 //! the path [`PAIR_PATH`] warm-started from one state (the additive model first, at
-//! [`ADDITIVE`]), where it stops ([`path_goes_on`]), and the check that screened pairs beat
-//! the additive model by [`MIN_GAIN_SE`] standard errors ([`significant_gain`]).
+//! [`ADDITIVE`]), where it stops (`path_goes_on`), and the check that screened pairs beat
+//! the additive model by [`MIN_GAIN_SE`] standard errors (`significant_gain`).
 
 use std::time::Instant;
 

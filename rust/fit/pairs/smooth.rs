@@ -2,7 +2,7 @@
 //! penalised by `(μ/2) Σ` of its cells' squared differences ([`crate::prox::smooth`]), `μ`
 //! chosen on the held-out split's training rows down [`SMOOTH_PATH`] beside the pairs without
 //! them; a term's two parts reported as one table on the union of their axes
-//! ([`union_table`]).
+//! (`union_table`).
 
 use super::layout::{add_pair_blocks, axis_guided, pair_bins, with_pair_shapes, MISSING};
 use super::rounds::{side_by_side, Kept};
@@ -127,6 +127,10 @@ pub(super) fn union_table(
 /// The pair terms' blocks: their features, grids and links.
 type PairBlocks<'a> = (&'a [(usize, usize)], &'a [Grid], &'a [PairLink]);
 
+/// The parameters of a fit of the pairs with their smooth parts at `μ` (`None`: held at zero)
+/// and the KKT tolerance given.
+type SmoothShapes<'a> = &'a (dyn Fn(Option<f64>, f64) -> FitParams + Sync);
+
 /// The pairs' smooth parts, once chosen: their axes, grids and `μ`.
 pub(super) struct SmoothParts {
     pub(super) axes: Vec<(Axis, Axis)>,
@@ -245,11 +249,7 @@ impl<S: PairDescent> Stage<'_, S> {
         &self,
         data: &mut BinnedData,
         split: &Split,
-        (shapes, init, rho): (
-            &(dyn Fn(Option<f64>, f64) -> FitParams + Sync),
-            &Vec<Vec<f64>>,
-            f64,
-        ),
+        (shapes, init, rho): (SmoothShapes<'_>, &Vec<Vec<f64>>, f64),
         (path, path_loss): (&mut Vec<f64>, &mut Vec<f64>),
         callback: &mut Option<Callback<'_>>,
     ) -> Option<(f64, Vec<Vec<f64>>)> {

@@ -1,6 +1,6 @@
-//! What every step of the pair stage reads ([`Stage`]: the targets, the parameters, the main
+//! What every step of the pair stage reads (`Stage`: the targets, the parameters, the main
 //! effects' fit, the loss, the held-out split, the clock) and the loss's two functions it is
-//! given ([`StateMaker`], [`RowLoss`]).
+//! given (`StateMaker`, `RowLoss`).
 
 use std::time::Instant;
 
