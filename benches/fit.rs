@@ -16,11 +16,11 @@
 //! Run with `cargo bench --bench fit` (all cores) or `RAYON_NUM_THREADS=1 cargo bench --bench fit`.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use fastpcam::binning::{bin_data, bin_of, for_each_batch, BinningParams};
+use fastpcam::data::binning::{bin_data, bin_of, for_each_batch, BinningParams};
+use fastpcam::descent::selection::all_bin_sums;
+use fastpcam::fit::solver::fit;
 use fastpcam::model::AdditiveModel;
 use fastpcam::params::{FitParams, Penalty, Validation, DEFAULT_VALIDATION_FRACTION};
-use fastpcam::selection::all_bin_sums;
-use fastpcam::solver::fit;
 use fastpcam::Rows;
 use ndarray::{Array1, Array2};
 use rand::{Rng, SeedableRng};

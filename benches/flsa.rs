@@ -1,4 +1,4 @@
-//! Throughput of the weighted fused-lasso signal approximator (`fastpcam::flsa`).
+//! Throughput of the weighted fused-lasso signal approximator (`fastpcam::prox::flsa`).
 //!
 //! Covers the hot-path entry point `flsa_weighted_unchecked` (the one the solver calls, with
 //! a warmed-up `FlsaWorkspace`, so no allocation inside the timed loop; it runs the weighted
@@ -34,7 +34,7 @@ use std::time::Duration;
 use criterion::{
     criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
 };
-use fastpcam::flsa::{
+use fastpcam::prox::flsa::{
     flsa_weighted_unchecked, flsa_weighted_with_method, FlsaMethod, FlsaWorkspace,
 };
 

@@ -3,11 +3,11 @@
 //! `cargo run --release --example profile_descent -- [n_rows] [repeats]`. Prints the median
 //! seconds of each case and its objective (which must not depend on the build).
 
-use fastpcam::binning::{bin_data, BinnedData, BinningParams};
-use fastpcam::logistic::fit_logistic_binned;
+use fastpcam::data::binning::{bin_data, BinnedData, BinningParams};
+use fastpcam::fit::logistic::fit_logistic_binned;
+use fastpcam::fit::solver::{fit_binned_engine, with_threads};
+use fastpcam::fit::validation::fit_validated;
 use fastpcam::params::{Engine, FitParams, Penalty, Selection, Validation};
-use fastpcam::solver::{fit_binned_engine, with_threads};
-use fastpcam::validation::fit_validated;
 use ndarray::{Array1, Array2};
 use rand::{Rng, SeedableRng};
 use std::time::Instant;

@@ -1,10 +1,10 @@
 //! Times the phases of a fit (binning, tables, optimisation) on synthetic data:
 //! `cargo run --release --example profile_fit -- [n_rows] [n_features] [c|f]`.
 
-use fastpcam::binning::{bin_data, BinningParams};
+use fastpcam::data::binning::{bin_data, BinningParams};
+use fastpcam::data::tables::Tables;
+use fastpcam::fit::solver::fit_binned_engine;
 use fastpcam::params::{Engine, FitParams};
-use fastpcam::solver::fit_binned_engine;
-use fastpcam::tables::Tables;
 use ndarray::{Array1, Array2, ShapeBuilder};
 use rand::{Rng, SeedableRng};
 use std::time::Instant;

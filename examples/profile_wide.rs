@@ -6,9 +6,9 @@
 //! plus N(0, 0.3²) noise (`s = max(p / 20, 1)`), as `wide()` in
 //! `benches/python/perf_targets.py` (not the same random numbers).
 
-use fastpcam::binning::{bin_data, BinningParams};
+use fastpcam::data::binning::{bin_data, BinningParams};
+use fastpcam::fit::solver::{choose_engine, fit_binned_engine, with_threads};
 use fastpcam::params::{FitParams, Selection};
-use fastpcam::solver::{choose_engine, fit_binned_engine, with_threads};
 use ndarray::{Array1, Array2};
 use rand::{Rng, SeedableRng};
 use std::time::Instant;

@@ -2,7 +2,7 @@
 //! so that the Python layer can pass it through unchanged.
 
 /// An invalid input or parameter. Failing to converge is *not* an error: see
-/// [`crate::report::FitReport`].
+/// [`crate::model::report::FitReport`].
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FastError {
     /// Two inputs that must have the same length do not.

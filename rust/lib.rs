@@ -15,82 +15,77 @@
 //!
 //! with sample weights `v_i ≥ 0` and `W = Σ v_i` (or, for classification, the mean log-loss
 //! of the log-odds `f`; for Poisson, Gamma and Tweedie regression, the mean half deviance of
-//! the log-mean `f`, see [`loglink`]). The core is pure Rust; its modules depend one way, each on those
-//! listed before it:
+//! the log-mean `f`, see [`fit::loglink`]). The core is pure Rust, in layers: each module
+//! below uses only those listed before it (a folder's own module, its `mod.rs`, where it is
+//! listed; `python3 ../shared/tools/structure.py` checks that the folders form no cycle):
 //!
 //! * [`error`] — the errors, each naming the argument at fault;
-//! * [`flsa`] — the weighted fused-lasso signal approximator (a weighted direct algorithm
-//!   and Johnson's O(B) dynamic programme), the exact block update;
-//! * [`monotone`] — weighted isotonic regression (PAVA) and the exact monotone block solve;
-//! * [`binning`] — one binned representation of the data (cut points, compact per-feature
-//!   codes, bin weights) shared by every solver;
-//! * [`params`] — the fitting parameters and their defaults;
-//! * [`model`] — the fitted additive model and its prediction;
-//! * [`report`] — the results of a fit: blocks, stop reason, KKT residual, history, progress
-//!   and the held-out penalty search;
-//! * [`selection`] — per-feature bin sums of the residual and the BGS-s scores / KKT residual;
-//! * [`grid`] — the 2-D block of a pair term (weighted 2-D TV denoising by Dykstra's
-//!   splitting into exact 1-D FLSAs, its certificate) and the scores and penalties of every
-//!   block kind;
-//! * [`tables`] — sufficient statistics (co-occurrence tables): iterations that never touch
-//!   the rows;
-//! * [`descent`] — the one block coordinate descent loop (greedy BGS-s, scored sweeps or
-//!   cyclic, KKT stopping rule) over any [`descent::DescentState`];
-//! * [`blocks`] — the exact squared-loss state (residual or tables, bin sums, exact block
-//!   update), shared by every squared-loss solver;
-//! * [`datafit`] — per-row losses (gradient, curvature, stable loss change): the logistic
-//!   loss and the log-link half losses (Poisson, Gamma, Tweedie);
-//! * [`newton`] — the proximal-Newton state over a datafit;
-//! * [`engine`] — the squared loss's engine choice (rows or tables), `λ_max` and fits at a
-//!   given penalty;
-//! * [`validation`] — the penalty chosen on held-out rows along a warm-started path, for any
-//!   state;
-//! * [`extrapolate`] — block coordinate descent in rounds with an exact line search along
-//!   each round's change (the squared loss's final refit on the rows engine, greedy);
-//! * [`pairs`] — pair terms: interaction bins, screening, the pair blocks as virtual
-//!   features of the one loop, and the pair penalty chosen on held-out rows;
-//! * [`solver`] — the regression entry points (bin, engine, fixed or held-out penalty, path,
-//!   thread pool);
-//! * [`logistic`] — the classification entry points (binary log-loss);
-//! * [`loglink`] — the log-link regression entry points (Poisson, Gamma, Tweedie);
-//! * [`multinomial`] — multiclass classification (softmax log-loss, one chain per class);
-//! * [`sparse`] — feature-sparse FAST: AGIS, group-ℓ0 FAST and the BGS local search.
+//! * [`data`] — the data every solver reads:
+//!   * [`data::binning`] — one binned representation (cut points, compact per-feature codes,
+//!     bin weights) shared by every solver, and `Rows`, the input of every entry point;
+//!   * [`data::tables`] — sufficient statistics (co-occurrence tables): iterations that
+//!     never touch the rows;
+//! * [`params`] — the fitting parameters, their defaults and their checks;
+//! * [`model`] — the fitted additive model and its prediction; [`model::report`], the
+//!   results of a fit (blocks, stop reason, KKT residual, history, progress, the held-out
+//!   penalty search, pair terms);
+//! * [`prox`] — the exact block solves:
+//!   * [`prox::flsa`] — the weighted fused-lasso signal approximator (a weighted direct
+//!     algorithm and Johnson's O(B) dynamic programme), the chain's update;
+//!   * [`prox::monotone`] — weighted isotonic regression (PAVA) and the monotone chain;
+//!   * [`prox::enet`] — the chain whose jumps also carry a squared penalty;
+//!   * [`prox::maxflow`] — maximum flow on small networks, the minimum-cut oracle of the grid;
+//!   * [`prox::smooth`] — a pair grid's smooth part (squared differences, banded Cholesky);
+//!   * [`prox::grid`] — a pair grid's 2-D total variation, solved exactly by
+//!     divide-and-conquer minimum cuts;
+//! * [`descent`] — block coordinate descent:
+//!   * [`descent::pace`] — whether the passes run in parallel, chosen by measurement;
+//!   * [`descent::selection`] — per-feature bin sums of the residual, a chain's BGS-s score
+//!     and KKT contribution;
+//!   * [`descent::kinds`] — the dispatch over block kinds (chain, grid, smooth part): scores,
+//!     certificates and penalty terms;
+//!   * [`descent::transfer`] — penalty moved between blocks that share a feature;
+//!   * the folder's own module (`descent/mod.rs`) — the one loop over any
+//!     [`descent::DescentState`] (greedy BGS-s, scored sweeps or cyclic, KKT stopping rule);
+//! * [`states`] — the states the loop descends:
+//!   * [`states::datafit`] — per-row losses (gradient, curvature, stable loss change): the
+//!     logistic loss and the log-link half losses (Poisson, Gamma, Tweedie);
+//!   * [`states::squared`] — the exact squared-loss state (residual or tables, bin sums,
+//!     exact block update);
+//!   * [`states::engine`] — the squared loss's engine choice (rows or tables), its states,
+//!     `λ_max` and fits at a given penalty;
+//!   * [`states::extrapolate`] — the descent in rounds with an exact line search along each
+//!     round's change;
+//!   * [`states::newton`] — the proximal-Newton state over a datafit;
+//!   * [`states::softmax`] — the multiclass state (one chain per class, the median shift);
+//! * [`fit`] — the entry points (the pair stage in [`fit::pairs`]'s steps: `stage`, `layout`,
+//!   `screen`, `search`, `rounds`, `smooth`, then `mod.rs`):
+//!   * [`fit::validation`] — the penalty chosen on held-out rows along a warm-started path,
+//!     for any state;
+//!   * [`fit::pairs`] — pair terms: interaction bins, screening, the pair blocks as virtual
+//!     features of the one loop, the pair penalty chosen on held-out rows, smooth parts;
+//!   * [`fit::solver`] — the regression entry points (bin, engine, fixed or held-out
+//!     penalty, path, thread pool);
+//!   * [`fit::logistic`] — the classification entry points (binary log-loss);
+//!   * [`fit::loglink`] — the log-link regression entry points (Poisson, Gamma, Tweedie);
+//!   * [`fit::multinomial`] — multiclass classification (softmax log-loss);
+//!   * [`fit::sparse`] — feature-sparse FAST: AGIS, group-ℓ0 FAST and the BGS local search.
 //!
 //! The PyO3 layer lives in `bindings` behind the `python` feature.
 
-pub mod binning;
-pub mod blocks;
-pub mod datafit;
+pub mod data;
 pub mod descent;
-pub mod enet;
-pub mod engine;
 pub mod error;
-pub mod extrapolate;
-pub mod flsa;
-pub mod grid;
-pub mod logistic;
-pub mod loglink;
-pub mod maxflow;
+pub mod fit;
 pub mod model;
-pub mod monotone;
-pub mod multinomial;
-pub mod newton;
-pub mod pace;
-pub mod pairs;
 pub mod params;
-pub mod report;
-pub mod selection;
-pub mod smooth;
-pub mod solver;
-pub mod sparse;
-pub mod tables;
+pub mod prox;
+pub mod states;
 #[cfg(test)]
 mod testing;
-pub mod transfer;
-pub mod validation;
 
 #[cfg(feature = "python")]
 mod bindings;
 
-pub use binning::Rows;
+pub use data::binning::Rows;
 pub use error::{FastError, Result};

@@ -7,11 +7,11 @@
 //! | `tol` | [`DEFAULT_TOL`] | `≥ 0`: stop when `max d / λ_f ≤ tol` |
 //! | `max_iter` | [`DEFAULT_MAX_ITER`] | block updates, `≥ 0` |
 //! | `max_time` | `None` | seconds, `> 0` |
-//! | `binning` | [`BinningParams::default`] | see [`crate::binning`] |
+//! | `binning` | [`BinningParams::default`] | see [`crate::data::binning`] |
 //! | `shapes` | every block free, factor 1 | see [`Shapes`] |
 //! | `sweep_share` | 0 | `[0, 1)`: see [`FitParams::sweep_share`] |
 
-use crate::binning::BinningParams;
+use crate::data::binning::BinningParams;
 use crate::error::{FastError, Result};
 
 /// Default `λ_f / λ_max` (DESIGN §7 and the measurements in the README).
@@ -71,9 +71,9 @@ named_choices! {
 }
 
 named_choices! {
-    /// Where the residual information lives during a fit (see [`crate::blocks`]).
+    /// Where the residual information lives during a fit (see [`crate::states::squared`]).
     pub enum Engine for "engine", "must be 'auto', 'rows' or 'tables'" {
-        /// Choose from a cost model (see [`crate::engine::choose_engine`]).
+        /// Choose from a cost model (see [`crate::states::engine::choose_engine`]).
         Auto = "auto",
         /// A residual per row: each iteration makes passes over the rows.
         Rows = "rows",
@@ -83,7 +83,7 @@ named_choices! {
 }
 
 named_choices! {
-    /// The feature-sparse algorithm (see [`crate::sparse`]).
+    /// The feature-sparse algorithm (see [`crate::fit::sparse`]).
     pub enum SparseMethod for "method", "must be 'agis' or 'l0'" {
         /// Approximate greedy iterative selection: one model per support size.
         Agis = "agis",
@@ -99,7 +99,7 @@ pub enum Penalty {
     Absolute(f64),
     /// `λ_f = ratio · λ_max`.
     Relative(f64),
-    /// The ratio chosen on held-out rows (see [`crate::validation`]).
+    /// The ratio chosen on held-out rows (see [`crate::fit::validation`]).
     Validated(Validation),
 }
 
@@ -108,7 +108,7 @@ impl Penalty {
     ///
     /// # Errors
     /// [`FastError::InvalidParameter`] for [`Penalty::Validated`], which needs held-out rows
-    /// (see [`crate::validation::fit_validated`]).
+    /// (see [`crate::fit::validation::fit_validated`]).
     pub fn resolve(self, lambda_max: f64) -> Result<f64> {
         match self {
             Self::Absolute(v) => Ok(v),
@@ -159,7 +159,7 @@ pub struct FitParams {
     /// the largest one at the sweep's start (a working set; 0: they skip only the blocks
     /// within [`crate::descent::SWEEP_SKIP`] of the tolerance). The stopping rule is
     /// unchanged. The fit on all rows of a pair stage uses
-    /// [`crate::pairs::FINISH_SWEEP_SHARE`].
+    /// [`crate::fit::pairs::FINISH_SWEEP_SHARE`].
     pub sweep_share: f64,
 }
 
@@ -172,7 +172,7 @@ pub const AUTO_INTERACTION_BINS: usize = 64;
 /// tables: `docs/pairs.md`).
 pub const AUTO_INTERACTION_CELLS: usize = 256;
 
-/// Which pair terms a fit gets (DESIGN §11, [`crate::pairs`]).
+/// Which pair terms a fit gets (DESIGN §11, [`crate::fit::pairs`]).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Interactions {
     /// The `K` pairs with the largest screening gain on the main effects' residual (0: the
@@ -180,10 +180,10 @@ pub enum Interactions {
     Count(usize),
     /// The estimators' `interactions="auto"`: the `K` pairs with the largest screening gain,
     /// then, where they cut the additive model's held-out loss below
-    /// [`crate::pairs::SECOND_ROUND_CUT`] of it, `K` more screened on the residual of the fit
+    /// [`crate::fit::pairs::rounds::SECOND_ROUND_CUT`] of it, `K` more screened on the residual of the fit
     /// with pairs, and below its square `K` more again (so up to `3K` pairs; see
-    /// [`crate::pairs::screening_rounds`]). On fewer than
-    /// [`crate::validation::MIN_ROWS`] rows: the additive model.
+    /// [`crate::fit::pairs::rounds::screening_rounds`]). On fewer than
+    /// [`crate::fit::validation::MIN_ROWS`] rows: the additive model.
     Auto(usize),
     /// These pairs of feature indices.
     List(Vec<(usize, usize)>),
@@ -196,23 +196,23 @@ pub struct PairParams {
     pub interactions: Interactions,
     /// Interaction bins per feature at most (`>= 2`).
     pub max_bins: usize,
-    /// Cells per pair grid at most (`None`: `max_bins²`); see [`crate::pairs::pair_bins`].
+    /// Cells per pair grid at most (`None`: `max_bins²`); see [`crate::fit::pairs::layout::pair_bins`].
     pub max_cells: Option<usize>,
     /// `λ_pair / λ_f`, the pair terms' penalty relative to the main effects'; `None`: chosen
     /// on held-out rows.
     pub penalty: Option<f64>,
-    /// The pair terms' smooth parts ([`crate::smooth`]).
+    /// The pair terms' smooth parts ([`crate::prox::smooth`]).
     pub smoothing: Smoothing,
 }
 
 /// Whether each pair term gets a smooth part: a second grid, finer, penalised by `(μ/2) Σ`
-/// of its cells' squared differences ([`crate::smooth`]); the term is the sum of its two
+/// of its cells' squared differences ([`crate::prox::smooth`]); the term is the sum of its two
 /// tables (`interaction_smoothing`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Smoothing {
     /// No smooth parts: the pair terms of the total variation alone.
     Off,
-    /// `μ` chosen on held-out rows along [`crate::pairs::SMOOTH_PATH`], kept only if the
+    /// `μ` chosen on held-out rows along [`crate::fit::pairs::smooth::SMOOTH_PATH`], kept only if the
     /// smooth parts beat the pairs without them there (where `ρ` is chosen on held-out
     /// rows; otherwise off).
     Auto,
@@ -371,12 +371,12 @@ pub struct ChainShape {
     /// The block's jumps are penalised by `λ_f · factor` (`≥ 0`; 0: unpenalised).
     pub factor: f64,
     /// `None`: a 1-D chain (a main effect). `Some`: a pair term, whose bins are the cells of
-    /// a 2-D grid penalised by the anisotropic total variation (see [`crate::grid`]).
+    /// a 2-D grid penalised by the anisotropic total variation (see [`crate::prox::grid`]).
     pub grid: Option<Grid>,
     /// The weight `μ ≥ 0` of the squared term `(μ/2) Σ θ²` on the chain's jumps (0: none):
     /// with it the block's penalty is an elastic net on its jumps, solved exactly by
-    /// [`crate::enet`]. On a grid, the squared differences over its edges: a pair's smooth
-    /// part, whose penalty factor is 0 (no total variation; solved by [`crate::smooth`]).
+    /// [`crate::prox::enet`]. On a grid, the squared differences over its edges: a pair's smooth
+    /// part, whose penalty factor is 0 (no total variation; solved by [`crate::prox::smooth`]).
     pub l2: f64,
 }
 
@@ -459,7 +459,7 @@ impl Grid {
 
     /// The length of a pair block's stored dual: its column part (one entry per cell) and
     /// then its edge flows (one per edge), which warm-start the block's next solve
-    /// ([`crate::grid::solve_grid`]).
+    /// ([`crate::prox::grid::solve_grid`]).
     pub fn dual_len(self) -> usize {
         self.cells() + self.n_edges()
     }
@@ -501,21 +501,21 @@ pub struct Shapes {
     /// Nonnegative multipliers of `λ_f` (empty: all 1).
     pub penalty_factor: Vec<f64>,
     /// The grid of every pair block (`None` for a main effect; empty: no pair blocks). Pair
-    /// blocks come after the main effects ([`crate::pairs`]).
+    /// blocks come after the main effects ([`crate::fit::pairs`]).
     pub grids: Vec<Option<Grid>>,
-    /// Every pair block's features and axes ([`crate::transfer`]; empty: no pair blocks).
+    /// Every pair block's features and axes ([`crate::descent::transfer`]; empty: no pair blocks).
     pub links: Vec<PairLink>,
     /// `l2_jumps`: the weight `μ` of the squared penalty `(μ/2) Σ θ²` on the jumps `θ` of
     /// every main effect's chain (times its penalty factor; 0: the paper's penalty). Pair
     /// blocks keep the total variation alone.
     pub l2: f64,
     /// Per block, the weight `μ` of a grid block's squared differences `(μ/2) Σ (θ_a − θ_b)²`
-    /// over its edges (a pair's smooth part, [`crate::smooth`]; its penalty factor is then 0).
+    /// over its edges (a pair's smooth part, [`crate::prox::smooth`]; its penalty factor is then 0).
     /// Empty, or 0 for a block: none.
     pub grid_l2: Vec<f64>,
 }
 
-/// A pair block's features and interaction bins, for the transfers of [`crate::transfer`].
+/// A pair block's features and interaction bins, for the transfers of [`crate::descent::transfer`].
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct PairLink {
     /// The pair's block.
@@ -609,15 +609,15 @@ impl Shapes {
 /// The loss a fit minimises (the `loss` of the Python configuration).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Loss {
-    /// Weighted squared error ([`crate::solver`]).
+    /// Weighted squared error ([`crate::fit::solver`]).
     Squared,
-    /// Weighted log-loss of 0/1 labels ([`crate::logistic`]).
+    /// Weighted log-loss of 0/1 labels ([`crate::fit::logistic`]).
     Logistic,
-    /// Half Poisson deviance, log link ([`crate::loglink`]).
+    /// Half Poisson deviance, log link ([`crate::fit::loglink`]).
     Poisson,
-    /// Half Gamma deviance, log link ([`crate::loglink`]).
+    /// Half Gamma deviance, log link ([`crate::fit::loglink`]).
     Gamma,
-    /// Half Tweedie deviance of a power in `(1, 2)`, log link ([`crate::loglink`]).
+    /// Half Tweedie deviance of a power in `(1, 2)`, log link ([`crate::fit::loglink`]).
     Tweedie,
 }
 

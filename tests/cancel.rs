@@ -9,10 +9,10 @@ use std::sync::Arc;
 
 use common::{pair_params, HELD_OUT};
 use fastpcam::descent::with_cancel;
-use fastpcam::multinomial::fit_multinomial;
+use fastpcam::fit::multinomial::fit_multinomial;
+use fastpcam::fit::solver::{fit, with_threads};
+use fastpcam::model::report::StopReason;
 use fastpcam::params::{Interactions, Penalty};
-use fastpcam::report::StopReason;
-use fastpcam::solver::{fit, with_threads};
 use fastpcam::Rows;
 use ndarray::{Array1, Array2};
 use rand::{Rng, SeedableRng};
@@ -70,7 +70,7 @@ fn a_fit_out_of_time_or_stopped_by_its_callback_adds_no_pairs() {
     assert!(f.pairs.terms.is_empty());
     let mut prm = pair_params(Penalty::Relative(1e-3), Interactions::Count(2));
     prm.tol = 0.0;
-    let mut stop_at_5 = |p: &fastpcam::report::Progress| p.n_iter < 5;
+    let mut stop_at_5 = |p: &fastpcam::model::report::Progress| p.n_iter < 5;
     let f = fit(
         Rows::new(x.view(), y.view(), None),
         &prm,

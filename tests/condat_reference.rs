@@ -1,4 +1,4 @@
-//! The fused-lasso DP (`fastpcam::flsa`) against an independent solver of the unweighted
+//! The fused-lasso DP (`fastpcam::prox::flsa`) against an independent solver of the unweighted
 //! problem: L. Condat's direct algorithm (`benches/reference/condat.rs`, the reference the `flsa`
 //! benchmark compares speed with). Both are exact up to rounding, so they agree to ~1e-9 on
 //! signals of up to 10⁵ points.
@@ -7,7 +7,7 @@
 mod condat;
 
 use condat::condat_tv1d;
-use fastpcam::flsa::{flsa_weighted_unchecked, FlsaWorkspace};
+use fastpcam::prox::flsa::{flsa_weighted_unchecked, FlsaWorkspace};
 
 /// The benchmark's kind of signal: piecewise constant (a level change about every
 /// `1/p_jump` points) plus unit noise, from a deterministic SplitMix64 stream.

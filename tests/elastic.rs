@@ -6,10 +6,10 @@
 
 mod common;
 
-use fastpcam::logistic::fit_logistic;
-use fastpcam::monotone::is_monotone;
+use fastpcam::fit::logistic::fit_logistic;
+use fastpcam::fit::solver::{fit_with_engine, with_threads, Fit};
 use fastpcam::params::{Engine, FitParams, Penalty, Selection, Shapes};
-use fastpcam::solver::{fit_with_engine, with_threads, Fit};
+use fastpcam::prox::monotone::is_monotone;
 use fastpcam::Rows;
 use ndarray::{Array1, Array2};
 use rand::{Rng, SeedableRng};
@@ -297,7 +297,7 @@ fn pair_fits_with_the_squared_term_descend_and_converge() {
         let f = if logistic {
             fit_logistic(Rows::new(x.view(), labels.view(), None), &p, None).unwrap()
         } else {
-            fastpcam::solver::fit(Rows::new(x.view(), y.view(), None), &p, None).unwrap()
+            fastpcam::fit::solver::fit(Rows::new(x.view(), y.view(), None), &p, None).unwrap()
         };
         assert!(
             f.report.converged,

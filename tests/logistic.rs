@@ -5,13 +5,13 @@
 mod common;
 
 use common::{grid_features, params, penalty};
-use fastpcam::binning::{bin_data, BinningParams};
-use fastpcam::logistic::{
+use fastpcam::data::binning::{bin_data, BinningParams};
+use fastpcam::fit::logistic::{
     fit_logistic, fit_logistic_binned, fit_logistic_binned_with, lambda_max_logistic, log_loss,
     Curvature,
 };
+use fastpcam::fit::solver::{with_threads, Fit, StopReason};
 use fastpcam::params::{Penalty, Selection};
-use fastpcam::solver::{with_threads, Fit, StopReason};
 use fastpcam::Rows;
 use ndarray::{Array1, Array2};
 use proptest::prelude::*;
@@ -321,7 +321,7 @@ fn lambda_limits() {
     let d = bin_data(x.view(), None, &BinningParams::default()).unwrap();
     let lmax = lambda_max_logistic(&d, y.view()).unwrap();
     // λ_max is the regressor's for the same 0/1 target (the gradient at the constant model).
-    let lmax_reg = fastpcam::solver::lambda_max(&d, y.view()).unwrap();
+    let lmax_reg = fastpcam::fit::solver::lambda_max(&d, y.view()).unwrap();
     assert!(
         (lmax - lmax_reg).abs() <= 1e-12 * lmax,
         "{lmax} vs {lmax_reg}"
@@ -472,7 +472,7 @@ fn time_budget_max_iter_and_callback_stop_early() {
     assert!(!f.report.converged);
     assert_eq!(f.report.stop, StopReason::MaxIter);
     let mut stop_after = 5usize;
-    let mut cb = |pr: &fastpcam::solver::Progress| {
+    let mut cb = |pr: &fastpcam::fit::solver::Progress| {
         stop_after -= 1;
         assert!(pr.kkt_residual.is_finite());
         stop_after > 0

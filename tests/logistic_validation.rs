@@ -7,14 +7,14 @@ use common::{
     assert_bad_fractions_refused, assert_documented_search, assert_invalid, grid_features, params,
     penalty, HELD_OUT,
 };
-use fastpcam::binning::{bin_data, BinningParams};
-use fastpcam::logistic::{
+use fastpcam::data::binning::{bin_data, BinningParams};
+use fastpcam::fit::logistic::{
     fit_logistic, fit_logistic_binned, fit_logistic_validated, log_loss,
     DEFAULT_LAMBDA_RATIO_LOGISTIC,
 };
+use fastpcam::fit::solver::{Fit, Progress};
+use fastpcam::fit::validation::{stratified_validation_rows, validation_rows};
 use fastpcam::params::{Penalty, Selection};
-use fastpcam::solver::{Fit, Progress};
-use fastpcam::validation::{stratified_validation_rows, validation_rows};
 use fastpcam::Rows;
 use ndarray::{Array1, Array2, ArrayView1};
 use rand::{Rng, SeedableRng};

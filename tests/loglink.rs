@@ -6,12 +6,14 @@
 mod common;
 
 use common::{grid_features, params, penalty, HELD_OUT};
-use fastpcam::binning::bin_data;
-use fastpcam::datafit::{Datafit, Gamma, Poisson, Tweedie};
-use fastpcam::loglink::{fit_loglink, fit_loglink_binned_with, lambda_max_loglink, LogLinkLoss};
-use fastpcam::newton::Curvature;
+use fastpcam::data::binning::bin_data;
+use fastpcam::fit::loglink::{
+    fit_loglink, fit_loglink_binned_with, lambda_max_loglink, LogLinkLoss,
+};
+use fastpcam::fit::solver::{with_threads, Fit};
 use fastpcam::params::{Penalty, Selection};
-use fastpcam::solver::{with_threads, Fit};
+use fastpcam::states::datafit::{Datafit, Gamma, Poisson, Tweedie};
+use fastpcam::states::newton::Curvature;
 use fastpcam::FastError;
 use fastpcam::Rows;
 use ndarray::{Array1, Array2};

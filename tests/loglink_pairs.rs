@@ -5,10 +5,10 @@
 mod common;
 
 use common::{pair_params, HELD_OUT};
-use fastpcam::binning::bin_data;
-use fastpcam::loglink::{fit_loglink, fit_loglink_binned_with, LogLinkLoss};
-use fastpcam::newton::Curvature;
+use fastpcam::data::binning::bin_data;
+use fastpcam::fit::loglink::{fit_loglink, fit_loglink_binned_with, LogLinkLoss};
 use fastpcam::params::{Interactions, Penalty};
+use fastpcam::states::newton::Curvature;
 use fastpcam::Rows;
 use ndarray::{Array1, Array2};
 use rand::{Rng, SeedableRng};

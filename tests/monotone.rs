@@ -5,10 +5,10 @@
 
 mod common;
 
-use fastpcam::logistic::fit_logistic;
-use fastpcam::monotone::{is_monotone, monotone_flsa, PavaWorkspace};
+use fastpcam::fit::logistic::fit_logistic;
+use fastpcam::fit::solver::{fit, fit_with_engine, with_threads, Fit};
 use fastpcam::params::{Engine, FitParams, Penalty, Selection, Shapes};
-use fastpcam::solver::{fit, fit_with_engine, with_threads, Fit};
+use fastpcam::prox::monotone::{is_monotone, monotone_flsa, PavaWorkspace};
 use fastpcam::Rows;
 use ndarray::{Array1, Array2};
 use rand::{Rng, SeedableRng};
@@ -59,7 +59,9 @@ fn objective(f: &Fit, x: &Array2<f64>, y: &Array1<f64>, factor: &[f64]) -> f64 {
         .values
         .iter()
         .enumerate()
-        .map(|(j, v)| factor.get(j).copied().unwrap_or(1.0) * fastpcam::blocks::total_variation(v))
+        .map(|(j, v)| {
+            factor.get(j).copied().unwrap_or(1.0) * fastpcam::states::squared::total_variation(v)
+        })
         .sum();
     loss + f.lambda_f * tv
 }
@@ -312,7 +314,7 @@ fn block_objective(z: &[f64], h: &[f64], lambda: f64, b: &[f64]) -> f64 {
         .zip(b)
         .map(|((z, h), b)| 0.5 * h * (b - z) * (b - z))
         .sum();
-    fit + lambda * fastpcam::blocks::total_variation(b)
+    fit + lambda * fastpcam::states::squared::total_variation(b)
 }
 
 proptest::proptest! {

@@ -4,10 +4,10 @@
 mod common;
 
 use common::{grid_features, params};
-use fastpcam::multinomial::{fit_multinomial_with, MultinomialFit};
-use fastpcam::newton::Curvature;
+use fastpcam::fit::multinomial::{fit_multinomial_with, MultinomialFit};
+use fastpcam::fit::solver::with_threads;
 use fastpcam::params::{Penalty, Selection};
-use fastpcam::solver::with_threads;
+use fastpcam::states::newton::Curvature;
 use fastpcam::Rows;
 use ndarray::{Array1, Array2};
 use proptest::prelude::*;

@@ -5,9 +5,9 @@
 mod common;
 
 use common::{pair_params, HELD_OUT};
-use fastpcam::multinomial::fit_multinomial;
+use fastpcam::fit::multinomial::fit_multinomial;
+use fastpcam::fit::solver::with_threads;
 use fastpcam::params::{Interactions, Penalty};
-use fastpcam::solver::with_threads;
 use fastpcam::Rows;
 use ndarray::{Array1, Array2};
 use rand::{Rng, SeedableRng};
@@ -56,7 +56,10 @@ fn a_known_interaction_is_found_and_certified() {
     // One table per class, class-major; the pair penalty fixed.
     let t = &pairs.terms[0];
     assert_eq!(t.values.len(), 3 * t.cell_weights.len());
-    assert_eq!(pairs.penalty, fastpcam::pairs::DEFAULT_PAIR_PENALTY);
+    assert_eq!(
+        pairs.penalty,
+        fastpcam::fit::pairs::search::DEFAULT_PAIR_PENALTY
+    );
     assert_eq!(f.intercepts.len(), 3);
     let additive = fit_multinomial(
         Rows::new(x.view(), y.view(), None),

@@ -5,9 +5,9 @@
 
 mod common;
 
-use fastpcam::grid::{grid_tv, solve_grid, GridWorkspace};
+use fastpcam::fit::solver::fit;
 use fastpcam::params::{Grid, Interactions, Penalty, Selection};
-use fastpcam::solver::fit;
+use fastpcam::prox::grid::{grid_tv, solve_grid, GridWorkspace};
 use fastpcam::Rows;
 use ndarray::{Array1, Array2};
 use proptest::prelude::*;
@@ -386,7 +386,7 @@ fn one_and_two_threads_agree_with_both_layouts_and_smooth_parts() {
     prm.pairs.smoothing = fastpcam::params::Smoothing::Auto;
     assert!(prm.pairs.max_cells.is_some());
     common::assert_threads_agree(|| fit(Rows::new(x.view(), y.view(), None), &prm, None));
-    let f = fastpcam::solver::with_threads(Some(2), || {
+    let f = fastpcam::fit::solver::with_threads(Some(2), || {
         fit(Rows::new(x.view(), y.view(), None), &prm, None)
     })
     .unwrap()
@@ -454,7 +454,10 @@ fn fixed_pair_penalty_and_bad_lists() {
     // the main effects let the fit converge within a few hundred sweeps' worth of updates.
     fixed.max_iter = 5000;
     let f = fit(Rows::new(x.view(), y.view(), None), &fixed, None).unwrap();
-    assert_eq!(f.pairs.penalty, fastpcam::pairs::DEFAULT_PAIR_PENALTY);
+    assert_eq!(
+        f.pairs.penalty,
+        fastpcam::fit::pairs::search::DEFAULT_PAIR_PENALTY
+    );
     assert!(f.report.converged, "kkt {}", f.report.kkt_residual);
 }
 
@@ -486,14 +489,14 @@ fn more_rounds_screen_the_residual_of_the_last() {
         (f, found)
     };
     let (auto, _) = pairs_of(Interactions::Auto(2));
-    assert_eq!(fastpcam::pairs::MAX_ROUNDS, 3);
+    assert_eq!(fastpcam::fit::pairs::rounds::MAX_ROUNDS, 3);
     assert_eq!(auto.pairs.terms.len(), 6);
     let mut two_rounds: Vec<(usize, usize)> =
         auto.pairs.terms[..4].iter().map(|t| t.features).collect();
     two_rounds.sort_unstable();
     assert_eq!(two_rounds, vec![(0, 1), (2, 3), (4, 5), (6, 7)]);
     // The true pairs' surfaces span about 2 (the weak ones) to 6; the third round's, noise.
-    let range = |t: &fastpcam::report::PairTerm| {
+    let range = |t: &fastpcam::model::report::PairTerm| {
         let (lo, hi) = t
             .values
             .iter()
@@ -530,7 +533,7 @@ fn more_rounds_screen_the_residual_of_the_last() {
 fn pairs_are_screened_without_the_held_out_rows() {
     use fastpcam::params::DEFAULT_VALIDATION_FRACTION;
     let n = 4000;
-    let held = fastpcam::validation::validation_rows(n, DEFAULT_VALIDATION_FRACTION, 0);
+    let held = fastpcam::fit::validation::validation_rows(n, DEFAULT_VALIDATION_FRACTION, 0);
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(11);
     let x = Array2::from_shape_fn((n, 6), |_| rng.random_range(-1.0..1.0));
     let mut y = Array1::from_shape_fn(n, |i| {

@@ -1,4 +1,4 @@
-//! Property tests of the binning (`fastpcam::binning::bin_data`), on random matrices with
+//! Property tests of the binning (`fastpcam::data::binning::bin_data`), on random matrices with
 //! ties, NaN and weights (some zero), in both memory layouts:
 //! * cut points are finite and strictly increasing, at most `max_bins - 1` of them;
 //! * every row's code is its value's bin (`bin_of`), NaN the missing bin after the chain;
@@ -10,7 +10,7 @@
 //!
 //! Case counts are fixed so the file runs in a few seconds: `cargo test --test prop_binning`.
 
-use fastpcam::binning::{bin_data, bin_of, BinnedData, BinningParams};
+use fastpcam::data::binning::{bin_data, bin_of, BinnedData, BinningParams};
 use ndarray::{Array2, ShapeBuilder};
 use proptest::prelude::*;
 use proptest::test_runner::Config;

@@ -1,4 +1,4 @@
-//! Property tests of the weighted fused-lasso signal approximator (`fastpcam::flsa`).
+//! Property tests of the weighted fused-lasso signal approximator (`fastpcam::prox::flsa`).
 //!
 //! The DP is checked against an independent brute force on tiny inputs, against its own KKT
 //! conditions on inputs of up to 2000 points, and against the exact invariances of the
@@ -7,7 +7,7 @@
 //! unit-weight and zero-weight signals. Case counts are fixed so that the whole file runs in a few
 //! seconds in debug mode: `cargo test --test prop_flsa`.
 
-use fastpcam::flsa::{
+use fastpcam::prox::flsa::{
     flsa, flsa_into, flsa_kkt_violation, flsa_weighted, flsa_weighted_unchecked,
     flsa_weighted_with_method, FlsaMethod, FlsaWorkspace,
 };

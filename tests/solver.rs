@@ -3,9 +3,11 @@
 mod common;
 
 use common::{grid_features, params, penalty};
-use fastpcam::binning::{bin_data, BinningParams};
+use fastpcam::data::binning::{bin_data, BinningParams};
+use fastpcam::fit::solver::{
+    fit, fit_binned, fit_path, fit_with_engine, lambda_max, with_threads, Fit,
+};
 use fastpcam::params::{Engine, FitParams, Penalty, Selection};
-use fastpcam::solver::{fit, fit_binned, fit_path, fit_with_engine, lambda_max, with_threads, Fit};
 use fastpcam::Rows;
 use ndarray::{Array1, Array2};
 use proptest::prelude::*;
@@ -327,7 +329,7 @@ fn time_budget_and_max_iter_stop_early() {
     assert_eq!(f.report.n_iter, 3);
     assert!(!f.report.converged);
     let mut stop_after = 5usize;
-    let mut cb = |pr: &fastpcam::solver::Progress| {
+    let mut cb = |pr: &fastpcam::fit::solver::Progress| {
         stop_after -= 1;
         assert!(pr.kkt_residual.is_finite());
         stop_after > 0
@@ -513,8 +515,8 @@ fn tables_engine_is_deterministic_across_threads() {
 
 #[test]
 fn fit_from_partition_tables_equals_the_in_memory_fit() {
-    use fastpcam::solver::{fit_tables, fit_with_engine};
-    use fastpcam::tables::Tables;
+    use fastpcam::data::tables::Tables;
+    use fastpcam::fit::solver::{fit_tables, fit_with_engine};
     use std::sync::Arc;
     let (mut x, y) = data(9_000, 4, 23, 50);
     for i in (0..9_000).step_by(11) {
@@ -535,8 +537,9 @@ fn fit_from_partition_tables_equals_the_in_memory_fit() {
     for r in [0..2_000, 2_000..7_000, 7_000..9_000, 9_000..9_000] {
         let xs = x.slice(ndarray::s![r.clone(), ..]).to_owned();
         let ys = y.slice(ndarray::s![r]).to_owned();
-        let t = fastpcam::tables::partition_tables(xs.view(), ys.view(), None, &cuts, &missing)
-            .unwrap();
+        let t =
+            fastpcam::data::tables::partition_tables(xs.view(), ys.view(), None, &cuts, &missing)
+                .unwrap();
         match total.as_mut() {
             None => total = Some(t),
             Some(a) => a.add(&t).unwrap(),
@@ -547,9 +550,14 @@ fn fit_from_partition_tables_equals_the_in_memory_fit() {
         x.slice(ndarray::s![0..10, ..]).to_owned(),
         y.slice(ndarray::s![0..10]).to_owned(),
     );
-    let empty =
-        fastpcam::tables::partition_tables(x0.view(), y0.view(), Some(&[0.0; 10]), &cuts, &missing)
-            .unwrap();
+    let empty = fastpcam::data::tables::partition_tables(
+        x0.view(),
+        y0.view(),
+        Some(&[0.0; 10]),
+        &cuts,
+        &missing,
+    )
+    .unwrap();
     assert_eq!(empty.total_weight, 0.0);
     let before = total.clone().unwrap();
     total.as_mut().unwrap().add(&empty).unwrap();
@@ -561,7 +569,8 @@ fn fit_from_partition_tables_equals_the_in_memory_fit() {
             .contains("sums to zero")
     );
     // NaN where the flags say there is none is an error.
-    let bad = fastpcam::tables::partition_tables(x.view(), y.view(), None, &cuts, &[false; 4]);
+    let bad =
+        fastpcam::data::tables::partition_tables(x.view(), y.view(), None, &cuts, &[false; 4]);
     assert!(bad.unwrap_err().to_string().contains("missing"));
     let fitted = fit_tables(Arc::new(total.unwrap()), cuts, missing, &prm).unwrap();
     let (a, b) = (whole.report.objective, fitted.report.objective);
@@ -582,7 +591,7 @@ fn fit_from_partition_tables_equals_the_in_memory_fit() {
 /// objective) and skipped blocks reach the optimum of the plain serial paths.
 #[test]
 fn paired_sweeps_reach_the_plain_optimum() {
-    use fastpcam::blocks::PAIR_MIN_WORK;
+    use fastpcam::states::squared::PAIR_MIN_WORK;
     let (n, p) = (5_000, 12);
     assert!(
         n >= PAIR_MIN_WORK,
@@ -630,7 +639,7 @@ fn paired_sweeps_reach_the_plain_optimum() {
 /// the reported objective is the one recomputed from the model.
 #[test]
 fn greedy_pairs_reach_the_plain_optimum() {
-    use fastpcam::blocks::PAIR_MIN_WORK;
+    use fastpcam::states::squared::PAIR_MIN_WORK;
     let (n, p) = (6_000, 16);
     assert!(
         n >= PAIR_MIN_WORK,

@@ -1,12 +1,12 @@
 //! Tests of feature-sparse FAST (AGIS, group ℓ0, the BGS local search): support recovery with
 //! correlated decoys, monotone objectives, sizes, determinism across thread counts, errors.
 
-use fastpcam::binning::{bin_data, BinnedData, BinningParams};
-use fastpcam::params::{FitParams, Penalty, Selection};
-use fastpcam::solver::{fit, with_threads};
-use fastpcam::sparse::{
+use fastpcam::data::binning::{bin_data, BinnedData, BinningParams};
+use fastpcam::fit::solver::{fit, with_threads};
+use fastpcam::fit::sparse::{
     agis, agis_binned, l0, l0_binned, LambdaS, SparseFit, SparseParams, SparseSolver,
 };
+use fastpcam::params::{FitParams, Penalty, Selection};
 use fastpcam::Rows;
 use ndarray::{Array1, Array2};
 use proptest::prelude::*;
@@ -136,7 +136,7 @@ fn agis_and_l0_recover_the_true_support_despite_decoys() {
 fn local_search_swaps_a_decoy_out_and_never_increases_the_objective() {
     let (x, y) = sparse_data(3_000, 2);
     let data = binned(&x);
-    let lmax = fastpcam::solver::lambda_max(&data, y.view()).unwrap();
+    let lmax = fastpcam::fit::solver::lambda_max(&data, y.view()).unwrap();
     let mut sv = SparseSolver::new(&data, y.view(), 1e-3 * lmax, 1e-4);
     // Start from a support of three decoys and two true features.
     let mut s = vec![3, 10, 15, 21, 27];
@@ -365,7 +365,7 @@ fn a_constant_target_selects_nothing() {
     let y = Array1::from_elem(200, 3.0);
     let f = agis(Rows::new(x.view(), y.view(), None), &params(1e-3), 3).unwrap();
     assert!(f.path.models.is_empty());
-    assert_eq!(f.path.stop, fastpcam::sparse::PathStop::NoCandidate);
+    assert_eq!(f.path.stop, fastpcam::fit::sparse::PathStop::NoCandidate);
     let f = l0(
         Rows::new(x.view(), y.view(), None),
         &params(1e-3),

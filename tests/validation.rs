@@ -6,12 +6,12 @@ use common::{
     assert_bad_fractions_refused, assert_documented_search, assert_invalid, grid_features, params,
     HELD_OUT,
 };
-use fastpcam::binning::{bin_data, BinningParams};
+use fastpcam::data::binning::{bin_data, BinningParams};
+use fastpcam::fit::solver::{fit, fit_binned, fit_with_engine, Fit};
+use fastpcam::fit::validation::{fit_validated, validation_rows, START_RATIO, STEP};
 use fastpcam::params::{
     Engine, Penalty, Selection, DEFAULT_LAMBDA_RATIO, DEFAULT_VALIDATION_FRACTION,
 };
-use fastpcam::solver::{fit, fit_binned, fit_with_engine, Fit};
-use fastpcam::validation::{fit_validated, validation_rows, START_RATIO, STEP};
 use fastpcam::Rows;
 use ndarray::{Array1, Array2};
 use rand::{Rng, SeedableRng};
@@ -176,7 +176,7 @@ fn few_rows_use_the_fixed_ratio() {
 fn a_stopping_callback_ends_the_search() {
     let (x, y) = data(3_000, 3, 8, 1.0);
     let mut calls = 0;
-    let mut cb = |_: &fastpcam::solver::Progress| {
+    let mut cb = |_: &fastpcam::fit::solver::Progress| {
         calls += 1;
         calls < 2
     };
@@ -207,7 +207,7 @@ fn bad_fractions_and_other_solvers_are_errors() {
 
 #[test]
 fn statistics_of_the_held_out_rows_and_the_rest_add_to_all() {
-    use fastpcam::tables::Tables;
+    use fastpcam::data::tables::Tables;
     use ndarray::ArrayView1;
     let (mut x, y) = data(3_000, 3, 10, 1.0);
     x[[5, 1]] = f64::NAN; // a missing bin too
@@ -248,14 +248,14 @@ fn statistics_of_the_held_out_rows_and_the_rest_add_to_all() {
 
 /// Statistics of the rows `rows` of `binned` (target `y`, weights `w`).
 fn stats_of(
-    binned: &fastpcam::binning::BinnedData,
+    binned: &fastpcam::data::binning::BinnedData,
     y: &Array1<f64>,
     w: &[f64],
     rows: &[usize],
-) -> fastpcam::tables::Tables {
+) -> fastpcam::data::tables::Tables {
     let ys: Vec<f64> = rows.iter().map(|&i| y[i]).collect();
     let sub = binned.subset(rows, rows.iter().map(|&i| w[i]).collect());
-    fastpcam::tables::Tables::build(&sub, ndarray::ArrayView1::from(&ys)).unwrap()
+    fastpcam::data::tables::Tables::build(&sub, ndarray::ArrayView1::from(&ys)).unwrap()
 }
 
 #[test]
@@ -299,7 +299,7 @@ fn held_out_error_from_statistics_equals_the_rows() {
 
 #[test]
 fn statistics_of_a_split_choose_as_the_rows_do() {
-    use fastpcam::validation::fit_tables_validated;
+    use fastpcam::fit::validation::fit_tables_validated;
     let (x, y) = data(6_000, 3, 12, 1.0);
     let w: Vec<f64> = vec![1.0; 6_000];
     let prm = params(HELD_OUT, Selection::Greedy, 1e-9, Some(32));

@@ -7,7 +7,7 @@
 //! min_b ½ Σ_t (y_t − b_t)²  +  λ Σ_t |b_{t+1} − b_t|
 //! ```
 //!
-//! and is here only as a speed and correctness yardstick for `fastpcam::flsa` (the
+//! and is here only as a speed and correctness yardstick for `fastpcam::prox::flsa` (the
 //! `condat_unit_weights/B` benchmark and `tests/condat_reference.rs`). It is written from
 //! the paper's description: one forward scan that keeps the admissible range `[v⁻, v⁺]` of
 //! the current segment's value together with the dual residuals `u⁻`, `u⁺` of its two

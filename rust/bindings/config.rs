@@ -9,16 +9,18 @@ use pyo3::conversion::FromPyObjectOwned;
 use pyo3::prelude::*;
 use pyo3::IntoPyObjectExt;
 
-use crate::binning::{auto_exact_bins, auto_max_bins, BinningParams, DEFAULT_BIN_SAMPLE_SIZE};
-use crate::loglink::DEFAULT_TWEEDIE_POWER;
-use crate::pairs::AUTO_INTERACTIONS;
+use crate::data::binning::{
+    auto_exact_bins, auto_max_bins, BinningParams, DEFAULT_BIN_SAMPLE_SIZE,
+};
+use crate::fit::loglink::DEFAULT_TWEEDIE_POWER;
+use crate::fit::pairs::screen::AUTO_INTERACTIONS;
+use crate::fit::sparse::{
+    LambdaS, SparseParams, DEFAULT_MAX_SWAPS, DEFAULT_N_LAMBDA_S, DEFAULT_SCALE_DOWN,
+};
 use crate::params::{
     Engine, FitParams, Interactions, Loss, PairParams, Penalty, Selection, Shapes, Smoothing,
     Validation, AUTO_INTERACTION_BINS, AUTO_INTERACTION_CELLS, DEFAULT_LAMBDA_RATIO,
     DEFAULT_MAX_ITER, DEFAULT_TOL, DEFAULT_VALIDATION_FRACTION,
-};
-use crate::sparse::{
-    LambdaS, SparseParams, DEFAULT_MAX_SWAPS, DEFAULT_N_LAMBDA_S, DEFAULT_SCALE_DOWN,
 };
 
 /// A parameter that Python gives as a value or as the string "auto": `max_bins` (an int,

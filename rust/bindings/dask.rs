@@ -1,4 +1,4 @@
-//! Bindings of the sufficient statistics (`crate::tables`, DESIGN §4) for out-of-core and
+//! Bindings of the sufficient statistics (`crate::data::tables`, DESIGN §4) for out-of-core and
 //! distributed fits: `bin_edges` (cut points of a sample), `partition_stats` (one partition's
 //! statistics), `add_stats` (their exact reduction) and `fit_stats` (a fit on statistics alone).
 
@@ -10,9 +10,9 @@ use pyo3::prelude::*;
 use super::config::FitConfig;
 use super::errors::{compute, no_panic};
 use super::output::{arrays, FitOutput};
-use crate::binning::bin_data;
-use crate::solver;
-use crate::tables::{partition_tables, Tables};
+use crate::data::binning::bin_data;
+use crate::data::tables::{partition_tables, Tables};
+use crate::fit::solver;
 
 /// One data set's (or partition's) sufficient statistics, as plain arrays.
 #[derive(IntoPyObject)]
@@ -122,9 +122,9 @@ fn bin_edges<'py>(
     Ok(arrays(py, cuts))
 }
 
-/// Fits FAST on sufficient statistics alone (`crate::solver::fit_tables`); with `held_out`
+/// Fits FAST on sufficient statistics alone (`crate::fit::solver::fit_tables`); with `held_out`
 /// statistics and `lambda_ratio="auto"`, the penalty is chosen on them
-/// (`crate::validation::fit_tables_validated`) and `n_validation` is reported as the number
+/// (`crate::fit::validation::fit_tables_validated`) and `n_validation` is reported as the number
 /// of held-out rows. The configuration's binning keys are not used: the statistics are binned.
 #[pyfunction]
 #[pyo3(signature = (stats, cuts, missing, *, config, held_out=None, n_validation=0))]
@@ -141,7 +141,7 @@ fn fit_stats<'py>(
     let (loss, _) = config.loss_engine()?;
     loss.check_engine(crate::params::Engine::Tables)?;
     let mut params = config.fit_params((0, stats.n_bins.len()), held_out.is_some())?;
-    params.binning = crate::binning::BinningParams::default();
+    params.binning = crate::data::binning::BinningParams::default();
     let validated = matches!(params.lambda, crate::params::Penalty::Validated(_));
     let tables = to_tables(&stats)?;
     drop(stats);
@@ -150,14 +150,14 @@ fn fit_stats<'py>(
         None => None,
     };
     let fitted = compute(py, "fit_stats", config.n_jobs, || match held {
-        Some(held) => crate::validation::fit_tables_validated(
-            tables, held, cuts, missing, &params, None,
-        )
-        .map(|(mut fit, mut search)| {
-            search.n_validation = n_validation;
-            fit.search = Some(search);
-            fit
-        }),
+        Some(held) => {
+            crate::fit::validation::fit_tables_validated(tables, held, cuts, missing, &params, None)
+                .map(|(mut fit, mut search)| {
+                    search.n_validation = n_validation;
+                    fit.search = Some(search);
+                    fit
+                })
+        }
         None => solver::fit_tables(Arc::new(tables), cuts, missing, &params),
     })?;
     Ok(FitOutput::new(py, fitted))

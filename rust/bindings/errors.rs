@@ -72,7 +72,7 @@ pub fn compute_interruptible<R: Send>(
             scope.spawn(move || {
                 // The receiver outlives this thread: the send cannot fail.
                 let run = move || {
-                    crate::descent::with_cancel(stop, || crate::solver::with_threads(n_jobs, f))
+                    crate::descent::with_cancel(stop, || crate::fit::solver::with_threads(n_jobs, f))
                 };
                 let _ = done.send(no_panic(what, run));
             });

@@ -18,14 +18,14 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::binning::Rows;
-use crate::flsa::FlsaWorkspace;
-use crate::logistic;
-use crate::loglink::{self, LogLinkLoss};
+use crate::data::binning::Rows;
+use crate::fit::logistic;
+use crate::fit::loglink::{self, LogLinkLoss};
+use crate::fit::multinomial;
+use crate::fit::solver::{self, Progress};
 use crate::model::AdditiveModel;
-use crate::multinomial;
 use crate::params::{Loss, Smoothing};
-use crate::solver::{self, Progress};
+use crate::prox::flsa::FlsaWorkspace;
 use config::{AutoOr, FitConfig};
 use errors::{compute, compute_interruptible, no_panic};
 use output::{arrays, FitOutput, MultinomialExtra, PathOutput};
@@ -186,7 +186,7 @@ fn flsa<'py>(
             no_panic("flsa", || {
                 FLSA_WS.with(|cell| {
                     let mut ws = cell.borrow_mut();
-                    let solved = crate::flsa::flsa_into(y, w, lam, &mut ws, slice);
+                    let solved = crate::prox::flsa::flsa_into(y, w, lam, &mut ws, slice);
                     if ws.bytes() > FLSA_KEEP_BYTES {
                         *ws = FlsaWorkspace::new();
                     }
@@ -216,21 +216,33 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     dask::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_LAMBDA_RATIO", crate::params::DEFAULT_LAMBDA_RATIO)?;
-    m.add("AUTO_INTERACTIONS", crate::pairs::AUTO_INTERACTIONS)?;
-    m.add("AUTO_L2_JUMPS", crate::logistic::AUTO_L2_JUMPS)?;
-    m.add("KFOLD_ROWS", crate::validation::KFOLD_ROWS)?;
-    m.add("PAIR_MIN_GAIN_SE", crate::pairs::MIN_GAIN_SE)?;
-    m.add("PAIR_PATH_START", crate::pairs::PATH_START)?;
-    m.add("PAIR_PATH_WOBBLE", crate::pairs::PATH_WOBBLE)?;
-    m.add("PAIR_PATH_RISES", crate::pairs::PATH_RISES)?;
-    m.add("PAIR_COARSE_FACTOR", crate::pairs::COARSE_FACTOR)?;
-    m.add("PAIR_RESCUE_GAIN_SE", crate::pairs::RESCUE_GAIN_SE)?;
-    m.add("FINE_PAIRS", crate::pairs::FINE_PAIRS)?;
-    m.add("FINE_CELLS", crate::pairs::FINE_CELLS)?;
-    m.add("NARROW_SIDE", crate::pairs::NARROW_SIDE)?;
-    m.add("NARROW_CELLS", crate::pairs::NARROW_CELLS)?;
-    m.add("SECOND_ROUND_CUT", crate::pairs::SECOND_ROUND_CUT)?;
-    m.add("MAX_ROUNDS", crate::pairs::MAX_ROUNDS)?;
+    m.add(
+        "AUTO_INTERACTIONS",
+        crate::fit::pairs::screen::AUTO_INTERACTIONS,
+    )?;
+    m.add("AUTO_L2_JUMPS", crate::fit::logistic::AUTO_L2_JUMPS)?;
+    m.add("KFOLD_ROWS", crate::fit::validation::KFOLD_ROWS)?;
+    m.add("PAIR_MIN_GAIN_SE", crate::fit::pairs::search::MIN_GAIN_SE)?;
+    m.add("PAIR_PATH_START", crate::fit::pairs::search::PATH_START)?;
+    m.add("PAIR_PATH_WOBBLE", crate::fit::pairs::search::PATH_WOBBLE)?;
+    m.add("PAIR_PATH_RISES", crate::fit::pairs::search::PATH_RISES)?;
+    m.add(
+        "PAIR_COARSE_FACTOR",
+        crate::fit::pairs::layout::COARSE_FACTOR,
+    )?;
+    m.add(
+        "PAIR_RESCUE_GAIN_SE",
+        crate::fit::pairs::rounds::RESCUE_GAIN_SE,
+    )?;
+    m.add("FINE_PAIRS", crate::fit::pairs::layout::FINE_PAIRS)?;
+    m.add("FINE_CELLS", crate::fit::pairs::layout::FINE_CELLS)?;
+    m.add("NARROW_SIDE", crate::fit::pairs::layout::NARROW_SIDE)?;
+    m.add("NARROW_CELLS", crate::fit::pairs::layout::NARROW_CELLS)?;
+    m.add(
+        "SECOND_ROUND_CUT",
+        crate::fit::pairs::rounds::SECOND_ROUND_CUT,
+    )?;
+    m.add("MAX_ROUNDS", crate::fit::pairs::rounds::MAX_ROUNDS)?;
     m.add(
         "AUTO_INTERACTION_BINS",
         crate::params::AUTO_INTERACTION_BINS,
@@ -239,7 +251,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "AUTO_INTERACTION_CELLS",
         crate::params::AUTO_INTERACTION_CELLS,
     )?;
-    m.add("VALIDATION_MIN_ROWS", crate::validation::MIN_ROWS)?;
+    m.add("VALIDATION_MIN_ROWS", crate::fit::validation::MIN_ROWS)?;
     m.add("SPARSE_LAMBDA_RATIO", crate::params::SPARSE_LAMBDA_RATIO)?;
     m.add("SPARSE_MAX_BINS", crate::params::SPARSE_MAX_BINS)?;
     m.add("SPARSE_MAX_FEATURES", crate::params::SPARSE_MAX_FEATURES)?;

@@ -3,9 +3,9 @@
 use numpy::{IntoPyArray, PyArray1};
 use pyo3::prelude::*;
 
-use crate::binning::BinnedData;
-use crate::report::PairFit;
-use crate::solver::{self, BinnedFit};
+use crate::data::binning::BinnedData;
+use crate::fit::solver::{self, BinnedFit};
+use crate::model::report::PairFit;
 
 /// Float arrays as numpy arrays.
 pub(crate) fn arrays(py: Python<'_>, v: Vec<Vec<f64>>) -> Vec<Bound<'_, PyArray1<f64>>> {

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use pyo3::prelude::*;
 
-use crate::solver::Progress;
+use crate::fit::solver::Progress;
 
 /// The core's callback: stops the fit once `cancel` is set (Ctrl-C, seen by the thread that
 /// waits for the fit: [`super::errors::compute_interruptible`]), and every `interval` seconds

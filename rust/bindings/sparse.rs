@@ -1,4 +1,4 @@
-//! Binding of feature-sparse FAST (`crate::sparse`): `fit_sparse`, AGIS or group ℓ0-FAST by
+//! Binding of feature-sparse FAST (`crate::fit::sparse`): `fit_sparse`, AGIS or group ℓ0-FAST by
 //! the configuration's `method`.
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
@@ -7,9 +7,9 @@ use pyo3::prelude::*;
 use super::config::FitConfig;
 use super::errors::compute;
 use super::output::{arrays, counts};
-use crate::binning::Rows;
+use crate::data::binning::Rows;
+use crate::fit::sparse::{self, PathStop, SparseFit, SparseModel};
 use crate::params::SparseMethod;
-use crate::sparse::{self, PathStop, SparseFit, SparseModel};
 
 /// One model of a sparse path.
 #[derive(IntoPyObject)]

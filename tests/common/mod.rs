@@ -1,14 +1,14 @@
 //! Helpers shared by the integration tests (each test binary uses some of them).
 #![allow(dead_code)]
 
-use fastpcam::binning::BinningParams;
-use fastpcam::blocks::total_variation;
+use fastpcam::data::binning::BinningParams;
+use fastpcam::fit::solver::Fit;
+use fastpcam::fit::validation::{PenaltySearch, PATIENCE, START_RATIO, STEP};
 use fastpcam::params::{
     FitParams, Interactions, PairParams, Penalty, Selection, Validation,
     DEFAULT_VALIDATION_FRACTION,
 };
-use fastpcam::solver::Fit;
-use fastpcam::validation::{PenaltySearch, PATIENCE, START_RATIO, STEP};
+use fastpcam::states::squared::total_variation;
 use fastpcam::FastError;
 use ndarray::Array2;
 use rand::Rng;
@@ -132,7 +132,7 @@ pub fn assert_documented_search(s: &PenaltySearch) -> usize {
 /// bit: model, pair terms and objective.
 pub fn assert_threads_agree(fit: impl Fn() -> Result<Fit, FastError> + Sync) {
     let run = |t| {
-        fastpcam::solver::with_threads(Some(t), &fit)
+        fastpcam::fit::solver::with_threads(Some(t), &fit)
             .unwrap()
             .unwrap()
     };

@@ -1,5 +1,5 @@
 //! The entry points of squared-loss FAST: bins a feature matrix, picks the engine, fits at
-//! a given penalty or with the penalty chosen on held-out rows ([`crate::validation`]), and
+//! a given penalty or with the penalty chosen on held-out rows ([`crate::fit::validation`]), and
 //! fits a warm-started path of penalties.
 //!
 //! Minimises `F(c, β) = 1/(2W) Σ_i v_i (y_i − c − Σ_j β_j[code_j(i)])² + λ_f Σ_j Σ_b |β_{j,b+1} − β_{j,b}|`
@@ -7,28 +7,29 @@
 //! mean of `y` and every block at 0; after each update the block's weighted mean moves into
 //! the intercept, so every shape function stays centred.
 //!
-//! The result types live in [`crate::report`] and the engine functions in [`crate::engine`];
+//! The result types live in [`crate::model::report`] and the engine functions in [`crate::states::engine`];
 //! they are re-exported here.
 
 use std::sync::Arc;
 
 use ndarray::ArrayView1;
 
-use crate::binning::{BinnedData, Rows};
-use crate::blocks::BlockState;
+use crate::data::binning::{BinnedData, Rows};
+use crate::data::tables::Tables;
 use crate::descent::PairDescent;
 use crate::error::{FastError, Result};
-use crate::pairs::{with_pairs, RowLoss, StateMaker};
+use crate::fit::pairs::stage::{RowLoss, StateMaker};
+use crate::fit::pairs::with_pairs;
+use crate::fit::validation::{fit_validated, reborrow, squared_error, PenaltySearch};
 use crate::params::{Engine, FitParams, Penalty};
-use crate::tables::Tables;
-use crate::validation::{fit_validated, reborrow, squared_error, PenaltySearch};
+use crate::states::squared::BlockState;
 
 pub use crate::descent::{AUTO_GREEDY_MAX_FEATURES, SWEEP_SKIP};
-pub use crate::engine::{
-    choose_engine, fit_binned_engine, fit_binned_tables, lambda_max, resolve_engine,
-};
-pub use crate::report::{
+pub use crate::model::report::{
     chain_weights, to_model, BinnedFit, Callback, Fit, FitReport, History, Progress, StopReason,
+};
+pub use crate::states::engine::{
+    choose_engine, fit_binned_engine, fit_binned_tables, lambda_max, resolve_engine,
 };
 
 /// Runs `f` on a rayon pool of `n_threads` threads (`None`: all cores). The stop request of
@@ -172,7 +173,7 @@ pub fn fit_tables(
     params: &FitParams,
 ) -> Result<Fit> {
     params.check()?;
-    let data = crate::engine::tables_shell(&tables, cuts, missing)?;
+    let data = crate::states::engine::tables_shell(&tables, cuts, missing)?;
     let fitted = fit_binned_tables(&data, tables, params, None, None)?;
     Ok(Fit::new(&data, Engine::Tables, fitted, None))
 }

@@ -15,7 +15,7 @@
 //! would see the shift of the main effect only, so a pair takes part only when its other
 //! feature has no missing bin.
 
-use crate::grid::{block_smooth, block_tv};
+use crate::descent::kinds::{block_smooth, block_tv};
 use crate::params::{ChainShape, PairLink};
 
 /// Exchange passes per boundary at most.

@@ -8,8 +8,8 @@
 //! ```
 //!
 //! optionally with every jump `≥ 0` (nondecreasing) or `≤ 0` (nonincreasing). At `μ = 0` it
-//! is the FLSA of [`crate::flsa`] (and the shifted isotonic regression of
-//! [`crate::monotone`]), which stays on their exact algorithms; the squared term makes a
+//! is the FLSA of [`crate::prox::flsa`] (and the shifted isotonic regression of
+//! [`crate::prox::monotone`]), which stays on their exact algorithms; the squared term makes a
 //! chain's effect spread over small steps instead of a few large ones.
 //!
 //! ## The dual and its Newton steps
@@ -365,7 +365,7 @@ fn expand(b: &[f64], pos: &[usize], mean: f64, out: &mut [f64]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flsa::flsa;
+    use crate::prox::flsa::flsa;
     use crate::testing::lcg;
 
     fn objective(y: &[f64], w: &[f64], b: &[f64], lambda: f64, mu: f64) -> f64 {

@@ -1,4 +1,4 @@
-//! Datafits: the per-row losses of the Newton state ([`crate::newton`]).
+//! Datafits: the per-row losses of the Newton state ([`crate::states::newton`]).
 //!
 //! A datafit gives, per row with target `y`, weight `v` and linear predictor `η`, the loss
 //! `ℓ(y, η)`, the residual `r = −∂ℓ/∂η` (the bin sums of `v·r` are minus the gradient in the

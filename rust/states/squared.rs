@@ -11,7 +11,7 @@
 //! Bin sums (`sums[j][b] = Σ_{code_j(i)=b} v_i resid_i / W`) come from one of two engines:
 //! * **rows**: the residual is kept per row; a block update is one pass over the rows and
 //!   makes every other block's sums stale until a refresh (one pass per feature);
-//! * **tables**: the sufficient statistics of [`crate::tables`]; a block update moves every
+//! * **tables**: the sufficient statistics of [`crate::data::tables`]; a block update moves every
 //!   block's sums through the co-occurrence tables in `O(Σ_j B_j·B_k)`, so sums are always
 //!   fresh and the rows are never touched. Every [`SYNC_EVERY`] updates the sums and the loss
 //!   are recomputed exactly from the tables, so rounding cannot accumulate.
@@ -21,17 +21,16 @@ use std::sync::Arc;
 use ndarray::ArrayView1;
 use rayon::prelude::*;
 
-use crate::binning::{BinnedData, Code};
+use crate::data::binning::{BinnedData, Code};
+use crate::data::tables::{BlockTable, Tables};
+use crate::descent::kinds::{block_smooth, block_tv, smooth_change, sums_and_scores, ScoreInputs};
+use crate::descent::selection::{all_bin_sums, bin_sums_into, BlockScore};
 use crate::descent::{DescentState, Pair, AUTO_GREEDY_MAX_FEATURES};
-use crate::enet::{enet_chain, EnetWorkspace};
-use crate::flsa::{flsa_weighted_unchecked, FlsaWorkspace};
-use crate::grid::{
-    block_smooth, block_tv, grid_step, smooth_change, sums_and_scores, GridWorkspace, ScoreInputs,
-};
-use crate::monotone::{monotone_flsa, PavaWorkspace};
 use crate::params::{ChainShape, Grid, Selection};
-use crate::selection::{all_bin_sums, bin_sums_into, BlockScore};
-use crate::tables::{BlockTable, Tables};
+use crate::prox::enet::{enet_chain, EnetWorkspace};
+use crate::prox::flsa::{flsa_weighted_unchecked, FlsaWorkspace};
+use crate::prox::grid::{grid_step, GridWorkspace};
+use crate::prox::monotone::{monotone_flsa, PavaWorkspace};
 use crate::with_codes;
 
 /// Updates between exact recomputations of the sums and the loss in the tables engine (and
@@ -503,7 +502,7 @@ impl BlockState {
     }
 
     /// Update of pair block `k` (fresh sums) on its `grid` at the block's penalty `penalty`
-    /// ([`crate::grid::solve_grid`], exact; the block's dual becomes the solve's column part,
+    /// ([`crate::prox::grid::solve_grid`], exact; the block's dual becomes the solve's column part,
     /// which its score reads). The solution is applied only if it lowers the objective
     /// (exactly predicted from the sums); returns whether the state moved (the solution, or
     /// only the block's dual).
@@ -655,7 +654,7 @@ impl BlockState {
     /// the rows, unlike a chain's FLSA); then `k1`'s update as [`BlockState::update_grid`]
     /// applies it, and `k2`'s solution only if it still lowers the objective (exactly
     /// predicted from `k2`'s sums after `k1`'s update). Each block's dual becomes its solve's
-    /// (any split of the gradient certifies, see [`crate::grid`]). The same numbers on any
+    /// (any split of the gradient certifies, see [`crate::prox::grid`]). The same numbers on any
     /// number of threads.
     fn update_grid_pair(&mut self, data: &BinnedData, pair: Pair, lambda: f64) -> (f64, bool) {
         let Pair {
@@ -1204,8 +1203,8 @@ thread_local! {
 /// without weight keeps `β`), and `z` itself in the missing bin, which has no penalty.
 /// `chain` is the chain's length and shape: the penalty is `shape.penalty(λ)`, a
 /// monotone chain is solved exactly by the shifted isotonic regression of
-/// [`crate::monotone`] (DESIGN §10), and a chain whose jumps also carry the squared term
-/// `(shape.l2/2) Σ θ²` by the exact elastic-net solve of [`crate::enet`] (monotone or
+/// [`crate::prox::monotone`] (DESIGN §10), and a chain whose jumps also carry the squared term
+/// `(shape.l2/2) Σ θ²` by the exact elastic-net solve of [`crate::prox::enet`] (monotone or
 /// not). `z` and `out` are scratch buffers of at least `sums.len()` entries.
 #[allow(clippy::too_many_arguments)]
 pub fn solve_block(
@@ -1376,7 +1375,7 @@ fn update_chunks<F>(
             .par_chunks_mut(ROW_CHUNK)
             .zip(partials.par_iter_mut())
             .enumerate()
-            .with_min_len(crate::pace::min_len())
+            .with_min_len(crate::descent::pace::min_len())
             .for_each(|(ci, (r, part))| {
                 let i0 = ci * ROW_CHUNK;
                 let mut s = 0.0;
@@ -1391,7 +1390,7 @@ fn update_chunks<F>(
             .zip(vresid.par_chunks_mut(ROW_CHUNK))
             .zip(partials.par_iter_mut())
             .enumerate()
-            .with_min_len(crate::pace::min_len())
+            .with_min_len(crate::descent::pace::min_len())
             .for_each(|(ci, ((r, vr), part))| {
                 let i0 = ci * ROW_CHUNK;
                 let mut s = 0.0;
@@ -1408,7 +1407,7 @@ fn update_chunks<F>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::binning::{bin_data, BinningParams};
+    use crate::data::binning::{bin_data, BinningParams};
     use ndarray::{Array1, Array2};
 
     /// Few-level features next to many-level ones: the few-level blocks' tables pay.

@@ -21,7 +21,7 @@
 //! `λ_max`), warm-started from the held-out fit, to the requested tolerance: it is the
 //! exact minimiser of the full-data objective, with its KKT certificate. On the rows engine
 //! (greedy selection or sweeps) that refit runs in rounds with an exact line search along
-//! each round's change ([`crate::extrapolate`]): on correlated features it needs about half
+//! each round's change ([`crate::states::extrapolate`]): on correlated features it needs about half
 //! the block updates (elevators: 4,369 → about 2,100; wide 7,017 × 613: 23,109 → 10,084).
 //!
 //! The data are binned once: the held-out rows only change the sample weights, so the fits
@@ -32,7 +32,7 @@
 //! numbers (to rounding where the rows' passes run in several chunks), 15% less row work.
 //!
 //! The search is the same for every loss (`run_path` on any [`DescentState`]): logistic FAST
-//! ([`crate::logistic::fit_logistic_validated`]) runs it with the held-out weighted mean
+//! ([`crate::fit::logistic::fit_logistic_validated`]) runs it with the held-out weighted mean
 //! log-loss, on held-out rows drawn within each class ([`stratified_validation_rows`]).
 //!
 //! On fewer than [`KFOLD_ROWS`] rows (squared loss and log-loss) the one held-out share
@@ -53,18 +53,18 @@ use ndarray::{Array1, ArrayView1, CowArray, Ix1};
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
-use crate::binning::{bin_weights, BinnedData};
-use crate::blocks::BlockState;
+use crate::data::binning::{bin_weights, BinnedData};
+use crate::data::tables::Tables;
 use crate::descent::{descend, DescentState};
-use crate::engine::{
+use crate::error::{FastError, Result};
+pub use crate::model::report::PenaltySearch;
+use crate::model::report::{BinnedFit, Callback, Fit, Progress, StopReason};
+use crate::params::{Engine, FitParams, Penalty, Validation, DEFAULT_LAMBDA_RATIO};
+use crate::states::engine::{
     fit_binned_engine, fit_binned_tables, resolve_engine, squared_state, tables_shell,
 };
-use crate::error::{FastError, Result};
-use crate::extrapolate::{fit_extrapolated, fit_tables_extrapolated};
-use crate::params::{Engine, FitParams, Penalty, Validation, DEFAULT_LAMBDA_RATIO};
-pub use crate::report::PenaltySearch;
-use crate::report::{BinnedFit, Callback, Fit, Progress, StopReason};
-use crate::tables::Tables;
+use crate::states::extrapolate::{fit_extrapolated, fit_tables_extrapolated};
+use crate::states::squared::BlockState;
 
 /// First ratio of the path (no real data set we measured wanted more than about 0.04).
 pub const START_RATIO: f64 = 0.0625;
@@ -321,7 +321,7 @@ pub(crate) fn holdout_terms(
     term: impl Fn(f64, f64, f64) -> f64,
 ) -> Vec<f64> {
     let mut pred = vec![intercept; rows.len()];
-    let used: Vec<(&crate::binning::BinnedFeature, &Vec<f64>)> = data
+    let used: Vec<(&crate::data::binning::BinnedFeature, &Vec<f64>)> = data
         .features
         .iter()
         .zip(values)
@@ -332,7 +332,7 @@ pub(crate) fn holdout_terms(
             crate::with_codes!(&f.codes, c => pred
                 .iter_mut()
                 .zip(rows)
-                .for_each(|(p, &i)| *p += b[crate::binning::Code::idx(c[i])]));
+                .for_each(|(p, &i)| *p += b[crate::data::binning::Code::idx(c[i])]));
         }
     };
     if rows.len() * used.len() < 4 * HOLDOUT_CHUNK {
@@ -944,7 +944,7 @@ mod tests {
     /// afterwards the old ones are back bit for bit, also when the closure fails.
     #[test]
     fn with_weights_restores_the_weights_exactly() {
-        use crate::binning::{bin_data, BinningParams};
+        use crate::data::binning::{bin_data, BinningParams};
         use ndarray::Array2;
         let n = 300;
         let x = Array2::from_shape_fn((n, 3), |(i, j)| ((i * 37 + j * 11) % 23) as f64 * 0.1);
@@ -989,7 +989,7 @@ mod tests {
         assert_ne!(a, validation_rows(1000, 0.15, 4));
     }
 
-    use crate::binning::{bin_data, BinningParams};
+    use crate::data::binning::{bin_data, BinningParams};
     use crate::params::{Validation, DEFAULT_VALIDATION_FRACTION};
     use ndarray::{Array1, Array2};
     use rand::SeedableRng;
@@ -1108,8 +1108,8 @@ mod tests {
         // The log-loss's state (per-row curvatures, one chunk of rows): the held-out path on
         // a copy of the training rows takes the numbers of the path with the held-out rows at
         // weight 0.
-        use crate::datafit::Logistic;
-        use crate::newton::{Curvature, NewtonState};
+        use crate::states::datafit::Logistic;
+        use crate::states::newton::{Curvature, NewtonState};
         let (x, y) = tables_data(6_000, 7);
         let median = {
             let mut v = y.to_vec();
@@ -1131,7 +1131,7 @@ mod tests {
             let y = targets_at(y.view(), r);
             NewtonState::with_datafit(Logistic, d, y.view(), mean, b, Curvature::Newton)
         };
-        let term = |w: f64, y: f64, eta: f64| w * crate::datafit::log_loss(y, eta);
+        let term = |w: f64, y: f64, eta: f64| w * crate::states::datafit::log_loss(y, eta);
         let offset = AtomicUsize::new(0);
         let (kept, sub) = training_rows(&data, &train);
         let copied = {

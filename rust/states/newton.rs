@@ -3,7 +3,7 @@
 //!
 //! **Block update.** Every row sits in one bin of block `k`, so the loss restricted to block
 //! `k` has a diagonal Hessian `H_b = Σ_{code_k(i)=b} v ℓ''(y, η) / W`. Its quadratic model
-//! plus the fusion penalty is a weighted FLSA, solved exactly by [`crate::flsa`]:
+//! plus the fusion penalty is a weighted FLSA, solved exactly by [`crate::prox::flsa`]:
 //! `β_k ← FLSA(z, h, λ_f)` with `h_b = max(H_b, τ·B·w_b/W)` (`B` the datafit's curvature
 //! bound; without one, `B` is the mean curvature of the starting model) and
 //! `z_b = β_b + R_{k,b}/h_b`. The step is backtracked (Armijo); when that fails, the
@@ -24,7 +24,7 @@
 //! are still resolved. No single step moves a linear predictor by more than [`MAX_STEP`].
 //!
 //! **Extrapolation (pair fits).** The fits with pair blocks run in rounds, each followed by a
-//! step along the round's change (`crate::extrapolate::descend_rounds`): the step minimises
+//! step along the round's change (`crate::states::extrapolate::descend_rounds`): the step minimises
 //! the loss's quadratic model along that line plus the exact penalty, and is taken (or
 //! halved) only where the true objective falls. Measured on the binarised tables' pair
 //! stages, the fits on all rows need about half the block updates (537_houses 9,136 →
@@ -36,17 +36,18 @@ use std::time::Instant;
 use ndarray::ArrayView1;
 use rayon::prelude::*;
 
-use crate::binning::{BinnedData, Code};
-use crate::datafit::Datafit;
+use crate::data::binning::{BinnedData, Code};
+use crate::descent::kinds::{block_smooth, block_tv, smooth_change};
 use crate::descent::DescentState;
-use crate::extrapolate::{
+use crate::model::report::{BinnedFit, Callback};
+use crate::params::{ChainShape, FitParams, Grid, Selection};
+use crate::prox::flsa::FlsaWorkspace;
+use crate::prox::grid::{grid_step, grid_tv, GridWorkspace};
+use crate::prox::monotone::PavaWorkspace;
+use crate::states::datafit::Datafit;
+use crate::states::extrapolate::{
     descend_in_rounds, line_direction, line_kinks, line_minimum, moved, row_direction, smooth_line,
 };
-use crate::flsa::FlsaWorkspace;
-use crate::grid::{block_smooth, block_tv, grid_step, grid_tv, smooth_change, GridWorkspace};
-use crate::monotone::PavaWorkspace;
-use crate::params::{ChainShape, FitParams, Grid, Selection};
-use crate::report::{BinnedFit, Callback};
 use crate::with_codes;
 
 /// Largest change of any linear predictor (log-odds) in one step; longer steps are shortened by backtracking.
@@ -483,7 +484,7 @@ impl<D: Datafit> NewtonState<D> {
         let mut intercept = d.link(mean);
         let n = data.n_samples;
         let w_total = data.total_weight;
-        let (wn, beta, means) = crate::blocks::centre(data, beta);
+        let (wn, beta, means) = crate::states::squared::centre(data, beta);
         for m in means.into_iter().filter(|&m| m != 0.0) {
             intercept += m;
         }
@@ -617,7 +618,7 @@ impl<D: Datafit> NewtonState<D> {
                 &mut self.buf.bnew,
             )?;
         } else {
-            crate::blocks::solve_block(
+            crate::states::squared::solve_block(
                 &sums[..nb],
                 &beta[..nb],
                 &h[..nb],
@@ -926,7 +927,7 @@ impl<D: Datafit> DescentState for NewtonState<D> {
     }
 }
 
-/// Pair fits extrapolate ([`crate::extrapolate::descend_in_rounds`]) where the selection is
+/// Pair fits extrapolate ([`crate::states::extrapolate::descend_in_rounds`]) where the selection is
 /// greedy or scored sweeps: after each round of block updates the state moves along the
 /// round's change where that lowers the objective ([`NewtonState::line_move`]). In cyclic
 /// order the plain loop runs. The stopping rule and the certificate are the loop's either
@@ -961,7 +962,7 @@ impl<D: Datafit> NewtonState<D> {
     /// `β(t) = β_end + t d`, `t > 0`, if that lowers the objective. `t` minimises the loss's
     /// quadratic model along the line (its slope and curvature at `t = 0`, one pass over
     /// the rows) plus the exact penalty, piecewise linear in `t`
-    /// ([`crate::extrapolate::line_minimum`]); the move is accepted only if the true change
+    /// ([`crate::states::extrapolate::line_minimum`]); the move is accepted only if the true change
     /// of `F` ([`Datafit::loss_change`] row by row, the penalty's change jump by jump) is
     /// negative, else `t` is halved ([`NEWTON_HALVINGS`] times). Returns whether it moved;
     /// the sums are then stale.

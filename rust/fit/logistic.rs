@@ -9,18 +9,18 @@
 //! ℓ(y, η) = log(1 + e^η) − y·η        (the log-loss of p = σ(η) = 1/(1 + e^−η))
 //! ```
 //!
-//! over the same binned data as the regressor ([`crate::binning`]).
+//! over the same binned data as the regressor ([`crate::data::binning`]).
 //!
 //! **Selection and stopping** are the regressor's (DESIGN §3) with the "residual"
 //! `r = y − p`: the bin sums `R_{k,b} = Σ_{code_k(i)=b} v_i r_i / W` are minus the gradient of
-//! the loss in `β_{k,b}`, so [`crate::selection`] gives the BGS-s scores and the KKT residual
+//! the loss in `β_{k,b}`, so [`crate::descent::selection`] gives the BGS-s scores and the KKT residual
 //! `max d / λ_f` (with the intercept's stationarity `|Σ v r| / W`) unchanged.
 //!
-//! **Block update: proximal Newton** ([`crate::newton`] over the datafit
-//! [`crate::datafit::Logistic`]). Every row sits in one bin of block `k`, so the loss
+//! **Block update: proximal Newton** ([`crate::states::newton`] over the datafit
+//! [`crate::states::datafit::Logistic`]). Every row sits in one bin of block `k`, so the loss
 //! restricted to block `k` has a diagonal Hessian `H_b = Σ_{code_k(i)=b} v p(1−p) / W`. Its
 //! quadratic model plus the fusion penalty is a weighted FLSA, solved exactly by
-//! [`crate::flsa`]: `β_k ← FLSA(z, h, λ_f)` with `h_b = max(H_b, τ·w_b/(4W))` and
+//! [`crate::prox::flsa`]: `β_k ← FLSA(z, h, λ_f)` with `h_b = max(H_b, τ·w_b/(4W))` and
 //! `z_b = β_b + R_{k,b}/h_b`. The step is backtracked (Armijo); when that fails, the
 //! majorise–minimise step with the curvature bound `h_b = w_b/(4W) ≥ H_b` is tried, which
 //! cannot increase the objective. Against MM-only updates ([`Curvature::Bound`]) at
@@ -50,21 +50,21 @@
 
 use ndarray::ArrayView1;
 
-use crate::binning::{BinnedData, Rows};
-use crate::datafit::Logistic;
+use crate::data::binning::{BinnedData, Rows};
 use crate::descent::{fit_from, DescentState};
 use crate::error::{FastError, Result};
-use crate::newton::NewtonState;
-use crate::params::{Engine, FitParams, Validation};
-use crate::report::{BinnedFit, Callback, Fit, PenaltySearch};
-use crate::solver::fit_then_pairs;
-use crate::validation::{
+use crate::fit::solver::fit_then_pairs;
+use crate::fit::validation::{
     fixed_ratio_fit, folds_if_small, holdout_loss, kfold_then_refit, search_then_refit,
     stratified_validation_rows, targets_at, validation_of, FoldLoss, Split, RULE,
 };
+use crate::model::report::{BinnedFit, Callback, Fit, PenaltySearch};
+use crate::params::{Engine, FitParams, Validation};
+use crate::states::datafit::Logistic;
+use crate::states::newton::NewtonState;
 
-pub use crate::datafit::log_loss;
-pub use crate::newton::{Curvature, MAX_STEP};
+pub use crate::states::datafit::log_loss;
+pub use crate::states::newton::{Curvature, MAX_STEP};
 
 /// The logistic state.
 type LogisticState = NewtonState<Logistic>;
@@ -75,7 +75,7 @@ type LogisticState = NewtonState<Logistic>;
 pub const DEFAULT_LAMBDA_RATIO_LOGISTIC: f64 = 3e-3;
 
 /// `l2_jumps="auto"` of a binary classifier on `n` rows: `AUTO_L2_JUMPS / n` below
-/// [`crate::validation::KFOLD_ROWS`] rows, else 0 ([`auto_l2_jumps`]). Measured on 27 small
+/// [`crate::fit::validation::KFOLD_ROWS`] rows, else 0 ([`auto_l2_jumps`]). Measured on 27 small
 /// binary tasks (`docs/small_data.md`, "The elastic net on the jumps"): `c = 2, 4.5, 10`
 /// gave geometric means 0.885 / 0.871 / 0.955 of the test log-loss without the squared term
 /// on `benches/python/small_data.py`'s 13 tasks (worst 1.002 / 1.000 / 2.60), and 4.5 was
@@ -85,7 +85,7 @@ pub const AUTO_L2_JUMPS: f64 = 4.5;
 /// The weight of the squared penalty on the jumps that `l2_jumps="auto"` gives a binary
 /// classifier fitted on `n_rows` rows (see [`AUTO_L2_JUMPS`]).
 pub fn auto_l2_jumps(n_rows: usize) -> f64 {
-    if n_rows > 0 && n_rows < crate::validation::KFOLD_ROWS {
+    if n_rows > 0 && n_rows < crate::fit::validation::KFOLD_ROWS {
         AUTO_L2_JUMPS / n_rows as f64
     } else {
         0.0
@@ -118,7 +118,7 @@ fn check_labels(y: ArrayView1<'_, f64>, data: &BinnedData) -> Result<f64> {
 }
 
 /// Bins `x` and fits logistic FAST. Runs on the current rayon pool (see
-/// [`crate::solver::with_threads`]). With [`crate::params::Penalty::Validated`] the penalty is chosen on
+/// [`crate::fit::solver::with_threads`]). With [`crate::params::Penalty::Validated`] the penalty is chosen on
 /// held-out rows ([`fit_logistic_validated`]) and the search is returned in `search`.
 ///
 /// `y` holds the labels 0 and 1 (probabilities in `[0, 1]` are accepted: cross-entropy).
@@ -208,16 +208,16 @@ fn weighted_mean(y: ArrayView1<'_, f64>, rows: impl Iterator<Item = usize>, w: &
 }
 
 /// Fits logistic FAST with the penalty chosen on held-out rows: the search of
-/// [`crate::validation`] with the held-out weighted mean log-loss as its criterion.
+/// [`crate::fit::validation`] with the held-out weighted mean log-loss as its criterion.
 /// `params.lambda` must be `Penalty::Validated`. The held-out rows are drawn within each class
 /// (labels above ½ and the others, [`stratified_validation_rows`]), so both classes are on
-/// both sides; with fewer than [`crate::validation::MIN_ROWS`] rows of positive weight on either side, or a side
+/// both sides; with fewer than [`crate::fit::validation::MIN_ROWS`] rows of positive weight on either side, or a side
 /// with a single class, the fixed ratio [`DEFAULT_LAMBDA_RATIO_LOGISTIC`] is used and the
 /// search is empty. The final fit is on all rows at the chosen ratio (of the full data's
 /// `λ_max`), warm-started from the blocks of the best held-out fit (re-centred on all rows,
 /// the intercept refitted), to `params.tol`.
 /// The callback sees the search and the final fit as one fit, as in
-/// [`crate::validation::fit_validated`].
+/// [`crate::fit::validation::fit_validated`].
 ///
 /// `data` is borrowed mutably only to swap its sample weights; it is returned unchanged.
 ///

@@ -2,7 +2,7 @@
 //! residual, history), the progress a callback sees, and the held-out penalty search. Every
 //! solver returns these types; nothing here depends on a solver.
 
-use crate::binning::BinnedData;
+use crate::data::binning::BinnedData;
 use crate::model::AdditiveModel;
 use crate::params::Engine;
 
@@ -200,7 +200,7 @@ pub fn chain_weights(data: &BinnedData) -> (Vec<Vec<f64>>, Vec<f64>) {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Axis {
     /// The interaction bin of every main bin (the missing bin last, if any, mapped to
-    /// [`crate::pairs::MISSING`]).
+    /// [`crate::fit::pairs::layout::MISSING`]).
     pub map: Vec<usize>,
     /// Increasing cuts, a subset of the feature's main cuts.
     pub cuts: Vec<f64>,
@@ -252,7 +252,7 @@ pub struct PairFit {
     pub path_n_iter: Vec<usize>,
     /// The screening gain of every pair kept (empty for a given list).
     pub gains: Vec<f64>,
-    /// `μ` of the pair terms' smooth parts (0: none; [`crate::smooth`]). Each term's table
+    /// `μ` of the pair terms' smooth parts (0: none; [`crate::prox::smooth`]). Each term's table
     /// is then the sum of its total-variation part and its smooth part, on the union of
     /// their interaction cuts.
     pub smoothing: f64,

@@ -5,7 +5,7 @@
 //! S(θ) = (μ/2) Σ_{edges a—b} (θ_a − θ_b)²
 //! ```
 //!
-//! over the edges of its [`Grid`] (those of [`crate::grid`]'s total variation: a missing
+//! over the edges of its [`Grid`] (those of [`crate::prox::grid`]'s total variation: a missing
 //! line is joined to no other line).
 //!
 //! **The block update** minimises `½ Σ_c h_c (θ_c − z_c)² + S(θ)`: the linear system
@@ -20,10 +20,10 @@
 //! minimum is exactly `½ rᵀ A⁻¹ r` with `r = H z − A θ` the residual of the system:
 //! [`SmoothSolve::gap`] reports it (one more solve with the factor). The block's KKT
 //! violation, in the fit's score, is the largest entry of its gradient
-//! `−R + μ L θ` ([`smooth_score`]).
+//! `−R + μ L θ` ([`smooth_gradient`]; scored by
+//! [`crate::descent::kinds::smooth_score`]).
 
 use crate::params::Grid;
-use crate::selection::BlockScore;
 
 /// Buffers of [`solve_smooth`] (they grow to the largest grid solved), and the factors of
 /// its recent systems: a block's weights and `μ` stay the same through a fit of the squared
@@ -252,11 +252,9 @@ fn solve_band(band: &[f64], n: usize, width: usize, x: &mut [f64]) {
     }
 }
 
-/// A smooth block's BGS-s score and KKT violation from its cell sums `sums` (`R`, the
-/// negative gradient of the loss) and values `theta`: the gradient `g = −R + μ L θ` of the
-/// block's objective, `score = Σ g²`, `max_d = max |g|` (gradient units, as for the other
-/// blocks). A missing cell after the grid is a free level.
-pub fn smooth_score(sums: &[f64], theta: &[f64], grid: Grid, mu: f64) -> BlockScore {
+/// The gradient `g = −R + μ L θ` of a smooth block's objective at `theta`, from its cell
+/// sums `sums` (`R`, the negative gradient of the loss): 0 at the block's minimiser.
+pub fn smooth_gradient(sums: &[f64], theta: &[f64], grid: Grid, mu: f64) -> Vec<f64> {
     let n = grid.cells();
     let mut g: Vec<f64> = sums[..n].iter().map(|s| -s).collect();
     grid.edges(|a, b| {
@@ -264,12 +262,7 @@ pub fn smooth_score(sums: &[f64], theta: &[f64], grid: Grid, mu: f64) -> BlockSc
         g[a] += d;
         g[b] -= d;
     });
-    let mut out = BlockScore::default();
-    for v in g.iter().chain(sums.get(n)) {
-        out.score += v * v;
-        out.max_d = out.max_d.max(v.abs());
-    }
-    out
+    g
 }
 
 #[cfg(test)]
@@ -364,8 +357,9 @@ mod tests {
                 // At the optimum the block's gradient vanishes.
                 let floor = Grid::weight_floor(&h);
                 let sums: Vec<f64> = (0..n).map(|c| h[c].max(floor) * (z[c] - out[c])).collect();
-                let s = smooth_score(&sums, &out, grid, mu);
-                assert!(s.max_d <= 1e-9 * scale, "violation {}", s.max_d);
+                let g = smooth_gradient(&sums, &out, grid, mu);
+                let max_d = g.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+                assert!(max_d <= 1e-9 * scale, "violation {max_d}");
             }
         }
     }

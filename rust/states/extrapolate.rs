@@ -13,15 +13,15 @@
 //! Monotone chains stay monotone (`t` is capped where a constrained jump would change sign),
 //! unpenalised blocks add no kink, missing bins move with their block.
 //!
-//! Pair blocks ([`crate::pairs`]) take part in the fits on all rows of a pair stage (the
+//! Pair blocks ([`crate::fit::pairs`]) take part in the fits on all rows of a pair stage (the
 //! [`PairDescent`] of the rows state): a grid's `TV2` along the line is one kink per edge of
 //! the grid, and the direction is averaged over every region of equal cells joined by edges
 //! (`keep_fused_grid`), as over a chain's runs. A pair block's stored dual (the split of its
 //! gradient its KKT score uses) is then its last solve's, so its score after a move is an
-//! upper bound until its next update (see [`crate::grid`]): the certificate stays valid.
+//! upper bound until its next update (see [`crate::prox::grid`]): the certificate stays valid.
 //!
 //! The rounds themselves (`descend_rounds`) serve any state: the proximal-Newton state
-//! (`crate::newton`) runs its pair fits in them too, with a step along the same direction
+//! (`crate::states::newton`) runs its pair fits in them too, with a step along the same direction
 //! (`line_direction`, `line_kinks`, `row_direction`) that minimises the loss's
 //! quadratic model along the line and is taken only where the true objective falls.
 //!
@@ -35,13 +35,13 @@ use std::time::Instant;
 use ndarray::ArrayView1;
 use rayon::prelude::*;
 
-use crate::binning::{BinnedData, Code};
-use crate::blocks::{Along, BlockState};
+use crate::data::binning::{BinnedData, Code};
+use crate::data::tables::Tables;
 use crate::descent::{check_init, descend, DescentState, PairDescent, STALL_SHARE, STALL_SWEEPS};
 use crate::error::{check_target, Result};
+use crate::model::report::{BinnedFit, Callback, History, Progress, StopReason};
 use crate::params::{ChainShape, FitParams, Grid, Selection};
-use crate::report::{BinnedFit, Callback, History, Progress, StopReason};
-use crate::tables::Tables;
+use crate::states::squared::{Along, BlockState};
 use crate::with_codes;
 
 /// Block updates per round: one per movable block, at least [`MIN_ROUND`]. Measured on
@@ -59,7 +59,7 @@ pub const MIN_ROUND: usize = 64;
 /// A squared-loss fit on the rows engine at the penalty `params.lambda` (of the constant
 /// model's `λ_max`) warm-started from the blocks `init`, in rounds (`descend_in_rounds`)
 /// when the selection is greedy or scored sweeps; otherwise (cyclic order) by the plain loop, as
-/// [`crate::engine::fit_binned_engine`] on the rows engine. A greedy update already rescans
+/// [`crate::states::engine::fit_binned_engine`] on the rows engine. A greedy update already rescans
 /// every block's sums, so a round's extra passes over the rows (the direction's
 /// predictions, the rebuilt state) cost a few updates ([`Mode::Rebuild`]). With scored
 /// sweeps a rebuilt state costs as much as the sweep itself (measured on 7,017 × 613 and
@@ -68,7 +68,7 @@ pub const MIN_ROUND: usize = 64;
 /// 7,017 × 613 `factor` seed 1, 23,109 → 10,084 final updates (`benches/python/results/speed.md`).
 ///
 /// # Errors
-/// As [`crate::engine::fit_binned_engine`].
+/// As [`crate::states::engine::fit_binned_engine`].
 pub(crate) fn fit_extrapolated(
     data: &BinnedData,
     y: ArrayView1<'_, f64>,
@@ -98,7 +98,7 @@ pub(crate) fn fit_extrapolated(
 /// the last 2,678 on the same two blocks; the final refit's 3,053 updates become 1,169.
 ///
 /// # Errors
-/// As [`crate::engine::fit_binned_tables`].
+/// As [`crate::states::engine::fit_binned_tables`].
 pub(crate) fn fit_tables_extrapolated(
     data: &BinnedData,
     tables: Arc<Tables>,
@@ -597,9 +597,9 @@ pub fn line_minimum(a: f64, b: f64, jumps: &mut [Jump], t_max: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::binning::{bin_data, BinningParams};
-    use crate::engine::fit_binned_engine;
+    use crate::data::binning::{bin_data, BinningParams};
     use crate::params::{Engine, Penalty, Shapes};
+    use crate::states::engine::fit_binned_engine;
     use ndarray::{Array1, Array2};
 
     /// Strongly correlated columns (each the previous plus a little noise), an additive
@@ -854,7 +854,7 @@ mod tests {
                 ..Default::default()
             };
             let zero = data.zero_blocks();
-            let plain = crate::engine::fit_binned_tables(
+            let plain = crate::states::engine::fit_binned_tables(
                 &data,
                 Arc::clone(&tables),
                 &params,

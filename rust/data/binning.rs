@@ -137,15 +137,15 @@ pub enum Codes {
 macro_rules! with_codes {
     ($codes:expr, $c:ident => $body:expr) => {
         match $codes {
-            $crate::binning::Codes::U8(v) => {
+            $crate::data::binning::Codes::U8(v) => {
                 let $c: &[u8] = v.as_slice();
                 $body
             }
-            $crate::binning::Codes::U16(v) => {
+            $crate::data::binning::Codes::U16(v) => {
                 let $c: &[u16] = v.as_slice();
                 $body
             }
-            $crate::binning::Codes::U32(v) => {
+            $crate::data::binning::Codes::U32(v) => {
                 let $c: &[u32] = v.as_slice();
                 $body
             }
@@ -1934,7 +1934,13 @@ mod tests {
         let x = ndarray::Array2::from_shape_fn((n, 4), |(i, j)| match j {
             0 => ((i * 7_919) % 2_000) as f64,
             // a rare level the 1,000-row sample below misses
-            1 => if i == 123_457 { 999.0 } else { (i % 600) as f64 },
+            1 => {
+                if i == 123_457 {
+                    999.0
+                } else {
+                    (i % 600) as f64
+                }
+            }
             2 => ((i * 104_729) % n) as f64 / n as f64,
             _ => ((i * 31) % 5_000) as f64,
         });
@@ -1949,13 +1955,26 @@ mod tests {
                 };
                 let d = bin_data(x.view(), w, &params).unwrap();
                 let bins: Vec<usize> = d.features.iter().map(BinnedFeature::n_bins).collect();
-                assert_eq!(bins[..2], [2_000, 601], "sample {sample_size}, weighted {}", w.is_some());
+                assert_eq!(
+                    bins[..2],
+                    [2_000, 601],
+                    "sample {sample_size}, weighted {}",
+                    w.is_some()
+                );
                 assert!(bins[2] <= 256 && bins[2] > 200, "{bins:?}");
                 assert!(bins[3] <= 256, "{bins:?}");
                 // the same as without the limit where the sample shows more levels than it
                 // (a 1,000-row sample of a continuous column is checked against every row,
                 // and its quantiles then come from every row)
-                let plain = bin_data(x.view(), w, &BinningParams { exact_bins: 0, ..params }).unwrap();
+                let plain = bin_data(
+                    x.view(),
+                    w,
+                    &BinningParams {
+                        exact_bins: 0,
+                        ..params
+                    },
+                )
+                .unwrap();
                 if sample_size > 5_000 {
                     assert_eq!(plain.features[2].cuts, d.features[2].cuts);
                 }

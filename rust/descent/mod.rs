@@ -1,9 +1,9 @@
 //! The block coordinate descent loop shared by every loss (DESIGN §2–3).
 //!
 //! One loop, `descend`, runs on any [`DescentState`]: the exact squared-loss state of
-//! [`crate::blocks`] (rows or tables engine) and the proximal-Newton state of
-//! [`crate::newton`] over a datafit (the logistic loss). Each iteration scores every block from its bin sums (BGS-s scores and
-//! the KKT residual, [`crate::selection`]), lets the intercept move when its gradient is a
+//! [`crate::states::squared`] (rows or tables engine) and the proximal-Newton state of
+//! [`crate::states::newton`] over a datafit (the logistic loss). Each iteration scores every block from its bin sums (BGS-s scores and
+//! the KKT residual, [`crate::descent::selection`]), lets the intercept move when its gradient is a
 //! large enough share of the largest violation, then updates one block (greedy; on the rows
 //! engine with data large enough, the steepest with the next steepest, solved from one
 //! residual, the second kept only if it still lowers the objective), or every block of a
@@ -12,21 +12,25 @@
 //! updates, at the time budget, when a callback asks to, or when no block can move any more
 //! (rounding level). The states differ only in what the trait asks of them.
 
+pub mod kinds;
+pub mod pace;
+pub mod selection;
+pub mod transfer;
+
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::binning::BinnedData;
-use crate::error::{check_len, FastError, Result};
-use crate::grid::{kind_score, score_blocks, ScoreInputs};
-use crate::pace::Pace;
-use crate::params::{ChainShape, FitParams, Selection};
-use crate::report::{BinnedFit, Callback, FitReport, History, Progress, StopReason};
-use crate::selection::{
+use crate::data::binning::BinnedData;
+use crate::descent::kinds::{kind_score, score_blocks, ScoreInputs};
+use crate::descent::pace::Pace;
+use crate::descent::selection::{
     all_bin_sums, bin_sums_into, select, select_second, shaped_block_score, BlockScore,
 };
-use crate::transfer;
+use crate::error::{check_len, FastError, Result};
+use crate::model::report::{BinnedFit, Callback, FitReport, History, Progress, StopReason};
+use crate::params::{ChainShape, FitParams, Selection};
 
 thread_local! {
     // The stop request of the work running on this thread (see `with_cancel`).
@@ -45,7 +49,7 @@ pub fn with_cancel<R>(flag: Arc<AtomicBool>, f: impl FnOnce() -> R) -> R {
 }
 
 /// The stop request of the work on this thread ([`with_cancel`]), if any: a pool started
-/// from here hands it to its threads ([`crate::solver::with_threads`]), so the descents that
+/// from here hands it to its threads ([`crate::fit::solver::with_threads`]), so the descents that
 /// parallel work runs on them stop too.
 pub(crate) fn current_cancel() -> Option<Arc<AtomicBool>> {
     CANCEL.with(|c| c.borrow().clone())
@@ -164,7 +168,7 @@ pub trait DescentState {
         )
     }
 
-    /// Every pair block's stored column part of its gradient ([`crate::grid`]; empty
+    /// Every pair block's stored column part of its gradient ([`crate::prox::grid`]; empty
     /// entries for chains, or empty: no pair blocks).
     fn duals(&self) -> &[Vec<f64>] {
         &[]
@@ -279,7 +283,7 @@ pub trait DescentState {
     fn update_block(&mut self, data: &BinnedData, k: usize, lambda: f64) -> bool;
 
     /// Sets block `k` to `values` where that changes no prediction (a transfer between blocks
-    /// that share a feature, [`crate::transfer`]), keeping the state exact. Returns `false`,
+    /// that share a feature, [`crate::descent::transfer`]), keeping the state exact. Returns `false`,
     /// changing nothing, if the state cannot (the default): transfers are then skipped.
     fn set_values(&mut self, _data: &BinnedData, _k: usize, _values: &[f64]) -> bool {
         false
@@ -375,9 +379,9 @@ pub(crate) fn fit_from<S: DescentState>(
     ))
 }
 
-/// How a fit with pair blocks descends ([`crate::pairs`]): `descend` by default; a state
+/// How a fit with pair blocks descends ([`crate::fit::pairs`]): `descend` by default; a state
 /// with a faster way to the same optimum (the squared loss's rows state and the
-/// proximal-Newton state: rounds with extrapolation, [`crate::extrapolate`]) overrides it.
+/// proximal-Newton state: rounds with extrapolation, [`crate::states::extrapolate`]) overrides it.
 /// The same stopping rule and certificate either way.
 pub trait PairDescent: DescentState + Sized {
     /// Descends from this state at the penalty `lambda` (`λ_max` only reported) until the
@@ -459,7 +463,7 @@ pub(crate) fn descend<S: DescentState>(
     let mut sweep_max = 0.0f64;
 
     // Greedy steps run their passes in parallel or serially, whichever the clock finds faster
-    // (the same numbers either way: [`crate::pace`]).
+    // (the same numbers either way: [`crate::descent::pace`]).
     let mut pace = Pace::new(selection == Selection::Greedy && rayon::current_num_threads() > 1);
     let stop = loop {
         pace.step();

@@ -9,7 +9,7 @@
 //! F(c, β) = 1/W Σ_i v_i h(y_i, η_i)  +  λ_f Σ_j Σ_b |β_{j,b+1} − β_{j,b}|
 //! ```
 //!
-//! with scikit-learn's half losses `h` ([`crate::datafit`]):
+//! with scikit-learn's half losses `h` ([`crate::states::datafit`]):
 //!
 //! ```text
 //! poisson        h(y, η) = e^η − y·η                                   y ≥ 0, Σ v y > 0
@@ -23,12 +23,12 @@
 //! weights are exposures, as in scikit-learn.
 //!
 //! **Solver.** The one descent loop ([`crate::descent`]) on the proximal-Newton state
-//! ([`crate::newton`]): per-bin curvatures `H_b` and the working response
+//! ([`crate::states::newton`]): per-bin curvatures `H_b` and the working response
 //! `z_b = β_b + R_{k,b}/h_b` give a weighted FLSA, solved exactly by the DP; the step is
 //! backtracked (Armijo) and, since these curvatures have no global bound, damped (the
 //! curvature inflated fourfold per try) when backtracking fails. A step is accepted only if
 //! the objective (computed without cancellation) decreases, so it never increases, and no
-//! step moves a linear predictor by more than [`crate::newton::MAX_STEP`], so it stays finite.
+//! step moves a linear predictor by more than [`crate::states::newton::MAX_STEP`], so it stays finite.
 //! The KKT residual is the same certificate as for the other losses (the bin sums of
 //! `v·r` with `r = −∂h/∂η`).
 //!
@@ -38,11 +38,11 @@
 //! warns. Any `λ_f > 0` keeps every value finite (the jumps pay for themselves).
 //!
 //! **Penalty search.** `λ_max` is the smallest `λ_f` whose fit is constant (intercept
-//! `log(Σ v y / Σ v)`); [`crate::params::Penalty::Validated`] runs [`crate::validation`]'s path with the
+//! `log(Σ v y / Σ v)`); [`crate::params::Penalty::Validated`] runs [`crate::fit::validation`]'s path with the
 //! held-out weighted mean unit deviance, a tighter path tolerance ([`LOGLINK_PATH_TOL`]) and
 //! more patience ([`LOGLINK_PATIENCE`]).
 //!
-//! **Pair terms** ([`crate::pairs`]) are added to `η` as for the logistic loss: after the main
+//! **Pair terms** ([`crate::fit::pairs`]) are added to `η` as for the logistic loss: after the main
 //! effects (at their penalty), pairs are screened on the residual `v·(y − μ)` (Poisson; the
 //! loss's `−∂h/∂η` in general), their pair penalty `ρ` is chosen on the held-out rows by the
 //! held-out unit deviance, and every block is refitted together by the same proximal-Newton
@@ -51,28 +51,28 @@
 
 use ndarray::ArrayView1;
 
-use crate::binning::{BinnedData, Rows};
-use crate::datafit::{Datafit, Gamma, Poisson, Tweedie};
+use crate::data::binning::{BinnedData, Rows};
 use crate::descent::{fit_from, DescentState};
 use crate::error::{FastError, Result};
-use crate::newton::{Curvature, NewtonState};
-use crate::params::{Engine, FitParams, Validation, DEFAULT_LAMBDA_RATIO};
-use crate::report::{BinnedFit, Callback, Fit, PenaltySearch};
-use crate::solver::fit_then_pairs;
-use crate::validation::{
+use crate::fit::solver::fit_then_pairs;
+use crate::fit::validation::{
     fixed_ratio_fit, holdout_loss, search_then_refit, stratified_validation_rows, targets_at,
     validation_of, Split,
 };
+use crate::model::report::{BinnedFit, Callback, Fit, PenaltySearch};
+use crate::params::{Engine, FitParams, Validation, DEFAULT_LAMBDA_RATIO};
+use crate::states::datafit::{Datafit, Gamma, Poisson, Tweedie};
+use crate::states::newton::{Curvature, NewtonState};
 
 /// Default Tweedie power (scikit-learn's `HalfTweedieLoss` and LightGBM's default).
 pub const DEFAULT_TWEEDIE_POWER: f64 = 1.5;
 
 /// KKT tolerance of the held-out path fits of a log-link loss (the squared loss's
-/// [`crate::validation::PATH_TOL`] is 0.5): the deviance of a greedy fit moves more with the
+/// [`crate::fit::validation::PATH_TOL`] is 0.5): the deviance of a greedy fit moves more with the
 /// tolerance, and a loose path misjudged the penalty on `vietnam_pharmacy`.
 pub const LOGLINK_PATH_TOL: f64 = 0.1;
 /// Ratios in a row without a better held-out deviance before the path stops (the squared
-/// loss's [`crate::validation::PATIENCE`] is 1): the deviance of counts with a heavy tail
+/// loss's [`crate::fit::validation::PATIENCE`] is 1): the deviance of counts with a heavy tail
 /// is a noisy score.
 pub const LOGLINK_PATIENCE: usize = 2;
 
@@ -180,11 +180,11 @@ macro_rules! with_datafit {
 }
 
 /// Bins `x` and fits log-link FAST. Runs on the current rayon pool (see
-/// [`crate::solver::with_threads`]). With [`crate::params::Penalty::Validated`] the penalty is chosen on
-/// held-out rows: the search of [`crate::validation`] with the held-out weighted mean unit
+/// [`crate::fit::solver::with_threads`]). With [`crate::params::Penalty::Validated`] the penalty is chosen on
+/// held-out rows: the search of [`crate::fit::validation`] with the held-out weighted mean unit
 /// deviance as its criterion ([`Datafit::holdout`]), rows held out within the targets above and
 /// below their mean, a tighter path tolerance ([`LOGLINK_PATH_TOL`]) and more patience
-/// ([`LOGLINK_PATIENCE`]). With fewer than [`crate::validation::MIN_ROWS`] rows of positive
+/// ([`LOGLINK_PATIENCE`]). With fewer than [`crate::fit::validation::MIN_ROWS`] rows of positive
 /// weight on either side, or training rows whose targets are all 0, the fixed ratio
 /// [`DEFAULT_LAMBDA_RATIO`] is used and the search is empty. The final fit is on all rows at
 /// the chosen ratio, warm-started from the best held-out fit, to `params.tol`.

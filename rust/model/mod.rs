@@ -1,9 +1,11 @@
 //! The fitted additive model: an intercept and, per feature, cut points and one value per bin.
 
+pub mod report;
+
 use ndarray::ArrayView2;
 use rayon::prelude::*;
 
-use crate::binning::for_each_batch;
+use crate::data::binning::for_each_batch;
 use crate::error::{check_len, FastError, Result};
 
 /// `f(x) = intercept + Σ_j f_j(x_j)` with `f_j(x) = values[j][searchsorted(cuts[j], x, "right")]`
@@ -108,7 +110,7 @@ impl AdditiveModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::binning::bin_of;
+    use crate::data::binning::bin_of;
     use ndarray::Array2;
 
     /// Predictions through the batch bisection (a feature of many cuts and one of few; a last

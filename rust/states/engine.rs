@@ -6,13 +6,13 @@ use std::sync::Arc;
 
 use ndarray::ArrayView1;
 
-use crate::binning::BinnedData;
-use crate::blocks::BlockState;
+use crate::data::binning::BinnedData;
+use crate::data::tables::{table_bytes, Tables};
 use crate::descent::{fit_from, DescentState};
 use crate::error::{check_target, FastError, Result};
+use crate::model::report::{BinnedFit, Callback};
 use crate::params::{Engine, FitParams};
-use crate::report::{BinnedFit, Callback};
-use crate::tables::{table_bytes, Tables};
+use crate::states::squared::BlockState;
 
 /// `λ_max` of binned data: the smallest `λ_f` whose fit has flat shape functions over the
 /// non-missing values (`max_{k,t} |g_{k,t}|` at that fit; without missing values it is the
@@ -139,9 +139,9 @@ pub(crate) fn tables_shell(
             });
         }
         let bin_weights = tables.weights[j].clone();
-        features.push(crate::binning::BinnedFeature {
+        features.push(crate::data::binning::BinnedFeature {
             cuts: c,
-            codes: crate::binning::Codes::U8(Vec::new()),
+            codes: crate::data::binning::Codes::U8(Vec::new()),
             bin_weights,
             missing: m,
         });

@@ -13,7 +13,7 @@
 
 use rayon::prelude::*;
 
-use crate::binning::{BinnedData, BinnedFeature, Code};
+use crate::data::binning::{BinnedData, BinnedFeature, Code};
 use crate::params::ChainShape;
 use crate::with_codes;
 
@@ -88,7 +88,7 @@ pub fn all_bin_sums(data: &BinnedData, vr: &[f64], out: &mut [Vec<f64>]) {
         data.features
             .par_chunks(2)
             .zip(out.par_chunks_mut(2))
-            .with_min_len(crate::pace::min_len())
+            .with_min_len(crate::descent::pace::min_len())
             .for_each(|(f, o)| chunk_sums(f, vr, inv_w, o));
     }
 }
@@ -424,7 +424,7 @@ mod tests {
     /// pass's, in parallel or not.
     #[test]
     fn paired_bin_sums_are_each_alone() {
-        use crate::binning::{bin_data, BinningParams};
+        use crate::data::binning::{bin_data, BinningParams};
         use ndarray::Array2;
         let n = 70_000;
         let levels = [3usize, 300, 70_000, 256, 5];

@@ -29,16 +29,17 @@ use std::time::Instant;
 
 use ndarray::ArrayView1;
 
-use crate::binning::{BinnedData, BinningParams, Rows};
-use crate::blocks::BlockState;
+use crate::data::binning::{BinnedData, BinningParams, Rows};
+use crate::descent::selection::{shaped_chain_score, BlockScore};
 use crate::descent::DescentState;
 use crate::error::{FastError, Result};
+use crate::model::report;
 use crate::model::AdditiveModel;
 use crate::params::{
     FitParams, Penalty, Selection, Shapes, DEFAULT_LAMBDA_RATIO, DEFAULT_MAX_ITER, DEFAULT_TOL,
 };
-use crate::selection::{shaped_chain_score, BlockScore};
-use crate::{engine, report};
+use crate::states::engine;
+use crate::states::squared::BlockState;
 
 /// Default bound on the number of local-search swaps per model.
 pub const DEFAULT_MAX_SWAPS: usize = 20;
@@ -298,7 +299,7 @@ impl<'a> SparseSolver<'a> {
     pub fn new(data: &'a BinnedData, y: ArrayView1<'_, f64>, lambda_f: f64, tol: f64) -> Self {
         let st = BlockState::new(data, y);
         let p = data.n_features();
-        let wn = crate::blocks::normalised_weights(data);
+        let wn = crate::states::squared::normalised_weights(data);
         let max_bins = data.features.iter().map(|f| f.n_bins()).max().unwrap_or(1);
         Self {
             data,

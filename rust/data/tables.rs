@@ -15,7 +15,7 @@
 use ndarray::ArrayView1;
 use rayon::prelude::*;
 
-use crate::binning::{BinnedData, Code};
+use crate::data::binning::{BinnedData, Code};
 use crate::error::{FastError, Result};
 use crate::with_codes;
 
@@ -758,7 +758,7 @@ impl Tables {
 /// of [`Tables::add`], after the same checks of `x` as a weighted partition gets.
 ///
 /// # Errors
-/// As [`crate::binning::bin_data`]; [`FastError::NonFiniteValue`] for a non-finite `y`;
+/// As [`crate::data::binning::bin_data`]; [`FastError::NonFiniteValue`] for a non-finite `y`;
 /// [`FastError::LengthMismatch`] if `y`, `sample_weight`, the cuts or the missing flags do not
 /// match `x`; [`FastError::InvalidParameter`] for cut points that are not finite and strictly
 /// increasing, or a column that holds NaN where `missing[j]` is false.
@@ -815,17 +815,17 @@ pub fn partition_tables(
     if weightless {
         check_weightless_columns(x, missing)?;
     }
-    let params = crate::binning::BinningParams {
+    let params = crate::data::binning::BinningParams {
         user_cuts: cuts.iter().cloned().map(Some).collect(),
-        ..crate::binning::BinningParams::default()
+        ..crate::data::binning::BinningParams::default()
     };
     let mut data = if x.nrows() == 0 || weightless {
         // An empty (or all-zero-weight) partition: zero statistics.
         let features = cuts
             .iter()
-            .map(|c| crate::binning::BinnedFeature {
+            .map(|c| crate::data::binning::BinnedFeature {
                 cuts: c.clone(),
-                codes: crate::binning::Codes::U8(Vec::new()),
+                codes: crate::data::binning::Codes::U8(Vec::new()),
                 bin_weights: vec![0.0; c.len() + 1],
                 missing: false,
             })
@@ -837,7 +837,7 @@ pub fn partition_tables(
             total_weight: 0.0,
         }
     } else {
-        crate::binning::bin_data(x, weights, &params)?
+        crate::data::binning::bin_data(x, weights, &params)?
     };
     for (j, (f, &m)) in data.features.iter_mut().zip(missing).enumerate() {
         if f.missing && !m {
@@ -1048,7 +1048,7 @@ impl<T: Entry> Part<T> {
 impl BlockTable {
     /// Whether updating block `j` through its table costs less than re-summing every
     /// feature's bins over the rows (`n · p` scattered additions, `ratio` contiguous
-    /// multiply-adds each: measured, see [`crate::blocks::BLOCK_TABLE_RATIO`]): a part
+    /// multiply-adds each: measured, see [`crate::states::squared::BLOCK_TABLE_RATIO`]): a part
     /// `C_jk` of at most `n / SPARSE_SHARE` entries costs its `B_j · B_k` contiguous
     /// multiply-adds, a larger one (kept sparse) at most `n` nonzero entries of
     /// [`SPARSE_ENTRY_COST`] each.
@@ -1257,7 +1257,7 @@ fn stored<T: Entry>(parts: &[Part<T>]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::binning::{bin_data, BinningParams};
+    use crate::data::binning::{bin_data, BinningParams};
     use ndarray::{array, Array1, Array2};
 
     #[test]
@@ -1409,7 +1409,7 @@ mod tests {
     fn reweighted(data: &BinnedData, w: Vec<f64>) -> BinnedData {
         let mut d = data.clone();
         for f in &mut d.features {
-            f.bin_weights = crate::binning::bin_weights(&f.codes, f.n_bins(), Some(&w));
+            f.bin_weights = crate::data::binning::bin_weights(&f.codes, f.n_bins(), Some(&w));
         }
         d.total_weight = w.iter().sum();
         d.weights = Some(w);
@@ -1424,7 +1424,7 @@ mod tests {
         assert!(d
             .features
             .iter()
-            .any(|f| matches!(f.codes, crate::binning::Codes::U16(_))));
+            .any(|f| matches!(f.codes, crate::data::binning::Codes::U16(_))));
         let counted = Tables::build(&d, y.view()).unwrap();
         let weighted = Tables::build(&reweighted(&d, vec![1.0; d.n_samples]), y.view()).unwrap();
         assert_eq!(counted, weighted);

@@ -1,6 +1,6 @@
 //! Maximum flow on small networks with real capacities, by the augmenting-path algorithm of
 //! Boykov & Kolmogorov (2004): the minimum-cut oracle of the exact 2-D total-variation block
-//! solve ([`crate::grid`]). Two search trees grow from the source and the sink; where they
+//! solve ([`crate::prox::grid`]). Two search trees grow from the source and the sink; where they
 //! meet, a path is augmented, and the nodes cut off from their root look for a new parent
 //! before they are freed. The trees are kept between augmentations, which suits grid graphs
 //! (short paths, a terminal arc at every node) far better than breadth-first phases.

@@ -1,0 +1,451 @@
+//! Multiclass classification for `K ≥ 3` classes (softmax log-loss): the entry points
+//! ([`fit_multinomial`], [`fit_multinomial_with`]) on the state of
+//! [`crate::states::softmax`] (one chain per class and block, the median shift): label checks,
+//! the penalty chosen on held-out rows within each class, the fixed ratio when there are too
+//! few, and the pair terms ([`crate::fit::pairs`]) at a fixed pair penalty.
+
+use std::time::Instant;
+
+use ndarray::ArrayView1;
+
+use crate::data::binning::{BinnedData, Rows};
+use crate::descent::{descend, DescentState};
+use crate::error::{FastError, Result};
+use crate::fit::pairs::fit_pairs;
+use crate::fit::pairs::search::DEFAULT_PAIR_PENALTY;
+use crate::fit::validation::{
+    fixed_ratio_fit, reborrow, rows_of, search_then_refit, stratified_validation_rows,
+    validation_of, Split, RULE,
+};
+use crate::model::report::{BinnedFit, Callback, Fit, PenaltySearch};
+use crate::params::{Engine, FitParams, PairParams, Penalty, Validation};
+use crate::states::newton::Curvature;
+use crate::states::softmax::{softmax_loss, MultinomialState};
+
+/// The fixed `λ_f / λ_max` used when there are too few rows (or a class missing on one side)
+/// to hold out: the binary classifier's.
+pub use crate::fit::logistic::DEFAULT_LAMBDA_RATIO_LOGISTIC as DEFAULT_LAMBDA_RATIO_MULTINOMIAL;
+
+/// A fitted multinomial model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MultinomialFit {
+    /// Number of classes `K`.
+    pub n_classes: usize,
+    /// The intercepts `c_c`, mean 0 over the classes.
+    pub intercepts: Vec<f64>,
+    /// Per feature, the missing bin's value of every class (0 without a missing bin).
+    pub missing_values: Vec<Vec<f64>>,
+    /// Everything else: cuts, bin weights, report and search. `fit.model.values[j]` holds the
+    /// chain values bin-major (`(n_chain_j) × K`, class `c` of bin `b` at `b·K + c`);
+    /// `fit.model.intercept` and `fit.model.missing_values` are 0.
+    pub fit: Fit,
+}
+
+/// The class index of every row, checked: integers in `0..n_classes`, every class with
+/// positive total weight.
+fn check_classes(
+    y: ArrayView1<'_, f64>,
+    n_classes: usize,
+    data: &BinnedData,
+) -> Result<Vec<usize>> {
+    crate::error::check_target(y, data.n_samples)?;
+    if n_classes < 2 {
+        return Err(FastError::InvalidParameter {
+            name: "n_classes",
+            message: "must be at least 2",
+            value: n_classes.to_string(),
+        });
+    }
+    if let Some(i) = y
+        .iter()
+        .position(|&v| !(v >= 0.0 && v < n_classes as f64 && v.fract() == 0.0))
+    {
+        return Err(FastError::InvalidParameter {
+            name: "y",
+            message: "must hold class indices 0, 1, ..., n_classes - 1",
+            value: format!("{} at index {i}", y[i]),
+        });
+    }
+    let class: Vec<usize> = y.iter().map(|&v| v as usize).collect();
+    let weights = class_weights(&class, n_classes, data.weights.as_deref());
+    if let Some(c) = weights.iter().position(|&w| !(w > 0.0)) {
+        return Err(FastError::InvalidParameter {
+            name: "y",
+            message: "needs every class with positive total sample weight",
+            value: format!("class {c} has weight {}", weights[c]),
+        });
+    }
+    Ok(class)
+}
+
+/// Total weight of each class.
+fn class_weights(class: &[usize], k: usize, w: Option<&[f64]>) -> Vec<f64> {
+    let mut out = vec![0.0; k];
+    for (i, &c) in class.iter().enumerate() {
+        out[c] += w.map_or(1.0, |w| w[i]);
+    }
+    out
+}
+
+/// The weighted mean log-loss of the model `values` (feature blocks and intercepts, as
+/// [`DescentState::blocks`]) on the rows `rows` of weights `v`.
+pub(crate) fn holdout_log_loss(
+    data: &BinnedData,
+    class: &[usize],
+    k: usize,
+    values: &[Vec<f64>],
+    (rows, v): (&[usize], &[f64]),
+) -> f64 {
+    let p = data.n_features();
+    let mut eta = vec![0.0; k];
+    let mut prob = vec![0.0; k];
+    let (mut num, mut den) = (0.0, 0.0);
+    for (&i, &w) in rows.iter().zip(v) {
+        eta.copy_from_slice(&values[p][..k]);
+        for (f, b) in data.features.iter().zip(&values[..p]) {
+            let (nb, bin) = (f.n_bins(), f.codes.get(i));
+            for c in 0..k {
+                eta[c] += b[c * nb + bin];
+            }
+        }
+        num += w * softmax_loss(&eta, class[i], &mut prob);
+        den += w;
+    }
+    num / den
+}
+
+/// A fit at `params.lambda` (relative to the `λ_max` of `data`) from the model `init`
+/// (`None`: the constant model).
+fn fit_at(
+    data: &BinnedData,
+    params: &FitParams,
+    init: Option<Vec<Vec<f64>>>,
+    state: &dyn Fn(Vec<Vec<f64>>) -> MultinomialState,
+    callback: Option<Callback<'_>>,
+) -> Result<BinnedFit> {
+    let start = Instant::now();
+    let mut flat = state(data.zero_blocks());
+    let lambda_max = flat.start_flat(data);
+    let mut st = match init {
+        None => flat,
+        Some(init) => state(init),
+    };
+    let lambda = params.lambda.resolve(lambda_max)?;
+    Ok(descend(
+        data, params, &mut st, lambda, lambda_max, start, callback,
+    ))
+}
+
+/// Bins `x` and fits multinomial FAST with `n_classes` classes (`y` holds class indices).
+/// With [`Penalty::Validated`] the penalty is chosen on held-out rows drawn within each
+/// class, by the held-out weighted mean log-loss ([`crate::fit::validation::run_path`]); with
+/// fewer than [`crate::fit::validation::MIN_ROWS`] rows on a side, or a class without weight on a
+/// side, the fixed ratio [`DEFAULT_LAMBDA_RATIO_MULTINOMIAL`] is used. Runs on the current
+/// rayon pool.
+///
+/// # Errors
+/// Bad parameters, non-finite `x` or `y`, a label that is not a class index, a class without
+/// weight, mismatched lengths, bad weights: see [`FastError`].
+pub fn fit_multinomial(
+    rows: Rows<'_>,
+    n_classes: usize,
+    params: &FitParams,
+    callback: Option<Callback<'_>>,
+) -> Result<MultinomialFit> {
+    fit_multinomial_with(rows, n_classes, params, callback, Curvature::Newton)
+}
+
+/// [`fit_multinomial`] with a chosen block update rule.
+///
+/// # Errors
+/// As [`fit_multinomial`].
+pub fn fit_multinomial_with(
+    rows: Rows<'_>,
+    k: usize,
+    params: &FitParams,
+    callback: Option<Callback<'_>>,
+    curvature: Curvature,
+) -> Result<MultinomialFit> {
+    params.check()?;
+    if params.shapes.l2 > 0.0 {
+        return Err(FastError::InvalidParameter {
+            name: "l2_jumps",
+            message: "is not supported with more than two classes yet; use 0",
+            value: format!("{}", params.shapes.l2),
+        });
+    }
+    if let crate::params::Smoothing::Fixed(mu) = params.pairs.smoothing {
+        return Err(FastError::InvalidParameter {
+            name: "interaction_smoothing",
+            message: "is not supported with more than two classes yet; use 0 or 'auto' (none)",
+            value: format!("{mu}"),
+        });
+    }
+    let mut data = rows.bin(&params.binning)?;
+    let class = check_classes(rows.y, k, &data)?;
+    let mut callback = callback;
+    let (fitted, search) = match params.lambda {
+        Penalty::Validated(_) => {
+            let (fit, search) = fit_validated(
+                &mut data,
+                &class,
+                k,
+                params,
+                reborrow(&mut callback),
+                curvature,
+            )?;
+            (fit, Some(search))
+        }
+        _ => {
+            let state = |b| MultinomialState::with_start(&data, &class, k, b, curvature);
+            (
+                fit_at(&data, params, None, &state, reborrow(&mut callback))?,
+                None,
+            )
+        }
+    };
+    if !params.pairs.any() {
+        return Ok(to_fit(&data, k, fitted, search));
+    }
+    // Pair terms: one table per class per pair, screened on the classes' residuals, at a
+    // fixed pair penalty (the held-out path of `ρ` reads one score per row).
+    let pair_params = FitParams {
+        pairs: PairParams {
+            penalty: Some(params.pairs.penalty.unwrap_or(DEFAULT_PAIR_PENALTY)),
+            ..params.pairs.clone()
+        },
+        ..params.clone()
+    };
+    let state = |d: &BinnedData, b| MultinomialState::with_start(d, &class, k, b, curvature);
+    let unused = |_: f64, _: f64, _: f64| 0.0;
+    let (fitted, pairs) = fit_pairs(
+        &mut data,
+        rows.y,
+        &pair_params,
+        fitted,
+        &state,
+        &unused,
+        callback,
+    )?;
+    let mut out = to_fit(&data, k, fitted, search);
+    out.fit.pairs = pairs;
+    Ok(out)
+}
+
+/// The held-out search (see [`fit_multinomial`]) and the final fit on all rows.
+fn fit_validated(
+    data: &mut BinnedData,
+    class: &[usize],
+    k: usize,
+    params: &FitParams,
+    callback: Option<Callback<'_>>,
+    curvature: Curvature,
+) -> Result<(BinnedFit, PenaltySearch)> {
+    let Validation { fraction, seed } =
+        validation_of(params, "fit_multinomial's search needs Penalty::Validated")?;
+    let mut split = Split::new(data, stratified_validation_rows(class, fraction, seed));
+    let held_classes: Vec<usize> = split.rows.iter().map(|&i| class[i]).collect();
+    let every_class = |w: Vec<f64>| w.iter().all(|&w| w > 0.0);
+    let ok = split.enough_rows()
+        && every_class(class_weights(&held_classes, k, Some(&split.held_weights)))
+        && every_class(class_weights(class, k, Some(&split.train)));
+    if !ok {
+        let state = |b| MultinomialState::with_start(data, class, k, b, curvature);
+        return fixed_ratio_fit(params, DEFAULT_LAMBDA_RATIO_MULTINOMIAL, |fixed| {
+            fit_at(data, fixed, None, &state, callback)
+        });
+    }
+    let held = (&split.rows[..], &split.held_weights[..]);
+    let state = |data: &BinnedData, rows: Option<&[usize]>, b| {
+        MultinomialState::with_start(data, &rows_of(class, rows), k, b, curvature)
+    };
+    search_then_refit(
+        data,
+        (std::mem::take(&mut split.train), split.rows.len()),
+        params,
+        (&state, &|data, _, b| {
+            holdout_log_loss(data, class, k, b, held)
+        }),
+        RULE,
+        |data, final_params, best, callback| {
+            fit_at(
+                data,
+                final_params,
+                Some(best),
+                &|b| state(data, None, b),
+                callback,
+            )
+        },
+        callback,
+    )
+}
+
+/// The fitted model of a descent's result (blocks class-major, then the intercepts).
+fn to_fit(
+    data: &BinnedData,
+    k: usize,
+    mut fitted: BinnedFit,
+    search: Option<PenaltySearch>,
+) -> MultinomialFit {
+    let p = data.n_features();
+    let intercepts = fitted.values.pop().unwrap_or_else(|| vec![0.0; k]);
+    let mut missing_values = Vec::with_capacity(p);
+    let mut chain_values = Vec::with_capacity(p);
+    for (f, b) in data.features.iter().zip(&fitted.values) {
+        let (nb, nc) = (f.n_bins(), f.n_chain());
+        let mut vals = vec![0.0; nc * k];
+        for bin in 0..nc {
+            for c in 0..k {
+                vals[bin * k + c] = b[c * nb + bin];
+            }
+        }
+        chain_values.push(vals);
+        missing_values.push(
+            (0..k)
+                .map(|c| if f.missing { b[c * nb + nc] } else { 0.0 })
+                .collect(),
+        );
+    }
+    // `Fit::new` reads the chain bins of each block: give it bin-major values of one block
+    // per feature, with the missing bin's slot (if any) last.
+    let flat: Vec<Vec<f64>> = data
+        .features
+        .iter()
+        .map(|f| vec![0.0; f.n_bins()])
+        .collect();
+    let shell = BinnedFit {
+        intercept: 0.0,
+        values: flat,
+        ..fitted
+    };
+    let mut fit = Fit::new(data, Engine::Rows, shell, search);
+    fit.model.values = chain_values;
+    MultinomialFit {
+        n_classes: k,
+        intercepts,
+        missing_values,
+        fit,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Three classes driven by two features, a missing value in every seventh row.
+    fn problem(n: usize) -> (ndarray::Array2<f64>, ndarray::Array1<f64>) {
+        let mut x = ndarray::Array2::<f64>::zeros((n, 2));
+        let mut y = ndarray::Array1::<f64>::zeros(n);
+        for i in 0..n {
+            let a = ((i * 37) % 101) as f64 / 101.0;
+            let b = ((i * 53) % 89) as f64 / 89.0;
+            x[[i, 0]] = a;
+            x[[i, 1]] = if i % 7 == 0 { f64::NAN } else { b };
+            let noise = (i * 29) % 10;
+            y[i] = if noise < 2 {
+                (i % 3) as f64
+            } else if a < 0.3 {
+                0.0
+            } else if b > 0.5 {
+                1.0
+            } else {
+                2.0
+            };
+        }
+        (x, y)
+    }
+
+    /// The fit of `problem`'s three classes at `ratio · λ_max` to `tol`, by the update rule
+    /// `curvature`.
+    fn fit3(
+        (x, y): &(ndarray::Array2<f64>, ndarray::Array1<f64>),
+        ratio: f64,
+        tol: f64,
+        curvature: Curvature,
+    ) -> MultinomialFit {
+        let params = FitParams {
+            lambda: Penalty::Relative(ratio),
+            tol,
+            ..FitParams::default()
+        };
+        let rows = Rows::new(x.view(), y.view(), None);
+        fit_multinomial_with(rows, 3, &params, None, curvature).unwrap()
+    }
+
+    #[test]
+    fn fit_converges_with_a_monotone_history() {
+        let data = problem(600);
+        let fit = fit3(&data, 0.01, 1e-6, Curvature::Newton);
+        let r = &fit.fit.report;
+        assert!(r.converged && r.kkt_residual <= 1e-6, "{r:?}");
+        assert!(r.history.objective.windows(2).all(|w| w[1] <= w[0]));
+        assert!(r.objective <= *r.history.objective.last().unwrap());
+        assert!(fit.intercepts.iter().sum::<f64>().abs() < 1e-12);
+        // Curvature bound only (majorise-minimise) reaches the same optimum.
+        let mm = fit3(&data, 0.01, 1e-6, Curvature::Bound);
+        assert!((mm.fit.report.objective - r.objective).abs() < 1e-7);
+    }
+
+    #[test]
+    fn lambda_max_gives_flat_chains_and_log_priors() {
+        let data = problem(300);
+        let fit = fit3(&data, 1.0, 1e-8, Curvature::Newton);
+        assert_eq!(fit.fit.report.n_iter, 0);
+        for v in &fit.fit.model.values {
+            assert!(v.chunks(3).all(|row| row == &v[..3]));
+        }
+        // Just below λ_max a chain moves.
+        let below = fit3(&data, 0.9, 1e-8, Curvature::Newton);
+        assert!(below
+            .fit
+            .model
+            .values
+            .iter()
+            .any(|v| v.chunks(3).any(|row| row != &v[..3])));
+    }
+
+    #[test]
+    fn one_and_two_threads_agree() {
+        let data = problem(30_000);
+        let run = |t| {
+            crate::fit::solver::with_threads(Some(t), || fit3(&data, 0.01, 1e-3, Curvature::Newton))
+                .unwrap()
+        };
+        let (a, b) = (run(1), run(2));
+        assert_eq!(a.intercepts, b.intercepts);
+        assert_eq!(a.missing_values, b.missing_values);
+        assert_eq!(a.fit.model, b.fit.model);
+        assert_eq!(a.fit.report.objective, b.fit.report.objective);
+        assert_eq!(
+            a.fit.report.history.objective,
+            b.fit.report.history.objective
+        );
+    }
+
+    #[test]
+    fn bad_labels_are_errors() {
+        let (x, mut y) = problem(100);
+        y[5] = 3.0;
+        let err = fit_multinomial(
+            Rows::new(x.view(), y.view(), None),
+            3,
+            &FitParams::default(),
+            None,
+        );
+        assert!(matches!(
+            err,
+            Err(FastError::InvalidParameter { name: "y", .. })
+        ));
+    }
+
+    #[test]
+    fn stratified_rows_cover_every_class() {
+        let class: Vec<usize> = (0..300).map(|i| i % 3).collect();
+        let rows = stratified_validation_rows(&class, 0.2, 1);
+        assert_eq!(rows.len(), 60);
+        for c in 0..3 {
+            assert_eq!(rows.iter().filter(|&&i| class[i] == c).count(), 20);
+        }
+        assert!(rows.windows(2).all(|w| w[0] < w[1]));
+    }
+}

@@ -1,0 +1,571 @@
+//! Pair terms (DESIGN §11): the model
+//!
+//! ```text
+//! f(x) = c + Σ_j β_j[b_j(x_j)] + Σ_{t=(j,k)} θ_t[a_j(x_j), a_k(x_k)]
+//! ```
+//!
+//! with the penalty `λ_f (Σ_j TV(β_j) + ρ Σ_t TV2(θ_t))`: convex, so the fit keeps its KKT
+//! certificate.
+//!
+//! * **Interaction bins** `a_j` ([`Axis`]): feature `j`'s main bins merged into at most
+//!   `max_bins` groups, so their cuts are a subset of the main cuts: one cut where the fitted
+//!   main effect jumps most (an interaction bin straddling it would mix two regimes the main
+//!   effect tells apart), the others at weight quantiles. With a cell budget
+//!   (`max_interaction_bins="auto"`: 64 bins, 256 cells) a pair of two many-valued features
+//!   gets `√cells` bins a side, and a feature with few values lets its partner use the cells
+//!   it leaves ([`layout::pair_bins`]). The rows missing either feature share one free cell outside
+//!   the grid.
+//! * **Each pair is one more block** of the one descent loop: a virtual feature whose value
+//!   is the cell index `a_j·cols + a_k` (its "cuts" are the cell boundaries `1, 2, …`), with a
+//!   [`Grid`] shape and the penalty factor `ρ`. Everything that works on bin sums (the
+//!   residual passes, the scores, the held-out loss) works on it unchanged; the block update
+//!   and the score are the grid's ([`crate::prox::grid`]).
+//! * **Choosing pairs** ([`screen::screen`]): after the main effects, every pair among the
+//!   `SCREEN_FEATURES` features with the largest main effects (monotone-constrained ones left
+//!   out: a pair could undo the constraint) is scored on the residual by the gain of its cell
+//!   means less a noise allowance, `Σ_c S_c²/w_c − cells·σ²`, and the `K` best with a
+//!   positive gain are kept (memory `O(p + K·cells)`; a 5 × 60,000 matrix scores at most
+//!   `SCREEN_FEATURES²/2` pairs).
+//! * **The pair penalty** `ρ = λ_pair / λ_f` is chosen on the held-out rows of the main
+//!   effects' search, down the path `PAIR_PATH` warm-started from one state, stopping once the
+//!   held-out loss gets worse.
+//! * **Two layouts** (`layout::layouts`): under `interactions="auto"` the first round's pairs are
+//!   also searched as [`layout::COARSE_FACTOR`] times as many coarser grids, each layout on its own
+//!   `ρ` path, the two side by side where the pool has a thread to spare (`rounds::side_by_side`);
+//!   only the layout kept on the held-out rows (`rounds::FirstRound::beats`) goes on.
+//! * **More rounds** ([`rounds::screening_rounds`], `interactions="auto"` only: an int is the
+//!   number of pairs): where the screened pairs cut the additive model's held-out loss below
+//!   0.8 of it (`SECOND_ROUND_CUT`), `K` more pairs are screened on the training rows'
+//!   residual of the fit with pairs and all are fitted there at the chosen `ρ`, warm-started;
+//!   below 0.64 of it, a third round does the same again ([`rounds::MAX_ROUNDS`]).
+//! * **Smooth parts** ([`smooth`]) are chosen on the same training rows, from the
+//!   last round's fit: the `μ` path and the fit without them side by side.
+//! * **One fit on all rows** (`finish`): every stage above runs on the held-out split's
+//!   training rows; only the model they chose (pairs, `ρ`, smooth parts and `μ`) is fitted on
+//!   all rows, warm-started from its fit there, its scored sweeps on a working set
+//!   ([`FINISH_SWEEP_SHARE`]).
+//!
+//! The stage's steps, each in its module: what they all read (`stage::Stage`), the pair
+//! blocks' layout ([`layout`]), screening ([`screen`]), the held-out path of `ρ` ([`search`]),
+//! the rounds ([`rounds`]), the smooth parts ([`smooth`]); `fit_pairs` runs them in order.
+
+pub mod layout;
+pub mod rounds;
+pub mod screen;
+pub mod search;
+pub mod smooth;
+pub mod stage;
+
+use std::time::Instant;
+
+use ndarray::ArrayView1;
+
+use crate::data::binning::BinnedData;
+use crate::descent::PairDescent;
+use crate::error::Result;
+use crate::fit::validation::{reborrow, MIN_ROWS};
+use crate::model::report::{
+    Axis, BinnedFit, Callback, Fit, PairFit, PairTerm, PenaltySearch, StopReason,
+};
+use crate::params::{Engine, FitParams, Grid, Interactions, PairLink, Penalty};
+use layout::{grid_of, layouts, pair_feature, with_pair_shapes};
+use rounds::{choose_layout, Kept};
+use search::{pair_split, Blocks, PairSearch};
+use smooth::{union_axis, union_table, with_smooth_shapes, SmoothParts};
+use stage::{RowLoss, Stage, StateMaker};
+
+/// The fit of the main effects `mains` (blocks on `data`, with their penalty search, found by
+/// `engine`), with the pair terms `params.pairs` asks for added by [`fit_pairs`] (which run
+/// on rows): the one ending of every entry point that fits pairs.
+///
+/// # Errors
+/// As [`fit_pairs`].
+pub(crate) fn with_pairs<S: PairDescent>(
+    data: &mut BinnedData,
+    y: ArrayView1<'_, f64>,
+    params: &FitParams,
+    (mains, search, engine): (BinnedFit, Option<PenaltySearch>, Engine),
+    (state, term): (StateMaker<'_, S>, RowLoss<'_>),
+    callback: Option<Callback<'_>>,
+) -> Result<Fit> {
+    if !params.pairs.any() {
+        return Ok(Fit::new(data, engine, mains, search));
+    }
+    let (fitted, pairs) = fit_pairs(data, y, params, mains, state, term, callback)?;
+    // No pair terms left (the additive model won on held-out rows): the main effects' fit.
+    let engine = if pairs.terms.is_empty() {
+        engine
+    } else {
+        Engine::Rows
+    };
+    let mut fit = Fit::new(data, engine, fitted, search);
+    fit.pairs = pairs;
+    Ok(fit)
+}
+
+/// Adds pair terms to the main effects' fit `mains` (blocks on `data`, at its `λ_f`): chooses
+/// the pairs, appends their virtual features to `data` (removed again before returning),
+/// chooses `ρ` on held-out rows when `params.pairs.penalty` is `None` and `params.lambda`
+/// holds rows out, and fits every block together on all rows once, warm-started (every choice
+/// made on held-out rows is made on the split's training rows first). `state` makes the
+/// loss's state on `data` from blocks; `term` is a held-out row's loss `(v, y, f) ↦ …`.
+///
+/// Screened pairs (`Interactions::Count` and `Auto`) are kept only if they beat the additive model on
+/// the held-out rows: when the best `ρ` of the path does not lower the additive model's
+/// held-out loss by [`MIN_GAIN_SE`] standard errors (of the rows' loss differences)
+/// (fitted on the same rows, [`ADDITIVE`] in the path), the fit is `mains` with no pair
+/// terms (the path tried is still reported). Screened pairs that cut that loss below
+/// [`SECOND_ROUND_CUT`] of the additive model's get more rounds ([`screening_rounds`]) under
+/// `Interactions::Auto` (an explicit count is the number of pairs: one round).
+///
+/// # Errors
+/// A bad pair list ([`check_pairs`]); those of the state's fit.
+pub(crate) fn fit_pairs<S: PairDescent>(
+    data: &mut BinnedData,
+    y: ArrayView1<'_, f64>,
+    params: &FitParams,
+    mains: BinnedFit,
+    state: StateMaker<'_, S>,
+    term: RowLoss<'_>,
+    mut callback: Option<Callback<'_>>,
+) -> Result<(BinnedFit, PairFit)> {
+    // A fit stopped by its callback (or Ctrl-C) or its time budget keeps its main effects:
+    // no pair stage starts after it.
+    if matches!(
+        mains.report.stop,
+        StopReason::Callback | StopReason::MaxTime
+    ) {
+        return Ok((mains, PairFit::default()));
+    }
+    // `"auto"` on fewer rows than a held-out check needs ([`crate::fit::validation::MIN_ROWS`]):
+    // the additive model (a pair table of up to 256 cells has nothing to stand on there).
+    if matches!(params.pairs.interactions, Interactions::Auto(_)) && data.n_samples < MIN_ROWS {
+        return Ok((mains, PairFit::default()));
+    }
+    let start = Instant::now();
+    let pp = &params.pairs;
+    // The held-out split of the pair stage (drawn once: the screen and the path share it).
+    let split = pair_split(data, params);
+    // Finer grids for the strongest pairs only where `ρ` is chosen on held-out rows: the
+    // `TV2` of a given surface grows with the grid's side, so a fixed `ρ` (the default 0.25
+    // of multiclass and fixed-penalty fits) would hold a finer grid at zero.
+    let fine = pp.penalty.is_none() && matches!(params.lambda, Penalty::Validated(_));
+    let layouts = layouts(&pp.interactions, pp.max_cells, fine, split.is_some());
+    let stage = Stage {
+        y,
+        params,
+        mains: &mains,
+        state,
+        term,
+        p: data.n_features(),
+        split,
+        fine,
+        screened: !matches!(pp.interactions, Interactions::List(_)),
+        start,
+    };
+    let candidates = stage.candidates(data, &layouts)?;
+    let firsts = stage.first_rounds(data, layouts, candidates, &mut callback);
+    let held_weights = stage
+        .split
+        .as_ref()
+        .map_or(&[][..], |s| &s.held_weights[..]);
+    let Some((layout, round)) = choose_layout(firsts, held_weights) else {
+        data.features.truncate(stage.p);
+        return Ok((mains, PairFit::default()));
+    };
+    let mut kept = stage.keep(data, round);
+    stage.more_rounds(data, layout, &mut kept, &mut callback);
+    let (smooth, smoothing_path, smoothing_path_loss) =
+        stage.smooth_parts(data, &mut kept, &mut callback);
+    // The one fit on all rows: the kept layout's pairs (of every round), with their smooth
+    // parts if kept.
+    kept.result = kept.result.map(|searched| {
+        finish(
+            data,
+            params,
+            (&mains, searched),
+            (stage.p, &kept.grids, &kept.links, smooth.as_ref()),
+            state,
+            &mut callback,
+            start,
+        )
+    });
+    let (fit, pairs) = pair_terms(
+        data,
+        stage.p,
+        kept,
+        smooth,
+        (smoothing_path, smoothing_path_loss),
+    )?;
+    Ok((fit.unwrap_or(mains), pairs))
+}
+
+/// Each pair term's axes and cell weights where it has a smooth part: on the union of its
+/// two parts' axes (the union axes, and the weights of their cells); otherwise no axes and the
+/// pair blocks' own weights in `data` (after the `p` main effects; none left where the pairs
+/// were dropped).
+fn union_and_weights(
+    data: &BinnedData,
+    p: usize,
+    pairs: &[(usize, usize)],
+    axes: &[(Axis, Axis)],
+    smooth: Option<&SmoothParts>,
+) -> (Vec<(Axis, Axis)>, Vec<Vec<f64>>) {
+    let m = pairs.len();
+    // Each term's table and cell weights: on the union of its two parts' axes where it has a
+    // smooth part.
+    let union: Vec<(Axis, Axis)> = match smooth {
+        Some(parts) => axes
+            .iter()
+            .zip(&parts.axes)
+            .map(|(a, s)| (union_axis(&a.0, &s.0).0, union_axis(&a.1, &s.1).0))
+            .collect(),
+        None => Vec::new(),
+    };
+    let cell_weights: Vec<Vec<f64>> = if smooth.is_some() {
+        pairs
+            .iter()
+            .zip(&union)
+            .map(|(&pair, (a, b))| pair_feature(data, pair, (a, b)).bin_weights)
+            .collect()
+    } else {
+        // The pair blocks' own (none left where the pairs were dropped).
+        data.features[p..]
+            .iter()
+            .take(m)
+            .map(|f| f.bin_weights.clone())
+            .collect()
+    };
+    (union, cell_weights)
+}
+
+/// The pair stage's result from the kept pairs `kept` after the fit on all rows ([`finish`]),
+/// their smooth parts and the `μ` path tried: the fit (`None` where no pairs were kept: the
+/// main effects' fit stands) and its [`PairFit`], each term's table on the union of its two
+/// parts' axes where it has a smooth part. Removes the pair blocks from `data` (after the `p`
+/// main effects).
+///
+/// # Errors
+/// Those of the pair search.
+fn pair_terms(
+    data: &mut BinnedData,
+    p: usize,
+    kept: Kept,
+    smooth: Option<SmoothParts>,
+    (smoothing_path, smoothing_path_loss): (Vec<f64>, Vec<f64>),
+) -> Result<(Option<BinnedFit>, PairFit)> {
+    let Kept {
+        pairs,
+        gains,
+        axes,
+        grids,
+        result,
+        ..
+    } = kept;
+    let m = pairs.len();
+    let (union, cell_weights) = union_and_weights(data, p, &pairs, &axes, smooth.as_ref());
+    data.features.truncate(p);
+    let PairSearch {
+        blocks,
+        rho: penalty,
+        path,
+        path_loss,
+        n_iter: path_n_iter,
+        ..
+    } = result?;
+    let Blocks::Fitted(mut fit) = blocks else {
+        let tried = PairFit {
+            path,
+            path_loss,
+            path_n_iter,
+            ..PairFit::default()
+        };
+        return Ok((None, tried));
+    };
+    let mut pair_values = fit.values.split_off(p);
+    // Entries after the blocks (a state's own, such as the intercepts of a multiclass
+    // model) stay last.
+    let parts = if smooth.is_some() { 2 * m } else { m };
+    fit.values.extend(pair_values.split_off(parts));
+    let (axes, grids) = match &smooth {
+        Some(sp) => {
+            let smooth_values = pair_values.split_off(m);
+            let mut grids = Vec::with_capacity(m);
+            pair_values = pair_values
+                .iter()
+                .zip(&smooth_values)
+                .zip(axes.iter().zip(&sp.axes))
+                .map(|((tv, sm), (a, s))| {
+                    let (u, table) = union_table((a, tv), (s, sm));
+                    grids.push(grid_of(&u.0, &u.1));
+                    table
+                })
+                .collect();
+            (union, grids)
+        }
+        None => (axes, grids),
+    };
+    let terms = pairs
+        .into_iter()
+        .zip(axes)
+        .zip(grids)
+        .zip(pair_values.into_iter().zip(cell_weights))
+        .map(
+            |(((features, axes), grid), (values, cell_weights))| PairTerm {
+                features,
+                axes,
+                grid,
+                values,
+                cell_weights,
+            },
+        )
+        .collect();
+    Ok((
+        Some(fit),
+        PairFit {
+            terms,
+            penalty,
+            path,
+            path_loss,
+            path_n_iter,
+            gains,
+            smoothing: smooth.map_or(0.0, |s| s.mu),
+            smoothing_path,
+            smoothing_path_loss,
+        },
+    ))
+}
+
+/// The working set of the fit on all rows ([`FitParams::sweep_share`]): its scored sweeps
+/// skip the blocks whose KKT violation is below this share of the steepest block's. That fit
+/// runs to `tol` from the held-out fit, whose update budget left the slow directions: for
+/// most of it a few blocks (a many-binned main effect, its pairs and their smooth parts)
+/// hold the largest violations, and updating every other block each sweep costs an exact
+/// solve per block for little descent. Measured at the defaults (two batches of the 20
+/// benchmark tables, one fit each, 0 and this share one after the other): `227_cpu_small`
+/// 17.6 s → 11.3 s and 16.9 s → 11.9 s, `197_cpu_act` 18.3 s → 10.2 s and 20.9 s → 11.3 s,
+/// the 20 fits 140.4 s → 122.5 s and 152.0 s → 143.7 s; every table made the same choices,
+/// its test MSE within 1e-4 of it. Shares of 0.1 and 0.5 did about as well. Where the fit on
+/// all rows converges in few sweeps it saves nothing: `1201_BNG_breastTumor` (93,312 rows)
+/// took 3,216 updates against 3,132, 1.7–2.0 s against 1.4–1.6 s. The held-out fits keep
+/// plain sweeps: their update budget, not `tol`, ends them, and their choices were measured
+/// with it.
+pub const FINISH_SWEEP_SHARE: f64 = 0.3;
+
+/// The fit on all rows of a [`search_pairs`] that kept its pairs, warm-started from its blocks,
+/// at its `ρ` (the pair blocks after the `p` main effects), with the pairs' `smooth` parts if
+/// kept (their blocks after the pairs'), with the main effects' `λ_f` (of `mains`);
+/// `max_time` counts from `start`.
+fn finish<S: PairDescent>(
+    data: &BinnedData,
+    params: &FitParams,
+    (mains, searched): (&BinnedFit, PairSearch),
+    (p, grids, links, smooth): (usize, &[Grid], &[PairLink], Option<&SmoothParts>),
+    state: StateMaker<'_, S>,
+    callback: &mut Option<Callback<'_>>,
+    start: Instant,
+) -> PairSearch {
+    let Blocks::Searched(init) = searched.blocks else {
+        return searched;
+    };
+    let mut prm = with_pair_shapes(params, p, (grids, links), searched.rho, params.tol);
+    prm.sweep_share = FINISH_SWEEP_SHARE;
+    if let Some(parts) = smooth {
+        prm = with_smooth_shapes(prm, &parts.grids, Some(parts.mu));
+    }
+    let mut st = state(data, init);
+    let fit = st.descend_pairs(
+        data,
+        &prm,
+        (mains.lambda_f, mains.lambda_max),
+        start,
+        reborrow(callback),
+    );
+    PairSearch {
+        blocks: Blocks::Fitted(fit),
+        ..searched
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::layout::{add_pair_blocks, axis_guided};
+    use super::*;
+    use crate::descent::descend;
+    use crate::params::Selection;
+    use crate::states::squared::BlockState;
+
+    /// The KKT tolerance of [`pair_fits`].
+    const TOL: f64 = 1e-4;
+
+    /// Two pair blocks sharing feature 1 on three correlated features (2,000 rows; `y = x0·x1 +
+    /// x1·x2 + x2` and noise), each main 32 bins and each pair 16 × 16, at a small `ρ` where
+    /// the pairs and mains trade directions slowly: the plain loop, then the extrapolated one
+    /// ([`PairDescent::descend_pairs`]), both from zero blocks, both to [`TOL`] (measured:
+    /// 11,454 and 3,032 updates with sweeps, 14,812 and 4,377 greedy; objectives equal to
+    /// 2e-8 of their size).
+    fn pair_fits(selection: Selection) -> (BinnedFit, BinnedFit) {
+        pair_fits_with(selection, 0.0)
+    }
+
+    /// [`pair_fits`] with the working set `share`.
+    fn pair_fits_with(selection: Selection, share: f64) -> (BinnedFit, BinnedFit) {
+        pair_fits_on(selection, (false, share), &|data, y, beta| {
+            BlockState::with_start(data, y, beta)
+        })
+    }
+
+    /// A test's state on binned data, targets and blocks.
+    type MakeState<'a, S> = &'a dyn Fn(&BinnedData, ArrayView1<'_, f64>, Vec<Vec<f64>>) -> S;
+
+    /// [`pair_fits`] on the states `make(data, y, blocks)`, the targets drawn as 0/1 labels
+    /// when `binary`, with the working set `share` ([`FitParams::sweep_share`]).
+    fn pair_fits_on<S: PairDescent>(
+        selection: Selection,
+        (binary, share): (bool, f64),
+        make: MakeState<'_, S>,
+    ) -> (BinnedFit, BinnedFit) {
+        let mut unif = crate::testing::lcg(99);
+        let n = 2_000;
+        let mut x = ndarray::Array2::zeros((n, 3));
+        let mut y = ndarray::Array1::zeros(n);
+        for i in 0..n {
+            let v = unif();
+            for j in 0..3 {
+                x[[i, j]] = v + 0.3 * unif();
+            }
+            y[i] = 4.0 * x[[i, 0]] * x[[i, 1]]
+                + 3.0 * x[[i, 1]] * x[[i, 2]]
+                + x[[i, 2]]
+                + 0.5 * (unif() - 0.5);
+        }
+        if binary {
+            // Labels drawn with probability `σ(2 (y − median))`: classes that overlap.
+            let mut sorted = y.to_vec();
+            sorted.sort_by(f64::total_cmp);
+            let median = sorted[n / 2];
+            for v in y.iter_mut() {
+                let p = 1.0 / (1.0 + (-2.0 * (*v - median)).exp());
+                *v = f64::from(u8::from(unif() < p));
+            }
+        }
+        let binning = crate::data::binning::BinningParams {
+            max_bins: Some(32),
+            ..Default::default()
+        };
+        let mut data = crate::data::binning::bin_data(x.view(), None, &binning).unwrap();
+        let p = data.n_features();
+        let pairs = [(0, 1), (1, 2)];
+        let axes: Vec<(Axis, Axis)> = pairs
+            .iter()
+            .map(|&(j, k)| {
+                (
+                    axis_guided(&data.features[j], None, 16),
+                    axis_guided(&data.features[k], None, 16),
+                )
+            })
+            .collect();
+        let (grids, links) = add_pair_blocks(&mut data, &pairs, &axes);
+        let base = FitParams {
+            selection,
+            max_iter: 200_000,
+            sweep_share: share,
+            ..FitParams::default()
+        };
+        let prm = with_pair_shapes(&base, p, (&grids, &links), 0.05, TOL);
+        let state = || {
+            let mut st = make(&data, y.view(), data.zero_blocks());
+            st.set_shapes(&prm.shapes.resolve(data.n_features()));
+            st
+        };
+        let lambda_max = state().start_flat(&data);
+        let lambda = 1e-3 * lambda_max;
+        let plain = descend(
+            &data,
+            &prm,
+            &mut state(),
+            lambda,
+            lambda_max,
+            Instant::now(),
+            None,
+        );
+        let extrapolated =
+            state().descend_pairs(&data, &prm, (lambda, lambda_max), Instant::now(), None);
+        (plain, extrapolated)
+    }
+
+    /// [`pair_fits_on`] on the proximal-Newton state of the logistic loss (measured: 1,487
+    /// and 919 updates with sweeps, 1,013 and 645 greedy; objectives equal to 5e-11 of their
+    /// size).
+    fn logistic_pair_fits(selection: Selection) -> (BinnedFit, BinnedFit) {
+        logistic_pair_fits_with(selection, 0.0)
+    }
+
+    /// [`logistic_pair_fits`] with the working set `share`.
+    fn logistic_pair_fits_with(selection: Selection, share: f64) -> (BinnedFit, BinnedFit) {
+        pair_fits_on(selection, (true, share), &|data, y, beta| {
+            let mean = y.sum() / y.len() as f64;
+            crate::states::newton::NewtonState::with_datafit(
+                crate::states::datafit::Logistic,
+                data,
+                y,
+                mean,
+                beta,
+                crate::states::newton::Curvature::Newton,
+            )
+        })
+    }
+
+    /// The fits of [`pair_fits_on`] with scored sweeps, plain and extrapolated, without and
+    /// with the working set of the fit on all rows (measured: squared loss 13,243 → 10,714
+    /// updates plain, 3,469 → 3,783 extrapolated; logistic 1,498 → 1,178 and 988 → 717).
+    #[test]
+    fn a_working_set_reaches_the_same_optimum_with_its_certificate() {
+        for (loss, fits) in [
+            (
+                "squared",
+                pair_fits_with as fn(Selection, f64) -> (BinnedFit, BinnedFit),
+            ),
+            ("logistic", logistic_pair_fits_with),
+        ] {
+            let (plain, fast) = fits(Selection::Sweep, 0.0);
+            let (plain_ws, fast_ws) = fits(Selection::Sweep, FINISH_SWEEP_SHARE);
+            for (f, g) in [(&plain, &plain_ws), (&fast, &fast_ws)] {
+                assert_eq!(g.report.stop, StopReason::Converged);
+                assert!(g.report.kkt_residual <= TOL, "{}", g.report.kkt_residual);
+                let (a, b) = (f.report.objective, g.report.objective);
+                assert!((a - b).abs() <= 1e-6 * a, "{loss}: {a} vs {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn pair_fits_extrapolate_to_the_same_optimum_in_fewer_updates() {
+        for selection in [Selection::Sweep, Selection::Greedy] {
+            for (loss, fits) in [
+                (
+                    "squared",
+                    pair_fits as fn(Selection) -> (BinnedFit, BinnedFit),
+                ),
+                ("logistic", logistic_pair_fits),
+            ] {
+                let (plain, fast) = fits(selection);
+                for f in [&plain, &fast] {
+                    assert_eq!(f.report.stop, StopReason::Converged);
+                    assert!(f.report.kkt_residual <= TOL, "{}", f.report.kkt_residual);
+                }
+                let (a, b) = (plain.report.objective, fast.report.objective);
+                assert!(
+                    (a - b).abs() <= 1e-6 * a,
+                    "{loss} {selection:?}: {a} vs {b}"
+                );
+                assert!(
+                    fast.report.n_iter < plain.report.n_iter,
+                    "{loss} {selection:?}: {} updates extrapolated, {} plain",
+                    fast.report.n_iter,
+                    plain.report.n_iter
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,398 @@
+//! The pair terms' smooth parts: a second grid per pair ([`SMOOTH_SIDE`] bins a side at most)
+//! penalised by `(μ/2) Σ` of its cells' squared differences ([`crate::prox::smooth`]), `μ`
+//! chosen on the held-out split's training rows down [`SMOOTH_PATH`] beside the pairs without
+//! them; a term's two parts reported as one table on the union of their axes
+//! (`union_table`).
+
+use super::layout::{add_pair_blocks, axis_guided, pair_bins, with_pair_shapes, MISSING};
+use super::rounds::{side_by_side, Kept};
+use super::search::{
+    path_fit, path_tol, significant_gain, Blocks, PairSearch, PathBest, ADDITIVE, MIN_GAIN_SE,
+};
+use super::stage::Stage;
+use crate::data::binning::BinnedData;
+use crate::descent::PairDescent;
+use crate::fit::validation::{reborrow, with_weights, Split};
+use crate::model::report::{Axis, Callback, StopReason};
+use crate::params::{FitParams, Grid, PairLink, Smoothing};
+
+/// The weights `μ` of the pair terms' smooth parts tried on held-out rows, in order
+/// (`interaction_smoothing="auto"`; [`crate::prox::smooth`]). The penalty is on the fit's
+/// normalised weights (cells holding `1/n` of weight per row), so a grid of `side²` cells
+/// is smoothed over about `side · √μ` cells whatever `n`; measured on the 20 benchmark
+/// tables (`docs/pairs.md`).
+pub const SMOOTH_PATH: [f64; 5] = [0.032, 0.016, 0.008, 0.004, 0.002];
+
+/// The smooth parts' `μ` path goes on only while each fit lowers the held-out loss by more
+/// than this fraction of it: a smaller fall is the fits' own convergence, not the smoothing's
+/// gain (`1201_BNG_breastTumor`: 0.840929 → 0.840926 at the second `μ`, and the whole path ran
+/// to keep nothing, 1.7 times the fit's time; `docs/pairs.md`).
+pub const SMOOTH_PATH_FALL: f64 = 1e-5;
+
+/// Interaction bins per feature of a pair's smooth part (at most `SMOOTH_SIDE²` cells).
+pub const SMOOTH_SIDE: usize = 32;
+
+/// `prm` (from [`with_pair_shapes`]) with the pairs' smooth parts on `grids` appended, at
+/// `mu` (`None`: held at zero by the prohibitive total variation of [`ADDITIVE`]).
+pub(super) fn with_smooth_shapes(mut prm: FitParams, grids: &[Grid], mu: Option<f64>) -> FitParams {
+    let shapes = &mut prm.shapes;
+    let before = shapes.grids.len();
+    shapes.grid_l2.resize(before, 0.0);
+    for &g in grids {
+        shapes.monotone.push(0);
+        shapes
+            .penalty_factor
+            .push(if mu.is_some() { 0.0 } else { ADDITIVE });
+        shapes.grids.push(Some(g));
+        shapes.grid_l2.push(mu.unwrap_or(0.0));
+    }
+    prm
+}
+
+/// The axes of the smooth parts of `pairs`: [`SMOOTH_SIDE`] interaction bins a side at most
+/// (at most `SMOOTH_SIDE²` cells), cut at weight quantiles and at each main effect's largest
+/// jump (as the pair grids are).
+fn smooth_axes(
+    data: &BinnedData,
+    mains: &[Vec<f64>],
+    pairs: &[(usize, usize)],
+) -> Vec<(Axis, Axis)> {
+    pairs
+        .iter()
+        .map(|&(j, k)| {
+            let chains = (data.features[j].n_chain(), data.features[k].n_chain());
+            let (nj, nk) = pair_bins(chains, SMOOTH_SIDE, Some(SMOOTH_SIDE * SMOOTH_SIDE));
+            (
+                axis_guided(&data.features[j], Some(&mains[j]), nj),
+                axis_guided(&data.features[k], Some(&mains[k]), nk),
+            )
+        })
+        .collect()
+}
+
+/// The axis whose cuts are those of `a` and of `b` (two axes of one feature), and for each of
+/// its interaction bins (the missing bin, if any, not counted) the bins of `a` and `b` it
+/// lies in.
+pub(super) fn union_axis(a: &Axis, b: &Axis) -> (Axis, Vec<(usize, usize)>) {
+    let mut map = Vec::with_capacity(a.map.len());
+    let mut parts: Vec<(usize, usize)> = Vec::new();
+    for (&x, &y) in a.map.iter().zip(&b.map) {
+        if x == MISSING || y == MISSING {
+            map.push(MISSING);
+            continue;
+        }
+        if parts.last() != Some(&(x, y)) {
+            parts.push((x, y));
+        }
+        map.push(parts.len() - 1);
+    }
+    let mut cuts: Vec<f64> = a.cuts.iter().chain(&b.cuts).copied().collect();
+    cuts.sort_by(f64::total_cmp);
+    cuts.dedup();
+    debug_assert_eq!(cuts.len() + 1, parts.len());
+    (
+        Axis {
+            map,
+            cuts,
+            missing: a.missing,
+        },
+        parts,
+    )
+}
+
+/// One pair term's table on the union of its two parts' axes: the sum of its
+/// total-variation part `tv` (on `axes`) and its smooth part `sm` (on `smooth`), each a
+/// row-major grid followed by the missing cell's value if the pair has one. Returns the
+/// union axes and the table.
+pub(super) fn union_table(
+    (axes, tv): (&(Axis, Axis), &[f64]),
+    (smooth, sm): (&(Axis, Axis), &[f64]),
+) -> ((Axis, Axis), Vec<f64>) {
+    let (ra, rows) = union_axis(&axes.0, &smooth.0);
+    let (ca, cols) = union_axis(&axes.1, &smooth.1);
+    let (tc, sc) = (axes.1.len(), smooth.1.len());
+    let mut table = Vec::with_capacity(rows.len() * cols.len() + 1);
+    for &(tr, sr) in &rows {
+        for &(tcol, scol) in &cols {
+            table.push(tv[tr * tc + tcol] + sm[sr * sc + scol]);
+        }
+    }
+    let (tn, sn) = (axes.0.len() * tc, smooth.0.len() * sc);
+    if tv.len() > tn {
+        table.push(tv[tn] + sm[sn]);
+    }
+    ((ra, ca), table)
+}
+
+/// The pair terms' blocks: their features, grids and links.
+type PairBlocks<'a> = (&'a [(usize, usize)], &'a [Grid], &'a [PairLink]);
+
+/// The parameters of a fit of the pairs with their smooth parts at `μ` (`None`: held at zero)
+/// and the KKT tolerance given.
+type SmoothShapes<'a> = &'a (dyn Fn(Option<f64>, f64) -> FitParams + Sync);
+
+/// The pairs' smooth parts, once chosen: their axes, grids and `μ`.
+pub(super) struct SmoothParts {
+    pub(super) axes: Vec<(Axis, Axis)>,
+    pub(super) grids: Vec<Grid>,
+    pub(super) mu: f64,
+}
+
+impl<S: PairDescent> Stage<'_, S> {
+    /// The smooth parts of the kept pairs ([`Stage::add_smooth_parts`]), from their search's
+    /// blocks, unless a callback or the time budget stopped the fit: the parts kept (their
+    /// blocks then in `data` after the pairs', their warm start in the search's blocks) and the
+    /// `μ` path tried with its held-out losses.
+    pub(super) fn smooth_parts(
+        &self,
+        data: &mut BinnedData,
+        kept: &mut Kept,
+        callback: &mut Option<Callback<'_>>,
+    ) -> (Option<SmoothParts>, Vec<f64>, Vec<f64>) {
+        let out_of_time = self.out_of_time();
+        if let Ok(PairSearch {
+            blocks: Blocks::Searched(values),
+            rho,
+            stopped: false,
+            ..
+        }) = &mut kept.result
+        {
+            if !out_of_time {
+                return self.add_smooth_parts(
+                    data,
+                    ((&kept.pairs, &kept.grids, &kept.links), *rho),
+                    values,
+                    callback,
+                );
+            }
+        }
+        (None, Vec::new(), Vec::new())
+    }
+
+    /// Chooses smooth parts for the pair terms of `values` (every block at `ρ`: the held-out
+    /// path's best on the split's training rows, or the warm start where `ρ` is fixed; the pairs'
+    /// total-variation blocks in `data` after the `p` main effects): a second grid per pair
+    /// ([`smooth_axes`]) penalised by `(μ/2) Σ` of its cells' squared differences
+    /// ([`crate::prox::smooth`]). Under [`Smoothing::Fixed`] that `μ`. Under [`Smoothing::Auto`], with
+    /// a held-out `split`: on the split's training rows, [`SMOOTH_PATH`] is fitted warm-started
+    /// from `values`, down the path ([`Stage::held_out_mu`]) while the held-out loss falls, and beside it (see
+    /// [`side_by_side`]) the pairs without smooth parts (held at zero), from `values` too, with
+    /// the same update budget; the smooth parts are kept only if the best `μ` beats the pairs
+    /// without them by [`MIN_GAIN_SE`] standard errors. Where parts are kept, `data` holds their
+    /// blocks after the pairs' and `values` their warm start for the fit on all rows (the path's
+    /// best, or zero smooth parts); returns them with the path tried.
+    fn add_smooth_parts(
+        &self,
+        data: &mut BinnedData,
+        ((pairs, grids, links), rho): (PairBlocks<'_>, f64),
+        values: &mut Vec<Vec<f64>>,
+        callback: &mut Option<Callback<'_>>,
+    ) -> (Option<SmoothParts>, Vec<f64>, Vec<f64>) {
+        let (params, mains) = (self.params, self.mains);
+        let (mut path, mut path_loss) = (Vec::new(), Vec::new());
+        // A fixed `μ`, or the held-out split its path runs on.
+        let (mu, held_out) = match (params.pairs.smoothing, self.split.as_ref()) {
+            (Smoothing::Fixed(mu), _) => (Some(mu), None),
+            (Smoothing::Auto, Some(split)) => (None, Some(split)),
+            (Smoothing::Off, _) | (Smoothing::Auto, None) => return (None, path, path_loss),
+        };
+        let p = data.n_features() - grids.len();
+        let m = pairs.len();
+        // One table per pair block (more than two classes hold several: not built).
+        if values.get(p).map(Vec::len) != Some(data.features[p].n_bins()) {
+            return (None, path, path_loss);
+        }
+        let axes = smooth_axes(data, &mains.values, pairs);
+        let (sgrids, _) = add_pair_blocks(data, pairs, &axes);
+        let mut init = values.clone();
+        let extra = init.split_off(p + m);
+        init.extend(data.features[p + m..].iter().map(|f| vec![0.0; f.n_bins()]));
+        init.extend(extra);
+        let shapes = |mu: Option<f64>, tol: f64| {
+            let prm = with_pair_shapes(params, p, (grids, links), rho, tol);
+            with_smooth_shapes(prm, &sgrids, mu)
+        };
+        let chosen = match held_out {
+            None => mu.map(|mu| (mu, init)),
+            Some(split) => self.held_out_mu(
+                data,
+                split,
+                (&shapes, &init, rho),
+                (&mut path, &mut path_loss),
+                callback,
+            ),
+        };
+        let Some((mu, init)) = chosen else {
+            data.features.truncate(p + m);
+            return (None, path, path_loss);
+        };
+        *values = init;
+        (
+            Some(SmoothParts {
+                axes,
+                grids: sgrids,
+                mu,
+            }),
+            path,
+            path_loss,
+        )
+    }
+
+    /// The smooth parts' `μ` chosen on the held-out `split` ([`Stage::add_smooth_parts`]): on
+    /// its training rows, [`SMOOTH_PATH`] from `init` (fits at the parameters `shapes(μ, tol)`)
+    /// while the held-out loss falls, beside the pairs without smooth parts (`shapes(None,
+    /// tol)`), both with the paths' update budget at the pair penalty `rho`'s tolerance. Pushes
+    /// the path tried (`0`, without smooth parts, first) onto `path` and `path_loss`; returns
+    /// the best `μ` and its blocks if they beat the pairs without smooth parts by
+    /// [`MIN_GAIN_SE`] standard errors.
+    fn held_out_mu(
+        &self,
+        data: &mut BinnedData,
+        split: &Split,
+        (shapes, init, rho): (SmoothShapes<'_>, &Vec<Vec<f64>>, f64),
+        (path, path_loss): (&mut Vec<f64>, &mut Vec<f64>),
+        callback: &mut Option<Callback<'_>>,
+    ) -> Option<(f64, Vec<Vec<f64>>)> {
+        let (y, params, mains, state, term) =
+            (self.y, self.params, self.mains, self.state, self.term);
+        let lambda = mains.lambda_f;
+        let Split {
+            rows,
+            held_weights,
+            train,
+        } = split;
+        let tol = path_tol(params.tol, rho);
+        // One held-out fit at `mu` from the state `st` on `data` (training weights in).
+        let fit_at =
+            |data: &BinnedData, st: &mut S, mu: Option<f64>, callback: Option<Callback<'_>>| {
+                let (fit, terms, loss) = path_fit(
+                    (data, y, term),
+                    shapes(mu, tol),
+                    st,
+                    (lambda, mains.lambda_max),
+                    (rows, held_weights),
+                    callback,
+                );
+                let stopped = fit.report.stop == StopReason::Callback;
+                (fit.values, terms, loss, stopped)
+            };
+        // The path of `μ` from `init`, down while the held-out loss falls: the `μ` tried
+        // and their losses, the best, and whether the callback stopped a fit.
+        let mu_path = |data: &mut BinnedData, callback: &mut Option<Callback<'_>>| {
+            with_weights(data, train.clone(), |data| {
+                let mut st = state(data, init.clone());
+                let mut tried = Vec::new();
+                let mut best: Option<PathBest> = None;
+                for mu in SMOOTH_PATH {
+                    let (values, terms, loss, stopped) =
+                        fit_at(data, &mut st, Some(mu), reborrow(callback));
+                    tried.push((mu, loss));
+                    let last = best.as_ref().map(|b| b.1);
+                    if last.is_none_or(|l| loss < l) {
+                        best = Some((mu, loss, values, terms));
+                    }
+                    if stopped {
+                        return (tried, None, true);
+                    }
+                    // Down only while the held-out loss falls by [`SMOOTH_PATH_FALL`].
+                    if last.is_some_and(|l| loss > l * (1.0 - SMOOTH_PATH_FALL)) {
+                        break;
+                    }
+                }
+                (tried, best, false)
+            })
+        };
+        // The pairs without smooth parts (held at zero) from `init`: their held-out
+        // loss terms and loss.
+        let base = |data: &mut BinnedData| {
+            with_weights(data, train.clone(), |data| {
+                let mut st = state(data, init.clone());
+                let (_, terms, loss, _) = fit_at(data, &mut st, None, None);
+                (terms, loss)
+            })
+        };
+        // The path on `data` (with the callback), the base beside it where it can be.
+        let ((tried, best, stopped), base) =
+            side_by_side(data, |d| mu_path(d, callback), base, |path| !path.2);
+        match base {
+            Some((base_terms, base_loss)) => {
+                path.push(0.0);
+                path_loss.push(base_loss);
+                for (mu, loss) in tried {
+                    path.push(mu);
+                    path_loss.push(loss);
+                }
+                match best {
+                    Some((mu, _, values, terms))
+                        if !stopped
+                            && significant_gain(&base_terms, &terms, held_weights, MIN_GAIN_SE) =>
+                    {
+                        Some((mu, values))
+                    }
+                    _ => None,
+                }
+            }
+            None => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The union table of a term's two parts gives, for every pair of main bins (missing
+    /// ones included), the sum of the two parts' values there.
+    #[test]
+    fn a_union_table_is_the_sum_of_its_two_parts_everywhere() {
+        let axis = |map: &[usize], cuts: &[f64], missing: bool| {
+            let mut map = map.to_vec();
+            if missing {
+                map.push(MISSING);
+            }
+            Axis {
+                map,
+                cuts: cuts.to_vec(),
+                missing,
+            }
+        };
+        // Feature j: 6 main bins (cuts 1..5), a missing bin; feature k: 5 main bins.
+        let tv = (
+            axis(&[0, 0, 1, 1, 1, 2], &[2.0, 5.0], true),
+            axis(&[0, 1, 1, 1, 1], &[1.0], false),
+        );
+        let sm = (
+            axis(&[0, 1, 1, 2, 2, 2], &[1.0, 3.0], true),
+            axis(&[0, 0, 0, 1, 2], &[3.0, 4.0], false),
+        );
+        let table = |a: &(Axis, Axis), salt: f64| -> Vec<f64> {
+            let cells = a.0.len() * a.1.len();
+            (0..=cells)
+                .map(|c| (c as f64 * 0.37 + salt).sin())
+                .collect()
+        };
+        let (t, s) = (table(&tv, 0.1), table(&sm, 2.0));
+        let ((ua, ub), u) = union_table((&tv, &t), (&sm, &s));
+        assert_eq!(ua.cuts, vec![1.0, 2.0, 3.0, 5.0]);
+        assert_eq!(ub.cuts, vec![1.0, 3.0, 4.0]);
+        assert_eq!(u.len(), ua.len() * ub.len() + 1);
+        let value = |(a, b): (&Axis, &Axis), v: &[f64], i: usize, k: usize| {
+            let (r, c) = (a.map[i], b.map[k]);
+            if r == MISSING || c == MISSING {
+                v[a.len() * b.len()]
+            } else {
+                v[r * b.len() + c]
+            }
+        };
+        for i in 0..ua.map.len() {
+            for k in 0..ub.map.len() {
+                let want = value((&tv.0, &tv.1), &t, i, k) + value((&sm.0, &sm.1), &s, i, k);
+                let got = value((&ua, &ub), &u, i, k);
+                assert!(
+                    (got - want).abs() < 1e-15,
+                    "bins ({i}, {k}): {got} vs {want}"
+                );
+            }
+        }
+    }
+}

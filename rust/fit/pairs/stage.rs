@@ -1,0 +1,62 @@
+//! What every step of the pair stage reads (`Stage`: the targets, the parameters, the main
+//! effects' fit, the loss, the held-out split, the clock) and the loss's two functions it is
+//! given (`StateMaker`, `RowLoss`).
+
+use std::time::Instant;
+
+use ndarray::ArrayView1;
+
+use crate::data::binning::BinnedData;
+use crate::descent::PairDescent;
+use crate::fit::validation::Split;
+use crate::model::report::BinnedFit;
+use crate::params::FitParams;
+
+/// Makes the loss's state on the data from blocks.
+pub(crate) type StateMaker<'a, S> = &'a (dyn Fn(&BinnedData, Vec<Vec<f64>>) -> S + Sync);
+/// A held-out row's loss `(v, y, f) ↦ …`.
+pub(crate) type RowLoss<'a> = &'a (dyn Fn(f64, f64, f64) -> f64 + Sync);
+
+/// What every step of the pair stage reads: the targets, the parameters, the main effects'
+/// fit, the loss (its state maker and held-out row loss), the held-out split and the clock.
+pub(super) struct Stage<'a, S> {
+    pub(super) y: ArrayView1<'a, f64>,
+    pub(super) params: &'a FitParams,
+    /// The main effects' fit (its blocks on `data`, at its `λ_f`).
+    pub(super) mains: &'a BinnedFit,
+    pub(super) state: StateMaker<'a, S>,
+    pub(super) term: RowLoss<'a>,
+    /// The main effects' blocks (the pair blocks follow them in `data`).
+    pub(super) p: usize,
+    /// The held-out split of the pair stage ([`pair_split`], drawn once: the screen and the
+    /// paths share it).
+    pub(super) split: Option<Split>,
+    /// Whether `ρ` is chosen on held-out rows (finer grids for the strongest pairs, narrow
+    /// sides' partners binned by their main effects' pieces).
+    pub(super) fine: bool,
+    /// Whether the pairs are screened (not listed): then they must beat the additive model.
+    pub(super) screened: bool,
+    /// When the pair stage started (`max_time` counts from it).
+    pub(super) start: Instant,
+}
+
+impl<S: PairDescent> Stage<'_, S> {
+    /// Whether pairs leave feature `j` out: a monotone constraint (a pair term could undo it).
+    pub(super) fn constrained(&self, j: usize) -> bool {
+        self.params.shapes.get(j).monotone != 0
+    }
+
+    /// The weighted residual of the fit `values` on `data`.
+    pub(super) fn residual(&self, data: &BinnedData, values: Vec<Vec<f64>>) -> Vec<f64> {
+        let mut st = (self.state)(data, values);
+        let (_, vr) = st.sums_and_residual();
+        vr.map(<[f64]>::to_vec).unwrap_or_default()
+    }
+
+    /// Whether the time budget (`max_time`, from the stage's start) has run out.
+    pub(super) fn out_of_time(&self) -> bool {
+        self.params
+            .max_time
+            .is_some_and(|t| self.start.elapsed().as_secs_f64() >= t)
+    }
+}
