@@ -150,6 +150,21 @@ def numeric_column(col: npt.NDArray[Any], name: str) -> npt.NDArray[np.float64]:
         ) from None
 
 
+def check_unique_columns(X: Any, where: str = "X") -> None:
+    """A DataFrame whose columns are not all distinct is an error naming the repeated ones
+    (features are found by name: ``X[name]`` would be a frame, not a column)."""
+    if not is_dataframe(X):
+        return
+    columns = list(X.columns)
+    seen: dict[Any, list[int]] = {}
+    for j, c in enumerate(columns):
+        seen.setdefault(c, []).append(j)
+    repeated = {c: at for c, at in seen.items() if len(at) > 1}
+    if repeated:
+        listed = "; ".join(f"{c!r} (columns {', '.join(map(str, at))})" for c, at in repeated.items())
+        raise ValueError(f"{where} has duplicate column names: {listed}; give every column a distinct name")
+
+
 def _check_numeric(X: Any) -> None:
     """Name the first column of ``X`` that holds no numbers (dates, text) before ``X`` is
     converted to floats (which would fail without naming it, or turn dates into numbers)."""
@@ -231,6 +246,7 @@ def as_vector(v: Any, name: str, where: str = "") -> FloatArray:
 def as_matrix(X: Any) -> tuple[FloatArray, Optional[npt.NDArray[Any]]]:
     """An in-memory ``X`` (numpy or pandas) as a float64 matrix, and its string column names."""
     if is_dataframe(X):
+        check_unique_columns(X)
         columns = list(X.columns)
         names = np.asarray(columns, dtype=object) if all(isinstance(c, str) for c in columns) else None
         return frame_matrix(X, columns), names
@@ -286,6 +302,7 @@ def prepare_fit(est: Any, X: Any, y: Any, sample_weight: Any) -> tuple[FloatArra
     ``feature_names_in_``, ``is_categorical_``, ``categories_``); return the float ``X``
     (categorical columns as category ranks), ``y``, the weights and the per-feature cut
     points for the core (categories' and user ``bins``)."""
+    check_unique_columns(X)
     X, mask = _categorical_mask(est, X)
     if mask is None:
         _check_numeric(X)
@@ -307,6 +324,7 @@ def prepare_fit(est: Any, X: Any, y: Any, sample_weight: Any) -> tuple[FloatArra
 
 def prepare_predict(est: Any, X: Any) -> FloatArray:
     """``X`` as the float matrix the fitted tables index (checked against the fit's columns)."""
+    check_unique_columns(X)
     mask = getattr(est, "is_categorical_", None)
     if mask is None or not np.any(mask):
         _check_numeric(X)
