@@ -23,6 +23,8 @@ as EBM does.
 
 from __future__ import annotations
 
+import math
+
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -297,11 +299,40 @@ def _categorical_mask(est: Any, X: Any) -> tuple[Any, Optional[npt.NDArray[np.bo
     return X, (mask if mask.any() else None)
 
 
-def prepare_fit(est: Any, X: Any, y: Any, sample_weight: Any) -> tuple[FloatArray, FloatArray, Any, Any]:
+#: Below this largest magnitude, a target's squares (the squared loss) or its deviance (the
+#: Poisson loss) underflow: the core fits nothing. The mirror of the core's largest target.
+MIN_TARGET_SCALE = 1e-150
+
+
+def target_scale(y: FloatArray) -> float:
+    """1.0 for a target whose largest magnitude is 0 or at least :data:`MIN_TARGET_SCALE`;
+    else the power of two that brings it near 1 (``y * scale`` is exact: only the exponent
+    changes)."""
+    top = float(np.max(np.abs(y[np.isfinite(y)]), initial=0.0))
+    if top == 0.0 or top >= MIN_TARGET_SCALE:
+        return 1.0
+    return float(2.0 ** -math.frexp(top)[1])
+
+
+def check_target_scale(y: FloatArray, loss: str, where: str = "y") -> None:
+    """A squared-loss or Poisson target whose values are all tiny is an error (the fit would
+    find nothing); ``FASTRegressor``'s squared loss rescales it instead (``_base``)."""
+    if loss in ("squared", "poisson") and target_scale(y) != 1.0:
+        top = float(np.max(np.abs(y[np.isfinite(y)])))
+        raise ValueError(
+            f"{where} must hold a value of magnitude >= {MIN_TARGET_SCALE:g} (below it the {loss} loss "
+            f"underflows), got a largest magnitude of {top:g}; rescale {where}: the fitted model scales with it"
+        )
+
+
+def prepare_fit(
+    est: Any, X: Any, y: Any, sample_weight: Any, rescales_y: bool = False
+) -> tuple[FloatArray, FloatArray, Any, Any]:
     """Check the training data and set ``est``'s input attributes (``n_features_in_``,
     ``feature_names_in_``, ``is_categorical_``, ``categories_``); return the float ``X``
     (categorical columns as category ranks), ``y``, the weights and the per-feature cut
-    points for the core (categories' and user ``bins``)."""
+    points for the core (categories' and user ``bins``). A target too small for the loss is
+    an error (:func:`check_target_scale`) unless the caller ``rescales_y``."""
     check_unique_columns(X)
     X, mask = _categorical_mask(est, X)
     if mask is None:
@@ -317,6 +348,8 @@ def prepare_fit(est: Any, X: Any, y: Any, sample_weight: Any) -> tuple[FloatArra
             raise ValueError(f"y must be 1-dimensional with one entry per row of X, got shape {y.shape}")
     if sample_weight is not None:
         sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+    if not rescales_y:
+        check_target_scale(y, getattr(est, "_loss", "squared"))
     if mask is not None:
         X = _encode(est, X, mask, fit_y=y, fit_w=sample_weight)
     return X, np.ascontiguousarray(y, dtype=np.float64), sample_weight, resolve_bins(est)
