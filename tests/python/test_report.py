@@ -237,6 +237,24 @@ def test_report_renders_in_headless_chromium(model, browser, tmp_path):
         shutil.copy(shot, os.path.join(SCREENSHOT_DIR, "report.png"))
 
 
+def test_hostile_names_render_as_text_in_chromium(browser, tmp_path):
+    """In the browser, a name holding a link is text in the figures: no link element, and the
+    name's characters are shown."""
+    path = tmp_path / "hostile.html"
+    _hostile_models()[0].to_html(path)
+    browser.get(path.as_uri())
+    links = browser.execute_script(
+        "return Array.from(document.querySelectorAll('a')).map(a => a.getAttribute('href') || "
+        "a.getAttributeNS('http://www.w3.org/1999/xlink', 'href') || '')"
+    )
+    assert not [href for href in links if "evil" in href], links
+    shown = browser.execute_script(
+        "return Array.from(document.querySelectorAll('.js-plotly-plot svg text')).map(t => t.textContent).join('\\n')"
+    )
+    assert HOSTILE in shown
+    assert _errors(browser) == []
+
+
 def test_to_html_docstring_passes_numpydoc():
     validate = pytest.importorskip("numpydoc.validate", reason="numpydoc is not installed").validate
     ignore = {"ES01", "SA01", "EX01", "RT02", "GL08"}  # as tests/python/test_docs.py
