@@ -179,12 +179,21 @@ class _BaseFAST(AdditiveModelMixin, _params.FastParams, BaseEstimator):
         if _dask.is_dask_collection(X):
             return _dask.fit_dask(self, X, y, sample_weight)
         y = self._encode_y(y, sample_weight)
-        X, y, sample_weight, bins = _input.prepare_fit(self, X, y, sample_weight)
+        squared = self._loss == "squared"
+        X, y, sample_weight, bins = _input.prepare_fit(self, X, y, sample_weight, rescales_y=squared)
+        # The squared loss is scale-free: a tiny target is fitted times a power of two (exact)
+        # and the model scaled back; any other target is fitted as given (scale 1).
+        scale = _input.target_scale(y) if squared else 1.0
         with _progress.fit_bar(self, *self._progress()) as (progress, interval):
+            config = self._config(bins=bins, progress_interval=interval)
+            if config.get("lambda_f") is not None:
+                config["lambda_f"] = float(config["lambda_f"]) * scale
             out = self._call_core(
-                self._core_fit, X, y, sample_weight, config=self._config(bins=bins, progress_interval=interval), progress=progress
+                self._core_fit, X, y * scale if scale != 1.0 else y, sample_weight, config=config, progress=progress
             )
         _fitted.write(self, out, self._validation_loss)
+        if scale != 1.0:
+            _fitted.rescale(self, 1.0 / scale)
         self._report(str(out["stop"]))
         self._after_fit(X, y, sample_weight)
         return self

@@ -12,8 +12,11 @@ the columns as the saved model did at fit time and writes the predictions (class
 classifier; ``--proba`` adds one probability column per class). ``report`` writes a saved
 model's self-contained HTML report (``model.to_html``).
 
-Bad input (a missing file or column, a non-numeric cell, a bad option value, an
-incompatible model file) prints ``fastpcam: error: <message>`` to stderr and exits with
+``-o -`` (``--out -``) writes the model (``fit``), the predictions (``predict``) or the report
+(``report``) to standard output, and the messages that would go there to stderr.
+
+Bad input (a missing file or column, a non-numeric or corrupt (e.g. gzipped) file, a bad
+option value, an incompatible model file) prints ``fastpcam: error: <message>`` to stderr and exits with
 status 2; no traceback.
 """
 
@@ -28,6 +31,7 @@ import os
 import sys
 import time
 import warnings
+import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Any, Callable, Iterator, Sequence
@@ -90,8 +94,9 @@ def _read_table(path: str, sep: str) -> tuple[list[str], list[list[str]]]:
                         f"(is --sep {sep!r} right?)"
                     )
                 rows.append(row)
-    except (UnicodeDecodeError, csv.Error, gzip.BadGzipFile, EOFError) as exc:
-        raise CLIError(f"cannot read {path} as delimited text: {exc}") from exc
+    except (UnicodeDecodeError, csv.Error, gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        # zlib.error: a gzip header followed by a corrupt body
+        raise CLIError(f"cannot read {path} as delimited text: {exc}") from None
     if not rows:
         raise CLIError(f"{path} has a header but no data rows")
     return header, rows
@@ -501,8 +506,23 @@ def _label_text(v: Any) -> str:
     return str(v)
 
 
+def _to_stdout(out: str | None) -> bool:
+    """Whether ``--out`` names standard output (``-``, as ``-`` is standard input)."""
+    return out == "-"
+
+
+def _write_text(text: str, out: str) -> None:
+    """``text`` to the file ``out``, or to standard output for ``-``."""
+    if _to_stdout(out):
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(text)
+
+
 def _write_csv(rows: Iterator[list[str]], out: str | None, what: str, n: int) -> None:
-    if out:
+    if out and not _to_stdout(out):
         with open(out, "w", encoding="utf-8", newline="") as f:
             csv.writer(f, lineterminator="\n").writerows(rows)
         print(f"{n} {what} written to {out}", file=sys.stderr)
@@ -520,6 +540,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from fastpcam._serialize import save_model
     from fastpcam._text import format_shape_functions
 
+    if _to_stdout(args.out):
+        raise CLIError("demo --out -: the demo prints its report to standard output; give --out a file name")
     X, y, names = load_houses()
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2, random_state=args.seed)
     mean, std = float(y_train.mean()), float(y_train.std())
@@ -640,7 +662,7 @@ def _direction(text: str) -> int:
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
-    from fastpcam._serialize import save_model
+    from fastpcam._serialize import dumps, model_to_dict
 
     X, y_column, names = read_training_csv(args.data, args.target, args.sep, _categorical_option(args.categorical))
     loss = getattr(args, "loss", "squared_error")
@@ -657,16 +679,18 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         extra.update({k: getattr(args, k) for k in ("loss", "power") if hasattr(args, k)})
     est = _estimator(args, target.task, **extra)
     seconds = _timed_fit(est, X, target.y)
-    save_model(est, args.out, feature_names=names)
+    _write_text(dumps(model_to_dict(est, feature_names=names)), args.out)
+    info = sys.stderr if _to_stdout(args.out) else sys.stdout  # `-o -`: stdout holds the model alone
     categorical = [str(c) for c in getattr(X, "columns", []) if X[c].dtype == object]
     print(
         f"{args.data}: {X.shape[0]} rows, {X.shape[1]} feature{'' if X.shape[1] == 1 else 's'}"
         + (f" ({len(categorical)} categorical: {', '.join(categorical)})" if categorical else "")
-        + f", target {args.target!r}, {target.task}"
+        + f", target {args.target!r}, {target.task}",
+        file=info,
     )
-    print(f"fitted {type(est).__name__} in {seconds:.3f} s: {_fit_report(est)}")
-    print(_train_scores(est, X, target.y, target.task))
-    print(f"model saved to {args.out}")
+    print(f"fitted {type(est).__name__} in {seconds:.3f} s: {_fit_report(est)}", file=info)
+    print(_train_scores(est, X, target.y, target.task), file=info)
+    print(f"model saved to {'standard output' if _to_stdout(args.out) else args.out}", file=info)
     return 0
 
 
@@ -712,10 +736,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
     est = load_model(args.model)
     try:
-        est.to_html(args.out, title=args.title)
+        document = est.to_html(title=args.title)
     except ImportError as exc:
         raise CLIError(str(exc)) from None
-    print(f"report of the {type(est).__name__} in {args.model} written to {args.out}")
+    _write_text(document, args.out)
+    where = "standard output" if _to_stdout(args.out) else args.out
+    print(f"report of the {type(est).__name__} in {args.model} written to {where}",
+          file=sys.stderr if _to_stdout(args.out) else sys.stdout)
     return 0
 
 
@@ -840,7 +867,8 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--power", type=float, default=argparse.SUPPRESS, metavar="P",
                      help="Tweedie power of --loss tweedie, in (1, 2) (default: 1.5)")
     fit.add_argument("--sep", default=",", help="field separator (default: ','; '\\t' for tabs)")
-    _add_out(fit, "MODEL.json", "where to save the model (required)", required=True)
+    _add_out(fit, "MODEL.json", "where to save the model (required; '-' writes it to stdout, the "
+             "summary then to stderr)", required=True)
     fit.set_defaults(func=_cmd_fit)
 
     predict = sub.add_parser("predict", help="predict a CSV file with a saved model",
@@ -854,13 +882,13 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--proba", action="store_true",
                          help="classifier: also write the probability of each class (predict_proba)")
     predict.add_argument("--sep", default=",", help="field separator (default: ',')")
-    _add_out(predict, "PREDICTIONS.csv", "write the predictions here (default: stdout)")
+    _add_out(predict, "PREDICTIONS.csv", "write the predictions here (default, or '-': stdout)")
     predict.set_defaults(func=_cmd_predict)
 
     report = sub.add_parser("report", help="write a saved model's interactive HTML report",
                             description=_REPORT_DESCRIPTION)
     report.add_argument("model", help=_MODEL_HELP)
-    _add_out(report, "REPORT.html", "where to write the report (required)", required=True)
+    _add_out(report, "REPORT.html", "where to write the report (required; '-' for stdout)", required=True)
     report.add_argument("--title", default=None, help="page title (default: the estimator's class name)")
     report.set_defaults(func=_cmd_report)
     return parser

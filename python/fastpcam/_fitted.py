@@ -298,6 +298,26 @@ def write(est: Any, out: Mapping[str, Any], validation_loss: str = "validation_m
     _pairs.write(est, out)
 
 
+def rescale(est: Any, factor: float) -> None:
+    """Scale a squared-loss model fitted to ``y / factor`` into the model of ``y``: every
+    contribution and the penalty times ``factor``, the losses times ``factor**2``
+    (``factor`` a power of two, so each product is exact unless it leaves the float range).
+    Ratios (``lambda_ratio_``, ``interaction_penalty_``), ``l2_jumps_``,
+    ``interaction_smoothing_`` and the KKT certificate are scale-free."""
+    est.intercept_ = float(est.intercept_) * factor
+    est.values_ = [v * factor for v in est.values_]
+    est.missing_values_ = est.missing_values_ * factor
+    est.interaction_values_ = [v * factor for v in getattr(est, "interaction_values_", [])]
+    est.lambda_f_ *= factor
+    est.lambda_max_ *= factor
+    est.objective_ *= factor * factor
+    est.history_["objective"] = est.history_["objective"] * (factor * factor)
+    for path in (est.validation_path_, getattr(est, "interaction_path_", {}), getattr(est, "smoothing_path_", {})):
+        for key in path:
+            if key.startswith("validation_"):
+                path[key] = path[key] * (factor * factor)
+
+
 def decision(est: Any, X: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """``intercept_ + Σ_j f_j(X[:, j])`` for an encoded ``X`` (categories as ranks): an unseen
     category (rank ``len(categories_[j])``) falls in an extra bin of value 0. A multiclass

@@ -23,6 +23,8 @@ as EBM does.
 
 from __future__ import annotations
 
+import math
+
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -150,6 +152,21 @@ def numeric_column(col: npt.NDArray[Any], name: str) -> npt.NDArray[np.float64]:
         ) from None
 
 
+def check_unique_columns(X: Any, where: str = "X") -> None:
+    """A DataFrame whose columns are not all distinct is an error naming the repeated ones
+    (features are found by name: ``X[name]`` would be a frame, not a column)."""
+    if not is_dataframe(X):
+        return
+    columns = list(X.columns)
+    seen: dict[Any, list[int]] = {}
+    for j, c in enumerate(columns):
+        seen.setdefault(c, []).append(j)
+    repeated = {c: at for c, at in seen.items() if len(at) > 1}
+    if repeated:
+        listed = "; ".join(f"{c!r} (columns {', '.join(map(str, at))})" for c, at in repeated.items())
+        raise ValueError(f"{where} has duplicate column names: {listed}; give every column a distinct name")
+
+
 def _check_numeric(X: Any) -> None:
     """Name the first column of ``X`` that holds no numbers (dates, text) before ``X`` is
     converted to floats (which would fail without naming it, or turn dates into numbers)."""
@@ -231,6 +248,7 @@ def as_vector(v: Any, name: str, where: str = "") -> FloatArray:
 def as_matrix(X: Any) -> tuple[FloatArray, Optional[npt.NDArray[Any]]]:
     """An in-memory ``X`` (numpy or pandas) as a float64 matrix, and its string column names."""
     if is_dataframe(X):
+        check_unique_columns(X)
         columns = list(X.columns)
         names = np.asarray(columns, dtype=object) if all(isinstance(c, str) for c in columns) else None
         return frame_matrix(X, columns), names
@@ -281,11 +299,41 @@ def _categorical_mask(est: Any, X: Any) -> tuple[Any, Optional[npt.NDArray[np.bo
     return X, (mask if mask.any() else None)
 
 
-def prepare_fit(est: Any, X: Any, y: Any, sample_weight: Any) -> tuple[FloatArray, FloatArray, Any, Any]:
+#: Below this largest magnitude, a target's squares (the squared loss) or its deviance (the
+#: Poisson loss) underflow: the core fits nothing. The mirror of the core's largest target.
+MIN_TARGET_SCALE = 1e-150
+
+
+def target_scale(y: FloatArray) -> float:
+    """1.0 for a target whose largest magnitude is 0 or at least :data:`MIN_TARGET_SCALE`;
+    else the power of two that brings it near 1 (``y * scale`` is exact: only the exponent
+    changes)."""
+    top = float(np.max(np.abs(y[np.isfinite(y)]), initial=0.0))
+    if top == 0.0 or top >= MIN_TARGET_SCALE:
+        return 1.0
+    return float(2.0 ** -math.frexp(top)[1])
+
+
+def check_target_scale(y: FloatArray, loss: str, where: str = "y") -> None:
+    """A squared-loss or Poisson target whose values are all tiny is an error (the fit would
+    find nothing); ``FASTRegressor``'s squared loss rescales it instead (``_base``)."""
+    if loss in ("squared", "poisson") and target_scale(y) != 1.0:
+        top = float(np.max(np.abs(y[np.isfinite(y)])))
+        raise ValueError(
+            f"{where} must hold a value of magnitude >= {MIN_TARGET_SCALE:g} (below it the {loss} loss "
+            f"underflows), got a largest magnitude of {top:g}; rescale {where}: the fitted model scales with it"
+        )
+
+
+def prepare_fit(
+    est: Any, X: Any, y: Any, sample_weight: Any, rescales_y: bool = False
+) -> tuple[FloatArray, FloatArray, Any, Any]:
     """Check the training data and set ``est``'s input attributes (``n_features_in_``,
     ``feature_names_in_``, ``is_categorical_``, ``categories_``); return the float ``X``
     (categorical columns as category ranks), ``y``, the weights and the per-feature cut
-    points for the core (categories' and user ``bins``)."""
+    points for the core (categories' and user ``bins``). A target too small for the loss is
+    an error (:func:`check_target_scale`) unless the caller ``rescales_y``."""
+    check_unique_columns(X)
     X, mask = _categorical_mask(est, X)
     if mask is None:
         _check_numeric(X)
@@ -300,6 +348,8 @@ def prepare_fit(est: Any, X: Any, y: Any, sample_weight: Any) -> tuple[FloatArra
             raise ValueError(f"y must be 1-dimensional with one entry per row of X, got shape {y.shape}")
     if sample_weight is not None:
         sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+    if not rescales_y:
+        check_target_scale(y, getattr(est, "_loss", "squared"))
     if mask is not None:
         X = _encode(est, X, mask, fit_y=y, fit_w=sample_weight)
     return X, np.ascontiguousarray(y, dtype=np.float64), sample_weight, resolve_bins(est)
@@ -307,6 +357,7 @@ def prepare_fit(est: Any, X: Any, y: Any, sample_weight: Any) -> tuple[FloatArra
 
 def prepare_predict(est: Any, X: Any) -> FloatArray:
     """``X`` as the float matrix the fitted tables index (checked against the fit's columns)."""
+    check_unique_columns(X)
     mask = getattr(est, "is_categorical_", None)
     if mask is None or not np.any(mask):
         _check_numeric(X)

@@ -282,6 +282,10 @@ def _label(g: _Graph, model: Any, score: str, n_scores: int, out: Optional[str] 
 # ------------------------------------------------------------------------ to_onnx
 
 
+#: The names of the graph's outputs (a feature, an input, may not take one).
+_OUTPUTS = ("prediction", "score", "label", "probabilities", "decision")
+
+
 def _tensor_type(classes: npt.NDArray[Any]) -> int:
     from onnx import TensorProto
 
@@ -299,6 +303,18 @@ def to_onnx(model: Any, path: Union[str, "os.PathLike[str]", None] = None, *, ta
     names = feature_names(model)
     if len(set(names)) != len(names):
         raise ValueError("ONNX inputs are named after the features, whose names must be distinct")
+    empty = [j for j, name in enumerate(names) if not name]
+    if empty:
+        raise ValueError(
+            f"ONNX inputs are named after the features, but feature {empty[0]} has an empty name "
+            "(an ONNX input needs a non-empty name); give the column a name before fitting"
+        )
+    clash = [j for j, name in enumerate(names) if name in _OUTPUTS]
+    if clash:
+        raise ValueError(
+            f"ONNX inputs are named after the features, but feature {clash[0]} is named {names[clash[0]]!r}, "
+            f"a name of the graph's outputs ({', '.join(_OUTPUTS)}); rename the column before fitting"
+        )
     sfs = class_shape_functions(model)[0]
     _check_categories(sfs)
     strings = [sf.categories is not None and _label_kind(sf.categories) == "string" for sf in sfs]

@@ -45,6 +45,14 @@ table.summary th { font-weight: 600; color: #444; }
 """
 
 
+def _text(value: Any) -> str:
+    """A user's string (a feature, category or class name) as plotly text: plotly reads a
+    subset of HTML in titles, axis and tick labels, legends and hover labels (``<a href>``
+    makes a link), and decodes ``&amp;``, ``&lt;``, ``&gt;`` (not ``&quot;``), so escaping
+    these three characters shows every name as the text it is."""
+    return str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _import_plotly() -> Any:
     try:
         import plotly.graph_objects as go
@@ -139,7 +147,7 @@ def _shape_figure(go: Any, per_class: list[ShapeFunction], class_names: list[str
     n_bins = sf.values.size
     categorical = sf.categories is not None
     if categorical:
-        x: Any = [str(c) for c in sf.categories]  # type: ignore[union-attr]
+        x: Any = [_text(c) for c in sf.categories]  # type: ignore[union-attr]
         bins = [f"category {c}" for c in x]
     else:
         edges = _edges(sf)
@@ -151,7 +159,7 @@ def _shape_figure(go: Any, per_class: list[ShapeFunction], class_names: list[str
             f"{bins[b]}<br>value {s.values[b]:.6g}<br>weight {_weight_text(None if weights is None else weights[b])}"
             for b in range(n_bins)
         ]
-        name = cname or "shape"
+        name = _text(cname) if cname else "shape"
         if categorical:
             fig.add_trace(go.Bar(x=x, y=s.values, name=name, marker_color=color, hovertext=hover,
                                  hoverinfo="text", showlegend=len(per_class) > 1), row=1, col=1)  # fmt: skip
@@ -164,7 +172,7 @@ def _shape_figure(go: Any, per_class: list[ShapeFunction], class_names: list[str
         if sf.missing_weight or s.missing_value != 0.0:
             mx = _MISSING_LABEL if categorical else edges[-1]
             fig.add_trace(go.Scatter(
-                x=[mx], y=[s.missing_value], mode="markers", name=f"missing{' ' + cname if cname else ''}",
+                x=[mx], y=[s.missing_value], mode="markers", name=f"missing{' ' + _text(cname) if cname else ''}",
                 marker=dict(symbol="x", size=10, color=color), showlegend=False, hoverinfo="text",
                 hovertext=[f"missing bin<br>value {s.missing_value:.6g}<br>weight {_weight_text(sf.missing_weight)}"],
             ), row=1, col=1)  # fmt: skip
@@ -189,7 +197,7 @@ def _shape_figure(go: Any, per_class: list[ShapeFunction], class_names: list[str
     if sf.monotone:
         kind += ", nondecreasing" if sf.monotone > 0 else ", nonincreasing"
     fig.update_layout(
-        title=dict(text=f"{html.escape(sf.name)} <span style='font-size:11px;color:#666'>({kind}, importance "
+        title=dict(text=f"{_text(sf.name)} <span style='font-size:11px;color:#666'>({kind}, importance "
                         f"{importance:.4g})</span>", font=dict(size=14)),
         height=360, margin=dict(l=55, r=15, t=45, b=35), template="plotly_white", bargap=0.02,
     )  # fmt: skip
@@ -205,7 +213,7 @@ def _pair_figure(go: Any, term: PairTerm, categories: list[Optional[npt.NDArray[
             return [_interval(e[b], e[b + 1]) for b in range(len(e) - 1)]
         out = []  # a categorical feature's bins hold the categories whose ranks fall in them
         for b in range(len(e) - 1):
-            held = [str(c) for r, c in enumerate(cats) if e[b] <= r < e[b + 1]]
+            held = [_text(c) for r, c in enumerate(cats) if e[b] <= r < e[b + 1]]
             if e[b] <= len(cats) < e[b + 1]:
                 held.append("unseen")
             text = ", ".join(held[:4]) + (", …" if len(held) > 4 else "") if held else "none"
@@ -213,15 +221,16 @@ def _pair_figure(go: Any, term: PairTerm, categories: list[Optional[npt.NDArray[
         return out
 
     lj, lk = labels(term.cuts_j, categories[term.j]), labels(term.cuts_k, categories[term.k])
-    text = [[f"{term.name_j} {lj[a]}<br>{term.name_k} {lk[b]}<br>value {term.values[a, b]:.6g}"
+    name_j, name_k = _text(term.name_j), _text(term.name_k)
+    text = [[f"{name_j} {lj[a]}<br>{name_k} {lk[b]}<br>value {term.values[a, b]:.6g}"
              + ("" if term.weights is None else f"<br>weight {term.weights[a, b]:,.6g}")
              for b in range(len(lk))] for a in range(len(lj))]  # fmt: skip
     bound = float(np.max(np.abs(term.values))) or 1.0
     fig = go.Figure(go.Heatmap(z=term.values, x=lk, y=lj, text=text, hoverinfo="text", colorscale="RdBu",
                                reversescale=True, zmin=-bound, zmax=bound))  # fmt: skip
     fig.update_layout(
-        title=dict(text=f"{html.escape(term.name_j)} × {html.escape(term.name_k)}{html.escape(suffix)}", font=dict(size=14)),
-        xaxis_title=term.name_k, yaxis_title=term.name_j, height=420, template="plotly_white",
+        title=dict(text=f"{name_j} × {name_k}{suffix}", font=dict(size=14)),
+        xaxis_title=name_k, yaxis_title=name_j, height=420, template="plotly_white",
         margin=dict(l=90, r=15, t=45, b=80),
     )  # fmt: skip
     return fig
@@ -271,7 +280,8 @@ def _importance_figure(go: Any, names: list[str], imp: npt.NDArray[np.float64], 
     fig = go.Figure()
     for c in range(imp.shape[1]):
         fig.add_trace(go.Bar(
-            y=[names[j] for j in order], x=imp[order, c], orientation="h", name=class_names[c] or "importance",
+            y=[names[j] for j in order], x=imp[order, c], orientation="h",
+            name=_text(class_names[c]) if class_names[c] else "importance",
             marker_color=_COLORS[c % len(_COLORS)],
             hovertemplate="%{y}<br>mean |contribution| %{x:.6g}<extra></extra>",
         ))  # fmt: skip
@@ -301,7 +311,7 @@ def _class_pairs(term: PairTerm, class_names: list[str]) -> list[tuple[PairTerm,
     if term.values.ndim == 2:
         return [(term, "")]
     return [
-        (dataclasses.replace(term, values=term.values[:, :, c]), f" (class {name})")
+        (dataclasses.replace(term, values=term.values[:, :, c]), f" (class {_text(name)})")
         for c, name in enumerate(class_names)
     ]
 
@@ -356,7 +366,8 @@ def to_html(
     if path_fig is not None:
         figures.append(("path", path_fig))
     pairs = sorted(pair_terms(model), key=_pair_importance, reverse=True)
-    terms = names + [f"{t.name_j} × {t.name_k}" for t in pairs]
+    # the importance figure's labels are plotly text
+    terms = [_text(n) for n in names] + [f"{_text(t.name_j)} × {_text(t.name_k)}" for t in pairs]
     by_feature = imp.reshape(len(names), -1)
     pair_imp = np.array([_pair_importances(t) for t in pairs]) if pairs else by_feature[:0]
     figures.append(("importance", _importance_figure(go, terms, np.vstack([by_feature, pair_imp]), class_names)))

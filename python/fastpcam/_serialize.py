@@ -5,6 +5,11 @@ A model is its intercept and, per feature, the increasing cut points and the bin
 ``repr`` (shortest round-trip form), so :func:`load_model` restores every number bit for
 bit and ``load_model(path).predict(X)`` equals the original model's ``predict(X)`` exactly.
 
+The format is written once, as a JSON Schema (:data:`fastpcam._schema.SCHEMA`, published in
+``docs/model_file.md``): :func:`model_from_dict` checks a file against it, then checks what a
+schema cannot say (lengths that must match, increasing cuts, no pair twice, a classifier's
+``classes_``, scores that cannot overflow), and raises one ``ValueError`` naming the field.
+
 Format (``schema_version`` 1)::
 
     {
@@ -48,6 +53,7 @@ from typing import Any, Sequence, Union
 
 import numpy as np
 
+from . import _schema
 from ._fitted import REGISTRY, check_fitted, estimator_class, is_multiclass, shape_functions
 
 __all__ = ["FORMAT", "SCHEMA_VERSION", "model_from_dict", "model_to_dict", "load_model", "save_model"]
@@ -266,6 +272,7 @@ def _pairs_from_dict(d: dict[str, Any], est: Any, n_features: int) -> None:
     if not isinstance(items, list):
         raise ValueError("model file: 'interactions' must be a list")
     features, cuts, values, weights = [], [], [], []
+    seen: dict[frozenset[int], int] = {}
     for t, item in enumerate(items):
         what = f"interactions[{t}]"
         if not isinstance(item, dict):
@@ -278,6 +285,9 @@ def _pairs_from_dict(d: dict[str, Any], est: Any, n_features: int) -> None:
             or f[0] == f[1]
         ):
             raise ValueError(f"model file: {what}.features must be two different feature indices below {n_features}")
+        if frozenset(f) in seen:  # the fit refuses a pair named twice: it would count twice
+            raise ValueError(f"model file: {what}.features: the pair {f} is already interactions[{seen[frozenset(f)]}]")
+        seen[frozenset(f)] = t
         c = item.get("cuts")
         if not isinstance(c, list) or len(c) != 2:
             raise ValueError(f"model file: {what}.cuts must hold two lists of cuts")
@@ -307,7 +317,9 @@ def _pairs_from_dict(d: dict[str, Any], est: Any, n_features: int) -> None:
         if v.shape != shape:
             raise ValueError(f"model file: {what}.values must have shape {shape}")
         if "weights" in item:
-            w = np.asarray([_float_array(r, f"{what}.weights") for r in item["weights"]]) if isinstance(item["weights"], list) else None
+            rows_w = item["weights"] if isinstance(item["weights"], list) else None
+            ok = rows_w is not None and len(rows_w) == shape[0] and all(isinstance(r, list) and len(r) == shape[1] for r in rows_w)
+            w = np.asarray([_float_array(r, f"{what}.weights") for r in rows_w]) if ok else None  # type: ignore[union-attr]
             if w is None or w.shape != shape[:2] or np.any(w < 0):
                 raise ValueError(f"model file: {what}.weights must be nonnegative, of shape {shape[:2]}")
             weights.append(w)
@@ -364,8 +376,9 @@ def _check_header(d: Any) -> None:
             f"{d.get('fastpcam_version', '?')}: upgrade fastpcam to load it"
         )
     task = d.get("task", "regression")
-    if task not in _TASKS:
-        raise ValueError(f"model file has task {task!r}; this fastpcam reads {' or '.join(map(repr, _TASKS))} models")
+    if not isinstance(task, str) or task not in _TASKS:
+        raise ValueError(f"model file has task {task!r:.80}; this fastpcam reads {' or '.join(map(repr, _TASKS))} models")
+    _schema.validate(d)  # every field's type, sign and shape; model_from_dict checks the rest
 
 
 def _is_finite_number(x: Any) -> bool:
@@ -425,7 +438,10 @@ def model_from_dict(d: dict[str, Any]) -> Any:
     """
     _check_header(d)
     task = d.get("task", "regression")
-    cls = estimator_class(d.get("estimator") or _TASKS[task])
+    try:
+        cls = estimator_class(d.get("estimator") or _TASKS[task])
+    except ValueError as err:
+        raise ValueError(f"model file: estimator: {err}") from None
     if getattr(cls, "_task", "regression") != task:
         raise ValueError(f"model file: task {task!r} does not match estimator {cls.__name__!r}")
 
@@ -496,17 +512,25 @@ def model_from_dict(d: dict[str, Any]) -> Any:
         missing_weights.append(weight)
         cats = feature.get("categories")
         if cats is not None:
-            if not isinstance(cats, list) or len(cats) != len(v):
+            # one value per category; a feature with no category (all its rows missing) has one bin
+            if not isinstance(cats, list) or len(cats) != len(v) and not (len(cats) == 0 and len(v) == 1):
                 raise ValueError(
                     f"model file: feature {name!r} has {len(v)} values but categories is not a list of {len(v)}"
                 )
             if not all(isinstance(c, str) or _is_finite_number(c) for c in cats):
                 raise ValueError(f"model file: the categories of feature {name!r} must be strings or finite numbers")
+            if c.size and c[-1] >= len(cats) - 0.5:  # the code of an unseen category must stay past them
+                raise ValueError(
+                    f"model file: features[{j}] ({name!r}).cuts: a categorical feature's cuts must lie below "
+                    f"len(categories) - 0.5 = {len(cats) - 0.5:g}, got {c[-1]!r}"
+                )
             categories.append(np.asarray(cats, dtype=object))
         else:
             categories.append(None)
-    if len(set(names)) != len(names):
-        raise ValueError("model file: feature names are not unique")
+    first: dict[str, int] = {}
+    for j, name in enumerate(names):
+        if first.setdefault(name, j) != j:
+            raise ValueError(f"model file: features[{j}].name: {name!r} is also the name of features[{first[name]}]")
 
     est = cls()
     stored = d.get("params")
@@ -554,7 +578,47 @@ def model_from_dict(d: dict[str, Any]) -> Any:
     for name, value in (attributes.items() if isinstance(attributes, dict) else ()):
         if name in getattr(cls, "_json_attributes", ()):
             setattr(est, name, np.asarray(value) if isinstance(value, list) else _stat_from_json(value, name))
+    _check_classes(est, cls, n_classes)
+    _check_bounded(est, n_classes)
     return est
+
+
+def _check_classes(est: Any, cls: type, n_classes: int) -> None:
+    """A classifier's file lists its classes: as many as it has scores (2 for one score);
+    their types and distinctness are the schema's."""
+    if "classes_" not in getattr(cls, "_json_attributes", ()):
+        return
+    classes = getattr(est, "classes_", None)
+    expected = n_classes or 2
+    if classes is None:
+        raise ValueError(f"model file: attributes.classes_: missing; a {cls.__name__} file lists its {expected} classes")
+    if len(classes) != expected:
+        raise ValueError(
+            f"model file: attributes.classes_: expected {expected} labels (the model has "
+            f"{'one score per class' if n_classes else 'one score for two classes'}), got {len(classes)}"
+        )
+    if len(set(classes.tolist())) != len(classes):  # e.g. [1, true] or ["1", 1]: one type in an array
+        raise ValueError(f"model file: attributes.classes_: labels {classes.tolist()!r:.80} are not distinct as one array")
+
+
+def _check_bounded(est: Any, n_classes: int) -> None:
+    """Each score is bounded by |intercept| plus every term's largest |value|; that bound must
+    be a float, else predict could return infinity from finite tables."""
+    def largest(a: Any) -> Any:
+        a = np.abs(np.asarray(a, dtype=np.float64))
+        return a.reshape(-1, n_classes).max(axis=0, initial=0.0) if n_classes else a.max(initial=0.0)
+
+    with np.errstate(over="ignore"):
+        bound = np.abs(np.asarray(est.intercept_, dtype=np.float64))
+        for v, m in zip(est.values_, est.missing_values_):
+            bound = bound + np.maximum(largest(v), largest(m))
+        for v in getattr(est, "interaction_values_", []):
+            bound = bound + largest(v)
+    if not np.all(np.isfinite(bound)):
+        raise ValueError(
+            "model file: intercept, features[].values and interactions[].values: the largest scores they add up to "
+            "overflow a float (predict would return infinity)"
+        )
 
 
 def dumps(d: dict[str, Any]) -> str:

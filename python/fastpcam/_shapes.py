@@ -28,6 +28,7 @@ def _per_feature(
     out = np.full(n, default, dtype=np.float64)
     if isinstance(value, dict):
         index = {str(nm): j for j, nm in enumerate(names)} if names is not None else {}
+        given: dict[int, Any] = {}  # feature index -> the key that named it
         for key, v in value.items():
             if isinstance(key, (Integral, np.integer)) and not isinstance(key, bool):
                 j = int(key)
@@ -40,6 +41,11 @@ def _per_feature(
                 j = index[key]
             else:
                 raise ValueError(f"{arg}: keys must be feature names or indices, got {key!r}")
+            if j in given:
+                raise ValueError(
+                    f"{arg}: {_label(names, j)} is given twice, as {given[j]!r} and as {key!r}; name each feature once"
+                )
+            given[j] = key
             out[j] = _number(v, arg, _label(names, j))
         return out
     arr = np.asarray(value, dtype=object).ravel() if not np.isscalar(value) else None

@@ -104,3 +104,27 @@ def test_hand_built_statistics_with_negative_weights_are_refused():
     with pytest.raises(ValueError, match=r"weights >= 0.*weights\[1\]\[2\] = -1"):
         bad.fit(lambda_ratio=0.01)
     assert np.isfinite(stats.fit(lambda_ratio=0.01).objective_)
+
+
+@pytest.mark.parametrize("columns, named", [(["a", "a", "b"], "'a'"), ([0, 0, 1], "0"), (["b", "a", "b"], "'b'")])
+def test_duplicate_column_names_are_named(columns, named):
+    rng = np.random.default_rng(1)
+    X, y = rng.normal(size=(60, 3)), rng.normal(size=60)
+    frame = pd.DataFrame(X, columns=columns)
+    with pytest.raises(ValueError, match=rf"duplicate column names: {named} \(columns"):
+        FASTRegressor(interactions=0).fit(frame, y)
+    fitted = FASTRegressor(interactions=0).fit(pd.DataFrame(X, columns=["a", "b", "c"]), y)
+    with pytest.raises(ValueError, match=rf"duplicate column names: {named}"):
+        fitted.predict(frame)
+
+
+@pytest.mark.parametrize("arg, value", [
+    ("monotonic_cst", {"a": 1, 0: -1}),
+    ("monotonic_cst", {1: -1, "b": -1}),  # the same value twice is still one feature named twice
+    ("penalty_factor", {"c": 2.0, 2: 0.5}),
+])
+def test_a_feature_named_twice_in_a_dict_is_an_error(arg, value):
+    X, y = _data(n=80)
+    frame = pd.DataFrame(np.column_stack([X, X[:, 0]]), columns=["a", "b", "c"])
+    with pytest.raises(ValueError, match=rf"{arg}: feature \d \('[abc]'\) is given twice"):
+        FASTRegressor(interactions=0, **{arg: value}).fit(frame, y)

@@ -284,6 +284,48 @@ def test_out_short_option_writes_files(tmp_path: Path, capsys: pytest.CaptureFix
     assert capsys.readouterr().out.count("prediction") == 0  # the predictions went to the file
 
 
+@pytest.mark.filterwarnings("ignore:X does not have valid feature names")
+def test_out_dash_is_standard_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    X, y = _toy(n=120, seed=7)
+    data = _toy_csv(tmp_path / "d.csv", X, y)
+    assert main(["fit", str(data), "--target", "y", "--max-bins", "8", "-o", "-"]) == 0
+    captured = capsys.readouterr()
+    est = FASTRegressor.from_json(captured.out)  # stdout holds the model alone
+    assert "fitted FASTRegressor" in captured.err and "model saved to standard output" in captured.err
+    model = tmp_path / "m.json"
+    model.write_text(captured.out)
+    assert main(["predict", str(model), str(data), "--out", "-"]) == 0
+    np.testing.assert_array_equal(_read_predictions(capsys.readouterr().out), est.predict(X))
+    if _has_plotly():
+        assert main(["report", str(model), "-o", "-", "--title", "to stdout"]) == 0
+        captured = capsys.readouterr()
+        assert captured.out.startswith("<!DOCTYPE html>") and "<title>to stdout</title>" in captured.out
+        assert "written to standard output" in captured.err
+    assert not (tmp_path / "-").exists()
+    _assert_cli_error(capsys, main(["demo", "-o", "-", "--no-plot"]), "demo --out -")
+
+
+def _has_plotly() -> bool:
+    try:
+        import plotly  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("body", [b"garbage-not-gzip", b"", b"\x00" * 40])
+def test_a_corrupt_gzip_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], body: bytes) -> None:
+    bad = tmp_path / "bad.csv.gz"
+    bad.write_bytes(b"\x1f\x8b\x08\x00" + body)  # a gzip header, then no valid deflate stream
+    _assert_cli_error(capsys, main(["fit", str(bad), "--target", "y", "-o", str(tmp_path / "m.json")]), "bad.csv.gz")
+    model = tmp_path / "m.json"
+    X, y = _toy(n=60, seed=8)
+    save_model(FASTRegressor(max_bins=4, lambda_ratio=0.1).fit(X, y), model)
+    _assert_cli_error(capsys, main(["predict", str(model), str(bad)]), "bad.csv.gz")
+
+
 @pytest.mark.parametrize("command", ["fit", "demo"])
 def test_help_states_the_estimators_defaults(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     subparsers = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))

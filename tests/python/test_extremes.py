@@ -54,3 +54,39 @@ def test_huge_targets_are_refused_with_a_hint():
     big = fastpcam.FASTRegressor(lambda_ratio=1e-2).fit(X, y * 1e100)
     small = fastpcam.FASTRegressor(lambda_ratio=1e-2).fit(X, y)
     np.testing.assert_allclose(big.predict(X) / 1e100, small.predict(X), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("kw", [{}, {"lambda_f": 0.01}, {"interactions": [(0, 1)], "lambda_ratio": 0.01}])
+def test_tiny_squared_loss_targets_fit_scale_free(kw):
+    """y times 1e-200 once fitted nothing (0 updates, a flat model): the squared loss fits a
+    tiny target times a power of two and scales the model back. Times a power of two the
+    model is the same model to the last bit, scaled; the penalty scales with y."""
+    rng = np.random.default_rng(2)
+    X = rng.uniform(size=(300, 3))
+    y = np.sin(4 * X[:, 0]) + (X[:, 1] > 0.5) * X[:, 2] * 2
+    ref = fastpcam.FASTRegressor(**kw).fit(X, y)
+    for s in (2.0**-700, 1e-200, 1e-300):
+        given = {k: v * s if k == "lambda_f" else v for k, v in kw.items()}
+        tiny = fastpcam.FASTRegressor(**given).fit(X, y * s)
+        assert tiny.converged_ and tiny.n_iter_ > 0
+        if s == 2.0**-700:
+            np.testing.assert_array_equal(tiny.predict(X), ref.predict(X) * s)
+            assert tiny.n_iter_ == ref.n_iter_ and tiny.lambda_f_ == ref.lambda_f_ * s
+            assert tiny.lambda_ratio_ == ref.lambda_ratio_
+        else:  # y * s rounds: the same model up to rounding
+            np.testing.assert_allclose(tiny.predict(X) / s, ref.predict(X), rtol=0, atol=0.02)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: fastpcam.FASTRegressor(loss="poisson"),
+    lambda: fastpcam.FASTRegressorCV(cv=3),
+    lambda: fastpcam.SparseFASTRegressor(max_features=2),
+])
+def test_tiny_targets_elsewhere_are_refused_with_a_hint(make):
+    """Where the fit does not rescale (the Poisson deviance, cross-validation, the sparse
+    fits), a target below 1e-150 once gave a flat model silently; now it is named."""
+    rng = np.random.default_rng(3)
+    X = rng.uniform(size=(120, 3))
+    y = np.exp(X[:, 0]) * 1e-300
+    with pytest.raises(ValueError, match=r"y must hold a value of magnitude >= 1e-150 .*rescale y"):
+        make().fit(X, y)

@@ -270,7 +270,7 @@ def test_json_carries_the_shapes_and_rechecks_them(tmp_path):
         model_from_dict(bad)
     bad = json.loads(json.dumps(d))
     bad["features"][1]["monotone"] = 2
-    with pytest.raises(ValueError, match="monotone 2"):
+    with pytest.raises(ValueError, match=r"features\[1\]\.monotone: expected -1, 0 or 1, got 2"):
         model_from_dict(bad)
     bad = json.loads(json.dumps(d))
     bad["features"][2]["penalty_factor"] = -1

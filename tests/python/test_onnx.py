@@ -279,6 +279,17 @@ def test_unfitted_model_and_bad_opset_are_errors(data):
         model.to_onnx(target_opset=9)
 
 
+@pytest.mark.parametrize("name, match", [("", "feature 1 has an empty name"),
+                                         ("prediction", "feature 1 is named 'prediction'"),
+                                         ("score", "feature 1 is named 'score'")])
+def test_a_feature_name_that_cannot_name_an_input_is_named(data, name, match):
+    X, y, _ = data
+    X = X[["median_income", "housing_median_age"]].set_axis(["a", name], axis=1)
+    model = FASTRegressor(max_iter=20, interactions=0).fit(X, y)
+    with pytest.raises(ValueError, match=match):
+        model.to_onnx()
+
+
 def test_onnx_inputs_checks_the_width(data):
     X, y, _ = data
     model = FASTRegressor(**CAT, max_iter=20).fit(X, y)

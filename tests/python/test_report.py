@@ -4,6 +4,7 @@ screenshot that is not blank)."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -85,6 +86,56 @@ def test_report_of_classifiers_cv_and_a_model_file(data, tmp_path):
     loaded = FASTRegressor.from_json(FASTRegressor(**CAT, max_iter=200).fit(X, y).to_json())
     doc = loaded.to_html(max_features=3)
     assert "Not drawn (" in doc and len(plotly_figures(doc)) >= 4
+
+
+HOSTILE = '<a href="https://evil.example/x">click</a>'
+#: The markup the report itself writes in plotly text; any other tag came from a name.
+OWN_TAGS = re.compile(r"<br>|<span style='[^'<>]*'>|</span>|<extra></extra>")
+
+
+def _hostile_models():
+    """Models whose feature, category and class names are all the same link."""
+    rng = np.random.default_rng(5)
+    n = 600
+    X = pd.DataFrame({
+        HOSTILE: rng.uniform(size=n),
+        "b & <i>c</i>": rng.uniform(size=n),
+        "cat": pd.Categorical(rng.choice([HOSTILE, "<b>bold</b>", "plain"], n)),
+    })
+    y = X[HOSTILE] * X["b & <i>c</i>"] + (X["cat"] == HOSTILE)
+    regressor = FASTRegressor(interactions=[(HOSTILE, "b & <i>c</i>"), (HOSTILE, "cat")], max_iter=2000).fit(X, y)
+    labels = np.array([HOSTILE, "<b>x</b>", "z"])[np.digitize(y, np.quantile(y, [0.33, 0.66]))]
+    multiclass = FASTClassifier(interactions=[(HOSTILE, "cat")], max_iter=300).fit(X, labels)
+    return regressor, multiclass
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["regressor", "multiclass"])
+def test_names_reach_plotly_as_text_not_markup(which):
+    """plotly reads <a href>, <b>, <i>, ... in titles, axis, tick, legend and hover labels:
+    every name is escaped, so the only tags in the figures are the report's own."""
+    model = _hostile_models()[which]
+    doc = model.to_html()
+    strings = []
+    for data, layout in plotly_figures(doc):
+        strings += list(_strings(json.loads(data))) + list(_strings(json.loads(layout)))
+    foreign = sorted({tag for s in strings for tag in re.findall(r"<[^<>]*>", OWN_TAGS.sub("", s))})
+    assert foreign == [], foreign
+    escaped = HOSTILE.replace("<", "&lt;").replace(">", "&gt;")  # plotly decodes it back to the name
+    assert sum(escaped in s for s in strings) >= 5  # titles, ticks, hover, legend: the name as text
+    assert any("b &amp; &lt;i&gt;c&lt;/i&gt;" in s for s in strings)
+    page = re.sub(r"<script.*?</script>", "", doc, flags=re.S | re.I)  # the page outside the figures
+    assert "evil.example" in html.unescape(page) and not re.search(r"<a\s", page, flags=re.I)
+
+
+def _strings(node):
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, dict):
+        for value in node.values():
+            yield from _strings(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _strings(value)
 
 
 def test_cli_report(model, tmp_path, capsys):
@@ -184,6 +235,24 @@ def test_report_renders_in_headless_chromium(model, browser, tmp_path):
     assert len(np.unique((pixels[::7, ::7] * 255).astype(np.uint8).reshape(-1, 3), axis=0)) > 20  # colour
     if SCREENSHOT_DIR:
         shutil.copy(shot, os.path.join(SCREENSHOT_DIR, "report.png"))
+
+
+def test_hostile_names_render_as_text_in_chromium(browser, tmp_path):
+    """In the browser, a name holding a link is text in the figures: no link element, and the
+    name's characters are shown."""
+    path = tmp_path / "hostile.html"
+    _hostile_models()[0].to_html(path)
+    browser.get(path.as_uri())
+    links = browser.execute_script(
+        "return Array.from(document.querySelectorAll('a')).map(a => a.getAttribute('href') || "
+        "a.getAttributeNS('http://www.w3.org/1999/xlink', 'href') || '')"
+    )
+    assert not [href for href in links if "evil" in href], links
+    shown = browser.execute_script(
+        "return Array.from(document.querySelectorAll('.js-plotly-plot svg text')).map(t => t.textContent).join('\\n')"
+    )
+    assert HOSTILE in shown
+    assert _errors(browser) == []
 
 
 def test_to_html_docstring_passes_numpydoc():
