@@ -126,6 +126,32 @@ fn softmax_loss(eta: &[f64], y: usize, p: &mut [f64]) -> f64 {
     s.ln() + m - eta[y]
 }
 
+/// A row's `t = Σ_c p_c expm1(s_c)` at most this: its loss change `log1p(t) − s_y` and its new
+/// probabilities `p_c e^{s_c} / (1 + t)` are taken from the log-sum-exp of its scores instead
+/// ([`row_change_exact`]). `1 + t = Σ_c p_c e^{s_c}` is the factor by which the row's
+/// softmax normaliser moves; when every score of the row falls by more than about 37 (a step
+/// along the direction the loss does not see, every class of a bin moved together, which
+/// only the curvature floor holds), `t` rounds to −1 and `log1p(t)` to −∞ (`1 + t` may even
+/// round below 0): that accepted an infinite decrease, and the fit reported an objective of
+/// −∞ and a KKT residual of ∞ (120 rows, five classes, `λ_f = 0.003 λ_max`). Above it the
+/// change is at least `−log 2` and `log1p` keeps every digit of a small change.
+const ROUGH_SUM: f64 = -0.5;
+
+/// `log Σ_c p_c e^{s_c} − s_y` (a row's loss change for the step `s`, `s(c)` of class `c`)
+/// from the log-sum-exp of `log p_c + s_c`: exact to rounding of the result however far the
+/// scores move together (a class of probability 0 adds nothing).
+fn row_change_exact(p: &[f64], s: impl Fn(usize) -> f64, y: usize) -> f64 {
+    let m = (0..p.len())
+        .filter(|&c| p[c] > 0.0)
+        .map(|c| p[c].ln() + s(c))
+        .fold(f64::NEG_INFINITY, f64::max);
+    let sum: f64 = (0..p.len())
+        .filter(|&c| p[c] > 0.0)
+        .map(|c| (p[c].ln() + s(c) - m).exp())
+        .sum();
+    m + sum.ln() - s(y)
+}
+
 /// One row's weighted residuals `v (1[y=c] − p_c)` into `vr`, and into `acc[1 + c]` and
 /// `acc[1 + K + c]` its contributions to the intercepts' gradient and curvature.
 #[inline]
@@ -373,7 +399,8 @@ impl MultinomialState {
     }
 
     /// `Σ_i v_i (log1p(Σ_c p_c expm1(s_c)) − s_y) / W` for the step `s` of bin `bin(i)`
-    /// (`s[c·stride + bin]`, `e1 = expm1(s)`); keeps each row's `Σ_c p_c expm1(s_c)` for
+    /// (`s[c·stride + bin]`, `e1 = expm1(s)`; a row whose sum is at most [`ROUGH_SUM`] by
+    /// [`row_change_exact`]); keeps each row's `Σ_c p_c expm1(s_c)` for
     /// [`MultinomialState::apply`].
     fn loss_change(
         &mut self,
@@ -395,7 +422,11 @@ impl MultinomialState {
                     t += pc * e1[c * stride + b];
                 }
                 *t_out = t;
-                let d = t.ln_1p() - s[y[i] * stride + b];
+                let d = if t > ROUGH_SUM {
+                    t.ln_1p() - s[y[i] * stride + b]
+                } else {
+                    row_change_exact(p, |c| s[c * stride + b], y[i])
+                };
                 acc += v.map_or(d, |v| v[i] * d);
             }
             acc
@@ -435,12 +466,15 @@ impl MultinomialState {
                 let b = bin(i);
                 let vi = v.map_or(1.0, |v| v[i]);
                 let p = &mut prob[r * k..(r + 1) * k];
+                // A row whose scores fell far together (see [`ROUGH_SUM`]) takes its
+                // probabilities from its scores.
+                let rough = !(tsum[i] > ROUGH_SUM);
                 let inv = 1.0 / (1.0 + tsum[i]);
                 for c in 0..k {
                     e[c] += s[c * stride + b];
                     p[c] *= (1.0 + e1[c * stride + b]) * inv;
                 }
-                if exact {
+                if exact || rough {
                     softmax_loss(e, y[i], p);
                 }
                 row_residuals(vi, y[i], p, &mut vr[r * k..(r + 1) * k], acc);
