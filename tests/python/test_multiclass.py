@@ -366,3 +366,15 @@ def test_scores_falling_together_keep_the_objective_finite():
     assert abs(_reported_objective_is_the_models(m, X, y) - m.objective_) <= 1e-9
     h = m.history_["objective"]
     assert np.all(np.isfinite(h)) and np.all(np.diff(h) <= 0)
+
+
+def test_max_time_holds_for_the_search_and_the_final_fit_together():
+    """max_time is the budget of the main effects with their penalty search: once a fit of the
+    held-out path runs out of it, the path ends and the final fit gets what is left (here
+    nothing: it stops at its start). Each path fit used to get a budget of its own (150
+    classes, max_time=10: 52 s)."""
+    X, y = _data(n=600, k=4, seed=5)
+    with pytest.warns(ConvergenceWarning, match=r"stopped \(maxtime\) after 0 block updates"):
+        m = FASTClassifier(interactions=0, max_time=1e-9).fit(X, y)
+    assert len(m.validation_path_["lambda_ratio"]) == 1
+    assert np.isfinite(m.objective_) and np.isfinite(m.predict_proba(X)).all()
