@@ -6,6 +6,8 @@ from __future__ import annotations
 import copy
 import json
 import sqlite3
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -378,3 +380,26 @@ def test_max_time_holds_for_the_search_and_the_final_fit_together():
         m = FASTClassifier(interactions=0, max_time=1e-9).fit(X, y)
     assert len(m.validation_path_["lambda_ratio"]) == 1
     assert np.isfinite(m.objective_) and np.isfinite(m.predict_proba(X)).all()
+
+
+def test_a_class_count_beyond_the_memory_is_a_named_error_before_any_allocation():
+    """60,000 classes of one row each would need about 4 x 60,000^2 x 8 bytes (115 GB) per
+    softmax state: refused before any state is allocated, naming n_classes (it used to abort
+    the process; run in a child process capped at 8 GiB of address space, so that a
+    regression fails the test instead of aborting the run or exhausting the machine)."""
+    code = (
+        "import resource\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))\n"
+        "import numpy as np\n"
+        "from fastpcam import FASTClassifier\n"
+        "n = 60000\n"
+        "X = np.arange(n, dtype=float)[:, None]\n"
+        "try:\n"
+        "    FASTClassifier(interactions=0, lambda_ratio=0.01).fit(X, np.arange(n))\n"
+        "except ValueError as e:\n"
+        "    print('ValueError:', e)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "ValueError: n_classes needs more memory than this machine has free" in run.stdout, run.stdout
+    assert "60000 classes for 60000 rows" in run.stdout
