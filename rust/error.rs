@@ -194,7 +194,7 @@ pub fn try_zeros(len: usize, what: &'static str, hint: &'static str) -> Result<V
 }
 
 /// The memory available to new allocations (`MemAvailable` of `/proc/meminfo`), where known.
-fn available_bytes() -> Option<u128> {
+pub(crate) fn available_bytes() -> Option<u128> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u128 = line.split_whitespace().nth(1)?.parse().ok()?;

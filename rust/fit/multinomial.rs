@@ -78,6 +78,52 @@ fn check_classes(
     Ok(class)
 }
 
+/// The most softmax states of one fit alive at once (the flat model and the fit; a held-out
+/// path's; the pair stage's), the multiple of [`check_class_memory`].
+const STATES_AT_ONCE: u128 = 3;
+
+/// The bytes one [`MultinomialState`] of `k` classes takes on `data` with pair blocks of up to
+/// `pair_cells` cells (0: none): per row and class its score, probability, residual and the
+/// row form of a block update's coupling; per block and class its values and sums; per class
+/// the step buffers of the widest block.
+fn state_bytes(data: &BinnedData, k: usize, pair_cells: usize) -> u128 {
+    let (n, k) = (data.n_samples as u128, k as u128);
+    let bins: u128 = data.features.iter().map(|f| f.n_bins() as u128).sum();
+    let widest = data.features.iter().map(|f| f.n_bins()).max().unwrap_or(1);
+    let widest = widest.max(pair_cells) as u128;
+    8 * (4 * n * k + 3 * n + 2 * k * (bins + pair_cells as u128) + 8 * k * widest)
+}
+
+/// Refuses a class count whose softmax states would not fit in the memory `available` (free
+/// now; `None`: unknown, no check), before any of them is allocated: without it a fit of too
+/// many classes aborted the process when an allocation failed.
+///
+/// # Errors
+/// [`FastError::InvalidParameter`] naming `n_classes`, the rows and the memory needed.
+fn check_class_memory(
+    data: &BinnedData,
+    k: usize,
+    pair_cells: usize,
+    available: Option<u128>,
+) -> Result<()> {
+    let need = STATES_AT_ONCE * state_bytes(data, k, pair_cells);
+    match available {
+        Some(free) if need > free => Err(FastError::InvalidParameter {
+            name: "n_classes",
+            message: "needs more memory than this machine has free: a softmax fit keeps a \
+                      score, a probability and a residual for every row and class (several \
+                      copies at once); use fewer classes or fewer rows",
+            value: format!(
+                "{k} classes for {} rows: about {:.1} GiB, {:.1} GiB free",
+                data.n_samples,
+                need as f64 / (1u64 << 30) as f64,
+                free as f64 / (1u64 << 30) as f64
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Total weight of each class.
 fn class_weights(class: &[usize], k: usize, w: Option<&[f64]>) -> Vec<f64> {
     let mut out = vec![0.0; k];
@@ -183,6 +229,13 @@ pub fn fit_multinomial_with(
     }
     let mut data = rows.bin(&params.binning)?;
     let class = check_classes(rows.y, k, &data)?;
+    let pair_cells = if params.pairs.any() {
+        let side = params.pairs.max_bins + 1;
+        params.pairs.max_cells.unwrap_or(side * side) + 1
+    } else {
+        0
+    };
+    check_class_memory(&data, k, pair_cells, crate::error::available_bytes())?;
     let mut callback = callback;
     let (fitted, search) = match params.lambda {
         Penalty::Validated(_) => {
@@ -447,5 +500,34 @@ mod tests {
             assert_eq!(rows.iter().filter(|&&i| class[i] == c).count(), 20);
         }
         assert!(rows.windows(2).all(|w| w[0] < w[1]));
+    }
+    /// A class count whose states exceed the memory free is refused, naming `n_classes`.
+    #[test]
+    fn too_many_classes_for_the_memory_are_refused() {
+        let (x, y) = problem(1000);
+        let data = Rows::new(x.view(), y.view(), None)
+            .bin(&FitParams::default().binning)
+            .unwrap();
+        let need = STATES_AT_ONCE * state_bytes(&data, 500, 0);
+        assert!(check_class_memory(&data, 500, 0, Some(need)).is_ok());
+        assert!(check_class_memory(&data, 500, 0, None).is_ok());
+        let err = check_class_memory(&data, 500, 0, Some(need - 1)).unwrap_err();
+        assert!(matches!(
+            err,
+            FastError::InvalidParameter {
+                name: "n_classes",
+                ..
+            }
+        ));
+        assert!(
+            err.to_string().contains("500 classes for 1000 rows"),
+            "{err}"
+        );
+        // Linear in the classes (no K² term).
+        let (one, two) = (
+            state_bytes(&data, 1000, 4097),
+            state_bytes(&data, 2000, 4097),
+        );
+        assert!(two <= 2 * one);
     }
 }

@@ -202,6 +202,17 @@ pub(crate) fn fixed_ratio_fit(
     Ok((fit(&params.at_ratio(ratio))?, PenaltySearch::fixed(ratio)))
 }
 
+/// `params` with what is left of its `max_time` once the work begun at `since` has run (at
+/// least the smallest positive time: a fit with none left stops before its first update, at
+/// its start), so that `max_time` holds for a penalty search and its final fit together.
+pub(crate) fn time_left(params: &FitParams, since: Instant) -> FitParams {
+    let left = |t: f64| (t - since.elapsed().as_secs_f64()).max(f64::MIN_POSITIVE);
+    FitParams {
+        max_time: params.max_time.map(left),
+        ..params.clone()
+    }
+}
+
 /// The rows held out and the weights of both sides.
 #[derive(Clone)]
 pub(crate) struct Split {
@@ -368,6 +379,7 @@ pub fn fit_validated(
     engine: Engine,
     callback: Option<Callback<'_>>,
 ) -> Result<(BinnedFit, PenaltySearch)> {
+    let since = Instant::now();
     let Validation { fraction, seed } =
         validation_of(params, "fit_validated needs Penalty::Validated")?;
     let engine = resolve_engine(data, engine);
@@ -454,7 +466,7 @@ pub fn fit_validated(
     let (mut search, best, train_tables) = path?;
     search.n_validation = rows.len();
 
-    let final_params = params.at_ratio(search.ratio);
+    let final_params = time_left(&params.at_ratio(search.ratio), since);
     let fit = match (train_tables, held_tables) {
         (Some(train), Some(held)) => {
             let mut all = Arc::try_unwrap(train).unwrap_or_else(|t| (*t).clone());
@@ -485,6 +497,7 @@ fn validated_on_tables(
     rows: Vec<usize>,
     callback: Option<Callback<'_>>,
 ) -> Result<(BinnedFit, PenaltySearch)> {
+    let since = Instant::now();
     let offset = AtomicUsize::new(0);
     let mut wrapped = callback.map(|cb| one_fit(cb, &offset));
     let mut callback: Option<Callback<'_>> = wrapped.as_mut().map(|w| w as Callback<'_>);
@@ -510,7 +523,7 @@ fn validated_on_tables(
     let mut all = Arc::try_unwrap(train).unwrap_or_else(|t| (*t).clone());
     all.add(&held_tables)?;
     drop(held_tables);
-    let final_params = params.at_ratio(search.ratio);
+    let final_params = time_left(&params.at_ratio(search.ratio), since);
     let fit = fit_tables_extrapolated(data, Arc::new(all), &final_params, (best, callback))?;
     Ok((fit, search))
 }
@@ -535,6 +548,7 @@ pub fn fit_tables_validated(
     params: &FitParams,
     callback: Option<Callback<'_>>,
 ) -> Result<(Fit, PenaltySearch)> {
+    let since = Instant::now();
     if !matches!(params.lambda, Penalty::Validated(_)) {
         return Err(FastError::InvalidParameter {
             name: "lambda",
@@ -560,7 +574,7 @@ pub fn fit_tables_validated(
     let state = |beta: Vec<Vec<f64>>| BlockState::with_tables(&data, Arc::clone(&train), beta);
     let loss = |c: f64, b: &[Vec<f64>]| held.mean_squared_error(c, b);
     let (search, best) = run_path(&data, params, &state, &loss, &offset, &mut callback, RULE)?;
-    let final_params = params.at_ratio(search.ratio);
+    let final_params = time_left(&params.at_ratio(search.ratio), since);
     let all = Arc::new(all);
     let fit = fit_tables_extrapolated(&data_all, all, &final_params, (best, callback))?;
     let search_copy = Some(search.clone());
@@ -621,6 +635,7 @@ pub(crate) fn search_then_refit<S: DescentState>(
     ) -> Result<BinnedFit>,
     callback: Option<Callback<'_>>,
 ) -> Result<(BinnedFit, PenaltySearch)> {
+    let since = Instant::now();
     let offset = AtomicUsize::new(0);
     let mut wrapped = callback.map(|cb| one_fit(cb, &offset));
     let mut callback: Option<Callback<'_>> = wrapped.as_mut().map(|w| w as Callback<'_>);
@@ -633,7 +648,12 @@ pub(crate) fn search_then_refit<S: DescentState>(
         (&offset, &mut callback),
     )?;
     search.n_validation = n_validation;
-    let fit = refit(data, &params.at_ratio(search.ratio), best, callback)?;
+    let fit = refit(
+        data,
+        &time_left(&params.at_ratio(search.ratio), since),
+        best,
+        callback,
+    )?;
     Ok((fit, search))
 }
 
@@ -690,6 +710,7 @@ pub(crate) fn kfold_then_refit<S: DescentState>(
     ) -> Result<BinnedFit>,
     callback: Option<Callback<'_>>,
 ) -> Result<(BinnedFit, PenaltySearch)> {
+    let since = Instant::now();
     params.shapes.check_len(data.n_features())?;
     let offset = AtomicUsize::new(0);
     let mut wrapped = callback.map(|cb| one_fit(cb, &offset));
@@ -717,6 +738,8 @@ pub(crate) fn kfold_then_refit<S: DescentState>(
         tol: params.tol.max(path_tol),
         ..params.clone()
     };
+    // One clock for the whole path (see [`run_path`]).
+    let clock = Instant::now();
     let mut fit_at = |ratio: f64, restart: Option<Vec<Vec<Vec<f64>>>>| {
         if let Some(blocks) = restart {
             for ((st, d), b) in states.iter_mut().zip(&datas).zip(blocks) {
@@ -728,11 +751,11 @@ pub(crate) fn kfold_then_refit<S: DescentState>(
         for (f, (st, d)) in states.iter_mut().zip(&datas).enumerate() {
             let lm = lambda_max[f];
             let cb = reborrow(&mut callback);
-            let fit = descend(d, &path_params, st, ratio * lm, lm, Instant::now(), cb);
+            let fit = descend(d, &path_params, st, ratio * lm, lm, clock, cb);
             let held = (&folds[f].rows[..], &folds[f].held_weights[..]);
             total += held_total[f] * loss(d, fit.intercept, &fit.values, held);
             n_iter += fit.report.n_iter;
-            stopped |= fit.report.stop == StopReason::Callback;
+            stopped |= matches!(fit.report.stop, StopReason::Callback | StopReason::MaxTime);
             offset.fetch_add(fit.report.n_iter, Ordering::Relaxed);
             blocks.push(fit.values);
         }
@@ -747,7 +770,12 @@ pub(crate) fn kfold_then_refit<S: DescentState>(
             s.iter_mut().zip(b).for_each(|(s, b)| *s += b / k);
         }
     }
-    let fit = refit(data, &params.at_ratio(search.ratio), start, callback)?;
+    let fit = refit(
+        data,
+        &time_left(&params.at_ratio(search.ratio), since),
+        start,
+        callback,
+    )?;
     Ok((fit, search))
 }
 
@@ -812,17 +840,18 @@ pub(crate) fn run_path<S: DescentState>(
         tol: params.tol.max(path_tol),
         ..params.clone()
     };
+    // One clock for the whole path: `max_time` holds for the search, not for each fit.
+    let start = Instant::now();
     let mut fit_at = |ratio: f64, restart: Option<Vec<Vec<f64>>>| {
         if let Some(blocks) = restart {
             st = state(blocks);
         }
         let lambda = ratio * lambda_max;
-        let start = Instant::now();
         let cb = reborrow(callback);
         let fit = descend(data, &path_params, &mut st, lambda, lambda_max, start, cb);
         let loss = loss(fit.intercept, &fit.values);
         offset.fetch_add(fit.report.n_iter, Ordering::Relaxed);
-        let stopped = fit.report.stop == StopReason::Callback;
+        let stopped = matches!(fit.report.stop, StopReason::Callback | StopReason::MaxTime);
         Ok((loss, fit.report.n_iter, stopped, fit.values))
     };
     search_path(patience, &mut fit_at)

@@ -99,6 +99,32 @@ pub(crate) fn softmax_loss(eta: &[f64], y: usize, p: &mut [f64]) -> f64 {
     s.ln() + m - eta[y]
 }
 
+/// A row's `t = Σ_c p_c expm1(s_c)` at most this: its loss change `log1p(t) − s_y` and its new
+/// probabilities `p_c e^{s_c} / (1 + t)` are taken from the log-sum-exp of its scores instead
+/// ([`row_change_exact`]). `1 + t = Σ_c p_c e^{s_c}` is the factor by which the row's
+/// softmax normaliser moves; when every score of the row falls by more than about 37 (a step
+/// along the direction the loss does not see, every class of a bin moved together, which
+/// only the curvature floor holds), `t` rounds to −1 and `log1p(t)` to −∞ (`1 + t` may even
+/// round below 0): that accepted an infinite decrease, and the fit reported an objective of
+/// −∞ and a KKT residual of ∞ (120 rows, five classes, `λ_f = 0.003 λ_max`). Above it the
+/// change is at least `−log 2` and `log1p` keeps every digit of a small change.
+const ROUGH_SUM: f64 = -0.5;
+
+/// `log Σ_c p_c e^{s_c} − s_y` (a row's loss change for the step `s`, `s(c)` of class `c`)
+/// from the log-sum-exp of `log p_c + s_c`: exact to rounding of the result however far the
+/// scores move together (a class of probability 0 adds nothing).
+fn row_change_exact(p: &[f64], s: impl Fn(usize) -> f64, y: usize) -> f64 {
+    let m = (0..p.len())
+        .filter(|&c| p[c] > 0.0)
+        .map(|c| p[c].ln() + s(c))
+        .fold(f64::NEG_INFINITY, f64::max);
+    let sum: f64 = (0..p.len())
+        .filter(|&c| p[c] > 0.0)
+        .map(|c| (p[c].ln() + s(c) - m).exp())
+        .sum();
+    m + sum.ln() - s(y)
+}
+
 /// One row's weighted residuals `v (1[y=c] − p_c)` into `vr`, and into `acc[1 + c]` and
 /// `acc[1 + K + c]` its contributions to the intercepts' gradient and curvature.
 #[inline]
@@ -126,6 +152,165 @@ fn class_bin_sums(feature: &BinnedFeature, vr: &[f64], k: usize, inv_w: f64, out
         }
     });
     out.iter_mut().for_each(|o| *o *= inv_w);
+}
+
+/// A bin of a [`Coupling`] kept in the row form.
+const ROW_FORM: usize = usize::MAX;
+
+/// The classes' coupling in a block's quadratic model: per bin `b`, the off-diagonal part of
+/// the softmax Hessian, `cross_b[c][d] = Σ_{code(i)=b} v_i p_{i,c} p_{i,d} / W`, of which each
+/// Gauss–Seidel pass of [`MultinomialState::direction`] reads `Σ_{d≠c} cross_b[c][d] δ_{d,b}`
+/// for every class `c`. Each bin keeps it in whichever form costs less over the update's `S`
+/// sweeps: the dense `K × K` table (`n_b K²/2` to build, `K²` a sweep) or its `n_b` rows
+/// (`2 n_b K` a sweep: `Σ_{i∈b} v_i p_{i,c} (u_i − p_{i,c} δ_{c,b}) / W`, with
+/// `u_i = Σ_d p_{i,d} δ_{d,b}` kept per row and moved after each class's solve). A dense bin
+/// needs `n_b (4S − K) ≥ 2SK`, so never with `4S` classes or more, and the dense tables then
+/// hold at most `2nK` values: an update's time and memory grow linearly with the classes.
+/// (Dense tables for every bin, as before, asked for `max_bins · K²` values: 32.8 GB at 1,000
+/// classes and 4,096 cells, which aborted the process; and their sweeps cost `S · n_bins · K²`:
+/// 4.3 s an update at 150 classes, 3,000 rows.) Each dense table is the sum it was before, in
+/// the same order.
+#[derive(Default)]
+struct Coupling {
+    /// Per bin, the offset of its dense table in `dense`, or [`ROW_FORM`].
+    dense_at: Vec<usize>,
+    dense: Vec<f64>,
+    /// Per bin, its rows in the row form: `start[b]..start[b + 1]` (empty for a dense bin).
+    start: Vec<usize>,
+    /// Per row of the row form (grouped by bin): `v / W`, and `u = Σ_d p_d δ_d`.
+    a: Vec<f64>,
+    u: Vec<f64>,
+    /// The row form's probabilities, class-major (`q[c·m + t]` of its `m` rows).
+    q: Vec<f64>,
+    m: usize,
+}
+
+impl Coupling {
+    /// The coupling of a block of `nb` bins (`bin(i)` the bin of row `i`) at the
+    /// probabilities `prob` (row-major, `k` per row) for `sweeps` Gauss–Seidel sweeps; adds
+    /// each row's `v p_c (1 − p_c)` to `h[c·nb + b]` (the curvature, unscaled). Rows of weight
+    /// 0 add nothing.
+    #[allow(clippy::too_many_arguments)]
+    fn build(
+        &mut self,
+        bin: impl Fn(usize) -> usize,
+        prob: &[f64],
+        v: Option<&[f64]>,
+        (k, nb, sweeps): (usize, usize, usize),
+        inv_w: f64,
+        h: &mut [f64],
+    ) {
+        let n = prob.len() / k.max(1);
+        let weight = |i: usize| v.map_or(1.0, |v| v[i]);
+        // Rows per bin, then each bin's form and its place.
+        self.start.clear();
+        self.start.resize(nb + 1, 0);
+        for i in (0..n).filter(|&i| weight(i) > 0.0) {
+            self.start[bin(i)] += 1;
+        }
+        self.dense_at.clear();
+        self.dense_at.resize(nb, ROW_FORM);
+        let (mut n_dense, mut m) = (0usize, 0usize);
+        for b in 0..nb {
+            let rows = self.start[b];
+            self.start[b] = m;
+            // n_b K²/2 + S K² ≤ 2 S n_b K
+            if rows > 0 && rows * k + 2 * sweeps * k <= 4 * sweeps * rows {
+                self.dense_at[b] = n_dense * k * k;
+                n_dense += 1;
+            } else {
+                m += rows;
+            }
+        }
+        self.start[nb] = m;
+        self.m = m;
+        self.dense.clear();
+        self.dense.resize(n_dense * k * k, 0.0);
+        self.a.clear();
+        self.a.resize(m, 0.0);
+        self.u.clear();
+        self.u.resize(m, 0.0);
+        self.q.clear();
+        self.q.resize(m * k, 0.0);
+        // The next free row of each bin (`start` is restored below).
+        let mut next = self.start.clone();
+        for i in 0..n {
+            let vi = weight(i);
+            if !(vi > 0.0) {
+                continue;
+            }
+            let b = bin(i);
+            let p = &prob[i * k..(i + 1) * k];
+            for (c, &pc) in p.iter().enumerate() {
+                h[c * nb + b] += vi * pc * (1.0 - pc);
+            }
+            let off = self.dense_at[b];
+            if off != ROW_FORM {
+                let block = &mut self.dense[off..off + k * k];
+                for (c, &pc) in p.iter().enumerate() {
+                    let vp = vi * pc;
+                    for (d, &pd) in p.iter().enumerate().skip(c + 1) {
+                        block[c * k + d] += vp * pd;
+                    }
+                }
+            } else {
+                let t = next[b];
+                next[b] += 1;
+                self.a[t] = vi * inv_w;
+                for (c, &pc) in p.iter().enumerate() {
+                    self.q[c * m + t] = pc;
+                }
+            }
+        }
+        // Symmetric, scaled by 1/W.
+        for block in self.dense.chunks_exact_mut(k * k) {
+            for c in 0..k {
+                for d in c + 1..k {
+                    block[c * k + d] *= inv_w;
+                    block[d * k + c] = block[c * k + d];
+                }
+            }
+        }
+    }
+
+    /// `sums[b] + Σ_{d≠c} cross_b[c][d] δ_{d,b}` into `out[b]`, for class `c` of `k` and the
+    /// steps `delta` (class-major, `nb` per class; the row form reads them through `u`).
+    fn adjusted(&self, c: usize, k: usize, sums: &[f64], delta: &[f64], out: &mut [f64]) {
+        let nb = sums.len();
+        let q = &self.q[c * self.m..(c + 1) * self.m];
+        for (b, o) in out[..nb].iter_mut().enumerate() {
+            let mut x = sums[b];
+            let off = self.dense_at[b];
+            if off != ROW_FORM {
+                let row = &self.dense[off + c * k..off + (c + 1) * k];
+                for (d, &h) in row.iter().enumerate() {
+                    if d != c {
+                        x += h * delta[d * nb + b];
+                    }
+                }
+            } else {
+                let own = delta[c * nb + b];
+                for t in self.start[b]..self.start[b + 1] {
+                    x += self.a[t] * q[t] * (self.u[t] - q[t] * own);
+                }
+            }
+            *o = x;
+        }
+    }
+
+    /// Class `c`'s step moved by `change` (per bin): the row form's `u` follows.
+    fn moved(&mut self, c: usize, change: impl Fn(usize) -> f64) {
+        let nb = self.dense_at.len();
+        let q = &self.q[c * self.m..(c + 1) * self.m];
+        for b in (0..nb).filter(|&b| self.dense_at[b] == ROW_FORM) {
+            let d = change(b);
+            if d != 0.0 {
+                for t in self.start[b]..self.start[b + 1] {
+                    self.u[t] += q[t] * d;
+                }
+            }
+        }
+    }
 }
 
 /// Gauss–Seidel sweeps over the classes of a block's proximal-Newton step (measured on
@@ -168,8 +353,8 @@ pub(crate) struct MultinomialState {
     wn: Vec<Vec<f64>>,
     // K chains per block (its `pava` unused: multiclass takes no monotone constraint).
     buf: StepBuffers,
-    // Per bin, Σ v p_c p_d / W of block updates (K × K per bin), and the adjusted sums.
-    cross: Vec<f64>,
+    // The classes' coupling in a block update's quadratic model, and the adjusted sums.
+    coupling: Coupling,
     adjusted: Vec<f64>,
     // Per row, Σ_c p_c expm1(s_c) of the last step tried.
     tsum: Vec<f64>,
@@ -258,7 +443,7 @@ impl MultinomialState {
             n_chain: data.features.iter().map(|f| f.n_chain()).collect(),
             wn,
             buf: StepBuffers::new(max_bins, k),
-            cross: vec![0.0; k * k * max_bins],
+            coupling: Coupling::default(),
             adjusted: vec![0.0; max_bins],
             tsum: vec![0.0; n],
             parts: vec![0.0; n.div_ceil(ROW_CHUNK).max(1) * (1 + 2 * k)],
@@ -346,7 +531,8 @@ impl MultinomialState {
     }
 
     /// `Σ_i v_i (log1p(Σ_c p_c expm1(s_c)) − s_y) / W` for the step `s` of bin `bin(i)`
-    /// (`s[c·stride + bin]`, `e1 = expm1(s)`); keeps each row's `Σ_c p_c expm1(s_c)` for
+    /// (`s[c·stride + bin]`, `e1 = expm1(s)`; a row whose sum is at most [`ROUGH_SUM`] by
+    /// [`row_change_exact`]); keeps each row's `Σ_c p_c expm1(s_c)` for
     /// [`MultinomialState::apply`].
     fn loss_change(
         &mut self,
@@ -368,7 +554,11 @@ impl MultinomialState {
                     t += pc * e1[c * stride + b];
                 }
                 *t_out = t;
-                let d = t.ln_1p() - s[y[i] * stride + b];
+                let d = if t > ROUGH_SUM {
+                    t.ln_1p() - s[y[i] * stride + b]
+                } else {
+                    row_change_exact(p, |c| s[c * stride + b], y[i])
+                };
                 acc += v.map_or(d, |v| v[i] * d);
             }
             acc
@@ -408,12 +598,15 @@ impl MultinomialState {
                 let b = bin(i);
                 let vi = v.map_or(1.0, |v| v[i]);
                 let p = &mut prob[r * k..(r + 1) * k];
+                // A row whose scores fell far together (see [`ROUGH_SUM`]) takes its
+                // probabilities from its scores.
+                let rough = !(tsum[i] > ROUGH_SUM);
                 let inv = 1.0 / (1.0 + tsum[i]);
                 for c in 0..k {
                     e[c] += s[c * stride + b];
                     p[c] *= (1.0 + e1[c * stride + b]) * inv;
                 }
-                if exact {
+                if exact || rough {
                     softmax_loss(e, y[i], p);
                 }
                 row_residuals(vi, y[i], p, &mut vr[r * k..(r + 1) * k], acc);
@@ -462,9 +655,9 @@ impl MultinomialState {
     /// The proximal step of block `j` for the curvature in `self.buf.h`, every class chain
     /// solved exactly by the DP; returns the predicted change (negative), or `None`. With
     /// `coupled`, the step minimises the block's quadratic model with its exact Hessian per
-    /// bin, `diag(h) − cross` (`cross[b·K² + c·K + d] = Σ v p_c p_d / W`), by
-    /// [`INNER_SWEEPS`] Gauss–Seidel sweeps over the classes, each class's chain solved
-    /// exactly with the other classes' steps fixed; otherwise the classes are independent.
+    /// bin, `diag(h) − cross` (`self.coupling`, built for this block), by [`INNER_SWEEPS`]
+    /// Gauss–Seidel sweeps over the classes, each class's chain solved exactly with the other
+    /// classes' steps fixed; otherwise the classes are independent.
     fn direction(&mut self, j: usize, lambda: f64, coupled: bool) -> Option<f64> {
         let (k, nb, nc) = (self.k, self.wn[j].len(), self.n_chain[j]);
         let shape = self.shape(j);
@@ -479,16 +672,8 @@ impl MultinomialState {
                 let r = c * nb..(c + 1) * nb;
                 let sums = &self.sums[j][r.clone()];
                 if coupled {
-                    for b in 0..nb {
-                        let row = &self.cross[b * k * k + c * k..b * k * k + (c + 1) * k];
-                        let mut x = sums[b];
-                        for (d, &h) in row.iter().enumerate() {
-                            if d != c {
-                                x += h * self.buf.delta[d * nb + b];
-                            }
-                        }
-                        self.adjusted[b] = x;
-                    }
+                    self.coupling
+                        .adjusted(c, k, sums, &self.buf.delta, &mut self.adjusted);
                 } else {
                     self.adjusted[..nb].copy_from_slice(sums);
                 }
@@ -520,6 +705,11 @@ impl MultinomialState {
                         &mut self.buf.z,
                         &mut self.buf.bnew[r.clone()],
                     );
+                }
+                if coupled {
+                    let (bnew, delta) = (&self.buf.bnew, &self.buf.delta);
+                    let change = |b: usize| (bnew[c * nb + b] - beta[b]) - delta[c * nb + b];
+                    self.coupling.moved(c, change);
                 }
                 for b in 0..nb {
                     self.buf.delta[c * nb + b] = self.buf.bnew[c * nb + b] - beta[b];
@@ -691,38 +881,20 @@ impl MultinomialState {
         if self.curvature == Curvature::Newton {
             let f = &data.features[j];
             self.buf.h[..k * nb].iter_mut().for_each(|h| *h = 0.0);
-            self.cross[..nb * k * k].iter_mut().for_each(|h| *h = 0.0);
             let inv_w = 1.0 / data.total_weight;
-            let (h, cross, prob, v) = (
+            let sweeps = match self.shape(j).grid {
+                Some(_) => GRID_SWEEPS,
+                None => INNER_SWEEPS,
+            };
+            let (coupling, h, prob, v) = (
+                &mut self.coupling,
                 &mut self.buf.h,
-                &mut self.cross,
                 &self.prob,
                 data.weights.as_deref(),
             );
             with_codes!(&f.codes, codes => {
-                for (i, (p, &b)) in prob.chunks_exact(k).zip(codes).enumerate() {
-                    let vi = v.map_or(1.0, |v| v[i]);
-                    let b = b.idx();
-                    let block = &mut cross[b * k * k..(b + 1) * k * k];
-                    for (c, &pc) in p.iter().enumerate() {
-                        h[c * nb + b] += vi * pc * (1.0 - pc);
-                        let vp = vi * pc;
-                        for (d, &pd) in p.iter().enumerate().skip(c + 1) {
-                            block[c * k + d] += vp * pd;
-                        }
-                    }
-                }
+                coupling.build(|i| codes[i].idx(), prob, v, (k, nb, sweeps), inv_w, h);
             });
-            // Symmetric, scaled by 1/W.
-            for b in 0..nb {
-                let block = &mut self.cross[b * k * k..(b + 1) * k * k];
-                for c in 0..k {
-                    for d in c + 1..k {
-                        block[c * k + d] *= inv_w;
-                        block[d * k + c] = block[c * k + d];
-                    }
-                }
-            }
             for c in 0..k {
                 for b in 0..nb {
                     let w = self.wn[j][b];
@@ -1007,5 +1179,50 @@ mod tests {
         let l = softmax_loss(&[0.0, 0.0, 0.0], 2, &mut p);
         assert!((l - 3f64.ln()).abs() < 1e-15);
         assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-15);
+    }
+
+    /// The coupling's row form reads the same `Σ_{d≠c} cross_b[c][d] δ_{d,b}` as its dense
+    /// tables, before and after a class's step moves.
+    #[test]
+    fn coupling_row_form_equals_dense_tables() {
+        let (n, k, nb) = (200, 5, 7);
+        let mut prob = vec![0.0; n * k];
+        for (i, p) in prob.chunks_exact_mut(k).enumerate() {
+            let mut s = 0.0;
+            for (c, x) in p.iter_mut().enumerate() {
+                *x = 0.1 + ((i * 7 + c * 13) % 17) as f64;
+                s += *x;
+            }
+            p.iter_mut().for_each(|x| *x /= s);
+        }
+        let v: Vec<f64> = (0..n).map(|i| (i % 4) as f64 * 0.5).collect();
+        let bin = |i: usize| (i * 3) % nb;
+        let delta: Vec<f64> = (0..k * nb).map(|t| ((t * 11) % 9) as f64 - 4.0).collect();
+        let sums: Vec<f64> = (0..nb).map(|b| b as f64 * 0.01).collect();
+        let (mut hd, mut hr) = (vec![0.0; k * nb], vec![0.0; k * nb]);
+        // Many sweeps: every bin dense (28 rows a bin, 5 classes); one sweep: every bin rows.
+        let (mut dense, mut rows) = (Coupling::default(), Coupling::default());
+        dense.build(bin, &prob, Some(&v), (k, nb, 16), 0.01, &mut hd);
+        rows.build(bin, &prob, Some(&v), (k, nb, 1), 0.01, &mut hr);
+        assert!(dense.dense_at.iter().all(|&o| o != ROW_FORM) && dense.m == 0);
+        assert!(rows.dense_at.iter().all(|&o| o == ROW_FORM) && rows.m > 0);
+        assert_eq!(hd, hr);
+        // The row form's u holds Σ_d p_d δ_d: move every class to `delta` first.
+        for c in 0..k {
+            rows.moved(c, |b| delta[c * nb + b]);
+        }
+        let (mut a, mut b) = (vec![0.0; nb], vec![0.0; nb]);
+        for c in 0..k {
+            dense.adjusted(c, k, &sums, &delta, &mut a);
+            rows.adjusted(c, k, &sums, &delta, &mut b);
+            for (x, y) in a.iter().zip(&b) {
+                assert!(
+                    (x - y).abs() <= 1e-12 * (1.0 + x.abs()),
+                    "class {c}: {x} vs {y}"
+                );
+            }
+        }
+        // At least one bin is coupled (the test would pass on zeros otherwise).
+        assert!(a.iter().zip(&sums).any(|(x, s)| (x - s).abs() > 1e-3));
     }
 }

@@ -34,6 +34,7 @@ __all__ = [
     "objective_from_shapes",
     "predict_from_shapes",
     "kkt_residual",
+    "softmax_kkt_residual",
     "lambda_max_ref",
     "reference_fit",
     "flsa_objective",
@@ -151,6 +152,56 @@ def kkt_residual(intercept, cuts, values, X, y, lambda_f, sample_weight=None):
             np.abs(g + np.sign(theta) * lambda_f),
         )
         worst = max(worst, float(np.max(d)))
+    return worst / lambda_f if lambda_f > 0 else worst
+
+
+def softmax_kkt_residual(intercepts, cuts, values, missing_values, X, y, lambda_f, sample_weight=None, extra_scores=None):
+    """The multiclass (softmax) counterpart of :func:`kkt_residual`, from scratch.
+
+    The model: ``η_{i,c} = intercepts[c] + Σ_j values[j][code_j(x_ij), c]`` (``code_j`` as
+    :func:`bin_codes`; a missing entry takes ``missing_values[j][c]``), plus
+    ``extra_scores[i, c]`` if given (terms whose own optimality is not checked, e.g. pair
+    tables). ``X`` holds what the bins were cut on (a categorical column as its category
+    codes), ``y`` class indices. With ``p = softmax(η)`` and ``r_{i,c} = 1[y_i = c] − p_{i,c}``,
+    the objective ``1/W Σ v_i (log Σ_c e^{η_{i,c}} − η_{i,y_i}) + λ_f Σ_{j,c} TV(values[j][:, c])``
+    is optimal iff every intercept and every missing level (free) has a zero gradient and
+    every jump of every class chain meets the lasso condition of :func:`kkt_residual`.
+    Returns the largest violation divided by ``λ_f`` (unscaled if ``λ_f = 0``).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.intp)
+    v = _weights(y, sample_weight)
+    W = np.sum(v)
+    n = X.shape[0]
+    k = len(intercepts)
+    codes = bin_codes(cuts, X)
+    eta = np.tile(np.asarray(intercepts, dtype=np.float64), (n, 1))
+    for j, vals in enumerate(values):
+        vals = np.asarray(vals, dtype=np.float64).reshape(-1, k)
+        miss = np.isnan(X[:, j])
+        eta[~miss] += vals[codes[~miss, j]]
+        eta[miss] += np.asarray(missing_values[j], dtype=np.float64)
+    if extra_scores is not None:
+        eta += extra_scores
+    eta -= eta.max(axis=1, keepdims=True)
+    P = np.exp(eta)
+    P /= P.sum(axis=1, keepdims=True)
+    R = (np.eye(k)[y] - P) * v[:, None]  # v r
+    worst = float(np.max(np.abs(R.sum(axis=0)))) / W  # intercepts
+    for j, vals in enumerate(values):
+        vals = np.asarray(vals, dtype=np.float64).reshape(-1, k)
+        miss = np.isnan(X[:, j])
+        if miss.any():
+            worst = max(worst, float(np.max(np.abs(R[miss].sum(axis=0)))) / W)
+        nb = vals.shape[0]
+        if nb < 2:
+            continue
+        for c in range(k):
+            S = np.bincount(codes[~miss, j], weights=R[~miss, c], minlength=nb) / W
+            g = -np.cumsum(S[::-1])[::-1][1:]
+            theta = np.diff(vals[:, c])
+            d = np.where(theta == 0, np.maximum(np.abs(g) - lambda_f, 0.0), np.abs(g + np.sign(theta) * lambda_f))
+            worst = max(worst, float(np.max(d)))
     return worst / lambda_f if lambda_f > 0 else worst
 
 

@@ -3,8 +3,11 @@ monotone history, probabilities, the flat limit, threads, held-out search, JSON,
 
 from __future__ import annotations
 
+import copy
 import json
 import sqlite3
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -16,6 +19,8 @@ from scipy.special import logsumexp
 from sklearn.exceptions import ConvergenceWarning
 
 from fastpcam import FASTClassifier, _core
+
+from _reference import softmax_kkt_residual
 
 
 def _data(n=300, p=3, k=3, seed=0, nan=False):
@@ -288,3 +293,190 @@ def test_categorical_feature_round_trips():
     contrib = m.explain(df.iloc[:5])
     assert list(contrib.columns.get_level_values(0).unique()) == ["a", "b", "c"]
     np.testing.assert_allclose(contrib["b"].sum(axis=1), m.decision_function(df.iloc[:5])[:, 1], atol=1e-12)
+
+
+class _Raw(FASTClassifier):
+    """A FASTClassifier that keeps the core's raw output and the encoded input of its fit."""
+
+    def _core_fit(self, X, y, sample_weight, **kwargs):
+        out = super()._core_fit(X, y, sample_weight, **kwargs)
+        # a copy: writing the fitted state purifies the pairs in the output's own arrays
+        self.raw_ = (copy.deepcopy(out), np.asarray(X, dtype=np.float64), np.asarray(y), sample_weight)
+        return out
+
+
+def _pair_scores(out, X):
+    """Per row and class, the score of the raw output's pair tables (class-major cells)."""
+    k = int(out["n_classes"])
+    scores = np.zeros((X.shape[0], k))
+    pairs = out["pairs"]
+    for t, (j, l) in enumerate(pairs["features"]):
+        rows, cols, _, _ = pairs["grids"][t]
+        cells = np.asarray(pairs["values"][t]).reshape(k, -1)
+        cj, cl = pairs["cuts"][t]
+        ok = ~(np.isnan(X[:, j]) | np.isnan(X[:, l]))
+        a = np.searchsorted(cj, X[ok, j], "right")
+        b = np.searchsorted(cl, X[ok, l], "right")
+        scores[ok] += cells[:, a * cols + b].T
+        if cells.shape[1] > rows * cols:
+            scores[~ok] += cells[:, -1]
+    return scores
+
+
+def _independent_kkt(m):
+    """The KKT residual of ``m``'s raw model recomputed from scratch by the NumPy reference:
+    every class chain, missing level and intercept (pair tables enter as fixed scores)."""
+    out, X, y, w = m.raw_
+    k = int(out["n_classes"])
+    values = [np.asarray(v).reshape(-1, k) for v in out["values"]]
+    missing = np.asarray(out["missing_values"]).reshape(-1, k)
+    extra = _pair_scores(out, X) if len(out["pairs"]["features"]) else None
+    return softmax_kkt_residual(out["intercepts"], out["cuts"], values, missing, X, y.astype(np.intp),
+                                out["lambda_f"], w, extra)
+
+
+def _reported_objective_is_the_models(m, X, y, w=None):
+    """The objective recomputed from the fitted (additive) model's scores and values."""
+    w = np.ones(len(y)) if w is None else np.asarray(w, dtype=np.float64)
+    eta = m.decision_function(X)
+    yi = np.searchsorted(m.classes_, y)
+    loss = np.sum(w * (logsumexp(eta, axis=1) - eta[np.arange(len(y)), yi])) / w.sum()
+    tv = sum(np.abs(np.diff(v, axis=0)).sum() for v in m.values_)
+    return loss + m.lambda_f_ * tv
+
+
+def _r02_data():
+    """Issue 45's 120 rows: three features (the second with 25% missing), five classes."""
+    r = np.random.default_rng(8)
+    n = 120
+    X = np.column_stack([r.uniform(size=n), r.integers(0, 2, n).astype(float), r.integers(0, 2, n).astype(float)])
+    X[r.random(n) < 0.25, 1] = np.nan
+    y = np.digitize(np.sin(3 * X[:, 0]) + r.normal(scale=0.3, size=n), [-0.2, 0.3, 0.6, 0.9])
+    return X, y
+
+
+def test_scores_falling_together_keep_the_objective_finite():
+    """Issue 45: a block step that moved every class of a bin down by more than ~37 (a
+    direction the loss does not see) rounded its rows' Σ p expm1(s) to -1, so the loss change
+    log1p(-1) = -inf was accepted: objective_ -inf, kkt_residual_ inf, "stalled" after 2
+    updates. Now the fit converges, its objective is its model's, and its certificate holds."""
+    X, y = _r02_data()
+    m = _Raw(interactions=0, lambda_ratio=0.003).fit(X, y)
+    assert np.isfinite(m.objective_) and np.isfinite(m.kkt_residual_)
+    assert m.converged_ and m.kkt_residual_ <= m.tol
+    assert _independent_kkt(m) <= m.tol
+    assert abs(_reported_objective_is_the_models(m, X, y) - m.objective_) <= 1e-9
+    h = m.history_["objective"]
+    assert np.all(np.isfinite(h)) and np.all(np.diff(h) <= 0)
+
+
+def test_an_additive_four_class_fit_does_not_stall():
+    """Issue 45's "additive 4-class fit that stalls with KKT 323", reproduced on random data:
+    the same rounding (a row's Σ p expm1(s) near -1, its log1p and its probability update
+    1/(1 + Σ) off by orders of magnitude) accepted steps that raised the objective and left
+    wrong probabilities; the fit stalled after 36 updates at KKT 462 (objective 0.0191)."""
+    r = np.random.default_rng(25)
+    n, p = int(r.integers(60, 400)), int(r.integers(1, 4))
+    X = r.uniform(size=(n, p))
+    if r.random() < 0.5:
+        X = np.round(X * r.integers(2, 6))
+    X[r.random((n, p)) < r.choice([0, 0.2])] = np.nan
+    s = np.column_stack([np.sin((c + 1) * 3 * np.nan_to_num(X[:, 0])) * r.choice([0.5, 3, 8]) for c in range(4)])
+    y = np.argmax(s + r.gumbel(size=(n, 4)), axis=1)
+    w = r.uniform(0.1, 3, n) if r.random() < 0.5 else None
+    m = _Raw(interactions=0, lambda_ratio=1e-3, max_iter=5000).fit(X, y, sample_weight=w)
+    assert m.converged_ and m.kkt_residual_ <= m.tol
+    assert _independent_kkt(m) <= m.tol
+    assert abs(_reported_objective_is_the_models(m, X, y, w) - m.objective_) <= 1e-9
+
+
+def test_max_time_holds_for_the_search_and_the_final_fit_together():
+    """max_time is the budget of the main effects with their penalty search: once a fit of the
+    held-out path runs out of it, the path ends and the final fit gets what is left (here
+    nothing: it stops at its start). Each path fit used to get a budget of its own (150
+    classes, max_time=10: 52 s)."""
+    X, y = _data(n=600, k=4, seed=5)
+    with pytest.warns(ConvergenceWarning, match=r"stopped \(maxtime\) after 0 block updates"):
+        m = FASTClassifier(interactions=0, max_time=1e-9).fit(X, y)
+    assert len(m.validation_path_["lambda_ratio"]) == 1
+    assert np.isfinite(m.objective_) and np.isfinite(m.predict_proba(X)).all()
+
+
+def test_a_class_count_beyond_the_memory_is_a_named_error_before_any_allocation():
+    """60,000 classes of one row each would need about 4 x 60,000^2 x 8 bytes (115 GB) per
+    softmax state: refused before any state is allocated, naming n_classes (it used to abort
+    the process; run in a child process capped at 8 GiB of address space, so that a
+    regression fails the test instead of aborting the run or exhausting the machine)."""
+    code = (
+        "import resource\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))\n"
+        "import numpy as np\n"
+        "from fastpcam import FASTClassifier\n"
+        "n = 60000\n"
+        "X = np.arange(n, dtype=float)[:, None]\n"
+        "try:\n"
+        "    FASTClassifier(interactions=0, lambda_ratio=0.01).fit(X, np.arange(n))\n"
+        "except ValueError as e:\n"
+        "    print('ValueError:', e)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "ValueError: n_classes needs more memory than this machine has free" in run.stdout, run.stdout
+    assert "60000 classes for 60000 rows" in run.stdout
+
+
+@st.composite
+def _fuzz_problem(draw):
+    """3 to 50 classes (each at least once), 1 to 3 features (numeric with ties or a few
+    categories, either with missing values), optional sample weights (some 0) and one pair."""
+    import pandas as pd
+
+    k = draw(st.integers(3, 50))
+    n = draw(st.integers(max(2 * k, 30), 200))
+    p = draw(st.integers(1, 3))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    columns, scores = {}, np.zeros((n, k))
+    for j in range(p):
+        kind = draw(st.sampled_from(["numeric", "ties", "category"]))
+        if kind == "category":
+            labels = np.array(["a", "b", "c", "d", "e"])[: draw(st.integers(2, 5))]
+            x = rng.choice(labels, size=n).astype(object)
+            scores += rng.normal(scale=2.0, size=(len(labels), k))[np.searchsorted(labels, x.astype(str))]
+        else:
+            x = rng.uniform(size=n) if kind == "numeric" else rng.integers(0, 4, size=n).astype(float)
+            scores += np.sin((j + 1) * 3 * x[:, None] + rng.uniform(0, 6, size=k)) * draw(st.sampled_from([0.5, 3.0]))
+        share = draw(st.sampled_from([0.0, 0.0, 0.1, 0.5]))
+        missing = rng.random(n) < share
+        x = x.copy()
+        x[missing] = None if kind == "category" else np.nan
+        columns[f"x{j}"] = x
+    y = np.argmax(scores + rng.gumbel(size=(n, k)), axis=1)
+    y[:k] = rng.permutation(k)  # every class present
+    X = pd.DataFrame(columns)
+    w = None
+    if draw(st.booleans()):
+        w = rng.uniform(0.2, 3.0, size=n)
+        w[rng.random(n) < 0.1] = 0.0
+        w[:k] = rng.uniform(0.5, 2.0, size=k)  # every class with weight
+    pairs = [(0, 1)] if p >= 2 and draw(st.booleans()) else 0
+    ratio = draw(st.sampled_from([0.1, 0.01, 0.003, 3e-4, 1e-4]))
+    return X, y, w, pairs, ratio
+
+
+@settings(max_examples=25, deadline=None)
+@given(_fuzz_problem())
+def test_fuzz_every_fit_is_finite_and_every_converged_one_is_optimal(problem):
+    """Issue 45: no multiclass fit reports a non-finite objective or certificate, and each one
+    that says it converged passes the independent KKT check (main-effect chains, missing
+    levels and intercepts; a pair's tables enter as fixed scores)."""
+    X, y, w, pairs, ratio = problem
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = _Raw(interactions=pairs, lambda_ratio=ratio, max_iter=1500).fit(X, y, sample_weight=w)
+    assert np.isfinite(m.objective_) and np.isfinite(m.kkt_residual_), (m.objective_, m.kkt_residual_)
+    assert np.all(np.isfinite(m.history_["objective"]))
+    P = m.predict_proba(X)
+    assert np.all(np.isfinite(P)) and np.allclose(P.sum(axis=1), 1.0)
+    if m.converged_:
+        assert m.kkt_residual_ <= m.tol
+        assert _independent_kkt(m) <= m.tol * (1 + 1e-6), (_independent_kkt(m), m.kkt_residual_)
