@@ -203,7 +203,20 @@ pub struct PairParams {
     pub penalty: Option<f64>,
     /// The pair terms' smooth parts ([`crate::prox::smooth`]).
     pub smoothing: Smoothing,
+    /// Rows up to which the pair stage chooses on every row, and the size of its sample
+    /// above ([`PAIR_SEARCH_ROWS`] by default).
+    pub search_rows: usize,
 }
+
+/// Rows up to which the pair stage makes its choices (the pairs, the layout, `ρ`, the further
+/// rounds, the smooth parts and `μ`) on every row; on more, where `ρ` is chosen on held-out
+/// rows, it makes them on a sample of this many rows (`fit::pairs::sample`), and only the fit on all
+/// rows (`fit::pairs::finish`) reads every row. The held-out decisions rest on the sample's held-out
+/// rows (15% of it by default), enough to tell a pair's surface from its noise, and each
+/// costs about what it costs on a table of this size; the fit on all rows starts from the
+/// sample's fit, the same bins and cells, and runs to `tol` on every row, so the model
+/// stays the certified optimum at the chosen penalties.
+pub const PAIR_SEARCH_ROWS: usize = 100_000;
 
 /// Whether each pair term gets a smooth part: a second grid, finer, penalised by `(μ/2) Σ`
 /// of its cells' squared differences ([`crate::prox::smooth`]); the term is the sum of its two
@@ -230,6 +243,7 @@ impl Default for PairParams {
             max_cells: Some(AUTO_INTERACTION_CELLS),
             penalty: None,
             smoothing: Smoothing::Off,
+            search_rows: PAIR_SEARCH_ROWS,
         }
     }
 }

@@ -552,3 +552,53 @@ fn pairs_are_screened_without_the_held_out_rows() {
     let found: Vec<(usize, usize)> = f.pairs.terms.iter().map(|t| t.features).collect();
     assert_eq!(found, vec![(2, 3)], "path {:?}", f.pairs.path_loss);
 }
+
+/// Above `search_rows` rows the pair stage chooses on a sample and fits on every row: the
+/// known pair is found, the fit is certified on all rows (its cells weigh every row), its
+/// objective is within 2% of the choice made on every row, and at `search_rows >= n` the fit
+/// is the one made on every row, bit for bit.
+#[test]
+fn large_data_choose_on_a_sample_then_fit_on_every_row() {
+    let n = 6000;
+    let (x, y) = interaction_data(n, 5);
+    let rows = || Rows::new(x.view(), y.view(), None);
+    let every = fit(rows(), &pair_params(Interactions::Count(3), None), None).unwrap();
+    let mut prm = pair_params(Interactions::Count(3), None);
+    prm.pairs.search_rows = n;
+    let same = fit(rows(), &prm, None).unwrap();
+    assert_eq!(same.report.objective, every.report.objective);
+    prm.pairs.search_rows = 3000;
+    let f = fit(rows(), &prm, None).unwrap();
+    assert!(
+        !f.pairs.terms.is_empty(),
+        "path {:?} {:?} gains {:?}",
+        f.pairs.path,
+        f.pairs.path_loss,
+        f.pairs.gains
+    );
+    assert_eq!(
+        f.pairs.terms[0].features,
+        (0, 1),
+        "gains {:?}",
+        f.pairs.gains
+    );
+    assert!(
+        f.report.converged && f.report.kkt_residual <= 1e-2,
+        "kkt {}",
+        f.report.kkt_residual
+    );
+    for term in &f.pairs.terms {
+        assert_eq!(term.cell_weights.iter().sum::<f64>(), n as f64);
+    }
+    assert!(f.pairs.path.contains(&f.pairs.penalty));
+    common::assert_never_increases(&f.report.history.objective, "sampled pair stage");
+    let gap = (f.report.objective - every.report.objective).abs() / every.report.objective;
+    assert!(
+        gap < 0.02,
+        "{} vs {}",
+        f.report.objective,
+        every.report.objective
+    );
+    // A sample of the rows really was used: the screening gains differ.
+    assert_ne!(f.pairs.gains, every.pairs.gains);
+}

@@ -231,6 +231,7 @@ impl FitConfig {
                 AutoOr::Value(0.0) => Smoothing::Off,
                 AutoOr::Value(v) => Smoothing::Fixed(v),
             },
+            ..PairParams::default()
         }
     }
 

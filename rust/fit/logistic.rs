@@ -142,7 +142,7 @@ pub fn fit_logistic(
     } else {
         0.0
     };
-    let state = |d: &BinnedData, b: Vec<Vec<f64>>| {
+    let state = |d: &BinnedData, y: ArrayView1<'_, f64>, b: Vec<Vec<f64>>| {
         LogisticState::with_datafit(Logistic, d, y, mean, b, Curvature::Newton)
     };
     let term = |w: f64, y: f64, eta: f64| w * log_loss(y, eta);

@@ -214,7 +214,7 @@ pub fn fit_loglink(
         0.0
     };
     with_datafit!(loss, d => {
-        let state = |data: &BinnedData, beta: Vec<Vec<f64>>| {
+        let state = |data: &BinnedData, y: ArrayView1<'_, f64>, beta: Vec<Vec<f64>>| {
             NewtonState::with_datafit(d, data, y, mean, beta, Curvature::Newton)
         };
         let term = |w: f64, y: f64, eta: f64| w * d.holdout(y, eta);

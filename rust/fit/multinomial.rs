@@ -269,7 +269,12 @@ pub fn fit_multinomial_with(
         },
         ..params.clone()
     };
-    let state = |d: &BinnedData, b| MultinomialState::with_start(d, &class, k, b, curvature);
+    // The targets are the labels `class` (the multinomial pair stage has a fixed `ρ`, so it
+    // never chooses on a sample of the rows).
+    let state = |d: &BinnedData, y: ArrayView1<'_, f64>, b| {
+        debug_assert_eq!(y.len(), class.len());
+        MultinomialState::with_start(d, &class, k, b, curvature)
+    };
     let unused = |_: f64, _: f64, _: f64| 0.0;
     let (fitted, pairs) = fit_pairs(
         &mut data,

@@ -75,7 +75,8 @@ pub fn fit_with_engine(
     let (data, y) = (rows.bin(&params.binning)?, rows.y);
     let engine = resolve_engine(&data, engine);
     // Pair terms (if asked for): every block together on the rows engine.
-    let state = |d: &BinnedData, b: Vec<Vec<f64>>| BlockState::with_start(d, y, b);
+    let state =
+        |d: &BinnedData, y: ArrayView1<'_, f64>, b: Vec<Vec<f64>>| BlockState::with_start(d, y, b);
     fit_then_pairs(
         (data, y, engine),
         params,

@@ -67,8 +67,10 @@ use crate::fit::validation::{reborrow, MIN_ROWS};
 use crate::model::report::{
     Axis, BinnedFit, Callback, Fit, PairFit, PairTerm, PenaltySearch, StopReason,
 };
-use crate::params::{Engine, FitParams, Grid, Interactions, PairLink, Penalty};
-use layout::{grid_of, layouts, pair_feature, with_pair_shapes};
+use rand::SeedableRng;
+
+use crate::params::{Engine, FitParams, Grid, Interactions, PairLink, Penalty, Validation};
+use layout::{add_pair_blocks, grid_of, layouts, pair_feature, with_pair_shapes};
 use rounds::{choose_layout, Kept};
 use search::{pair_split, Blocks, PairSearch};
 use smooth::{union_axis, union_table, with_smooth_shapes, SmoothParts};
@@ -143,6 +145,119 @@ pub(crate) fn fit_pairs<S: PairDescent>(
         return Ok((mains, PairFit::default()));
     }
     let start = Instant::now();
+    let p = data.n_features();
+    // Every choice is made on the rows of `data`, or on a sample of them on large data; the
+    // chosen blocks then go onto every row.
+    let chosen = match sample(data, params) {
+        Some(rows) => {
+            let mut sub = data.select_rows(&rows);
+            let y_sub: Vec<f64> = rows.iter().map(|&i| y[i]).collect();
+            let y_sub = ArrayView1::from(&y_sub);
+            let models = (state, term);
+            let chosen = choose(
+                &mut sub,
+                y_sub,
+                params,
+                &mains,
+                models,
+                start,
+                &mut callback,
+            )?;
+            chosen.map(|chosen| chosen.onto(data))
+        }
+        None => choose(data, y, params, &mains, (state, term), start, &mut callback)?,
+    };
+    let Some(Chosen {
+        mut kept,
+        smooth,
+        smoothing_path,
+    }) = chosen
+    else {
+        data.features.truncate(p);
+        return Ok((mains, PairFit::default()));
+    };
+    // The one fit on all rows: the kept layout's pairs (of every round), with their smooth
+    // parts if kept.
+    kept.result = kept.result.map(|searched| {
+        finish(
+            (data, y),
+            params,
+            (&mains, searched),
+            (p, &kept.grids, &kept.links, smooth.as_ref()),
+            state,
+            &mut callback,
+            start,
+        )
+    });
+    let (fit, pairs) = pair_terms(data, p, kept, smooth, smoothing_path)?;
+    Ok((fit.unwrap_or(mains), pairs))
+}
+
+/// The rows the pair stage chooses on when they are a sample ([`crate::params::PairParams::search_rows`]),
+/// increasing, drawn with the held-out split's seed; `None`: every row (up to that many rows,
+/// or where `ρ` is not chosen on held-out rows).
+fn sample(data: &BinnedData, params: &FitParams) -> Option<Vec<usize>> {
+    let (None, Penalty::Validated(Validation { seed, .. })) = (params.pairs.penalty, params.lambda)
+    else {
+        return None;
+    };
+    let m = params.pairs.search_rows;
+    if data.n_samples <= m {
+        return None;
+    }
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed.wrapping_add(SAMPLE_SEED));
+    let mut rows = rand::seq::index::sample(&mut rng, data.n_samples, m).into_vec();
+    rows.sort_unstable();
+    Some(rows)
+}
+
+/// Added to the held-out split's seed for the pair stage's sample ([`sample`]), so that the
+/// sample is not drawn by the same stream as the split.
+const SAMPLE_SEED: u64 = 0x5eed_9a1e;
+
+/// What the pair stage chose ([`choose`]): the kept pairs (their blocks, and their search's
+/// blocks at the chosen `ρ`), their smooth parts, and the `μ` path tried with its held-out
+/// losses.
+struct Chosen {
+    kept: Kept,
+    smooth: Option<SmoothParts>,
+    smoothing_path: (Vec<f64>, Vec<f64>),
+}
+
+impl Chosen {
+    /// The same choice with its blocks on `data` (all the rows, of which the choice was made
+    /// on a sample): the pair blocks (and the smooth parts' after them) replace any blocks
+    /// after the main effects; the cells are the same, so the sample's blocks are the warm
+    /// start of the fit on all rows.
+    fn onto(self, data: &mut BinnedData) -> Self {
+        let p = data.n_features();
+        let (grids, links) = add_pair_blocks(data, &self.kept.pairs, &self.kept.axes);
+        debug_assert_eq!(grids, self.kept.grids);
+        debug_assert_eq!(links, self.kept.links);
+        if let Some(parts) = &self.smooth {
+            add_pair_blocks(data, &self.kept.pairs, &parts.axes);
+        }
+        debug_assert!(data.n_features() >= p);
+        self
+    }
+}
+
+/// The pair stage's choices on the rows of `data` (with targets `y`): the pairs screened
+/// (or listed), the layout kept, `ρ` on held-out rows, the further rounds and the smooth
+/// parts, every held-out fit on the split's training rows (see [`fit_pairs`]). `None` where
+/// no layout screened pairs; otherwise `data` holds the kept blocks after the main effects.
+///
+/// # Errors
+/// A bad pair list ([`check_pairs`]).
+fn choose<S: PairDescent>(
+    data: &mut BinnedData,
+    y: ArrayView1<'_, f64>,
+    params: &FitParams,
+    mains: &BinnedFit,
+    (state, term): (StateMaker<'_, S>, RowLoss<'_>),
+    start: Instant,
+    callback: &mut Option<Callback<'_>>,
+) -> Result<Option<Chosen>> {
     let pp = &params.pairs;
     // The held-out split of the pair stage (drawn once: the screen and the path share it).
     let split = pair_split(data, params);
@@ -154,7 +269,7 @@ pub(crate) fn fit_pairs<S: PairDescent>(
     let stage = Stage {
         y,
         params,
-        mains: &mains,
+        mains,
         state,
         term,
         p: data.n_features(),
@@ -164,40 +279,24 @@ pub(crate) fn fit_pairs<S: PairDescent>(
         start,
     };
     let candidates = stage.candidates(data, &layouts)?;
-    let firsts = stage.first_rounds(data, layouts, candidates, &mut callback);
+    let firsts = stage.first_rounds(data, layouts, candidates, callback);
     let held_weights = stage
         .split
         .as_ref()
         .map_or(&[][..], |s| &s.held_weights[..]);
     let Some((layout, round)) = choose_layout(firsts, held_weights) else {
         data.features.truncate(stage.p);
-        return Ok((mains, PairFit::default()));
+        return Ok(None);
     };
     let mut kept = stage.keep(data, round);
-    stage.more_rounds(data, layout, &mut kept, &mut callback);
+    stage.more_rounds(data, layout, &mut kept, callback);
     let (smooth, smoothing_path, smoothing_path_loss) =
-        stage.smooth_parts(data, &mut kept, &mut callback);
-    // The one fit on all rows: the kept layout's pairs (of every round), with their smooth
-    // parts if kept.
-    kept.result = kept.result.map(|searched| {
-        finish(
-            data,
-            params,
-            (&mains, searched),
-            (stage.p, &kept.grids, &kept.links, smooth.as_ref()),
-            state,
-            &mut callback,
-            start,
-        )
-    });
-    let (fit, pairs) = pair_terms(
-        data,
-        stage.p,
+        stage.smooth_parts(data, &mut kept, callback);
+    Ok(Some(Chosen {
         kept,
         smooth,
-        (smoothing_path, smoothing_path_loss),
-    )?;
-    Ok((fit.unwrap_or(mains), pairs))
+        smoothing_path: (smoothing_path, smoothing_path_loss),
+    }))
 }
 
 /// Each pair term's axes and cell weights where it has a smooth part: on the union of its
@@ -357,7 +456,7 @@ pub const FINISH_SWEEP_SHARE: f64 = 0.3;
 /// kept (their blocks after the pairs'), with the main effects' `λ_f` (of `mains`);
 /// `max_time` counts from `start`.
 fn finish<S: PairDescent>(
-    data: &BinnedData,
+    (data, y): (&BinnedData, ArrayView1<'_, f64>),
     params: &FitParams,
     (mains, searched): (&BinnedFit, PairSearch),
     (p, grids, links, smooth): (usize, &[Grid], &[PairLink], Option<&SmoothParts>),
@@ -373,7 +472,7 @@ fn finish<S: PairDescent>(
     if let Some(parts) = smooth {
         prm = with_smooth_shapes(prm, &parts.grids, Some(parts.mu));
     }
-    let mut st = state(data, init);
+    let mut st = state(data, y, init);
     let fit = st.descend_pairs(
         data,
         &prm,

@@ -351,7 +351,7 @@ impl<S: PairDescent> Stage<'_, S> {
         let rho = searched.rho;
         let tol = path_tol(self.params.tol, rho);
         let fit = with_weights(data, split.train.clone(), |d| {
-            let mut st = (self.state)(d, init);
+            let mut st = (self.state)(d, self.y, init);
             path_fit(
                 (d, self.y, self.term),
                 with_pair_shapes(self.params, p, (&grids[..], &links[..]), rho, tol),

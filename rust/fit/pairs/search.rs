@@ -255,7 +255,7 @@ pub(super) fn search_pairs<S: PairDescent>(
     }) = held_out
     {
         let searched = with_weights(data, train, |data| {
-            let mut st = state(data, init.clone());
+            let mut st = state(data, y, init.clone());
             let mut best: Option<PathBest> = None;
             let mut rises = 0usize;
             let mut additive: Option<Vec<f64>> = None;

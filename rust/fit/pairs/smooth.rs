@@ -280,7 +280,7 @@ impl<S: PairDescent> Stage<'_, S> {
         // and their losses, the best, and whether the callback stopped a fit.
         let mu_path = |data: &mut BinnedData, callback: &mut Option<Callback<'_>>| {
             with_weights(data, train.clone(), |data| {
-                let mut st = state(data, init.clone());
+                let mut st = state(data, y, init.clone());
                 let mut tried = Vec::new();
                 let mut best: Option<PathBest> = None;
                 for mu in SMOOTH_PATH {
@@ -306,7 +306,7 @@ impl<S: PairDescent> Stage<'_, S> {
         // loss terms and loss.
         let base = |data: &mut BinnedData| {
             with_weights(data, train.clone(), |data| {
-                let mut st = state(data, init.clone());
+                let mut st = state(data, y, init.clone());
                 let (_, terms, loss, _) = fit_at(data, &mut st, None, None);
                 (terms, loss)
             })

@@ -12,8 +12,10 @@ use crate::fit::validation::Split;
 use crate::model::report::BinnedFit;
 use crate::params::FitParams;
 
-/// Makes the loss's state on the data from blocks.
-pub(crate) type StateMaker<'a, S> = &'a (dyn Fn(&BinnedData, Vec<Vec<f64>>) -> S + Sync);
+/// Makes the loss's state on the data from their targets and blocks (the targets of the
+/// data's rows: the pair stage may choose on a sample of the rows, [`super::sample`]).
+pub(crate) type StateMaker<'a, S> =
+    &'a (dyn Fn(&BinnedData, ArrayView1<'_, f64>, Vec<Vec<f64>>) -> S + Sync);
 /// A held-out row's loss `(v, y, f) ↦ …`.
 pub(crate) type RowLoss<'a> = &'a (dyn Fn(f64, f64, f64) -> f64 + Sync);
 
@@ -48,7 +50,7 @@ impl<S: PairDescent> Stage<'_, S> {
 
     /// The weighted residual of the fit `values` on `data`.
     pub(super) fn residual(&self, data: &BinnedData, values: Vec<Vec<f64>>) -> Vec<f64> {
-        let mut st = (self.state)(data, values);
+        let mut st = (self.state)(data, self.y, values);
         let (_, vr) = st.sums_and_residual();
         vr.map(<[f64]>::to_vec).unwrap_or_default()
     }
