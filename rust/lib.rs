@@ -17,7 +17,8 @@
 //! of the log-odds `f`; for Poisson, Gamma and Tweedie regression, the mean half deviance of
 //! the log-mean `f`, see [`fit::loglink`]). The core is pure Rust, in layers: each module
 //! below uses only those listed before it (a folder's own module, its `mod.rs`, where it is
-//! listed; `python3 ../shared/tools/structure.py` checks that the folders form no cycle):
+//! listed; `python3 ../shared/tools/structure.py` checks that the folders form no cycle, and
+//! `tests/python/test_design.py` that this order is the real one):
 //!
 //! * [`error`] — the errors, each naming the argument at fault;
 //! * [`data`] — the data every solver reads:

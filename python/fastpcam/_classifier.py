@@ -158,7 +158,7 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
     **Three or more classes** fit a softmax model with one additive score per class,
     :math:`P(y = \texttt{classes\_[k]} \mid x) \propto e^{\eta_k(x)}`, by minimising the
     mean multinomial log-loss plus :math:`\lambda_f \sum_j \sum_k \mathrm{TV}(\beta_{j,\cdot,k})`
-    (``rust/multinomial.rs``): each feature's block holds one fused chain per class, updated
+    (``rust/fit/multinomial.rs``): each feature's block holds one fused chain per class, updated
     by proximal Newton (the block's quadratic model minimised by sweeps over the classes,
     each class chain solved exactly by the DP with its diagonal curvature; backtracking, and
     the majorise-minimise bound 1/2 as a fallback). ``intercept_`` then

@@ -2,15 +2,16 @@
 //!
 //! One loop, `descend`, runs on any [`DescentState`]: the exact squared-loss state of
 //! [`crate::states::squared`] (rows or tables engine) and the proximal-Newton state of
-//! [`crate::states::newton`] over a datafit (the logistic loss). Each iteration scores every block from its bin sums (BGS-s scores and
-//! the KKT residual, [`crate::descent::selection`]), lets the intercept move when its gradient is a
-//! large enough share of the largest violation, then updates one block (greedy; on the rows
-//! engine with data large enough, the steepest with the next steepest, solved from one
-//! residual, the second kept only if it still lowers the objective), or every block of a
-//! sweep in turn (cyclic, or scored sweeps, steepest first). It stops when the KKT
-//! residual `max d / λ_f ≤ tol` (unscaled `max d` when `λ_f = 0`), at `max_iter` block
-//! updates, at the time budget, when a callback asks to, or when no block can move any more
-//! (rounding level). The states differ only in what the trait asks of them.
+//! [`crate::states::newton`] over any datafit (logistic, Poisson, Gamma, Tweedie), and the softmax
+//! state of [`crate::states::softmax`]. Each iteration scores every block from its bin sums (BGS-s
+//! scores and the KKT residual, [`crate::descent::selection`]), lets the intercept move when its
+//! gradient is a large enough share of the largest violation, then updates one block (greedy; on
+//! the rows engine with data large enough, the steepest with the next steepest, solved from one
+//! residual, the second kept only if it still lowers the objective), or every block of a sweep in
+//! turn (cyclic, or scored sweeps, steepest first). It stops when the KKT residual `max d / λ_f ≤
+//! tol` (unscaled `max d` when `λ_f = 0`), at `max_iter` block updates, at the time budget, when a
+//! callback asks to, or when no block can move any more (rounding level). The states differ only in
+//! what the trait asks of them.
 
 pub mod kinds;
 pub mod pace;

@@ -1,5 +1,5 @@
-//! The smooth part of a pair term: a grid block penalised by the squared differences of
-//! neighbouring cells,
+//! The smooth part of a pair term (DESIGN §13): a grid block penalised by the squared
+//! differences of neighbouring cells,
 //!
 //! ```text
 //! S(θ) = (μ/2) Σ_{edges a—b} (θ_a − θ_b)²

@@ -33,3 +33,17 @@ def test_readme_example_runs(index, capsys):
     code = _python_blocks()[index]
     exec(compile(code, f"README.md python block {index}", "exec"), {"__name__": "__readme__"})
     assert capsys.readouterr().out.strip(), "the example prints its results"
+
+
+def test_readme_is_for_users():
+    """Issue 47: at most 250 lines; the measurement history lives in docs/benchmarks.md."""
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250, len(lines)
+    assert (README.parent / "docs" / "benchmarks.md").exists()
+
+
+def test_readme_links_exist():
+    text = README.read_text(encoding="utf-8")
+    targets = [t for t in re.findall(r"\]\(([^)#]+)\)", text) if "://" not in t]
+    missing = [t for t in targets if not (README.parent / t).exists()]
+    assert targets and not missing, missing

@@ -10,7 +10,7 @@ from sklearn.datasets import load_breast_cancer
 
 from fastpcam import FASTClassifier, FASTRegressor
 
-#: The row count from which the search holds one share out (``rust/validation.rs``, KFOLD_ROWS).
+#: The row count from which the search holds one share out (``rust/fit/validation.rs``, KFOLD_ROWS).
 KFOLD_ROWS = 1500
 
 

@@ -8,7 +8,7 @@ of floating-point sums may differ.
 
 Re-stored on purpose since: ``regressor_auto`` and ``regressor_missing_category_auto``, when
 the held-out search's final refit on the rows engine gained extrapolated rounds
-(``rust/extrapolate.rs``): the same optimum within the tolerance, reached by another path
+(``rust/states/extrapolate.rs``): the same optimum within the tolerance, reached by another path
 (objective −4.3e-7 and +3.2e-8 relative, 289 → 258 and 132 → 124 updates);
 ``regressor_auto_tables`` and ``statistics_held_out``, when the final refit on the tables
 engine gained them too: objectives −4.3e-7 and −2.9e-7 relative (lower), 289 → 258 and
