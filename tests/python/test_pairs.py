@@ -599,3 +599,27 @@ def test_a_prohibitive_pair_penalty_certifies_the_additive_optimum(rho):
     assert np.all(est.interaction_values_[0] == 0.0)
     assert est.objective_ == pytest.approx(additive.objective_, rel=1e-12)
     assert est.converged_ and est.kkt_residual_ <= est.tol
+
+
+@pytest.mark.parametrize("n", [60, 200, 320])
+def test_auto_stays_additive_below_the_held_out_size(n):
+    """'auto' keeps screened pairs only after a held-out check: where the split would hold
+    fewer than 50 rows on a side (below about 330 rows at the default share) the model is the
+    additive one, and from there on the pair penalty's held-out path runs (issue 46, item 4;
+    before, 50 to 329 rows kept up to 5 unchecked pairs at rho 0.25)."""
+    r = np.random.default_rng(0)
+    X = r.normal(size=(n, 6))
+    y = X[:, 0] + np.sin(2 * X[:, 1]) + r.normal(scale=0.5, size=n)
+    m = FASTRegressor().fit(X, y)
+    assert len(m.interaction_features_) == 0 and m.interaction_penalty_ == 0.0
+    assert len(m.interaction_path_["interaction_penalty"]) == 0
+    additive = FASTRegressor(interactions=0).fit(X, y)
+    np.testing.assert_array_equal(m.predict(X), additive.predict(X))
+
+
+def test_auto_runs_its_held_out_check_from_the_held_out_size():
+    r = np.random.default_rng(0)
+    X = r.normal(size=(400, 6))
+    y = X[:, 0] + np.sin(2 * X[:, 1]) + r.normal(scale=0.5, size=400)
+    m = FASTRegressor().fit(X, y)
+    assert len(m.interaction_path_["interaction_penalty"]) > 0

@@ -139,9 +139,16 @@ pub(crate) fn fit_pairs<S: PairDescent>(
     ) {
         return Ok((mains, PairFit::default()));
     }
-    // `"auto"` on fewer rows than a held-out check needs ([`crate::fit::validation::MIN_ROWS`]):
-    // the additive model (a pair table of up to 256 cells has nothing to stand on there).
-    if matches!(params.pairs.interactions, Interactions::Auto(_)) && data.n_samples < MIN_ROWS {
+    // `"auto"` on fewer rows than a held-out check needs ([`crate::fit::validation::MIN_ROWS`]),
+    // or, where `ρ` is chosen on held-out rows, on a split with fewer than that on a side
+    // (below about 330 rows at the default share): the additive model. A pair table of up to
+    // 256 cells has little to stand on there, and screened pairs are kept only where they
+    // beat the additive model on held-out rows (100 x 20,000 kept 40 pairs unchecked: test
+    // MSE 2.47 against 2.21 additive).
+    let held_out = params.pairs.penalty.is_none() && matches!(params.lambda, Penalty::Validated(_));
+    if matches!(params.pairs.interactions, Interactions::Auto(_))
+        && (data.n_samples < MIN_ROWS || (held_out && pair_split(data, params).is_none()))
+    {
         return Ok((mains, PairFit::default()));
     }
     let start = Instant::now();
