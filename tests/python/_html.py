@@ -17,21 +17,22 @@ def plotly_figures(doc):
     return re.findall(r'Plotly\.newPlot\(\s*"[^"]+",\s*(\[.*?\]),\s*(\{.*?\}),\s*\{', doc, flags=re.S)
 
 
-def _strings(node):
+def strings_of(node):
+    """Every string in a decoded JSON value (dicts, lists), depth first."""
     if isinstance(node, str):
         yield node
     elif isinstance(node, dict):
         for value in node.values():
-            yield from _strings(value)
+            yield from strings_of(value)
     elif isinstance(node, list):
         for value in node:
-            yield from _strings(value)
+            yield from strings_of(value)
 
 
 def report_text(doc):
     """The page's text with entities decoded, and every string of every figure, decoded."""
     parts = [html.unescape(doc)]
     for data, layout in plotly_figures(doc):
-        parts.extend(_strings(json.loads(data)))
-        parts.extend(_strings(json.loads(layout)))
+        parts.extend(strings_of(json.loads(data)))
+        parts.extend(strings_of(json.loads(layout)))
     return "\n".join(parts)

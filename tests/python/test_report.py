@@ -22,7 +22,7 @@ from sklearn.exceptions import NotFittedError  # noqa: E402
 from fastpcam import FASTClassifier, FASTRegressor, FASTRegressorCV, SparseFASTRegressor  # noqa: E402
 from fastpcam._cli import main  # noqa: E402
 
-from _html import plotly_figures, report_text  # noqa: E402
+from _html import plotly_figures, report_text, strings_of  # noqa: E402
 from test_onnx import _data, _set_pairs  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -117,7 +117,7 @@ def test_names_reach_plotly_as_text_not_markup(which):
     doc = model.to_html()
     strings = []
     for data, layout in plotly_figures(doc):
-        strings += list(_strings(json.loads(data))) + list(_strings(json.loads(layout)))
+        strings += list(strings_of(json.loads(data))) + list(strings_of(json.loads(layout)))
     foreign = sorted({tag for s in strings for tag in re.findall(r"<[^<>]*>", OWN_TAGS.sub("", s))})
     assert foreign == [], foreign
     escaped = HOSTILE.replace("<", "&lt;").replace(">", "&gt;")  # plotly decodes it back to the name
@@ -125,17 +125,6 @@ def test_names_reach_plotly_as_text_not_markup(which):
     assert any("b &amp; &lt;i&gt;c&lt;/i&gt;" in s for s in strings)
     page = re.sub(r"<script.*?</script>", "", doc, flags=re.S | re.I)  # the page outside the figures
     assert "evil.example" in html.unescape(page) and not re.search(r"<a\s", page, flags=re.I)
-
-
-def _strings(node):
-    if isinstance(node, str):
-        yield node
-    elif isinstance(node, dict):
-        for value in node.values():
-            yield from _strings(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _strings(value)
 
 
 def test_cli_report(model, tmp_path, capsys):
