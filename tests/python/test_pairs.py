@@ -584,7 +584,7 @@ def test_a_tolerance_below_rounding_stalls_a_classifier_pair_fit():
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "issue 46 item 7, left to the Rust side: solve_grid (rust/grid.rs) keeps each edge's flow as "
+    "issue 46 item 7, left to the Rust side: solve_grid (rust/prox/grid.rs) keeps each edge's flow as "
     "lambda - residual and starts its networks at lambda -/+ f, so a flow below ulp(lambda) is lost "
     "once interaction_penalty * lambda_f is large (~1e11 here, ulp 1e-5); the certificate's split then misses each row's "
     "level and reports a KKT residual up to ~1.6 for a zero pair term that is optimal"))
