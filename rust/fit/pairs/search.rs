@@ -101,16 +101,21 @@ pub(super) fn path_tol(tol: f64, rho: f64) -> f64 {
 /// checked against the additive model): `None` where `ρ` is fixed (`interaction_penalty`, or a
 /// penalty not chosen on held-out rows) or the rows are too few for a held-out check.
 pub(super) fn pair_split(data: &BinnedData, params: &FitParams) -> Option<Split> {
-    let (None, Penalty::Validated(Validation { fraction, seed })) =
-        (params.pairs.penalty, params.lambda)
-    else {
-        return None;
-    };
+    let Validation { fraction, seed } = held_out_penalty(params)?;
     Some(Split::new(
         data,
         validation_rows(data.n_samples, fraction, seed),
     ))
     .filter(Split::enough_rows)
+}
+
+/// The held-out split's share and seed where the pair penalty `ρ` is chosen on held-out rows
+/// (`interaction_penalty="auto"` and a main penalty chosen there); `None` where `ρ` is fixed.
+pub(super) fn held_out_penalty(params: &FitParams) -> Option<Validation> {
+    match (params.pairs.penalty, params.lambda) {
+        (None, Penalty::Validated(v)) => Some(v),
+        _ => None,
+    }
 }
 
 /// Whether the held-out loss terms `pairs` (`v_i · loss_i`, per row of weight `v_i`) improve
