@@ -416,6 +416,8 @@ pub const STALL_SHARE: f64 = 1e-14;
 /// rule of `params` (`params.lambda` is not read). `st` is left at the returned model, so
 /// a path of penalties can continue from it without rebuilding it; `lambda_max` is only
 /// reported. `max_time` counts from `start`.
+///
+/// Each iteration is [`Run::iterate`]; [`Run::finish`] measures the returned model.
 pub(crate) fn descend<S: DescentState>(
     data: &BinnedData,
     params: &FitParams,
@@ -425,276 +427,456 @@ pub(crate) fn descend<S: DescentState>(
     start: Instant,
     mut callback: Option<Callback<'_>>,
 ) -> BinnedFit {
-    let p = data.n_features();
-    let shapes = params.shapes.resolve(p);
+    let shapes = params.shapes.resolve(data.n_features());
     st.set_shapes(&shapes);
     st.set_penalty(lambda);
-    let scale = |max_d: f64| if lambda > 0.0 { max_d / lambda } else { max_d };
-    let unit = if lambda > 0.0 { lambda } else { 1.0 };
-    // Below this the intercept's gradient needs no step.
-    let threshold = 0.5 * params.tol * unit;
-
-    let mut scores = vec![BlockScore::default(); p];
-    let mut history = History::default();
-    // Sweeps skip one-bin blocks: they never move.
-    let movable: Vec<usize> = (0..p).filter(|&k| data.features[k].n_bins() > 1).collect();
-    let selection = st.resolve_selection(params.selection, p);
-    if selection == Selection::Greedy {
-        st.follow_sums();
-    }
-    // Scored sweeps solve blocks two at a time when that pays.
-    let pairs = selection == Selection::Sweep && st.pairs_pay(data);
-    // Greedy steps solve two blocks at a time where scored sweeps would (see below).
-    let mut greedy_pairs = selection == Selection::Greedy && st.pairs_pay(data);
-    // The blocks of the current sweep, in update order (cyclic and sweep modes).
-    let mut order: Vec<usize> = movable.clone();
-    let mut sweep_pos = 0usize;
-    let mut sweep_moved = false; // whether a block of the current sweep moved
-    let mut n_iter = 0usize;
-    let mut fresh = true; // sums of every block are up to date
-    let mut last_was_intercept = false;
-    let mut last_kkt: Option<f64> = None; // KKT residual of the current iterate, if known
-                                          // Block updates since the last transfer between blocks sharing a feature (pair fits).
-    let mut since_transfer = 0usize;
-    let links = &params.shapes.links;
-    // Pair fits: the update count at which the best KKT residual so far was reached (or the
-    // last window of [`STALL_SWEEPS`] began), that residual and the objective then.
-    let mut checkpoint: Option<(usize, f64, f64)> = None;
-    // The largest block violation at the last score (the working set of `params.sweep_share`).
-    let mut sweep_max = 0.0f64;
-
+    let mut run = Run::new(data, params, st, lambda, shapes, start);
     // Greedy steps run their passes in parallel or serially, whichever the clock finds faster
     // (the same numbers either way: [`crate::descent::pace`]).
-    let mut pace = Pace::new(selection == Selection::Greedy && rayon::current_num_threads() > 1);
+    let mut pace =
+        Pace::new(run.selection == Selection::Greedy && rayon::current_num_threads() > 1);
     let stop = loop {
         pace.step();
+        match run.iterate(st, &mut callback) {
+            Ok(()) | Err(Exit::Next) => {}
+            Err(Exit::Stop(reason)) => break reason,
+        }
+    };
+    run.finish(st, stop, lambda_max)
+}
+
+/// How a step of [`Run::iterate`] ends the iteration before its block update.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Exit {
+    /// The iteration's work is done (an intercept step, or a pair of blocks): on to the next.
+    Next,
+    /// The loop stops, for this reason.
+    Stop(StopReason),
+}
+
+/// What a step of [`Run::iterate`] yields: its value, or how the iteration ends early.
+type Step<T = ()> = std::result::Result<T, Exit>;
+
+/// The state of [`descend`]'s loop between iterations, with what it reads of the fit.
+struct Run<'a> {
+    data: &'a BinnedData,
+    params: &'a FitParams,
+    /// The blocks' chain shapes, resolved.
+    shapes: Vec<ChainShape>,
+    /// The penalty `λ_f`.
+    lambda: f64,
+    /// `λ_f`, or 1 when it is zero: the scale of the tolerance.
+    unit: f64,
+    /// Below this the intercept's gradient needs no step.
+    threshold: f64,
+    /// The clock `max_time` counts from.
+    start: Instant,
+    /// The selection rule, resolved by the state (never `Auto`).
+    selection: Selection,
+    /// The blocks that can move: sweeps skip one-bin blocks.
+    movable: Vec<usize>,
+    /// Scored sweeps solve blocks two at a time when that pays.
+    pairs: bool,
+    /// Greedy steps solve two blocks at a time where scored sweeps would (until a pair's step
+    /// nears rounding level, [`Run::greedy_step`]).
+    greedy_pairs: bool,
+    /// Every block's score at the last score.
+    scores: Vec<BlockScore>,
+    history: History,
+    /// The blocks of the current sweep, in update order (cyclic and sweep modes).
+    order: Vec<usize>,
+    /// The position of the next update in `order`.
+    sweep_pos: usize,
+    /// Whether a block of the current sweep moved.
+    sweep_moved: bool,
+    /// Block updates so far.
+    n_iter: usize,
+    /// Whether the sums of every block are up to date.
+    fresh: bool,
+    /// Whether the last iteration was an intercept step.
+    last_was_intercept: bool,
+    /// The KKT residual of the current iterate, if known.
+    last_kkt: Option<f64>,
+    /// Block updates since the last transfer between blocks sharing a feature (pair fits).
+    since_transfer: usize,
+    /// Pair fits: the update count at which the best KKT residual so far was reached (or the
+    /// last window of [`STALL_SWEEPS`] began), that residual and the objective then.
+    checkpoint: Option<(usize, f64, f64)>,
+    /// The largest block violation at the last score (the working set of `params.sweep_share`).
+    sweep_max: f64,
+}
+
+impl<'a> Run<'a> {
+    /// The loop's state before its first iteration on `st` (which resolves the selection rule,
+    /// follows its sums for greedy steps, and says whether pairs of blocks pay).
+    fn new<S: DescentState>(
+        data: &'a BinnedData,
+        params: &'a FitParams,
+        st: &mut S,
+        lambda: f64,
+        shapes: Vec<ChainShape>,
+        start: Instant,
+    ) -> Self {
+        let p = data.n_features();
+        let unit = if lambda > 0.0 { lambda } else { 1.0 };
+        let movable: Vec<usize> = (0..p).filter(|&k| data.features[k].n_bins() > 1).collect();
+        let selection = st.resolve_selection(params.selection, p);
+        if selection == Selection::Greedy {
+            st.follow_sums();
+        }
+        let pairs = selection == Selection::Sweep && st.pairs_pay(data);
+        let greedy_pairs = selection == Selection::Greedy && st.pairs_pay(data);
+        Run {
+            data,
+            params,
+            shapes,
+            lambda,
+            unit,
+            threshold: 0.5 * params.tol * unit,
+            start,
+            selection,
+            order: movable.clone(),
+            movable,
+            pairs,
+            greedy_pairs,
+            scores: vec![BlockScore::default(); p],
+            history: History::default(),
+            sweep_pos: 0,
+            sweep_moved: false,
+            n_iter: 0,
+            fresh: true,
+            last_was_intercept: false,
+            last_kkt: None,
+            since_transfer: 0,
+            checkpoint: None,
+            sweep_max: 0.0,
+        }
+    }
+
+    /// The KKT residual of the largest violation `max_d`: `max_d / λ_f`, or `max_d` when
+    /// `λ_f = 0`.
+    fn kkt(&self, max_d: f64) -> f64 {
+        if self.lambda > 0.0 {
+            max_d / self.lambda
+        } else {
+            max_d
+        }
+    }
+
+    /// One iteration: every greedy step and the start of every sweep scores the blocks
+    /// ([`Run::score_step`]), other sweep positions check the limits only; then the greedy
+    /// step ([`Run::greedy_step`]) or the sweep's next block ([`Run::sweep_step`]), and the
+    /// update of a block alone ([`Run::update_step`]).
+    fn iterate<S: DescentState>(
+        &mut self,
+        st: &mut S,
+        callback: &mut Option<Callback<'_>>,
+    ) -> Step {
         // In cyclic and sweep modes, the KKT residual is evaluated at the start of each sweep.
-        if selection == Selection::Greedy || sweep_pos == 0 {
-            if !links.is_empty() && since_transfer >= movable.len() {
-                // Once per sweep's worth of updates: the penalty moved along the directions
-                // that change no prediction, which block updates cross only slowly.
-                since_transfer = 0;
-                let moves = transfer::plan(st.blocks(), st.n_chain(), &shapes, links, lambda);
-                if moves.iter().all(|(k, v)| st.set_values(data, *k, v)) && !moves.is_empty() {
-                    fresh = false;
-                }
-            }
-            let (block_max, icpt) = if fresh {
-                st.score(lambda, &mut scores)
-            } else {
-                fresh = true;
-                st.refresh_and_score(data, lambda, &mut scores)
-            };
-            let max_d = block_max.max(icpt);
-            sweep_max = block_max;
-            let kkt = scale(max_d);
-            last_kkt = Some(kkt);
-            let elapsed = start.elapsed().as_secs_f64();
-            if let Some(cb) = callback.as_mut() {
-                let progress = Progress {
-                    n_iter,
-                    objective: st.objective(lambda),
-                    kkt_residual: kkt,
-                    elapsed,
-                };
-                if !cb(&progress) {
-                    break StopReason::Callback;
-                }
-            }
-            if cancelled() {
-                break StopReason::Callback;
-            }
-            if kkt <= params.tol {
-                break StopReason::Converged;
-            }
-            if n_iter >= params.max_iter {
-                break StopReason::MaxIter;
-            }
-            if !links.is_empty() {
-                // A pair block's exact solve can lower the objective by rounding only, so a
-                // sweep always "moves": see [`STALL_SWEEPS`].
-                let f = st.objective(lambda);
-                match checkpoint {
-                    Some((_, best, _)) if kkt < 0.9 * best => checkpoint = Some((n_iter, kkt, f)),
-                    Some((at, best, f0)) if n_iter >= at + STALL_SWEEPS * movable.len().max(1) => {
-                        if f0 - f <= STALL_SHARE * f0.abs() {
-                            break StopReason::Stalled;
-                        }
-                        checkpoint = Some((n_iter, best, f));
-                    }
-                    None => checkpoint = Some((n_iter, kkt, f)),
-                    Some(_) => {}
-                }
-            }
-            if params.max_time.is_some_and(|t| elapsed >= t) {
-                break StopReason::MaxTime;
-            }
-            // The intercept absorbs its own violation (and the rounding that moves the
-            // residual's mean off zero).
-            if !last_was_intercept && icpt > threshold && icpt >= S::INTERCEPT_SHARE * max_d {
-                if st.step_intercept(data, block_max, threshold) {
-                    fresh = false;
-                }
-                last_was_intercept = true;
-                continue;
-            }
+        if self.selection == Selection::Greedy || self.sweep_pos == 0 {
+            self.score_step(st, callback)?;
         } else {
-            if cancelled() {
-                break StopReason::Callback;
-            }
-            if n_iter >= params.max_iter {
-                break StopReason::MaxIter;
-            }
-            if params
-                .max_time
-                .is_some_and(|t| start.elapsed().as_secs_f64() >= t)
-            {
-                break StopReason::MaxTime;
-            }
+            self.check_limits()?;
         }
-        last_was_intercept = false;
-
-        let k = if selection == Selection::Greedy {
-            let k = match select(&scores) {
-                Some(k) => k,
-                // No block can move and the intercept step did not help: rounding level.
-                None => break StopReason::Stalled,
-            };
-            // With fresh sums, the steepest block is solved with the next steepest from the
-            // same residual where that saves a pass over every block's rows
-            // ([`DescentState::greedy_pair_pays`]); the second is kept only if it still
-            // lowers the objective after the first.
-            let second = (greedy_pairs && fresh && n_iter + 2 <= params.max_iter)
-                .then(|| select_second(&scores, k))
-                .flatten()
-                .filter(|&k2| st.greedy_pair_pays(data, (k, k2)));
-            if let Some(k2) = second {
-                let before = st.objective(lambda);
-                let pair = Pair {
-                    first: k,
-                    second: k2,
-                    fresh: true,
-                };
-                let (after_first, second) = st.update_pair(data, pair, lambda);
-                if !(after_first < before) && !second {
-                    // Neither block lowered the objective as the loss is summed: near rounding
-                    // level, where one block at a time, with its exactly predicted change,
-                    // tells a move from a standstill.
-                    greedy_pairs = false;
-                }
-                (fresh, last_kkt) = (false, None);
-                n_iter += 1;
-                since_transfer += 1 + usize::from(second);
-                history.push(k, after_first, start);
-                if second {
-                    n_iter += 1;
-                    history.push(k2, st.objective(lambda), start);
-                }
-                continue;
-            }
-            k
+        self.last_was_intercept = false;
+        let k = if self.selection == Selection::Greedy {
+            self.greedy_step(st)?
         } else {
-            if sweep_pos == 0 && selection == Selection::Sweep {
-                // Every block that can move and is not skipped, steepest first (ties: lowest
-                // index). Blocks already well within the tolerance, or below the working set's
-                // share of the steepest, wait for a later sweep (all of them, if none is
-                // outside: the KKT residual is then the intercept's).
-                order.clear();
-                let skip = (SWEEP_SKIP * params.tol * unit).max(params.sweep_share * sweep_max);
-                order.extend(
-                    movable
-                        .iter()
-                        .copied()
-                        .filter(|&k| scores[k].score > 0.0 && scores[k].max_d > skip),
-                );
-                if order.is_empty() {
-                    order.extend(movable.iter().copied().filter(|&k| scores[k].score > 0.0));
-                }
-                order.sort_by(|&a, &b| scores[b].score.total_cmp(&scores[a].score).then(a.cmp(&b)));
-            }
-            if order.is_empty() {
-                break StopReason::Stalled;
-            }
-            let k = order[sweep_pos];
-            let all_fresh = sweep_pos == 0 && fresh;
-            if pairs && sweep_pos + 1 < order.len() && n_iter + 2 <= params.max_iter {
-                // Two blocks solved side by side; the second is kept only if it still lowers
-                // the objective after the first (else it comes next, on its own).
-                let k2 = order[sweep_pos + 1];
-                let pair = Pair {
-                    first: k,
-                    second: k2,
-                    fresh: all_fresh,
-                };
-                let (after_first, second) = st.update_pair(data, pair, lambda);
-                (fresh, last_kkt, sweep_moved) = (false, None, true);
-                n_iter += 1;
-                since_transfer += 1 + usize::from(second);
-                history.push(k, after_first, start);
-                sweep_pos += 1;
-                if second {
-                    n_iter += 1;
-                    history.push(k2, st.objective(lambda), start);
-                    sweep_pos += 1;
-                }
-                sweep_pos %= order.len();
-                if sweep_pos == 0 {
-                    sweep_moved = false;
-                }
-                continue;
-            }
-            if !all_fresh {
-                st.refresh_sums(data, k);
-            }
-            sweep_pos = (sweep_pos + 1) % order.len();
-            k
+            self.sweep_step(st)?
         };
-        let moved = st.update_block(data, k, lambda);
-        if moved {
-            (fresh, last_kkt) = (false, None);
-        } else if selection == Selection::Greedy {
-            // The steepest block cannot decrease F any further: rounding level.
-            break StopReason::Stalled;
-        }
-        n_iter += 1;
-        since_transfer += 1;
-        history.push(k, st.objective(lambda), start);
-        if selection != Selection::Greedy {
-            sweep_moved |= moved;
-            if sweep_pos == 0 {
-                if !sweep_moved {
-                    // A whole sweep without a move: rounding level.
-                    break StopReason::Stalled;
-                }
-                sweep_moved = false;
+        self.update_step(st, k)
+    }
+
+    /// The score of every block and the KKT residual, after a transfer where one is due
+    /// ([`Run::transfer_step`]); then the progress report and every stopping rule, and the
+    /// intercept's step when its violation is a large enough share (`Exit::Next`).
+    fn score_step<S: DescentState>(
+        &mut self,
+        st: &mut S,
+        callback: &mut Option<Callback<'_>>,
+    ) -> Step {
+        self.transfer_step(st);
+        let (block_max, icpt) = if self.fresh {
+            st.score(self.lambda, &mut self.scores)
+        } else {
+            self.fresh = true;
+            st.refresh_and_score(self.data, self.lambda, &mut self.scores)
+        };
+        let max_d = block_max.max(icpt);
+        self.sweep_max = block_max;
+        let kkt = self.kkt(max_d);
+        self.last_kkt = Some(kkt);
+        let elapsed = self.start.elapsed().as_secs_f64();
+        if let Some(cb) = callback.as_mut() {
+            let progress = Progress {
+                n_iter: self.n_iter,
+                objective: st.objective(self.lambda),
+                kkt_residual: kkt,
+                elapsed,
+            };
+            if !cb(&progress) {
+                return Err(Exit::Stop(StopReason::Callback));
             }
         }
-    };
-
-    // The KKT residual of the returned model: known unless a sweep stopped midway, measured
-    // afresh from exact sums when the loop stalled.
-    let kkt = match last_kkt {
-        Some(kkt) if stop != StopReason::Stalled => kkt,
-        _ => {
-            st.refresh_all_sums(data);
-            let (block_max, icpt) = st.score(lambda, &mut scores);
-            scale(block_max.max(icpt))
+        if cancelled() {
+            return Err(Exit::Stop(StopReason::Callback));
         }
-    };
-    let converged = kkt <= params.tol;
-    st.finish(data);
-    BinnedFit {
-        intercept: st.intercept(),
-        lambda_f: lambda,
-        lambda_max,
-        report: FitReport {
-            n_iter,
-            converged,
-            kkt_residual: kkt,
-            objective: st.objective(lambda),
-            stop,
-            history,
-        },
-        values: st.blocks().to_vec(),
+        if kkt <= self.params.tol {
+            return Err(Exit::Stop(StopReason::Converged));
+        }
+        if self.n_iter >= self.params.max_iter {
+            return Err(Exit::Stop(StopReason::MaxIter));
+        }
+        if !self.params.shapes.links.is_empty() {
+            self.stall_check(st, kkt)?;
+        }
+        if self.params.max_time.is_some_and(|t| elapsed >= t) {
+            return Err(Exit::Stop(StopReason::MaxTime));
+        }
+        // The intercept absorbs its own violation (and the rounding that moves the
+        // residual's mean off zero).
+        if !self.last_was_intercept && icpt > self.threshold && icpt >= S::INTERCEPT_SHARE * max_d {
+            if st.step_intercept(self.data, block_max, self.threshold) {
+                self.fresh = false;
+            }
+            self.last_was_intercept = true;
+            return Err(Exit::Next);
+        }
+        Ok(())
+    }
+
+    /// Pair fits, once per sweep's worth of block updates: the penalty moved along the
+    /// directions that change no prediction, which block updates cross only slowly
+    /// ([`transfer::plan`]).
+    fn transfer_step<S: DescentState>(&mut self, st: &mut S) {
+        let params = self.params;
+        let links = &params.shapes.links;
+        if !links.is_empty() && self.since_transfer >= self.movable.len() {
+            self.since_transfer = 0;
+            let moves = transfer::plan(st.blocks(), st.n_chain(), &self.shapes, links, self.lambda);
+            if moves.iter().all(|(k, v)| st.set_values(self.data, *k, v)) && !moves.is_empty() {
+                self.fresh = false;
+            }
+        }
+    }
+
+    /// Pair fits: stalled (`Exit::Stop`) when [`STALL_SWEEPS`] sweeps' worth of updates since
+    /// the checkpoint neither lowered the best KKT residual by a tenth nor the objective by more
+    /// than [`STALL_SHARE`] of it; else the checkpoint moves on where it should. A pair block's
+    /// exact solve can lower the objective by rounding only, so a sweep always "moves".
+    fn stall_check<S: DescentState>(&mut self, st: &S, kkt: f64) -> Step {
+        let f = st.objective(self.lambda);
+        let n_iter = self.n_iter;
+        match self.checkpoint {
+            Some((_, best, _)) if kkt < 0.9 * best => self.checkpoint = Some((n_iter, kkt, f)),
+            Some((at, best, f0)) if n_iter >= at + STALL_SWEEPS * self.movable.len().max(1) => {
+                if f0 - f <= STALL_SHARE * f0.abs() {
+                    return Err(Exit::Stop(StopReason::Stalled));
+                }
+                self.checkpoint = Some((n_iter, best, f));
+            }
+            None => self.checkpoint = Some((n_iter, kkt, f)),
+            Some(_) => {}
+        }
+        Ok(())
+    }
+
+    /// Within a sweep, where no score is taken: a stop request, `max_iter` and `max_time`.
+    fn check_limits(&self) -> Step {
+        if cancelled() {
+            return Err(Exit::Stop(StopReason::Callback));
+        }
+        if self.n_iter >= self.params.max_iter {
+            return Err(Exit::Stop(StopReason::MaxIter));
+        }
+        if self
+            .params
+            .max_time
+            .is_some_and(|t| self.start.elapsed().as_secs_f64() >= t)
+        {
+            return Err(Exit::Stop(StopReason::MaxTime));
+        }
+        Ok(())
+    }
+
+    /// A greedy step: the steepest block, to be updated alone; or, with fresh sums, it and
+    /// the next steepest solved from the same residual where that saves a pass over every
+    /// block's rows ([`DescentState::greedy_pair_pays`]), the second kept only if it still
+    /// lowers the objective after the first (`Exit::Next`: both done).
+    fn greedy_step<S: DescentState>(&mut self, st: &mut S) -> Step<usize> {
+        let Some(k) = select(&self.scores) else {
+            // No block can move and the intercept step did not help: rounding level.
+            return Err(Exit::Stop(StopReason::Stalled));
+        };
+        let second = (self.greedy_pairs && self.fresh && self.n_iter + 2 <= self.params.max_iter)
+            .then(|| select_second(&self.scores, k))
+            .flatten()
+            .filter(|&k2| st.greedy_pair_pays(self.data, (k, k2)));
+        let Some(k2) = second else {
+            return Ok(k);
+        };
+        let before = st.objective(self.lambda);
+        let pair = Pair {
+            first: k,
+            second: k2,
+            fresh: true,
+        };
+        let (after_first, second) = st.update_pair(self.data, pair, self.lambda);
+        if !(after_first < before) && !second {
+            // Neither block lowered the objective as the loss is summed: near rounding
+            // level, where one block at a time, with its exactly predicted change,
+            // tells a move from a standstill.
+            self.greedy_pairs = false;
+        }
+        self.record_pair(st, (k, k2), after_first, second);
+        Err(Exit::Next)
+    }
+
+    /// A sweep's next block, to be updated alone (its sums refreshed unless every block's
+    /// are fresh); or, where pairs pay, it and the next solved side by side, the second kept
+    /// only if it still lowers the objective after the first, else it comes next on its own
+    /// (`Exit::Next`). A scored sweep's order is built at its start ([`Run::build_order`]).
+    fn sweep_step<S: DescentState>(&mut self, st: &mut S) -> Step<usize> {
+        if self.sweep_pos == 0 && self.selection == Selection::Sweep {
+            self.build_order();
+        }
+        if self.order.is_empty() {
+            return Err(Exit::Stop(StopReason::Stalled));
+        }
+        let k = self.order[self.sweep_pos];
+        let all_fresh = self.sweep_pos == 0 && self.fresh;
+        if self.pairs
+            && self.sweep_pos + 1 < self.order.len()
+            && self.n_iter + 2 <= self.params.max_iter
+        {
+            let k2 = self.order[self.sweep_pos + 1];
+            let pair = Pair {
+                first: k,
+                second: k2,
+                fresh: all_fresh,
+            };
+            let (after_first, second) = st.update_pair(self.data, pair, self.lambda);
+            self.sweep_moved = true;
+            self.record_pair(st, (k, k2), after_first, second);
+            self.sweep_pos = (self.sweep_pos + 1 + usize::from(second)) % self.order.len();
+            if self.sweep_pos == 0 {
+                self.sweep_moved = false;
+            }
+            return Err(Exit::Next);
+        }
+        if !all_fresh {
+            st.refresh_sums(self.data, k);
+        }
+        self.sweep_pos = (self.sweep_pos + 1) % self.order.len();
+        Ok(k)
+    }
+
+    /// A scored sweep's order: every block that can move and is not skipped, steepest first
+    /// (ties: lowest index). Blocks already well within the tolerance ([`SWEEP_SKIP`]), or
+    /// below the working set's share of the steepest, wait for a later sweep (all of them, if
+    /// none is outside: the KKT residual is then the intercept's).
+    fn build_order(&mut self) {
+        let scores = &self.scores;
+        self.order.clear();
+        let skip = (SWEEP_SKIP * self.params.tol * self.unit)
+            .max(self.params.sweep_share * self.sweep_max);
+        self.order.extend(
+            self.movable
+                .iter()
+                .copied()
+                .filter(|&k| scores[k].score > 0.0 && scores[k].max_d > skip),
+        );
+        if self.order.is_empty() {
+            self.order.extend(
+                self.movable
+                    .iter()
+                    .copied()
+                    .filter(|&k| scores[k].score > 0.0),
+            );
+        }
+        self.order
+            .sort_by(|&a, &b| scores[b].score.total_cmp(&scores[a].score).then(a.cmp(&b)));
+    }
+
+    /// The bookkeeping of a pair of blocks `(k, k2)` solved side by side: the objective after
+    /// the first was `after_first`; `second` says whether the second was kept.
+    fn record_pair<S: DescentState>(
+        &mut self,
+        st: &S,
+        (k, k2): (usize, usize),
+        after_first: f64,
+        second: bool,
+    ) {
+        self.fresh = false;
+        self.last_kkt = None;
+        self.n_iter += 1;
+        self.since_transfer += 1 + usize::from(second);
+        self.history.push(k, after_first, self.start);
+        if second {
+            self.n_iter += 1;
+            self.history.push(k2, st.objective(self.lambda), self.start);
+        }
+    }
+
+    /// The update of the block `k` alone. A greedy step that cannot move, or a whole sweep
+    /// without a move, is the rounding level (`Exit::Stop`).
+    fn update_step<S: DescentState>(&mut self, st: &mut S, k: usize) -> Step {
+        let moved = st.update_block(self.data, k, self.lambda);
+        if moved {
+            self.fresh = false;
+            self.last_kkt = None;
+        } else if self.selection == Selection::Greedy {
+            // The steepest block cannot decrease F any further: rounding level.
+            return Err(Exit::Stop(StopReason::Stalled));
+        }
+        self.n_iter += 1;
+        self.since_transfer += 1;
+        self.history.push(k, st.objective(self.lambda), self.start);
+        if self.selection != Selection::Greedy {
+            self.sweep_moved |= moved;
+            if self.sweep_pos == 0 {
+                if !self.sweep_moved {
+                    // A whole sweep without a move: rounding level.
+                    return Err(Exit::Stop(StopReason::Stalled));
+                }
+                self.sweep_moved = false;
+            }
+        }
+        Ok(())
+    }
+
+    /// The fit where the loop stopped for `stop`, with the KKT residual of the returned model:
+    /// known unless a sweep stopped midway, measured afresh from exact sums when the loop
+    /// stalled. `st` is left at the returned model.
+    fn finish<S: DescentState>(
+        mut self,
+        st: &mut S,
+        stop: StopReason,
+        lambda_max: f64,
+    ) -> BinnedFit {
+        let kkt = match self.last_kkt {
+            Some(kkt) if stop != StopReason::Stalled => kkt,
+            _ => {
+                st.refresh_all_sums(self.data);
+                let (block_max, icpt) = st.score(self.lambda, &mut self.scores);
+                self.kkt(block_max.max(icpt))
+            }
+        };
+        let converged = kkt <= self.params.tol;
+        st.finish(self.data);
+        BinnedFit {
+            intercept: st.intercept(),
+            lambda_f: self.lambda,
+            lambda_max,
+            report: FitReport {
+                n_iter: self.n_iter,
+                converged,
+                kkt_residual: kkt,
+                objective: st.objective(self.lambda),
+                stop,
+                history: self.history,
+            },
+            values: st.blocks().to_vec(),
+        }
     }
 }

@@ -1148,6 +1148,57 @@ fn pow2_near_inverse(x: f64) -> f64 {
     2_f64.powi(-(e as i32))
 }
 
+/// The value of the segment [`direct`] closed last, and its points. A segment's value is
+/// replaced by the previous segment's when the two differ by rounding only: where the exact
+/// solution has no jump but a dual residual sits exactly on ±λ (ties, common in integer data),
+/// rounding can split one segment in two, and the values of the two halves differ in their
+/// last bits. Giving them the same value keeps fused points bit-identical, as the DP does. The
+/// tolerance grows with `λ/W` of both segments; `λ/w` of a segment's first point bounds it
+/// (weights are positive), so the weights are summed only when the values are that close.
+struct Settle {
+    prev: f64,
+    prev_seg: (usize, usize),
+}
+
+impl Settle {
+    /// The value of the segment `from..=to` whose own value is `value` (scaled), with `wv`
+    /// the scaled weight of a point; remembers it as the previous segment's.
+    fn settle(
+        &mut self,
+        value: f64,
+        (from, to): (usize, usize),
+        lam: f64,
+        wv: &impl Fn(usize) -> f64,
+    ) -> f64 {
+        let prev = self.prev;
+        let tol = |s1: f64, s2: f64| TIE_ULPS * f64::EPSILON * (value.abs() + prev.abs() + s1 + s2);
+        let gap = (value - prev).abs();
+        let v = if !(gap <= tol(lam / wv(from), lam / wv(self.prev_seg.0))) {
+            value
+        } else if gap
+            <= tol(
+                lam / segment_weight(wv, from, to),
+                lam / segment_weight(wv, self.prev_seg.0, self.prev_seg.1),
+            )
+        {
+            prev
+        } else {
+            value
+        };
+        (self.prev, self.prev_seg) = (v, (from, to));
+        v
+    }
+}
+
+/// The weight of the segment `from..=to`, summed as [`direct`]'s scan sums it (bit for bit).
+fn segment_weight(wv: &impl Fn(usize) -> f64, from: usize, to: usize) -> f64 {
+    let mut s = wv(from);
+    for i in from + 1..=to {
+        s += wv(i);
+    }
+    s
+}
+
 /// L. Condat's direct algorithm ("A Direct Algorithm for 1D Total Variation Denoising",
 /// *IEEE Signal Processing Letters* 20(11), 2013), generalised to positive weights and
 /// rewritten so that no division lies on its loop-carried path, on `n ≥ 2` points scaled by
@@ -1200,14 +1251,6 @@ fn direct<W: Weights, const SCALED: bool, F: Frontier>(
     let unscale = 1.0 / sy;
     let yv = |i: usize| if SCALED { (y[i] - c) * sy } else { y[i] };
     let wv = |i: usize| if SCALED { w.at(i) * sw } else { w.at(i) };
-    // The weight of the segment `from..=to`, summed as the scan sums it (bit for bit).
-    let seg_weight = |from: usize, to: usize| {
-        let mut s = wv(from);
-        for i in from + 1..=to {
-            s += wv(i);
-        }
-        s
-    };
     if F::ACTIVE && !frontier.advance() {
         return false;
     }
@@ -1224,31 +1267,13 @@ fn direct<W: Weights, const SCALED: bool, F: Frontier>(
     // The candidates v⁻ and −v⁺ (both move by maxima, which lets the two updates share
     // one vector instruction; negation is exact).
     let (mut vmin, mut nvmax) = ((asum + off_m) / wsum, -((asum + off_p) / wsum));
-    // The value of the segment closed last, and its points.
-    let (mut prev, mut prev_seg) = (f64::NAN, (0_usize, 0_usize));
-    // A segment's value, or the previous segment's when the two differ by rounding only:
-    // where the exact solution has no jump but a dual residual sits exactly on ±λ (ties,
-    // common in integer data), rounding can split one segment in two, and the values of
-    // the two halves differ in their last bits. Giving them the same value keeps fused
-    // points bit-identical, as the DP does. The tolerance grows with `λ/W` of both
-    // segments; `λ/w` of a segment's first point bounds it (weights are positive), so the
-    // weights are summed only when the values are that close.
+    // A segment's value, settled against the previous segment's (see [`Settle`]), unscaled.
+    let mut settled = Settle {
+        prev: f64::NAN,
+        prev_seg: (0, 0),
+    };
     let mut settle = |value: f64, from: usize, to: usize| {
-        let tol = |s1: f64, s2: f64| TIE_ULPS * f64::EPSILON * (value.abs() + prev.abs() + s1 + s2);
-        let gap = (value - prev).abs();
-        let v = if !(gap <= tol(lam / wv(from), lam / wv(prev_seg.0))) {
-            value
-        } else if gap
-            <= tol(
-                lam / seg_weight(from, to),
-                lam / seg_weight(prev_seg.0, prev_seg.1),
-            )
-        {
-            prev
-        } else {
-            value
-        };
-        (prev, prev_seg) = (v, (from, to));
+        let v = settled.settle(value, (from, to), lam, &wv);
         if SCALED {
             v * unscale + c
         } else {
