@@ -14,6 +14,10 @@ the held-out search's final refit on the rows engine gained extrapolated rounds
 engine gained them too: objectives −4.3e-7 and −2.9e-7 relative (lower), 289 → 258 and
 180 → 147 updates (bin values move by up to 18% along directions that correlated features
 leave almost flat). Re-stored alone (``make_snapshots.py --cases``).
+
+Added later: ``regressor_pairs`` (the default, with its screened pairs) and
+``classifier_pairs`` (two listed pairs), stored when the pair stage's code was split into
+named steps, so that the pair stage's models are guarded too.
 """
 
 from __future__ import annotations

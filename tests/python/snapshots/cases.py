@@ -108,6 +108,19 @@ def _sparse(kind: str) -> dict[str, np.ndarray]:
     return out
 
 
+def _pairs(est: Any, data: Callable[[], tuple[Any, Any]]) -> dict[str, np.ndarray]:
+    """A default fit with pair terms: the additive numbers, and the pairs, their tables and
+    their penalty."""
+    X, y = data()
+    est.fit(X, y)
+    out = _numbers(est)
+    tables = [np.ravel(np.asarray(v, dtype=np.float64)) for v in est.interaction_values_]
+    out["pairs"] = np.asarray(est.interaction_features_, dtype=np.float64).reshape(-1)
+    out["pair_values"] = np.concatenate(tables) if tables else np.zeros(0)
+    out["interaction_penalty"] = np.array([est.interaction_penalty_])
+    return out
+
+
 # The additive engine's models, stored before pair terms existed: `interactions=0` since
 # pairs became the default.
 R = functools.partial(fastpcam.FASTRegressor, interactions=0)
@@ -132,4 +145,7 @@ CASES: dict[str, Callable[[], dict[str, np.ndarray]]] = {
     "path": _path,
     "statistics": _statistics,
     "statistics_held_out": _held_out_statistics,
+    # The pair stage at the defaults (stored later, with it).
+    "regressor_pairs": lambda: _pairs(fastpcam.FASTRegressor(random_state=0), _houses),
+    "classifier_pairs": lambda: _pairs(fastpcam.FASTClassifier(interactions=[(0, 1), (2, 5)], random_state=0), _classes),
 }
