@@ -293,6 +293,70 @@ pub fn smooth_score(sums: &[f64], theta: &[f64], grid: Grid, mu: f64) -> BlockSc
 
 #[cfg(test)]
 mod tests {
+    /// At a prohibitive penalty (`lambda` far above every flow) the solution is flat, and the
+    /// solve's flows must still certify it exactly: their divergence is each cell's gradient
+    /// `h (z − θ)` and the column part passes [`grid_score`]
+    /// at rounding level, whether the flows start from zero or from the solve before (as in a
+    /// fit). A flow kept as `lambda` minus a residual would lose every digit below
+    /// `ulp(lambda)` (about 1e-4 at 1e12), and a saturation tolerance scaled by `lambda`
+    /// would route nothing at 1e100.
+    #[test]
+    fn a_prohibitive_penalty_keeps_exact_flows() {
+        use crate::prox::grid::{grid_tv, solve_grid, GridWorkspace};
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(5);
+        let mut ws = GridWorkspace::default();
+        let mut buf = Vec::new();
+        for case in 0..60 {
+            let grid = Grid {
+                missing_row: case % 3 == 1,
+                missing_col: case % 4 == 2,
+                ..Grid::new(rng.random_range(2..9), rng.random_range(2..9))
+            };
+            let n = grid.cells();
+            let z: Vec<f64> = (0..n).map(|_| rng.random_range(-2.0..2.0)).collect();
+            let h: Vec<f64> = (0..n).map(|_| rng.random_range(0.5..2.0)).collect();
+            let lambda = [1e12, 1e13, 1e15, 1e40, 1e100][case % 5];
+            let mut dual = vec![0.0; grid.dual_len()];
+            let mut out = vec![0.0; n];
+            for _ in 0..2 {
+                let start = vec![0.0; n];
+                let s = solve_grid(
+                    &z,
+                    &h,
+                    grid,
+                    lambda,
+                    Some(&start),
+                    &mut dual,
+                    &mut ws,
+                    &mut out,
+                );
+                let r: Vec<f64> = (0..n).map(|c| h[c] * (z[c] - out[c])).collect();
+                let scale = r.iter().fold(1.0f64, |m, v| m.max(v.abs()));
+                // Flat on every line's component: no jump anywhere.
+                assert_eq!(grid_tv(&out, grid), 0.0, "case {case}");
+                let mut div = vec![0.0; n];
+                grid.for_each_edge(|e, a, b, _| {
+                    let f = dual[n + e];
+                    assert!(f.abs() <= lambda);
+                    div[a] += f;
+                    div[b] -= f;
+                });
+                for c in 0..n {
+                    assert!(
+                        (div[c] - r[c]).abs() <= 1e-12 * scale,
+                        "case {case}, lambda {lambda:e}: cell {c} divergence {} vs {}",
+                        div[c],
+                        r[c]
+                    );
+                }
+                let score = grid_score(&r, &out, &dual[..n], grid, lambda, &mut buf);
+                assert!(score.max_d <= 1e-12 * scale, "case {case}: {}", score.max_d);
+                assert!(s.gap <= 1e-12 * scale, "case {case}: gap {}", s.gap);
+            }
+        }
+    }
+
     use super::*;
 
     /// The fused pass gives the numbers of the two passes apart, fused (many rows per bin)
