@@ -345,8 +345,8 @@ fn together_blocks(st: &BlockState, data: &BinnedData, lambda: f64, tol: f64) ->
 /// every other block and the intercept's share of them fixed: the problem of those blocks
 /// alone, on the tables engine built from their codes and the target
 /// ([`BlockState::working_target`]), by the extrapolated descent of the tables engine to half
-/// the tolerance, and the state set to its solution where that lowers the objective exactly
-/// ([`BlockState::set_working`]). Two strongly correlated main effects (a feature and a near
+/// the tolerance, and the state moved to its solution where that lowers the objective exactly
+/// ([`BlockState::move_along`]). Two strongly correlated main effects (a feature and a near
 /// copy) trade their violations for thousands of updates, each costing passes over the
 /// rows; on their tables those updates cost `O(B_j B_k)`. Leaves every block's sums fresh.
 fn solve_working_set(
@@ -401,9 +401,13 @@ fn solve_working_set(
     if matches!(fit.report.stop, StopReason::Callback) {
         return;
     }
-    if st.set_working(data, (&ws, fit.values, fit.intercept), lambda) {
-        st.refresh_all_sums(data);
+    // The move from the blocks now to that solution, taken where it lowers the objective.
+    let mut d: Vec<Vec<f64>> = st.beta.iter().map(|b| vec![0.0; b.len()]).collect();
+    for (&k, b) in ws.iter().zip(&fit.values) {
+        d[k] = b.iter().zip(&st.beta[k]).map(|(x, y)| x - y).collect();
     }
+    let u = row_direction(data, &d, fit.intercept);
+    st.move_along(data, (1.0, fit.intercept, &d, &Along::Rows(u)), lambda);
 }
 
 /// The one dispatch of an extrapolating fit (the squared loss's main effects, and
@@ -842,33 +846,6 @@ mod tests {
             together.report.n_iter,
             rounds.report.n_iter
         );
-    }
-
-    /// The state set to a working set's solution only where that lowers the objective
-    /// ([`BlockState::set_working`]): a worse one leaves it as it was.
-    #[test]
-    fn a_working_set_solution_that_does_not_lower_the_objective_is_refused() {
-        let (x, y) = correlated(2_000, 3);
-        let data = bin_data(x.view(), None, &BinningParams::default()).unwrap();
-        let mut st = BlockState::with_start(&data, y.view(), data.zero_blocks());
-        let lambda = 1e-3 * st.start_flat(&data);
-        let before = (st.objective(lambda), st.beta.clone(), st.intercept);
-        let worse: Vec<Vec<f64>> = [0, 1]
-            .iter()
-            .map(|&k| {
-                (0..data.features[k].n_bins())
-                    .map(|b| (b % 2) as f64)
-                    .collect()
-            })
-            .collect();
-        assert!(!st.set_working(&data, (&[0, 1], worse, 0.5), lambda));
-        assert_eq!(
-            (st.objective(lambda), st.beta.clone(), st.intercept),
-            before
-        );
-        // The blocks' own values and no intercept move: accepted only if lower, never higher.
-        let same: Vec<Vec<f64>> = [0, 1].iter().map(|&k| st.beta[k].clone()).collect();
-        assert!(!st.set_working(&data, (&[0, 1], same, 0.0), lambda));
     }
 
     #[test]

@@ -437,58 +437,6 @@ impl BlockState {
         Some(target)
     }
 
-    /// Sets the blocks `ws` to `beta` and moves the intercept by `dc` (the solve of those
-    /// blocks alone, from [`BlockState::working_target`]) if that lowers the objective at
-    /// `lambda`, measured exactly over the rows; otherwise changes nothing. Returns whether it
-    /// moved; every block's sums are stale if it did.
-    pub(crate) fn set_working(
-        &mut self,
-        data: &BinnedData,
-        (ws, beta, dc): (&[usize], Vec<Vec<f64>>, f64),
-        lambda: f64,
-    ) -> bool {
-        let Backend::Rows { resid, .. } = &self.backend else {
-            return false;
-        };
-        let mut new_resid = resid.clone();
-        new_resid.iter_mut().for_each(|r| *r -= dc);
-        for (&k, b) in ws.iter().zip(&beta) {
-            let old = &self.beta[k];
-            let d: Vec<f64> = b.iter().zip(old).map(|(x, y)| x - y).collect();
-            with_codes!(&data.features[k].codes, c => new_resid
-                .iter_mut()
-                .zip(c)
-                .for_each(|(r, &q)| *r -= d[q.idx()]));
-        }
-        let mut new_vresid = if data.weights.is_some() {
-            vec![0.0; data.n_samples]
-        } else {
-            Vec::new()
-        };
-        let loss = weighted_resid_loss(data, &new_resid, &mut new_vresid);
-        let (mut tv, mut smooth) = (self.tv.clone(), self.smooth.clone());
-        for (&k, b) in ws.iter().zip(&beta) {
-            let shape = self.shape(k);
-            tv[k] = block_tv(b, self.n_chain[k], shape);
-            smooth[k] = block_smooth(b, self.n_chain[k], shape);
-        }
-        let after = loss + lambda * tv.iter().sum::<f64>() + smooth.iter().sum::<f64>();
-        if !(after < self.objective(lambda)) {
-            return false;
-        }
-        let Backend::Rows { resid, vresid, .. } = &mut self.backend else {
-            unreachable!("checked above")
-        };
-        (*resid, *vresid) = (new_resid, new_vresid);
-        for (&k, b) in ws.iter().zip(beta) {
-            self.beta[k] = b;
-        }
-        (self.tv, self.smooth, self.loss) = (tv, smooth, loss);
-        self.intercept += dc;
-        self.fresh_all = false;
-        true
-    }
-
     /// Moves the residual's weighted mean into the intercept (sums stay fresh if they were).
     pub fn intercept_step(&mut self, data: &BinnedData) {
         let s = self.intercept_gradient();
