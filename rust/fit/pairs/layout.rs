@@ -268,7 +268,11 @@ pub(super) fn pair_feature(
 }
 
 /// The links of the pair blocks of `pairs` under `axes`, the first pair's block at `block`.
-fn pair_links(block: usize, pairs: &[(usize, usize)], axes: &[(Axis, Axis)]) -> Vec<PairLink> {
+pub(super) fn pair_links(
+    block: usize,
+    pairs: &[(usize, usize)],
+    axes: &[(Axis, Axis)],
+) -> Vec<PairLink> {
     pairs
         .iter()
         .zip(axes)

@@ -38,6 +38,10 @@
 //!   0.8 of it (`SECOND_ROUND_CUT`), `K` more pairs are screened on the training rows'
 //!   residual of the fit with pairs and all are fitted there at the chosen `ρ`, warm-started;
 //!   below 0.64 of it, a third round does the same again ([`rounds::MAX_ROUNDS`]).
+//! * **Pruning** ([`prune`], from [`prune::PRUNE_MIN_HELD_ROWS`] held-out rows,
+//!   `interactions="auto"`): after the rounds, the pairs whose own held-out gain (the model
+//!   without the pair's table against the model) is none are dropped and the rest refitted,
+//!   unless the dropped pairs together beat that refit on the held-out rows.
 //! * **Smooth parts** ([`smooth`]) are chosen on the same training rows, from the
 //!   last round's fit: the `μ` path and the fit without them side by side.
 //! * **One fit on all rows** (`finish`): every stage above runs on the held-out split's
@@ -47,9 +51,11 @@
 //!
 //! The stage's steps, each in its module: what they all read (`stage::Stage`), the pair
 //! blocks' layout ([`layout`]), screening ([`screen`]), the held-out path of `ρ` ([`search`]),
-//! the rounds ([`rounds`]), the smooth parts ([`smooth`]); `fit_pairs` runs them in order.
+//! the rounds ([`rounds`]), pruning ([`prune`]), the smooth parts ([`smooth`]); `fit_pairs`
+//! runs them in order.
 
 pub mod layout;
+pub mod prune;
 pub mod rounds;
 pub mod screen;
 pub mod search;
@@ -292,6 +298,7 @@ fn choose<S: PairDescent>(
     };
     let mut kept = stage.keep(data, round);
     stage.more_rounds(data, layout, &mut kept, callback);
+    stage.prune(data, &mut kept, callback);
     let (smooth, smoothing_path, smoothing_path_loss) =
         stage.smooth_parts(data, &mut kept, callback);
     Ok(Some(Chosen {

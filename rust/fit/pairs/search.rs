@@ -122,16 +122,21 @@ pub(super) fn held_out_penalty(params: &FitParams) -> Option<Validation> {
 /// on `additive` by at least `se` standard errors of the weighted mean difference
 /// ([`MIN_GAIN_SE`], or [`RESCUE_GAIN_SE`]).
 pub(super) fn significant_gain(additive: &[f64], pairs: &[f64], v: &[f64], se: f64) -> bool {
-    let total: f64 = v.iter().sum();
-    let gain = additive.iter().zip(pairs).map(|(a, b)| a - b).sum::<f64>() / total;
+    let (gain, sd) = mean_gain(additive, pairs, v);
     // Pair blocks that stayed at rounding level (a strong `ρ`) gain nothing.
+    let total: f64 = v.iter().sum();
     let scale = additive.iter().sum::<f64>().abs() / total;
-    if !(gain > PATH_EQUAL * scale) {
-        return false;
-    }
-    let var: f64 = additive
+    gain > PATH_EQUAL * scale && gain > se * sd
+}
+
+/// The weighted mean of the rows' loss differences `before − after` (held-out loss terms
+/// `v_i · loss_i` of two models, rows of weights `v`) and its standard error.
+pub(super) fn mean_gain(before: &[f64], after: &[f64], v: &[f64]) -> (f64, f64) {
+    let total: f64 = v.iter().sum();
+    let gain = before.iter().zip(after).map(|(a, b)| a - b).sum::<f64>() / total;
+    let var: f64 = before
         .iter()
-        .zip(pairs)
+        .zip(after)
         .zip(v)
         .filter(|(_, &w)| w > 0.0)
         .map(|((a, b), &w)| {
@@ -140,7 +145,7 @@ pub(super) fn significant_gain(additive: &[f64], pairs: &[f64], v: &[f64], se: f
         })
         .sum::<f64>()
         / (total * total);
-    gain > se * var.sqrt()
+    (gain, var.sqrt())
 }
 
 /// The blocks of a pair search, by stage.
