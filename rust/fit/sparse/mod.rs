@@ -33,7 +33,8 @@ use crate::error::{FastError, Result};
 use crate::model::report;
 use crate::model::AdditiveModel;
 use crate::params::{
-    FitParams, Penalty, Selection, Shapes, DEFAULT_LAMBDA_RATIO, DEFAULT_MAX_ITER, DEFAULT_TOL,
+    FitParams, Penalty, Selection, Shapes, SparseMethod, DEFAULT_LAMBDA_RATIO, DEFAULT_MAX_ITER,
+    DEFAULT_TOL,
 };
 use crate::states::engine;
 use crate::states::squared::BlockState;
@@ -562,4 +563,23 @@ pub fn agis(rows: Rows<'_>, params: &SparseParams, max_features: usize) -> Resul
 pub fn l0(rows: Rows<'_>, params: &SparseParams, grid: &LambdaS) -> Result<SparseFit> {
     check_lambda_s(grid, rows.x.ncols())?;
     bin_and(rows, params, |d, y| l0_binned(d, y, params, grid))
+}
+
+/// The one entry point of the feature-sparse fits: AGIS up to `max_features` features
+/// (`None`: every feature) for [`SparseMethod::Agis`], group ℓ0-FAST over `grid` for
+/// [`SparseMethod::L0`] (`max_features` is then read from `grid`).
+///
+/// # Errors
+/// As [`agis`] or [`l0`].
+pub fn fit(
+    rows: Rows<'_>,
+    params: &SparseParams,
+    method: SparseMethod,
+    max_features: Option<usize>,
+    grid: &LambdaS,
+) -> Result<SparseFit> {
+    match method {
+        SparseMethod::Agis => agis(rows, params, max_features.unwrap_or(rows.x.ncols())),
+        SparseMethod::L0 => l0(rows, params, grid),
+    }
 }
