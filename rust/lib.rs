@@ -70,7 +70,9 @@
 //!   * [`fit::logistic`] — the classification entry points (binary log-loss);
 //!   * [`fit::loglink`] — the log-link regression entry points (Poisson, Gamma, Tweedie);
 //!   * [`fit::multinomial`] — multiclass classification (softmax log-loss);
-//!   * [`fit::sparse`] — feature-sparse FAST: AGIS, group-ℓ0 FAST and the BGS local search.
+//!   * [`fit::sparse`] — feature-sparse FAST: AGIS, group-ℓ0 FAST and the BGS local search;
+//!   * [`fit::entry`] — the one entry point of every loss (`fit`: the loss's `"auto"`
+//!     parameters resolved, then its own entry point) and of a fit on sufficient statistics.
 //!
 //! The PyO3 layer lives in `bindings` behind the `python` feature.
 

@@ -671,6 +671,35 @@ impl Loss {
     }
 }
 
+/// `l2_jumps` as the estimators give it: a weight, or `Auto`, which the one entry point
+/// ([`crate::fit::entry::fit`]) resolves for the loss and the rows (a binary classifier's
+/// `crate::fit::logistic::auto_l2_jumps`, 0 for every other fit).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum L2Jumps {
+    /// Chosen for the loss and the number of rows.
+    Auto,
+    /// This weight (written into [`Shapes::l2`]).
+    Value(f64),
+}
+
+/// What the one entry point ([`crate::fit::entry::fit`]) fits: the loss (with its parameter),
+/// the number of classes, the engine, and the parameters whose `"auto"` depends on the loss.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Task {
+    /// The loss (with `n_classes`, the softmax log-loss whatever this is).
+    pub loss: Loss,
+    /// The Tweedie power of [`Loss::Tweedie`], in `(1, 2)` (read by that loss only).
+    pub power: f64,
+    /// `Some(K)`: the softmax fit of `K` classes (`y` holds class indices); `None`: the loss's
+    /// own fit (a binary classifier for [`Loss::Logistic`]).
+    pub n_classes: Option<usize>,
+    /// The engine (the squared loss alone may use [`Engine::Tables`]).
+    pub engine: Engine,
+    /// `l2_jumps`: [`L2Jumps::Auto`] is resolved by the entry point, a value replaces
+    /// [`Shapes::l2`].
+    pub l2_jumps: L2Jumps,
+}
+
 /// Default `λ_f / λ_max` of the feature-sparse fits (the value the feature-selection
 /// benchmark was run with; the dense default is tuned separately).
 pub const SPARSE_LAMBDA_RATIO: f64 = 1e-3;

@@ -18,9 +18,9 @@ use crate::fit::sparse::{
     LambdaS, SparseParams, DEFAULT_MAX_SWAPS, DEFAULT_N_LAMBDA_S, DEFAULT_SCALE_DOWN,
 };
 use crate::params::{
-    Engine, FitParams, Interactions, Loss, PairParams, Penalty, Selection, Shapes, Smoothing,
-    Validation, AUTO_INTERACTION_BINS, AUTO_INTERACTION_CELLS, DEFAULT_LAMBDA_RATIO,
-    DEFAULT_MAX_ITER, DEFAULT_TOL, DEFAULT_VALIDATION_FRACTION,
+    Engine, FitParams, Interactions, L2Jumps, Loss, PairParams, Penalty, Selection, Shapes,
+    Smoothing, Task, Validation, AUTO_INTERACTION_BINS, AUTO_INTERACTION_CELLS,
+    DEFAULT_LAMBDA_RATIO, DEFAULT_MAX_ITER, DEFAULT_TOL, DEFAULT_VALIDATION_FRACTION,
 };
 
 /// A parameter that Python gives as a value or as the string "auto": `max_bins` (an int,
@@ -243,8 +243,8 @@ impl FitConfig {
             grids: Vec::new(),
             links: Vec::new(),
             grid_l2: Vec::new(),
-            // "auto" is resolved by the fit that knows its loss and rows (`fit`); elsewhere
-            // it is 0.
+            // "auto" is resolved by the entry point that knows the loss and the rows
+            // (`crate::fit::entry::fit`, from `Task::l2_jumps`); elsewhere it is 0.
             l2: match self.l2_jumps {
                 AutoOr::Auto => 0.0,
                 AutoOr::Value(v) => v,
@@ -289,6 +289,22 @@ impl FitConfig {
         let (loss, engine) = (self.loss.parse::<Loss>()?, self.engine.parse::<Engine>()?);
         loss.check_engine(engine)?;
         Ok((loss, engine))
+    }
+
+    /// What [`crate::fit::entry::fit`] fits: the loss and the engine (checked together), the
+    /// Tweedie power, `n_classes` (a softmax fit) and `l2_jumps` (`"auto"` is resolved there).
+    pub fn task(&self, n_classes: Option<usize>) -> PyResult<Task> {
+        let (loss, engine) = self.loss_engine()?;
+        Ok(Task {
+            loss,
+            power: self.power,
+            n_classes,
+            engine,
+            l2_jumps: match self.l2_jumps {
+                AutoOr::Auto => L2Jumps::Auto,
+                AutoOr::Value(v) => L2Jumps::Value(v),
+            },
+        })
     }
 
     /// Checked parameters of a feature-sparse fit on data of `shape` = (rows, features).

@@ -2,8 +2,6 @@
 //! distributed fits: `bin_edges` (cut points of a sample), `partition_stats` (one partition's
 //! statistics), `add_stats` (their exact reduction) and `fit_stats` (a fit on statistics alone).
 
-use std::sync::Arc;
-
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 
@@ -12,7 +10,7 @@ use super::errors::{compute, no_panic};
 use super::output::{arrays, FitOutput};
 use crate::data::binning::bin_data;
 use crate::data::tables::{partition_tables, Tables};
-use crate::fit::solver;
+use crate::fit::entry;
 
 /// One data set's (or partition's) sufficient statistics, as plain arrays.
 #[derive(IntoPyObject)]
@@ -122,10 +120,10 @@ fn bin_edges<'py>(
     Ok(arrays(py, cuts))
 }
 
-/// Fits FAST on sufficient statistics alone (`crate::fit::solver::fit_tables`); with `held_out`
-/// statistics and `lambda_ratio="auto"`, the penalty is chosen on them
-/// (`crate::fit::validation::fit_tables_validated`) and `n_validation` is reported as the number
-/// of held-out rows. The configuration's binning keys are not used: the statistics are binned.
+/// Fits FAST on sufficient statistics alone (`crate::fit::entry::fit_stats`); with `held_out`
+/// statistics and `lambda_ratio="auto"`, the penalty is chosen on them and `n_validation` is
+/// reported as the number of held-out rows. The configuration's binning keys are not used:
+/// the statistics are binned.
 #[pyfunction]
 #[pyo3(signature = (stats, cuts, missing, *, config, held_out=None, n_validation=0))]
 fn fit_stats<'py>(
@@ -137,28 +135,16 @@ fn fit_stats<'py>(
     held_out: Option<StatsInput<'py>>,
     n_validation: usize,
 ) -> PyResult<FitOutput<'py>> {
-    // statistics are the tables engine's data: the loss must allow it
     let (loss, _) = config.loss_engine()?;
-    loss.check_engine(crate::params::Engine::Tables)?;
-    let mut params = config.fit_params((0, stats.n_bins.len()), held_out.is_some())?;
-    params.binning = crate::data::binning::BinningParams::default();
-    let validated = matches!(params.lambda, crate::params::Penalty::Validated(_));
+    let params = config.fit_params((0, stats.n_bins.len()), held_out.is_some())?;
     let tables = to_tables(&stats)?;
     drop(stats);
-    let held = match held_out.filter(|_| validated) {
+    let held = match held_out.filter(|_| entry::stats_read_held_out(&params)) {
         Some(h) => Some(to_tables(&h)?),
         None => None,
     };
-    let fitted = compute(py, "fit_stats", config.n_jobs, || match held {
-        Some(held) => {
-            crate::fit::validation::fit_tables_validated(tables, held, cuts, missing, &params, None)
-                .map(|(mut fit, mut search)| {
-                    search.n_validation = n_validation;
-                    fit.search = Some(search);
-                    fit
-                })
-        }
-        None => solver::fit_tables(Arc::new(tables), cuts, missing, &params),
+    let fitted = compute(py, "fit_stats", config.n_jobs, || {
+        entry::fit_stats(loss, tables, held, (cuts, missing), &params, n_validation)
     })?;
     Ok(FitOutput::new(py, fitted))
 }

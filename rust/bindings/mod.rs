@@ -1,6 +1,7 @@
 //! The PyO3 layer: borrow numpy arrays → read the configuration → release the GIL → call the
-//! core → convert. No numerics and no checks live here: every fit binding takes one
-//! [`FitConfig`] (a dict keyed by the Python parameter names) and the core validates it.
+//! core → convert. No numerics, no checks and no policy live here: every fit binding takes
+//! one [`FitConfig`] (a dict keyed by the Python parameter names), the core validates it, and
+//! every choice that depends on the loss is the core's (`crate::fit::entry`).
 
 mod config;
 mod dask;
@@ -19,14 +20,11 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::data::binning::Rows;
-use crate::fit::logistic;
-use crate::fit::loglink::{self, LogLinkLoss};
-use crate::fit::multinomial;
+use crate::fit::entry;
 use crate::fit::solver::{self, Progress};
 use crate::model::AdditiveModel;
-use crate::params::{Loss, Smoothing};
 use crate::prox::flsa::FlsaWorkspace;
-use config::{AutoOr, FitConfig};
+use config::FitConfig;
 use errors::{compute, compute_interruptible, no_panic};
 use output::{arrays, FitOutput, MultinomialExtra, PathOutput};
 use progress::ProgressBridge;
@@ -38,7 +36,8 @@ fn weights(w: Option<PyReadonlyArray1<'_, f64>>) -> Option<Vec<f64>> {
 
 /// Fits FAST for the configuration's loss (squared, logistic, or a log-link loss: poisson,
 /// gamma, tweedie); with `n_classes`, the softmax fit of that many classes (`y`: class
-/// indices), whose output also holds [`MultinomialExtra`]. See `fastpcam._core.pyi`.
+/// indices), whose output also holds [`MultinomialExtra`]: the core's one entry point
+/// (`crate::fit::entry::fit`). See `fastpcam._core.pyi`.
 #[pyfunction]
 #[pyo3(signature = (x, y, sample_weight=None, *, config, progress=None, n_classes=None))]
 fn fit<'py>(
@@ -51,42 +50,23 @@ fn fit<'py>(
     n_classes: Option<usize>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let (x, y, w) = (x.as_array(), y.as_array(), weights(sample_weight));
-    let mut params = config.fit_params(x.dim(), true)?;
-    let (loss, engine) = config.loss_engine()?;
-    if matches!(config.l2_jumps, AutoOr::Auto) && loss == Loss::Logistic && n_classes.is_none() {
-        params.shapes.l2 = logistic::auto_l2_jumps(x.nrows());
-    }
-    // "auto" smooth parts for the squared loss only: on the five binary tasks the held-out
-    // choice kept them on two with the same test log-loss, at 2-4.5 times the fit time.
-    if matches!(config.interaction_smoothing, AutoOr::Auto) && loss != Loss::Squared {
-        params.pairs.smoothing = Smoothing::Off;
-    }
-    let l2_jumps = params.shapes.l2;
+    let params = config.fit_params(x.dim(), true)?;
+    let task = config.task(n_classes)?;
     let cancel = AtomicBool::new(false);
     let mut bridge = ProgressBridge::new(&cancel, progress, config.progress_interval);
-    let (fitted, classes) = compute_interruptible(py, "fit", config.n_jobs, &cancel, || {
+    let fitted = compute_interruptible(py, "fit", config.n_jobs, &cancel, || {
         let mut call = |p: &Progress| bridge.call(p);
         let callback: Option<solver::Callback<'_>> = Some(&mut call);
-        let rows = Rows::new(x, y, w.as_deref());
-        let one = |fit| (fit, None);
-        match (n_classes, LogLinkLoss::of(loss, config.power)) {
-            (Some(k), _) => multinomial::fit_multinomial(rows, k, &params, callback)
-                .map(|m| (m.fit, Some((m.n_classes, m.intercepts, m.missing_values)))),
-            (None, Some(link)) => loglink::fit_loglink(rows, &params, link, callback).map(one),
-            (None, None) if loss == Loss::Logistic => {
-                logistic::fit_logistic(rows, &params, callback).map(one)
-            }
-            (None, None) => solver::fit_with_engine(rows, &params, engine, callback).map(one),
-        }
+        entry::fit(Rows::new(x, y, w.as_deref()), &params, &task, callback)
     })?;
     bridge.finish()?;
-    let out = FitOutput::new(py, fitted).into_pyobject(py)?;
-    out.set_item("l2_jumps", l2_jumps)?;
-    if let Some((n_classes, intercepts, missing_values)) = classes {
+    let out = FitOutput::new(py, fitted.fit).into_pyobject(py)?;
+    out.set_item("l2_jumps", fitted.l2_jumps)?;
+    if let Some(classes) = fitted.classes {
         let extra = MultinomialExtra {
-            n_classes,
-            intercepts: intercepts.into_pyarray(py),
-            missing_values: arrays(py, missing_values),
+            n_classes: classes.n_classes,
+            intercepts: classes.intercepts.into_pyarray(py),
+            missing_values: arrays(py, classes.missing_values),
         };
         out.update(extra.into_pyobject(py)?.as_mapping())?;
     }

@@ -109,15 +109,11 @@ fn fit_sparse<'py>(
     let (x, y) = (x.as_array(), y.as_array());
     let w: Option<Vec<f64>> = sample_weight.map(|w| w.as_array().to_vec());
     let params = config.sparse_params(x.dim())?;
-    let max_features = config.max_features.unwrap_or(x.ncols());
     let method: SparseMethod = config.method.parse()?;
     let grid = config.lambda_s_grid(x.ncols());
     let fitted = compute(py, "fit_sparse", config.n_jobs, || {
         let rows = Rows::new(x, y, w.as_deref());
-        match method {
-            SparseMethod::Agis => sparse::agis(rows, &params, max_features),
-            SparseMethod::L0 => sparse::l0(rows, &params, &grid),
-        }
+        sparse::fit(rows, &params, method, config.max_features, &grid)
     })?;
     Ok(output(py, fitted))
 }

@@ -1,8 +1,10 @@
 //! The entry points: the penalty chosen on held-out rows ([`validation`]), the pair terms
-//! ([`pairs`]), and the fits of each loss: regression ([`solver`]), classification
+//! ([`pairs`]), the fits of each loss: regression ([`solver`]), classification
 //! ([`logistic`], [`multinomial`]), log-link regression ([`loglink`]) and feature-sparse
-//! regression ([`sparse`]).
+//! regression ([`sparse`]); and the one entry point of every loss ([`entry`]), which resolves
+//! the loss's `"auto"` parameters and dispatches to the loss's own.
 
+pub mod entry;
 pub mod logistic;
 pub mod loglink;
 pub mod multinomial;

@@ -1,0 +1,185 @@
+//! The proximal-Newton state's block update (see the parent module's "Block update"): the
+//! proximal step for a curvature ([`NewtonState::direction`]: the chain's exact solve or a
+//! pair block's grid step), its Armijo backtracking, and the fallbacks when it fails: the
+//! majorise–minimise step under the datafit's curvature bound, or the damped steps of a
+//! datafit without one.
+
+use super::*;
+
+impl<D: Datafit> NewtonState<D> {
+    /// The proximal step of block `k` for the curvature in `self.buf.h`: `bnew = FLSA(z, h, λ)`
+    /// over the chain (`λ = ∞`: the chain flat at its `h`-weighted mean), `z` itself in the
+    /// missing bin (no penalty), or a pair block's grid step ([`grid_step`]); `delta = bnew − β`. Returns the predicted change
+    /// `−Σ R δ + λ ΔTV` (negative), or `None` when the step is zero or not a descent
+    /// direction (rounding level).
+    fn direction(&mut self, k: usize, nb: usize, lambda: f64) -> Option<f64> {
+        let nc = self.n_chain[k];
+        let shape = self.shape(k);
+        let (sums, beta, h) = (&self.sums[k], &self.beta[k], &self.buf.h);
+        if let Some(grid) = shape.grid {
+            // A pair block: the 2-D TV proximal step of its grid, warm-started from its values.
+            grid_step(
+                (&sums[..nb], &beta[..nb], &h[..nb]),
+                grid,
+                (shape.penalty(lambda), shape.l2),
+                &mut self.duals[k],
+                &mut self.grid_ws,
+                &mut self.buf.z,
+                &mut self.buf.bnew,
+            )?;
+        } else {
+            crate::states::squared::solve_block(
+                &sums[..nb],
+                &beta[..nb],
+                &h[..nb],
+                (nc, shape),
+                lambda,
+                (&mut self.buf.ws, &mut self.buf.pava),
+                &mut self.buf.z,
+                &mut self.buf.bnew,
+            );
+        }
+        let lambda = shape.penalty(lambda);
+        let mut linear = 0.0;
+        let mut moved = false;
+        for b in 0..nb {
+            self.buf.delta[b] = self.buf.bnew[b] - beta[b];
+            moved |= self.buf.delta[b] != 0.0;
+            linear -= sums[b] * self.buf.delta[b];
+        }
+        let dtv = match shape.grid {
+            Some(g) => grid_tv(&self.buf.bnew[..g.cells()], g) - grid_tv(&beta[..g.cells()], g),
+            None => tv_change(&beta[..nc], &self.buf.bnew[..nc], &self.buf.delta[..nc]),
+        };
+        let pred =
+            linear + penalty_change(lambda, dtv) + smooth_change(beta, &self.buf.bnew, nc, shape);
+        (moved && pred < 0.0).then_some(pred)
+    }
+
+    /// Tries `β_k ← centre(β_k + t·delta)`; keeps it if `F` decreases enough (Armijo).
+    fn try_block_step(
+        &mut self,
+        data: &BinnedData,
+        k: usize,
+        nb: usize,
+        t: f64,
+        pred: f64,
+        lambda: f64,
+    ) -> bool {
+        let beta = &self.beta[k];
+        let wn = &self.wn[k];
+        let nc = self.n_chain[k];
+        let shape = self.shape(k);
+        let lambda = shape.penalty(lambda);
+        for b in 0..nb {
+            // A full step takes the FLSA's values themselves: fused bins stay bit-identical.
+            self.buf.cand[b] = if t == 1.0 {
+                self.buf.bnew[b]
+            } else {
+                beta[b] + t * self.buf.delta[b]
+            };
+        }
+        if t != 1.0 && shape.monotone != 0 {
+            // A convex combination of two monotone chains is monotone up to rounding: a
+            // running maximum (minimum) makes it so bit for bit.
+            keep_monotone(&mut self.buf.cand[..nc], shape.monotone);
+        }
+        let mut mean = 0.0;
+        for b in 0..nb {
+            let s = self.buf.cand[b] - beta[b];
+            let s = if t == 1.0 || shape.monotone != 0 {
+                s
+            } else {
+                t * self.buf.delta[b]
+            };
+            if !(s.abs() <= MAX_STEP) {
+                return false;
+            }
+            self.buf.s[b] = s;
+            self.buf.e1[b] = s.exp_m1();
+            self.e1n[b] = (-s).exp_m1();
+            mean += wn[b] * self.buf.cand[b];
+        }
+        let dtv = match shape.grid {
+            Some(g) => grid_tv(&self.buf.cand[..g.cells()], g) - grid_tv(&beta[..g.cells()], g),
+            None => tv_change(&beta[..nc], &self.buf.cand[..nc], &self.buf.s[..nc]),
+        };
+        let dsmooth = smooth_change(beta, &self.buf.cand, nc, shape);
+        self.buf.cand[..nb].iter_mut().for_each(|c| *c -= mean);
+        let step = Step {
+            s: &self.buf.s[..nb],
+            e1: &self.buf.e1[..nb],
+            e1n: &self.e1n[..nb],
+        };
+        let dloss = self.rows.loss_change(self.datafit, data, Some(k), &step);
+        let change = dloss + penalty_change(lambda, dtv) + dsmooth;
+        if !(change < 0.0 && change <= ARMIJO * t * pred) {
+            return false;
+        }
+        (self.grad_c, self.hess_c) =
+            self.rows
+                .apply(self.datafit, data, Some(k), &self.buf.s[..nb]);
+        self.beta[k][..nb].copy_from_slice(&self.buf.cand[..nb]);
+        self.intercept += mean;
+        self.objective += change;
+        true
+    }
+
+    /// One update of block `k` (its sums must be fresh). Returns whether the state moved;
+    /// every block's sums are stale if it did.
+    pub(super) fn update_block(&mut self, data: &BinnedData, k: usize, lambda: f64) -> bool {
+        let nb = data.features[k].n_bins();
+        if self.curvature == Curvature::Newton {
+            let (y, r, v) = (&self.rows.y, &self.rows.resid, data.weights.as_deref());
+            let (eta, d) = (&self.rows.eta, self.datafit);
+            let inv_w = 1.0 / data.total_weight;
+            with_codes!(&data.features[k].codes, c => hessian_sums::<D, _>(d, c, y, eta, r, v, inv_w, &mut self.buf.h[..nb]));
+            for (h, &w) in self.buf.h[..nb].iter_mut().zip(&self.wn[k]) {
+                *h = if w > 0.0 { h.max(self.floor * w) } else { 0.0 };
+            }
+            if let Some(pred) = self.direction(k, nb, lambda) {
+                let mut t = 1.0;
+                for _ in 0..=NEWTON_HALVINGS {
+                    if self.try_block_step(data, k, nb, t, pred, lambda) {
+                        return true;
+                    }
+                    t *= 0.5;
+                }
+            }
+        }
+        let Some(bound) = self.datafit.curvature_bound() else {
+            return self.damped_block_step(data, k, nb, lambda);
+        };
+        // Majorise–minimise: the curvature bound (w_b/W)·sup ℓ'' ≥ H_b.
+        for (h, &w) in self.buf.h[..nb].iter_mut().zip(&self.wn[k]) {
+            *h = bound * w;
+        }
+        match self.direction(k, nb, lambda) {
+            Some(pred) => self.try_block_step(data, k, nb, 1.0, pred, lambda),
+            None => false,
+        }
+    }
+
+    /// The fallback of a datafit without a curvature bound: full proximal steps with the
+    /// curvature in `self.buf.h` inflated fourfold per try ([`DAMPINGS`] tries; with the plain
+    /// rule [`Curvature::Bound`], from the floor). Returns whether a step was accepted.
+    fn damped_block_step(&mut self, data: &BinnedData, k: usize, nb: usize, lambda: f64) -> bool {
+        if self.curvature == Curvature::Bound {
+            for (h, &w) in self.buf.h[..nb].iter_mut().zip(&self.wn[k]) {
+                *h = self.floor / UNBOUNDED_FLOOR * w;
+            }
+        }
+        for _ in 0..DAMPINGS {
+            self.buf.h[..nb].iter_mut().for_each(|h| *h *= 4.0);
+            match self.direction(k, nb, lambda) {
+                Some(pred) => {
+                    if self.try_block_step(data, k, nb, 1.0, pred, lambda) {
+                        return true;
+                    }
+                }
+                None => return false,
+            }
+        }
+        false
+    }
+}

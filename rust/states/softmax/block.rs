@@ -1,0 +1,317 @@
+//! The softmax state's block update (see the parent module's "Block update"): a block's
+//! score, the proximal-Newton direction by Gauss–Seidel sweeps over the classes (each class's
+//! chain solved exactly, a pair block's tables by their grid step), the backtracked joint
+//! step, the majorise–minimise fallback, and the median shift that moves the classes'
+//! common part out of the penalty.
+
+use super::*;
+
+impl MultinomialState {
+    /// Block `j`'s score: the chains' BGS-s scores summed, their largest violation (a pair
+    /// block's: its class tables' grid scores, each with its stored column part).
+    pub(super) fn chains_score(&self, j: usize, lambda: f64) -> BlockScore {
+        let nb = self.wn[j].len();
+        let shape = self.shape(j);
+        let mut out = BlockScore::default();
+        for c in 0..self.k {
+            let r = c * nb..(c + 1) * nb;
+            let s = match shape.grid {
+                Some(g) => {
+                    let dual = self.duals[j].get(c * g.cells()..(c + 1) * g.cells());
+                    kind_score(
+                        &self.sums[j][r.clone()],
+                        &self.beta[j][r],
+                        dual.unwrap_or(&[]),
+                        self.n_chain[j],
+                        shape,
+                        lambda,
+                    )
+                }
+                None => chain_block_score(
+                    &self.sums[j][r.clone()],
+                    &self.beta[j][r],
+                    lambda,
+                    self.n_chain[j],
+                ),
+            };
+            out.score += s.score;
+            out.max_d = out.max_d.max(s.max_d);
+        }
+        out
+    }
+
+    /// The proximal step of block `j` for the curvature in `self.buf.h`, every class chain
+    /// solved exactly by the DP; returns the predicted change (negative), or `None`. With
+    /// `coupled`, the step minimises the block's quadratic model with its exact Hessian per
+    /// bin, `diag(h) − cross` (`self.coupling`, built for this block), by [`INNER_SWEEPS`]
+    /// Gauss–Seidel sweeps over the classes, each class's chain solved exactly with the other
+    /// classes' steps fixed; otherwise the classes are independent.
+    fn direction(&mut self, j: usize, lambda: f64, coupled: bool) -> Option<f64> {
+        let (k, nb, nc) = (self.k, self.wn[j].len(), self.n_chain[j]);
+        let shape = self.shape(j);
+        self.buf.delta[..k * nb].iter_mut().for_each(|d| *d = 0.0);
+        let sweeps = match (coupled, shape.grid) {
+            (false, _) => 1,
+            (true, None) => INNER_SWEEPS,
+            (true, Some(_)) => GRID_SWEEPS,
+        };
+        for _ in 0..sweeps {
+            for c in 0..k {
+                let r = c * nb..(c + 1) * nb;
+                let sums = &self.sums[j][r.clone()];
+                if coupled {
+                    self.coupling
+                        .adjusted(c, k, sums, &self.buf.delta, &mut self.adjusted);
+                } else {
+                    self.adjusted[..nb].copy_from_slice(sums);
+                }
+                let beta = &self.beta[j][r.clone()];
+                if let Some(grid) = shape.grid {
+                    // A pair block: each class's table by the exact 2-D TV step of its grid,
+                    // warm-started from its values (no weight: it stays).
+                    let cells = grid.cells();
+                    let solved = grid_step(
+                        (&self.adjusted[..nb], beta, &self.buf.h[r.clone()]),
+                        grid,
+                        (shape.penalty(lambda), shape.l2),
+                        &mut self.duals[j][c * cells..(c + 1) * cells],
+                        &mut self.grid_ws,
+                        &mut self.buf.z,
+                        &mut self.buf.bnew[r.clone()],
+                    );
+                    if solved.is_none() {
+                        self.buf.bnew[r.clone()].copy_from_slice(beta);
+                    }
+                } else {
+                    solve_block(
+                        &self.adjusted[..nb],
+                        beta,
+                        &self.buf.h[r.clone()],
+                        (nc, shape),
+                        lambda,
+                        (&mut self.buf.ws, &mut self.buf.pava),
+                        &mut self.buf.z,
+                        &mut self.buf.bnew[r.clone()],
+                    );
+                }
+                if coupled {
+                    let (bnew, delta) = (&self.buf.bnew, &self.buf.delta);
+                    let change = |b: usize| (bnew[c * nb + b] - beta[b]) - delta[c * nb + b];
+                    self.coupling.moved(c, change);
+                }
+                for b in 0..nb {
+                    self.buf.delta[c * nb + b] = self.buf.bnew[c * nb + b] - beta[b];
+                }
+            }
+        }
+        let mut linear = 0.0;
+        let mut dtv = 0.0;
+        let mut moved = false;
+        for c in 0..k {
+            let r = c * nb..(c + 1) * nb;
+            let (sums, beta) = (&self.sums[j][r.clone()], &self.beta[j][r]);
+            for b in 0..nb {
+                let d = self.buf.delta[c * nb + b];
+                moved |= d != 0.0;
+                linear -= sums[b] * d;
+            }
+            dtv += match shape.grid {
+                Some(g) => {
+                    grid_tv(&self.buf.bnew[c * nb..c * nb + g.cells()], g)
+                        - grid_tv(&beta[..g.cells()], g)
+                }
+                None => tv_change(
+                    &beta[..nc],
+                    &self.buf.bnew[c * nb..c * nb + nc],
+                    &self.buf.delta[c * nb..c * nb + nc],
+                ),
+            };
+        }
+        let pred = linear + penalty_change(shape.penalty(lambda), dtv);
+        (moved && pred < 0.0).then_some(pred)
+    }
+
+    /// Tries `β_j ← centre(β_j + t·delta)`; keeps it if `F` decreases enough (Armijo).
+    fn try_block_step(
+        &mut self,
+        data: &BinnedData,
+        j: usize,
+        t: f64,
+        pred: f64,
+        lambda: f64,
+    ) -> bool {
+        let (nb, nc, k) = (self.wn[j].len(), self.n_chain[j], self.k);
+        let shape = self.shape(j);
+        let mut means = vec![0.0; k];
+        let mut dtv = 0.0;
+        for c in 0..k {
+            for b in 0..nb {
+                let i = c * nb + b;
+                let s = t * self.buf.delta[i];
+                if !(s.abs() <= MAX_STEP) {
+                    return false;
+                }
+                self.buf.s[i] = s;
+                self.buf.e1[i] = s.exp_m1();
+                // A full step takes the FLSA's values themselves: fused bins stay identical.
+                self.buf.cand[i] = if t == 1.0 {
+                    self.buf.bnew[i]
+                } else {
+                    self.beta[j][i] + s
+                };
+                means[c] += self.wn[j][b] * self.buf.cand[i];
+            }
+            dtv += match shape.grid {
+                Some(g) => {
+                    let r = c * nb..c * nb + g.cells();
+                    grid_tv(&self.buf.cand[r.clone()], g) - grid_tv(&self.beta[j][r], g)
+                }
+                None => {
+                    let r = c * nb..c * nb + nc;
+                    tv_change(
+                        &self.beta[j][r.clone()],
+                        &self.buf.cand[r.clone()],
+                        &self.buf.s[r],
+                    )
+                }
+            };
+        }
+        for c in 0..k {
+            self.buf.cand[c * nb..(c + 1) * nb]
+                .iter_mut()
+                .for_each(|x| *x -= means[c]);
+        }
+        let f = &data.features[j];
+        let dloss = with_codes!(&f.codes, c => self.loss_change(data, |i| c[i].idx(), nb));
+        let change = dloss + penalty_change(shape.penalty(lambda), dtv);
+        if !(change < 0.0 && change <= ARMIJO * t * pred) {
+            return false;
+        }
+        with_codes!(&f.codes, c => self.apply(data, |i| c[i].idx(), nb));
+        self.beta[j].copy_from_slice(&self.buf.cand[..k * nb]);
+        let p = self.beta.len() - 1;
+        for c in 0..k {
+            self.beta[p][c] += means[c];
+        }
+        self.objective += change;
+        let lambda = shape.penalty(lambda);
+        if lambda.is_finite() && lambda > 0.0 && shape.grid.is_none() {
+            self.median_shift(j, lambda);
+        }
+        true
+    }
+
+    /// Moves the common part of block `j`'s class chains out of the penalty: adding one
+    /// chain `g` to every class leaves every probability (so the loss) unchanged, and
+    /// `Σ_c TV(β_c + g)` is smallest when every jump of `g` is minus the median of the
+    /// classes' jumps there (the midpoint of the two middle ones for an even number of
+    /// classes). Applied after every block step, it solves the one direction of the block
+    /// that the loss does not see exactly, and leaves the class jumps with median 0 at every
+    /// cut. The objective changes by `λ_f` times the (non-positive) change of the penalty;
+    /// the per-row common shift of the scores is not applied to them (softmax ignores it).
+    fn median_shift(&mut self, j: usize, lambda: f64) {
+        let (k, nb, nc) = (self.k, self.wn[j].len(), self.n_chain[j]);
+        let beta = &mut self.beta[j];
+        let mut jumps = vec![0.0; k];
+        let mut g = 0.0;
+        let mut dtv = 0.0;
+        let mut shift = vec![0.0; nc];
+        let scale = beta[..k * nb].iter().fold(0.0f64, |a, b| a.max(b.abs()));
+        for t in 0..nc.saturating_sub(1) {
+            for (c, x) in jumps.iter_mut().enumerate() {
+                *x = beta[c * nb + t + 1] - beta[c * nb + t];
+            }
+            let mut sorted = jumps.clone();
+            sorted.sort_by(f64::total_cmp);
+            let median = if k % 2 == 1 {
+                sorted[k / 2]
+            } else {
+                0.5 * (sorted[k / 2 - 1] + sorted[k / 2])
+            };
+            // A median at the rounding level of the block's values is 0: fused chains stay
+            // exactly fused (a shift by rounding would unfuse every class there).
+            let median = if median.abs() <= SHIFT_TOL * scale {
+                0.0
+            } else {
+                median
+            };
+            if median != 0.0 {
+                dtv += jumps
+                    .iter()
+                    .map(|x| (x - median).abs() - x.abs())
+                    .sum::<f64>();
+            }
+            g -= median;
+            shift[t + 1] = g;
+        }
+        if !(dtv < 0.0) {
+            return;
+        }
+        let wn = &self.wn[j];
+        let mean: f64 = shift.iter().zip(wn).map(|(g, w)| g * w).sum();
+        for c in 0..k {
+            for t in 0..nc {
+                beta[c * nb + t] += shift[t] - mean;
+            }
+            if nb > nc {
+                beta[c * nb + nc] -= mean;
+            }
+        }
+        let p = self.beta.len() - 1;
+        self.beta[p].iter_mut().for_each(|c| *c += mean);
+        self.objective += lambda * dtv;
+    }
+
+    /// One update of block `j` (its sums fresh). Returns whether the state moved.
+    pub(super) fn update(&mut self, data: &BinnedData, j: usize, lambda: f64) -> bool {
+        let k = self.k;
+        let nb = self.wn[j].len();
+        if self.curvature == Curvature::Newton {
+            let f = &data.features[j];
+            self.buf.h[..k * nb].iter_mut().for_each(|h| *h = 0.0);
+            let inv_w = 1.0 / data.total_weight;
+            let sweeps = match self.shape(j).grid {
+                Some(_) => GRID_SWEEPS,
+                None => INNER_SWEEPS,
+            };
+            let (coupling, h, prob, v) = (
+                &mut self.coupling,
+                &mut self.buf.h,
+                &self.prob,
+                data.weights.as_deref(),
+            );
+            with_codes!(&f.codes, codes => {
+                coupling.build(|i| codes[i].idx(), prob, v, (k, nb, sweeps), inv_w, h);
+            });
+            for c in 0..k {
+                for b in 0..nb {
+                    let w = self.wn[j][b];
+                    let h = &mut self.buf.h[c * nb + b];
+                    *h = if w > 0.0 {
+                        (*h * inv_w).max(CURVATURE_FLOOR * CURVATURE_BOUND * w)
+                    } else {
+                        0.0
+                    };
+                }
+            }
+            if let Some(pred) = self.direction(j, lambda, true) {
+                let mut t = 1.0;
+                for _ in 0..=NEWTON_HALVINGS {
+                    if self.try_block_step(data, j, t, pred, lambda) {
+                        return true;
+                    }
+                    t *= 0.5;
+                }
+            }
+        }
+        for c in 0..k {
+            for b in 0..nb {
+                self.buf.h[c * nb + b] = CURVATURE_BOUND * self.wn[j][b];
+            }
+        }
+        match self.direction(j, lambda, false) {
+            Some(pred) => self.try_block_step(data, j, 1.0, pred, lambda),
+            None => false,
+        }
+    }
+}
