@@ -222,7 +222,7 @@ class SufficientStatistics:
 
     def _iadd(self, other: "SufficientStatistics") -> None:
         """``self += other`` in place, without copying the tables: the pooled formula of the
-        core's ``Tables::add`` (``rust/data/tables.rs``), operation for operation, so the result is
+        core's ``Tables::add`` (``rust/data/tables/mod.rs``), operation for operation, so the result is
         bit for bit that of ``self + other`` (tested)."""
         self._check_same_bins(other)
         self.n_rows += other.n_rows

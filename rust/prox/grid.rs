@@ -226,6 +226,9 @@ fn seeded_divide(
 /// each region's maximum flow. A seed's parts that `ws.joins` links (cell pairs) are one
 /// region. Returns the number of cuts and whether the solution is optimal (always, without a
 /// seed).
+///
+/// Each region is cut at its weighted mean ([`cut_region`]) and, unless flat, split in two
+/// ([`split_region`]).
 fn divide(
     z: &[f64],
     grid: Grid,
@@ -245,63 +248,8 @@ fn divide(
     ws.regions.clear();
     ws.seeded.clear();
     if let Some(seed) = seed {
-        // Parts of equal values (union–find over the edges), each a first region; every edge
-        // between two parts carries λ from the higher part down.
-        ws.label.iter_mut().enumerate().for_each(|(c, l)| *l = c);
-        let label = &mut ws.label;
-        let find = |label: &mut Vec<usize>, mut c: usize| {
-            while label[c] != c {
-                label[c] = label[label[c]];
-                c = label[c];
-            }
-            c
-        };
-        let union = |label: &mut Vec<usize>, a: usize, b: usize| {
-            let (ra, rb) = (find(label, a), find(label, b));
-            label[ra.max(rb)] = ra.min(rb);
-        };
-        grid.for_each_edge(|_, a, b, _| {
-            if seed[a] == seed[b] {
-                union(label, a, b);
-            }
-        });
-        for &(a, b) in &ws.joins {
-            union(label, a, b);
-        }
-        for c in 0..n {
-            ws.label[c] = find(&mut ws.label, c);
-        }
-        let (label, zs, flow, h, seeded) =
-            (&ws.label, &mut ws.zs, &mut ws.flow, &ws.h, &mut ws.seeded);
-        grid.for_each_edge(|e, a, b, _| {
-            if label[a] != label[b] {
-                let (up, down) = if seed[a] > seed[b] { (a, b) } else { (b, a) };
-                flow[e] = if up == a { lambda } else { -lambda };
-                zs[up] -= lambda / h[up];
-                zs[down] += lambda / h[down];
-                seeded.push((up, down));
-            }
-        });
-        // The cells by (label, cell), by counting: each label is its part's smallest cell.
-        // `ws.node` holds the counts: each region below rewrites its cells' entries first.
-        let (count, cells) = (&mut ws.node, &mut ws.cells);
-        count.iter_mut().for_each(|k| *k = 0);
-        ws.label.iter().for_each(|&l| count[l] += 1);
-        let mut next = 0;
-        for k in count.iter_mut() {
-            (*k, next) = (next, next + *k);
-        }
-        for (c, &l) in ws.label.iter().enumerate() {
-            cells[count[l]] = c;
-            count[l] += 1;
-        }
-        let mut lo = 0;
-        for i in 1..=n {
-            if i == n || ws.label[ws.cells[i]] != ws.label[ws.cells[lo]] {
-                ws.regions.push((lo, i));
-                lo = i;
-            }
-        }
+        seed_parts(grid, lambda, seed, ws);
+        seed_regions(n, ws);
     } else {
         ws.regions.push((0, n));
     }
@@ -318,91 +266,199 @@ fn divide(
             }
             continue;
         }
-        let label = ws.label[ws.cells[lo]];
-        let (mut num, mut den) = (0.0, 0.0);
-        for &c in &ws.cells[lo..hi] {
-            num += ws.h[c] * ws.zs[c];
-            den += ws.h[c];
-        }
-        let alpha = num / den;
-        // The network: one node per cell, its terminal capacity `h (z − α)` less its net
-        // outflow in the region's current flows `f` (`|f| ≤ λ`), which its edges carry
-        // already (residuals `λ ∓ f`): the cut is the same for any such start.
-        let m = hi - lo;
-        ws.network.reset(m);
-        ws.arcs.clear();
-        ws.excess.clear();
-        ws.excess.resize(m, 0.0);
-        let mut total = 0.0;
-        for (i, &c) in ws.cells[lo..hi].iter().enumerate() {
-            ws.node[c] = i;
-            let d = ws.h[c] * (ws.zs[c] - alpha);
-            total += d.abs();
-            ws.excess[i] = d;
-        }
-        for &c in &ws.cells[lo..hi] {
-            for (e, nb) in forward_edges(grid, c).into_iter().flatten() {
-                if ws.label[nb] == label {
-                    let f = ws.flow[e];
-                    let (u, v) = (ws.node[c], ws.node[nb]);
-                    let arc = ws.network.add_edge(u, v, lambda - f, lambda + f);
-                    ws.excess[u] -= f;
-                    ws.excess[v] += f;
-                    ws.arcs.push((e, c, nb, arc));
-                }
-            }
-        }
-        for (i, &x) in ws.excess.iter().enumerate() {
-            ws.network.set_terminal(i, x);
-        }
-        let eps = 1e-13 * (total + scale * f64::EPSILON);
-        ws.network.max_flow(eps);
+        let upper = cut_region(grid, lambda, (lo, hi), scale, ws, out);
         cuts += 1;
-        ws.network.source_side(eps, &mut ws.side);
-        let upper = ws.cells[lo..hi]
-            .iter()
-            .filter(|&&c| ws.side[ws.node[c]])
-            .count();
-        // The flows of this network are its edges' flows (across a cut: `±λ`, set below):
-        // each start flow plus the flow pushed along it, not `λ` less the residual, which
-        // would lose every digit of the flow below the rounding of `λ` (all of it at a
-        // prohibitive penalty, where the certificate needs it exact).
-        for &(e, _, _, arc) in &ws.arcs {
-            ws.flow[e] = (ws.flow[e] + ws.network.flow(arc)).clamp(-lambda, lambda);
+        if let Some(upper) = upper {
+            split_region(lambda, (lo, hi), upper, labels, ws);
+            labels += 2;
         }
-        if upper == 0 || upper == m {
-            // Flat at α.
-            for &c in &ws.cells[lo..hi] {
-                out[c] = alpha;
-            }
-            continue;
-        }
-        // Split: the cells above α first, each side its own label; an edge across carries
-        // `λ` from its upper end down, a linear term moved into both ends' responses.
-        let (node, side) = (&ws.node, &ws.side);
-        ws.cells[lo..hi].sort_unstable_by_key(|&c| !side[node[c]]);
-        for &(e, a, b, _) in &ws.arcs {
-            let (ua, ub) = (side[node[a]], side[node[b]]);
-            if ua != ub {
-                let (up, down) = if ua { (a, b) } else { (b, a) };
-                ws.flow[e] = if ua { lambda } else { -lambda };
-                ws.zs[up] -= lambda / ws.h[up];
-                ws.zs[down] += lambda / ws.h[down];
-            }
-        }
-        for &c in &ws.cells[lo + upper..hi] {
-            ws.label[c] = labels;
-        }
-        for &c in &ws.cells[lo..lo + upper] {
-            ws.label[c] = labels + 1;
-        }
-        labels += 2;
-        ws.regions.push((lo, lo + upper));
-        ws.regions.push((lo + upper, hi));
     }
     // A seeded solve is optimal when every edge between two seed parts kept its direction.
     let kept = ws.seeded.iter().all(|&(up, down)| out[up] >= out[down]);
     (cuts, kept)
+}
+
+/// A seeded solve's first regions, labelled: the parts of equal values of `seed` (union–find
+/// over the edges), those that `ws.joins` links made one; every edge between two parts carries
+/// `λ` from the higher part down (its flow, and a linear term moved into both ends'
+/// responses), and is listed in `ws.seeded`. Each label is its part's smallest cell.
+fn seed_parts(grid: Grid, lambda: f64, seed: &[f64], ws: &mut GridWorkspace) {
+    ws.label.iter_mut().enumerate().for_each(|(c, l)| *l = c);
+    let label = &mut ws.label;
+    let find = |label: &mut Vec<usize>, mut c: usize| {
+        while label[c] != c {
+            label[c] = label[label[c]];
+            c = label[c];
+        }
+        c
+    };
+    let union = |label: &mut Vec<usize>, a: usize, b: usize| {
+        let (ra, rb) = (find(label, a), find(label, b));
+        label[ra.max(rb)] = ra.min(rb);
+    };
+    grid.for_each_edge(|_, a, b, _| {
+        if seed[a] == seed[b] {
+            union(label, a, b);
+        }
+    });
+    for &(a, b) in &ws.joins {
+        union(label, a, b);
+    }
+    for c in 0..grid.cells() {
+        ws.label[c] = find(&mut ws.label, c);
+    }
+    let (label, zs, flow, h, seeded) = (&ws.label, &mut ws.zs, &mut ws.flow, &ws.h, &mut ws.seeded);
+    grid.for_each_edge(|e, a, b, _| {
+        if label[a] != label[b] {
+            let (up, down) = if seed[a] > seed[b] { (a, b) } else { (b, a) };
+            flow[e] = if up == a { lambda } else { -lambda };
+            zs[up] -= lambda / h[up];
+            zs[down] += lambda / h[down];
+            seeded.push((up, down));
+        }
+    });
+}
+
+/// The `n` cells grouped by their labels (from [`seed_parts`]), by counting, into
+/// `ws.cells` by (label, cell), and each label's range of them pushed as a region.
+/// `ws.node` holds the counts: each region's network rewrites its cells' entries first.
+fn seed_regions(n: usize, ws: &mut GridWorkspace) {
+    let (count, cells) = (&mut ws.node, &mut ws.cells);
+    count.iter_mut().for_each(|k| *k = 0);
+    ws.label.iter().for_each(|&l| count[l] += 1);
+    let mut next = 0;
+    for k in count.iter_mut() {
+        (*k, next) = (next, next + *k);
+    }
+    for (c, &l) in ws.label.iter().enumerate() {
+        cells[count[l]] = c;
+        count[l] += 1;
+    }
+    let mut lo = 0;
+    for i in 1..=n {
+        if i == n || ws.label[ws.cells[i]] != ws.label[ws.cells[lo]] {
+            ws.regions.push((lo, i));
+            lo = i;
+        }
+    }
+}
+
+/// The minimum cut of the region `ws.cells[lo..hi]` (of at least two cells) at its weighted
+/// mean `α` of the responses: its network ([`region_network`]) flowed to its maximum, the
+/// region's edge flows kept from it. Returns the number of cells on the upper side, or `None`
+/// when the region is flat at `α` (then written into `out`). `scale` (the largest response
+/// magnitude) sets the flow's tolerance with the network's total excess.
+fn cut_region(
+    grid: Grid,
+    lambda: f64,
+    (lo, hi): (usize, usize),
+    scale: f64,
+    ws: &mut GridWorkspace,
+    out: &mut [f64],
+) -> Option<usize> {
+    let (mut num, mut den) = (0.0, 0.0);
+    for &c in &ws.cells[lo..hi] {
+        num += ws.h[c] * ws.zs[c];
+        den += ws.h[c];
+    }
+    let alpha = num / den;
+    let total = region_network(grid, lambda, (lo, hi), alpha, ws);
+    let eps = 1e-13 * (total + scale * f64::EPSILON);
+    ws.network.max_flow(eps);
+    ws.network.source_side(eps, &mut ws.side);
+    let upper = ws.cells[lo..hi]
+        .iter()
+        .filter(|&&c| ws.side[ws.node[c]])
+        .count();
+    // The flows of this network are its edges' flows (across a cut: `±λ`, set by
+    // `split_region`): each start flow plus the flow pushed along it, not `λ` less the
+    // residual, which would lose every digit of the flow below the rounding of `λ` (all of
+    // it at a prohibitive penalty, where the certificate needs it exact).
+    for &(e, _, _, arc) in &ws.arcs {
+        ws.flow[e] = (ws.flow[e] + ws.network.flow(arc)).clamp(-lambda, lambda);
+    }
+    if upper == 0 || upper == hi - lo {
+        // Flat at α.
+        for &c in &ws.cells[lo..hi] {
+            out[c] = alpha;
+        }
+        return None;
+    }
+    Some(upper)
+}
+
+/// The network of the region `ws.cells[lo..hi]` at the level `alpha`: one node per cell, its
+/// terminal capacity `h (z − α)` less its net outflow in the region's current flows `f`
+/// (`|f| ≤ λ`), which its edges carry already (residuals `λ ∓ f`): the cut is the same for any
+/// such start. Returns the sum of the excesses' magnitudes `Σ |h (z − α)|`.
+fn region_network(
+    grid: Grid,
+    lambda: f64,
+    (lo, hi): (usize, usize),
+    alpha: f64,
+    ws: &mut GridWorkspace,
+) -> f64 {
+    let label = ws.label[ws.cells[lo]];
+    let m = hi - lo;
+    ws.network.reset(m);
+    ws.arcs.clear();
+    ws.excess.clear();
+    ws.excess.resize(m, 0.0);
+    let mut total = 0.0;
+    for (i, &c) in ws.cells[lo..hi].iter().enumerate() {
+        ws.node[c] = i;
+        let d = ws.h[c] * (ws.zs[c] - alpha);
+        total += d.abs();
+        ws.excess[i] = d;
+    }
+    for &c in &ws.cells[lo..hi] {
+        for (e, nb) in forward_edges(grid, c).into_iter().flatten() {
+            if ws.label[nb] == label {
+                let f = ws.flow[e];
+                let (u, v) = (ws.node[c], ws.node[nb]);
+                let arc = ws.network.add_edge(u, v, lambda - f, lambda + f);
+                ws.excess[u] -= f;
+                ws.excess[v] += f;
+                ws.arcs.push((e, c, nb, arc));
+            }
+        }
+    }
+    for (i, &x) in ws.excess.iter().enumerate() {
+        ws.network.set_terminal(i, x);
+    }
+    total
+}
+
+/// The split of the region `ws.cells[lo..hi]` at its cut (`upper` cells on the upper side):
+/// the cells above α first, each side its own label (`labels`, `labels + 1`) and region; an
+/// edge across carries `λ` from its upper end down, a linear term moved into both ends'
+/// responses.
+fn split_region(
+    lambda: f64,
+    (lo, hi): (usize, usize),
+    upper: usize,
+    labels: usize,
+    ws: &mut GridWorkspace,
+) {
+    let (node, side) = (&ws.node, &ws.side);
+    ws.cells[lo..hi].sort_unstable_by_key(|&c| !side[node[c]]);
+    for &(e, a, b, _) in &ws.arcs {
+        let (ua, ub) = (side[node[a]], side[node[b]]);
+        if ua != ub {
+            let (up, down) = if ua { (a, b) } else { (b, a) };
+            ws.flow[e] = if ua { lambda } else { -lambda };
+            ws.zs[up] -= lambda / ws.h[up];
+            ws.zs[down] += lambda / ws.h[down];
+        }
+    }
+    for &c in &ws.cells[lo + upper..hi] {
+        ws.label[c] = labels;
+    }
+    for &c in &ws.cells[lo..lo + upper] {
+        ws.label[c] = labels + 1;
+    }
+    ws.regions.push((lo, lo + upper));
+    ws.regions.push((lo + upper, hi));
 }
 
 /// The proximal step of a pair block: with curvature weights `h` (the grid's floored by
