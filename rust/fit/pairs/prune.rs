@@ -73,14 +73,14 @@ impl<S: PairDescent> Stage<'_, S> {
         let (base, gains) = self.pair_gains(data, values, m, split);
         let mut order: Vec<usize> = (0..m).collect();
         order.sort_by(|&a, &b| gains[b].1.total_cmp(&gains[a].1).then(a.cmp(&b)));
-        // The pairs that stay: a positive gain, and the strongest whatever its gain.
+        // The pairs that stay: a gain above `PRUNE_SE` standard errors, and the strongest
+        // whatever its gain.
         let stays: Vec<bool> = (0..m).map(|t| t == order[0] || gains[t].0).collect();
         if stays.iter().all(|&s| s) {
             return;
         }
         let saved: Vec<_> = data.features.drain(p..p + m).collect();
-        let keep = |t: &usize| stays[*t];
-        let chosen: Vec<usize> = (0..m).filter(keep).collect();
+        let chosen: Vec<usize> = (0..m).filter(|&t| stays[t]).collect();
         data.features
             .extend(chosen.iter().map(|&t| saved[t].clone()));
         let mut init: Vec<Vec<f64>> = values[..p].to_vec();
@@ -117,8 +117,8 @@ impl<S: PairDescent> Stage<'_, S> {
             data.features.extend(saved);
             return;
         }
+        kept.gains = chosen.iter().map(|&t| kept.gains[t]).collect();
         kept.pairs = pairs;
-        pick(&mut kept.gains, &stays);
         kept.axes = axes;
         kept.grids = grids;
         kept.links = links;
@@ -169,15 +169,6 @@ impl<S: PairDescent> Stage<'_, S> {
             .collect();
         (base, gains)
     }
-}
-
-/// The entries of `v` whose `stays` is true, in order.
-fn pick<T>(v: &mut Vec<T>, stays: &[bool]) {
-    let mut t = 0;
-    v.retain(|_| {
-        t += 1;
-        stays[t - 1]
-    });
 }
 
 /// Intercept steps at most when a state's intercept is settled on the training rows before
