@@ -26,27 +26,16 @@ use ndarray::{Array1, Array2};
 use rand::{Rng, SeedableRng};
 use std::hint::black_box;
 
+#[path = "common/synthetic.rs"]
+mod synthetic;
+use synthetic::fill_black_smoke;
+
 /// Black-Smoke-like synthetic data: continuous, few-valued and correlated columns with
 /// piecewise and smooth effects plus noise.
 fn synthetic(n: usize, p: usize) -> (Array2<f64>, Array1<f64>) {
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(42);
     let mut x = Array2::<f64>::zeros((n, p));
-    for i in 0..n {
-        for j in 0..p {
-            x[[i, j]] = match j % 4 {
-                0 => rng.random::<f64>(),
-                1 => (rng.random_range(0..12)) as f64,
-                2 => {
-                    if rng.random::<f64>() < 0.6 {
-                        0.0
-                    } else {
-                        rng.random::<f64>() * 10.0
-                    }
-                }
-                _ => x[[i, j - 3]] + 0.05 * rng.random::<f64>(),
-            };
-        }
-    }
+    fill_black_smoke(&mut x, &mut rng);
     let y = Array1::from_shape_fn(n, |i| {
         let r = x.row(i);
         (if r[0] > 0.4 { 1.0 } else { 0.0 })
@@ -137,11 +126,15 @@ fn bench_fit(c: &mut Criterion) {
     group.sample_size(10);
     for &(n, p) in &[(10_000usize, 8usize), (100_000, 14), (1_000_000, 14)] {
         let (x, y) = synthetic(n, p);
-        let params = FitParams::default();
-        group.bench_with_input(
-            BenchmarkId::new("greedy", format!("{n}x{p}")),
-            &n,
-            |b, _| {
+        let held_out = FitParams {
+            lambda: Penalty::Validated(Validation {
+                fraction: DEFAULT_VALIDATION_FRACTION,
+                seed: 0,
+            }),
+            ..FitParams::default()
+        };
+        for (name, params) in [("greedy", FitParams::default()), ("held_out", held_out)] {
+            group.bench_with_input(BenchmarkId::new(name, format!("{n}x{p}")), &n, |b, _| {
                 b.iter(|| {
                     fit(
                         Rows::new(black_box(x.view()), y.view(), None),
@@ -150,29 +143,8 @@ fn bench_fit(c: &mut Criterion) {
                     )
                     .unwrap()
                 })
-            },
-        );
-        let held_out = FitParams {
-            lambda: Penalty::Validated(Validation {
-                fraction: DEFAULT_VALIDATION_FRACTION,
-                seed: 0,
-            }),
-            ..FitParams::default()
-        };
-        group.bench_with_input(
-            BenchmarkId::new("held_out", format!("{n}x{p}")),
-            &n,
-            |b, _| {
-                b.iter(|| {
-                    fit(
-                        Rows::new(black_box(x.view()), y.view(), None),
-                        &held_out,
-                        None,
-                    )
-                    .unwrap()
-                })
-            },
-        );
+            });
+        }
     }
     group.finish();
 }

@@ -41,26 +41,11 @@ use fastpcam::prox::flsa::{
 #[path = "reference/condat.rs"]
 mod condat;
 use condat::condat_tv1d;
+#[path = "common/splitmix.rs"]
+mod splitmix;
+use splitmix::SplitMix;
 
 const LAMBDA: f64 = 10.0;
-
-/// SplitMix64: a small deterministic generator, so the bench needs no extra dependency.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn uniform(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1_u64 << 53) as f64
-    }
-
-    fn gaussian(&mut self) -> f64 {
-        let r = (-2.0 * (1.0 - self.uniform()).ln()).sqrt();
-        r * (std::f64::consts::TAU * self.uniform()).cos()
-    }
-}
 
 /// Noisy piecewise-constant signal and random positive weights.
 fn signal(n: usize) -> (Vec<f64>, Vec<f64>) {
@@ -117,44 +102,31 @@ fn bench_flsa(c: &mut Criterion) {
             group.measurement_time(Duration::from_secs(2));
         }
 
-        group.bench_with_input(BenchmarkId::new("flsa", n), &n, |b, _| {
-            b.iter(|| {
-                flsa_weighted_unchecked(black_box(&y), black_box(&w), LAMBDA, &mut ws, &mut out);
-                black_box(&out);
+        // The default entry point, then the forced DP, with the weights and with unit weights.
+        for (name, weights, dp) in [
+            ("flsa", &w, false),
+            ("dp", &w, true),
+            ("dp_unit_weights", &ones, true),
+            ("flsa_unit_weights", &ones, false),
+        ] {
+            group.bench_with_input(BenchmarkId::new(name, n), &n, |b, _| {
+                b.iter(|| {
+                    if dp {
+                        let (y, w) = (black_box(&y), black_box(weights));
+                        flsa_weighted_with_method(y, w, LAMBDA, FlsaMethod::Dp, &mut ws, &mut out);
+                    } else {
+                        flsa_weighted_unchecked(
+                            black_box(&y),
+                            black_box(weights),
+                            LAMBDA,
+                            &mut ws,
+                            &mut out,
+                        );
+                    }
+                    black_box(&out);
+                });
             });
-        });
-        group.bench_with_input(BenchmarkId::new("dp", n), &n, |b, _| {
-            b.iter(|| {
-                flsa_weighted_with_method(
-                    black_box(&y),
-                    black_box(&w),
-                    LAMBDA,
-                    FlsaMethod::Dp,
-                    &mut ws,
-                    &mut out,
-                );
-                black_box(&out);
-            });
-        });
-        group.bench_with_input(BenchmarkId::new("dp_unit_weights", n), &n, |b, _| {
-            b.iter(|| {
-                flsa_weighted_with_method(
-                    black_box(&y),
-                    black_box(&ones),
-                    LAMBDA,
-                    FlsaMethod::Dp,
-                    &mut ws,
-                    &mut out,
-                );
-                black_box(&out);
-            });
-        });
-        group.bench_with_input(BenchmarkId::new("flsa_unit_weights", n), &n, |b, _| {
-            b.iter(|| {
-                flsa_weighted_unchecked(black_box(&y), black_box(&ones), LAMBDA, &mut ws, &mut out);
-                black_box(&out);
-            });
-        });
+        }
         group.bench_with_input(BenchmarkId::new("condat_unit_weights", n), &n, |b, _| {
             b.iter(|| {
                 condat_tv1d(black_box(&y), LAMBDA, &mut reference);

@@ -8,7 +8,7 @@ use fastpcam::fit::logistic::fit_logistic_binned;
 use fastpcam::fit::solver::{fit_binned_engine, with_threads};
 use fastpcam::fit::validation::fit_validated;
 use fastpcam::params::{Engine, FitParams, Penalty, Selection, Validation};
-use ndarray::{Array1, Array2};
+use ndarray::{Array1, Array2, ArrayView1};
 use rand::{Rng, SeedableRng};
 use std::time::Instant;
 
@@ -44,49 +44,24 @@ fn main() {
         selection,
         ..FitParams::default()
     };
+    // A squared-loss fit of the binned data on `engine`: its objective.
+    let descent = |data: &BinnedData, y: ArrayView1<'_, f64>, selection, engine| {
+        let f = fit_binned_engine(data, y, &prm(selection), None, engine, None);
+        f.unwrap().report.objective
+    };
     type Case<'a> = (&'a str, Box<dyn FnMut() -> f64 + Send + 'a>);
     let cases: Vec<Case<'_>> = vec![
         (
             "rows greedy",
-            Box::new(|| {
-                let f = fit_binned_engine(
-                    &narrow,
-                    y.view(),
-                    &prm(Selection::Greedy),
-                    None,
-                    Engine::Rows,
-                    None,
-                );
-                f.unwrap().report.objective
-            }),
+            Box::new(|| descent(&narrow, y.view(), Selection::Greedy, Engine::Rows)),
         ),
         (
             "tables greedy",
-            Box::new(|| {
-                let f = fit_binned_engine(
-                    &narrow,
-                    y.view(),
-                    &prm(Selection::Auto),
-                    None,
-                    Engine::Tables,
-                    None,
-                );
-                f.unwrap().report.objective
-            }),
+            Box::new(|| descent(&narrow, y.view(), Selection::Auto, Engine::Tables)),
         ),
         (
             "wide sweep",
-            Box::new(|| {
-                let f = fit_binned_engine(
-                    &wide,
-                    yw.view(),
-                    &prm(Selection::Auto),
-                    None,
-                    Engine::Rows,
-                    None,
-                );
-                f.unwrap().report.objective
-            }),
+            Box::new(|| descent(&wide, yw.view(), Selection::Auto, Engine::Rows)),
         ),
         (
             "logistic",

@@ -9,6 +9,10 @@ use ndarray::{Array1, Array2, ShapeBuilder};
 use rand::{Rng, SeedableRng};
 use std::time::Instant;
 
+#[path = "../benches/common/synthetic.rs"]
+mod synthetic;
+use synthetic::fill_black_smoke;
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let n: usize = args
@@ -23,22 +27,7 @@ fn main() {
     } else {
         Array2::<f64>::zeros((n, p))
     };
-    for i in 0..n {
-        for j in 0..p {
-            x[[i, j]] = match j % 4 {
-                0 => rng.random::<f64>(),
-                1 => rng.random_range(0..12) as f64,
-                2 => {
-                    if rng.random::<f64>() < 0.6 {
-                        0.0
-                    } else {
-                        rng.random::<f64>() * 10.0
-                    }
-                }
-                _ => x[[i, j - 3]] + 0.05 * rng.random::<f64>(),
-            };
-        }
-    }
+    fill_black_smoke(&mut x, &mut rng);
     let y = Array1::from_shape_fn(n, |i| {
         (if x[[i, 0]] > 0.4 { 1.0 } else { 0.0 }) + (x[[i, 1]] / 2.0).sin() + rng.random::<f64>()
     });

@@ -3,40 +3,30 @@
 //! benchmark compares speed with). Both are exact up to rounding, so they agree to ~1e-9 on
 //! signals of up to 10⁵ points.
 
+mod common;
 #[path = "../benches/reference/condat.rs"]
 mod condat;
+#[path = "../benches/common/splitmix.rs"]
+mod splitmix;
 
+use common::max_abs_diff;
 use condat::condat_tv1d;
 use fastpcam::prox::flsa::{flsa_weighted_unchecked, FlsaWorkspace};
+use splitmix::SplitMix;
 
 /// The benchmark's kind of signal: piecewise constant (a level change about every
 /// `1/p_jump` points) plus unit noise, from a deterministic SplitMix64 stream.
 fn signal(n: usize, seed: u64, p_jump: f64) -> Vec<f64> {
-    let mut s = seed;
-    let mut uniform = move || {
-        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = s;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1_u64 << 53) as f64
-    };
+    let mut rng = SplitMix(seed);
     let mut level = 0.0;
     (0..n)
         .map(|_| {
-            if uniform() < p_jump {
-                level = 10.0 * uniform() - 5.0;
+            if rng.uniform() < p_jump {
+                level = 10.0 * rng.uniform() - 5.0;
             }
-            let r = (-2.0 * (1.0 - uniform()).ln()).sqrt();
-            level + r * (std::f64::consts::TAU * uniform()).cos()
+            level + rng.gaussian()
         })
         .collect()
-}
-
-fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
-    a.iter()
-        .zip(b)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0, f64::max)
 }
 
 #[test]

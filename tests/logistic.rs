@@ -4,14 +4,17 @@
 
 mod common;
 
-use common::{grid_features, params, penalty};
+use common::{
+    any_ratio, any_selection, assert_shapes_centred, bin_weighted, cyclic_weights, grid_features,
+    mean_loss, on_one_and_two_threads, on_threads, params, penalty, random_weights, stop_at_call,
+};
 use fastpcam::data::binning::{bin_data, BinningParams};
 use fastpcam::fit::logistic::{
     fit_logistic, fit_logistic_binned, fit_logistic_binned_with, lambda_max_logistic, log_loss,
     Curvature,
 };
-use fastpcam::fit::solver::{with_threads, Fit, StopReason};
-use fastpcam::params::{Penalty, Selection};
+use fastpcam::fit::solver::{Fit, StopReason};
+use fastpcam::params::{FitParams, Penalty, Selection};
 use fastpcam::Rows;
 use ndarray::{Array1, Array2};
 use proptest::prelude::*;
@@ -31,16 +34,24 @@ fn data(n: usize, p: usize, seed: u64, levels: usize) -> (Array2<f64>, Array1<f6
     (x, y)
 }
 
+/// The logistic fit of `x, y` (weights `w`) with `prm`.
+fn logistic(x: &Array2<f64>, y: &Array1<f64>, w: Option<&[f64]>, prm: &FitParams) -> Fit {
+    fit_logistic(Rows::new(x.view(), y.view(), w), prm, None).unwrap()
+}
+
 /// The objective of a fitted model recomputed from scratch.
 fn objective(f: &Fit, x: &Array2<f64>, y: &Array1<f64>, w: Option<&[f64]>) -> f64 {
     let eta = f.model.predict(x.view()).unwrap();
-    let (mut loss, mut wt) = (0.0, 0.0);
-    for i in 0..y.len() {
-        let v = w.map_or(1.0, |w| w[i]);
-        loss += v * log_loss(y[i], eta[i]);
-        wt += v;
-    }
-    loss / wt + penalty(f)
+    mean_loss(y, &eta, w, log_loss) + penalty(f)
+}
+
+/// Asserts that `f` reports the objective `recomputed` (to `1e-12` of it).
+fn assert_reported(f: &Fit, recomputed: f64) {
+    assert!(
+        (recomputed - f.report.objective).abs() <= 1e-12 * recomputed,
+        "recomputed {recomputed} vs reported {}",
+        f.report.objective
+    );
 }
 
 /// Independent slow reference: the problem written over jumps `θ_{k,t}` (one column
@@ -55,15 +66,7 @@ fn reference_objective(
     lambda: f64,
     max_bins: Option<usize>,
 ) -> f64 {
-    let data = bin_data(
-        x.view(),
-        Some(w),
-        &BinningParams {
-            max_bins,
-            ..BinningParams::default()
-        },
-    )
-    .unwrap();
+    let data = bin_weighted(x, w, max_bins);
     let n = y.len();
     let wt: f64 = w.iter().sum();
     // Columns: (is_penalised, indicator per row).
@@ -186,16 +189,11 @@ fn matches_the_slow_reference_on_small_problems() {
                 x[[i, 1]] = f64::NAN;
             }
         }
-        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed + 100);
-        let w: Vec<f64> = (0..60).map(|_| rng.random_range(0.2..3.0)).collect();
+        let w = random_weights(seed + 100, 60);
         let reference = reference_objective(&x, &y, &w, lambda, max_bins);
         for selection in [Selection::Greedy, Selection::Cyclic] {
-            let f = fit_logistic(
-                Rows::new(x.view(), y.view(), Some(&w)),
-                &params(Penalty::Absolute(lambda), selection, 1e-10, max_bins),
-                None,
-            )
-            .unwrap();
+            let prm = params(Penalty::Absolute(lambda), selection, 1e-10, max_bins);
+            let f = logistic(&x, &y, Some(&w), &prm);
             assert!(
                 f.report.converged,
                 "{seed} {selection:?} kkt {} ({:?})",
@@ -211,11 +209,7 @@ fn matches_the_slow_reference_on_small_problems() {
                 (ours - reference).abs() <= 1e-9 * reference,
                 "{seed} {selection:?}: {ours} vs {reference}"
             );
-            assert!(
-                (ours - f.report.objective).abs() <= 1e-12 * ours,
-                "reported objective {}",
-                f.report.objective
-            );
+            assert_reported(&f, ours);
         }
     }
 }
@@ -224,12 +218,8 @@ fn matches_the_slow_reference_on_small_problems() {
 fn kkt_residual_reaches_tol_and_history_never_increases() {
     let (x, y) = data(5_000, 6, 7, 50);
     for selection in [Selection::Greedy, Selection::Cyclic] {
-        let f = fit_logistic(
-            Rows::new(x.view(), y.view(), None),
-            &params(Penalty::Relative(1e-3), selection, 1e-6, Some(32)),
-            None,
-        )
-        .unwrap();
+        let prm = params(Penalty::Relative(1e-3), selection, 1e-6, Some(32));
+        let f = logistic(&x, &y, None, &prm);
         assert!(
             f.report.converged && f.report.kkt_residual <= 1e-6,
             "{selection:?}: {}",
@@ -240,12 +230,7 @@ fn kkt_residual_reaches_tol_and_history_never_increases() {
         for pair in h.windows(2) {
             assert!(pair[1] <= pair[0], "{selection:?}: {pair:?}");
         }
-        let fresh = objective(&f, &x, &y, None);
-        assert!(
-            (fresh - f.report.objective).abs() <= 1e-12 * fresh,
-            "{fresh} vs {}",
-            f.report.objective
-        );
+        assert_reported(&f, objective(&f, &x, &y, None));
     }
 }
 
@@ -274,12 +259,8 @@ fn greedy_and_cyclic_reach_the_same_objective() {
     let fits: Vec<Fit> = [Selection::Greedy, Selection::Cyclic]
         .into_iter()
         .map(|s| {
-            fit_logistic(
-                Rows::new(x.view(), y.view(), None),
-                &params(Penalty::Relative(1e-3), s, 1e-8, None),
-                None,
-            )
-            .unwrap()
+            let prm = params(Penalty::Relative(1e-3), s, 1e-8, None);
+            logistic(&x, &y, None, &prm)
         })
         .collect();
     let (a, b) = (fits[0].report.objective, fits[1].report.objective);
@@ -305,8 +286,7 @@ fn sweeps_reach_the_greedy_optimum_and_never_increase() {
     assert!(h.objective.windows(2).all(|w| w[1] <= w[0]));
     // Scored sweeps really sweep: the order of the updates is not greedy's.
     assert_ne!(h.feature, greedy.report.history.feature);
-    let fresh = objective(&sweep, &x, &y, None);
-    assert!((fresh - b).abs() <= 1e-12 * fresh, "{fresh} vs {b}");
+    assert_reported(&sweep, objective(&sweep, &x, &y, None));
     // `Auto` stays greedy on the logistic loss.
     let mut auto = fit(Selection::Auto);
     let mut greedy = greedy;
@@ -327,49 +307,23 @@ fn lambda_limits() {
         "{lmax} vs {lmax_reg}"
     );
     let mean = y.mean().unwrap();
-    let f = fit_logistic_binned(
-        &d,
-        y.view(),
-        &params(
-            Penalty::Absolute(lmax * 1.000001),
-            Selection::Greedy,
-            1e-9,
-            None,
-        ),
-        None,
-    )
-    .unwrap();
+    let at = |lambda| {
+        let prm = params(Penalty::Absolute(lambda), Selection::Greedy, 1e-9, None);
+        fit_logistic_binned(&d, y.view(), &prm, None).unwrap()
+    };
+    let f = at(lmax * 1.000001);
     assert!(f.values.iter().flatten().all(|&v| v == 0.0));
     assert!((f.intercept - (mean / (1.0 - mean)).ln()).abs() < 1e-12);
     assert_eq!(f.report.n_iter, 0);
-    let f = fit_logistic_binned(
-        &d,
-        y.view(),
-        &params(
-            Penalty::Absolute(lmax * 0.99),
-            Selection::Greedy,
-            1e-9,
-            None,
-        ),
-        None,
-    )
-    .unwrap();
+    let f = at(lmax * 0.99);
     assert!(f.values.iter().flatten().any(|&v| v != 0.0));
 }
 
 #[test]
 fn shapes_are_centred() {
     let (x, y) = data(2_000, 4, 9, 25);
-    let f = fit_logistic(
-        Rows::new(x.view(), y.view(), None),
-        &params(Penalty::Relative(1e-3), Selection::Greedy, 1e-6, None),
-        None,
-    )
-    .unwrap();
-    for (b, w) in f.model.values.iter().zip(&f.bin_weights) {
-        let m: f64 = b.iter().zip(w).map(|(b, w)| b * w).sum::<f64>() / 2_000.0;
-        assert!(m.abs() < 1e-12, "{m}");
-    }
+    let prm = params(Penalty::Relative(1e-3), Selection::Greedy, 1e-6, None);
+    assert_shapes_centred(&logistic(&x, &y, None, &prm), 2_000.0);
 }
 
 #[test]
@@ -380,12 +334,8 @@ fn separable_data_stay_finite() {
     let y = Array1::from_shape_fn(n, |i| f64::from(x[[i, 0]] > 0.5));
     // λ_f > 0: a finite optimum, reached.
     for ratio in [1e-2, 1e-4] {
-        let f = fit_logistic(
-            Rows::new(x.view(), y.view(), None),
-            &params(Penalty::Relative(ratio), Selection::Greedy, 1e-8, None),
-            None,
-        )
-        .unwrap();
+        let prm = params(Penalty::Relative(ratio), Selection::Greedy, 1e-8, None);
+        let f = logistic(&x, &y, None, &prm);
         assert!(
             f.report.converged,
             "{ratio}: {:?} {}",
@@ -397,12 +347,8 @@ fn separable_data_stay_finite() {
         assert!(f.report.objective.is_finite() && f.report.objective > 0.0);
     }
     // λ_f = 0: no minimiser. The unscaled KKT rule stops at finite log-odds …
-    let f = fit_logistic(
-        Rows::new(x.view(), y.view(), None),
-        &params(Penalty::Absolute(0.0), Selection::Greedy, 1e-2, None),
-        None,
-    )
-    .unwrap();
+    let prm = params(Penalty::Absolute(0.0), Selection::Greedy, 1e-2, None);
+    let f = logistic(&x, &y, None, &prm);
     assert!(f.report.converged);
     let biggest = f
         .model
@@ -471,12 +417,7 @@ fn time_budget_max_iter_and_callback_stop_early() {
     assert_eq!(f.report.n_iter, 3);
     assert!(!f.report.converged);
     assert_eq!(f.report.stop, StopReason::MaxIter);
-    let mut stop_after = 5usize;
-    let mut cb = |pr: &fastpcam::fit::solver::Progress| {
-        stop_after -= 1;
-        assert!(pr.kkt_residual.is_finite());
-        stop_after > 0
-    };
+    let mut cb = stop_at_call(5);
     p.max_iter = 1000;
     let f = fit_logistic(Rows::new(x.view(), y.view(), None), &p, Some(&mut cb)).unwrap();
     assert_eq!(f.report.stop, StopReason::Callback);
@@ -489,12 +430,12 @@ proptest! {
     #[test]
     fn serial_equals_parallel_and_objective_never_increases(
         seed in 0u64..1_000, n in 40usize..400, p in 1usize..6, levels in 2usize..40,
-        ratio in prop_oneof![Just(0.0), 1e-4f64..0.5],
-        sel in prop_oneof![Just(Selection::Greedy), Just(Selection::Cyclic), Just(Selection::Sweep)],
+        ratio in any_ratio(),
+        sel in any_selection(),
         weighted in any::<bool>(), bound in any::<bool>(),
     ) {
         let (x, y) = data(n, p, seed, levels);
-        let w: Option<Vec<f64>> = weighted.then(|| (0..n).map(|i| ((i * 7 + seed as usize) % 5) as f64).collect());
+        let w = cyclic_weights(weighted, n, seed);
         let mean = match &w {
             Some(w) => y.iter().zip(w).map(|(a, b)| a * b).sum::<f64>() / w.iter().sum::<f64>(),
             None => y.mean().unwrap(),
@@ -503,14 +444,11 @@ proptest! {
         let curvature = if bound { Curvature::Bound } else { Curvature::Newton };
         let mut prm = params(Penalty::Relative(ratio), sel, 1e-7, Some(16));
         prm.max_iter = 2_000;
-        let run = |threads| with_threads(Some(threads), || {
+        // Everything but the wall-clock times must be bit-identical.
+        let (a, b) = on_one_and_two_threads(|| {
             let d = bin_data(x.view(), w.as_deref(), &prm.binning).unwrap();
             fit_logistic_binned_with(&d, y.view(), &prm, None, curvature).unwrap()
-        }).unwrap();
-        let (mut a, mut b) = (run(1), run(2));
-        // Everything but the wall-clock times must be bit-identical.
-        a.report.history.time.clear();
-        b.report.history.time.clear();
+        });
         prop_assert_eq!(&a, &b);
         // Exactly non-increasing: the recorded objective is a running sum of negative changes.
         for pair in a.report.history.objective.windows(2) {
@@ -531,12 +469,9 @@ fn serial_equals_parallel_across_row_chunks() {
     let w: Vec<f64> = (0..60_000).map(|i| 0.5 + (i % 7) as f64).collect();
     let prm = params(Penalty::Relative(1e-4), Selection::Greedy, 1e-9, Some(64));
     let run = |threads| {
-        let mut f = with_threads(Some(threads), || {
+        on_threads(threads, || {
             fit_logistic(Rows::new(x.view(), y.view(), Some(&w)), &prm, None).unwrap()
         })
-        .unwrap();
-        f.report.history.time.clear();
-        f
     };
     let a = run(1);
     assert!(a.report.n_iter > 10);

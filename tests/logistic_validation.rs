@@ -4,8 +4,8 @@
 mod common;
 
 use common::{
-    assert_bad_fractions_refused, assert_documented_search, assert_invalid, grid_features, params,
-    penalty, HELD_OUT,
+    assert_bad_fractions_refused, assert_documented_search, assert_invalid, grid_features,
+    max_prediction_gap, params, penalty, HELD_OUT,
 };
 use fastpcam::data::binning::{bin_data, BinningParams};
 use fastpcam::fit::logistic::{
@@ -70,15 +70,7 @@ fn the_model_is_the_plain_fit_at_the_chosen_ratio() {
         (a - direct).abs() <= 1e-9 * a,
         "objective {a} vs recomputed {direct}"
     );
-    let (pa, pb) = (
-        held.model.predict(x.view()).unwrap(),
-        plain.model.predict(x.view()).unwrap(),
-    );
-    let diff = pa
-        .iter()
-        .zip(&pb)
-        .map(|(u, v)| (u - v).abs())
-        .fold(0.0, f64::max);
+    let diff = max_prediction_gap(&held, &plain, &x);
     assert!(diff <= 1e-6, "predictions differ by {diff}");
 }
 
@@ -168,16 +160,27 @@ fn few_rows_or_a_rare_class_use_the_fixed_ratio() {
     check(&fit(&x, &y, HELD_OUT, 1e-6));
 }
 
-#[test]
-fn a_stopping_callback_ends_the_search() {
-    let (x, y) = data(3_000, 3, 9, 1.0);
+/// The held-out fit (`tol = 1e-6`) with a callback that records the update count of every
+/// call and goes on while `go_on(counts so far)`; the fit and the counts.
+fn fit_recording_updates(
+    x: &Array2<f64>,
+    y: &Array1<f64>,
+    go_on: impl Fn(&[usize]) -> bool + Sync,
+) -> (Fit, Vec<usize>) {
     let mut seen = Vec::new();
     let mut cb = |p: &Progress| {
         seen.push(p.n_iter);
-        seen.len() < 2
+        go_on(&seen)
     };
     let prm = params(HELD_OUT, Selection::Greedy, 1e-6, None);
     let f = fit_logistic(Rows::new(x.view(), y.view(), None), &prm, Some(&mut cb)).unwrap();
+    (f, seen)
+}
+
+#[test]
+fn a_stopping_callback_ends_the_search() {
+    let (x, y) = data(3_000, 3, 9, 1.0);
+    let (f, seen) = fit_recording_updates(&x, &y, |seen| seen.len() < 2);
     let s = f.search.unwrap();
     assert_eq!(s.ratios.len(), 1, "{s:?}");
     assert!(!f.report.converged);
@@ -188,13 +191,7 @@ fn a_stopping_callback_ends_the_search() {
 #[test]
 fn the_callback_counts_updates_across_the_search() {
     let (x, y) = data(3_000, 3, 10, 1.0);
-    let mut seen = Vec::new();
-    let mut cb = |p: &Progress| {
-        seen.push(p.n_iter);
-        true
-    };
-    let prm = params(HELD_OUT, Selection::Greedy, 1e-6, None);
-    let f = fit_logistic(Rows::new(x.view(), y.view(), None), &prm, Some(&mut cb)).unwrap();
+    let (f, seen) = fit_recording_updates(&x, &y, |_| true);
     let s = f.search.unwrap();
     assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
     let total: usize = s.n_iter.iter().sum::<usize>() + f.report.n_iter;

@@ -5,12 +5,15 @@
 
 mod common;
 
-use common::{grid_features, params, penalty, HELD_OUT};
+use common::{
+    any_ratio, any_selection, cyclic_weights, draw_loglink, grid_features, loglink, mean_loss,
+    on_one_and_two_threads, params, penalty, HELD_OUT,
+};
 use fastpcam::data::binning::bin_data;
 use fastpcam::fit::loglink::{
     fit_loglink, fit_loglink_binned_with, lambda_max_loglink, LogLinkLoss,
 };
-use fastpcam::fit::solver::{with_threads, Fit};
+use fastpcam::fit::solver::Fit;
 use fastpcam::params::{Penalty, Selection};
 use fastpcam::states::datafit::{Datafit, Gamma, Poisson, Tweedie};
 use fastpcam::states::newton::Curvature;
@@ -18,7 +21,7 @@ use fastpcam::FastError;
 use fastpcam::Rows;
 use ndarray::{Array1, Array2};
 use proptest::prelude::*;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 
 const LOSSES: [LogLinkLoss; 3] = [
     LogLinkLoss::Poisson,
@@ -41,24 +44,7 @@ fn data(
     let y = Array1::from_shape_fn(n, |i| {
         let r = x.row(i);
         let mu = scale * ((if r[0] > 0.5 { 0.8 } else { -0.3 }) + (6.0 * r[p - 1]).sin()).exp();
-        // A Poisson count by inversion, a Gamma(2) severity as a sum of two exponentials.
-        let expo = |rng: &mut rand_pcg::Pcg64Mcg| -(1.0 - rng.random::<f64>()).ln();
-        let poisson = |rng: &mut rand_pcg::Pcg64Mcg, m: f64| {
-            let (mut k, mut t) = (0.0, expo(rng));
-            while t < m && k < 1e6 {
-                k += 1.0;
-                t += expo(rng);
-            }
-            k
-        };
-        match loss {
-            LogLinkLoss::Poisson => poisson(&mut rng, mu),
-            LogLinkLoss::Gamma => mu * (expo(&mut rng) + expo(&mut rng)) / 2.0,
-            LogLinkLoss::Tweedie(_) => {
-                let k = poisson(&mut rng, mu / 2.0) as usize;
-                (0..k).map(|_| expo(&mut rng) + expo(&mut rng)).sum::<f64>()
-            }
-        }
+        draw_loglink(loss, mu, &mut rng)
     });
     (x, y)
 }
@@ -80,13 +66,7 @@ fn objective(
     w: Option<&[f64]>,
 ) -> f64 {
     let eta = f.model.predict(x.view()).unwrap();
-    let (mut total, mut wt) = (0.0, 0.0);
-    for i in 0..y.len() {
-        let v = w.map_or(1.0, |w| w[i]);
-        total += v * half_loss(loss, y[i], eta[i]);
-        wt += v;
-    }
-    total / wt + penalty(f)
+    mean_loss(y, &eta, w, |y, eta| half_loss(loss, y, eta)) + penalty(f)
 }
 
 fn weighted_mean(y: &Array1<f64>, w: Option<&[f64]>) -> f64 {
@@ -102,7 +82,7 @@ fn objective_is_the_recomputed_one_and_kkt_holds() {
         let (x, y) = data(loss, 600, 3, 1, 12, 2.0);
         let w: Vec<f64> = (0..600).map(|i| 0.5 + (i % 4) as f64).collect();
         let prm = params(Penalty::Relative(0.01), Selection::Greedy, 1e-8, None);
-        let f = fit_loglink(Rows::new(x.view(), y.view(), Some(&w)), &prm, loss, None).unwrap();
+        let f = loglink(loss, &x, &y, Some(&w), &prm);
         assert!(
             f.report.kkt_residual <= 1e-8,
             "{loss:?}: {}",
@@ -124,7 +104,7 @@ fn flat_at_lambda_max_with_intercept_log_mean() {
         let (x, y) = data(loss, 400, 2, 2, 8, 3.0);
         let w: Vec<f64> = (0..400).map(|i| 1.0 + (i % 3) as f64).collect();
         let prm = params(Penalty::Relative(1.0), Selection::Greedy, 1e-8, None);
-        let f = fit_loglink(Rows::new(x.view(), y.view(), Some(&w)), &prm, loss, None).unwrap();
+        let f = loglink(loss, &x, &y, Some(&w), &prm);
         assert!(
             f.model.values.iter().flatten().all(|&b| b == 0.0),
             "{loss:?}"
@@ -142,7 +122,7 @@ fn lambda_zero_gives_the_binwise_means() {
     for loss in LOSSES {
         let (x, y) = data(loss, 500, 1, 3, 5, 20.0);
         let prm = params(Penalty::Absolute(0.0), Selection::Greedy, 1e-11, None);
-        let f = fit_loglink(Rows::new(x.view(), y.view(), None), &prm, loss, None).unwrap();
+        let f = loglink(loss, &x, &y, None, &prm);
         let eta = f.model.predict(x.view()).unwrap();
         for level in 0..5 {
             let rows: Vec<usize> = (0..500)
@@ -169,7 +149,7 @@ fn a_weight_of_two_is_two_rows() {
         let x2 = x.select(ndarray::Axis(0), &rows);
         let y2 = y.select(ndarray::Axis(0), &rows);
         let prm = params(Penalty::Relative(0.02), Selection::Greedy, 1e-10, None);
-        let a = fit_loglink(Rows::new(x.view(), y.view(), Some(&w)), &prm, loss, None).unwrap();
+        let a = loglink(loss, &x, &y, Some(&w), &prm);
         let b = fit_loglink(Rows::new(x2.view(), y2.view(), None), &prm, loss, None).unwrap();
         assert!((a.report.objective - b.report.objective).abs() <= 1e-9 * a.report.objective.abs());
         let (pa, pb) = (
@@ -188,7 +168,7 @@ fn held_out_search_runs_for_every_loss() {
     for loss in LOSSES {
         let (x, y) = data(loss, 2000, 3, 5, 30, 2.0);
         let prm = params(HELD_OUT, Selection::Auto, 1e-2, None);
-        let f = fit_loglink(Rows::new(x.view(), y.view(), None), &prm, loss, None).unwrap();
+        let f = loglink(loss, &x, &y, None, &prm);
         let s = f.search.as_ref().unwrap();
         assert!(s.ratios.len() >= 2 && s.n_validation == 300, "{loss:?}");
         assert!(s.validation_loss.iter().all(|&d| d > 0.0 && d.is_finite()));
@@ -213,7 +193,7 @@ fn huge_targets_and_zero_groups_stay_finite() {
     ] {
         for lambda in [Penalty::Absolute(0.0), Penalty::Relative(1e-3)] {
             let prm = params(lambda, Selection::Greedy, 1e-6, None);
-            let f = fit_loglink(Rows::new(x.view(), y.view(), None), &prm, loss, None).unwrap();
+            let f = loglink(loss, &x, &y, None, &prm);
             assert!(
                 f.model.values[0].iter().all(|v| v.is_finite()),
                 "{loss:?} {lambda:?}"
@@ -228,13 +208,7 @@ fn huge_targets_and_zero_groups_stay_finite() {
         10f64.powi((i % 3) as i32 * 12 - 12) * (1.0 + (i % 4) as f64)
     });
     let prm = params(Penalty::Relative(1e-3), Selection::Greedy, 1e-8, None);
-    let f = fit_loglink(
-        Rows::new(x.view(), y.view(), None),
-        &prm,
-        LogLinkLoss::Gamma,
-        None,
-    )
-    .unwrap();
+    let f = loglink(LogLinkLoss::Gamma, &x, &y, None, &prm);
     assert!(f.report.kkt_residual <= 1e-8 && f.model.values[0].iter().all(|v| v.is_finite()));
 }
 
@@ -242,9 +216,11 @@ fn huge_targets_and_zero_groups_stay_finite() {
 fn bad_targets_and_power_name_the_argument() {
     let (x, mut y) = data(LogLinkLoss::Gamma, 50, 2, 6, 4, 1.0);
     let prm = params(Penalty::Relative(0.01), Selection::Greedy, 1e-4, None);
+    let try_fit =
+        |y: &Array1<f64>, loss| fit_loglink(Rows::new(x.view(), y.view(), None), &prm, loss, None);
     y[9] = -1.0;
     for loss in LOSSES {
-        match fit_loglink(Rows::new(x.view(), y.view(), None), &prm, loss, None) {
+        match try_fit(&y, loss) {
             Err(FastError::InvalidParameter { name, value, .. }) => {
                 assert_eq!(name, "y");
                 assert!(value.contains("index 9"), "{value}");
@@ -253,44 +229,12 @@ fn bad_targets_and_power_name_the_argument() {
         }
     }
     y[9] = 0.0;
-    assert!(fit_loglink(
-        Rows::new(x.view(), y.view(), None),
-        &prm,
-        LogLinkLoss::Poisson,
-        None
-    )
-    .is_ok());
-    common::assert_invalid(
-        fit_loglink(
-            Rows::new(x.view(), y.view(), None),
-            &prm,
-            LogLinkLoss::Gamma,
-            None,
-        ),
-        "y",
-        "gamma needs y > 0",
-    );
-    common::assert_invalid(
-        fit_loglink(
-            Rows::new(x.view(), (&y * 0.0).view(), None),
-            &prm,
-            LogLinkLoss::Poisson,
-            None,
-        ),
-        "y",
-        "all zero",
-    );
+    assert!(try_fit(&y, LogLinkLoss::Poisson).is_ok());
+    common::assert_invalid(try_fit(&y, LogLinkLoss::Gamma), "y", "gamma needs y > 0");
+    common::assert_invalid(try_fit(&(&y * 0.0), LogLinkLoss::Poisson), "y", "all zero");
     for power in [1.0, 2.0, 0.5, f64::NAN] {
-        common::assert_invalid(
-            fit_loglink(
-                Rows::new(x.view(), y.view(), None),
-                &prm,
-                LogLinkLoss::Tweedie(power),
-                None,
-            ),
-            "power",
-            "power outside (1, 2)",
-        );
+        let power_fit = try_fit(&y, LogLinkLoss::Tweedie(power));
+        common::assert_invalid(power_fit, "power", "power outside (1, 2)");
     }
 }
 
@@ -300,14 +244,14 @@ proptest! {
     #[test]
     fn serial_equals_parallel_objective_never_increases_kkt_holds(
         seed in 0u64..1_000, n in 40usize..400, p in 1usize..5, levels in 2usize..30,
-        ratio in prop_oneof![Just(0.0), 1e-4f64..0.5],
+        ratio in any_ratio(),
         which in 0usize..3, scale in prop_oneof![Just(1e-3), Just(1.0), Just(1e4)],
-        sel in prop_oneof![Just(Selection::Greedy), Just(Selection::Cyclic), Just(Selection::Sweep)],
+        sel in any_selection(),
         weighted in any::<bool>(), bound in any::<bool>(),
     ) {
         let loss = LOSSES[which];
         let (x, y) = data(loss, n, p, seed, levels, scale);
-        let w: Option<Vec<f64>> = weighted.then(|| (0..n).map(|i| ((i * 7 + seed as usize) % 5) as f64).collect());
+        let w = cyclic_weights(weighted, n, seed);
         prop_assume!(weighted_mean(&y, w.as_deref()) > 0.0);
         let curvature = if bound { Curvature::Bound } else { Curvature::Newton };
         let mut prm = params(Penalty::Relative(ratio), sel, 1e-6, Some(16));
@@ -315,13 +259,10 @@ proptest! {
         // (seed 66, 40 rows; kept in loglink.proptest-regressions) needs more than 3,000
         // updates to meet tol = 1e-6.
         prm.max_iter = 100_000;
-        let run = |threads| with_threads(Some(threads), || {
+        let (a, b) = on_one_and_two_threads(|| {
             let d = bin_data(x.view(), w.as_deref(), &prm.binning).unwrap();
             fit_loglink_binned_with(&d, y.view(), &prm, loss, None, curvature).unwrap()
-        }).unwrap();
-        let (mut a, mut b) = (run(1), run(2));
-        a.report.history.time.clear();
-        b.report.history.time.clear();
+        });
         prop_assert_eq!(&a, &b);
         for pair in a.report.history.objective.windows(2) {
             prop_assert!(pair[1] <= pair[0]);

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{pair_params, HELD_OUT};
+use common::{assert_pair_found, draw_loglink, loglink, pair_params, HELD_OUT};
 use fastpcam::data::binning::bin_data;
 use fastpcam::fit::loglink::{fit_loglink, fit_loglink_binned_with, LogLinkLoss};
 use fastpcam::params::{Interactions, Penalty};
@@ -24,26 +24,10 @@ const LOSSES: [LogLinkLoss; 3] = [
 fn interaction_data(loss: LogLinkLoss, n: usize, seed: u64) -> (Array2<f64>, Array1<f64>) {
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
     let x = Array2::from_shape_fn((n, 5), |_| rng.random_range(-1.0f64..1.0));
-    let expo = |rng: &mut rand_pcg::Pcg64Mcg| -(1.0 - rng.random::<f64>()).ln();
-    let poisson = |rng: &mut rand_pcg::Pcg64Mcg, m: f64| {
-        let (mut k, mut t) = (0.0, expo(rng));
-        while t < m {
-            k += 1.0;
-            t += expo(rng);
-        }
-        k
-    };
     let y = Array1::from_shape_fn(n, |i| {
         let r = x.row(i);
         let mu = (0.2f64 + 1.2 * r[0] * r[1] + 0.5 * r[2]).exp();
-        match loss {
-            LogLinkLoss::Poisson => poisson(&mut rng, mu),
-            LogLinkLoss::Gamma => mu * (expo(&mut rng) + expo(&mut rng)) / 2.0,
-            LogLinkLoss::Tweedie(_) => {
-                let k = poisson(&mut rng, mu / 2.0) as usize;
-                (0..k).map(|_| expo(&mut rng) + expo(&mut rng)).sum::<f64>()
-            }
-        }
+        draw_loglink(loss, mu, &mut rng)
     });
     (x, y)
 }
@@ -53,36 +37,15 @@ fn a_known_interaction_is_found_and_certified_for_every_loss() {
     for loss in LOSSES {
         let (x, y) = interaction_data(loss, 4000, 1);
         let prm = pair_params(HELD_OUT, Interactions::Count(3));
-        let f = fit_loglink(Rows::new(x.view(), y.view(), None), &prm, loss, None).unwrap();
-        assert!(
-            !f.pairs.terms.is_empty(),
-            "{loss:?}: path {:?} losses {:?}",
-            f.pairs.path,
-            f.pairs.path_loss
-        );
-        assert_eq!(
-            f.pairs.terms[0].features,
-            (0, 1),
-            "{loss:?}: gains {:?}",
-            f.pairs.gains
-        );
-        assert!(
-            f.report.converged && f.report.kkt_residual <= 1e-2,
-            "{loss:?}: kkt {}",
-            f.report.kkt_residual
-        );
+        let f = loglink(loss, &x, &y, None, &prm);
+        assert_pair_found(&f, (0, 1), &format!("{loss:?}"));
         common::assert_never_increases(&f.report.history.objective, &format!("{loss:?}"));
         // The pair penalty was chosen on the held-out deviance.
         assert!(f.pairs.path.len() >= 2 && f.pairs.path.contains(&f.pairs.penalty));
         assert!(f.pairs.path_loss.iter().all(|l| l.is_finite() && *l > 0.0));
         // Far below the additive model's objective (the pair's penalty is small).
-        let additive = fit_loglink(
-            Rows::new(x.view(), y.view(), None),
-            &pair_params(HELD_OUT, Interactions::Count(0)),
-            loss,
-            None,
-        )
-        .unwrap();
+        let prm = pair_params(HELD_OUT, Interactions::Count(0));
+        let additive = loglink(loss, &x, &y, None, &prm);
         assert!(
             f.report.objective < additive.report.objective,
             "{loss:?}: {} vs {}",
@@ -98,20 +61,10 @@ fn zero_interactions_is_the_additive_fit() {
     let loss = LogLinkLoss::Poisson;
     let (x, y) = interaction_data(loss, 1500, 2);
     for lambda in [Penalty::Relative(1e-3), HELD_OUT] {
-        let a = fit_loglink(
-            Rows::new(x.view(), y.view(), None),
-            &pair_params(lambda, Interactions::Count(0)),
-            loss,
-            None,
-        )
-        .unwrap();
-        let b = fit_loglink(
-            Rows::new(x.view(), y.view(), None),
-            &pair_params(lambda, Interactions::List(vec![])),
-            loss,
-            None,
-        )
-        .unwrap();
+        let prm = pair_params(lambda, Interactions::Count(0));
+        let a = loglink(loss, &x, &y, None, &prm);
+        let prm = pair_params(lambda, Interactions::List(vec![]));
+        let b = loglink(loss, &x, &y, None, &prm);
         assert_eq!(a.model, b.model);
         assert_eq!(a.report.objective, b.report.objective);
         assert!(a.pairs.terms.is_empty() && b.pairs.terms.is_empty());
@@ -143,27 +96,13 @@ fn one_and_two_threads_agree_with_pairs() {
 #[test]
 fn bad_pair_lists_and_targets_name_the_argument() {
     let (x, y) = interaction_data(LogLinkLoss::Poisson, 500, 4);
-    let bad = pair_params(HELD_OUT, Interactions::List(vec![(0, 7)]));
-    common::assert_invalid(
-        fit_loglink(
-            Rows::new(x.view(), y.view(), None),
-            &bad,
-            LogLinkLoss::Poisson,
-            None,
-        ),
-        "interactions",
-        "index",
-    );
+    let try_fit = |interactions, loss| {
+        let prm = pair_params(HELD_OUT, interactions);
+        fit_loglink(Rows::new(x.view(), y.view(), None), &prm, loss, None)
+    };
+    let bad = Interactions::List(vec![(0, 7)]);
+    common::assert_invalid(try_fit(bad, LogLinkLoss::Poisson), "interactions", "index");
     // Zero targets are outside the Gamma loss's domain, pairs or not.
-    let prm = pair_params(HELD_OUT, Interactions::Count(2));
-    common::assert_invalid(
-        fit_loglink(
-            Rows::new(x.view(), y.view(), None),
-            &prm,
-            LogLinkLoss::Gamma,
-            None,
-        ),
-        "y",
-        "gamma",
-    );
+    let zero_targets = try_fit(Interactions::Count(2), LogLinkLoss::Gamma);
+    common::assert_invalid(zero_targets, "y", "gamma");
 }

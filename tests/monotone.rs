@@ -308,13 +308,7 @@ fn bad_shapes_are_refused() {
 
 /// The objective of the block problem `½ Σ h (b − z)² + λ TV(b)`.
 fn block_objective(z: &[f64], h: &[f64], lambda: f64, b: &[f64]) -> f64 {
-    let fit: f64 = z
-        .iter()
-        .zip(h)
-        .zip(b)
-        .map(|((z, h), b)| 0.5 * h * (b - z) * (b - z))
-        .sum();
-    fit + lambda * fastpcam::states::squared::total_variation(b)
+    common::half_weighted_squares(z, h, b) + lambda * fastpcam::states::squared::total_variation(b)
 }
 
 proptest::proptest! {

@@ -14,13 +14,7 @@ use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 
 fn objective(theta: &[f64], z: &[f64], h: &[f64], grid: Grid, lambda: f64) -> f64 {
-    let fit: f64 = theta
-        .iter()
-        .zip(z)
-        .zip(h)
-        .map(|((t, z), h)| 0.5 * h * (t - z) * (t - z))
-        .sum();
-    fit + lambda * grid_tv(theta, grid)
+    common::half_weighted_squares(z, h, theta) + lambda * grid_tv(theta, grid)
 }
 
 fn solve(z: &[f64], h: &[f64], grid: Grid, lambda: f64) -> Vec<f64> {
@@ -569,24 +563,7 @@ fn large_data_choose_on_a_sample_then_fit_on_every_row() {
     assert_eq!(same.report.objective, every.report.objective);
     prm.pairs.search_rows = 3000;
     let f = fit(rows(), &prm, None).unwrap();
-    assert!(
-        !f.pairs.terms.is_empty(),
-        "path {:?} {:?} gains {:?}",
-        f.pairs.path,
-        f.pairs.path_loss,
-        f.pairs.gains
-    );
-    assert_eq!(
-        f.pairs.terms[0].features,
-        (0, 1),
-        "gains {:?}",
-        f.pairs.gains
-    );
-    assert!(
-        f.report.converged && f.report.kkt_residual <= 1e-2,
-        "kkt {}",
-        f.report.kkt_residual
-    );
+    common::assert_pair_found(&f, (0, 1), "sampled search");
     for term in &f.pairs.terms {
         assert_eq!(term.cell_weights.iter().sum::<f64>(), n as f64);
     }

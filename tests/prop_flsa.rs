@@ -7,12 +7,18 @@
 //! unit-weight and zero-weight signals. Case counts are fixed so that the whole file runs in a few
 //! seconds in debug mode: `cargo test --test prop_flsa`.
 
+mod common;
+#[path = "../benches/common/splitmix.rs"]
+mod splitmix;
+
+use common::max_abs_diff;
 use fastpcam::prox::flsa::{
     flsa, flsa_into, flsa_kkt_violation, flsa_weighted, flsa_weighted_unchecked,
     flsa_weighted_with_method, FlsaMethod, FlsaWorkspace,
 };
 use proptest::prelude::*;
 use proptest::test_runner::Config;
+use splitmix::SplitMix;
 
 fn config(cases: u32) -> Config {
     // No regression files: a failure prints its minimal input instead.
@@ -35,13 +41,7 @@ fn solve(y: &[f64], w: &[f64], lambda: f64) -> Vec<f64> {
 
 /// `½ Σ w (y − b)² + λ Σ |b_{t+1} − b_t|`.
 fn objective(y: &[f64], w: &[f64], lambda: f64, b: &[f64]) -> f64 {
-    let fit: f64 = y
-        .iter()
-        .zip(w)
-        .zip(b)
-        .map(|((y, w), b)| 0.5 * w * (y - b) * (y - b))
-        .sum();
-    fit + lambda * total_variation(b)
+    common::half_weighted_squares(y, w, b) + lambda * total_variation(b)
 }
 
 fn total_variation(b: &[f64]) -> f64 {
@@ -68,14 +68,6 @@ fn lambda_max(y: &[f64], w: &[f64]) -> f64 {
 fn kkt_scale(y: &[f64], w: &[f64], lambda: f64) -> f64 {
     let m = weighted_mean(y, w);
     y.iter().zip(w).map(|(y, w)| w * (y - m).abs()).sum::<f64>() + lambda + f64::MIN_POSITIVE
-}
-
-fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
-    assert_eq!(a.len(), b.len());
-    a.iter()
-        .zip(b)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0, f64::max)
 }
 
 fn max_abs(y: &[f64]) -> f64 {
@@ -137,22 +129,6 @@ fn brute_force(y: &[f64], w: &[f64], lambda: f64) -> (f64, Vec<f64>) {
         }
     }
     best
-}
-
-/// SplitMix64, for the larger generated signals.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn uniform(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1_u64 << 53) as f64
-    }
 }
 
 /// A noisy piecewise-constant signal with positive weights spanning four decades, some

@@ -2,11 +2,13 @@
 
 mod common;
 
-use common::{grid_features, params, penalty};
-use fastpcam::data::binning::{bin_data, BinningParams};
-use fastpcam::fit::solver::{
-    fit, fit_binned, fit_path, fit_with_engine, lambda_max, with_threads, Fit,
+use common::{
+    any_ratio, any_selection, assert_never_increases, assert_shapes_centred, bin_weighted,
+    cyclic_weights, fit_engine, grid_features, max_prediction_gap, mean_loss,
+    on_one_and_two_threads, on_threads, params, penalty, random_weights, squared, stop_at_call,
 };
+use fastpcam::data::binning::{bin_data, BinningParams};
+use fastpcam::fit::solver::{fit, fit_binned, fit_path, lambda_max, Fit};
 use fastpcam::params::{Engine, FitParams, Penalty, Selection};
 use fastpcam::Rows;
 use ndarray::{Array1, Array2};
@@ -33,29 +35,16 @@ fn fit_on(
     (selection, tol): (Selection, f64),
     threads: usize,
 ) -> Fit {
-    let mut f = with_threads(Some(threads), || {
-        fit(
-            Rows::new(x.view(), y.view(), w),
-            &params(Penalty::Relative(ratio), selection, tol, None),
-            None,
-        )
-        .unwrap()
+    let prm = params(Penalty::Relative(ratio), selection, tol, None);
+    on_threads(threads, || {
+        fit(Rows::new(x.view(), y.view(), w), &prm, None).unwrap()
     })
-    .unwrap();
-    f.report.history.time.clear();
-    f
 }
 
 /// The objective of a fitted model recomputed from scratch (DESIGN §1).
 fn objective(f: &Fit, x: &Array2<f64>, y: &Array1<f64>, w: Option<&[f64]>) -> f64 {
     let pred = f.model.predict(x.view()).unwrap();
-    let (mut loss, mut wt) = (0.0, 0.0);
-    for i in 0..y.len() {
-        let v = w.map_or(1.0, |w| w[i]);
-        loss += v * (y[i] - pred[i]).powi(2);
-        wt += v;
-    }
-    0.5 * loss / wt + penalty(f)
+    0.5 * mean_loss(y, &pred, w, |y, p| (y - p).powi(2)) + penalty(f)
 }
 
 /// Independent slow reference: the problem as a LASSO in the jumps θ_{k,t} (one column per
@@ -69,15 +58,7 @@ fn reference_objective(
     lambda: f64,
     max_bins: Option<usize>,
 ) -> f64 {
-    let data = bin_data(
-        x.view(),
-        Some(w),
-        &BinningParams {
-            max_bins,
-            ..BinningParams::default()
-        },
-    )
-    .unwrap();
+    let data = bin_weighted(x, w, max_bins);
     let n = y.len();
     let wt: f64 = w.iter().sum();
     // Columns: (feature, t) with indicator code > t.
@@ -135,15 +116,10 @@ fn matches_the_slow_reference_on_small_problems() {
         (4, 0.0, Some(4)),
     ] {
         let (x, y) = data(60, 3, seed, 7);
-        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed + 100);
-        let w: Vec<f64> = (0..60).map(|_| rng.random_range(0.2..3.0)).collect();
+        let w = random_weights(seed + 100, 60);
         for selection in [Selection::Greedy, Selection::Cyclic] {
-            let f = fit(
-                Rows::new(x.view(), y.view(), Some(&w)),
-                &params(Penalty::Absolute(lambda), selection, 1e-10, max_bins),
-                None,
-            )
-            .unwrap();
+            let prm = params(Penalty::Absolute(lambda), selection, 1e-10, max_bins);
+            let f = squared(&x, &y, Some(&w), &prm);
             assert!(
                 f.report.converged,
                 "{seed} {selection:?} kkt {}",
@@ -172,7 +148,7 @@ fn kkt_residual_reaches_tol_and_history_is_monotone() {
         .flat_map(|s| [(s, Engine::Rows), (s, Engine::Tables)])
     {
         let prm = params(Penalty::Relative(1e-3), selection, 1e-6, Some(32));
-        let f = fit_with_engine(Rows::new(x.view(), y.view(), None), &prm, engine, None).unwrap();
+        let f = fit_engine(&x, &y, None, &prm, engine);
         assert_eq!(f.engine, engine);
         assert!(
             f.report.converged && f.report.kkt_residual <= 1e-6,
@@ -181,44 +157,23 @@ fn kkt_residual_reaches_tol_and_history_is_monotone() {
         );
         let h = &f.report.history.objective;
         assert_eq!(h.len(), f.report.n_iter);
-        for pair in h.windows(2) {
-            assert!(
-                pair[1] <= pair[0] + 1e-12 * pair[0].abs(),
-                "{selection:?}: {pair:?}"
-            );
-        }
+        assert_never_increases(h, &format!("{selection:?}"));
     }
 }
 
 #[test]
 fn greedy_and_cyclic_reach_the_same_objective() {
     let (x, y) = data(3_000, 5, 11, 40);
-    let sweep = fit(
-        Rows::new(x.view(), y.view(), None),
-        &params(Penalty::Relative(1e-3), Selection::Sweep, 1e-8, None),
-        None,
-    )
-    .unwrap();
-    let auto = fit(
-        Rows::new(x.view(), y.view(), None),
-        &params(Penalty::Relative(1e-3), Selection::Auto, 1e-8, None),
-        None,
-    )
-    .unwrap();
+    let at = |s| {
+        let prm = params(Penalty::Relative(1e-3), s, 1e-8, None);
+        squared(&x, &y, None, &prm)
+    };
+    let (sweep, auto) = (at(Selection::Sweep), at(Selection::Auto));
     assert!(sweep.report.converged && auto.report.converged);
-    for pair in sweep.report.history.objective.windows(2) {
-        assert!(pair[1] <= pair[0] + 1e-12 * pair[0].abs(), "{pair:?}");
-    }
+    assert_never_increases(&sweep.report.history.objective, "sweep");
     let fits: Vec<Fit> = [Selection::Greedy, Selection::Cyclic]
         .into_iter()
-        .map(|s| {
-            fit(
-                Rows::new(x.view(), y.view(), None),
-                &params(Penalty::Relative(1e-3), s, 1e-8, None),
-                None,
-            )
-            .unwrap()
-        })
+        .map(at)
         .collect();
     let (a, b) = (fits[0].report.objective, fits[1].report.objective);
     assert!((a - b).abs() <= 1e-9 * a, "{a} vs {b}");
@@ -231,14 +186,8 @@ fn greedy_and_cyclic_reach_the_same_objective() {
 fn greedy_needs_fewer_updates_than_cyclic() {
     let (x, y) = data(3_000, 8, 5, 30);
     let n_iter = |s| {
-        fit(
-            Rows::new(x.view(), y.view(), None),
-            &params(Penalty::Relative(1e-3), s, 1e-4, None),
-            None,
-        )
-        .unwrap()
-        .report
-        .n_iter
+        let prm = params(Penalty::Relative(1e-3), s, 1e-4, None);
+        squared(&x, &y, None, &prm).report.n_iter
     };
     let (g, c) = (n_iter(Selection::Greedy), n_iter(Selection::Cyclic));
     assert!(g < c, "greedy {g} vs cyclic {c}");
@@ -250,37 +199,17 @@ fn lambda_limits() {
     let d = bin_data(x.view(), None, &BinningParams::default()).unwrap();
     let lmax = lambda_max(&d, y.view()).unwrap();
     let mean = y.mean().unwrap();
+    let at = |lambda| {
+        let prm = params(Penalty::Absolute(lambda), Selection::Greedy, 1e-9, None);
+        fit_binned(&d, y.view(), &prm, None, None).unwrap()
+    };
     // At λ_max and above the fit is constant.
-    let f = fit_binned(
-        &d,
-        y.view(),
-        &params(
-            Penalty::Absolute(lmax * 1.000001),
-            Selection::Greedy,
-            1e-9,
-            None,
-        ),
-        None,
-        None,
-    )
-    .unwrap();
+    let f = at(lmax * 1.000001);
     assert!(f.values.iter().flatten().all(|&v| v == 0.0));
     assert!((f.intercept - mean).abs() < 1e-12);
     assert_eq!(f.report.n_iter, 0);
     // Slightly below it is not.
-    let f = fit_binned(
-        &d,
-        y.view(),
-        &params(
-            Penalty::Absolute(lmax * 0.99),
-            Selection::Greedy,
-            1e-9,
-            None,
-        ),
-        None,
-        None,
-    )
-    .unwrap();
+    let f = at(lmax * 0.99);
     assert!(f.values.iter().flatten().any(|&v| v != 0.0));
     // λ = 0 with one feature: the fit is the bin means (interpolation of the bin means).
     let x1 = x.slice(ndarray::s![.., 0..1]).to_owned();
@@ -308,16 +237,9 @@ fn lambda_limits() {
 #[test]
 fn shapes_are_centred() {
     let (x, y) = data(2_000, 4, 9, 25);
-    let f = fit(
-        Rows::new(x.view(), y.view(), None),
-        &params(Penalty::Relative(1e-3), Selection::Greedy, 1e-6, None),
-        None,
-    )
-    .unwrap();
-    for (b, w) in f.model.values.iter().zip(&f.bin_weights) {
-        let m: f64 = b.iter().zip(w).map(|(b, w)| b * w).sum::<f64>() / 2_000.0;
-        assert!(m.abs() < 1e-12, "{m}");
-    }
+    let prm = params(Penalty::Relative(1e-3), Selection::Greedy, 1e-6, None);
+    let f = squared(&x, &y, None, &prm);
+    assert_shapes_centred(&f, 2_000.0);
 }
 
 #[test]
@@ -328,12 +250,7 @@ fn time_budget_and_max_iter_stop_early() {
     let f = fit(Rows::new(x.view(), y.view(), None), &p, None).unwrap();
     assert_eq!(f.report.n_iter, 3);
     assert!(!f.report.converged);
-    let mut stop_after = 5usize;
-    let mut cb = |pr: &fastpcam::fit::solver::Progress| {
-        stop_after -= 1;
-        assert!(pr.kkt_residual.is_finite());
-        stop_after > 0
-    };
+    let mut cb = stop_at_call(5);
     p.max_iter = 1000;
     let f = fit(Rows::new(x.view(), y.view(), None), &p, Some(&mut cb)).unwrap();
     assert_eq!(f.report.n_iter, 4);
@@ -345,23 +262,18 @@ proptest! {
     #[test]
     fn serial_equals_parallel_and_objective_never_increases(
         seed in 0u64..1_000, n in 40usize..400, p in 1usize..6, levels in 2usize..40,
-        ratio in prop_oneof![Just(0.0), 1e-4f64..0.5],
-        sel in prop_oneof![Just(Selection::Greedy), Just(Selection::Cyclic), Just(Selection::Sweep)],
+        ratio in any_ratio(),
+        sel in any_selection(),
         tables in any::<bool>(), weighted in any::<bool>(),
     ) {
         let (x, y) = data(n, p, seed, levels);
-        let w: Option<Vec<f64>> = weighted.then(|| (0..n).map(|i| ((i * 7 + seed as usize) % 5) as f64).collect());
+        let w = cyclic_weights(weighted, n, seed);
         prop_assume!(w.as_ref().is_none_or(|w| w.iter().sum::<f64>() > 0.0));
         let mut prm = params(Penalty::Relative(ratio), sel, 1e-7, Some(16));
         prm.max_iter = 3_000;
         let engine = if tables { Engine::Tables } else { Engine::Rows };
-        let run = |threads| with_threads(Some(threads), || {
-            fit_with_engine(Rows::new(x.view(), y.view(), w.as_deref()), &prm, engine, None).unwrap()
-        }).unwrap();
-        let (mut a, mut b) = (run(1), run(2));
         // Everything but the wall-clock times must be bit-identical.
-        a.report.history.time.clear();
-        b.report.history.time.clear();
+        let (a, b) = on_one_and_two_threads(|| fit_engine(&x, &y, w.as_deref(), &prm, engine));
         prop_assert_eq!(&a, &b);
         for pair in a.report.history.objective.windows(2) {
             prop_assert!(pair[1] <= pair[0] + 1e-12 * pair[0].abs().max(1e-300), "{:?}", pair);
@@ -390,12 +302,9 @@ fn serial_equals_parallel_across_row_chunks() {
     let w: Vec<f64> = (0..100_000).map(|i| 0.5 + (i % 7) as f64).collect();
     let prm = params(Penalty::Relative(1e-4), Selection::Greedy, 1e-9, Some(64));
     let run = |threads| {
-        let mut f = with_threads(Some(threads), || {
+        on_threads(threads, || {
             fit(Rows::new(x.view(), y.view(), Some(&w)), &prm, None).unwrap()
         })
-        .unwrap();
-        f.report.history.time.clear();
-        f
     };
     let a = run(1);
     assert!(a.report.n_iter > 10);
@@ -451,20 +360,8 @@ fn tables_and_rows_engines_give_the_same_model() {
     let w: Vec<f64> = (0..20_000).map(|i| 0.5 + (i % 3) as f64).collect();
     for selection in [Selection::Greedy, Selection::Cyclic] {
         let prm = params(Penalty::Relative(1e-3), selection, 1e-7, Some(64));
-        let rows = fit_with_engine(
-            Rows::new(x.view(), y.view(), Some(&w)),
-            &prm,
-            Engine::Rows,
-            None,
-        )
-        .unwrap();
-        let tabs = fit_with_engine(
-            Rows::new(x.view(), y.view(), Some(&w)),
-            &prm,
-            Engine::Tables,
-            None,
-        )
-        .unwrap();
+        let rows = fit_engine(&x, &y, Some(&w), &prm, Engine::Rows);
+        let tabs = fit_engine(&x, &y, Some(&w), &prm, Engine::Tables);
         assert_eq!((rows.engine, tabs.engine), (Engine::Rows, Engine::Tables));
         assert!(rows.report.converged && tabs.report.converged);
         let (a, b) = (rows.report.objective, tabs.report.objective);
@@ -473,22 +370,12 @@ fn tables_and_rows_engines_give_the_same_model() {
             (objective(&tabs, &x, &y, Some(&w)) - b).abs() <= 1e-10 * b,
             "exact objective from tables"
         );
-        let (pa, pb) = (
-            rows.model.predict(x.view()).unwrap(),
-            tabs.model.predict(x.view()).unwrap(),
-        );
-        let worst = pa
-            .iter()
-            .zip(&pb)
-            .map(|(u, v)| (u - v).abs())
-            .fold(0.0, f64::max);
+        let worst = max_prediction_gap(&rows, &tabs, &x);
         assert!(
             worst <= 1e-6,
             "{selection:?}: predictions differ by {worst}"
         );
-        for pair in tabs.report.history.objective.windows(2) {
-            assert!(pair[1] <= pair[0] + 1e-12 * pair[0].abs(), "{pair:?}");
-        }
+        assert_never_increases(&tabs.report.history.objective, "tables");
     }
 }
 
@@ -496,40 +383,21 @@ fn tables_and_rows_engines_give_the_same_model() {
 fn tables_engine_is_deterministic_across_threads() {
     let (x, y) = data(30_000, 6, 19, 100);
     let prm = params(Penalty::Relative(1e-3), Selection::Greedy, 1e-6, Some(100));
-    let run = |threads| {
-        let mut f = with_threads(Some(threads), || {
-            fit_with_engine(
-                Rows::new(x.view(), y.view(), None),
-                &prm,
-                Engine::Tables,
-                None,
-            )
-            .unwrap()
-        })
-        .unwrap();
-        f.report.history.time.clear();
-        f
-    };
+    let run = |threads| on_threads(threads, || fit_engine(&x, &y, None, &prm, Engine::Tables));
     assert_eq!(run(1), run(2));
 }
 
 #[test]
 fn fit_from_partition_tables_equals_the_in_memory_fit() {
     use fastpcam::data::tables::Tables;
-    use fastpcam::fit::solver::{fit_tables, fit_with_engine};
+    use fastpcam::fit::solver::fit_tables;
     use std::sync::Arc;
     let (mut x, y) = data(9_000, 4, 23, 50);
     for i in (0..9_000).step_by(11) {
         x[[i, 1]] = f64::NAN;
     }
     let prm = params(Penalty::Relative(1e-3), Selection::Greedy, 1e-8, Some(32));
-    let whole = fit_with_engine(
-        Rows::new(x.view(), y.view(), None),
-        &prm,
-        Engine::Tables,
-        None,
-    )
-    .unwrap();
+    let whole = fit_engine(&x, &y, None, &prm, Engine::Tables);
     // Three partitions binned with the whole data's cut points, their tables added up.
     let cuts = whole.model.cuts.clone();
     let missing = vec![false, true, false, false];
@@ -575,33 +443,38 @@ fn fit_from_partition_tables_equals_the_in_memory_fit() {
     let fitted = fit_tables(Arc::new(total.unwrap()), cuts, missing, &prm).unwrap();
     let (a, b) = (whole.report.objective, fitted.report.objective);
     assert!((a - b).abs() <= 1e-9 * a, "{a} vs {b}");
-    let (pa, pb) = (
-        whole.model.predict(x.view()).unwrap(),
-        fitted.model.predict(x.view()).unwrap(),
-    );
-    let worst = pa
-        .iter()
-        .zip(&pb)
-        .map(|(u, v)| (u - v).abs())
-        .fold(0.0, f64::max);
+    let worst = max_prediction_gap(&whole, &fitted, &x);
     assert!(worst <= 1e-9, "predictions differ by {worst}");
+}
+
+/// `data(n, p, seed, levels)` with every `step`-th value of column `column` missing, on data
+/// large enough for the paired block updates.
+fn pair_data(
+    n: usize,
+    p: usize,
+    seed: u64,
+    levels: usize,
+    (column, step): (usize, usize),
+) -> (Array2<f64>, Array1<f64>) {
+    use fastpcam::states::squared::PAIR_MIN_WORK;
+    assert!(
+        n >= PAIR_MIN_WORK,
+        "the data must be large enough for pairs"
+    );
+    let (mut x, y) = data(n, p, seed, levels);
+    for i in (0..n).step_by(step) {
+        x[[i, column]] = f64::NAN;
+    }
+    (x, y)
 }
 
 /// Paired sweeps (two blocks solved side by side, the second kept only if it still lowers the
 /// objective) and skipped blocks reach the optimum of the plain serial paths.
 #[test]
 fn paired_sweeps_reach_the_plain_optimum() {
-    use fastpcam::states::squared::PAIR_MIN_WORK;
-    let (n, p) = (5_000, 12);
-    assert!(
-        n >= PAIR_MIN_WORK,
-        "the data must be large enough for pairs"
-    );
-    let (mut x, y) = data(n, p, 31, 300);
+    let n = 5_000;
     // Missing values in one column (a missing bin outside the chain), and weights.
-    for i in (0..n).step_by(9) {
-        x[[i, 3]] = f64::NAN;
-    }
+    let (x, y) = pair_data(n, 12, 31, 300, (3, 9));
     let w: Vec<f64> = (0..n).map(|i| 0.5 + (i % 4) as f64).collect();
     let run = |s, tol, threads| fit_on((&x, &y, Some(&w[..])), 1e-3, (s, tol), threads);
     let sweep = run(Selection::Sweep, 1e-8, 2);
@@ -611,20 +484,12 @@ fn paired_sweeps_reach_the_plain_optimum() {
         run(Selection::Sweep, 1e-8, 1),
         "same fit for any number of threads"
     );
-    for pair in sweep.report.history.objective.windows(2) {
-        assert!(pair[1] <= pair[0] + 1e-12 * pair[0].abs(), "{pair:?}");
-    }
-    let pred = sweep.model.predict(x.view()).unwrap();
+    assert_never_increases(&sweep.report.history.objective, "sweep");
     for s in [Selection::Cyclic, Selection::Greedy] {
         let plain = run(s, 1e-8, 2);
         let (a, b) = (plain.report.objective, sweep.report.objective);
         assert!((a - b).abs() <= 1e-9 * a, "{s:?}: {a} vs {b}");
-        let q = plain.model.predict(x.view()).unwrap();
-        let gap = pred
-            .iter()
-            .zip(&q)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0.0, f64::max);
+        let gap = max_prediction_gap(&sweep, &plain, &x);
         assert!(gap <= 1e-6, "{s:?}: predictions differ by {gap}");
     }
     // At the default tolerance the KKT residual still meets it.
@@ -639,16 +504,7 @@ fn paired_sweeps_reach_the_plain_optimum() {
 /// the reported objective is the one recomputed from the model.
 #[test]
 fn greedy_pairs_reach_the_plain_optimum() {
-    use fastpcam::states::squared::PAIR_MIN_WORK;
-    let (n, p) = (6_000, 16);
-    assert!(
-        n >= PAIR_MIN_WORK,
-        "the data must be large enough for pairs"
-    );
-    let (mut x, y) = data(n, p, 47, 1_000);
-    for i in (0..n).step_by(11) {
-        x[[i, 5]] = f64::NAN;
-    }
+    let (x, y) = pair_data(6_000, 16, 47, 1_000, (5, 11));
     let run = |s, tol, threads| fit_on((&x, &y, None), 2e-3, (s, tol), threads);
     let greedy = run(Selection::Greedy, 1e-8, 2);
     assert!(greedy.report.converged && greedy.report.kkt_residual <= 1e-8);
@@ -657,9 +513,7 @@ fn greedy_pairs_reach_the_plain_optimum() {
         run(Selection::Greedy, 1e-8, 1),
         "same fit for any number of threads"
     );
-    for pair in greedy.report.history.objective.windows(2) {
-        assert!(pair[1] <= pair[0] + 1e-12 * pair[0].abs(), "{pair:?}");
-    }
+    assert_never_increases(&greedy.report.history.objective, "greedy");
     let cyclic = run(Selection::Cyclic, 1e-8, 2);
     let (a, b) = (cyclic.report.objective, greedy.report.objective);
     assert!((a - b).abs() <= 1e-9 * a, "{a} vs {b}");
@@ -682,17 +536,10 @@ fn wide_auto_fit_matches_greedy() {
             + 0.3 * rng.random::<f64>()
     });
     let run = |s, threads| {
-        let mut f = with_threads(Some(threads), || {
-            fit(
-                Rows::new(x.view(), y.view(), None),
-                &params(Penalty::Relative(3e-3), s, 1e-7, Some(512)),
-                None,
-            )
-            .unwrap()
+        let prm = params(Penalty::Relative(3e-3), s, 1e-7, Some(512));
+        on_threads(threads, || {
+            fit(Rows::new(x.view(), y.view(), None), &prm, None).unwrap()
         })
-        .unwrap();
-        f.report.history.time.clear();
-        f
     };
     let auto = run(Selection::Auto, 2);
     assert!(auto.report.converged);
@@ -700,14 +547,6 @@ fn wide_auto_fit_matches_greedy() {
     let greedy = run(Selection::Greedy, 2);
     let (a, b) = (greedy.report.objective, auto.report.objective);
     assert!((a - b).abs() <= 1e-9 * a, "{a} vs {b}");
-    let (pa, pg) = (
-        auto.model.predict(x.view()).unwrap(),
-        greedy.model.predict(x.view()).unwrap(),
-    );
-    let gap = pa
-        .iter()
-        .zip(&pg)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0, f64::max);
+    let gap = max_prediction_gap(&auto, &greedy, &x);
     assert!(gap <= 1e-6, "predictions differ by {gap}");
 }

@@ -3,11 +3,11 @@
 mod common;
 
 use common::{
-    assert_bad_fractions_refused, assert_documented_search, assert_invalid, grid_features, params,
-    HELD_OUT,
+    assert_bad_fractions_refused, assert_documented_search, assert_invalid, fit_engine,
+    grid_features, max_abs_diff, max_prediction_gap, params, squared, HELD_OUT,
 };
 use fastpcam::data::binning::{bin_data, BinningParams};
-use fastpcam::fit::solver::{fit, fit_binned, fit_with_engine, Fit};
+use fastpcam::fit::solver::{fit, fit_binned, Fit};
 use fastpcam::fit::validation::{fit_validated, validation_rows, START_RATIO, STEP};
 use fastpcam::params::{
     Engine, Penalty, Selection, DEFAULT_LAMBDA_RATIO, DEFAULT_VALIDATION_FRACTION,
@@ -28,51 +28,30 @@ fn data(n: usize, p: usize, seed: u64, noise: f64) -> (Array2<f64>, Array1<f64>)
     (x, y)
 }
 
-fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
-    a.iter()
-        .zip(b)
-        .map(|(u, v)| (u - v).abs())
-        .fold(0.0, f64::max)
-}
-
 #[test]
 fn the_model_is_the_plain_fit_at_the_chosen_ratio() {
     let (x, y) = data(3_000, 4, 1, 1.0);
-    let held = fit(
-        Rows::new(x.view(), y.view(), None),
-        &params(HELD_OUT, Selection::Greedy, 1e-9, Some(64)),
-        None,
-    )
-    .unwrap();
+    let fit_at = |lambda| {
+        let prm = params(lambda, Selection::Greedy, 1e-9, Some(64));
+        squared(&x, &y, None, &prm)
+    };
+    let held = fit_at(HELD_OUT);
     let search = held.search.clone().expect("a held-out search ran");
     assert!(search.ratios.len() >= 3, "{search:?}");
     assert!(held.report.converged);
     let ratio = search.ratio;
     assert!((held.lambda_f / held.lambda_max - ratio).abs() <= 1e-12 * ratio);
-    let plain = fit(
-        Rows::new(x.view(), y.view(), None),
-        &params(Penalty::Relative(ratio), Selection::Greedy, 1e-9, Some(64)),
-        None,
-    )
-    .unwrap();
+    let plain = fit_at(Penalty::Relative(ratio));
     let (a, b) = (held.report.objective, plain.report.objective);
     assert!((a - b).abs() <= 1e-9 * a, "objective {a} vs {b}");
-    let (pa, pb) = (
-        held.model.predict(x.view()).unwrap(),
-        plain.model.predict(x.view()).unwrap(),
-    );
-    assert!(max_abs_diff(&pa, &pb) <= 1e-6);
+    assert!(max_prediction_gap(&held, &plain, &x) <= 1e-6);
 }
 
 #[test]
 fn the_search_follows_the_path_and_picks_its_best_ratio() {
     let (x, y) = data(4_000, 3, 2, 0.5);
-    let f = fit(
-        Rows::new(x.view(), y.view(), None),
-        &params(HELD_OUT, Selection::Greedy, 1e-2, Some(256)),
-        None,
-    )
-    .unwrap();
+    let prm = params(HELD_OUT, Selection::Greedy, 1e-2, Some(256));
+    let f = squared(&x, &y, None, &prm);
     let s = f.search.unwrap();
     assert_eq!(s.n_validation, 600);
     assert_documented_search(&s);
@@ -135,20 +114,8 @@ fn held_out_rows_are_reproducible_and_weighted() {
 fn tables_and_rows_engines_make_the_same_choice() {
     let (x, y) = data(20_000, 4, 6, 1.0);
     let prm = params(HELD_OUT, Selection::Greedy, 1e-8, Some(32));
-    let rows = fit_with_engine(
-        Rows::new(x.view(), y.view(), None),
-        &prm,
-        Engine::Rows,
-        None,
-    )
-    .unwrap();
-    let tabs = fit_with_engine(
-        Rows::new(x.view(), y.view(), None),
-        &prm,
-        Engine::Tables,
-        None,
-    )
-    .unwrap();
+    let rows = fit_engine(&x, &y, None, &prm, Engine::Rows);
+    let tabs = fit_engine(&x, &y, None, &prm, Engine::Tables);
     let (sr, st) = (rows.search.unwrap(), tabs.search.unwrap());
     assert_eq!(sr.ratio, st.ratio);
     assert_eq!(sr.ratios.len(), st.ratios.len());
@@ -160,12 +127,8 @@ fn tables_and_rows_engines_make_the_same_choice() {
 #[test]
 fn few_rows_use_the_fixed_ratio() {
     let (x, y) = data(200, 2, 7, 1.0);
-    let f: Fit = fit(
-        Rows::new(x.view(), y.view(), None),
-        &params(HELD_OUT, Selection::Greedy, 1e-6, None),
-        None,
-    )
-    .unwrap();
+    let prm = params(HELD_OUT, Selection::Greedy, 1e-6, None);
+    let f: Fit = squared(&x, &y, None, &prm);
     let s = f.search.unwrap();
     assert!(s.ratios.is_empty() && s.n_validation == 0);
     assert_eq!(s.ratio, DEFAULT_LAMBDA_RATIO);
@@ -303,13 +266,7 @@ fn statistics_of_a_split_choose_as_the_rows_do() {
     let (x, y) = data(6_000, 3, 12, 1.0);
     let w: Vec<f64> = vec![1.0; 6_000];
     let prm = params(HELD_OUT, Selection::Greedy, 1e-9, Some(32));
-    let rows_fit = fit_with_engine(
-        Rows::new(x.view(), y.view(), None),
-        &prm,
-        Engine::Rows,
-        None,
-    )
-    .unwrap();
+    let rows_fit = fit_engine(&x, &y, None, &prm, Engine::Rows);
     let binned = bin_data(x.view(), None, &prm.binning).unwrap();
     let held = validation_rows(6_000, DEFAULT_VALIDATION_FRACTION, 0);
     let rest: Vec<usize> = (0..6_000)
@@ -326,16 +283,12 @@ fn statistics_of_a_split_choose_as_the_rows_do() {
         None,
     )
     .unwrap();
-    let want = rows_fit.search.unwrap();
+    let want = rows_fit.search.clone().unwrap();
     assert_eq!(search.ratios.len(), want.ratios.len());
     assert!((search.ratio - want.ratio).abs() <= 1e-9 * want.ratio);
     assert!(max_abs_diff(&search.validation_loss, &want.validation_loss) <= 1e-8);
     let (a, b) = (fit.report.objective, rows_fit.report.objective);
     assert!((a - b).abs() <= 1e-9 * b, "{a} vs {b}");
-    let (pa, pb) = (
-        fit.model.predict(x.view()).unwrap(),
-        rows_fit.model.predict(x.view()).unwrap(),
-    );
-    assert!(max_abs_diff(&pa, &pb) <= 1e-6);
+    assert!(max_prediction_gap(&fit, &rows_fit, &x) <= 1e-6);
     assert_eq!(fit.search.unwrap().ratio, search.ratio);
 }

@@ -12,6 +12,13 @@ Missing values: FAST does not accept NaN yet (DESIGN.md §8), so :func:`load` dr
 column that is more than half missing, then every row with a missing value left. Only
 ``gamair_chicago`` is affected (``pm25median`` is 86% missing and is dropped; then 276 rows
 with a missing ``pm10median``/``so2median`` go); :func:`load` reports what it dropped.
+
+To measure a frozen build while the working tree is being edited, copy the built package and
+point ``PYTHONPATH`` at the copy (a ``SNAPSHOT_INFO`` file next to it is recorded)::
+
+    mkdir -p /tmp/fastpcam_site && cp -r python/fastpcam /tmp/fastpcam_site/
+    (date -u; git rev-parse HEAD; git status --short) > /tmp/fastpcam_site/SNAPSHOT_INFO
+    PYTHONPATH=/tmp/fastpcam_site python benches/python/compare_ebm.py  # or any other script
 """
 
 from __future__ import annotations

@@ -30,12 +30,7 @@ Run (from the repository root; the default set takes ~15 min on 2 cores, almost 
 ``interpret`` is imported only here (and in ``_data.py``), never by the package:
 ``pip install interpret-core`` if it is missing.
 
-To measure a frozen build while the working tree is being edited, copy the built package and
-point ``PYTHONPATH`` at the copy (a ``SNAPSHOT_INFO`` file next to it is recorded)::
-
-    mkdir -p /tmp/fastpcam_site && cp -r python/fastpcam /tmp/fastpcam_site/
-    (date -u; git rev-parse HEAD; git status --short) > /tmp/fastpcam_site/SNAPSHOT_INFO
-    PYTHONPATH=/tmp/fastpcam_site python benches/python/compare_ebm.py
+To measure a frozen build while the working tree is being edited: ``_data.py`` says how.
 """
 
 from __future__ import annotations

@@ -157,18 +157,28 @@ def _cell(x: float) -> str:
     return "–" if np.isnan(x) else f"{x:.4f}"
 
 
+def _table(head: str, n_numeric: int, rows, cells) -> list:
+    """A Markdown table: ``head``, its rule (the first column left-aligned, the
+    ``n_numeric`` others right-aligned) and one line of ``cells(r)`` per row."""
+    return [head, "|---|" + "---:|" * n_numeric] + ["| " + " | ".join(cells(r)) + " |" for r in rows]
+
+
+def _scores(r, metric: str, ebm_add=_cell) -> list:
+    """The name, size and ``metric`` columns of a row: FAST, FAST additive, EBM default, additive
+    EBM (written by ``ebm_add``), LightGBM, FAST/EBM default, and the two fit times."""
+    return [
+        r["name"], str(r["n"]), str(r["p"]), f"{r[metric + '_fast']:.4f}", f"{r[metric + '_fast_add']:.4f}",
+        f"{r[metric + '_ebm']:.4f}", ebm_add(r[metric + "_ebm_add"]), f"{r[metric + '_lgbm']:.4f}",
+        f"{r[metric + '_fast'] / r[metric + '_ebm']:.3f}", f"{r['t_fast']:.2f}", f"{r['t_ebm']:.1f}",
+    ]
+
+
 def regression_table(rows) -> str:
     head = (
         "| dataset | n | p | FAST test MSE | FAST additive | EBM default | additive EBM | LightGBM "
         "| FAST/EBM default | FAST fit (s) | EBM default fit (s) | speed EBM/FAST | pairs |"
     )
-    lines = [head, "|---|" + "---:|" * 12]
-    for r in rows:
-        lines.append(
-            f"| {r['name']} | {r['n']} | {r['p']} | {r['mse_fast']:.4f} | {r['mse_fast_add']:.4f} | {r['mse_ebm']:.4f} "
-            f"| {_cell(r['mse_ebm_add'])} | {r['mse_lgbm']:.4f} | {r['mse_fast'] / r['mse_ebm']:.3f} | {r['t_fast']:.2f} "
-            f"| {r['t_ebm']:.1f} | {r['t_ebm'] / r['t_fast']:.1f}x | {r['pairs']} |"
-        )
+    lines = _table(head, 12, rows, lambda r: _scores(r, "mse") + [f"{r['t_ebm'] / r['t_fast']:.1f}x", str(r["pairs"])])
     ratios = [r["mse_fast"] / r["mse_ebm"] for r in rows]
     speed = [r["t_ebm"] / r["t_fast"] for r in rows]
     worst = max(rows, key=lambda r: r["mse_fast"] / r["mse_ebm"])
@@ -186,13 +196,7 @@ def classification_table(rows) -> str:
         "| task | n | p | FAST log-loss | FAST additive | EBM default | additive EBM | LightGBM "
         "| FAST/EBM default | FAST fit (s) | EBM default fit (s) |"
     )
-    lines = [head, "|---|" + "---:|" * 10]
-    for r in rows:
-        lines.append(
-            f"| {r['name']} | {r['n']} | {r['p']} | {r['ll_fast']:.4f} | {r['ll_fast_add']:.4f} | {r['ll_ebm']:.4f} "
-            f"| {r['ll_ebm_add']:.4f} | {r['ll_lgbm']:.4f} | {r['ll_fast'] / r['ll_ebm']:.3f} | {r['t_fast']:.2f} "
-            f"| {r['t_ebm']:.1f} |"
-        )
+    lines = _table(head, 10, rows, lambda r: _scores(r, "ll", lambda x: f"{x:.4f}"))
     ratios = [r["ll_fast"] / r["ll_ebm"] for r in rows]
     lines.append("")
     lines.append(f"Test log-loss FAST / EBM default: geometric mean **{_gmean(ratios):.3f}**, worst {max(ratios):.3f}.")

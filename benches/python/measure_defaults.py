@@ -40,12 +40,7 @@ cache is warm, e.g. after ``compare_ebm.py``; add ~0.5-2 min per uncached EBM)::
     # add settings to an earlier run (reuses every fit already in the JSON)
     python benches/python/measure_defaults.py --resume --bins 64,256,1024,4096,none
 
-To measure a frozen build while the working tree is being edited, copy the built package and
-point ``PYTHONPATH`` at the copy (a ``SNAPSHOT_INFO`` file next to it is recorded)::
-
-    mkdir -p /tmp/fastpcam_site && cp -r python/fastpcam /tmp/fastpcam_site/
-    (date -u; git rev-parse HEAD; git status --short) > /tmp/fastpcam_site/SNAPSHOT_INFO
-    PYTHONPATH=/tmp/fastpcam_site python benches/python/measure_defaults.py
+To measure a frozen build while the working tree is being edited: ``_data.py`` says how.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Optional
 
 import numpy as np
 import numpy.typing as npt
@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d
 from . import _core, _fitted
 from ._base import FAST_PARAMS, _BaseFAST
 from ._fitted import register
-from ._inspect import _quote_ident
+from ._inspect import SqlColumns, SqlTable, _check_choice, _quote_ident
 from ._params import constraints, document
 
 _OUTPUTS = ("probability", "log_odds")
@@ -410,8 +410,8 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
 
     def to_sql(
         self,
-        table: Union[str, Sequence[str], None] = None,
-        columns: Union[Mapping[str, str], Sequence[str], None] = None,
+        table: SqlTable = None,
+        columns: SqlColumns = None,
         dialect: str = "sqlite",
         *,
         alias: Optional[str] = None,
@@ -445,8 +445,7 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
         sql : str
             ``SELECT <expression> AS <alias> FROM <table>``, or the expression alone.
         """
-        if output not in _OUTPUTS:
-            raise ValueError(f"output must be one of {', '.join(map(repr, _OUTPUTS))}, got {output!r}")
+        _check_choice("output", output, _OUTPUTS)
         if self._multiclass:
             return self._multiclass_sql(table, columns, dialect, output if alias is None else alias, output)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Optional, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -17,6 +17,7 @@ from ._base import FAST_PARAMS, _BaseFAST, fast_init
 from ._fitted import register
 from ._params import constraints, document
 from ._input import as_1d
+from ._inspect import SqlColumns, SqlTable, _check_choice
 from ._params import (
     DEFAULT_MAX_BINS,
     DEFAULT_POWER,
@@ -293,8 +294,8 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
 
     def to_sql(
         self,
-        table: Union[str, Sequence[str], None] = None,
-        columns: Union[Mapping[str, str], Sequence[str], None] = None,
+        table: SqlTable = None,
+        columns: SqlColumns = None,
         dialect: str = "sqlite",
         *,
         alias: str = "prediction",
@@ -328,8 +329,7 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
         sql : str
             ``SELECT <expression> AS <alias> FROM <table>``, or the expression alone.
         """
-        if output not in _SQL_OUTPUTS:
-            raise ValueError(f"output must be one of {', '.join(map(repr, _SQL_OUTPUTS))}, got {output!r}")
+        _check_choice("output", output, _SQL_OUTPUTS)
         check_is_fitted(self, "values_")
 
         def exp(expr: str, lit: Any) -> str:

@@ -26,6 +26,9 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["AdditiveModelMixin", "ShapeFunction"]
 
 _DIALECTS = ("sqlite", "ansi")
+#: What ``to_sql`` takes as its ``table`` and its ``columns``.
+SqlTable = Union[str, Sequence[str], None]
+SqlColumns = Union[Mapping[str, str], Sequence[str], None]
 _IMPORTANCE_TYPES = ("avg_weight", "min_max")
 
 
@@ -38,6 +41,12 @@ def _repr_float(x: float) -> str:
     if not math.isfinite(x):
         raise ValueError(f"cannot write the non-finite number {x!r} as SQL")
     return repr(x)
+
+
+def _check_choice(name: str, value: Any, allowed: Sequence[str]) -> None:
+    """Raises ``ValueError`` unless ``value`` is one of ``allowed`` (``name`` is the argument's)."""
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
 
 
 def _quote_ident(name: str, dialect: str = "ansi") -> str:
@@ -220,12 +229,7 @@ class AdditiveModelMixin:
     # ------------------------------------------------------------------------- SQL
 
     def to_sql(
-        self,
-        table: Union[str, Sequence[str], None] = None,
-        columns: Union[Mapping[str, str], Sequence[str], None] = None,
-        dialect: str = "sqlite",
-        *,
-        alias: str = "prediction",
+        self, table: SqlTable = None, columns: SqlColumns = None, dialect: str = "sqlite", *, alias: str = "prediction"
     ) -> str:
         """SQL that computes ``predict`` inside a database.
 
@@ -268,14 +272,13 @@ class AdditiveModelMixin:
 
     def _sql_expression(
         self,
-        columns: Union[Mapping[str, str], Sequence[str], None],
+        columns: SqlColumns,
         dialect: str,
         link: Optional[Callable[[str, Callable[[float], str]], str]] = None,
     ) -> str:
         """The SQL expression of the additive score, through ``link(expr, lit)`` if given."""
         check_fitted(self)
-        if dialect not in _DIALECTS:
-            raise ValueError(f"dialect must be one of {', '.join(map(repr, _DIALECTS))}, got {dialect!r}")
+        _check_choice("dialect", dialect, _DIALECTS)
         names = feature_names(self)
         cols = self._sql_columns(names, columns)
 
@@ -338,7 +341,7 @@ class AdditiveModelMixin:
         return out
 
     @staticmethod
-    def _select_sql(expr: str, table: Union[str, Sequence[str], None], dialect: str, alias: str) -> str:
+    def _select_sql(expr: str, table: SqlTable, dialect: str, alias: str) -> str:
         """``SELECT expr AS alias FROM table``, or ``expr`` alone without a table."""
         if table is None:
             return expr
@@ -351,7 +354,7 @@ class AdditiveModelMixin:
         return f"SELECT\n  {expr}\n  AS {_quote_ident(alias, dialect)}\nFROM {source}"
 
     @staticmethod
-    def _sql_columns(names: list[str], columns: Union[Mapping[str, str], Sequence[str], None]) -> list[str]:
+    def _sql_columns(names: list[str], columns: SqlColumns) -> list[str]:
         if columns is None:
             return list(names)
         if isinstance(columns, Mapping):

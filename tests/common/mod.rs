@@ -1,17 +1,20 @@
 //! Helpers shared by the integration tests (each test binary uses some of them).
 #![allow(dead_code)]
 
-use fastpcam::data::binning::BinningParams;
-use fastpcam::fit::solver::Fit;
+use fastpcam::data::binning::{bin_data, BinnedData, BinningParams};
+use fastpcam::fit::loglink::LogLinkLoss;
+use fastpcam::fit::solver::{fit_with_engine, with_threads, Fit, Progress};
 use fastpcam::fit::validation::{PenaltySearch, PATIENCE, START_RATIO, STEP};
+use fastpcam::model::report::{BinnedFit, FitReport};
 use fastpcam::params::{
-    FitParams, Interactions, PairParams, Penalty, Selection, Validation,
+    Engine, FitParams, Interactions, PairParams, Penalty, Selection, Validation,
     DEFAULT_VALIDATION_FRACTION,
 };
 use fastpcam::states::squared::total_variation;
-use fastpcam::FastError;
-use ndarray::Array2;
-use rand::Rng;
+use fastpcam::{FastError, Rows};
+use ndarray::{Array1, Array2};
+use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
 
 /// `n × p` features with `levels` distinct values each, on `[0, 1)`.
 pub fn grid_features(rng: &mut impl Rng, n: usize, p: usize, levels: usize) -> Array2<f64> {
@@ -153,4 +156,211 @@ pub fn assert_never_increases(history: &[f64], what: &str) {
             w[1]
         );
     }
+}
+
+/// The largest absolute difference between two sequences of the same length.
+pub fn max_abs_diff<'a>(
+    a: impl IntoIterator<Item = &'a f64>,
+    b: impl IntoIterator<Item = &'a f64>,
+) -> f64 {
+    a.into_iter()
+        .zip(b)
+        .map(|(u, v)| (u - v).abs())
+        .fold(0.0, f64::max)
+}
+
+/// The largest absolute difference between the predictions of two fitted models on `x`.
+pub fn max_prediction_gap(a: &Fit, b: &Fit, x: &Array2<f64>) -> f64 {
+    max_abs_diff(
+        &a.model.predict(x.view()).unwrap(),
+        &b.model.predict(x.view()).unwrap(),
+    )
+}
+
+/// `x` binned with `w` and `max_bins` (the other binning parameters at their defaults).
+pub fn bin_weighted(x: &Array2<f64>, w: &[f64], max_bins: Option<usize>) -> BinnedData {
+    bin_data(
+        x.view(),
+        Some(w),
+        &BinningParams {
+            max_bins,
+            ..BinningParams::default()
+        },
+    )
+    .unwrap()
+}
+
+/// `n` weights drawn uniformly from `[0.2, 3)` with the seed `seed`.
+pub fn random_weights(seed: u64, n: usize) -> Vec<f64> {
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
+    (0..n).map(|_| rng.random_range(0.2..3.0)).collect()
+}
+
+/// The squared-loss fit of `x, y` (weights `w`) with `prm` on `engine`.
+pub fn fit_engine(
+    x: &Array2<f64>,
+    y: &Array1<f64>,
+    w: Option<&[f64]>,
+    prm: &FitParams,
+    engine: Engine,
+) -> Fit {
+    fit_with_engine(Rows::new(x.view(), y.view(), w), prm, engine, None).unwrap()
+}
+
+/// A fit's report, for the helpers that treat fits on rows and on binned data alike.
+pub trait Reported {
+    fn report_mut(&mut self) -> &mut FitReport;
+}
+
+impl Reported for Fit {
+    fn report_mut(&mut self) -> &mut FitReport {
+        &mut self.report
+    }
+}
+
+impl Reported for BinnedFit {
+    fn report_mut(&mut self) -> &mut FitReport {
+        &mut self.report
+    }
+}
+
+/// `fit` run on a pool of `threads`, its history's time stamps cleared (so that fits can be
+/// compared whole).
+pub fn on_threads<F: Reported + Send>(threads: usize, fit: impl FnOnce() -> F + Send) -> F {
+    let mut f = with_threads(Some(threads), fit).unwrap();
+    f.report_mut().history.time.clear();
+    f
+}
+
+/// A target of the log-link `loss` with mean `mu`: a Poisson count by inversion (at most a
+/// million), a Gamma(2) severity as the mean of two exponentials, a Tweedie sum of
+/// Poisson(`mu / 2`) Gamma(2) claims.
+pub fn draw_loglink<R: Rng>(loss: LogLinkLoss, mu: f64, rng: &mut R) -> f64 {
+    let expo = |rng: &mut R| -(1.0 - rng.random::<f64>()).ln();
+    let poisson = |rng: &mut R, m: f64| {
+        let (mut k, mut t) = (0.0, expo(rng));
+        while t < m && k < 1e6 {
+            k += 1.0;
+            t += expo(rng);
+        }
+        k
+    };
+    match loss {
+        LogLinkLoss::Poisson => poisson(rng, mu),
+        LogLinkLoss::Gamma => mu * (expo(rng) + expo(rng)) / 2.0,
+        LogLinkLoss::Tweedie(_) => {
+            let k = poisson(rng, mu / 2.0) as usize;
+            (0..k).map(|_| expo(rng) + expo(rng)).sum::<f64>()
+        }
+    }
+}
+
+/// Asserts that the fit found the pair `features` first and meets the KKT tolerance `1e-2`;
+/// `what` names the fit in a failure.
+pub fn assert_pair_found(f: &Fit, features: (usize, usize), what: &str) {
+    assert!(
+        !f.pairs.terms.is_empty(),
+        "{what}: path {:?} losses {:?} gains {:?}",
+        f.pairs.path,
+        f.pairs.path_loss,
+        f.pairs.gains
+    );
+    assert_eq!(
+        f.pairs.terms[0].features, features,
+        "{what}: gains {:?}",
+        f.pairs.gains
+    );
+    assert!(
+        f.report.converged && f.report.kkt_residual <= 1e-2,
+        "{what}: kkt {}",
+        f.report.kkt_residual
+    );
+}
+
+/// `Σ_i w_i loss(y_i, pred_i) / Σ_i w_i` (every weight 1 when `w` is `None`).
+pub fn mean_loss(
+    y: &Array1<f64>,
+    pred: &[f64],
+    w: Option<&[f64]>,
+    loss: impl Fn(f64, f64) -> f64,
+) -> f64 {
+    let (mut total, mut wt) = (0.0, 0.0);
+    for i in 0..y.len() {
+        let v = w.map_or(1.0, |w| w[i]);
+        total += v * loss(y[i], pred[i]);
+        wt += v;
+    }
+    total / wt
+}
+
+/// `fit` run on pools of 1 and 2 threads, each with its history's time stamps cleared.
+pub fn on_one_and_two_threads<F: Reported + Send>(fit: impl Fn() -> F + Sync) -> (F, F) {
+    (on_threads(1, &fit), on_threads(2, &fit))
+}
+
+/// Asserts that every shape of `f` is centred: its values weighted by its bins' weights sum to
+/// zero (`1e-12` of `total_weight`, the weight of all rows).
+pub fn assert_shapes_centred(f: &Fit, total_weight: f64) {
+    for (b, w) in f.model.values.iter().zip(&f.bin_weights) {
+        let m: f64 = b.iter().zip(w).map(|(b, w)| b * w).sum::<f64>() / total_weight;
+        assert!(m.abs() < 1e-12, "{m}");
+    }
+}
+
+/// The log-link fit with `loss` of `x, y` (weights `w`) with `prm`.
+pub fn loglink(
+    loss: LogLinkLoss,
+    x: &Array2<f64>,
+    y: &Array1<f64>,
+    w: Option<&[f64]>,
+    prm: &FitParams,
+) -> Fit {
+    fastpcam::fit::loglink::fit_loglink(Rows::new(x.view(), y.view(), w), prm, loss, None).unwrap()
+}
+
+/// The squared-loss fit of `x, y` (weights `w`) with `prm`.
+pub fn squared(x: &Array2<f64>, y: &Array1<f64>, w: Option<&[f64]>, prm: &FitParams) -> Fit {
+    fastpcam::fit::solver::fit(Rows::new(x.view(), y.view(), w), prm, None).unwrap()
+}
+
+/// The penalty ratios the property tests draw: 0, or one in `[1e-4, 0.5)`.
+pub fn any_ratio() -> impl Strategy<Value = f64> {
+    prop_oneof![Just(0.0), 1e-4f64..0.5]
+}
+
+/// The selection rules the property tests draw: greedy, cyclic or scored sweeps.
+pub fn any_selection() -> impl Strategy<Value = Selection> {
+    prop_oneof![
+        Just(Selection::Greedy),
+        Just(Selection::Cyclic),
+        Just(Selection::Sweep)
+    ]
+}
+
+/// When `weighted`, the weights `(7 i + seed) mod 5` of `n` rows (some of them zero).
+pub fn cyclic_weights(weighted: bool, n: usize, seed: u64) -> Option<Vec<f64>> {
+    weighted.then(|| {
+        (0..n)
+            .map(|i| ((i * 7 + seed as usize) % 5) as f64)
+            .collect()
+    })
+}
+
+/// A progress callback that asserts that every report's KKT residual is finite and asks to
+/// stop at its `calls`-th call.
+pub fn stop_at_call(mut calls: usize) -> impl FnMut(&Progress) -> bool + Send {
+    move |pr| {
+        calls -= 1;
+        assert!(pr.kkt_residual.is_finite());
+        calls > 0
+    }
+}
+
+/// The fit part of a block problem: `½ Σ_t h_t (b_t − z_t)²`.
+pub fn half_weighted_squares(z: &[f64], h: &[f64], b: &[f64]) -> f64 {
+    z.iter()
+        .zip(h)
+        .zip(b)
+        .map(|((z, h), b)| 0.5 * h * (b - z) * (b - z))
+        .sum()
 }

@@ -82,3 +82,87 @@ def check_search_picks_its_best(m, loss_key, min_ratios=3):
     assert m.lambda_f_ == pytest.approx(m.lambda_ratio_ * m.lambda_max_, rel=1e-12)
     assert np.all(path["n_iter"] >= 0) and m.converged_
     return path
+
+
+def pair_scores(out, X):
+    """Per row and class, the score of a multiclass core output's pair tables (the cells
+    class-major, the missing cell last)."""
+    k = int(out["n_classes"])
+    scores = np.zeros((X.shape[0], k))
+    pairs = out["pairs"]
+    for t, (j, l) in enumerate(pairs["features"]):
+        rows, cols, _, _ = pairs["grids"][t]
+        cells = np.asarray(pairs["values"][t]).reshape(k, -1)
+        cj, cl = pairs["cuts"][t]
+        ok = ~(np.isnan(X[:, j]) | np.isnan(X[:, l]))
+        a = np.searchsorted(cj, X[ok, j], "right")
+        b = np.searchsorted(cl, X[ok, l], "right")
+        scores[ok] += cells[:, a * cols + b].T
+        if cells.shape[1] > rows * cols:
+            scores[~ok] += cells[:, -1]
+    return scores
+
+
+def assert_same_pairs(a, b):
+    """Two fitted models have the same pairs, the same objective and the same pair tables, bit
+    for bit."""
+    assert a.interaction_features_ == b.interaction_features_
+    assert a.objective_ == b.objective_
+    for va, vb in zip(a.interaction_values_, b.interaction_values_):
+        np.testing.assert_array_equal(va, vb)
+
+
+def check_random_state_draws_the_held_out_rows(make, X, y, loss, compared):
+    """The same ``random_state`` gives the same held-out losses ``validation_path_[loss]``,
+    another one other losses (on the first ``compared`` ratios)."""
+    a = make(random_state=0).fit(X, y)
+    b = make(random_state=0).fit(X, y)
+    c = make(random_state=1).fit(X, y)
+    np.testing.assert_array_equal(a.validation_path_[loss], b.validation_path_[loss])
+    assert not np.array_equal(a.validation_path_[loss][:compared], c.validation_path_[loss][:compared])
+
+
+def check_bad_search_settings_refused(make, X, y):
+    """Held-out shares outside ``(0, 1)`` and an unknown ``lambda_ratio`` string are refused."""
+    for bad in (0.0, 1.0, 1.5, -0.1):
+        with pytest.raises(ValueError, match="validation_fraction"):
+            make(validation_fraction=bad).fit(X, y)
+    with pytest.raises(ValueError, match="lambda_ratio"):
+        make(lambda_ratio="best").fit(X, y)
+
+
+def check_explicit_penalty_skips_the_search(make, X, y):
+    """``lambda_f=0.01`` is used as given: nothing held out, no path."""
+    m = make(lambda_f=0.01).fit(X, y)
+    assert m.lambda_f_ == 0.01 and m.n_validation_ == 0 and m.validation_path_["lambda_ratio"].size == 0
+
+
+def check_the_model_is_the_plain_fit_at_its_ratio(make, X, y, score, **fit_params):
+    """The searched model (``tol=1e-9``) is the plain fit at its chosen ratio on all rows: the same
+    objective (``1e-9``) and scores ``score(m, X)`` (``1e-6``); the plain fit runs no search.
+    Returns both models."""
+    auto = make(tol=1e-9, max_iter=10**6).fit(X, y, **fit_params)
+    plain = make(lambda_ratio=auto.lambda_ratio_, tol=1e-9, max_iter=10**6).fit(X, y, **fit_params)
+    assert auto.objective_ == pytest.approx(plain.objective_, rel=1e-9)
+    np.testing.assert_allclose(score(auto, X), score(plain, X), rtol=0, atol=1e-6)
+    assert plain.validation_path_["lambda_ratio"].size == 0 and plain.n_validation_ == 0
+    return auto, plain
+
+
+def fit_searched_and_fixed(make, X, y):
+    """The searched model and the one at the fixed ratio 3e-3; asserts that the search chose more
+    than three times that ratio."""
+    auto = make().fit(X, y)
+    fixed = make(lambda_ratio=3e-3).fit(X, y)
+    assert auto.lambda_ratio_ > 3 * 3e-3
+    return auto, fixed
+
+
+def number_and_category_frame(n, seed, number, draw, category, levels):
+    """``pandas`` (the calling test is skipped without it), the generator ``default_rng(seed)``
+    and the frame it draws first: ``n`` rows of a number column ``number`` (``rng.<draw>``) and
+    a categorical column ``category`` (uniform over ``levels``)."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({number: getattr(rng, draw)(size=n), category: pd.Categorical(rng.choice(levels, size=n))})
+    return pd, rng, df

@@ -8,7 +8,8 @@ import pytest
 
 from fastpcam import FASTRegressor
 
-from _data import check_search_callback_is_one_fit, check_search_picks_its_best, make_additive
+from _data import check_bad_search_settings_refused, check_explicit_penalty_skips_the_search, check_random_state_draws_the_held_out_rows, check_search_callback_is_one_fit
+from _data import check_search_picks_its_best, check_the_model_is_the_plain_fit_at_its_ratio, fit_searched_and_fixed, make_additive
 
 
 def _noisy(n: int, p: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -29,19 +30,13 @@ def test_default_chooses_the_ratio_with_the_smallest_held_out_error():
 
 def test_the_model_is_the_full_data_fit_at_the_chosen_ratio():
     X, y = make_additive(n=2000, p=3, seed=2, noise=0.8)
-    auto = FASTRegressor(tol=1e-9, max_iter=10**6).fit(X, y)
-    plain = FASTRegressor(lambda_ratio=auto.lambda_ratio_, tol=1e-9, max_iter=10**6).fit(X, y)
-    assert auto.objective_ == pytest.approx(plain.objective_, rel=1e-9)
-    np.testing.assert_allclose(auto.predict(X), plain.predict(X), rtol=0, atol=1e-6)
-    assert plain.validation_path_["lambda_ratio"].size == 0 and plain.n_validation_ == 0
+    check_the_model_is_the_plain_fit_at_its_ratio(FASTRegressor, X, y, lambda m, X: m.predict(X))
 
 
 def test_noise_heavy_data_get_a_larger_penalty_and_a_better_test_error():
     X, y = _noisy(6000, 24, seed=3)
     Xt, yt = _noisy(20000, 24, seed=4)
-    auto = FASTRegressor().fit(X, y)
-    fixed = FASTRegressor(lambda_ratio=3e-3).fit(X, y)
-    assert auto.lambda_ratio_ > 3 * 3e-3
+    auto, fixed = fit_searched_and_fixed(FASTRegressor, X, y)
     mse = lambda m: float(np.mean((m.predict(Xt) - yt) ** 2))  # noqa: E731
     assert mse(auto) < mse(fixed)
     # fewer features carry a shape: the larger penalty flattens most pure-noise features
@@ -51,28 +46,19 @@ def test_noise_heavy_data_get_a_larger_penalty_and_a_better_test_error():
 
 def test_random_state_draws_the_held_out_rows():
     X, y = make_additive(n=1500, p=3, seed=5, noise=1.0)
-    a = FASTRegressor(random_state=0).fit(X, y)
-    b = FASTRegressor(random_state=0).fit(X, y)
-    c = FASTRegressor(random_state=1).fit(X, y)
-    np.testing.assert_array_equal(a.validation_path_["validation_mse"], b.validation_path_["validation_mse"])
-    assert not np.array_equal(a.validation_path_["validation_mse"][:3], c.validation_path_["validation_mse"][:3])
+    check_random_state_draws_the_held_out_rows(FASTRegressor, X, y, "validation_mse", 3)
 
 
 def test_validation_fraction_is_used_and_checked():
     # 2,000 rows: one held-out share (below 1,500 rows the search cross-validates)
     X, y = make_additive(n=2000, p=2, seed=6)
     assert FASTRegressor(validation_fraction=0.3).fit(X, y).n_validation_ == 600
-    for bad in (0.0, 1.0, 1.5, -0.1):
-        with pytest.raises(ValueError, match="validation_fraction"):
-            FASTRegressor(validation_fraction=bad).fit(X, y)
-    with pytest.raises(ValueError, match="lambda_ratio"):
-        FASTRegressor(lambda_ratio="best").fit(X, y)
+    check_bad_search_settings_refused(FASTRegressor, X, y)
 
 
 def test_an_explicit_penalty_or_few_rows_skip_the_search():
     X, y = make_additive(n=1000, p=2, seed=7)
-    m = FASTRegressor(lambda_f=0.01).fit(X, y)
-    assert m.lambda_f_ == 0.01 and m.n_validation_ == 0 and m.validation_path_["lambda_ratio"].size == 0
+    check_explicit_penalty_skips_the_search(FASTRegressor, X, y)
     # 300 rows hold out 45 < 50: the fixed ratio 3e-3
     small = FASTRegressor().fit(X[:300], y[:300])
     assert small.n_validation_ == 0 and small.lambda_ratio_ == pytest.approx(3e-3, rel=1e-12)

@@ -20,6 +20,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from fastpcam import FASTClassifier
 
+from _data import number_and_category_frame
 from _reference import bin_codes
 
 # Every entry needs a written reason; only checks that cannot pass by design.
@@ -230,13 +231,8 @@ def test_predictions_are_consistent_and_labels_any_type():
 
 
 def test_missing_values_and_categories():
-    pd = pytest.importorskip("pandas")
-    rng = np.random.default_rng(8)
     n = 600
-    df = pd.DataFrame({
-        "x": rng.normal(size=n),
-        "colour": pd.Categorical(rng.choice(["red", "green", "blue"], size=n)),
-    })
+    pd, rng, df = number_and_category_frame(n, 8, "x", "normal", "colour", ["red", "green", "blue"])
     df.loc[rng.uniform(size=n) < 0.1, "x"] = np.nan
     eta = np.where(df["colour"] == "red", 1.5, -0.5) + np.nan_to_num(df["x"].to_numpy(), nan=2.0)
     y = (rng.uniform(size=n) < expit(eta)).astype(int)

@@ -12,7 +12,8 @@ from sklearn.metrics import log_loss
 
 from fastpcam import FASTClassifier
 
-from _data import check_search_callback_is_one_fit, check_search_picks_its_best
+from _data import check_bad_search_settings_refused, check_explicit_penalty_skips_the_search, check_random_state_draws_the_held_out_rows
+from _data import check_search_callback_is_one_fit, check_search_picks_its_best, check_the_model_is_the_plain_fit_at_its_ratio, fit_searched_and_fixed
 
 
 def _labels(n: int, p: int, seed: int, scale: float = 0.8) -> tuple[np.ndarray, np.ndarray]:
@@ -43,21 +44,16 @@ def test_the_search_is_reported_and_picks_its_smallest_held_out_log_loss():
 def test_the_model_is_the_full_data_fit_at_the_chosen_ratio():
     X, y = _labels(2000, 3, seed=2, scale=1.5)
     w = np.random.default_rng(0).uniform(0.5, 2.0, size=len(y))
-    auto = FASTClassifier(tol=1e-9, max_iter=10**6).fit(X, y, sample_weight=w)
+    decision = lambda m, X: m.decision_function(X)  # noqa: E731
+    auto, plain = check_the_model_is_the_plain_fit_at_its_ratio(FASTClassifier, X, y, decision, sample_weight=w)
     assert auto.validation_path_["lambda_ratio"].size >= 2
-    plain = FASTClassifier(lambda_ratio=auto.lambda_ratio_, tol=1e-9, max_iter=10**6).fit(X, y, sample_weight=w)
-    assert auto.objective_ == pytest.approx(plain.objective_, rel=1e-9)
-    np.testing.assert_allclose(auto.decision_function(X), plain.decision_function(X), rtol=0, atol=1e-6)
-    assert plain.validation_path_["lambda_ratio"].size == 0 and plain.n_validation_ == 0
     assert plain.lambda_ratio_ == pytest.approx(auto.lambda_ratio_, rel=1e-12)
 
 
 def test_noise_features_get_a_larger_penalty_and_a_better_test_log_loss():
     X, y = _labels(4000, 24, seed=3)
     Xt, yt = _labels(20000, 24, seed=4)
-    auto = FASTClassifier().fit(X, y)
-    fixed = FASTClassifier(lambda_ratio=3e-3).fit(X, y)
-    assert auto.lambda_ratio_ > 3 * 3e-3
+    auto, fixed = fit_searched_and_fixed(FASTClassifier, X, y)
     loss = lambda m: log_loss(yt, m.predict_proba(Xt)[:, 1])  # noqa: E731
     assert loss(auto) < loss(fixed)
     active = lambda m: sum(np.ptp(v) > 0 for v in m.values_)  # noqa: E731
@@ -75,12 +71,7 @@ def test_swapping_the_classes_negates_the_model():
 
 def test_random_state_draws_the_held_out_rows():
     X, y = _labels(1500, 3, seed=6, scale=1.5)
-    a = FASTClassifier(random_state=0).fit(X, y)
-    b = FASTClassifier(random_state=0).fit(X, y)
-    c = FASTClassifier(random_state=1).fit(X, y)
-    loss = "validation_log_loss"
-    np.testing.assert_array_equal(a.validation_path_[loss], b.validation_path_[loss])
-    assert not np.array_equal(a.validation_path_[loss][:2], c.validation_path_[loss][:2])
+    check_random_state_draws_the_held_out_rows(FASTClassifier, X, y, "validation_log_loss", 2)
 
 
 def test_validation_fraction_is_used_and_checked():
@@ -89,17 +80,12 @@ def test_validation_fraction_is_used_and_checked():
     n1 = int(y.sum())
     m = FASTClassifier(validation_fraction=0.3).fit(X, y)
     assert m.n_validation_ == round(0.3 * n1) + round(0.3 * (2000 - n1))
-    for bad in (0.0, 1.0, 1.5, -0.1):
-        with pytest.raises(ValueError, match="validation_fraction"):
-            FASTClassifier(validation_fraction=bad).fit(X, y)
-    with pytest.raises(ValueError, match="lambda_ratio"):
-        FASTClassifier(lambda_ratio="best").fit(X, y)
+    check_bad_search_settings_refused(FASTClassifier, X, y)
 
 
 def test_an_explicit_penalty_few_rows_or_a_rare_class_skip_the_search():
     X, y = _labels(1000, 2, seed=8)
-    m = FASTClassifier(lambda_f=0.01).fit(X, y)
-    assert m.lambda_f_ == 0.01 and m.n_validation_ == 0 and m.validation_path_["lambda_ratio"].size == 0
+    check_explicit_penalty_skips_the_search(FASTClassifier, X, y)
 
     def fixed(m: FASTClassifier) -> bool:
         return m.n_validation_ == 0 and m.lambda_ratio_ == pytest.approx(3e-3, rel=1e-12)

@@ -129,51 +129,44 @@ def test_non_numeric_X():
 # --------------------------------------------------------------------------- parameter errors
 
 
+def _check_refused(param, value, exceptions=ValueError):
+    """Fitting with ``param=value`` raises one of ``exceptions`` naming ``param``."""
+    X, y = _data()
+    with pytest.raises(exceptions, match=param):
+        FASTRegressor(**{param: value}).fit(X, y)
+
+
 @pytest.mark.parametrize("lam", [-1.0, -1e-12, np.nan, -np.inf, np.inf])
 def test_bad_lambda_f(lam):
-    X, y = _data()
-    with pytest.raises(ValueError, match="lambda_f"):
-        FASTRegressor(lambda_f=lam).fit(X, y)
+    _check_refused("lambda_f", lam)
 
 
 def test_lambda_f_wrong_type():
-    X, y = _data()
-    with pytest.raises((TypeError, ValueError), match="lambda_f"):
-        FASTRegressor(lambda_f="big").fit(X, y)
+    _check_refused("lambda_f", "big", (TypeError, ValueError))
 
 
 @pytest.mark.parametrize("ratio", [-0.1, np.nan])
 def test_bad_lambda_ratio(ratio):
-    X, y = _data()
-    with pytest.raises(ValueError, match="lambda_ratio"):
-        FASTRegressor(lambda_ratio=ratio).fit(X, y)
+    _check_refused("lambda_ratio", ratio)
 
 
 @pytest.mark.parametrize("max_bins", [1, 0, -5])
 def test_bad_max_bins(max_bins):
-    X, y = _data()
-    with pytest.raises(ValueError, match="max_bins"):
-        FASTRegressor(max_bins=max_bins).fit(X, y)
+    _check_refused("max_bins", max_bins)
 
 
 def test_max_bins_wrong_type():
-    X, y = _data()
-    with pytest.raises((TypeError, ValueError), match="max_bins"):
-        FASTRegressor(max_bins=2.5).fit(X, y)
+    _check_refused("max_bins", 2.5, (TypeError, ValueError))
 
 
 @pytest.mark.parametrize("selection", ["random", "Greedy ", ""])
 def test_bad_selection(selection):
-    X, y = _data()
-    with pytest.raises(ValueError, match="selection"):
-        FASTRegressor(selection=selection).fit(X, y)
+    _check_refused("selection", selection)
 
 
 @pytest.mark.parametrize("param, value", [("tol", -1.0), ("max_iter", -1), ("max_time", -1.0)])
 def test_bad_stopping_parameters(param, value):
-    X, y = _data()
-    with pytest.raises(ValueError, match=param):
-        FASTRegressor(**{param: value}).fit(X, y)
+    _check_refused(param, value)
 
 
 @pytest.mark.parametrize(

@@ -212,14 +212,21 @@ def _reference(kind, est, X, y, mono, factor, fixed=None):
     return min(cold, polished)
 
 
-@pytest.mark.parametrize("kind", ["regressor", "classifier"])
-def test_the_fit_matches_an_independent_bounded_solve(kind):
-    X, y = _data(n=300, seed=6)
-    mono, factor = [1, -1, 0], [1.0, 2.0, 0.5]
+def _constrained_fit(kind, n, seed, mono, factor, **params):
+    """``_data(n, seed)`` (labels for the classifier) and the estimator of ``kind`` fitted to it
+    with the signs ``mono``, the penalty factors ``factor`` and ``params`` (total variation only)."""
+    X, y = _data(n=n, seed=seed)
     t = _labels(y) if kind == "classifier" else y
     cls = FASTRegressor if kind == "regressor" else FASTClassifier
-    est = cls(lambda_ratio=0.02, max_bins=6, tol=1e-7, monotonic_cst=mono, penalty_factor=factor, **TV_ONLY.get(kind, {}))
+    est = cls(monotonic_cst=mono, penalty_factor=factor, **params, **TV_ONLY.get(kind, {}))
     est.fit(X, t)
+    return X, t, est
+
+
+@pytest.mark.parametrize("kind", ["regressor", "classifier"])
+def test_the_fit_matches_an_independent_bounded_solve(kind):
+    mono, factor = [1, -1, 0], [1.0, 2.0, 0.5]
+    X, t, est = _constrained_fit(kind, 300, 6, mono, factor, lambda_ratio=0.02, max_bins=6, tol=1e-7)
     ours = _objective(kind, est, X, t, est.values_, est.intercept_, factor)
     assert ours == pytest.approx(est.objective_, rel=1e-10)
     ref = _reference(kind, est, X, t, mono, factor)
@@ -229,12 +236,8 @@ def test_the_fit_matches_an_independent_bounded_solve(kind):
 
 @pytest.mark.parametrize("kind", ["regressor", "classifier"])
 def test_re_solving_a_constrained_block_gains_at_most_1e6_at_tol_1e5(kind):
-    X, y = _data(n=600, seed=7)
     mono, factor = [1, -1, 1], [1.0, 0.5, 1.0]
-    t = _labels(y) if kind == "classifier" else y
-    cls = FASTRegressor if kind == "regressor" else FASTClassifier
-    est = cls(lambda_ratio=3e-3, max_bins=8, tol=1e-5, monotonic_cst=mono, penalty_factor=factor, **TV_ONLY.get(kind, {}))
-    est.fit(X, t)
+    X, t, est = _constrained_fit(kind, 600, 7, mono, factor, lambda_ratio=3e-3, max_bins=8, tol=1e-5)
     assert est.kkt_residual_ <= 1e-5
     base = _objective(kind, est, X, t, est.values_, est.intercept_, factor)
     for j in range(3):

@@ -20,6 +20,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from fastpcam import FASTClassifier, _core
 
+from _data import pair_scores
 from _reference import softmax_kkt_residual
 
 
@@ -305,24 +306,6 @@ class _Raw(FASTClassifier):
         return out
 
 
-def _pair_scores(out, X):
-    """Per row and class, the score of the raw output's pair tables (class-major cells)."""
-    k = int(out["n_classes"])
-    scores = np.zeros((X.shape[0], k))
-    pairs = out["pairs"]
-    for t, (j, l) in enumerate(pairs["features"]):
-        rows, cols, _, _ = pairs["grids"][t]
-        cells = np.asarray(pairs["values"][t]).reshape(k, -1)
-        cj, cl = pairs["cuts"][t]
-        ok = ~(np.isnan(X[:, j]) | np.isnan(X[:, l]))
-        a = np.searchsorted(cj, X[ok, j], "right")
-        b = np.searchsorted(cl, X[ok, l], "right")
-        scores[ok] += cells[:, a * cols + b].T
-        if cells.shape[1] > rows * cols:
-            scores[~ok] += cells[:, -1]
-    return scores
-
-
 def _independent_kkt(m):
     """The KKT residual of ``m``'s raw model recomputed from scratch by the NumPy reference:
     every class chain, missing level and intercept (pair tables enter as fixed scores)."""
@@ -330,7 +313,7 @@ def _independent_kkt(m):
     k = int(out["n_classes"])
     values = [np.asarray(v).reshape(-1, k) for v in out["values"]]
     missing = np.asarray(out["missing_values"]).reshape(-1, k)
-    extra = _pair_scores(out, X) if len(out["pairs"]["features"]) else None
+    extra = pair_scores(out, X) if len(out["pairs"]["features"]) else None
     return softmax_kkt_residual(out["intercepts"], out["cuts"], values, missing, X, y.astype(np.intp),
                                 out["lambda_f"], w, extra)
 

@@ -14,6 +14,8 @@ import fastpcam
 from fastpcam import FASTClassifier, FASTRegressor
 from fastpcam import _core, _pairs
 
+from _data import assert_same_pairs
+
 
 def interaction_data(n=3000, seed=0, nan=0.0):
     rng = np.random.default_rng(seed)
@@ -193,10 +195,7 @@ def test_one_and_two_threads_give_the_same_model():
     X, y = interaction_data(n=2000)
     a = FASTRegressor(interactions=3, n_jobs=1).fit(X, y)
     b = FASTRegressor(interactions=3, n_jobs=2).fit(X, y)
-    assert a.interaction_features_ == b.interaction_features_
-    assert a.objective_ == b.objective_
-    for va, vb in zip(a.interaction_values_, b.interaction_values_):
-        np.testing.assert_array_equal(va, vb)
+    assert_same_pairs(a, b)
 
 
 def test_every_model_has_pairs_by_default():

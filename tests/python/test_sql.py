@@ -10,7 +10,7 @@ import pytest
 from fastpcam import FASTRegressor
 from fastpcam._datasets import load_houses
 
-from _data import DATA_DIR, make_additive
+from _data import DATA_DIR, make_additive, number_and_category_frame
 
 RTOL = 1e-12  # relative: SQLite may add the terms in another order than predict
 
@@ -133,13 +133,8 @@ def test_bad_arguments_name_the_problem():
 
 
 def test_categorical_features_become_label_cases():
-    pd = pytest.importorskip("pandas")
-    rng = np.random.default_rng(11)
     n = 800
-    df = pd.DataFrame({
-        "a": rng.uniform(size=n),
-        "c": pd.Categorical(rng.choice(["red", "green", "it's"], size=n)),
-    })
+    pd, rng, df = number_and_category_frame(n, 11, "a", "uniform", "c", ["red", "green", "it's"])
     y = df["a"].to_numpy() + (df["c"] == "red").to_numpy() * 1.0 + 0.1 * rng.normal(size=n)
     model = FASTRegressor(max_bins=32).fit(df, y)
     if getattr(model, "categories_", [None, None])[1] is None:
