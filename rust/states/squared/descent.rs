@@ -148,8 +148,9 @@ impl DescentState for BlockState {
         // Two chains or two pair blocks (a grid with a chain takes one ordinary update), and
         // no table carrying every block's sums through block `k`'s update (that saves more
         // than a pair).
-        let chains = self.shape(k).grid.is_none() && self.shape(k2).grid.is_none();
-        let grids = self.shape(k).grid.is_some() && self.shape(k2).grid.is_some();
+        let (kind1, kind2) = (self.shape(k).kind(), self.shape(k2).kind());
+        let chains = kind1 == BlockKind::Chain && kind2 == BlockKind::Chain;
+        let grids = kind1 != BlockKind::Chain && kind2 != BlockKind::Chain;
         (chains || grids) && BlockState::pairs_pay(self, data) && self.table_for(data, k).is_none()
     }
 

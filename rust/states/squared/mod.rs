@@ -19,9 +19,9 @@
 //! **Files.** This module holds the state, its construction, the exact recomputation of
 //! the sums and the loss ([`BlockState::sync`]) and the centring of blocks; [`passes`] the
 //! residual passes over the rows and the setting of a block; [`update`] the exact block
-//! update and its solve ([`solve_block`]); [`pairs`] two blocks solved from one residual;
-//! [`tables`] the tables engine's line and the rows engine's block tables; [`descent`]
-//! the state's place in the descent loop.
+//! update (its solve: [`crate::descent::kinds::block_step`]); [`pairs`] two blocks solved
+//! from one residual; [`tables`] the tables engine's line and the rows engine's block
+//! tables; [`descent`] the state's place in the descent loop.
 
 use std::sync::Arc;
 
@@ -30,14 +30,15 @@ use rayon::prelude::*;
 
 use crate::data::binning::{BinnedData, Code};
 use crate::data::tables::{BlockTable, Tables};
-use crate::descent::kinds::{block_smooth, block_tv, smooth_change, sums_and_scores, ScoreInputs};
+use crate::descent::kinds::{
+    block_smooth, block_step, block_tv, smooth_change, sums_and_scores, ScoreInputs,
+};
 use crate::descent::selection::{all_bin_sums, bin_sums_into, BlockScore};
 use crate::descent::{DescentState, Pair, AUTO_GREEDY_MAX_FEATURES};
-use crate::params::{ChainShape, Grid, Selection};
-use crate::prox::enet::{enet_chain, EnetWorkspace};
-use crate::prox::flsa::{flsa_weighted_unchecked, FlsaWorkspace};
-use crate::prox::grid::{grid_step, GridWorkspace};
-use crate::prox::monotone::{monotone_flsa, PavaWorkspace};
+use crate::params::{BlockKind, ChainShape, Selection};
+use crate::prox::flsa::FlsaWorkspace;
+use crate::prox::grid::GridWorkspace;
+use crate::prox::monotone::PavaWorkspace;
 use crate::with_codes;
 
 mod descent;
@@ -46,8 +47,8 @@ mod passes;
 mod tables;
 mod update;
 
+pub use crate::descent::kinds::solve_block;
 pub use pairs::PAIR_MIN_WORK;
-pub use update::solve_block;
 
 /// Updates between exact recomputations of the sums and the loss in the tables engine (and
 /// of the sums on the rows engine when block tables carry them, [`BlockTable`]).
@@ -261,7 +262,7 @@ impl BlockState {
             let shape = self.shape(k);
             self.tv[k] = block_tv(&self.beta[k], self.n_chain[k], shape);
             self.smooth[k] = block_smooth(&self.beta[k], self.n_chain[k], shape);
-            let len = shape.grid.map_or(0, Grid::dual_len);
+            let len = shape.kind().dual_len();
             if self.duals[k].len() != len {
                 self.duals[k] = vec![0.0; len];
             }

@@ -40,10 +40,11 @@ impl BlockState {
             fresh,
         } = pair;
         assert!(k1 != k2, "a pair needs two blocks");
-        if self.shape(k1).grid.is_some() && self.shape(k2).grid.is_some() && !self.uses_tables() {
+        let (kind1, kind2) = (self.shape(k1).kind(), self.shape(k2).kind());
+        if kind1 != BlockKind::Chain && kind2 != BlockKind::Chain && !self.uses_tables() {
             return self.update_grid_pair(data, pair, lambda);
         }
-        if self.shape(k1).grid.is_some() || self.shape(k2).grid.is_some() {
+        if kind1 != BlockKind::Chain || kind2 != BlockKind::Chain {
             // A pair term's block with a chain: one ordinary update.
             if !fresh {
                 self.refresh_sums(data, k1);
@@ -71,25 +72,25 @@ impl BlockState {
         let solve = |k: usize,
                      nb: usize,
                      s: &mut [f64],
-                     ws: (&mut FlsaWorkspace, &mut PavaWorkspace),
+                     ws: (&mut FlsaWorkspace, &mut PavaWorkspace, &mut GridWorkspace),
                      z: &mut [f64],
                      out: &mut [f64]| {
             if !fresh {
                 bin_sums_into(&data.features[k], vr, inv_w, s);
             }
             let shape = shapes.get(k).copied().unwrap_or_default();
-            solve_block(
-                &s[..nb],
-                &beta[k][..nb],
-                &wn[k][..nb],
+            block_step(
+                (&s[..nb], &beta[k][..nb], &wn[k][..nb]),
                 (nch[k], shape),
                 lambda,
+                &mut [],
                 ws,
                 z,
                 out,
             );
         };
-        let (ws1, z1, out1) = ((&mut self.ws, &mut self.pava), &mut self.z, &mut self.bnew);
+        let ws1 = (&mut self.ws, &mut self.pava, &mut self.grid_ws);
+        let (z1, out1) = (&mut self.z, &mut self.bnew);
         // One after the other: a `rayon::join` of the two solves cost more than it saved at
         // every bin count measured (427, 1,024 and 4,096 bins on 7,017 rows × 613 features, a
         // 2-core AMD EPYC: whole fits 0.85–0.94 of the joined solves' time), as waking the
@@ -99,7 +100,7 @@ impl BlockState {
             k2,
             nb2,
             s2,
-            (&mut pb.ws, &mut pb.pava),
+            (&mut pb.ws, &mut pb.pava, &mut pb.grid_ws),
             &mut pb.z,
             &mut pb.bnew,
         );
@@ -147,27 +148,27 @@ impl BlockState {
         }
         let (nb1, nb2) = (data.features[k1].n_bins(), data.features[k2].n_bins());
         let (d1, d2) = two_mut(&mut self.duals, k1, k2);
-        let (beta, sums, wn) = (&self.beta, &self.sums, &self.wn);
+        let (beta, sums, wn, nch) = (&self.beta, &self.sums, &self.wn, &self.n_chain);
         let step = |k: usize,
                     nb: usize,
                     shape: ChainShape,
                     dual: &mut Vec<f64>,
-                    ws: &mut GridWorkspace,
+                    ws: (&mut FlsaWorkspace, &mut PavaWorkspace, &mut GridWorkspace),
                     z: &mut Vec<f64>,
                     out: &mut Vec<f64>| {
-            grid_step(
+            block_step(
                 (&sums[k][..nb], &beta[k][..nb], &wn[k][..nb]),
-                shape.grid.expect("a pair block"),
-                (shape.penalty(lambda), shape.l2),
+                (nch[k], shape),
+                lambda,
                 dual,
                 ws,
                 z,
                 out,
             )
-            .is_some()
         };
-        let (ws1, z1, out1) = (&mut self.grid_ws, &mut self.z, &mut self.bnew);
-        let (ws2, z2, out2) = (&mut pb.grid_ws, &mut pb.z, &mut pb.bnew);
+        let ws1 = (&mut self.ws, &mut self.pava, &mut self.grid_ws);
+        let ws2 = (&mut pb.ws, &mut pb.pava, &mut pb.grid_ws);
+        let (z1, out1, z2, out2) = (&mut self.z, &mut self.bnew, &mut pb.z, &mut pb.bnew);
         let (solved1, solved2) = rayon::join(
             || step(k1, nb1, g1, d1, ws1, z1, out1),
             || step(k2, nb2, g2, d2, ws2, z2, out2),

@@ -1,7 +1,7 @@
 //! The squared-loss state's exact block update: the intercept's step, a chain's update
-//! (applied only if it lowers the objective, its change predicted from the sums), a pair
-//! block's grid step, and [`solve_block`], the exact block minimiser the other states
-//! call too.
+//! (applied only if it lowers the objective, its change predicted from the sums) and a pair
+//! block's grid step, both solved by the one dispatch over kinds
+//! ([`crate::descent::kinds::block_step`]).
 
 use super::*;
 
@@ -31,9 +31,8 @@ impl BlockState {
     /// own mean; a pair block's grid update ([`BlockState::update_grid`]). Needs block `k`'s
     /// sums fresh; leaves every block's sums stale.
     pub fn update_block(&mut self, data: &BinnedData, k: usize, lambda: f64) {
-        let shape = self.shape(k);
-        if let Some(grid) = shape.grid {
-            self.update_grid(data, k, grid, shape.penalty(lambda), lambda);
+        if self.shape(k).kind() != BlockKind::Chain {
+            self.update_grid(data, k, lambda);
             return;
         }
         let nb = self.solve_block_into_bnew(data, k, lambda);
@@ -47,9 +46,8 @@ impl BlockState {
     /// and its sums untouched. Returns whether the block moved (for a pair block, whether its
     /// solution or its unfinished solve's dual moved).
     pub fn update_block_if_lower(&mut self, data: &BinnedData, k: usize, lambda: f64) -> bool {
-        let shape = self.shape(k);
-        if let Some(grid) = shape.grid {
-            return self.update_grid(data, k, grid, shape.penalty(lambda), lambda);
+        if self.shape(k).kind() != BlockKind::Chain {
+            return self.update_grid(data, k, lambda);
         }
         let nb = self.solve_block_into_bnew(data, k, lambda);
         let change = predicted_change(
@@ -73,13 +71,13 @@ impl BlockState {
         let nb = data.features[k].n_bins();
         let nc = self.n_chain[k];
         let shape = self.shape(k);
-        solve_block(
-            &self.sums[k][..nb],
-            &self.beta[k][..nb],
-            &self.wn[k][..nb],
+        let ws = (&mut self.ws, &mut self.pava, &mut self.grid_ws);
+        block_step(
+            (&self.sums[k][..nb], &self.beta[k][..nb], &self.wn[k][..nb]),
             (nc, shape),
             lambda,
-            (&mut self.ws, &mut self.pava),
+            &mut [],
+            ws,
             &mut self.z,
             &mut self.bnew,
         );
@@ -93,34 +91,29 @@ impl BlockState {
         self.bnew = new;
     }
 
-    /// Update of pair block `k` (fresh sums) on its `grid` at the block's penalty `penalty`
-    /// ([`crate::prox::grid::solve_grid`], exact; the block's dual becomes the solve's column part,
+    /// Update of pair block `k` (fresh sums) on its grid at the block's penalty
+    /// ([`block_step`], [`crate::prox::grid::solve_grid`], exact; the block's dual becomes the solve's column part,
     /// which its score reads). The solution is applied only if it lowers the objective
     /// (exactly predicted from the sums); returns whether the state moved (the solution, or
     /// only the block's dual).
-    fn update_grid(
-        &mut self,
-        data: &BinnedData,
-        k: usize,
-        grid: Grid,
-        penalty: f64,
-        lambda: f64,
-    ) -> bool {
-        let (cells, nb) = (grid.cells(), data.features[k].n_bins());
+    fn update_grid(&mut self, data: &BinnedData, k: usize, lambda: f64) -> bool {
+        let shape = self.shape(k);
+        let (cells, nb) = (shape.kind().cells(), data.features[k].n_bins());
         let (beta, sums, wn) = (&self.beta[k], &self.sums[k], &self.wn[k]);
         self.dual_before.clear();
         self.dual_before.extend_from_slice(&self.duals[k][..cells]);
-        let Some(_) = grid_step(
+        let ws = (&mut self.ws, &mut self.pava, &mut self.grid_ws);
+        if !block_step(
             (&sums[..nb], &beta[..nb], &wn[..nb]),
-            grid,
-            (penalty, self.shape(k).l2),
+            (self.n_chain[k], shape),
+            lambda,
             &mut self.duals[k],
-            &mut self.grid_ws,
+            ws,
             &mut self.z,
             &mut self.bnew,
-        ) else {
+        ) {
             return false;
-        };
+        }
         let change = self.block_change(k, &self.bnew[..nb], lambda);
         if change < -GRID_MARGIN * self.objective(lambda).abs() {
             let new = std::mem::take(&mut self.bnew);
@@ -148,86 +141,6 @@ impl BlockState {
         loss_change
             + lambda * (block_tv(new, nc, shape) - self.tv[k])
             + smooth_change(beta, new, nc, shape)
-    }
-}
-
-thread_local! {
-    /// Each thread's buffers for the elastic-net chains of [`solve_block`].
-    static ENET: std::cell::RefCell<EnetWorkspace> = std::cell::RefCell::new(EnetWorkspace::new());
-}
-
-/// The exact block minimiser behind every block update: with curvature weights `h` and the
-/// working response `z_b = β_b + R_b / h_b` (the partial residual's bin mean when `h` are the
-/// bin weights), `out` minimises `½ Σ_b h_b (z_b − out_b)² + λ Σ_{b<n_chain−1} |out_{b+1} − out_b|`:
-/// a weighted FLSA over the chain (`λ = ∞`: the chain flat at its `h`-weighted mean; a chain
-/// without weight keeps `β`), and `z` itself in the missing bin, which has no penalty.
-/// `chain` is the chain's length and shape: the penalty is `shape.penalty(λ)`, a
-/// monotone chain is solved exactly by the shifted isotonic regression of
-/// [`crate::prox::monotone`] (DESIGN §10), and a chain whose jumps also carry the squared term
-/// `(shape.l2/2) Σ θ²` by the exact elastic-net solve of [`crate::prox::enet`] (monotone or
-/// not). `z` and `out` are scratch buffers of at least `sums.len()` entries.
-#[allow(clippy::too_many_arguments)]
-pub fn solve_block(
-    sums: &[f64],
-    beta: &[f64],
-    h: &[f64],
-    chain: (usize, ChainShape),
-    lambda: f64,
-    ws: (&mut FlsaWorkspace, &mut PavaWorkspace),
-    z: &mut [f64],
-    out: &mut [f64],
-) {
-    let (nb, (nc, shape)) = (sums.len(), chain);
-    for ((z, &b), (&s, &h)) in z[..nb].iter_mut().zip(beta).zip(sums.iter().zip(h)) {
-        // Branch-free (vectorises): the quotient of a weightless bin is discarded.
-        let q = s / h;
-        *z = if h > 0.0 { b + q } else { b };
-    }
-    let chain_weight: f64 = h[..nc].iter().sum();
-    if !(chain_weight > 0.0) {
-        // No training row in the chain: it keeps its values.
-        out[..nc].copy_from_slice(&beta[..nc]);
-    } else if lambda == f64::INFINITY {
-        let m = z[..nc]
-            .iter()
-            .zip(&h[..nc])
-            .map(|(z, h)| z * h)
-            .sum::<f64>()
-            / chain_weight;
-        out[..nc].iter_mut().for_each(|b| *b = m);
-    } else if shape.l2 > 0.0 {
-        ENET.with(|ws| {
-            enet_chain(
-                &z[..nc],
-                &h[..nc],
-                shape.penalty(lambda),
-                shape.l2,
-                shape.monotone,
-                &mut ws.borrow_mut(),
-                &mut out[..nc],
-            )
-        });
-    } else if shape.monotone != 0 {
-        let penalty = shape.penalty(lambda);
-        monotone_flsa(
-            &z[..nc],
-            &h[..nc],
-            penalty,
-            shape.monotone,
-            ws.1,
-            &mut out[..nc],
-        );
-    } else {
-        flsa_weighted_unchecked(
-            &z[..nc],
-            &h[..nc],
-            shape.penalty(lambda),
-            ws.0,
-            &mut out[..nc],
-        );
-    }
-    if nb > nc {
-        out[nc] = z[nc];
     }
 }
 
