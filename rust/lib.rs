@@ -43,8 +43,8 @@
 //!   * [`descent::pace`] — whether the passes run in parallel, chosen by measurement;
 //!   * [`descent::selection`] — per-feature bin sums of the residual, a chain's BGS-s score
 //!     and KKT contribution;
-//!   * [`descent::kinds`] — the dispatch over block kinds (chain, grid, smooth part): scores,
-//!     certificates and penalty terms;
+//!   * [`descent::kinds`] — the one dispatch over block kinds ([`params::BlockKind`]: chain,
+//!     grid, smooth part): exact updates, scores, certificates and penalty terms;
 //!   * [`descent::transfer`] — penalty moved between blocks that share a feature;
 //!   * the folder's own module (`descent/mod.rs`) — the one loop over any
 //!     [`descent::DescentState`] (greedy BGS-s, scored sweeps or cyclic, KKT stopping rule);

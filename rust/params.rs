@@ -394,6 +394,51 @@ pub struct ChainShape {
     pub l2: f64,
 }
 
+/// A block's kind, read from its shape ([`ChainShape::kind`]): what its exact update, its
+/// score and KKT contribution and its penalty term are (the one dispatch over kinds is
+/// [`crate::descent::kinds`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockKind {
+    /// A feature's 1-D chain of bins (with its missing bin; monotone or not; with or without
+    /// the squared jump term `l2`).
+    Chain,
+    /// A pair term's 2-D grid under the anisotropic total variation.
+    Grid(Grid),
+    /// A pair term's smooth part: its grid under squared differences (`l2 > 0`).
+    Smooth(Grid),
+}
+
+impl BlockKind {
+    /// The length of the block's stored dual: a grid's or a smooth part's
+    /// ([`Grid::dual_len`]; a smooth part keeps it at 0), none for a chain.
+    pub fn dual_len(self) -> usize {
+        match self {
+            BlockKind::Chain => 0,
+            BlockKind::Grid(g) | BlockKind::Smooth(g) => g.dual_len(),
+        }
+    }
+
+    /// The grid's cells (0 for a chain).
+    pub fn cells(self) -> usize {
+        match self {
+            BlockKind::Chain => 0,
+            BlockKind::Grid(g) | BlockKind::Smooth(g) => g.cells(),
+        }
+    }
+}
+
+impl ChainShape {
+    /// The block's kind: a chain (`grid: None`), a pair's grid, or a grid's smooth part
+    /// (`l2 > 0` on a grid).
+    pub fn kind(self) -> BlockKind {
+        match self.grid {
+            None => BlockKind::Chain,
+            Some(g) if self.l2 > 0.0 => BlockKind::Smooth(g),
+            Some(g) => BlockKind::Grid(g),
+        }
+    }
+}
+
 impl Default for ChainShape {
     fn default() -> Self {
         Self {

@@ -2,7 +2,9 @@
 //! each block's BGS-s score and KKT violation ([`kind_score`]; a grid's certificate
 //! [`grid_score`], see [`crate::prox::grid`]), every block scored in one parallel pass
 //! ([`score_blocks`], [`sums_and_scores`]), and each kind's penalty terms ([`block_tv`],
-//! [`block_smooth`], [`smooth_change`]).
+//! [`block_smooth`], [`smooth_change`], [`tv_delta`]), and each kind's exact update
+//! ([`block_step`]: [`solve_block`] for a chain, [`grid_step`] for a grid or its smooth
+//! part), which every state calls. A block's kind is [`ChainShape::kind`].
 
 use rayon::prelude::*;
 
@@ -11,8 +13,11 @@ use crate::descent::selection::{
     all_bin_sums, chunk_sums, shaped_chain_score, shaped_chain_score_pair, BlockScore,
     PARALLEL_THRESHOLD, SUMS_PARALLEL_THRESHOLD,
 };
-use crate::params::{ChainShape, Grid};
-use crate::prox::grid::grid_tv;
+use crate::params::{BlockKind, ChainShape, Grid};
+use crate::prox::enet::{enet_chain, EnetWorkspace};
+use crate::prox::flsa::{flsa_weighted_unchecked, FlsaWorkspace};
+use crate::prox::grid::{grid_step, grid_tv, GridWorkspace};
+use crate::prox::monotone::{monotone_flsa, PavaWorkspace};
 use crate::prox::smooth::{grid_squares, grid_squares_change, smooth_gradient};
 
 /// Jumps of a grid's lines at most this fraction of the block's range count as fused in
@@ -100,9 +105,9 @@ pub fn grid_score(
 /// Block `k`'s penalty term without `λ_f`: `factor · TV` of its chain (the first `n_chain`
 /// bins), or `factor · TV2` of its grid.
 pub fn block_tv(beta: &[f64], n_chain: usize, shape: ChainShape) -> f64 {
-    let tv = match shape.grid {
-        Some(g) => grid_tv(&beta[..g.cells()], g),
-        None => beta[..n_chain]
+    let tv = match shape.kind() {
+        BlockKind::Grid(g) | BlockKind::Smooth(g) => grid_tv(&beta[..g.cells()], g),
+        BlockKind::Chain => beta[..n_chain]
             .windows(2)
             .map(|w| (w[1] - w[0]).abs())
             .sum(),
@@ -116,7 +121,7 @@ pub fn block_smooth(beta: &[f64], n_chain: usize, shape: ChainShape) -> f64 {
     if shape.l2 == 0.0 {
         return 0.0;
     }
-    if let Some(g) = shape.grid {
+    if let BlockKind::Grid(g) | BlockKind::Smooth(g) = shape.kind() {
         return 0.5 * shape.l2 * grid_squares(&beta[..g.cells()], g);
     }
     0.5 * shape.l2
@@ -132,7 +137,7 @@ pub fn smooth_change(old: &[f64], new: &[f64], n_chain: usize, shape: ChainShape
     if shape.l2 == 0.0 {
         return 0.0;
     }
-    if let Some(g) = shape.grid {
+    if let BlockKind::Grid(g) | BlockKind::Smooth(g) = shape.kind() {
         let n = g.cells();
         return 0.5 * shape.l2 * grid_squares_change(&old[..n], &new[..n], g);
     }
@@ -157,9 +162,9 @@ pub fn kind_score(
     shape: ChainShape,
     lambda: f64,
 ) -> BlockScore {
-    match shape.grid {
-        Some(g) if shape.l2 > 0.0 && lambda.is_finite() => smooth_score(sums, beta, g, shape.l2),
-        Some(g) => {
+    match shape.kind() {
+        BlockKind::Smooth(g) if lambda.is_finite() => smooth_score(sums, beta, g, shape.l2),
+        BlockKind::Grid(g) | BlockKind::Smooth(g) => {
             let mut s = grid_score(sums, beta, dual, g, shape.penalty(lambda), &mut Vec::new());
             if let Some(&free) = sums.get(g.cells()) {
                 // A missing cell after the grid: a free level.
@@ -168,7 +173,171 @@ pub fn kind_score(
             }
             s
         }
-        None => shaped_chain_score(sums, beta, lambda, n_chain, shape),
+        BlockKind::Chain => shaped_chain_score(sums, beta, lambda, n_chain, shape),
+    }
+}
+
+/// `TV(new) − TV(old)` for `new = old + step`, jump by jump: where a jump keeps its sign the
+/// change is `±(step_{t+1} − step_t)`, exact to the step's own precision however large the
+/// jump (a difference of two large sums would drown small steps in rounding).
+pub fn tv_change(old: &[f64], new: &[f64], step: &[f64]) -> f64 {
+    let mut change = 0.0;
+    for t in 0..old.len().saturating_sub(1) {
+        let (before, after) = (old[t + 1] - old[t], new[t + 1] - new[t]);
+        change += if before * after > 0.0 {
+            let d = step[t + 1] - step[t];
+            if before > 0.0 {
+                d
+            } else {
+                -d
+            }
+        } else {
+            after.abs() - before.abs()
+        };
+    }
+    change
+}
+
+/// The change of block `k`'s total variation (without `λ_f` or the factor) from `old` to
+/// `new = old + step`: a chain's summed jump by jump ([`tv_change`]), a grid's as the
+/// difference of its two totals.
+pub fn tv_delta(old: &[f64], new: &[f64], step: &[f64], n_chain: usize, shape: ChainShape) -> f64 {
+    match shape.kind() {
+        BlockKind::Grid(g) | BlockKind::Smooth(g) => {
+            grid_tv(&new[..g.cells()], g) - grid_tv(&old[..g.cells()], g)
+        }
+        BlockKind::Chain => tv_change(&old[..n_chain], &new[..n_chain], &step[..n_chain]),
+    }
+}
+
+/// The solvers' workspaces of a block update, one per kind's solve: the chain's FLSA and
+/// PAVA, the grid's.
+pub type StepWorkspaces<'a> = (
+    &'a mut FlsaWorkspace,
+    &'a mut PavaWorkspace,
+    &'a mut GridWorkspace,
+);
+
+/// The one update dispatch over block kinds: with curvature weights `h` and the working
+/// response `z_b = β_b + R_b / h_b`, `out` takes the block's exact minimiser of
+/// `½ Σ_b h_b (z_b − out_b)²` plus its penalty at `lambda`: a chain's by [`solve_block`], a
+/// grid's or its smooth part's by [`grid_step`] (its column part into `dual`, which a chain
+/// does not read). Returns `false` when a grid holds no weight (nothing to fit; `out` is
+/// then not set). `z` and `out` are scratch of at least `sums.len()` entries.
+#[allow(clippy::too_many_arguments)]
+pub fn block_step(
+    (sums, beta, h): (&[f64], &[f64], &[f64]),
+    (n_chain, shape): (usize, ChainShape),
+    lambda: f64,
+    dual: &mut [f64],
+    (flsa, pava, grid_ws): StepWorkspaces<'_>,
+    z: &mut [f64],
+    out: &mut [f64],
+) -> bool {
+    match shape.kind() {
+        BlockKind::Chain => {
+            solve_block(
+                sums,
+                beta,
+                h,
+                (n_chain, shape),
+                lambda,
+                (flsa, pava),
+                z,
+                out,
+            );
+            true
+        }
+        BlockKind::Grid(g) | BlockKind::Smooth(g) => grid_step(
+            (sums, beta, h),
+            g,
+            (shape.penalty(lambda), shape.l2),
+            dual,
+            grid_ws,
+            z,
+            out,
+        )
+        .is_some(),
+    }
+}
+
+thread_local! {
+    /// Each thread's buffers for the elastic-net chains of [`solve_block`].
+    static ENET: std::cell::RefCell<EnetWorkspace> = std::cell::RefCell::new(EnetWorkspace::new());
+}
+
+/// The exact block minimiser behind every block update: with curvature weights `h` and the
+/// working response `z_b = β_b + R_b / h_b` (the partial residual's bin mean when `h` are the
+/// bin weights), `out` minimises `½ Σ_b h_b (z_b − out_b)² + λ Σ_{b<n_chain−1} |out_{b+1} − out_b|`:
+/// a weighted FLSA over the chain (`λ = ∞`: the chain flat at its `h`-weighted mean; a chain
+/// without weight keeps `β`), and `z` itself in the missing bin, which has no penalty.
+/// `chain` is the chain's length and shape: the penalty is `shape.penalty(λ)`, a
+/// monotone chain is solved exactly by the shifted isotonic regression of
+/// [`crate::prox::monotone`] (DESIGN §10), and a chain whose jumps also carry the squared term
+/// `(shape.l2/2) Σ θ²` by the exact elastic-net solve of [`crate::prox::enet`] (monotone or
+/// not). `z` and `out` are scratch buffers of at least `sums.len()` entries.
+#[allow(clippy::too_many_arguments)]
+pub fn solve_block(
+    sums: &[f64],
+    beta: &[f64],
+    h: &[f64],
+    chain: (usize, ChainShape),
+    lambda: f64,
+    ws: (&mut FlsaWorkspace, &mut PavaWorkspace),
+    z: &mut [f64],
+    out: &mut [f64],
+) {
+    let (nb, (nc, shape)) = (sums.len(), chain);
+    for ((z, &b), (&s, &h)) in z[..nb].iter_mut().zip(beta).zip(sums.iter().zip(h)) {
+        // Branch-free (vectorises): the quotient of a weightless bin is discarded.
+        let q = s / h;
+        *z = if h > 0.0 { b + q } else { b };
+    }
+    let chain_weight: f64 = h[..nc].iter().sum();
+    if !(chain_weight > 0.0) {
+        // No training row in the chain: it keeps its values.
+        out[..nc].copy_from_slice(&beta[..nc]);
+    } else if lambda == f64::INFINITY {
+        let m = z[..nc]
+            .iter()
+            .zip(&h[..nc])
+            .map(|(z, h)| z * h)
+            .sum::<f64>()
+            / chain_weight;
+        out[..nc].iter_mut().for_each(|b| *b = m);
+    } else if shape.l2 > 0.0 {
+        ENET.with(|ws| {
+            enet_chain(
+                &z[..nc],
+                &h[..nc],
+                shape.penalty(lambda),
+                shape.l2,
+                shape.monotone,
+                &mut ws.borrow_mut(),
+                &mut out[..nc],
+            )
+        });
+    } else if shape.monotone != 0 {
+        let penalty = shape.penalty(lambda);
+        monotone_flsa(
+            &z[..nc],
+            &h[..nc],
+            penalty,
+            shape.monotone,
+            ws.1,
+            &mut out[..nc],
+        );
+    } else {
+        flsa_weighted_unchecked(
+            &z[..nc],
+            &h[..nc],
+            shape.penalty(lambda),
+            ws.0,
+            &mut out[..nc],
+        );
+    }
+    if nb > nc {
+        out[nc] = z[nc];
     }
 }
 
@@ -195,7 +364,9 @@ impl ScoreInputs<'_> {
         let (beta, n_chain) = (self.beta, self.n_chain);
         if let ([a, b], [sa, sb]) = (&mut *out, sums) {
             let k = k0;
-            if self.shape(k).grid.is_none() && self.shape(k + 1).grid.is_none() {
+            if self.shape(k).kind() == BlockKind::Chain
+                && self.shape(k + 1).kind() == BlockKind::Chain
+            {
                 (*a, *b) = shaped_chain_score_pair(
                     (sa, &beta[k], n_chain[k], self.shape(k)),
                     (sb, &beta[k + 1], n_chain[k + 1], self.shape(k + 1)),

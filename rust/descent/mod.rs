@@ -31,7 +31,7 @@ use crate::descent::selection::{
 };
 use crate::error::{check_len, FastError, Result};
 use crate::model::report::{BinnedFit, Callback, FitReport, History, Progress, StopReason};
-use crate::params::{ChainShape, FitParams, Selection};
+use crate::params::{BlockKind, ChainShape, FitParams, Selection};
 
 thread_local! {
     // The stop request of the work running on this thread (see `with_cancel`).
@@ -259,7 +259,7 @@ pub trait DescentState {
             .enumerate()
             .map(|(k, ((s, b), &nc))| {
                 let shape = shapes.get(k).copied().unwrap_or_default();
-                if shape.factor > 0.0 && shape.grid.is_none() {
+                if shape.factor > 0.0 && shape.kind() == BlockKind::Chain {
                     let free = ChainShape {
                         factor: 1.0,
                         ..shape

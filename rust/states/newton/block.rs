@@ -16,28 +16,24 @@ impl<D: Datafit> NewtonState<D> {
         let nc = self.n_chain[k];
         let shape = self.shape(k);
         let (sums, beta, h) = (&self.sums[k], &self.beta[k], &self.buf.h);
-        if let Some(grid) = shape.grid {
-            // A pair block: the 2-D TV proximal step of its grid, warm-started from its values.
-            grid_step(
-                (&sums[..nb], &beta[..nb], &h[..nb]),
-                grid,
-                (shape.penalty(lambda), shape.l2),
-                &mut self.duals[k],
-                &mut self.grid_ws,
-                &mut self.buf.z,
-                &mut self.buf.bnew,
-            )?;
-        } else {
-            crate::states::squared::solve_block(
-                &sums[..nb],
-                &beta[..nb],
-                &h[..nb],
-                (nc, shape),
-                lambda,
-                (&mut self.buf.ws, &mut self.buf.pava),
-                &mut self.buf.z,
-                &mut self.buf.bnew,
-            );
+        // A pair block's 2-D step is warm-started from its values and its stored dual.
+        let dual = match self.duals.get_mut(k) {
+            Some(d) => &mut d[..],
+            None => &mut [],
+        };
+        let ws = (&mut self.buf.ws, &mut self.buf.pava, &mut self.grid_ws);
+        let (z, bnew) = (&mut self.buf.z, &mut self.buf.bnew);
+        let solved = block_step(
+            (&sums[..nb], &beta[..nb], &h[..nb]),
+            (nc, shape),
+            lambda,
+            dual,
+            ws,
+            z,
+            bnew,
+        );
+        if !solved {
+            return None;
         }
         let lambda = shape.penalty(lambda);
         let mut linear = 0.0;
@@ -47,10 +43,7 @@ impl<D: Datafit> NewtonState<D> {
             moved |= self.buf.delta[b] != 0.0;
             linear -= sums[b] * self.buf.delta[b];
         }
-        let dtv = match shape.grid {
-            Some(g) => grid_tv(&self.buf.bnew[..g.cells()], g) - grid_tv(&beta[..g.cells()], g),
-            None => tv_change(&beta[..nc], &self.buf.bnew[..nc], &self.buf.delta[..nc]),
-        };
+        let dtv = tv_delta(beta, &self.buf.bnew, &self.buf.delta, nc, shape);
         let pred =
             linear + penalty_change(lambda, dtv) + smooth_change(beta, &self.buf.bnew, nc, shape);
         (moved && pred < 0.0).then_some(pred)
@@ -100,10 +93,7 @@ impl<D: Datafit> NewtonState<D> {
             self.e1n[b] = (-s).exp_m1();
             mean += wn[b] * self.buf.cand[b];
         }
-        let dtv = match shape.grid {
-            Some(g) => grid_tv(&self.buf.cand[..g.cells()], g) - grid_tv(&beta[..g.cells()], g),
-            None => tv_change(&beta[..nc], &self.buf.cand[..nc], &self.buf.s[..nc]),
-        };
+        let dtv = tv_delta(beta, &self.buf.cand, &self.buf.s, nc, shape);
         let dsmooth = smooth_change(beta, &self.buf.cand, nc, shape);
         self.buf.cand[..nb].iter_mut().for_each(|c| *c -= mean);
         let step = Step {

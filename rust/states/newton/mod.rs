@@ -41,12 +41,12 @@ use ndarray::ArrayView1;
 use rayon::prelude::*;
 
 use crate::data::binning::{BinnedData, Code};
-use crate::descent::kinds::{block_smooth, block_tv, smooth_change};
+use crate::descent::kinds::{block_smooth, block_step, block_tv, smooth_change, tv_delta};
 use crate::descent::DescentState;
 use crate::model::report::{BinnedFit, Callback};
-use crate::params::{ChainShape, FitParams, Grid, Selection};
+use crate::params::{BlockKind, ChainShape, FitParams, Selection};
 use crate::prox::flsa::FlsaWorkspace;
-use crate::prox::grid::{grid_step, grid_tv, GridWorkspace};
+use crate::prox::grid::GridWorkspace;
 use crate::prox::monotone::PavaWorkspace;
 use crate::states::datafit::Datafit;
 use crate::states::extrapolate::{
@@ -213,27 +213,6 @@ fn hessian_sums<D: Datafit, C: Code>(
     out.iter_mut().for_each(|o| *o *= inv_w);
 }
 
-/// `TV(new) − TV(old)` for `new = old + step`, jump by jump: where a jump keeps its sign the
-/// change is `±(step_{t+1} − step_t)`, exact to the step's own precision however large the
-/// jump (a difference of two large sums would drown small steps in rounding).
-pub(crate) fn tv_change(old: &[f64], new: &[f64], step: &[f64]) -> f64 {
-    let mut change = 0.0;
-    for t in 0..old.len().saturating_sub(1) {
-        let (before, after) = (old[t + 1] - old[t], new[t + 1] - new[t]);
-        change += if before * after > 0.0 {
-            let d = step[t + 1] - step[t];
-            if before > 0.0 {
-                d
-            } else {
-                -d
-            }
-        } else {
-            after.abs() - before.abs()
-        };
-    }
-    change
-}
-
 /// Makes a chain monotone in `direction` (1 nondecreasing, −1 nonincreasing) by a running
 /// maximum (minimum).
 fn keep_monotone(chain: &mut [f64], direction: i8) {
@@ -258,13 +237,11 @@ pub(crate) fn size_duals(
     duals.resize(n_blocks, Vec::new());
     for (k, dual) in duals.iter_mut().enumerate() {
         let shape = shapes.get(k).copied().unwrap_or_default();
-        let len = shape.grid.map_or(0, |g| {
-            if scores == 1 {
-                g.dual_len()
-            } else {
-                g.cells() * scores
-            }
-        });
+        let len = if scores == 1 {
+            shape.kind().dual_len()
+        } else {
+            shape.kind().cells() * scores
+        };
         if dual.len() != len {
             *dual = vec![0.0; len];
         }
@@ -715,11 +692,11 @@ impl<D: Datafit> DescentState for NewtonState<D> {
     }
 
     fn update_block(&mut self, data: &BinnedData, k: usize, lambda: f64) -> bool {
-        if self.shape(k).grid.is_none() {
+        if self.shape(k).kind() == BlockKind::Chain {
             return NewtonState::update_block(self, data, k, lambda);
         }
         // A pair block that stays may still have a new certificate (see BlockState).
-        let cells = self.shape(k).grid.map_or(0, Grid::cells);
+        let cells = self.shape(k).kind().cells();
         let before = self.duals[k][..cells].to_vec();
         NewtonState::update_block(self, data, k, lambda) || before[..] != self.duals[k][..cells]
     }
@@ -846,16 +823,8 @@ impl<D: Datafit> NewtonState<D> {
                 .map(|k| {
                     let shape = self.shape(k);
                     let nc = self.n_chain[k];
-                    let dtv = match shape.grid {
-                        Some(g) => {
-                            grid_tv(&cand[k][..g.cells()], g)
-                                - grid_tv(&self.beta[k][..g.cells()], g)
-                        }
-                        None => {
-                            let step: Vec<f64> = d[k][..nc].iter().map(|x| t * x).collect();
-                            tv_change(&self.beta[k][..nc], &cand[k][..nc], &step)
-                        }
-                    };
+                    let step: Vec<f64> = d[k][..nc].iter().map(|x| t * x).collect();
+                    let dtv = tv_delta(&self.beta[k], &cand[k], &step, nc, shape);
                     penalty_change(shape.penalty(lambda), dtv)
                         + smooth_change(&self.beta[k], &cand[k], nc, shape)
                 })

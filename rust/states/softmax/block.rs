@@ -15,8 +15,8 @@ impl MultinomialState {
         let mut out = BlockScore::default();
         for c in 0..self.k {
             let r = c * nb..(c + 1) * nb;
-            let s = match shape.grid {
-                Some(g) => {
+            let s = match shape.kind() {
+                BlockKind::Grid(g) | BlockKind::Smooth(g) => {
                     let dual = self.duals[j].get(c * g.cells()..(c + 1) * g.cells());
                     kind_score(
                         &self.sums[j][r.clone()],
@@ -27,7 +27,7 @@ impl MultinomialState {
                         lambda,
                     )
                 }
-                None => chain_block_score(
+                BlockKind::Chain => chain_block_score(
                     &self.sums[j][r.clone()],
                     &self.beta[j][r],
                     lambda,
@@ -50,10 +50,10 @@ impl MultinomialState {
         let (k, nb, nc) = (self.k, self.wn[j].len(), self.n_chain[j]);
         let shape = self.shape(j);
         self.buf.delta[..k * nb].iter_mut().for_each(|d| *d = 0.0);
-        let sweeps = match (coupled, shape.grid) {
+        let sweeps = match (coupled, shape.kind()) {
             (false, _) => 1,
-            (true, None) => INNER_SWEEPS,
-            (true, Some(_)) => GRID_SWEEPS,
+            (true, BlockKind::Chain) => INNER_SWEEPS,
+            (true, BlockKind::Grid(_) | BlockKind::Smooth(_)) => GRID_SWEEPS,
         };
         for _ in 0..sweeps {
             for c in 0..k {
@@ -66,33 +66,26 @@ impl MultinomialState {
                     self.adjusted[..nb].copy_from_slice(sums);
                 }
                 let beta = &self.beta[j][r.clone()];
-                if let Some(grid) = shape.grid {
-                    // A pair block: each class's table by the exact 2-D TV step of its grid,
-                    // warm-started from its values (no weight: it stays).
-                    let cells = grid.cells();
-                    let solved = grid_step(
-                        (&self.adjusted[..nb], beta, &self.buf.h[r.clone()]),
-                        grid,
-                        (shape.penalty(lambda), shape.l2),
-                        &mut self.duals[j][c * cells..(c + 1) * cells],
-                        &mut self.grid_ws,
-                        &mut self.buf.z,
-                        &mut self.buf.bnew[r.clone()],
-                    );
-                    if solved.is_none() {
-                        self.buf.bnew[r.clone()].copy_from_slice(beta);
-                    }
-                } else {
-                    solve_block(
-                        &self.adjusted[..nb],
-                        beta,
-                        &self.buf.h[r.clone()],
-                        (nc, shape),
-                        lambda,
-                        (&mut self.buf.ws, &mut self.buf.pava),
-                        &mut self.buf.z,
-                        &mut self.buf.bnew[r.clone()],
-                    );
+                // A pair block: each class's table by the exact 2-D step of its grid,
+                // warm-started from its values and its class's stored dual (no weight: it
+                // stays).
+                let cells = shape.kind().cells();
+                let dual = match self.duals.get_mut(j) {
+                    Some(d) => &mut d[c * cells..(c + 1) * cells],
+                    None => &mut [],
+                };
+                let ws = (&mut self.buf.ws, &mut self.buf.pava, &mut self.grid_ws);
+                let solved = block_step(
+                    (&self.adjusted[..nb], beta, &self.buf.h[r.clone()]),
+                    (nc, shape),
+                    lambda,
+                    dual,
+                    ws,
+                    &mut self.buf.z,
+                    &mut self.buf.bnew[r.clone()],
+                );
+                if !solved {
+                    self.buf.bnew[r.clone()].copy_from_slice(beta);
                 }
                 if coupled {
                     let (bnew, delta) = (&self.buf.bnew, &self.buf.delta);
@@ -115,17 +108,8 @@ impl MultinomialState {
                 moved |= d != 0.0;
                 linear -= sums[b] * d;
             }
-            dtv += match shape.grid {
-                Some(g) => {
-                    grid_tv(&self.buf.bnew[c * nb..c * nb + g.cells()], g)
-                        - grid_tv(&beta[..g.cells()], g)
-                }
-                None => tv_change(
-                    &beta[..nc],
-                    &self.buf.bnew[c * nb..c * nb + nc],
-                    &self.buf.delta[c * nb..c * nb + nc],
-                ),
-            };
+            let (bnew, delta) = (&self.buf.bnew[c * nb..], &self.buf.delta[c * nb..]);
+            dtv += tv_delta(beta, bnew, delta, nc, shape);
         }
         let pred = linear + penalty_change(shape.penalty(lambda), dtv);
         (moved && pred < 0.0).then_some(pred)
@@ -161,20 +145,13 @@ impl MultinomialState {
                 };
                 means[c] += self.wn[j][b] * self.buf.cand[i];
             }
-            dtv += match shape.grid {
-                Some(g) => {
-                    let r = c * nb..c * nb + g.cells();
-                    grid_tv(&self.buf.cand[r.clone()], g) - grid_tv(&self.beta[j][r], g)
-                }
-                None => {
-                    let r = c * nb..c * nb + nc;
-                    tv_change(
-                        &self.beta[j][r.clone()],
-                        &self.buf.cand[r.clone()],
-                        &self.buf.s[r],
-                    )
-                }
-            };
+            let r = c * nb..(c + 1) * nb;
+            let (old, cand, s) = (
+                &self.beta[j][r.clone()],
+                &self.buf.cand[r.clone()],
+                &self.buf.s[r],
+            );
+            dtv += tv_delta(old, cand, s, nc, shape);
         }
         for c in 0..k {
             self.buf.cand[c * nb..(c + 1) * nb]
@@ -195,7 +172,7 @@ impl MultinomialState {
         }
         self.objective += change;
         let lambda = shape.penalty(lambda);
-        if lambda.is_finite() && lambda > 0.0 && shape.grid.is_none() {
+        if lambda.is_finite() && lambda > 0.0 && shape.kind() == BlockKind::Chain {
             self.median_shift(j, lambda);
         }
         true
@@ -270,9 +247,9 @@ impl MultinomialState {
             let f = &data.features[j];
             self.buf.h[..k * nb].iter_mut().for_each(|h| *h = 0.0);
             let inv_w = 1.0 / data.total_weight;
-            let sweeps = match self.shape(j).grid {
-                Some(_) => GRID_SWEEPS,
-                None => INNER_SWEEPS,
+            let sweeps = match self.shape(j).kind() {
+                BlockKind::Grid(_) | BlockKind::Smooth(_) => GRID_SWEEPS,
+                BlockKind::Chain => INNER_SWEEPS,
             };
             let (coupling, h, prob, v) = (
                 &mut self.coupling,

@@ -39,7 +39,7 @@
 //! across classes. The step minimises the block's quadratic model plus the penalty by
 //! Gauss–Seidel sweeps over the classes ([`INNER_SWEEPS`]): each class's chain is a weighted
 //! FLSA with the diagonal curvature `H_{c,b}` and the other classes' steps fixed in its
-//! linear term, solved exactly by the DP ([`crate::states::squared::solve_block`]); the sweeps need
+//! linear term, solved exactly by the DP ([`crate::descent::kinds::solve_block`]); the sweeps need
 //! no pass over the rows. The joint step of the `K` chains is backtracked (Armijo); when that
 //! fails, the majorise–minimise step with the bound `h_{c,b} = ½·w_b/W` and independent
 //! classes is tried (Böhning: the softmax Hessian is at most `½(I − 11ᵀ/K) ≤ ½ I`), which
@@ -75,16 +75,16 @@
 use rayon::prelude::*;
 
 use crate::data::binning::{BinnedData, BinnedFeature, Code};
-use crate::descent::kinds::{block_tv, kind_score};
+use crate::descent::kinds::{block_step, block_tv, kind_score, tv_delta};
 use crate::descent::selection::{block_score, chain_block_score, BlockScore};
 use crate::descent::DescentState;
-use crate::params::{ChainShape, Selection};
-use crate::prox::grid::{grid_step, grid_tv, GridWorkspace};
+use crate::params::{BlockKind, ChainShape, Selection};
+use crate::prox::grid::GridWorkspace;
 use crate::states::newton::{
-    penalty_change, size_duals, tv_change, Curvature, StepBuffers, ARMIJO, CURVATURE_FLOOR,
+    penalty_change, size_duals, Curvature, StepBuffers, ARMIJO, CURVATURE_FLOOR,
     INTERCEPT_HALVINGS, MAX_STEP, NEWTON_HALVINGS,
 };
-use crate::states::squared::{normalised_weights, solve_block};
+use crate::states::squared::normalised_weights;
 use crate::with_codes;
 use coupling::Coupling;
 
@@ -657,7 +657,7 @@ impl DescentState for MultinomialState {
     fn lambda_max(&self) -> f64 {
         let mut out = 0.0f64;
         for (j, &nc) in self.n_chain.iter().enumerate() {
-            if self.shape(j).grid.is_some() {
+            if self.shape(j).kind() != BlockKind::Chain {
                 // Pair blocks do not count: `λ_f` is scaled by the main effects alone.
                 continue;
             }
@@ -680,7 +680,7 @@ impl DescentState for MultinomialState {
 
     /// A pair block that stays may still have a new certificate (its classes' column parts).
     fn update_block(&mut self, data: &BinnedData, j: usize, lambda: f64) -> bool {
-        let duals = self.shape(j).grid.map(|_| self.duals[j].clone());
+        let duals = (self.shape(j).kind() != BlockKind::Chain).then(|| self.duals[j].clone());
         let moved = self.update(data, j, lambda);
         moved || duals.is_some_and(|d| d != self.duals[j])
     }

@@ -1,0 +1,249 @@
+//! The squared-loss state's co-occurrence tables: the tables engine's loss along a
+//! direction, and the rows engine's block tables ([`BlockTable`]) that let a block update
+//! carry every block's sums.
+
+use super::*;
+
+impl BlockState {
+    /// On the tables engine, the loss along the blocks' direction `d` (one value per bin) and
+    /// the intercept's `dc`: `(a, b)` with `loss(β + t d, c + t dc) = loss − b t + a t²/2`,
+    /// from the fresh sums (`b = dc Σ_b R_0b + Σ_k d_k · R_k`) and the co-occurrence tables
+    /// (`a W = dc² W + 2 dc Σ_k w_k · d_k + Σ_k w_k · d_k² + Σ_{j≠k} d_j C_jk d_k`), with the
+    /// products `Σ_{k≠j} C_jk d_k` that [`BlockState::move_along`] moves the sums by; `None`
+    /// on the rows engine.
+    pub(crate) fn tables_line(&self, d: &[Vec<f64>], dc: f64) -> Option<Along> {
+        let Backend::Tables { tables, .. } = &self.backend else {
+            return None;
+        };
+        let dot = |x: &[f64], y: &[f64]| x.iter().zip(y).map(|(a, b)| a * b).sum::<f64>();
+        let along_sums: f64 = d.iter().zip(&self.sums).map(|(dk, r)| dot(dk, r)).sum();
+        let b = dc * self.sums.first().map_or(0.0, |r| r.iter().sum::<f64>()) + along_sums;
+        let cross = tables.cross_products(d);
+        let w = tables.total_weight;
+        let mut a = dc * dc;
+        for ((dk, wn), ck) in d.iter().zip(&self.wn).zip(&cross) {
+            a += 2.0 * dc * dot(dk, wn);
+            a += dk
+                .iter()
+                .zip(wn)
+                .zip(ck)
+                .map(|((x, wb), c)| x * (wb * x + c / w))
+                .sum::<f64>();
+        }
+        Some(Along::Tables { a, b, cross })
+    }
+
+    /// Block `k`'s table when its update can carry every block's sums ([`Followed`]): rows
+    /// engine, tables on, sums fresh and fewer than [`SYNC_EVERY`] updates carried since
+    /// they were last summed over the rows. Built at the block's first update if it pays and
+    /// fits in [`BLOCK_TABLE_BYTES`].
+    pub(super) fn table_for(&mut self, data: &BinnedData, k: usize) -> Option<Arc<BlockTable>> {
+        let f = &mut self.followed;
+        let rows = matches!(self.backend, Backend::Rows { .. });
+        if !(f.on && rows && self.fresh_all && f.since_refresh < SYNC_EVERY) {
+            return None;
+        }
+        if f.tables.len() != data.n_features() {
+            f.tables = vec![None; data.n_features()];
+        }
+        if f.tables[k].is_none() {
+            let bytes = BlockTable::bytes(data, k);
+            let pays = BlockTable::pays(data, k, BLOCK_TABLE_RATIO);
+            let table = (pays && f.bytes + bytes <= BLOCK_TABLE_BYTES)
+                .then(|| BlockTable::build(data, k).ok().map(Arc::new))
+                .flatten();
+            f.bytes += if table.is_some() { bytes } else { 0 };
+            f.tables[k] = Some(table);
+        }
+        f.tables[k].clone().flatten()
+    }
+
+    /// Lets greedy block updates carry every block's sums through the blocks' tables where
+    /// that is cheaper than summing over the rows (rows engine; see [`BlockTable`]).
+    pub fn follow_sums(&mut self) {
+        self.followed.on = true;
+    }
+
+    /// Shares the block tables built by `other`, a state on the same data and weights.
+    pub(crate) fn share_tables(&mut self, other: &BlockState) {
+        self.followed.on = other.followed.on;
+        self.followed.tables.clone_from(&other.followed.tables);
+        self.followed.bytes = other.followed.bytes;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::binning::{bin_data, BinningParams};
+    use ndarray::{Array1, Array2};
+
+    /// Few-level features next to many-level ones: the few-level blocks' tables pay.
+    fn mixed_data(n: usize, weights: Option<&[f64]>) -> (BinnedData, Array1<f64>) {
+        let mut unif = crate::testing::lcg(7);
+        let levels = [3.0, 12.0, 0.0, 40.0, 5.0];
+        let x = Array2::from_shape_fn((n, levels.len()), |(_, j)| {
+            let u = unif();
+            if levels[j] > 0.0 {
+                (u * levels[j]).floor()
+            } else {
+                u
+            }
+        });
+        // Feature 4 nearly repeats feature 1: correlated blocks.
+        let mut x = x;
+        for i in 0..n {
+            x[[i, 4]] = (x[[i, 1]] / 3.0).floor();
+        }
+        let y = Array1::from_shape_fn(n, |i| {
+            x[[i, 0]] - 0.1 * x[[i, 1]] + (5.0 * x[[i, 2]]).sin() + 0.05 * x[[i, 3]] + unif()
+        });
+        let params = BinningParams {
+            max_bins: Some(200),
+            ..Default::default()
+        };
+        (bin_data(x.view(), weights, &params).unwrap(), y)
+    }
+
+    /// Block updates that carry every block's sums through the block tables leave the sums
+    /// a fresh pass over the residual gives (to 1e-12), with and without sample weights,
+    /// and across the periodic exact refresh.
+    #[test]
+    fn sums_carried_by_block_tables_are_the_summed_ones() {
+        let n = 3_000;
+        let weights: Vec<f64> = (0..n).map(|i| [0.0, 1.0, 2.5][i % 3]).collect();
+        for w in [None, Some(&weights[..])] {
+            let (data, y) = mixed_data(n, w);
+            let paying: Vec<usize> = (0..data.n_features())
+                .filter(|&k| BlockTable::pays(&data, k, BLOCK_TABLE_RATIO))
+                .collect();
+            // Every block pays here, feature 2 (200 bins) too: its own part is never read.
+            assert_eq!(paying.len(), data.n_features(), "{paying:?}");
+            let mut st = BlockState::new(&data, y.view());
+            st.follow_sums();
+            let lambda = 1e-3;
+            let mut carried = 0;
+            for it in 0..2 * SYNC_EVERY + 7 {
+                let k = [0, 4, 1, 0, 3, 2, 4][it % 7];
+                st.refresh_sums(&data, k);
+                let before = st.followed.since_refresh;
+                st.update_block(&data, k, lambda);
+                carried += usize::from(st.followed.since_refresh > before);
+                if !st.fresh_all {
+                    st.refresh_all_sums(&data);
+                }
+                let mut exact = st.clone();
+                exact.fresh_all = false;
+                exact.refresh_all_sums(&data);
+                for (a, b) in st.sums.iter().flatten().zip(exact.sums.iter().flatten()) {
+                    assert!((a - b).abs() <= 1e-12, "update {it}: {a} vs {b}");
+                }
+            }
+            // Most updates were carried, the others summed over the rows.
+            assert!(carried > SYNC_EVERY, "{carried}");
+        }
+    }
+
+    /// A greedy fit whose sums the block tables carry is the fit that sums every block over
+    /// the rows after each update (to rounding), and the same numbers on one thread or two.
+    #[test]
+    fn greedy_fits_with_block_tables_match_and_do_not_depend_on_threads() {
+        use crate::params::{FitParams, Penalty};
+        let (data, y) = mixed_data(4_000, None);
+        let params = FitParams {
+            lambda: Penalty::Relative(2e-3),
+            selection: Selection::Greedy,
+            tol: 1e-6,
+            ..Default::default()
+        };
+        let fit = |follow: bool| {
+            let mut st = BlockState::new(&data, y.view());
+            let lm = st.start_flat(&data);
+            if follow {
+                st.follow_sums();
+            } else {
+                // Keep every block's sums summed over the rows: no table pays.
+                st.followed.tables = vec![Some(None); data.n_features()];
+            }
+            let start = std::time::Instant::now();
+            crate::descent::descend(&data, &params, &mut st, 2e-3 * lm, lm, start, None)
+        };
+        let on_pool = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| fit(true))
+        };
+        let (one, two, rows) = (on_pool(1), on_pool(2), fit(false));
+        assert_eq!(one.values, two.values);
+        assert_eq!(one.report.n_iter, two.report.n_iter);
+        assert!(
+            one.report.converged && rows.report.converged,
+            "{:?} {} {:?} {} {}",
+            one.report.stop,
+            one.report.kkt_residual,
+            rows.report.stop,
+            rows.report.kkt_residual,
+            rows.report.n_iter
+        );
+        let rel = (one.report.objective - rows.report.objective).abs() / rows.report.objective;
+        assert!(rel < 1e-9, "{rel}");
+        for (a, b) in one
+            .values
+            .iter()
+            .flatten()
+            .zip(rows.values.iter().flatten())
+        {
+            assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+        }
+    }
+
+    /// Greedy steps take two blocks at a time only where the data are large enough
+    /// ([`PAIR_MIN_WORK`]) and the steepest block's update would not carry every block's sums
+    /// through its table.
+    #[test]
+    fn greedy_pairs_pay_only_where_no_table_carries_the_sums() {
+        use crate::descent::DescentState;
+        // 3 levels, 12 levels, and 5,000 distinct values in up to 4,096 bins.
+        let n = 5_000;
+        let x = Array2::from_shape_fn((n, 3), |(i, j)| match j {
+            0 => (i % 3) as f64,
+            1 => ((i * 7) % 12) as f64,
+            _ => ((i * 7_919) % n) as f64,
+        });
+        let y = Array1::from_shape_fn(n, |i| x[[i, 0]] + 0.01 * x[[i, 2]].sqrt());
+        let params = BinningParams {
+            max_bins: Some(4096),
+            ..Default::default()
+        };
+        let data = bin_data(x.view(), None, &params).unwrap();
+        let p = data.n_features();
+        let mut st = BlockState::new(&data, y.view());
+        assert!(BlockState::pairs_pay(&st, &data));
+        // Sums summed over the rows after every update: pairs pay for every block.
+        assert!((0..p).all(|k| st.greedy_pair_pays(&data, (k, (k + 1) % p))));
+        // Sums carried through the blocks' tables: not for a block whose table carries them.
+        st.follow_sums();
+        let pays: Vec<bool> = (0..p)
+            .map(|k| st.greedy_pair_pays(&data, (k, (k + 1) % p)))
+            .collect();
+        assert!(
+            pays.iter().any(|&b| !b) && pays.iter().any(|&b| b),
+            "{pays:?}"
+        );
+        for (k, &b) in pays.iter().enumerate() {
+            assert_eq!(
+                b,
+                st.followed.tables[k].clone().flatten().is_none(),
+                "block {k}"
+            );
+        }
+        let (small, ys) = mixed_data(1_000, None);
+        let st = &mut BlockState::new(&small, ys.view());
+        assert!(
+            (0..small.n_features()).all(|k| !st.greedy_pair_pays(&small, (k, (k + 1) % p))),
+            "1,000 rows and 200 bins: too small"
+        );
+    }
+}
