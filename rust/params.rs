@@ -206,6 +206,13 @@ pub struct PairParams {
     /// Rows up to which the pair stage chooses on every row, and the size of its sample
     /// above ([`PAIR_SEARCH_ROWS`] by default).
     pub search_rows: usize,
+    /// The engine of the fit with pairs on all rows (`fit::pairs::finish`): [`Engine::Auto`]
+    /// the co-occurrence tables of every block where the cost model of
+    /// [`crate::states::engine::choose_engine`] picks them for the data with the pair blocks
+    /// and the loss has a tables engine (the squared loss), [`Engine::Rows`] always the rows,
+    /// [`Engine::Tables`] the tables wherever the loss has them. Every choice before it is
+    /// made on the rows (of a sample: [`PairParams::search_rows`]).
+    pub engine: Engine,
 }
 
 /// Rows up to which the pair stage makes its choices (the pairs, the layout, `ρ`, the further
@@ -244,6 +251,7 @@ impl Default for PairParams {
             penalty: None,
             smoothing: Smoothing::Off,
             search_rows: PAIR_SEARCH_ROWS,
+            engine: Engine::Auto,
         }
     }
 }

@@ -152,7 +152,9 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
         per row (each iteration passes over the rows); ``"tables"`` builds co-occurrence
         tables of every pair of features once (sufficient statistics, DESIGN §4) and then never
         touches the rows; ``"auto"`` picks by a cost model (tables for many rows and few
-        features). Both give the same model. The log-link losses run on the rows.
+        features). Both give the same model. The log-link losses run on the rows. With pair
+        terms the choices are made on the rows and the fit on all rows follows this setting
+        (``"auto"``: the same cost model with the pair blocks counted as features).
     loss : {"squared_error", "poisson", "gamma", "tweedie"}, default="squared_error"
         The loss (scikit-learn's names, as in ``HistGradientBoostingRegressor``).
         ``"poisson"`` (counts or rates, ``y >= 0``), ``"gamma"`` (severities, ``y > 0``) and

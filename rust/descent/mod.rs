@@ -23,6 +23,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use ndarray::ArrayView1;
+
 use crate::data::binning::BinnedData;
 use crate::descent::kinds::{kind_score, score_blocks, ScoreInputs};
 use crate::descent::pace::Pace;
@@ -396,6 +398,17 @@ pub trait PairDescent: DescentState + Sized {
         callback: Option<Callback<'_>>,
     ) -> BinnedFit {
         descend(data, params, self, lambda, lambda_max, start, callback)
+    }
+
+    /// This loss's state at `blocks` on the sufficient statistics of `data` and its targets
+    /// `y` ([`crate::data::tables`]): block updates that never touch the rows. `None` where the
+    /// loss has no tables engine (the default) or they cannot be built.
+    fn on_tables(
+        _data: &BinnedData,
+        _y: ArrayView1<'_, f64>,
+        _blocks: Vec<Vec<f64>>,
+    ) -> Option<Self> {
+        None
     }
 }
 

@@ -21,7 +21,7 @@ use crate::error::{FastError, Result};
 use crate::fit::pairs::stage::{RowLoss, StateMaker};
 use crate::fit::pairs::with_pairs;
 use crate::fit::validation::{fit_validated, reborrow, squared_error, PenaltySearch};
-use crate::params::{Engine, FitParams, Penalty};
+use crate::params::{Engine, FitParams, PairParams, Penalty};
 use crate::states::squared::BlockState;
 
 pub use crate::descent::{AUTO_GREEDY_MAX_FEATURES, SWEEP_SKIP};
@@ -73,8 +73,17 @@ pub fn fit_with_engine(
 ) -> Result<Fit> {
     params.check()?;
     let (data, y) = (rows.bin(&params.binning)?, rows.y);
+    // The engine asked for is also that of the fit with pairs on all rows (`Auto`: its own
+    // cost model there, with the pair blocks).
+    let params = &FitParams {
+        pairs: PairParams {
+            engine,
+            ..params.pairs.clone()
+        },
+        ..params.clone()
+    };
     let engine = resolve_engine(&data, engine);
-    // Pair terms (if asked for): every block together on the rows engine.
+    // Pair terms (if asked for): chosen on the rows engine.
     let state =
         |d: &BinnedData, y: ArrayView1<'_, f64>, b: Vec<Vec<f64>>| BlockState::with_start(d, y, b);
     fit_then_pairs(

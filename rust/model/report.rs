@@ -261,4 +261,6 @@ pub struct PairFit {
     pub smoothing_path: Vec<f64>,
     /// Held-out loss at each.
     pub smoothing_path_loss: Vec<f64>,
+    /// The engine of the fit with the pair terms on all rows (`None`: no fit with pairs ran).
+    pub engine: Option<Engine>,
 }

@@ -262,6 +262,11 @@ pub(crate) fn descend_rounds<S: DescentState>(
 /// line too: a kink per edge of its grid) where the selection is greedy or scored sweeps
 /// (`descend_in_rounds`); `descend` in cyclic order or on the tables engine.
 impl PairDescent for BlockState {
+    fn on_tables(data: &BinnedData, y: ArrayView1<'_, f64>, blocks: Vec<Vec<f64>>) -> Option<Self> {
+        let tables = Tables::build(data, y).ok()?;
+        Some(BlockState::with_tables(data, Arc::new(tables), blocks))
+    }
+
     fn descend_pairs(
         &mut self,
         data: &BinnedData,
@@ -272,10 +277,12 @@ impl PairDescent for BlockState {
     ) -> BinnedFit {
         let rows = self.sums_and_residual().1.is_some();
         // The fit on all rows (a working set): between rounds, the steepest main effects are
-        // also solved together on their co-occurrence tables ([`solve_working_set`]).
+        // also solved together on their co-occurrence tables ([`solve_working_set`]). Both
+        // engines extrapolate (on the tables engine the direction moves the sums through
+        // the tables, [`BlockState::tables_line`]).
         let together = rows && params.sweep_share > 0.0 && data.n_samples >= TOGETHER_MIN_ROWS;
         descend_in_rounds(
-            (self, rows),
+            (self, true),
             (data, params),
             (lambda, lambda_max),
             start,

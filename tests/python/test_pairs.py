@@ -623,3 +623,18 @@ def test_auto_runs_its_held_out_check_from_the_held_out_size():
     y = X[:, 0] + np.sin(2 * X[:, 1]) + r.normal(scale=0.5, size=400)
     m = FASTRegressor().fit(X, y)
     assert len(m.interaction_path_["interaction_penalty"]) > 0
+
+
+def test_the_fit_with_pairs_on_all_rows_follows_engine():
+    """``engine`` also sets where the fit with pairs on all rows runs: ``"tables"`` on the
+    co-occurrence tables of every block, pair blocks included, ``"rows"`` on the rows; the two
+    reach the same certified optimum and ``engine_`` says which ran."""
+    X, y = interaction_data(n=8000, seed=3)
+    kw = dict(interactions=[(0, 1)], interaction_penalty=0.5, lambda_ratio=1e-3, tol=1e-5)
+    tables = FASTRegressor(engine="tables", **kw).fit(X, y)
+    rows = FASTRegressor(engine="rows", **kw).fit(X, y)
+    assert tables.engine_ == "tables" and rows.engine_ == "rows"
+    for m in (tables, rows):
+        assert m.converged_ and m.kkt_residual_ <= 1e-5
+    np.testing.assert_allclose(tables.objective_, rows.objective_, rtol=1e-7)
+    np.testing.assert_allclose(tables.predict(X), rows.predict(X), atol=1e-3)

@@ -47,7 +47,8 @@
 //! * **One fit on all rows** (`finish`): every stage above runs on the held-out split's
 //!   training rows; only the model they chose (pairs, `ρ`, smooth parts and `μ`) is fitted on
 //!   all rows, warm-started from its fit there, its scored sweeps on a working set
-//!   ([`FINISH_SWEEP_SHARE`]).
+//!   ([`FINISH_SWEEP_SHARE`]), on the co-occurrence tables of every block where they pay
+//!   ([`all_rows_state`]: then its updates never touch the rows).
 //!
 //! The stage's steps, each in its module: what they all read (`stage::Stage`), the pair
 //! blocks' layout ([`layout`]), screening ([`screen`]), the held-out path of `ρ` ([`search`]),
@@ -76,6 +77,7 @@ use crate::model::report::{
 use rand::SeedableRng;
 
 use crate::params::{Engine, FitParams, Grid, Interactions, PairLink, Validation};
+use crate::states::engine::choose_engine;
 use layout::{add_pair_blocks, grid_of, layouts, pair_feature, with_pair_shapes};
 use rounds::{choose_layout, Kept};
 use search::{held_out_penalty, pair_split, Blocks, PairSearch};
@@ -104,7 +106,7 @@ pub(crate) fn with_pairs<S: PairDescent>(
     let engine = if pairs.terms.is_empty() {
         engine
     } else {
-        Engine::Rows
+        pairs.engine.unwrap_or(Engine::Rows)
     };
     let mut fit = Fit::new(data, engine, fitted, search);
     fit.pairs = pairs;
@@ -381,7 +383,7 @@ fn pair_terms(
         n_iter: path_n_iter,
         ..
     } = result?;
-    let Blocks::Fitted(mut fit) = blocks else {
+    let Blocks::Fitted(mut fit, engine) = blocks else {
         let tried = PairFit {
             path,
             path_loss,
@@ -440,6 +442,7 @@ fn pair_terms(
             smoothing: smooth.map_or(0.0, |s| s.mu),
             smoothing_path,
             smoothing_path_loss,
+            engine: Some(engine),
         },
     ))
 }
@@ -481,7 +484,7 @@ fn finish<S: PairDescent>(
     if let Some(parts) = smooth {
         prm = with_smooth_shapes(prm, &parts.grids, Some(parts.mu));
     }
-    let mut st = state(data, y, init);
+    let (mut st, engine) = all_rows_state(data, y, init, params.pairs.engine, state);
     let fit = st.descend_pairs(
         data,
         &prm,
@@ -490,9 +493,35 @@ fn finish<S: PairDescent>(
         reborrow(callback),
     );
     PairSearch {
-        blocks: Blocks::Fitted(fit),
+        blocks: Blocks::Fitted(fit, engine),
         ..searched
     }
+}
+
+/// The state of the fit on all rows ([`finish`]) at `init`, and its engine: on the
+/// co-occurrence tables of every block (main effects, pairs and smooth parts) where `engine`
+/// asks for them ([`Engine::Auto`]: where [`choose_engine`] picks them for these blocks) and
+/// the loss has them ([`PairDescent::on_tables`]), else on the rows (`state`). An update then
+/// costs `O(B_k · Σ_j B_j)` whatever the rows, after one pass over them to build the
+/// tables: the fit on all rows was the one cost of the stage that grew with the rows.
+fn all_rows_state<S: PairDescent>(
+    data: &BinnedData,
+    y: ArrayView1<'_, f64>,
+    init: Vec<Vec<f64>>,
+    engine: Engine,
+    state: StateMaker<'_, S>,
+) -> (S, Engine) {
+    let tables = match engine {
+        Engine::Rows => false,
+        Engine::Tables => true,
+        Engine::Auto => choose_engine(data) == Engine::Tables,
+    };
+    if tables {
+        if let Some(st) = S::on_tables(data, y, init.clone()) {
+            return (st, Engine::Tables);
+        }
+    }
+    (state(data, y, init), Engine::Rows)
 }
 
 #[cfg(test)]
@@ -644,6 +673,41 @@ mod tests {
                 let (a, b) = (f.report.objective, g.report.objective);
                 assert!((a - b).abs() <= 1e-6 * a, "{loss}: {a} vs {b}");
             }
+        }
+    }
+
+    /// [`pair_fits_on`] on the tables engine, as the fit on all rows of large data runs
+    /// ([`all_rows_state`]): it extrapolates and transfers as the rows engine does, so it
+    /// reaches the rows engine's optimum in about as many updates (measured: 4,130 on the rows
+    /// and 3,845 on the tables with sweeps, 5,443 and 3,953 greedy; 14,034 and 13,766 on the
+    /// tables without extrapolating).
+    #[test]
+    fn pair_fits_on_the_tables_engine_extrapolate_and_transfer_as_on_rows() {
+        for selection in [Selection::Sweep, Selection::Greedy] {
+            let (_, rows) = pair_fits(selection);
+            let (plain, fast) = pair_fits_on(selection, (false, 0.0), &|data, y, beta| {
+                let st = BlockState::on_tables(data, y, beta).unwrap();
+                assert!(st.uses_tables());
+                st
+            });
+            for f in [&plain, &fast] {
+                assert_eq!(f.report.stop, StopReason::Converged);
+                assert!(f.report.kkt_residual <= TOL, "{}", f.report.kkt_residual);
+            }
+            let (a, b) = (fast.report.objective, rows.report.objective);
+            assert!((a - b).abs() <= 1e-6 * b, "{selection:?}: {a} vs {b}");
+            assert!(
+                fast.report.n_iter < plain.report.n_iter,
+                "{selection:?}: {} updates extrapolated, {} plain",
+                fast.report.n_iter,
+                plain.report.n_iter
+            );
+            assert!(
+                fast.report.n_iter <= 2 * rows.report.n_iter,
+                "{selection:?}: {} updates on the tables, {} on the rows",
+                fast.report.n_iter,
+                rows.report.n_iter
+            );
         }
     }
 

@@ -149,10 +149,15 @@ impl<S: PairDescent> Stage<'_, S> {
         });
         let rows = &split.rows;
         let v = &split.held_weights;
-        let base = holdout_terms(data, self.y, (intercept, &blocks), (rows, v), self.term);
-        // Each held-out row's prediction, from the base model's terms' inputs: recomputed
-        // once, then each pair's table taken out of it.
+        // Each held-out row's prediction, computed once: the model's loss terms from it, and
+        // each pair's from it with the pair's table taken out.
         let pred = holdout_terms(data, self.y, (intercept, &blocks), (rows, v), |_, _, f| f);
+        let base: Vec<f64> = rows
+            .iter()
+            .zip(&pred)
+            .zip(v)
+            .map(|((&i, &fi), &w)| (self.term)(w, self.y[i], fi))
+            .collect();
         let gains = (0..m)
             .map(|t| {
                 let table = &blocks[p + t];

@@ -16,7 +16,7 @@ use crate::fit::validation::{
     holdout_terms, mean_loss, reborrow, validation_rows, with_weights, Split,
 };
 use crate::model::report::{BinnedFit, Callback, StopReason};
-use crate::params::{FitParams, Grid, PairLink, Penalty, Validation};
+use crate::params::{Engine, FitParams, Grid, PairLink, Penalty, Validation};
 
 /// The pair penalties `ρ = λ_pair / λ_f` tried on held-out rows, in order.
 pub const PAIR_PATH: [f64; 11] = [
@@ -156,8 +156,8 @@ pub(super) enum Blocks {
     /// best on the split's training rows, or the warm start where `ρ` is fixed. The fit on all
     /// rows ([`finish`]) starts from them.
     Searched(Vec<Vec<f64>>),
-    /// The fit on all rows.
-    Fitted(BinnedFit),
+    /// The fit on all rows, and the engine it ran on.
+    Fitted(BinnedFit, Engine),
 }
 
 /// What a pair search gives ([`search_pairs`], [`finish`]).

@@ -132,10 +132,8 @@ impl DescentState for BlockState {
     }
 
     fn set_values(&mut self, data: &BinnedData, k: usize, values: &[f64]) -> bool {
-        // The tables engine's update reads fresh sums; pair fits run on rows.
-        if self.uses_tables() {
-            return false;
-        }
+        // On the tables engine every block's sums are fresh, as the move through the tables
+        // reads them, and stay so.
         self.set_block(data, k, values);
         true
     }
