@@ -12,3 +12,10 @@ pub(crate) fn lcg(seed: u64) -> impl FnMut() -> f64 {
         ((state >> 11) as f64) / ((1u64 << 53) as f64)
     }
 }
+
+/// Asserts that a faster route to an optimum (extrapolation, blocks solved together, a
+/// better curvature) took fewer block updates than the slower one: `fast < slow`; `what`
+/// names the two routes in a failure.
+pub(crate) fn assert_fewer_updates(fast: usize, slow: usize, what: &str) {
+    assert!(fast < slow, "{what}: {fast} updates against {slow}");
+}

@@ -147,12 +147,7 @@ fn squared_fits_reach_the_reference_optimum_on_every_engine_and_selection() {
         for selection in [Selection::Greedy, Selection::Sweep, Selection::Cyclic] {
             let mut p = params(mu, &[], 0.02, 1e-7);
             p.selection = selection;
-            let f = fit_with_engine(Rows::new(x.view(), y.view(), None), &p, engine, None).unwrap();
-            assert!(
-                f.report.converged,
-                "{engine:?} {selection:?}: {}",
-                f.report.kkt_residual
-            );
+            let f = common::converged_fit(&x, &y, &p, engine);
             let got = fitted_objective(&f, &x, &y, false, mu);
             assert!(
                 (got - f.report.objective).abs() <= 1e-9 * got,

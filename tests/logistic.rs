@@ -245,12 +245,8 @@ fn newton_and_majorise_minimise_reach_the_same_optimum() {
     let (fa, fb) = (a.report.objective, b.report.objective);
     assert!((fa - fb).abs() <= 1e-10 * fa, "{fa} vs {fb}");
     // The Newton curvature is the point of the exercise: it needs fewer block updates.
-    assert!(
-        a.report.n_iter < b.report.n_iter,
-        "newton {} vs bound {}",
-        a.report.n_iter,
-        b.report.n_iter
-    );
+    let (newton, bound) = (a.report.n_iter, b.report.n_iter);
+    assert!(newton < bound, "newton {newton} vs bound {bound}");
 }
 
 #[test]

@@ -100,9 +100,9 @@ fn objective_is_the_recomputed_one_and_kkt_holds() {
 
 #[test]
 fn flat_at_lambda_max_with_intercept_log_mean() {
+    let w: Vec<f64> = (0..400).map(|i| 1.0 + (i % 3) as f64).collect();
     for loss in LOSSES {
         let (x, y) = data(loss, 400, 2, 2, 8, 3.0);
-        let w: Vec<f64> = (0..400).map(|i| 1.0 + (i % 3) as f64).collect();
         let prm = params(Penalty::Relative(1.0), Selection::Greedy, 1e-8, None);
         let f = loglink(loss, &x, &y, Some(&w), &prm);
         assert!(

@@ -96,12 +96,7 @@ fn constrained_squared_fits_are_monotone_and_certified_on_both_engines() {
         for selection in [Selection::Greedy, Selection::Sweep, Selection::Cyclic] {
             let mut p = params(shapes(&mono, &[1.0, 2.0, 0.5]), 1e-5, 1e-3);
             p.selection = selection;
-            let f = fit_with_engine(Rows::new(x.view(), y.view(), None), &p, engine, None).unwrap();
-            assert!(
-                f.report.converged,
-                "{engine:?} {selection:?}: {:?}",
-                f.report.kkt_residual
-            );
+            let f = common::converged_fit(&x, &y, &p, engine);
             assert!(f.report.kkt_residual <= 1e-5);
             assert_shapes(&f, &mono);
             assert_descent(&f);

@@ -221,12 +221,7 @@ fn random_problem(rng: &mut impl Rng, n: usize) -> (Vec<f64>, Vec<f64>) {
 #[test]
 fn two_by_two_blocks_match_brute_force() {
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(1);
-    let grid = Grid {
-        rows: 2,
-        cols: 2,
-        missing_row: false,
-        missing_col: false,
-    };
+    let grid = Grid::new(2, 2);
     for case in 0..200 {
         let (z, h) = random_problem(&mut rng, 4);
         let lambda = rng.random_range(0.0..1.5);
@@ -254,10 +249,9 @@ fn small_grids_match_the_dual_reference() {
         (5, 5, false, true),
     ] {
         let grid = Grid {
-            rows,
-            cols,
             missing_row: mr,
             missing_col: mc,
+            ..Grid::new(rows, cols)
         };
         for _ in 0..3 {
             let (z, h) = random_problem(&mut rng, rows * cols);

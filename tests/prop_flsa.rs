@@ -152,6 +152,19 @@ fn signal(n: usize, seed: u64, zeros: bool) -> (Vec<f64>, Vec<f64>) {
     (y, w)
 }
 
+/// A [`signal`] of 1 to `max_n` points, with or without zero weights, and a `λ` over the whole
+/// range, `10^[−6, 0.2) · λ_max`; with the seed and the zero-weight switch that drew it (for a
+/// second problem from them).
+fn weighted_problem(max_n: usize) -> impl Strategy<Value = (Vec<f64>, Vec<f64>, f64, (u64, bool))> {
+    (1..=max_n, any::<u64>(), any::<bool>(), -6.0..0.2_f64).prop_map(
+        |(n, seed, zeros, log_frac)| {
+            let (y, w) = signal(n, seed, zeros);
+            let lambda = 10_f64.powf(log_frac) * lambda_max(&y, &w);
+            (y, w, lambda, (seed, zeros))
+        },
+    )
+}
+
 fn tiny_problem(max_len: usize) -> impl Strategy<Value = (Vec<f64>, Vec<f64>, f64)> {
     (1..=max_len).prop_flat_map(|n| {
         (
@@ -188,10 +201,9 @@ proptest! {
     /// The KKT residual of the DP output is at rounding level, with and without zero weights.
     #[test]
     fn kkt_violation_is_tiny_up_to_2000_points(
-        n in 1_usize..=2000, seed in any::<u64>(), zeros in any::<bool>(), log_frac in -6.0..0.2_f64,
+        (y, w, lambda, (seed, zeros)) in weighted_problem(2000),
     ) {
-        let (y, w) = signal(n, seed, zeros);
-        let lambda = 10_f64.powf(log_frac) * lambda_max(&y, &w);
+        let n = y.len();
         let b = solve(&y, &w, lambda);
         let v = flsa_kkt_violation(&y, &w, lambda, &b);
         let scale = kkt_scale(&y, &w, lambda);
@@ -398,11 +410,8 @@ proptest! {
 
     /// Weighted (four decades), with and without zero weights, over the whole range of λ.
     #[test]
-    fn direct_matches_dp_weighted(
-        n in 1_usize..=3000, seed in any::<u64>(), zeros in any::<bool>(), log_frac in -6.0..0.2_f64,
-    ) {
-        let (y, w) = signal(n, seed, zeros);
-        assert_direct_matches_dp(&y, &w, 10_f64.powf(log_frac) * lambda_max(&y, &w))?;
+    fn direct_matches_dp_weighted((y, w, lambda, _) in weighted_problem(3000)) {
+        assert_direct_matches_dp(&y, &w, lambda)?;
     }
 
     /// Unit weights, through the slice form and the checked form without weights.

@@ -108,8 +108,11 @@ pub trait DescentState {
     /// Sweeps of [`DescentState::start_flat`] at most.
     const FLAT_SWEEPS: usize;
 
-    /// The largest violation [`DescentState::start_flat`] leaves.
-    fn flat_tolerance(&self) -> f64;
+    /// The largest violation [`DescentState::start_flat`] leaves (by default an absolute
+    /// one, for the losses whose gradients are of order one).
+    fn flat_tolerance(&self) -> f64 {
+        1e-14
+    }
 
     /// Ends a sweep of [`DescentState::start_flat`]: fits the intercept and makes every
     /// block's sums fresh. Returns whether the intercept moved.

@@ -207,6 +207,18 @@ pub fn fit_engine(
     fit_with_engine(Rows::new(x.view(), y.view(), w), prm, engine, None).unwrap()
 }
 
+/// [`fit_engine`] without weights, asserted converged (a failure names the engine and the
+/// selection of `prm` and gives the KKT residual).
+pub fn converged_fit(x: &Array2<f64>, y: &Array1<f64>, prm: &FitParams, engine: Engine) -> Fit {
+    let f = fit_engine(x, y, None, prm, engine);
+    assert!(
+        f.report.converged,
+        "{engine:?} {:?}: {}",
+        prm.selection, f.report.kkt_residual
+    );
+    f
+}
+
 /// A fit's report, for the helpers that treat fits on rows and on binned data alike.
 pub trait Reported {
     fn report_mut(&mut self) -> &mut FitReport;

@@ -550,6 +550,11 @@ mod tests {
         assert!(b.windows(2).all(|w| w[1] <= w[0]));
     }
 
+    /// The message with which [`bin_data`] refuses the unweighted `x` under `p`.
+    fn refusal(x: &Array2<f64>, p: &BinningParams) -> String {
+        bin_data(x.view(), None, p).unwrap_err().to_string()
+    }
+
     #[test]
     fn errors_name_the_problem() {
         let x = array![[1.0, 1.0], [2.0, f64::NEG_INFINITY]];
@@ -565,10 +570,7 @@ mod tests {
             max_bins: Some(1),
             ..BinningParams::default()
         };
-        assert!(bin_data(x.view(), None, &p)
-            .unwrap_err()
-            .to_string()
-            .contains("max_bins"));
+        assert!(refusal(&x, &p).contains("max_bins"));
     }
 
     #[test]
@@ -629,18 +631,12 @@ mod tests {
             user_cuts: vec![Some(vec![2.0, 1.0]), None],
             ..BinningParams::default()
         };
-        assert!(bin_data(x.view(), None, &bad)
-            .unwrap_err()
-            .to_string()
-            .contains("bins"));
+        assert!(refusal(&x, &bad).contains("bins"));
         let short = BinningParams {
             user_cuts: vec![None],
             ..BinningParams::default()
         };
-        assert!(bin_data(x.view(), None, &short)
-            .unwrap_err()
-            .to_string()
-            .contains("bins"));
+        assert!(refusal(&x, &short).contains("bins"));
     }
 
     #[test]

@@ -307,15 +307,7 @@ impl<S: PairDescent> Stage<'_, S> {
         kept: &mut Kept,
         callback: &mut Option<Callback<'_>>,
     ) -> bool {
-        let Kept {
-            pairs,
-            gains,
-            axes,
-            grids,
-            links,
-            result,
-        } = kept;
-        let (Some(split), Ok(searched)) = (&self.split, result) else {
+        let (Some(split), Ok(searched)) = (&self.split, &mut kept.result) else {
             return false;
         };
         let Blocks::Searched(values) = &searched.blocks else {
@@ -324,19 +316,19 @@ impl<S: PairDescent> Stage<'_, S> {
         if searched.stopped {
             return false;
         }
-        let (more, more_gains) = self.screen_more(data, layout, pairs, values, split);
+        let (more, more_gains) = self.screen_more(data, layout, &kept.pairs, values, split);
         if more.is_empty() {
             return false;
         }
         let p = self.p;
-        let first = pairs.len();
+        let first = kept.pairs.len();
         let more_axes = self.axes(data, &more, first, layout);
         let (g, l) = add_pair_blocks(data, &more, &more_axes);
-        grids.extend(g);
-        links.extend(l);
-        pairs.extend(more);
-        axes.extend(more_axes);
-        gains.extend(more_gains);
+        kept.grids.extend(g);
+        kept.links.extend(l);
+        kept.pairs.extend(more);
+        kept.axes.extend(more_axes);
+        kept.gains.extend(more_gains);
         // Warm-started from the last round's fit, the new pair blocks at zero (entries after
         // the blocks, a state's own, stay last), at the `ρ` the first round chose (no second
         // path, so the first round's path stays the one reported).
@@ -354,7 +346,7 @@ impl<S: PairDescent> Stage<'_, S> {
             let mut st = (self.state)(d, self.y, init);
             path_fit(
                 (d, self.y, self.term),
-                with_pair_shapes(self.params, p, (&grids[..], &links[..]), rho, tol),
+                with_pair_shapes(self.params, p, (&kept.grids[..], &kept.links[..]), rho, tol),
                 &mut st,
                 (self.mains.lambda_f, self.mains.lambda_max),
                 (&split.rows, &split.held_weights),

@@ -639,10 +639,6 @@ impl<D: Datafit> DescentState for NewtonState<D> {
 
     const FLAT_SWEEPS: usize = 200;
 
-    fn flat_tolerance(&self) -> f64 {
-        1e-14
-    }
-
     fn settle_intercept(&mut self, data: &BinnedData) -> bool {
         let moved = self.intercept_step(data, 1e-15);
         self.refresh_all_sums(data);

@@ -546,10 +546,6 @@ impl DescentState for MultinomialState {
         }
     }
 
-    fn flat_tolerance(&self) -> f64 {
-        1e-14
-    }
-
     fn settle_intercept(&mut self, data: &BinnedData) -> bool {
         let moved = self.intercept_step(data, 1e-15);
         self.refresh_all_sums(data);

@@ -108,6 +108,19 @@ impl Backend {
             Backend::Tables { .. } => None,
         }
     }
+
+    /// The residual, the weighted residual and the per-chunk partial sums that a pass over
+    /// the rows updates; `None` on the tables engine, which has no rows to pass over.
+    fn rows_mut(&mut self) -> Option<(&mut Vec<f64>, &mut Vec<f64>, &mut Vec<f64>)> {
+        match self {
+            Backend::Rows {
+                resid,
+                vresid,
+                partials,
+            } => Some((resid, vresid, partials)),
+            Backend::Tables { .. } => None,
+        }
+    }
 }
 
 /// How a direction changes a state beyond its blocks ([`BlockState::move_along`]).

@@ -129,12 +129,7 @@ impl BlockState {
         k2: usize,
     ) {
         let weights = data.weights.as_deref();
-        let Backend::Rows {
-            resid,
-            vresid,
-            partials,
-        } = &mut self.backend
-        else {
+        let Some((resid, vresid, partials)) = self.backend.rows_mut() else {
             return;
         };
         self.fresh_all = false;
@@ -230,12 +225,7 @@ impl BlockState {
         shift: f64,
     ) {
         let weights = data.weights.as_deref();
-        let Backend::Rows {
-            resid,
-            vresid,
-            partials,
-        } = &mut self.backend
-        else {
+        let Some((resid, vresid, partials)) = self.backend.rows_mut() else {
             return;
         };
         match block {
