@@ -39,7 +39,7 @@ fn main() {
     println!(
         "tables       {:8.3} s ({} MB)",
         t.elapsed().as_secs_f64(),
-        (tables.pairs().len() * 8) >> 20
+        tables.pair_bytes() >> 20
     );
     for engine in [Engine::Tables, Engine::Rows] {
         let t = Instant::now();

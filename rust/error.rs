@@ -183,14 +183,24 @@ pub fn check_weights(what: &'static str, weights: &[f64]) -> Result<f64> {
 /// [`FastError::OutOfMemory`] naming `what` and the size, with `hint`.
 pub fn try_zeros(len: usize, what: &'static str, hint: &'static str) -> Result<Vec<f64>> {
     let bytes = len as u128 * std::mem::size_of::<f64>() as u128;
-    let refuse = || FastError::OutOfMemory { what, bytes, hint };
-    if available_bytes().is_some_and(|free| bytes > free) {
-        return Err(refuse());
-    }
+    check_free(bytes, what, hint)?;
     let mut v = Vec::new();
-    v.try_reserve_exact(len).map_err(|_| refuse())?;
+    v.try_reserve_exact(len)
+        .map_err(|_| FastError::OutOfMemory { what, bytes, hint })?;
     v.resize(len, 0.0);
     Ok(v)
+}
+
+/// Refuses `bytes` of `what` beyond the memory available now (on Linux), before any of it
+/// is allocated.
+///
+/// # Errors
+/// [`FastError::OutOfMemory`] naming `what` and the size, with `hint`.
+pub fn check_free(bytes: u128, what: &'static str, hint: &'static str) -> Result<()> {
+    if available_bytes().is_some_and(|free| bytes > free) {
+        return Err(FastError::OutOfMemory { what, bytes, hint });
+    }
+    Ok(())
 }
 
 /// The memory available to new allocations (`MemAvailable` of `/proc/meminfo`), where known.

@@ -192,8 +192,8 @@ fn statistics_of_the_held_out_rows_and_the_rest_add_to_all() {
             && close(sum.y_mean, all.y_mean)
             && close(sum.yy, all.yy)
     );
-    for (a, b) in sum.pairs().iter().zip(all.pairs()) {
-        assert!(close(*a, *b));
+    for (a, b) in sum.pairs().unwrap().iter().zip(all.pairs().unwrap()) {
+        assert!(close(*a, b));
     }
     for j in 0..3 {
         for (a, b) in sum.ysum[j]

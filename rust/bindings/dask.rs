@@ -49,8 +49,9 @@ fn to_tables(s: &StatsInput<'_>) -> crate::Result<Tables> {
     )
 }
 
-fn stats_output(py: Python<'_>, t: Tables) -> StatsOutput<'_> {
-    StatsOutput {
+fn stats_output(py: Python<'_>, t: Tables) -> PyResult<StatsOutput<'_>> {
+    let pairs = t.pairs()?;
+    Ok(StatsOutput {
         n_bins: t
             .n_bins
             .iter()
@@ -60,10 +61,10 @@ fn stats_output(py: Python<'_>, t: Tables) -> StatsOutput<'_> {
         total_weight: t.total_weight,
         y_mean: t.y_mean,
         yy: t.yy,
-        pairs: PyArray1::from_slice(py, t.pairs()),
+        pairs: pairs.into_pyarray(py),
         ysum: arrays(py, t.ysum),
         weights: arrays(py, t.weights),
-    }
+    })
 }
 
 /// The sufficient statistics of one partition binned with shared cut points and missing flags.
@@ -83,7 +84,7 @@ fn partition_stats<'py>(
     let tables = compute(py, "partition_stats", n_jobs, || {
         partition_tables(x, y, w.as_deref(), &cuts, &missing)
     })?;
-    Ok(stats_output(py, tables))
+    stats_output(py, tables)
 }
 
 /// `a + b`: the statistics of the union of two partitions with the same bins (pooled exactly).
@@ -95,7 +96,7 @@ fn add_stats<'py>(
 ) -> PyResult<StatsOutput<'py>> {
     let (mut ta, tb) = (to_tables(&a)?, to_tables(&b)?);
     py.detach(|| no_panic("add_stats", || ta.add(&tb)))??;
-    Ok(stats_output(py, ta))
+    stats_output(py, ta)
 }
 
 /// Cut points of every feature of `x` (a sample), exactly as `fit` bins with `config`;

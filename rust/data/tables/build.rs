@@ -6,17 +6,53 @@
 use ndarray::ArrayView1;
 use rayon::prelude::*;
 
-use super::{as_counts, sparse_pairs, Tables};
+use super::part::{Narrow, Part, SPARSE_SHARE};
+use super::Tables;
 use crate::data::binning::{BinnedData, Code};
 use crate::error::{FastError, Result};
 use crate::with_codes;
 
-/// Bytes the co-occurrence tables of `data` would take.
+/// Bytes the co-occurrence tables of `data` take at most ([`part_bytes`] summed over the
+/// pairs `j < k`).
 pub fn table_bytes(data: &BinnedData) -> usize {
-    let b: Vec<usize> = data.features.iter().map(|f| f.n_bins()).collect();
-    let total: usize = b.iter().sum();
-    let diag: usize = b.iter().map(|x| x * x).sum();
-    8 * (total * total - diag) / 2
+    let p = data.n_features();
+    (0..p)
+        .flat_map(|j| (j + 1..p).map(move |k| (j, k)))
+        .map(|(j, k)| part_bytes(data, j, k))
+        .fold(0usize, usize::saturating_add)
+}
+
+/// Bytes one table `C_jk` of `data` takes at most ([`Narrow`]). Its entries are at most the
+/// smaller of the two features' largest bin weights, so with unit weights they are `u16`
+/// when a bin of either feature has fewer than 65,536 rows, else `u32`; with sample weights
+/// `f64`. A table built sparse ([`sparse_built`]) holds at most `n` nonzero entries (a column
+/// index each) and a row start per bin of `j`; one built dense its `B_j · B_k` entries (or
+/// fewer bytes, kept sparse).
+pub(super) fn part_bytes(data: &BinnedData, j: usize, k: usize) -> usize {
+    let (fj, fk) = (&data.features[j], &data.features[k]);
+    let cells = fj.n_bins().saturating_mul(fk.n_bins());
+    let largest = |w: &[f64]| w.iter().copied().fold(0.0, f64::max);
+    let bound = largest(&fj.bin_weights).min(largest(&fk.bin_weights));
+    let entry = match data.weights {
+        Some(_) => 8,
+        None if bound <= f64::from(u16::MAX) => 2,
+        None if bound <= f64::from(u32::MAX) => 4,
+        None => 8,
+    };
+    let starts = 8usize.saturating_mul(fj.n_bins() + 1);
+    let sparse = |entries: usize| entries.saturating_mul(4 + entry).saturating_add(starts);
+    if sparse_built(data, cells) {
+        sparse(data.n_samples.min(cells))
+    } else {
+        cells.saturating_mul(entry)
+    }
+}
+
+/// Whether a table of `cells` entries on `data` is built from the rows grouped by bin
+/// ([`Grouped`]), by its nonzero entries: it has more than `n / SPARSE_SHARE` cells, so most
+/// of them are zero (and row numbers fit in `u32`).
+pub(super) fn sparse_built(data: &BinnedData, cells: usize) -> bool {
+    cells as f64 > data.n_samples as f64 / SPARSE_SHARE && u32::try_from(data.n_samples).is_ok()
 }
 
 pub(super) fn pair_table<A: Code, B: Code>(
@@ -46,7 +82,7 @@ pub(super) const TABLES_HINT: &str =
 
 /// The total length of the pair tables (`Σ_{j<k} B_j·B_k`), computed without allocating;
 /// saturating, so an impossible size is refused by the allocation that follows.
-fn pairs_len(n_bins: &[usize]) -> usize {
+pub(super) fn pairs_len(n_bins: &[usize]) -> usize {
     let total = n_bins.iter().fold(0usize, |a, &b| a.saturating_add(b));
     let diag = n_bins
         .iter()
@@ -54,104 +90,172 @@ fn pairs_len(n_bins: &[usize]) -> usize {
     total.saturating_mul(total).saturating_sub(diag) / 2
 }
 
-/// Where each pair's table starts in the concatenated `pairs` (`start[j·p + k]` for
-/// `j < k`, in `(0,1), (0,2), …, (1,2), …` order; `usize::MAX` elsewhere) and their total
-/// length.
-fn pair_layout(n_bins: &[usize]) -> (Vec<usize>, usize) {
-    let p = n_bins.len();
-    let mut start = vec![usize::MAX; p * p];
-    let mut len = 0;
-    for j in 0..p {
-        for k in j + 1..p {
-            start[j * p + k] = len;
-            len += n_bins[j] * n_bins[k];
-        }
-    }
-    (start, len)
+/// The pairs `(j, k)`, `j < k`, in the tables' order: `(0,1), (0,2), …, (1,2), …`.
+pub(super) fn pair_order(p: usize) -> impl Iterator<Item = (usize, usize)> {
+    (0..p).flat_map(move |j| (j + 1..p).map(move |k| (j, k)))
 }
 
 /// Tables of at most this many cells are counted in four interleaved copies (rows `i mod 4`),
 /// so that runs of rows in the same cell do not wait on each other's stores.
 const SPLIT_COUNT_CELLS: usize = 4096;
 
-/// Rows counted into `u32` counters before they are added to the table.
-const COUNT_ROWS: usize = 1 << 31;
-
-/// `out[a·nb + b] += #{i : (a_i, b_i) = (a, b)}` (unit weights), counted in `u32` (`counts`
-/// is scratch space).
-fn pair_counts<A: Code, B: Code>(
-    a: &[A],
-    b: &[B],
-    nb: usize,
-    counts: &mut Vec<u32>,
-    out: &mut [f64],
-) {
-    let cells = out.len();
+/// `counts[a·nb + b] = #{i : (a_i, b_i) = (a, b)}` for the `cells` cells (unit weights; fewer
+/// than 2³² rows), in `counts[..cells]` (the rest is scratch space).
+fn pair_counts<A: Code, B: Code>(a: &[A], b: &[B], nb: usize, cells: usize, counts: &mut Vec<u32>) {
     let copies = if cells <= SPLIT_COUNT_CELLS { 4 } else { 1 };
-    for (a, b) in a.chunks(COUNT_ROWS).zip(b.chunks(COUNT_ROWS)) {
-        counts.clear();
-        counts.resize(copies * cells, 0);
-        if copies == 4 {
-            let (c01, c23) = counts.split_at_mut(2 * cells);
-            let (c0, c1) = c01.split_at_mut(cells);
-            let (c2, c3) = c23.split_at_mut(cells);
-            let (a4, b4) = (a.chunks_exact(4), b.chunks_exact(4));
-            let (ra, rb) = (a4.remainder(), b4.remainder());
-            for (x, z) in a4.zip(b4) {
-                c0[x[0].idx() * nb + z[0].idx()] += 1;
-                c1[x[1].idx() * nb + z[1].idx()] += 1;
-                c2[x[2].idx() * nb + z[2].idx()] += 1;
-                c3[x[3].idx() * nb + z[3].idx()] += 1;
-            }
-            for (&x, &z) in ra.iter().zip(rb) {
-                c0[x.idx() * nb + z.idx()] += 1;
-            }
-            for (((o, &k0), &k1), (&k2, &k3)) in
-                out.iter_mut().zip(&*c0).zip(&*c1).zip(c2.iter().zip(&*c3))
-            {
-                *o += f64::from(k0) + f64::from(k1) + f64::from(k2) + f64::from(k3);
-            }
-        } else {
-            for (&x, &z) in a.iter().zip(b) {
-                counts[x.idx() * nb + z.idx()] += 1;
-            }
-            for (o, &k) in out.iter_mut().zip(&*counts) {
-                *o += f64::from(k);
-            }
+    counts.clear();
+    counts.resize(copies * cells, 0);
+    if copies == 4 {
+        let (c01, c23) = counts.split_at_mut(2 * cells);
+        let (c0, c1) = c01.split_at_mut(cells);
+        let (c2, c3) = c23.split_at_mut(cells);
+        let (a4, b4) = (a.chunks_exact(4), b.chunks_exact(4));
+        let (ra, rb) = (a4.remainder(), b4.remainder());
+        for (x, z) in a4.zip(b4) {
+            c0[x[0].idx() * nb + z[0].idx()] += 1;
+            c1[x[1].idx() * nb + z[1].idx()] += 1;
+            c2[x[2].idx() * nb + z[2].idx()] += 1;
+            c3[x[3].idx() * nb + z[3].idx()] += 1;
+        }
+        for (&x, &z) in ra.iter().zip(rb) {
+            c0[x.idx() * nb + z.idx()] += 1;
+        }
+        for (((o, &k1), &k2), &k3) in c0.iter_mut().zip(&*c1).zip(&*c2).zip(&*c3) {
+            *o += k1 + k2 + k3;
+        }
+    } else {
+        for (&x, &z) in a.iter().zip(b) {
+            counts[x.idx() * nb + z.idx()] += 1;
         }
     }
 }
 
-/// The co-occurrence tables of every pair of features of `data` (laid out by
-/// [`pair_layout`]), in parallel over pairs; unit weights are counted exactly in integers.
-fn pair_tables(data: &BinnedData, n_bins: &[usize]) -> Result<Vec<f64>> {
-    let p = n_bins.len();
-    let v = data.weights.as_deref();
-    let mut pairs =
-        crate::error::try_zeros(pairs_len(n_bins), "the co-occurrence tables", TABLES_HINT)?;
-    // Split the buffer into one disjoint slice per pair (in layout order), then fill them
-    // in parallel.
-    let mut slices: Vec<(usize, usize, &mut [f64])> = Vec::with_capacity(p * p / 2);
-    let mut rest: &mut [f64] = &mut pairs;
-    for j in 0..p {
-        for k in j + 1..p {
-            let (head, tail) = rest.split_at_mut(n_bins[j] * n_bins[k]);
-            slices.push((j, k, head));
-            rest = tail;
+/// The rows of `data` grouped by bin of one feature: bin `b`'s rows are
+/// `order[start[b]..start[b + 1]]`, in row order.
+pub(super) struct Grouped {
+    start: Vec<usize>,
+    order: Vec<u32>,
+}
+
+impl Grouped {
+    /// The rows of `data` (fewer than 2³²) grouped by bin of feature `j`.
+    pub(super) fn new(data: &BinnedData, j: usize) -> Self {
+        let a = &data.features[j].codes;
+        let nj = data.features[j].n_bins();
+        let mut start = vec![0usize; nj + 1];
+        for i in 0..data.n_samples {
+            start[a.get(i) + 1] += 1;
+        }
+        for b in 0..nj {
+            start[b + 1] += start[b];
+        }
+        let mut next = start.clone();
+        let mut order = vec![0u32; data.n_samples];
+        for i in 0..data.n_samples {
+            let b = a.get(i);
+            order[next[b]] = i as u32;
+            next[b] += 1;
+        }
+        Self { start, order }
+    }
+
+    /// `C_jk` of `data` by its nonzero entries, for the feature `j` these rows are grouped by
+    /// (each cell's rows summed in row order: the numbers of the dense table).
+    fn sparse_part(&self, data: &BinnedData, k: usize) -> Part<f64> {
+        let nk = data.features[k].n_bins();
+        let v = data.weights.as_deref();
+        let nj = self.start.len() - 1;
+        let (mut sums, mut seen) = (vec![0.0; nk], vec![false; nk]);
+        let (mut start, mut col, mut val) = (Vec::with_capacity(nj + 1), vec![], vec![]);
+        let mut touched: Vec<u32> = Vec::new();
+        start.push(0);
+        with_codes!(&data.features[k].codes, c => {
+            for b in 0..nj {
+                for &i in &self.order[self.start[b]..self.start[b + 1]] {
+                    let i = i as usize;
+                    let x = c[i].idx();
+                    if !seen[x] {
+                        seen[x] = true;
+                        touched.push(x as u32);
+                    }
+                    sums[x] += v.map_or(1.0, |v| v[i]);
+                }
+                touched.sort_unstable();
+                for &x in &touched {
+                    let x = x as usize;
+                    if sums[x] != 0.0 {
+                        col.push(x as u32);
+                        val.push(sums[x]);
+                    }
+                    (sums[x], seen[x]) = (0.0, false);
+                }
+                touched.clear();
+                start.push(col.len());
+            }
+        });
+        Part::Sparse { start, col, val }
+    }
+}
+
+/// `C_jk` of `data` (entry `[b, b'] = Σ v [code_j = b] [code_k = b']`) in its narrowest form
+/// ([`Narrow`]): a table of at most `n / SPARSE_SHARE` cells by one pass over the rows into
+/// a dense table (unit weights counted in `u32` in `counts`, scratch space; kept sparse if
+/// mostly zero), a larger one from the rows grouped by bin of `j` (`grouped`).
+///
+/// # Errors
+/// [`FastError::OutOfMemory`] if a dense table of weights does not fit.
+pub(super) fn part_of(
+    data: &BinnedData,
+    j: usize,
+    k: usize,
+    grouped: Option<&Grouped>,
+    counts: &mut Vec<u32>,
+) -> Result<Narrow> {
+    let nk = data.features[k].n_bins();
+    let cells = data.features[j].n_bins().saturating_mul(nk);
+    if let (true, Some(g)) = (sparse_built(data, cells), grouped) {
+        return Ok(Narrow::of(&g.sparse_part(data, k)));
+    }
+    let (a, b) = (&data.features[j].codes, &data.features[k].codes);
+    match data.weights.as_deref() {
+        None if u32::try_from(data.n_samples).is_ok() => {
+            with_codes!(a, a => with_codes!(b, b => pair_counts(a, b, nk, cells, counts)));
+            Ok(Narrow::dense(&counts[..cells], nk))
+        }
+        v => {
+            let mut t = crate::error::try_zeros(cells, "a co-occurrence table", TABLES_HINT)?;
+            with_codes!(a, a => with_codes!(b, b => pair_table(a, b, v, nk, &mut t)));
+            Ok(Narrow::dense(&t, nk))
         }
     }
-    slices
+}
+
+/// The co-occurrence tables of every pair of features of `data`, in [`pair_order`], each in
+/// its narrowest form ([`part_of`]), in parallel over pairs; refused before any is built if
+/// their bytes ([`table_bytes`]) exceed the memory available.
+fn pair_tables(data: &BinnedData) -> Result<Vec<Narrow>> {
+    let p = data.n_features();
+    crate::error::check_free(
+        table_bytes(data) as u128,
+        "the co-occurrence tables",
+        TABLES_HINT,
+    )?;
+    let per_feature: Vec<Vec<Narrow>> = (0..p)
         .into_par_iter()
-        .for_each_init(Vec::new, |counts, (j, k, out)| {
-            let nb = n_bins[k];
-            with_codes!(&data.features[j].codes, a => with_codes!(&data.features[k].codes, b => {
-                match v {
-                    Some(v) => pair_table(a, b, Some(v), nb, out),
-                    None => pair_counts(a, b, nb, counts, out),
-                }
-            }));
-        });
-    Ok(pairs)
+        .map(|j| {
+            let nj = data.features[j].n_bins();
+            let grouped = (j + 1..p)
+                .any(|k| sparse_built(data, nj.saturating_mul(data.features[k].n_bins())))
+                .then(|| Grouped::new(data, j));
+            (j + 1..p)
+                .into_par_iter()
+                .map_init(Vec::new, |counts, k| {
+                    part_of(data, j, k, grouped.as_ref(), counts)
+                })
+                .collect::<Result<Vec<_>>>()
+        })
+        .collect::<Result<_>>()?;
+    Ok(per_feature.into_iter().flatten().collect())
 }
 
 /// The sample weight of every row: given, unit, or unit except 0 on some rows.
@@ -244,7 +348,7 @@ impl Tables {
             .iter()
             .map(|f| f.bin_weights.clone())
             .collect();
-        let pairs = pair_tables(data, &n_bins)?;
+        let pairs = pair_tables(data)?;
         Ok(Self::assemble(
             n_bins,
             w_total,
@@ -292,30 +396,31 @@ impl Tables {
             .zip(&held_tables.weights)
             .map(|(f, h)| f.bin_weights.iter().zip(h).map(|(a, b)| a - b).collect())
             .collect();
-        let mut pairs = pair_tables(data, &n_bins)?;
-        pairs
-            .par_iter_mut()
+        let pairs: Vec<Narrow> = pair_tables(data)?
+            .into_par_iter()
             .zip(held_tables.pairs.par_iter())
-            .for_each(|(a, b)| *a -= b);
+            .zip(pair_order(n_bins.len()).collect::<Vec<_>>())
+            .map(|((all, held), (_, k))| all.combine(held, -1.0, n_bins[k]))
+            .collect();
         let train = Self::assemble(n_bins, w_total, (y_mean, yy), ysum, weights, pairs);
         Ok((train, held_tables))
     }
 
-    /// Statistics from checked parts (`pairs` laid out by [`pair_layout`]).
-    fn assemble(
+    /// Statistics from checked parts (`pairs` in [`pair_order`]).
+    pub(super) fn assemble(
         n_bins: Vec<usize>,
         total_weight: f64,
         (y_mean, yy): (f64, f64),
         ysum: Vec<Vec<f64>>,
         weights: Vec<Vec<f64>>,
-        pairs: Vec<f64>,
+        pairs: Vec<Narrow>,
     ) -> Self {
-        let (pair_start, _) = pair_layout(&n_bins);
-        let counts = as_counts(&pairs);
-        let sparse = sparse_pairs(counts.as_ref(), &n_bins, &pair_start);
+        let p = n_bins.len();
+        let mut pair_index = vec![usize::MAX; p * p];
+        for (i, (j, k)) in pair_order(p).enumerate() {
+            pair_index[j * p + k] = i;
+        }
         Self {
-            counts,
-            sparse,
             n_bins,
             total_weight,
             y_mean,
@@ -323,7 +428,7 @@ impl Tables {
             ysum,
             weights,
             pairs,
-            pair_start,
+            pair_index,
         }
     }
 
@@ -411,13 +516,24 @@ impl Tables {
                 format!("n_bins {n_bins:?}"),
             );
         }
+        let mut tables = Vec::with_capacity(p * p.saturating_sub(1) / 2);
+        let mut rest = &pairs[..];
+        for (j, k) in pair_order(p) {
+            let (t, tail) = rest.split_at(n_bins[j] * n_bins[k]);
+            tables.push((t, n_bins[k]));
+            rest = tail;
+        }
+        let tables = tables
+            .into_par_iter()
+            .map(|(t, width)| Narrow::dense(t, width))
+            .collect();
         Ok(Self::assemble(
             n_bins,
             total_weight,
             (y_mean, yy),
             ysum,
             weights,
-            pairs,
+            tables,
         ))
     }
 }
@@ -526,8 +642,15 @@ pub fn partition_tables(
     if data.n_samples == 0 {
         let n_bins = data.features.iter().map(|f| f.n_bins()).collect::<Vec<_>>();
         let zeros: Vec<Vec<f64>> = n_bins.iter().map(|&b| vec![0.0; b]).collect();
-        let pairs =
-            crate::error::try_zeros(pairs_len(&n_bins), "the co-occurrence tables", TABLES_HINT)?;
+        let pairs = pair_order(n_bins.len())
+            .map(|(j, _)| {
+                Narrow::of::<u16>(&Part::Sparse {
+                    start: vec![0; n_bins[j] + 1],
+                    col: Vec::new(),
+                    val: Vec::new(),
+                })
+            })
+            .collect();
         return Ok(Tables::assemble(
             n_bins,
             0.0,
@@ -583,11 +706,11 @@ mod tests {
         let d = bin_data(x.view(), None, &BinningParams::default()).unwrap();
         let t = Tables::build(&d, y.view()).unwrap();
         // Pair (0, 1): rows (0,0), (1,0), (0,1), (1,1), (1,0).
-        assert_eq!(&t.pairs[..4], &[1.0, 1.0, 2.0, 1.0]);
+        assert_eq!(&t.pairs().unwrap()[..4], &[1.0, 1.0, 2.0, 1.0]);
         assert!((t.y_mean - 3.0).abs() < 1e-15);
         assert!((t.yy - 10.0).abs() < 1e-12);
         assert_eq!(t.ysum[0], vec![-2.0, 2.0]);
-        assert_eq!(table_bytes(&d), 8 * (2 * 2 + 2 * 2 + 2 * 2));
+        assert_eq!(table_bytes(&d), 2 * (2 * 2 + 2 * 2 + 2 * 2), "u16 counts");
         // Two partitions (rows 0–1 and 2–4) with the same cuts add up to the whole.
         let params = BinningParams {
             user_cuts: d.features.iter().map(|f| Some(f.cuts.clone())).collect(),
@@ -638,12 +761,13 @@ mod tests {
         assert_eq!(zero.total_weight, 0.0);
         assert!(zero
             .pairs()
+            .unwrap()
             .iter()
             .chain(zero.ysum.iter().flatten())
             .all(|&v| v == 0.0));
         let mut sum = zero.clone();
         sum.add(&ok).unwrap();
-        assert_eq!(sum.pairs(), ok.pairs());
+        assert_eq!(sum.pairs().unwrap(), ok.pairs().unwrap());
         // An infinite x is refused even where no row is binned.
         let mut xi = x.clone();
         xi[[2, 0]] = f64::INFINITY;
@@ -688,7 +812,7 @@ mod tests {
                 0.0,
                 ysum,
                 zero.weights.clone(),
-                zero.pairs().to_vec()
+                zero.pairs().unwrap()
             ),
             FastError::InvalidParameter { name: "tables", .. }
         );
@@ -706,9 +830,9 @@ mod tests {
         let counted = Tables::build(&d, y.view()).unwrap();
         let weighted = Tables::build(&reweighted(&d, vec![1.0; d.n_samples]), y.view()).unwrap();
         assert_eq!(counted, weighted);
-        let cells: usize = counted.pairs().len();
+        let cells: usize = counted.pairs().unwrap().len();
         assert_eq!(
-            counted.pairs().iter().sum::<f64>(),
+            counted.pairs().unwrap().iter().sum::<f64>(),
             (10 * d.n_samples) as f64,
             "{cells}"
         );
@@ -739,7 +863,7 @@ mod tests {
         let mut all = train.clone();
         all.add(&held_t).unwrap();
         let whole = Tables::build(&d, y.view()).unwrap();
-        assert_eq!(all.pairs(), whole.pairs());
+        assert_eq!(all.pairs().unwrap(), whole.pairs().unwrap());
         assert_eq!(all.weights, whole.weights);
         // Weighted data, or a subset that is not the held-out rows, are refused.
         let w = reweighted(&d, vec![2.0; d.n_samples]);
