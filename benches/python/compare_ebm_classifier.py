@@ -32,7 +32,8 @@ stratified by class (``random_state=0``): ``FASTClassifier(n_jobs=2)`` against
 reports the test log-loss, AUC, fit time and pairs kept of each, the FAST/EBM log-loss and
 time ratios and their geometric means (``benches/python/out/compare_ebm_classifier_real.md``).
 ``--fast-params '{"interaction_penalty": 1.0}'`` sets FAST parameters (for experiments;
-``--no-ebm`` skips EBM, ``--tasks`` picks tasks). The tables go to
+``--no-ebm`` skips EBM, ``--tasks`` picks tasks; ``--ebm-from out/compare_ebm_classifier_real.json``
+takes EBM's figures from an earlier run's JSON, written next to each table). The tables go to
 ``benches/python/out/classifier_lambda_sweep.md``, ``benches/python/out/classifier_auto.md`` and
 ``benches/python/out/compare_ebm_classifier.md``.
 """
@@ -169,11 +170,15 @@ def real_tasks(names: Optional[list[str]] = None):
         yield name, X_tr, X_te, y_tr, y_te
 
 
+#: The rows of the last ``real`` run (written next to its table as JSON).
+REAL_ROWS: list[dict] = []
+
+
 def n_pairs_ebm(model) -> int:
     return sum(1 for t in model.term_features_ if len(t) > 1)
 
 
-def real(names: Optional[list[str]], with_ebm: bool, fast_params: dict) -> str:
+def real(names: Optional[list[str]], with_ebm: bool, fast_params: dict, ebm_from: Optional[dict] = None) -> str:
     import pandas as pd
 
     rows = []
@@ -191,7 +196,9 @@ def real(names: Optional[list[str]], with_ebm: bool, fast_params: dict) -> str:
             "pairs_fast": len(fast.interaction_features_), "ratio": float(fast.lambda_ratio_),
             "rho": float(fast.interaction_penalty_),
         }
-        if with_ebm:
+        if ebm_from and name in ebm_from:
+            row.update({k: ebm_from[name][k] for k in ("t_ebm", "ll_ebm", "auc_ebm", "pairs_ebm")})
+        elif with_ebm:
             from interpret.glassbox import ExplainableBoostingClassifier
 
             t0 = time.perf_counter()
@@ -201,6 +208,7 @@ def real(names: Optional[list[str]], with_ebm: bool, fast_params: dict) -> str:
             row["pairs_ebm"] = n_pairs_ebm(ebm)
         rows.append(row)
         print({k: (round(v, 5) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
+    REAL_ROWS.extend(rows)
     head = (
         "| task | n | p (text) | positive rate | FAST log-loss | EBM log-loss | FAST / EBM | FAST AUC | EBM AUC "
         "| FAST fit (s) | EBM fit (s) | EBM / FAST time | pairs FAST / EBM | FAST λ ratio, ρ |"
@@ -261,6 +269,9 @@ def main() -> None:
     ap.add_argument("--tasks", default="", help="with --real: comma-separated task names (default: all)")
     ap.add_argument("--fast-params", default="{}", help="with --real: FASTClassifier parameters as JSON")
     ap.add_argument("--out", default="", help="with --real: output file name in benches/python/out/")
+    ap.add_argument(
+        "--ebm-from", default="", help="with --real: take EBM's figures from this JSON of an earlier run (EBM is not refitted)"
+    )
     ap.add_argument("--repeats", type=int, default=3, help="fits per model with --auto (median time)")
     args = ap.parse_args()
     names = [n for n in args.datasets.split(",") if n]
@@ -273,13 +284,16 @@ def main() -> None:
         import json
 
         fast_params = json.loads(args.fast_params)
-        table = real([t for t in args.tasks.split(",") if t], not args.no_ebm, fast_params)
+        ebm_from = {r["name"]: r for r in json.loads(Path(args.ebm_from).read_text())} if args.ebm_from else None
+        table = real([t for t in args.tasks.split(",") if t], not args.no_ebm, fast_params, ebm_from)
         title = (
             "FASTClassifier vs ExplainableBoostingClassifier, both at their defaults (n_jobs=2), "
             "real binary tasks: 80/20 split stratified by class, random_state=0"
         )
         if fast_params:
             title += f"; FAST with {fast_params}"
+        if ebm_from:
+            title += f"; EBM's figures (fit times included) from an earlier run, {Path(args.ebm_from).name}"
         out_name = args.out or "compare_ebm_classifier_real.md"
     elif args.sweep:
         table = sweep(names)
@@ -298,6 +312,10 @@ def main() -> None:
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     out = OUT_DIR / out_name
     out.write_text(text)
+    if args.real:
+        import json
+
+        out.with_suffix(".json").write_text(json.dumps(REAL_ROWS, indent=1))
     print(f"written to {out}")
 
 
