@@ -213,7 +213,23 @@ pub struct PairParams {
     /// [`Engine::Tables`] the tables wherever the loss has them. Every choice before it is
     /// made on the rows (of a sample: [`PairParams::search_rows`]).
     pub engine: Engine,
+    /// Whether, where `ρ` is chosen on held-out rows under a cell budget, the strongest pairs
+    /// get [`crate::fit::pairs::layout::FINE_CELLS`] and a narrow side's partner more bins than
+    /// `max_bins` ([`crate::fit::pairs::layout::narrow_pair_bins`]). The binary classifier's
+    /// `max_interaction_bins="auto"` turns them off ([`LOGISTIC_INTERACTION_BINS`]).
+    pub finer_grids: bool,
 }
+
+/// Interaction bins per feature of the binary classifier's `max_interaction_bins="auto"`
+/// (with [`AUTO_INTERACTION_CELLS`] cells a pair at most, and no finer grids for the strongest
+/// pairs or a narrow side's partner: [`PairParams::finer_grids`] off), set by
+/// `crate::fit::entry::resolve`. A row of a binary outcome carries at most a quarter of a
+/// unit of information (`p(1 − p)`, less on imbalanced data), so a grid holds far less per
+/// cell than under the squared loss: the finer grids of the regressor's layout (32 × 32 for
+/// the five strongest pairs, 2 × 256 for a switch's partner) mixed into one `ρ` path lost on
+/// held-out rows, and their pairs were dropped where 16 × 16 grids beat the additive model
+/// (measured on 14 real binary tasks: `docs/classification.md`).
+pub const LOGISTIC_INTERACTION_BINS: usize = 16;
 
 /// Rows up to which the pair stage makes its choices (the pairs, the layout, `ρ`, the further
 /// rounds, the smooth parts and `μ`) on every row; on more, where `ρ` is chosen on held-out
@@ -252,6 +268,7 @@ impl Default for PairParams {
             smoothing: Smoothing::Off,
             search_rows: PAIR_SEARCH_ROWS,
             engine: Engine::Auto,
+            finer_grids: true,
         }
     }
 }

@@ -5,6 +5,7 @@ Run by hand (not in CI)::
     python benches/python/compare_ebm_classifier.py            # the comparison table
     python benches/python/compare_ebm_classifier.py --sweep    # how the fixed lambda_ratio 3e-3 was chosen
     python benches/python/compare_ebm_classifier.py --auto     # lambda_ratio="auto" against the fixed 3e-3
+    python benches/python/compare_ebm_classifier.py --real     # real binary tasks, both at their defaults
 
 Tasks: scikit-learn's breast-cancer data, and the regression datasets of the shared data
 directory (``_data.load``: 80/20 split, ``random_state=0``) with the target binarised at the
@@ -21,7 +22,18 @@ part (75/25, ``random_state=0``; the test parts are not touched) and reports the
 log-loss, which is how the classifier's fixed ``lambda_ratio`` (3e-3, the fallback of ``"auto"``)
 was picked. ``--auto`` fits FAST with ``lambda_ratio="auto"`` (the default) and with the fixed
 3e-3 on each training part and reports the test log-loss, AUC, fit time, the chosen ratio and
-the block updates (search and final fit). The tables go to
+the block updates (search and final fit).
+
+``--real`` runs the real binary tasks of ``benches/python/data/binary/`` (churn, credit,
+health and marketing data with mixed text and numeric columns; ``README.md`` there names
+their sources), each a pandas frame passed as it is (text columns stay text), split 80/20
+stratified by class (``random_state=0``): ``FASTClassifier(n_jobs=2)`` against
+``ExplainableBoostingClassifier(n_jobs=2)``, both at their defaults (so both with pairs). It
+reports the test log-loss, AUC, fit time and pairs kept of each, the FAST/EBM log-loss and
+time ratios and their geometric means (``benches/python/out/compare_ebm_classifier_real.md``).
+``--fast-params '{"interaction_penalty": 1.0}'`` sets FAST parameters (for experiments;
+``--no-ebm`` skips EBM, ``--tasks`` picks tasks; ``--ebm-from out/compare_ebm_classifier_real.json``
+takes EBM's figures from an earlier run's JSON, written next to each table). The tables go to
 ``benches/python/out/classifier_lambda_sweep.md``, ``benches/python/out/classifier_auto.md`` and
 ``benches/python/out/compare_ebm_classifier.md``.
 """
@@ -33,6 +45,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 from sklearn.datasets import load_breast_cancer
@@ -44,6 +57,7 @@ from _data import OUT_DIR, load, machine_info, machine_line  # noqa: E402
 
 from fastpcam import FASTClassifier  # noqa: E402
 
+BINARY_DIR = Path(__file__).resolve().parent / "data" / "binary"
 DEFAULT_DATASETS = ["537_houses", "elevators", "564_fried", "1201_BNG_breastTumor"]
 SWEEP_RATIOS = [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2]
 
@@ -140,6 +154,90 @@ def auto_vs_fixed(names: list[str], repeats: int) -> str:
     return "\n".join(lines)
 
 
+def real_tasks(names: Optional[list[str]] = None):
+    """``(name, X_train, X_test, y_train, y_test)`` of the real binary tasks: pandas frames with
+    their text columns as they are, 80/20 split stratified by class, ``random_state=0``."""
+    import pandas as pd
+
+    files = sorted(BINARY_DIR.glob("*.csv.gz"))
+    for f in files:
+        name = f.name[: -len(".csv.gz")]
+        if names and name not in names:
+            continue
+        df = pd.read_csv(f)
+        y = df.pop("target").to_numpy()
+        X_tr, X_te, y_tr, y_te = train_test_split(df, y, test_size=0.2, random_state=0, stratify=y)
+        yield name, X_tr, X_te, y_tr, y_te
+
+
+#: The rows of the last ``real`` run (written next to its table as JSON).
+REAL_ROWS: list[dict] = []
+
+
+def n_pairs_ebm(model) -> int:
+    return sum(1 for t in model.term_features_ if len(t) > 1)
+
+
+def real(names: Optional[list[str]], with_ebm: bool, fast_params: dict, ebm_from: Optional[dict] = None) -> str:
+    import pandas as pd
+
+    rows = []
+    for name, X_tr, X_te, y_tr, y_te in real_tasks(names):
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fast = FASTClassifier(n_jobs=2, **fast_params).fit(X_tr, y_tr)
+        t_fast = time.perf_counter() - t0
+        ll_f, auc_f = scores(fast, X_te, y_te)
+        n_text = int(sum(not (pd.api.types.is_numeric_dtype(d) or pd.api.types.is_bool_dtype(d)) for d in X_tr.dtypes))
+        row = {
+            "name": name, "n": len(y_tr) + len(y_te), "p": X_tr.shape[1], "text": n_text,
+            "pos": float(np.mean(y_tr)), "t_fast": t_fast, "ll_fast": ll_f, "auc_fast": auc_f,
+            "pairs_fast": len(fast.interaction_features_), "ratio": float(fast.lambda_ratio_),
+            "rho": float(fast.interaction_penalty_),
+        }
+        if ebm_from and name in ebm_from:
+            row.update({k: ebm_from[name][k] for k in ("t_ebm", "ll_ebm", "auc_ebm", "pairs_ebm")})
+        elif with_ebm:
+            from interpret.glassbox import ExplainableBoostingClassifier
+
+            t0 = time.perf_counter()
+            ebm = ExplainableBoostingClassifier(n_jobs=2).fit(X_tr, y_tr)
+            row["t_ebm"] = time.perf_counter() - t0
+            row["ll_ebm"], row["auc_ebm"] = scores(ebm, X_te, y_te)
+            row["pairs_ebm"] = n_pairs_ebm(ebm)
+        rows.append(row)
+        print({k: (round(v, 5) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
+    REAL_ROWS.extend(rows)
+    head = (
+        "| task | n | p (text) | positive rate | FAST log-loss | EBM log-loss | FAST / EBM | FAST AUC | EBM AUC "
+        "| FAST fit (s) | EBM fit (s) | EBM / FAST time | pairs FAST / EBM | FAST λ ratio, ρ |"
+    )
+    lines = [head, "|---|" + "---:|" * 13]
+    for r in rows:
+        e = "t_ebm" in r
+        lines.append(
+            f"| {r['name']} | {r['n']} | {r['p']} ({r['text']}) | {r['pos']:.3f} | {r['ll_fast']:.4f} | "
+            + (f"{r['ll_ebm']:.4f} | **{r['ll_fast'] / r['ll_ebm']:.3f}** | " if e else "– | – | ")
+            + f"{r['auc_fast']:.4f} | " + (f"{r['auc_ebm']:.4f} | " if e else "– | ")
+            + f"{r['t_fast']:.2f} | " + (f"{r['t_ebm']:.1f} | {r['t_ebm'] / r['t_fast']:.0f}× | " if e else "– | – | ")
+            + f"{r['pairs_fast']} / " + (f"{r['pairs_ebm']}" if e else "–")
+            + f" | {r['ratio']:.3g}, {r['rho']:.3g} |"
+        )
+    if rows and all("t_ebm" in r for r in rows):
+        ll = np.array([r["ll_fast"] / r["ll_ebm"] for r in rows])
+        tr = np.array([r["t_ebm"] / r["t_fast"] for r in rows])
+        lines.append(
+            f"| **geometric mean** ({len(rows)} tasks) | | | | | | **{np.exp(np.mean(np.log(ll))):.4f}** | | | "
+            f"{sum(r['t_fast'] for r in rows):.1f} (sum) | {sum(r['t_ebm'] for r in rows):.1f} (sum) | "
+            f"{np.exp(np.mean(np.log(tr))):.0f}× (min {tr.min():.0f}×) | | |"
+        )
+        lines.append("")
+        lines.append(f"Worst task: {rows[int(np.argmax(ll))]['name']} ({ll.max():.3f}); tasks above 1.05: "
+                     f"{sum(ll > 1.05)}; FAST better on {sum(ll < 1)} of {len(rows)}.")
+    return "\n".join(lines)
+
+
 def sweep(names: list[str]) -> str:
     results: dict[str, list[float]] = {}
     for name, X_tr, _, y_tr, _ in tasks(names):
@@ -167,6 +265,13 @@ def main() -> None:
     ap.add_argument("--no-ebm", action="store_true", help="skip EBM")
     ap.add_argument("--sweep", action="store_true", help="validation log-loss over a grid of lambda_ratio")
     ap.add_argument("--auto", action="store_true", help='lambda_ratio="auto" against the fixed 3e-3 (no EBM)')
+    ap.add_argument("--real", action="store_true", help="the real binary tasks, FAST and EBM at their defaults")
+    ap.add_argument("--tasks", default="", help="with --real: comma-separated task names (default: all)")
+    ap.add_argument("--fast-params", default="{}", help="with --real: FASTClassifier parameters as JSON")
+    ap.add_argument("--out", default="", help="with --real: output file name in benches/python/out/")
+    ap.add_argument(
+        "--ebm-from", default="", help="with --real: take EBM's figures from this JSON of an earlier run (EBM is not refitted)"
+    )
     ap.add_argument("--repeats", type=int, default=3, help="fits per model with --auto (median time)")
     args = ap.parse_args()
     names = [n for n in args.datasets.split(",") if n]
@@ -175,7 +280,22 @@ def main() -> None:
         import interpret
 
         info["interpret"] = interpret.__version__
-    if args.sweep:
+    if args.real:
+        import json
+
+        fast_params = json.loads(args.fast_params)
+        ebm_from = {r["name"]: r for r in json.loads(Path(args.ebm_from).read_text())} if args.ebm_from else None
+        table = real([t for t in args.tasks.split(",") if t], not args.no_ebm, fast_params, ebm_from)
+        title = (
+            "FASTClassifier vs ExplainableBoostingClassifier, both at their defaults (n_jobs=2), "
+            "real binary tasks: 80/20 split stratified by class, random_state=0"
+        )
+        if fast_params:
+            title += f"; FAST with {fast_params}"
+        if ebm_from:
+            title += f"; EBM's figures (fit times included) from an earlier run, {Path(args.ebm_from).name}"
+        out_name = args.out or "compare_ebm_classifier_real.md"
+    elif args.sweep:
         table = sweep(names)
         title = "Validation log-loss of FASTClassifier by lambda_ratio (75/25 split of the training part)"
         out_name = "classifier_lambda_sweep.md"
@@ -192,6 +312,10 @@ def main() -> None:
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     out = OUT_DIR / out_name
     out.write_text(text)
+    if args.real:
+        import json
+
+        out.with_suffix(".json").write_text(json.dumps(REAL_ROWS, indent=1))
     print(f"written to {out}")
 
 

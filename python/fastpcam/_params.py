@@ -321,7 +321,9 @@ DOCS: dict[str, str] = {
         f"    held-out rows, the {int(_core.FINE_PAIRS)} strongest pairs get {int(_core.FINE_CELLS)} cells (32 x 32),\n"
         f"    and a pair with a side of at most {int(_core.NARROW_SIDE)} values up to {int(_core.NARROW_CELLS)} cells\n"
         "    (2 x 256 for a binary feature; its partner at most two bins per piece of its fitted\n"
-        "    main effect, at least 64). An int ``b``: at most ``b`` bins a side,\n"
+        "    main effect, at least 64). The binary classifier's ``'auto'`` is coarser: at most\n"
+        "    16 bins a side (16 x 16, 2 x 16 for a binary feature) and no finer grids\n"
+        "    (``docs/classification.md``). An int ``b``: at most ``b`` bins a side,\n"
         "    ``b x b`` cells."
     ),
     "interaction_penalty": (

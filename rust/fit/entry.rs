@@ -4,6 +4,9 @@
 //!
 //! * `l2_jumps="auto"` ([`L2Jumps::Auto`]): a binary classifier's
 //!   [`logistic::auto_l2_jumps`] for its number of rows; 0 for every other fit;
+//! * `max_interaction_bins="auto"` (64 a side, 256 cells a pair): a binary classifier's pair
+//!   grids are at most [`LOGISTIC_INTERACTION_BINS`] a side, with no finer grids for the
+//!   strongest pairs or a narrow side's partner (`PairParams::finer_grids`);
 //! * `interaction_smoothing="auto"` ([`Smoothing::Auto`]): kept for the squared loss only,
 //!   off for the others (on the five binary tasks the held-out choice kept the smooth parts
 //!   on two with the same test log-loss, at 2-4.5 times the fit time);
@@ -27,7 +30,10 @@ use crate::fit::loglink::{self, LogLinkLoss};
 use crate::fit::multinomial;
 use crate::fit::solver::{self, Callback, Fit};
 use crate::fit::validation;
-use crate::params::{Engine, FitParams, L2Jumps, Loss, Penalty, Smoothing, Task};
+use crate::params::{
+    Engine, FitParams, L2Jumps, Loss, Penalty, Smoothing, Task, AUTO_INTERACTION_BINS,
+    AUTO_INTERACTION_CELLS, LOGISTIC_INTERACTION_BINS,
+};
 
 /// The classes of a softmax fit (see [`multinomial::MultinomialFit`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -51,8 +57,9 @@ pub struct FitResult {
     pub classes: Option<Classes>,
 }
 
-/// The parameters `task` fits with: `l2_jumps` and `interaction_smoothing="auto"` resolved
-/// for the loss on `n_rows` rows (see the module's documentation).
+/// The parameters `task` fits with: `l2_jumps`, `max_interaction_bins="auto"` and
+/// `interaction_smoothing="auto"` resolved for the loss on `n_rows` rows (see the module's
+/// documentation).
 pub fn resolve(params: &FitParams, task: &Task, n_rows: usize) -> FitParams {
     let mut params = params.clone();
     params.shapes.l2 = match task.l2_jumps {
@@ -62,6 +69,13 @@ pub fn resolve(params: &FitParams, task: &Task, n_rows: usize) -> FitParams {
         L2Jumps::Auto => 0.0,
         L2Jumps::Value(v) => v,
     };
+    // The binary classifier's `max_interaction_bins="auto"`: coarser pair grids.
+    let auto_bins = params.pairs.max_bins == AUTO_INTERACTION_BINS
+        && params.pairs.max_cells == Some(AUTO_INTERACTION_CELLS);
+    if auto_bins && task.loss == Loss::Logistic && task.n_classes.is_none() {
+        params.pairs.max_bins = LOGISTIC_INTERACTION_BINS;
+        params.pairs.finer_grids = false;
+    }
     if params.pairs.smoothing == Smoothing::Auto && task.loss != Loss::Squared {
         params.pairs.smoothing = Smoothing::Off;
     }
@@ -274,6 +288,34 @@ mod tests {
         params.pairs.smoothing = Smoothing::Fixed(0.5);
         let kept = resolve(&params, &task(Loss::Poisson, None, value), 300);
         assert_eq!(kept.pairs.smoothing, Smoothing::Fixed(0.5));
+    }
+
+    /// `max_interaction_bins="auto"` gives the binary classifier grids of at most
+    /// [`LOGISTIC_INTERACTION_BINS`] a side without finer grids; every other loss, the
+    /// softmax and an explicit number of bins keep theirs.
+    #[test]
+    fn auto_interaction_bins_are_coarser_for_the_binary_classifier_alone() {
+        let params = FitParams::default();
+        let value = L2Jumps::Value(0.0);
+        let binary = resolve(&params, &task(Loss::Logistic, None, value), 300);
+        assert_eq!(binary.pairs.max_bins, LOGISTIC_INTERACTION_BINS);
+        assert_eq!(binary.pairs.max_cells, Some(AUTO_INTERACTION_CELLS));
+        assert!(!binary.pairs.finer_grids);
+        for (loss, k) in [
+            (Loss::Squared, None),
+            (Loss::Logistic, Some(3)),
+            (Loss::Poisson, None),
+        ] {
+            let other = resolve(&params, &task(loss, k, value), 300);
+            assert_eq!(other.pairs.max_bins, AUTO_INTERACTION_BINS, "{loss:?}");
+            assert!(other.pairs.finer_grids, "{loss:?}");
+        }
+        let mut given = params.clone();
+        given.pairs.max_bins = 32;
+        given.pairs.max_cells = None;
+        let kept = resolve(&given, &task(Loss::Logistic, None, value), 300);
+        assert_eq!((kept.pairs.max_bins, kept.pairs.max_cells), (32, None));
+        assert!(kept.pairs.finer_grids);
     }
 
     #[test]

@@ -638,3 +638,24 @@ def test_the_fit_with_pairs_on_all_rows_follows_engine():
         assert m.converged_ and m.kkt_residual_ <= 1e-5
     np.testing.assert_allclose(tables.objective_, rows.objective_, rtol=1e-7)
     np.testing.assert_allclose(tables.predict(X), rows.predict(X), atol=1e-3)
+
+
+def test_the_binary_classifier_auto_pair_grids_are_16_a_side_at_most():
+    """``max_interaction_bins="auto"``: the binary classifier's pair grids have at most 16 bins
+    a side (a switch's partner, and the strongest pairs, included), where the regressor gives a
+    switch's partner and its strongest pairs finer grids (``docs/classification.md``)."""
+    rng = np.random.default_rng(0)
+    n = 4000
+    X = np.column_stack([rng.integers(0, 2, n), rng.random(n), rng.random(n)]).astype(float)
+    eta = 4.0 * (X[:, 0] - 0.5) * (X[:, 1] - 0.5) + 6.0 * (X[:, 1] - 0.5) * (X[:, 2] - 0.5)
+    y = (rng.random(n) < 1.0 / (1.0 + np.exp(-3.0 * eta))).astype(int)
+    pairs = [(0, 1), (1, 2)]
+    clf = FASTClassifier(interactions=pairs).fit(X, y)
+    switch, both = (np.shape(v) for v in clf.interaction_values_)
+    assert switch[0] == 2 and switch[1] <= 16 and max(both) <= 16, (switch, both)
+    reg = FASTRegressor(interactions=pairs).fit(X, eta + 0.1 * rng.standard_normal(n))
+    switch, both = (np.shape(v) for v in reg.interaction_values_)
+    assert switch[1] > 16 and max(both) > 16, (switch, both)
+    # An explicit number of bins is the user's, for the classifier too.
+    given = FASTClassifier(interactions=pairs, max_interaction_bins=32).fit(X, y)
+    assert max(np.shape(given.interaction_values_[1])) > 16

@@ -274,8 +274,12 @@ fn choose<S: PairDescent>(
     // Finer grids for the strongest pairs only where `ρ` is chosen on held-out rows: the
     // `TV2` of a given surface grows with the grid's side, so a fixed `ρ` (the default 0.25
     // of multiclass and fixed-penalty fits) would hold a finer grid at zero.
-    let fine = held_out_penalty(params).is_some();
-    let layouts = layouts(&pp.interactions, pp.max_cells, fine, split.is_some());
+    let held_out = held_out_penalty(params).is_some();
+    let fine = held_out && pp.finer_grids;
+    let mut layouts = layouts(&pp.interactions, pp.max_cells, held_out, split.is_some());
+    // Without finer grids (the binary classifier) the first layout is the plain one; the
+    // coarse layout stays the alternative.
+    layouts[0].fine &= pp.finer_grids;
     let stage = Stage {
         y,
         params,
