@@ -15,9 +15,7 @@ use crate::with_codes;
 /// Bytes the co-occurrence tables of `data` take at most ([`part_bytes`] summed over the
 /// pairs `j < k`).
 pub fn table_bytes(data: &BinnedData) -> usize {
-    let p = data.n_features();
-    (0..p)
-        .flat_map(|j| (j + 1..p).map(move |k| (j, k)))
+    pair_order(data.n_features())
         .map(|(j, k)| part_bytes(data, j, k))
         .fold(0usize, usize::saturating_add)
 }
@@ -39,10 +37,10 @@ pub(super) fn part_bytes(data: &BinnedData, j: usize, k: usize) -> usize {
         None if bound <= f64::from(u32::MAX) => 4,
         None => 8,
     };
-    let starts = 8usize.saturating_mul(fj.n_bins() + 1);
-    let sparse = |entries: usize| entries.saturating_mul(4 + entry).saturating_add(starts);
     if sparse_built(data, cells) {
-        sparse(data.n_samples.min(cells))
+        let starts = 8usize.saturating_mul(fj.n_bins() + 1);
+        let entries = data.n_samples.min(cells);
+        entries.saturating_mul(4 + entry).saturating_add(starts)
     } else {
         cells.saturating_mul(entry)
     }
