@@ -35,12 +35,12 @@ use std::time::Instant;
 use ndarray::ArrayView1;
 use rayon::prelude::*;
 
-use crate::data::binning::{BinnedData, Code};
+use crate::data::binning::{BinnedData, BinnedFeature, Code, Codes};
 use crate::data::tables::Tables;
 use crate::descent::{check_init, descend, DescentState, PairDescent, STALL_SHARE, STALL_SWEEPS};
 use crate::error::{check_target, Result};
 use crate::model::report::{BinnedFit, Callback, History, Progress, StopReason};
-use crate::params::{ChainShape, FitParams, Grid, Selection, Shapes};
+use crate::params::{ChainShape, FitParams, Grid, PairLink, Selection, Shapes};
 use crate::states::squared::{Along, BlockState};
 use crate::with_codes;
 
@@ -281,6 +281,9 @@ impl PairDescent for BlockState {
         // engines extrapolate (on the tables engine the direction moves the sums through
         // the tables, [`BlockState::tables_line`]).
         let together = rows && params.sweep_share > 0.0 && data.n_samples >= TOGETHER_MIN_ROWS;
+        // On the tables engine the fit on all rows solves its steepest blocks (pairs and
+        // smooth parts too) together on their own tables ([`solve_table_working_set`]).
+        let together_tables = !rows && params.sweep_share > 0.0;
         descend_in_rounds(
             (self, true),
             (data, params),
@@ -291,6 +294,8 @@ impl PairDescent for BlockState {
                 round_step(data, (st, Mode::InPlace), before, shapes, lambda);
                 if together {
                     solve_working_set(st, data, params, lambda, start);
+                } else if together_tables {
+                    solve_table_working_set(st, data, params, lambda, start);
                 }
             },
         )
@@ -415,6 +420,148 @@ fn solve_working_set(
     }
     let u = row_direction(data, &d, fit.intercept);
     st.move_along(data, (1.0, fit.intercept, &d, &Along::Rows(u)), lambda);
+}
+
+/// At most this many blocks are solved together between the rounds of a fit with pairs on
+/// the tables engine ([`solve_table_working_set`]). Measured on 1M Black-Smoke-shaped rows
+/// with pair effects (`benches/python/scale_rows.py`'s `smoke_pairs`; 34 blocks: 14 main
+/// effects, 10 pairs, 10 smooth parts): the fit on all rows took 10,123 updates without
+/// working sets; with at most 5, 8, 12 and 16 blocks 3,302, 1,795, 1,089 and 798, and 8 was
+/// the fastest (its first solve together takes about 7,600 updates of its own, each on its
+/// blocks' tables alone: the two near-copy temperature columns and their pairs).
+pub const TABLE_TOGETHER_BLOCKS: usize = 8;
+
+/// The blocks solved together on the tables engine hold at most `1/TABLE_TOGETHER_SHARE` of
+/// every block's bins, so that an update among them costs at most that share of one in the
+/// whole fit.
+pub const TABLE_TOGETHER_SHARE: usize = 4;
+
+/// The blocks to solve together on the tables engine from fresh sums: the steepest (largest
+/// KKT violation first, above half the tolerance), chains and grids alike, while their bins
+/// stay within `1/TABLE_TOGETHER_SHARE` of all blocks'; at least two, at most
+/// [`TABLE_TOGETHER_BLOCKS`]; increasing.
+fn table_together_blocks(st: &BlockState, data: &BinnedData, lambda: f64, tol: f64) -> Vec<usize> {
+    let mut scores = vec![crate::descent::selection::BlockScore::default(); st.beta.len()];
+    DescentState::score(st, lambda, &mut scores);
+    let unit = if lambda > 0.0 { lambda } else { 1.0 };
+    let mut steep: Vec<usize> = (0..st.beta.len())
+        .filter(|&k| data.features[k].n_bins() > 1 && scores[k].max_d > 0.5 * tol * unit)
+        .collect();
+    steep.sort_by(|&a, &b| scores[b].max_d.total_cmp(&scores[a].max_d).then(a.cmp(&b)));
+    let all: usize = data.features.iter().map(|f| f.n_bins()).sum();
+    let budget = all / TABLE_TOGETHER_SHARE;
+    let mut chosen: Vec<usize> = Vec::with_capacity(TABLE_TOGETHER_BLOCKS);
+    let mut bins = 0usize;
+    for k in steep {
+        if chosen.len() == TABLE_TOGETHER_BLOCKS {
+            break;
+        }
+        let bk = data.features[k].n_bins();
+        if bins + bk <= budget {
+            bins += bk;
+            chosen.push(k);
+        }
+    }
+    if chosen.len() < 2 {
+        chosen.clear();
+    }
+    chosen.sort_unstable();
+    chosen
+}
+
+/// [`solve_working_set`] on the tables engine: the steepest blocks ([`table_together_blocks`],
+/// pair blocks and smooth parts included, with their transfers where both main effects are
+/// among them) solved together on their own tables ([`BlockState::working_tables`]: no pass
+/// over the other blocks), every other block fixed, to half the tolerance; the state moved
+/// to that solution where that lowers the objective exactly ([`BlockState::move_along`]).
+/// An update there costs `O(B_k Σ_{j∈ws} B_j)` instead of `O(B_k Σ_j B_j)`: a main effect,
+/// its near copy and their pairs trade their violations for thousands of updates while the
+/// many-binned blocks elsewhere (a 2,000-level id, the smooth parts) wait.
+fn solve_table_working_set(
+    st: &mut BlockState,
+    data: &BinnedData,
+    params: &FitParams,
+    lambda: f64,
+    start: Instant,
+) {
+    let ws = table_together_blocks(st, data, lambda, params.tol);
+    if ws.is_empty() {
+        return;
+    }
+    let Some(tables) = st.working_tables(&ws) else {
+        return;
+    };
+    let sub = BinnedData {
+        n_samples: data.n_samples,
+        features: ws
+            .iter()
+            .map(|&k| {
+                let f = &data.features[k];
+                BinnedFeature {
+                    cuts: f.cuts.clone(),
+                    codes: Codes::U8(Vec::new()),
+                    bin_weights: f.bin_weights.clone(),
+                    missing: f.missing,
+                }
+            })
+            .collect(),
+        weights: None,
+        total_weight: data.total_weight,
+    };
+    let init = ws.iter().map(|&k| st.beta[k].clone()).collect();
+    let mut alone = BlockState::with_tables(&sub, Arc::new(tables), init);
+    let main = &params.shapes;
+    let index = |k: usize| ws.binary_search(&k).ok();
+    let links = main
+        .links
+        .iter()
+        .filter_map(|l| {
+            Some(PairLink {
+                block: index(l.block)?,
+                features: (index(l.features.0)?, index(l.features.1)?),
+                ..l.clone()
+            })
+        })
+        .collect();
+    let prm = FitParams {
+        shapes: Shapes {
+            monotone: ws.iter().map(|&k| main.get(k).monotone).collect(),
+            penalty_factor: ws.iter().map(|&k| main.get(k).factor).collect(),
+            grids: ws
+                .iter()
+                .map(|&k| main.grids.get(k).copied().flatten())
+                .collect(),
+            links,
+            l2: main.l2,
+            grid_l2: ws
+                .iter()
+                .map(|&k| main.grid_l2.get(k).copied().unwrap_or(0.0))
+                .collect(),
+        },
+        tol: 0.5 * params.tol,
+        max_iter: TOGETHER_MAX_ITER,
+        selection: Selection::Auto,
+        sweep_share: 0.0,
+        ..params.clone()
+    };
+    let fit = descend_in_rounds(
+        (&mut alone, true),
+        (&sub, &prm),
+        (lambda, lambda),
+        start,
+        None,
+        |s, before, shapes| round_step(&sub, (s, Mode::InPlace), before, shapes, lambda),
+    );
+    if matches!(fit.report.stop, StopReason::Callback) {
+        return;
+    }
+    let mut d: Vec<Vec<f64>> = st.beta.iter().map(|b| vec![0.0; b.len()]).collect();
+    for (&k, b) in ws.iter().zip(&fit.values) {
+        d[k] = b.iter().zip(&st.beta[k]).map(|(x, y)| x - y).collect();
+    }
+    if let Some(along) = st.tables_line(&d, fit.intercept) {
+        st.move_along(data, (1.0, fit.intercept, &d, &along), lambda);
+    }
 }
 
 /// The one dispatch of an extrapolating fit (the squared loss's main effects, and

@@ -116,6 +116,25 @@ impl Tables {
         total / self.total_weight
     }
 
+    /// The statistics of the features `ws` (increasing) alone, for the target whose centred
+    /// bin sums are `ysum` (one per feature of `ws`), with mean `y_mean` and centred sum of
+    /// squares `yy`: the same weights and co-occurrence tables, no pass over rows
+    /// (`O(Σ_{j<k ∈ ws} B_j B_k)` to copy them).
+    pub fn restrict(&self, ws: &[usize], ysum: Vec<Vec<f64>>, (y_mean, yy): (f64, f64)) -> Self {
+        debug_assert!(ws.windows(2).all(|w| w[0] < w[1]));
+        let pairs = pair_order(ws.len())
+            .map(|(a, b)| self.pair(ws[a], ws[b]).clone())
+            .collect();
+        Self::assemble(
+            ws.iter().map(|&k| self.n_bins[k]).collect(),
+            self.total_weight,
+            (y_mean, yy),
+            ysum,
+            ws.iter().map(|&k| self.weights[k].clone()).collect(),
+            pairs,
+        )
+    }
+
     /// Adds another partition's statistics (same bins); `y_mean` and `yy` are recombined
     /// exactly (pooled mean and sum of squares).
     ///

@@ -681,6 +681,26 @@ mod tests {
         }
     }
 
+    /// [`pair_fits_on`] on the tables engine with the working set of the fit on all rows:
+    /// between rounds its steepest blocks are solved together on their own tables
+    /// (`solve_table_working_set`); the same optimum as without, with its certificate, in
+    /// fewer updates of the whole problem (measured: 3,845 → 2,757; the working set's own
+    /// updates, not counted, read its blocks' tables only).
+    #[test]
+    fn table_working_sets_reach_the_same_optimum_in_fewer_updates() {
+        let on_tables: MakeState<'_, BlockState> =
+            &|data, y, beta| BlockState::on_tables(data, y, beta).unwrap();
+        let (_, whole) = pair_fits_on(Selection::Sweep, (false, 0.0), on_tables);
+        let (_, ws) = pair_fits_on(Selection::Sweep, (false, FINISH_SWEEP_SHARE), on_tables);
+        for f in [&whole, &ws] {
+            assert_eq!(f.report.stop, StopReason::Converged);
+            assert!(f.report.kkt_residual <= TOL, "{}", f.report.kkt_residual);
+        }
+        let (a, b) = (whole.report.objective, ws.report.objective);
+        assert!((a - b).abs() <= 1e-6 * a, "{a} vs {b}");
+        assert_fewer_updates(ws.report.n_iter, whole.report.n_iter, "working sets, none");
+    }
+
     /// [`pair_fits_on`] on the tables engine, as the fit on all rows of large data runs
     /// ([`all_rows_state`]): it extrapolates and transfers as the rows engine does, so it
     /// reaches the rows engine's optimum in about as many updates (measured: 4,130 on the rows

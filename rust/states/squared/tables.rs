@@ -33,6 +33,54 @@ impl BlockState {
         Some(Along::Tables { a, b, cross })
     }
 
+    /// The statistics of the blocks `ws` (increasing) alone with every other block and the
+    /// intercept fixed (tables engine; `None` on the rows engine): the problem whose target
+    /// is the residual plus their predictions, `y − c − Σ_{k ∉ ws} β_k` (as
+    /// [`BlockState::working_target`] on the rows), from the fresh sums and the tables of
+    /// `ws` alone (`O((Σ_{k∈ws} B_k)²)`, no pass over the other blocks). With `g` the blocks'
+    /// predictions and `r` the residual, the target is `t = r + g`: its bin sums are
+    /// `W R_j + w_j β_j + Σ_{k∈ws, k≠j} C_jk β_k`, its mean `Σ v r / W + Σ_k w_k · β_k / W`
+    /// and `Σ v t² = Σ v r² + 2 W Σ_k β_k · R_k + Σ_k w_k · β_k² + Σ_{j≠k} β_j C_jk β_k`.
+    pub(crate) fn working_tables(&self, ws: &[usize]) -> Option<Tables> {
+        let Backend::Tables { tables, .. } = &self.backend else {
+            return None;
+        };
+        let w = tables.total_weight;
+        let dot = |x: &[f64], y: &[f64]| x.iter().zip(y).map(|(a, b)| a * b).sum::<f64>();
+        let mut sub = tables.restrict(ws, Vec::new(), (0.0, 0.0));
+        let beta: Vec<Vec<f64>> = ws.iter().map(|&k| self.beta[k].clone()).collect();
+        let cross = sub.cross_products(&beta);
+        let r_mean: f64 = self.sums.first().map_or(0.0, |s| s.iter().sum());
+        let mut sum = w * r_mean;
+        let mut squares = 2.0 * w * self.loss;
+        let mut ysum = Vec::with_capacity(ws.len());
+        for ((&k, b), c) in ws.iter().zip(&beta).zip(&cross) {
+            let (r, wk) = (&self.sums[k], &tables.weights[k]);
+            sum += dot(wk, b);
+            squares += 2.0 * w * dot(b, r)
+                + b.iter().zip(wk).map(|(x, v)| v * x * x).sum::<f64>()
+                + dot(b, c);
+            ysum.push(
+                r.iter()
+                    .zip(wk)
+                    .zip(b.iter().zip(c))
+                    .map(|((r, v), (x, c))| w * r + v * x + c)
+                    .collect::<Vec<f64>>(),
+            );
+        }
+        let mean = sum / w;
+        // Centred: the sums of `t − t̄` and `Σ v (t − t̄)²`.
+        for (y, &k) in ysum.iter_mut().zip(ws) {
+            y.iter_mut()
+                .zip(&tables.weights[k])
+                .for_each(|(s, v)| *s -= mean * v);
+        }
+        sub.ysum = ysum;
+        sub.y_mean = mean;
+        sub.yy = (squares - w * mean * mean).max(0.0);
+        Some(sub)
+    }
+
     /// Block `k`'s table when its update can carry every block's sums ([`Followed`]): rows
     /// engine, tables on, sums fresh and fewer than [`SYNC_EVERY`] updates carried since
     /// they were last summed over the rows. Built at the block's first update if it pays and
@@ -103,6 +151,58 @@ mod tests {
             ..Default::default()
         };
         (bin_data(x.view(), weights, &params).unwrap(), y)
+    }
+
+    /// The statistics of a working set of blocks alone ([`BlockState::working_tables`], from
+    /// a warm tables state) are those built over the rows from the target
+    /// `y − c − Σ_{k ∉ ws} β_k` (to 1e-9), with and without sample weights: an independent
+    /// pass over the rows checks the algebra on the sums.
+    #[test]
+    fn working_tables_are_those_built_from_the_rows() {
+        let n = 2_000;
+        let weights: Vec<f64> = (0..n).map(|i| [0.5, 1.0, 2.5][i % 3]).collect();
+        for w in [None, Some(&weights[..])] {
+            let (data, y) = mixed_data(n, w);
+            let mut wave = crate::testing::lcg(3);
+            let beta: Vec<Vec<f64>> = data
+                .features
+                .iter()
+                .map(|f| (0..f.n_bins()).map(|_| wave() - 0.5).collect())
+                .collect();
+            let tables = Arc::new(Tables::build(&data, y.view()).unwrap());
+            let st = BlockState::with_tables(&data, tables, beta);
+            for ws in [vec![0, 1], vec![1, 3, 4], vec![0, 2, 3, 4]] {
+                let sub = st.working_tables(&ws).unwrap();
+                let mut target = y.to_vec();
+                for (k, f) in data.features.iter().enumerate() {
+                    if ws.contains(&k) {
+                        continue;
+                    }
+                    for (i, t) in target.iter_mut().enumerate() {
+                        *t -= st.beta[k][f.codes.get(i)];
+                    }
+                }
+                target.iter_mut().for_each(|t| *t -= st.intercept);
+                let alone = BinnedData {
+                    features: ws.iter().map(|&k| data.features[k].clone()).collect(),
+                    ..data.clone()
+                };
+                let built = Tables::build(&alone, ArrayView1::from(&target[..])).unwrap();
+                let close = |a: f64, b: f64, what: &str| {
+                    assert!(
+                        (a - b).abs() <= 1e-9 * (1.0 + b.abs()),
+                        "{ws:?} {what}: {a} vs {b}"
+                    );
+                };
+                close(sub.y_mean, built.y_mean, "mean");
+                close(sub.yy, built.yy, "sum of squares");
+                for (a, b) in sub.ysum.iter().flatten().zip(built.ysum.iter().flatten()) {
+                    close(*a, *b, "bin sums");
+                }
+                assert_eq!(sub.weights, built.weights);
+                assert_eq!(sub.pairs().unwrap(), built.pairs().unwrap());
+            }
+        }
     }
 
     /// Block updates that carry every block's sums through the block tables leave the sums
