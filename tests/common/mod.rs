@@ -367,12 +367,3 @@ pub fn stop_at_call(mut calls: usize) -> impl FnMut(&Progress) -> bool + Send {
         calls > 0
     }
 }
-
-/// The fit part of a block problem: `½ Σ_t h_t (b_t − z_t)²`.
-pub fn half_weighted_squares(z: &[f64], h: &[f64], b: &[f64]) -> f64 {
-    z.iter()
-        .zip(h)
-        .zip(b)
-        .map(|((z, h), b)| 0.5 * h * (b - z) * (b - z))
-        .sum()
-}
