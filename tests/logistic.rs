@@ -5,10 +5,11 @@
 mod common;
 
 use common::{
-    any_ratio, any_selection, assert_shapes_centred, bin_weighted, cyclic_weights, grid_features,
-    mean_loss, on_one_and_two_threads, on_threads, params, penalty, random_weights, stop_at_call,
+    any_ratio, any_selection, any_small_problem, assert_converged_history, assert_row_chunks_agree,
+    assert_shapes_centred, cyclic_weights, early_stops, for_each_reference_case, grid_features,
+    mean_loss, on_one_and_two_threads, params, penalty,
 };
-use fastpcam::data::binning::{bin_data, BinningParams};
+use fastpcam::data::binning::{bin_data, BinnedData, BinningParams};
 use fastpcam::fit::logistic::{
     fit_logistic, fit_logistic_binned, fit_logistic_binned_with, lambda_max_logistic, log_loss,
     Curvature,
@@ -59,16 +60,8 @@ fn assert_reported(f: &Fit, recomputed: f64) {
 /// `[x_k missing]` per feature with missing values), solved by FISTA with adaptive restart
 /// and the fixed step `1/L`, `L = ¼ λ_max(AᵀVA)/W`. No dynamic programme, no blocks, no
 /// Newton steps. Returns the objective.
-fn reference_objective(
-    x: &Array2<f64>,
-    y: &Array1<f64>,
-    w: &[f64],
-    lambda: f64,
-    max_bins: Option<usize>,
-) -> f64 {
-    let data = bin_weighted(x, w, max_bins);
-    let n = y.len();
-    let wt: f64 = w.iter().sum();
+fn reference_objective(data: &BinnedData, y: &Array1<f64>, w: &[f64], lambda: f64) -> f64 {
+    let (n, wt) = (y.len(), w.iter().sum::<f64>());
     // Columns: (is_penalised, indicator per row).
     let mut cols: Vec<(bool, Vec<f64>)> = vec![(false, vec![1.0; n])];
     for f in &data.features {
@@ -176,12 +169,13 @@ fn reference_objective(
 
 #[test]
 fn matches_the_slow_reference_on_small_problems() {
-    for (seed, lambda, max_bins) in [
+    let cases = [
         (1, 1e-3, None),
         (2, 1e-2, Some(6)),
         (3, 3e-2, None),
         (4, 3e-3, Some(4)),
-    ] {
+    ];
+    let rows = |seed| {
         let (mut x, y) = data(60, 3, seed, 7);
         if seed == 4 {
             // Missing values: a missing bin outside the chain, with its own value.
@@ -189,29 +183,33 @@ fn matches_the_slow_reference_on_small_problems() {
                 x[[i, 1]] = f64::NAN;
             }
         }
-        let w = random_weights(seed + 100, 60);
-        let reference = reference_objective(&x, &y, &w, lambda, max_bins);
-        for selection in [Selection::Greedy, Selection::Cyclic] {
-            let prm = params(Penalty::Absolute(lambda), selection, 1e-10, max_bins);
-            let f = logistic(&x, &y, Some(&w), &prm);
+        (x, y)
+    };
+    for_each_reference_case(
+        &cases,
+        rows,
+        reference_objective,
+        |(x, y, w), prm, reference, what| {
+            let w = Some(w);
+            let f = logistic(x, y, w, prm);
             assert!(
                 f.report.converged,
-                "{seed} {selection:?} kkt {} ({:?})",
+                "{what} kkt {} ({:?})",
                 f.report.kkt_residual, f.report.stop
             );
-            let ours = objective(&f, &x, &y, Some(&w));
+            let ours = objective(&f, x, y, w);
             // FISTA approaches the optimum from above.
             assert!(
                 ours <= reference + 1e-12,
-                "{seed} {selection:?}: ours {ours} above reference {reference}"
+                "{what}: ours {ours} above reference {reference}"
             );
             assert!(
                 (ours - reference).abs() <= 1e-9 * reference,
-                "{seed} {selection:?}: {ours} vs {reference}"
+                "{what}: {ours} vs {reference}"
             );
             assert_reported(&f, ours);
-        }
-    }
+        },
+    );
 }
 
 #[test]
@@ -220,13 +218,7 @@ fn kkt_residual_reaches_tol_and_history_never_increases() {
     for selection in [Selection::Greedy, Selection::Cyclic] {
         let prm = params(Penalty::Relative(1e-3), selection, 1e-6, Some(32));
         let f = logistic(&x, &y, None, &prm);
-        assert!(
-            f.report.converged && f.report.kkt_residual <= 1e-6,
-            "{selection:?}: {}",
-            f.report.kkt_residual
-        );
-        let h = &f.report.history.objective;
-        assert_eq!(h.len(), f.report.n_iter);
+        let h = assert_converged_history(&f, 1e-6, &format!("{selection:?}"));
         for pair in h.windows(2) {
             assert!(pair[1] <= pair[0], "{selection:?}: {pair:?}");
         }
@@ -407,17 +399,10 @@ fn bad_labels_are_errors() {
 #[test]
 fn time_budget_max_iter_and_callback_stop_early() {
     let (x, y) = data(2_000, 4, 9, 25);
-    let mut p = params(Penalty::Relative(1e-4), Selection::Greedy, 0.0, None);
-    p.max_iter = 3;
-    let f = fit_logistic(Rows::new(x.view(), y.view(), None), &p, None).unwrap();
-    assert_eq!(f.report.n_iter, 3);
-    assert!(!f.report.converged);
-    assert_eq!(f.report.stop, StopReason::MaxIter);
-    let mut cb = stop_at_call(5);
-    p.max_iter = 1000;
-    let f = fit_logistic(Rows::new(x.view(), y.view(), None), &p, Some(&mut cb)).unwrap();
-    assert_eq!(f.report.stop, StopReason::Callback);
-    assert!(f.report.n_iter <= 4);
+    let (at_max_iter, stopped) = early_stops(fit_logistic, &x, &y);
+    assert_eq!(at_max_iter.report.stop, StopReason::MaxIter);
+    assert_eq!(stopped.report.stop, StopReason::Callback);
+    assert!(stopped.report.n_iter <= 4);
 }
 
 proptest! {
@@ -425,7 +410,7 @@ proptest! {
 
     #[test]
     fn serial_equals_parallel_and_objective_never_increases(
-        seed in 0u64..1_000, n in 40usize..400, p in 1usize..6, levels in 2usize..40,
+        (seed, n, p, levels) in any_small_problem(),
         ratio in any_ratio(),
         sel in any_selection(),
         weighted in any::<bool>(), bound in any::<bool>(),
@@ -463,14 +448,6 @@ fn serial_equals_parallel_across_row_chunks() {
         x[[i, 2]] = f64::NAN;
     }
     let w: Vec<f64> = (0..60_000).map(|i| 0.5 + (i % 7) as f64).collect();
-    let prm = params(Penalty::Relative(1e-4), Selection::Greedy, 1e-9, Some(64));
-    let run = |threads| {
-        on_threads(threads, || {
-            fit_logistic(Rows::new(x.view(), y.view(), Some(&w)), &prm, None).unwrap()
-        })
-    };
-    let a = run(1);
-    assert!(a.report.n_iter > 10);
+    let a = assert_row_chunks_agree(fit_logistic, &x, &y, &w);
     assert!(a.model.missing_values[2] != 0.0);
-    assert_eq!(a, run(2));
 }

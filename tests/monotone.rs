@@ -303,7 +303,8 @@ fn bad_shapes_are_refused() {
 
 /// The objective of the block problem `½ Σ h (b − z)² + λ TV(b)`.
 fn block_objective(z: &[f64], h: &[f64], lambda: f64, b: &[f64]) -> f64 {
-    common::half_weighted_squares(z, h, b) + lambda * fastpcam::states::squared::total_variation(b)
+    fastpcam::prox::half_weighted_squares(z, h, b)
+        + lambda * fastpcam::states::squared::total_variation(b)
 }
 
 proptest::proptest! {

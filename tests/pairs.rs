@@ -14,7 +14,7 @@ use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 
 fn objective(theta: &[f64], z: &[f64], h: &[f64], grid: Grid, lambda: f64) -> f64 {
-    common::half_weighted_squares(z, h, theta) + lambda * grid_tv(theta, grid)
+    fastpcam::prox::half_weighted_squares(z, h, theta) + lambda * grid_tv(theta, grid)
 }
 
 fn solve(z: &[f64], h: &[f64], grid: Grid, lambda: f64) -> Vec<f64> {

@@ -41,7 +41,7 @@ fn solve(y: &[f64], w: &[f64], lambda: f64) -> Vec<f64> {
 
 /// `½ Σ w (y − b)² + λ Σ |b_{t+1} − b_t|`.
 fn objective(y: &[f64], w: &[f64], lambda: f64, b: &[f64]) -> f64 {
-    common::half_weighted_squares(y, w, b) + lambda * total_variation(b)
+    fastpcam::prox::half_weighted_squares(y, w, b) + lambda * total_variation(b)
 }
 
 fn total_variation(b: &[f64]) -> f64 {

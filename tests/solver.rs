@@ -3,11 +3,12 @@
 mod common;
 
 use common::{
-    any_ratio, any_selection, assert_never_increases, assert_shapes_centred, bin_weighted,
-    cyclic_weights, fit_engine, grid_features, max_prediction_gap, mean_loss,
-    on_one_and_two_threads, on_threads, params, penalty, random_weights, squared, stop_at_call,
+    any_ratio, any_selection, any_small_problem, assert_converged_history, assert_never_increases,
+    assert_row_chunks_agree, assert_shapes_centred, cyclic_weights, early_stops, fit_engine,
+    for_each_reference_case, grid_features, max_prediction_gap, mean_loss, on_one_and_two_threads,
+    on_threads, params, penalty, squared,
 };
-use fastpcam::data::binning::{bin_data, BinningParams};
+use fastpcam::data::binning::{bin_data, BinnedData, BinningParams};
 use fastpcam::fit::solver::{fit, fit_binned, fit_path, lambda_max, Fit};
 use fastpcam::params::{Engine, FitParams, Penalty, Selection};
 use fastpcam::Rows;
@@ -51,16 +52,8 @@ fn objective(f: &Fit, x: &Array2<f64>, y: &Array1<f64>, w: Option<&[f64]>) -> f6
 /// jump, `[code_k(i) > t]`) plus an intercept, solved by scalar coordinate descent with
 /// soft-thresholding, sweeping until no coordinate moves by more than 1e-13. No dynamic
 /// programme, no blocks, no greedy rule.
-fn reference_objective(
-    x: &Array2<f64>,
-    y: &Array1<f64>,
-    w: &[f64],
-    lambda: f64,
-    max_bins: Option<usize>,
-) -> f64 {
-    let data = bin_weighted(x, w, max_bins);
-    let n = y.len();
-    let wt: f64 = w.iter().sum();
+fn reference_objective(data: &BinnedData, y: &Array1<f64>, w: &[f64], lambda: f64) -> f64 {
+    let (n, wt) = (y.len(), w.iter().sum::<f64>());
     // Columns: (feature, t) with indicator code > t.
     let cols: Vec<(usize, usize)> = (0..data.n_features())
         .flat_map(|k| (0..data.features[k].n_bins() - 1).map(move |t| (k, t)))
@@ -109,34 +102,32 @@ fn reference_objective(
 
 #[test]
 fn matches_the_slow_reference_on_small_problems() {
-    for (seed, lambda, max_bins) in [
+    let cases = [
         (1, 1e-3, None),
         (2, 1e-2, Some(6)),
         (3, 5e-2, None),
         (4, 0.0, Some(4)),
-    ] {
-        let (x, y) = data(60, 3, seed, 7);
-        let w = random_weights(seed + 100, 60);
-        for selection in [Selection::Greedy, Selection::Cyclic] {
-            let prm = params(Penalty::Absolute(lambda), selection, 1e-10, max_bins);
-            let f = squared(&x, &y, Some(&w), &prm);
-            assert!(
-                f.report.converged,
-                "{seed} {selection:?} kkt {}",
-                f.report.kkt_residual
-            );
-            let reference = reference_objective(&x, &y, &w, lambda, max_bins);
-            let ours = objective(&f, &x, &y, Some(&w));
+    ];
+    let rows = |seed| data(60, 3, seed, 7);
+    for_each_reference_case(
+        &cases,
+        rows,
+        reference_objective,
+        |(x, y, w), prm, reference, what| {
+            let w = Some(w);
+            let f = squared(x, y, w, prm);
+            assert!(f.report.converged, "{what} kkt {}", f.report.kkt_residual);
+            let ours = objective(&f, x, y, w);
             assert!(
                 (ours - reference).abs() <= 1e-6 * reference.abs(),
-                "{seed} {selection:?}: {ours} vs {reference}"
+                "{what}: {ours} vs {reference}"
             );
             assert!(
                 (ours - f.report.objective).abs() <= 1e-12 * ours.abs().max(1.0),
                 "reported objective"
             );
-        }
-    }
+        },
+    );
 }
 
 #[test]
@@ -150,14 +141,8 @@ fn kkt_residual_reaches_tol_and_history_is_monotone() {
         let prm = params(Penalty::Relative(1e-3), selection, 1e-6, Some(32));
         let f = fit_engine(&x, &y, None, &prm, engine);
         assert_eq!(f.engine, engine);
-        assert!(
-            f.report.converged && f.report.kkt_residual <= 1e-6,
-            "{selection:?}: {}",
-            f.report.kkt_residual
-        );
-        let h = &f.report.history.objective;
-        assert_eq!(h.len(), f.report.n_iter);
-        assert_never_increases(h, &format!("{selection:?}"));
+        let what = format!("{selection:?}");
+        assert_never_increases(assert_converged_history(&f, 1e-6, &what), &what);
     }
 }
 
@@ -245,15 +230,8 @@ fn shapes_are_centred() {
 #[test]
 fn time_budget_and_max_iter_stop_early() {
     let (x, y) = data(2_000, 4, 9, 25);
-    let mut p = params(Penalty::Relative(1e-4), Selection::Greedy, 0.0, None);
-    p.max_iter = 3;
-    let f = fit(Rows::new(x.view(), y.view(), None), &p, None).unwrap();
-    assert_eq!(f.report.n_iter, 3);
-    assert!(!f.report.converged);
-    let mut cb = stop_at_call(5);
-    p.max_iter = 1000;
-    let f = fit(Rows::new(x.view(), y.view(), None), &p, Some(&mut cb)).unwrap();
-    assert_eq!(f.report.n_iter, 4);
+    let (_, stopped) = early_stops(fit, &x, &y);
+    assert_eq!(stopped.report.n_iter, 4);
 }
 
 proptest! {
@@ -261,7 +239,7 @@ proptest! {
 
     #[test]
     fn serial_equals_parallel_and_objective_never_increases(
-        seed in 0u64..1_000, n in 40usize..400, p in 1usize..6, levels in 2usize..40,
+        (seed, n, p, levels) in any_small_problem(),
         ratio in any_ratio(),
         sel in any_selection(),
         tables in any::<bool>(), weighted in any::<bool>(),
@@ -300,15 +278,7 @@ fn serial_equals_parallel_across_row_chunks() {
     // More rows than one residual-update chunk, with weights, so every parallel path runs.
     let (x, y) = data(100_000, 5, 21, 300);
     let w: Vec<f64> = (0..100_000).map(|i| 0.5 + (i % 7) as f64).collect();
-    let prm = params(Penalty::Relative(1e-4), Selection::Greedy, 1e-9, Some(64));
-    let run = |threads| {
-        on_threads(threads, || {
-            fit(Rows::new(x.view(), y.view(), Some(&w)), &prm, None).unwrap()
-        })
-    };
-    let a = run(1);
-    assert!(a.report.n_iter > 10);
-    assert_eq!(a, run(2));
+    assert_row_chunks_agree(fit, &x, &y, &w);
 }
 
 #[test]

@@ -60,32 +60,28 @@ pub fn condat_tv1d(y: &[f64], lambda: f64, out: &mut [f64]) {
                 return;
             }
         }
+        // A jump after k⁻ (downward) or k⁺ (upward): close the segment at that candidate
+        // value and restart just after it.
         u_min += y[k + 1] - v_min;
-        if u_min < -lambda {
-            // Downward jump after k⁻: restart just after it.
-            out[k0..=k_minus].fill(v_min);
-            k0 = k_minus + 1;
-            k = k0;
-            k_minus = k0;
-            k_plus = k0;
-            v_min = y[k0];
-            v_max = v_min + 2.0 * lambda;
-            u_min = lambda;
-            u_max = -lambda;
-            continue;
+        let down = u_min < -lambda;
+        if !down {
+            u_max += y[k + 1] - v_max;
         }
-        u_max += y[k + 1] - v_max;
-        if u_max > lambda {
-            // Upward jump after k⁺: restart just after it.
-            out[k0..=k_plus].fill(v_max);
-            k0 = k_plus + 1;
-            k = k0;
-            k_minus = k0;
-            k_plus = k0;
-            v_max = y[k0];
-            v_min = v_max - 2.0 * lambda;
-            u_min = lambda;
-            u_max = -lambda;
+        if down || u_max > lambda {
+            let (end, value) = if down {
+                (k_minus, v_min)
+            } else {
+                (k_plus, v_max)
+            };
+            out[k0..=end].fill(value);
+            k0 = end + 1;
+            (k, k_minus, k_plus) = (k0, k0, k0);
+            (v_min, v_max) = if down {
+                (y[k0], y[k0] + 2.0 * lambda)
+            } else {
+                (y[k0] - 2.0 * lambda, y[k0])
+            };
+            (u_min, u_max) = (lambda, -lambda);
             continue;
         }
         // No jump: extend the segment and re-centre the candidates that left their range.

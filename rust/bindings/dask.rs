@@ -80,7 +80,7 @@ fn partition_stats<'py>(
     n_jobs: Option<usize>,
 ) -> PyResult<StatsOutput<'py>> {
     let (x, y) = (x.as_array(), y.as_array());
-    let w: Option<Vec<f64>> = sample_weight.map(|w| w.as_array().to_vec());
+    let w = super::weights(sample_weight);
     let tables = compute(py, "partition_stats", n_jobs, || {
         partition_tables(x, y, w.as_deref(), &cuts, &missing)
     })?;
@@ -113,7 +113,7 @@ fn bin_edges<'py>(
 ) -> PyResult<Vec<Bound<'py, PyArray1<f64>>>> {
     let x = x.as_array();
     let binning = config.binning((n_rows.unwrap_or(x.nrows()), x.ncols()));
-    let w: Option<Vec<f64>> = sample_weight.map(|w| w.as_array().to_vec());
+    let w = super::weights(sample_weight);
     let cuts = compute(py, "bin_edges", config.n_jobs, || {
         bin_data(x, w.as_deref(), &binning)
             .map(|d| d.features.into_iter().map(|f| f.cuts).collect::<Vec<_>>())

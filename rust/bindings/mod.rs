@@ -184,6 +184,14 @@ fn defaults() -> FitConfig {
     FitConfig::default()
 }
 
+/// Adds each constant `value` to the module `m` under its `name`, in the order listed: the
+/// facade reads the core's defaults and limits from these.
+macro_rules! add_constants {
+    ($m:expr, $($name:literal => $value:expr,)*) => {
+        $($m.add($name, $value)?;)*
+    };
+}
+
 /// The compiled core of fastpcam.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -195,45 +203,30 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sparse::register(m)?;
     dask::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add("DEFAULT_LAMBDA_RATIO", crate::params::DEFAULT_LAMBDA_RATIO)?;
-    m.add(
-        "AUTO_INTERACTIONS",
-        crate::fit::pairs::screen::AUTO_INTERACTIONS,
-    )?;
-    m.add("AUTO_L2_JUMPS", crate::fit::logistic::AUTO_L2_JUMPS)?;
-    m.add("KFOLD_ROWS", crate::fit::validation::KFOLD_ROWS)?;
-    m.add("PAIR_MIN_GAIN_SE", crate::fit::pairs::search::MIN_GAIN_SE)?;
-    m.add("PAIR_PATH_START", crate::fit::pairs::search::PATH_START)?;
-    m.add("PAIR_PATH_WOBBLE", crate::fit::pairs::search::PATH_WOBBLE)?;
-    m.add("PAIR_PATH_RISES", crate::fit::pairs::search::PATH_RISES)?;
-    m.add(
-        "PAIR_COARSE_FACTOR",
-        crate::fit::pairs::layout::COARSE_FACTOR,
-    )?;
-    m.add(
-        "PAIR_RESCUE_GAIN_SE",
-        crate::fit::pairs::rounds::RESCUE_GAIN_SE,
-    )?;
-    m.add("FINE_PAIRS", crate::fit::pairs::layout::FINE_PAIRS)?;
-    m.add("FINE_CELLS", crate::fit::pairs::layout::FINE_CELLS)?;
-    m.add("NARROW_SIDE", crate::fit::pairs::layout::NARROW_SIDE)?;
-    m.add("NARROW_CELLS", crate::fit::pairs::layout::NARROW_CELLS)?;
-    m.add(
-        "SECOND_ROUND_CUT",
-        crate::fit::pairs::rounds::SECOND_ROUND_CUT,
-    )?;
-    m.add("MAX_ROUNDS", crate::fit::pairs::rounds::MAX_ROUNDS)?;
-    m.add(
-        "AUTO_INTERACTION_BINS",
-        crate::params::AUTO_INTERACTION_BINS,
-    )?;
-    m.add(
-        "AUTO_INTERACTION_CELLS",
-        crate::params::AUTO_INTERACTION_CELLS,
-    )?;
-    m.add("VALIDATION_MIN_ROWS", crate::fit::validation::MIN_ROWS)?;
-    m.add("SPARSE_LAMBDA_RATIO", crate::params::SPARSE_LAMBDA_RATIO)?;
-    m.add("SPARSE_MAX_BINS", crate::params::SPARSE_MAX_BINS)?;
-    m.add("SPARSE_MAX_FEATURES", crate::params::SPARSE_MAX_FEATURES)?;
+    add_constants!(
+        m,
+        "DEFAULT_LAMBDA_RATIO" => crate::params::DEFAULT_LAMBDA_RATIO,
+        "AUTO_INTERACTIONS" => crate::fit::pairs::screen::AUTO_INTERACTIONS,
+        "AUTO_L2_JUMPS" => crate::fit::logistic::AUTO_L2_JUMPS,
+        "KFOLD_ROWS" => crate::fit::validation::KFOLD_ROWS,
+        "PAIR_MIN_GAIN_SE" => crate::fit::pairs::search::MIN_GAIN_SE,
+        "PAIR_PATH_START" => crate::fit::pairs::search::PATH_START,
+        "PAIR_PATH_WOBBLE" => crate::fit::pairs::search::PATH_WOBBLE,
+        "PAIR_PATH_RISES" => crate::fit::pairs::search::PATH_RISES,
+        "PAIR_COARSE_FACTOR" => crate::fit::pairs::layout::COARSE_FACTOR,
+        "PAIR_RESCUE_GAIN_SE" => crate::fit::pairs::rounds::RESCUE_GAIN_SE,
+        "FINE_PAIRS" => crate::fit::pairs::layout::FINE_PAIRS,
+        "FINE_CELLS" => crate::fit::pairs::layout::FINE_CELLS,
+        "NARROW_SIDE" => crate::fit::pairs::layout::NARROW_SIDE,
+        "NARROW_CELLS" => crate::fit::pairs::layout::NARROW_CELLS,
+        "SECOND_ROUND_CUT" => crate::fit::pairs::rounds::SECOND_ROUND_CUT,
+        "MAX_ROUNDS" => crate::fit::pairs::rounds::MAX_ROUNDS,
+        "AUTO_INTERACTION_BINS" => crate::params::AUTO_INTERACTION_BINS,
+        "AUTO_INTERACTION_CELLS" => crate::params::AUTO_INTERACTION_CELLS,
+        "VALIDATION_MIN_ROWS" => crate::fit::validation::MIN_ROWS,
+        "SPARSE_LAMBDA_RATIO" => crate::params::SPARSE_LAMBDA_RATIO,
+        "SPARSE_MAX_BINS" => crate::params::SPARSE_MAX_BINS,
+        "SPARSE_MAX_FEATURES" => crate::params::SPARSE_MAX_FEATURES,
+    );
     Ok(())
 }

@@ -106,8 +106,7 @@ fn fit_sparse<'py>(
     sample_weight: Option<PyReadonlyArray1<'py, f64>>,
     config: FitConfig,
 ) -> PyResult<SparseOutput<'py>> {
-    let (x, y) = (x.as_array(), y.as_array());
-    let w: Option<Vec<f64>> = sample_weight.map(|w| w.as_array().to_vec());
+    let (x, y, w) = (x.as_array(), y.as_array(), super::weights(sample_weight));
     let params = config.sparse_params(x.dim())?;
     let method: SparseMethod = config.method.parse()?;
     let grid = config.lambda_s_grid(x.ncols());

@@ -133,8 +133,7 @@ pub fn fit_logistic(
     params: &FitParams,
     callback: Option<Callback<'_>>,
 ) -> Result<Fit> {
-    params.check()?;
-    let (data, y) = (rows.bin(&params.binning)?, rows.y);
+    let (data, y) = rows.bin_checked(params)?;
     // The logistic solver runs on rows; pair terms (if asked for) start from the labels'
     // weighted mean.
     let mean = if params.pairs.any() {

@@ -71,8 +71,7 @@ pub fn fit_with_engine(
     engine: Engine,
     callback: Option<Callback<'_>>,
 ) -> Result<Fit> {
-    params.check()?;
-    let (data, y) = (rows.bin(&params.binning)?, rows.y);
+    let (data, y) = rows.bin_checked(params)?;
     // The engine asked for is also that of the fit with pairs on all rows (`Auto`: its own
     // cost model there, with the pair blocks).
     let params = &FitParams {

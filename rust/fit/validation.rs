@@ -237,6 +237,12 @@ impl Split {
         }
     }
 
+    /// The held-out rows and their weights, as the held-out losses take them
+    /// ([`holdout_loss`]).
+    pub(crate) fn held(&self) -> (&[usize], &[f64]) {
+        (&self.rows, &self.held_weights)
+    }
+
     /// Whether both sides have at least [`MIN_ROWS`] rows of positive weight.
     pub(crate) fn enough_rows(&self) -> bool {
         let positive = |w: &[f64]| w.iter().filter(|&&v| v > 0.0).count();
@@ -752,7 +758,7 @@ pub(crate) fn kfold_then_refit<S: DescentState>(
             let lm = lambda_max[f];
             let cb = reborrow(&mut callback);
             let fit = descend(d, &path_params, st, ratio * lm, lm, clock, cb);
-            let held = (&folds[f].rows[..], &folds[f].held_weights[..]);
+            let held = folds[f].held();
             total += held_total[f] * loss(d, fit.intercept, &fit.values, held);
             n_iter += fit.report.n_iter;
             stopped |= matches!(fit.report.stop, StopReason::Callback | StopReason::MaxTime);
@@ -1041,16 +1047,12 @@ mod tests {
         // statistics with weight 0 on the held-out rows): the same numbers, bit for bit.
         let (x, y) = tables_data(6_000, 8);
         let params = FitParams {
-            lambda: Penalty::Validated(Validation {
-                fraction: DEFAULT_VALIDATION_FRACTION,
-                seed: 3,
-            }),
             tol: 1e-6,
             binning: BinningParams {
                 max_bins: Some(64),
                 ..BinningParams::default()
             },
-            ..FitParams::default()
+            ..validated_params(3)
         };
         let ones = vec![1.0; y.len()];
         let mut unit = bin_data(x.view(), None, &params.binning).unwrap();
@@ -1080,6 +1082,17 @@ mod tests {
         }
     }
 
+    /// Asserts that two held-out paths (their searches and best blocks) are the same bit for
+    /// bit, and that the first tried at least three ratios.
+    fn assert_same_path<B: PartialEq + std::fmt::Debug>(
+        a: &(PenaltySearch, B),
+        b: &(PenaltySearch, B),
+    ) {
+        assert!(a.0.ratios.len() >= 3, "{:?}", a.0);
+        assert_eq!(a.0, b.0);
+        assert_eq!(a.1, b.1);
+    }
+
     /// The held-out split of `data` that `params` (from [`validated_params`]) draws.
     fn held_out_split(data: &BinnedData, params: &FitParams) -> Split {
         let Penalty::Validated(Validation { fraction, seed }) = params.lambda else {
@@ -1096,12 +1109,8 @@ mod tests {
         let w: Vec<f64> = (0..y.len()).map(|i| 0.5 + (i % 4) as f64).collect();
         for weights in [None, Some(&w[..])] {
             let mut data = bin_data(x.view(), weights, &params.binning).unwrap();
-            let Split {
-                rows,
-                held_weights,
-                train,
-            } = held_out_split(&data, &params);
-            let held = (&rows[..], &held_weights[..]);
+            let split = held_out_split(&data, &params);
+            let held = split.held();
             let offset = AtomicUsize::new(0);
             let state = |d: &BinnedData, kept: Option<&[usize]>, b| {
                 BlockState::with_start(d, targets_at(y.view(), kept).view(), b)
@@ -1112,23 +1121,21 @@ mod tests {
             let course = (&state as PathState<'_, BlockState>, &loss as PathLoss<'_>);
             let a = held_out_path(
                 &mut data,
-                train.clone(),
+                split.train.clone(),
                 &params,
                 course,
                 RULE,
                 (&offset, &mut None),
             )
             .unwrap();
-            let b = with_weights(&mut data, train.clone(), |d| {
+            let b = with_weights(&mut data, split.train.clone(), |d| {
                 let loss =
                     |c: f64, b: &[Vec<f64>]| holdout_loss(d, y.view(), (c, b), held, squared_error);
                 let state = squared_state(d, y.view(), None);
                 run_path(d, &params, &state, &loss, &offset, &mut None, RULE)
             })
             .unwrap();
-            assert!(a.0.ratios.len() >= 3, "{:?}", a.0);
-            assert_eq!(a.0, b.0);
-            assert_eq!(a.1, b.1);
+            assert_same_path(&a, &b);
         }
     }
 
@@ -1148,21 +1155,16 @@ mod tests {
         let y = y.mapv(|v| f64::from(v > median));
         let params = validated_params(4);
         let mut data = bin_data(x.view(), None, &params.binning).unwrap();
-        let Split {
-            rows,
-            held_weights,
-            train,
-        } = held_out_split(&data, &params);
-        let held = (&rows[..], &held_weights[..]);
-        let mean =
-            y.iter().zip(&train).map(|(y, w)| y * w).sum::<f64>() / train.iter().sum::<f64>();
+        let split = held_out_split(&data, &params);
+        let (held, train) = (split.held(), &split.train);
+        let mean = y.iter().zip(train).map(|(y, w)| y * w).sum::<f64>() / train.iter().sum::<f64>();
         let state = |d: &BinnedData, r: Option<&[usize]>, b| {
             let y = targets_at(y.view(), r);
             NewtonState::with_datafit(Logistic, d, y.view(), mean, b, Curvature::Newton)
         };
         let term = |w: f64, y: f64, eta: f64| w * crate::states::datafit::log_loss(y, eta);
         let offset = AtomicUsize::new(0);
-        let (kept, sub) = training_rows(&data, &train);
+        let (kept, sub) = training_rows(&data, train);
         let copied = {
             let full = &data;
             let loss = |c: f64, b: &[Vec<f64>]| holdout_loss(full, y.view(), (c, b), held, term);
@@ -1175,9 +1177,7 @@ mod tests {
             run_path(d, &params, &st, &loss, &offset, &mut None, RULE)
         })
         .unwrap();
-        assert!(copied.0.ratios.len() >= 3, "{:?}", copied.0);
-        assert_eq!(copied.0, swapped.0);
-        assert_eq!(copied.1, swapped.1);
+        assert_same_path(&copied, &swapped);
     }
 
     #[test]
@@ -1225,12 +1225,8 @@ mod tests {
         assert!(n < KFOLD_ROWS);
         let (x, y) = few_levels(n, 5);
         let params = FitParams {
-            lambda: Penalty::Validated(Validation {
-                fraction: DEFAULT_VALIDATION_FRACTION,
-                seed: 2,
-            }),
             tol: 1e-10,
-            ..FitParams::default()
+            ..validated_params(2)
         };
         let data = bin_data(x.view(), None, &params.binning).unwrap();
         let folds: Vec<Split> = stratified_folds(&vec![(); n], FOLDS, 2)
@@ -1265,7 +1261,7 @@ mod tests {
                 let cold =
                     fit_binned_engine(&d, y.view(), &params.at_ratio(r), None, Engine::Rows, None)
                         .unwrap();
-                let held = (&f.rows[..], &f.held_weights[..]);
+                let held = f.held();
                 total += f.rows.len() as f64
                     * holdout_loss(
                         &d,
@@ -1309,13 +1305,7 @@ mod tests {
 
     #[test]
     fn the_folds_run_below_kfold_rows_only() {
-        let params = FitParams {
-            lambda: Penalty::Validated(Validation {
-                fraction: DEFAULT_VALIDATION_FRACTION,
-                seed: 4,
-            }),
-            ..FitParams::default()
-        };
+        let params = validated_params(4);
         for (n, held) in [(KFOLD_ROWS - 1, KFOLD_ROWS - 1), (KFOLD_ROWS, 225)] {
             let (x, y) = few_levels(n, 6);
             let mut d = bin_data(x.view(), None, &params.binning).unwrap();

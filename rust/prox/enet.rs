@@ -132,12 +132,7 @@ fn dual_value(y: &[f64], w: &[f64], mu: &[f64], u: &[f64], lambda: f64, monotone
 
 /// The primal objective of `b` (compacted chain).
 fn primal_value(y: &[f64], w: &[f64], mu: &[f64], b: &[f64], lambda: f64) -> f64 {
-    let fit: f64 = y
-        .iter()
-        .zip(w)
-        .zip(b)
-        .map(|((y, w), b)| 0.5 * w * (y - b) * (y - b))
-        .sum();
+    let fit = super::half_weighted_squares(y, w, b);
     let pen: f64 = (0..b.len().saturating_sub(1))
         .map(|e| {
             let d = b[e + 1] - b[e];

@@ -9,3 +9,12 @@ pub mod grid;
 pub mod maxflow;
 pub mod monotone;
 pub mod smooth;
+
+/// The fit part of a block problem: `½ Σ_t h_t (b_t − z_t)²`, summed in order.
+pub fn half_weighted_squares(z: &[f64], h: &[f64], b: &[f64]) -> f64 {
+    z.iter()
+        .zip(h)
+        .zip(b)
+        .map(|((z, h), b)| 0.5 * h * (b - z) * (b - z))
+        .sum()
+}

@@ -130,13 +130,8 @@ mod tests {
     }
 
     fn objective(z: &[f64], h: &[f64], lambda: f64, b: &[f64]) -> f64 {
-        let fit: f64 = z
-            .iter()
-            .zip(h)
-            .zip(b)
-            .map(|((z, h), b)| 0.5 * h * (b - z) * (b - z))
-            .sum();
-        fit + lambda * b.windows(2).map(|w| (w[1] - w[0]).abs()).sum::<f64>()
+        crate::prox::half_weighted_squares(z, h, b)
+            + lambda * b.windows(2).map(|w| (w[1] - w[0]).abs()).sum::<f64>()
     }
 
     /// Brute force: the best monotone solution among those whose values are means of runs of

@@ -3,7 +3,7 @@
 
 use fastpcam::data::binning::{bin_data, BinnedData, BinningParams};
 use fastpcam::fit::loglink::LogLinkLoss;
-use fastpcam::fit::solver::{fit_with_engine, with_threads, Fit, Progress};
+use fastpcam::fit::solver::{fit_with_engine, with_threads, Callback, Fit, Progress};
 use fastpcam::fit::validation::{PenaltySearch, PATIENCE, START_RATIO, STEP};
 use fastpcam::model::report::{BinnedFit, FitReport};
 use fastpcam::params::{
@@ -368,11 +368,84 @@ pub fn stop_at_call(mut calls: usize) -> impl FnMut(&Progress) -> bool + Send {
     }
 }
 
-/// The fit part of a block problem: `½ Σ_t h_t (b_t − z_t)²`.
-pub fn half_weighted_squares(z: &[f64], h: &[f64], b: &[f64]) -> f64 {
-    z.iter()
-        .zip(h)
-        .zip(b)
-        .map(|((z, h), b)| 0.5 * h * (b - z) * (b - z))
-        .sum()
+/// A fit of rows by one of the crate's entry points (`solver::fit`, `logistic::fit_logistic`).
+pub type RowsFit = fn(Rows<'_>, &FitParams, Option<Callback<'_>>) -> Result<Fit, FastError>;
+
+/// Runs `check((x, y, w), params, reference, what)` on small weighted problems: per case
+/// `(seed, λ, max_bins)` of `cases`, the rows `x, y = data(seed)` with the weights
+/// `w = `[`random_weights`]`(seed + 100, n)`, their objective by the slow
+/// `reference(bins, y, w, λ)` (the rows binned with their weights, at most `max_bins` a
+/// feature), and the parameters of greedy and then cyclic selection at the absolute penalty
+/// `λ`, `tol = 1e-10` and `max_bins`; `what` names the case and the selection in a failure.
+pub fn for_each_reference_case(
+    cases: &[(u64, f64, Option<usize>)],
+    data: impl Fn(u64) -> (Array2<f64>, Array1<f64>),
+    reference: impl Fn(&BinnedData, &Array1<f64>, &[f64], f64) -> f64,
+    mut check: impl FnMut((&Array2<f64>, &Array1<f64>, &[f64]), &FitParams, f64, &str),
+) {
+    for &(seed, lambda, max_bins) in cases {
+        let (x, y) = data(seed);
+        let w = random_weights(seed + 100, x.nrows());
+        let objective = reference(&bin_weighted(&x, &w, max_bins), &y, &w, lambda);
+        for selection in [Selection::Greedy, Selection::Cyclic] {
+            let prm = params(Penalty::Absolute(lambda), selection, 1e-10, max_bins);
+            check(
+                (&x, &y, &w),
+                &prm,
+                objective,
+                &format!("{seed} {selection:?}"),
+            );
+        }
+    }
+}
+
+/// Asserts that `f` converged with a KKT residual at most `tol` and recorded one objective
+/// per block update; `what` names the fit in a failure. Returns the recorded objectives.
+pub fn assert_converged_history<'a>(f: &'a Fit, tol: f64, what: &str) -> &'a [f64] {
+    assert!(
+        f.report.converged && f.report.kkt_residual <= tol,
+        "{what}: {}",
+        f.report.kkt_residual
+    );
+    let h = &f.report.history.objective;
+    assert_eq!(h.len(), f.report.n_iter);
+    h
+}
+
+/// The early stops of `fit` on `x, y` (ratio `1e-4`, greedy, `tol = 0`): the fit with
+/// `max_iter = 3`, asserted to stop after 3 block updates without converging, and the fit
+/// with `max_iter = 1000` whose callback asks to stop at its 5th call ([`stop_at_call`]).
+pub fn early_stops(fit: RowsFit, x: &Array2<f64>, y: &Array1<f64>) -> (Fit, Fit) {
+    let mut p = params(Penalty::Relative(1e-4), Selection::Greedy, 0.0, None);
+    p.max_iter = 3;
+    let at_max_iter = fit(Rows::new(x.view(), y.view(), None), &p, None).unwrap();
+    assert_eq!(at_max_iter.report.n_iter, 3);
+    assert!(!at_max_iter.report.converged);
+    let mut cb = stop_at_call(5);
+    p.max_iter = 1000;
+    let stopped = fit(Rows::new(x.view(), y.view(), None), &p, Some(&mut cb)).unwrap();
+    (at_max_iter, stopped)
+}
+
+/// The fit by `fit` of `x, y` with the weights `w` (ratio `1e-4`, greedy, `tol = 1e-9`, 64
+/// bins) on 1 thread, asserted to take more than 10 block updates and to be the same bit for
+/// bit on 2 threads (time stamps aside): on rows enough for several chunks every parallel path
+/// runs.
+pub fn assert_row_chunks_agree(fit: RowsFit, x: &Array2<f64>, y: &Array1<f64>, w: &[f64]) -> Fit {
+    let prm = params(Penalty::Relative(1e-4), Selection::Greedy, 1e-9, Some(64));
+    let run = |threads| {
+        on_threads(threads, || {
+            fit(Rows::new(x.view(), y.view(), Some(w)), &prm, None).unwrap()
+        })
+    };
+    let a = run(1);
+    assert!(a.report.n_iter > 10);
+    assert_eq!(a, run(2));
+    a
+}
+
+/// The sizes of the small random problems of the property tests: `(seed, n, p, levels)`, the
+/// seed, rows, features and distinct values a feature.
+pub fn any_small_problem() -> impl Strategy<Value = (u64, usize, usize, usize)> {
+    (0u64..1_000, 40usize..400, 1usize..6, 2usize..40)
 }
