@@ -133,7 +133,7 @@ pub fn fit_logistic(
     params: &FitParams,
     callback: Option<Callback<'_>>,
 ) -> Result<Fit> {
-    let (data, y) = rows.bin_checked(params)?;
+    let (data, y) = crate::fit::bin_checked(&rows, params)?;
     // The logistic solver runs on rows; pair terms (if asked for) start from the labels'
     // weighted mean.
     let mean = if params.pairs.any() {

@@ -71,7 +71,7 @@ pub fn fit_with_engine(
     engine: Engine,
     callback: Option<Callback<'_>>,
 ) -> Result<Fit> {
-    let (data, y) = rows.bin_checked(params)?;
+    let (data, y) = crate::fit::bin_checked(&rows, params)?;
     // The engine asked for is also that of the fit with pairs on all rows (`Auto`: its own
     // cost model there, with the pair blocks).
     let params = &FitParams {

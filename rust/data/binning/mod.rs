@@ -40,7 +40,6 @@ use rand::SeedableRng;
 use rayon::prelude::*;
 
 use crate::error::{check_len, check_weights, FastError, Result};
-use crate::params::FitParams;
 use codes::{assign_codes, recode};
 pub use codes::{bin_column_with_cuts, bin_of, bin_weights, bins_of_batch, for_each_batch, BATCH};
 pub use cuts::midpoint_cut;
@@ -387,16 +386,6 @@ impl<'a> Rows<'a> {
     pub fn bin(&self, params: &BinningParams) -> Result<BinnedData> {
         crate::error::check_target_len(self.y.len(), self.x.nrows())?;
         bin_data(self.x, self.weights, params)
-    }
-
-    /// Checks the fit parameters `params` ([`FitParams::check`]), then bins these rows with
-    /// their binning ([`Rows::bin`]): the binned data and the targets.
-    ///
-    /// # Errors
-    /// As [`FitParams::check`], then as [`Rows::bin`].
-    pub fn bin_checked(&self, params: &FitParams) -> Result<(BinnedData, ArrayView1<'a, f64>)> {
-        params.check()?;
-        Ok((self.bin(&params.binning)?, self.y))
     }
 }
 
