@@ -32,6 +32,16 @@ pub fn lambda_max(data: &BinnedData, y: ArrayView1<'_, f64>) -> Result<f64> {
 /// an iteration is at least twice cheaper with them, and their memory stays below
 /// `max(256 MiB, the codes' bytes × 4)` (so below half of X's bytes for 8-bit codes).
 pub fn choose_engine(data: &BinnedData) -> Engine {
+    choose_engine_at(data, TABLES_PAY)
+}
+
+/// [`choose_engine`]'s factor: the tables engine where an iteration is at least this many
+/// times cheaper with it.
+pub const TABLES_PAY: f64 = 2.0;
+
+/// [`choose_engine`] with the tables where an iteration is at least `pay` times cheaper with
+/// them (the same memory bound).
+pub fn choose_engine_at(data: &BinnedData, pay: f64) -> Engine {
     let n = data.n_samples as f64;
     let p = data.n_features();
     let total_bins: usize = data.features.iter().map(|f| f.n_bins()).sum();
@@ -39,7 +49,7 @@ pub fn choose_engine(data: &BinnedData) -> Engine {
     let rows_cost = n * (p as f64 + 1.0);
     let tables_cost = mean_bins * total_bins as f64;
     let budget = (256usize << 20).max(4 * data.n_samples * p);
-    if p >= 2 && rows_cost > 2.0 * tables_cost && table_bytes(data) <= budget {
+    if p >= 2 && rows_cost > pay * tables_cost && table_bytes(data) <= budget {
         Engine::Tables
     } else {
         Engine::Rows
@@ -152,4 +162,39 @@ pub(crate) fn tables_shell(
         weights: None,
         total_weight: tables.total_weight,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::binning::{bin_data, BinningParams};
+    use ndarray::Array2;
+
+    /// Four features of 64 levels on `n` rows: an iteration costs `5n` on the rows and
+    /// `4 · 64²` on the tables.
+    fn levels(n: usize) -> BinnedData {
+        let x = Array2::from_shape_fn((n, 4), |(i, j)| ((i * (2 * j + 1) + j) % 64) as f64);
+        let params = BinningParams {
+            max_bins: Some(64),
+            ..BinningParams::default()
+        };
+        bin_data(x.view(), None, &params).unwrap()
+    }
+
+    /// The tables where an iteration is at least `pay` times cheaper with them: at 1.5 times
+    /// cheaper the default factor keeps the rows and a factor of one takes the tables; far
+    /// below or above, both agree.
+    #[test]
+    fn the_engine_follows_the_cost_ratio_and_its_factor() {
+        for (n, default, at_one) in [
+            (1_000, Engine::Rows, Engine::Rows),
+            (4_915, Engine::Rows, Engine::Tables),
+            (20_000, Engine::Tables, Engine::Tables),
+        ] {
+            let data = levels(n);
+            assert!(data.features.iter().all(|f| f.n_bins() == 64));
+            assert_eq!(choose_engine(&data), default, "{n} rows");
+            assert_eq!(choose_engine_at(&data, 1.0), at_one, "{n} rows");
+        }
+    }
 }

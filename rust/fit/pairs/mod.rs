@@ -77,7 +77,7 @@ use crate::model::report::{
 use rand::SeedableRng;
 
 use crate::params::{Engine, FitParams, Grid, Interactions, PairLink, Validation};
-use crate::states::engine::choose_engine;
+use crate::states::engine::choose_engine_at;
 use layout::{add_pair_blocks, grid_of, layouts, pair_feature, with_pair_shapes};
 use rounds::{choose_layout, Kept};
 use search::{held_out_penalty, pair_split, Blocks, PairSearch};
@@ -502,9 +502,23 @@ fn finish<S: PairDescent>(
     }
 }
 
+/// The fit on all rows takes the tables engine where an update is at least this many times
+/// cheaper there by [`choose_engine_at`]'s cost model (every other fit: twice): its steepest
+/// blocks are solved together on their own tables between rounds
+/// (`crate::states::extrapolate`), at a share of that cost. Measured at the defaults on
+/// 300,000 rows (`benches/python/scale_rows.py`'s generators, one fit each): `smoke_pairs`
+/// (8 pairs) the fit on all rows 4.45 s on the rows (2,752 updates) → 2.94 s on the tables
+/// (1,495), `mixed` (4 pairs) 4.61 s → 1.05 s (1,804 → 265 updates), the same test MSE. No
+/// fit of the benchmark tables changes engine (`564_fried`, `344_mv`, `1193_BNG_lowbwt`,
+/// `218_house_8L`, `574_house_16H`, `537_houses`, `1199_BNG_echoMonths`, `elevators`
+/// checked: rows either way); `537_houses` forced onto the tables takes 16.1 s against
+/// 8.6 s, so the factor stays at one.
+pub const FINISH_TABLES_PAY: f64 = 1.0;
+
 /// The state of the fit on all rows ([`finish`]) at `init`, and its engine: on the
 /// co-occurrence tables of every block (main effects, pairs and smooth parts) where `engine`
-/// asks for them ([`Engine::Auto`]: where [`choose_engine`] picks them for these blocks) and
+/// asks for them ([`Engine::Auto`]: where [`choose_engine_at`] picks them for these blocks at
+/// [`FINISH_TABLES_PAY`]) and
 /// the loss has them ([`PairDescent::on_tables`]), else on the rows (`state`). An update then
 /// costs `O(B_k · Σ_j B_j)` whatever the rows, after one pass over them to build the
 /// tables: the fit on all rows was the one cost of the stage that grew with the rows.
@@ -518,7 +532,7 @@ fn all_rows_state<S: PairDescent>(
     let tables = match engine {
         Engine::Rows => false,
         Engine::Tables => true,
-        Engine::Auto => choose_engine(data) == Engine::Tables,
+        Engine::Auto => choose_engine_at(data, FINISH_TABLES_PAY) == Engine::Tables,
     };
     if tables {
         if let Some(st) = S::on_tables(data, y, init.clone()) {
