@@ -280,10 +280,9 @@ impl PairDescent for BlockState {
         // also solved together on their co-occurrence tables ([`solve_working_set`]). Both
         // engines extrapolate (on the tables engine the direction moves the sums through
         // the tables, [`BlockState::tables_line`]).
-        let together = rows && params.sweep_share > 0.0 && data.n_samples >= TOGETHER_MIN_ROWS;
-        // On the tables engine the fit on all rows solves its steepest blocks (pairs and
-        // smooth parts too) together on their own tables ([`solve_table_working_set`]).
-        let together_tables = !rows && params.sweep_share > 0.0;
+        // On the tables engine its steepest blocks (pairs and smooth parts too) are solved
+        // together on their own tables.
+        let together = params.sweep_share > 0.0 && (!rows || data.n_samples >= TOGETHER_MIN_ROWS);
         descend_in_rounds(
             (self, true),
             (data, params),
@@ -294,8 +293,6 @@ impl PairDescent for BlockState {
                 round_step(data, (st, Mode::InPlace), before, shapes, lambda);
                 if together {
                     solve_working_set(st, data, params, lambda, start);
-                } else if together_tables {
-                    solve_table_working_set(st, data, params, lambda, start);
                 }
             },
         )
@@ -322,28 +319,49 @@ pub const TOGETHER_MAX_ITER: usize = 20_000;
 /// violation first, above the tolerance) while their co-occurrence tables stay within
 /// [`TOGETHER_ROWS_PER_ENTRY`]; at least two, at most [`TOGETHER_BLOCKS`].
 fn together_blocks(st: &BlockState, data: &BinnedData, lambda: f64, tol: f64) -> Vec<usize> {
+    let budget = data.n_samples / TOGETHER_ROWS_PER_ENTRY;
+    let mut entries = 0usize;
+    let bins = |k: usize| data.features[k].n_bins();
+    steepest_together(
+        st,
+        data,
+        (lambda, tol, TOGETHER_BLOCKS),
+        |k| st.shape(k).grid.is_none(),
+        |chosen, k| {
+            let more: usize = chosen.iter().map(|&j| bins(k) * bins(j)).sum();
+            let fits = entries + more <= budget;
+            entries += if fits { more } else { 0 };
+            fits
+        },
+    )
+}
+
+/// The blocks of `st` to solve together from fresh sums: those `eligible` takes (and that
+/// have more than one bin) whose KKT violation is above half the tolerance `tol`, steepest
+/// first, each kept where `fits(chosen so far, block)`; at least two, at most `most` (none
+/// where fewer than two).
+fn steepest_together(
+    st: &BlockState,
+    data: &BinnedData,
+    (lambda, tol, most): (f64, f64, usize),
+    eligible: impl Fn(usize) -> bool,
+    mut fits: impl FnMut(&[usize], usize) -> bool,
+) -> Vec<usize> {
     let mut scores = vec![crate::descent::selection::BlockScore::default(); st.beta.len()];
     DescentState::score(st, lambda, &mut scores);
     let unit = if lambda > 0.0 { lambda } else { 1.0 };
-    let mut chains: Vec<usize> = (0..st.beta.len())
+    let mut steep: Vec<usize> = (0..st.beta.len())
         .filter(|&k| {
-            st.shape(k).grid.is_none()
-                && data.features[k].n_bins() > 1
-                && scores[k].max_d > 0.5 * tol * unit
+            eligible(k) && data.features[k].n_bins() > 1 && scores[k].max_d > 0.5 * tol * unit
         })
         .collect();
-    chains.sort_by(|&a, &b| scores[b].max_d.total_cmp(&scores[a].max_d).then(a.cmp(&b)));
-    let budget = data.n_samples / TOGETHER_ROWS_PER_ENTRY;
-    let mut chosen: Vec<usize> = Vec::with_capacity(TOGETHER_BLOCKS);
-    let mut entries = 0usize;
-    for k in chains {
-        if chosen.len() == TOGETHER_BLOCKS {
+    steep.sort_by(|&a, &b| scores[b].max_d.total_cmp(&scores[a].max_d).then(a.cmp(&b)));
+    let mut chosen: Vec<usize> = Vec::with_capacity(most);
+    for k in steep {
+        if chosen.len() == most {
             break;
         }
-        let bk = data.features[k].n_bins();
-        let more: usize = chosen.iter().map(|&j| bk * data.features[j].n_bins()).sum();
-        if entries + more <= budget {
-            entries += more;
+        if fits(&chosen, k) {
             chosen.push(k);
         }
     }
@@ -353,14 +371,22 @@ fn together_blocks(st: &BlockState, data: &BinnedData, lambda: f64, tol: f64) ->
     chosen
 }
 
-/// Solves the steepest main effects of a fit on all rows together ([`together_blocks`]),
-/// every other block and the intercept's share of them fixed: the problem of those blocks
-/// alone, on the tables engine built from their codes and the target
-/// ([`BlockState::working_target`]), by the extrapolated descent of the tables engine to half
-/// the tolerance, and the state moved to its solution where that lowers the objective exactly
-/// ([`BlockState::move_along`]). Two strongly correlated main effects (a feature and a near
-/// copy) trade their violations for thousands of updates, each costing passes over the
-/// rows; on their tables those updates cost `O(B_j B_k)`. Leaves every block's sums fresh.
+/// Solves the steepest blocks of a fit on all rows together, every other block and the
+/// intercept's share of them fixed, to half the tolerance ([`solved_together`]), and moves
+/// the state to that solution where that lowers the objective exactly
+/// ([`BlockState::move_along`]). Leaves every block's sums fresh.
+///
+/// * **Rows engine:** the steepest main effects ([`together_blocks`]) on the tables built from
+///   their codes and their target ([`BlockState::working_target`]). Two strongly correlated
+///   main effects (a feature and a near copy) trade their violations for thousands of
+///   updates, each costing passes over the rows; on their tables those updates cost
+///   `O(B_j B_k)`.
+/// * **Tables engine:** the steepest blocks, pairs and smooth parts included
+///   ([`table_together_blocks`]), on their own tables ([`BlockState::working_tables`]: no pass
+///   over the other blocks). An update there costs `O(B_k Σ_{j∈ws} B_j)` instead of
+///   `O(B_k Σ_j B_j)`: a main effect, its near copy and their pairs trade their violations
+///   for thousands of updates while the many-binned blocks elsewhere (a 2,000-level id, the
+///   smooth parts) wait.
 fn solve_working_set(
     st: &mut BlockState,
     data: &BinnedData,
@@ -368,129 +394,56 @@ fn solve_working_set(
     lambda: f64,
     start: Instant,
 ) {
-    let ws = together_blocks(st, data, lambda, params.tol);
+    let on_tables = st.uses_tables();
+    let ws = if on_tables {
+        table_together_blocks(st, data, lambda, params.tol)
+    } else {
+        together_blocks(st, data, lambda, params.tol)
+    };
     if ws.is_empty() {
         return;
     }
-    let Some(target) = st.working_target(data, &ws) else {
+    let problem = if on_tables {
+        table_problem(st, data, &ws)
+    } else {
+        rows_problem(st, data, &ws)
+    };
+    let Some((sub, tables)) = problem else {
         return;
     };
+    let Some((d, dc)) = solved_together(st, &ws, (&sub, tables), params, (lambda, start)) else {
+        return;
+    };
+    // The move from the blocks now to that solution, taken where it lowers the objective.
+    let along = if on_tables {
+        st.tables_line(&d, dc)
+    } else {
+        Some(Along::Rows(row_direction(data, &d, dc)))
+    };
+    if let Some(along) = along {
+        st.move_along(data, (1.0, dc, &d, &along), lambda);
+    }
+}
+
+/// The problem of the blocks `ws` alone on the rows engine: their features and the tables
+/// built from their codes and their target ([`BlockState::working_target`]).
+fn rows_problem(st: &BlockState, data: &BinnedData, ws: &[usize]) -> Option<(BinnedData, Tables)> {
+    let target = st.working_target(data, ws)?;
     let sub = BinnedData {
         n_samples: data.n_samples,
         features: ws.iter().map(|&k| data.features[k].clone()).collect(),
         weights: data.weights.clone(),
         total_weight: data.total_weight,
     };
-    let Ok(tables) = Tables::build(&sub, ArrayView1::from(&target[..])) else {
-        return;
-    };
-    let init = ws.iter().map(|&k| st.beta[k].clone()).collect();
-    let mut alone = BlockState::with_tables(&sub, Arc::new(tables), init);
-    let main = &params.shapes;
-    let prm = FitParams {
-        shapes: Shapes {
-            monotone: ws.iter().map(|&k| main.get(k).monotone).collect(),
-            penalty_factor: ws.iter().map(|&k| main.get(k).factor).collect(),
-            grids: Vec::new(),
-            links: Vec::new(),
-            l2: main.l2,
-            grid_l2: Vec::new(),
-        },
-        tol: 0.5 * params.tol,
-        max_iter: TOGETHER_MAX_ITER,
-        selection: Selection::Auto,
-        sweep_share: 0.0,
-        ..params.clone()
-    };
-    let fit = descend_in_rounds(
-        (&mut alone, true),
-        (&sub, &prm),
-        (lambda, lambda),
-        start,
-        None,
-        |s, before, shapes| round_step(&sub, (s, Mode::InPlace), before, shapes, lambda),
-    );
-    if matches!(fit.report.stop, StopReason::Callback) {
-        return;
-    }
-    // The move from the blocks now to that solution, taken where it lowers the objective.
-    let mut d: Vec<Vec<f64>> = st.beta.iter().map(|b| vec![0.0; b.len()]).collect();
-    for (&k, b) in ws.iter().zip(&fit.values) {
-        d[k] = b.iter().zip(&st.beta[k]).map(|(x, y)| x - y).collect();
-    }
-    let u = row_direction(data, &d, fit.intercept);
-    st.move_along(data, (1.0, fit.intercept, &d, &Along::Rows(u)), lambda);
+    let tables = Tables::build(&sub, ArrayView1::from(&target[..])).ok()?;
+    Some((sub, tables))
 }
 
-/// At most this many blocks are solved together between the rounds of a fit with pairs on
-/// the tables engine ([`solve_table_working_set`]). Measured on 1M Black-Smoke-shaped rows
-/// with pair effects (`benches/python/scale_rows.py`'s `smoke_pairs`; 34 blocks: 14 main
-/// effects, 10 pairs, 10 smooth parts): the fit on all rows took 10,123 updates without
-/// working sets; with at most 5, 8, 12 and 16 blocks 3,302, 1,795, 1,089 and 798, and 8 was
-/// the fastest (its first solve together takes about 7,600 updates of its own, each on its
-/// blocks' tables alone: the two near-copy temperature columns and their pairs).
-pub const TABLE_TOGETHER_BLOCKS: usize = 8;
-
-/// The blocks solved together on the tables engine hold at most `1/TABLE_TOGETHER_SHARE` of
-/// every block's bins, so that an update among them costs at most that share of one in the
-/// whole fit.
-pub const TABLE_TOGETHER_SHARE: usize = 4;
-
-/// The blocks to solve together on the tables engine from fresh sums: the steepest (largest
-/// KKT violation first, above half the tolerance), chains and grids alike, while their bins
-/// stay within `1/TABLE_TOGETHER_SHARE` of all blocks'; at least two, at most
-/// [`TABLE_TOGETHER_BLOCKS`]; increasing.
-fn table_together_blocks(st: &BlockState, data: &BinnedData, lambda: f64, tol: f64) -> Vec<usize> {
-    let mut scores = vec![crate::descent::selection::BlockScore::default(); st.beta.len()];
-    DescentState::score(st, lambda, &mut scores);
-    let unit = if lambda > 0.0 { lambda } else { 1.0 };
-    let mut steep: Vec<usize> = (0..st.beta.len())
-        .filter(|&k| data.features[k].n_bins() > 1 && scores[k].max_d > 0.5 * tol * unit)
-        .collect();
-    steep.sort_by(|&a, &b| scores[b].max_d.total_cmp(&scores[a].max_d).then(a.cmp(&b)));
-    let all: usize = data.features.iter().map(|f| f.n_bins()).sum();
-    let budget = all / TABLE_TOGETHER_SHARE;
-    let mut chosen: Vec<usize> = Vec::with_capacity(TABLE_TOGETHER_BLOCKS);
-    let mut bins = 0usize;
-    for k in steep {
-        if chosen.len() == TABLE_TOGETHER_BLOCKS {
-            break;
-        }
-        let bk = data.features[k].n_bins();
-        if bins + bk <= budget {
-            bins += bk;
-            chosen.push(k);
-        }
-    }
-    if chosen.len() < 2 {
-        chosen.clear();
-    }
-    chosen.sort_unstable();
-    chosen
-}
-
-/// [`solve_working_set`] on the tables engine: the steepest blocks ([`table_together_blocks`],
-/// pair blocks and smooth parts included, with their transfers where both main effects are
-/// among them) solved together on their own tables ([`BlockState::working_tables`]: no pass
-/// over the other blocks), every other block fixed, to half the tolerance; the state moved
-/// to that solution where that lowers the objective exactly ([`BlockState::move_along`]).
-/// An update there costs `O(B_k Σ_{j∈ws} B_j)` instead of `O(B_k Σ_j B_j)`: a main effect,
-/// its near copy and their pairs trade their violations for thousands of updates while the
-/// many-binned blocks elsewhere (a 2,000-level id, the smooth parts) wait.
-fn solve_table_working_set(
-    st: &mut BlockState,
-    data: &BinnedData,
-    params: &FitParams,
-    lambda: f64,
-    start: Instant,
-) {
-    let ws = table_together_blocks(st, data, lambda, params.tol);
-    if ws.is_empty() {
-        return;
-    }
-    let Some(tables) = st.working_tables(&ws) else {
-        return;
-    };
+/// The problem of the blocks `ws` alone on the tables engine: their bins (no codes: that
+/// engine never reads the rows) and their statistics from the state's
+/// ([`BlockState::working_tables`]).
+fn table_problem(st: &BlockState, data: &BinnedData, ws: &[usize]) -> Option<(BinnedData, Tables)> {
+    let tables = st.working_tables(ws)?;
     let sub = BinnedData {
         n_samples: data.n_samples,
         features: ws
@@ -508,10 +461,65 @@ fn solve_table_working_set(
         weights: None,
         total_weight: data.total_weight,
     };
+    Some((sub, tables))
+}
+
+/// At most this many blocks are solved together between the rounds of a fit with pairs on
+/// the tables engine ([`solve_working_set`]). Measured on 1M Black-Smoke-shaped rows
+/// with pair effects (`benches/python/scale_rows.py`'s `smoke_pairs`; 34 blocks: 14 main
+/// effects, 10 pairs, 10 smooth parts): the fit on all rows took 10,123 updates without
+/// working sets; with at most 5, 8, 12 and 16 blocks 3,302, 1,795, 1,089 and 798, and 8 was
+/// the fastest (its first solve together takes about 7,600 updates of its own, each on its
+/// blocks' tables alone: the two near-copy temperature columns and their pairs).
+pub const TABLE_TOGETHER_BLOCKS: usize = 8;
+
+/// The blocks solved together on the tables engine hold at most `1/TABLE_TOGETHER_SHARE` of
+/// every block's bins, so that an update among them costs at most that share of one in the
+/// whole fit.
+pub const TABLE_TOGETHER_SHARE: usize = 4;
+
+/// The blocks to solve together on the tables engine from fresh sums: the steepest (largest
+/// KKT violation first, above half the tolerance), chains and grids alike, while their bins
+/// stay within `1/TABLE_TOGETHER_SHARE` of all blocks'; at least two, at most
+/// [`TABLE_TOGETHER_BLOCKS`]; increasing.
+fn table_together_blocks(st: &BlockState, data: &BinnedData, lambda: f64, tol: f64) -> Vec<usize> {
+    let all: usize = data.features.iter().map(|f| f.n_bins()).sum();
+    let budget = all / TABLE_TOGETHER_SHARE;
+    let mut bins = 0usize;
+    let mut chosen = steepest_together(
+        st,
+        data,
+        (lambda, tol, TABLE_TOGETHER_BLOCKS),
+        |_| true,
+        |_, k| {
+            let bk = data.features[k].n_bins();
+            let fits = bins + bk <= budget;
+            bins += if fits { bk } else { 0 };
+            fits
+        },
+    );
+    chosen.sort_unstable();
+    chosen
+}
+
+/// The blocks `ws` (increasing) of `st` solved together on `tables`, the statistics of their
+/// problem alone (`sub`: their features), every other block and the intercept's share of
+/// them fixed, by the extrapolated descent of the tables engine to half the tolerance
+/// ([`TOGETHER_MAX_ITER`] updates at most), with their shapes in `params` (and the transfers
+/// of each pair whose two main effects are among them): the direction from the blocks now
+/// to that solution (zero outside `ws`) and the intercept's change; `None` where the
+/// callback (Ctrl-C) stopped it.
+fn solved_together(
+    st: &BlockState,
+    ws: &[usize],
+    (sub, tables): (&BinnedData, Tables),
+    params: &FitParams,
+    (lambda, start): (f64, Instant),
+) -> Option<(Vec<Vec<f64>>, f64)> {
     let init = ws.iter().map(|&k| st.beta[k].clone()).collect();
-    let mut alone = BlockState::with_tables(&sub, Arc::new(tables), init);
+    let mut alone = BlockState::with_tables(sub, Arc::new(tables), init);
     let main = &params.shapes;
-    let index = |k: usize| ws.binary_search(&k).ok();
+    let index = |k: usize| ws.iter().position(|&j| j == k);
     let links = main
         .links
         .iter()
@@ -527,10 +535,7 @@ fn solve_table_working_set(
         shapes: Shapes {
             monotone: ws.iter().map(|&k| main.get(k).monotone).collect(),
             penalty_factor: ws.iter().map(|&k| main.get(k).factor).collect(),
-            grids: ws
-                .iter()
-                .map(|&k| main.grids.get(k).copied().flatten())
-                .collect(),
+            grids: ws.iter().map(|&k| main.get(k).grid).collect(),
             links,
             l2: main.l2,
             grid_l2: ws
@@ -546,22 +551,20 @@ fn solve_table_working_set(
     };
     let fit = descend_in_rounds(
         (&mut alone, true),
-        (&sub, &prm),
+        (sub, &prm),
         (lambda, lambda),
         start,
         None,
-        |s, before, shapes| round_step(&sub, (s, Mode::InPlace), before, shapes, lambda),
+        |s, before, shapes| round_step(sub, (s, Mode::InPlace), before, shapes, lambda),
     );
     if matches!(fit.report.stop, StopReason::Callback) {
-        return;
+        return None;
     }
     let mut d: Vec<Vec<f64>> = st.beta.iter().map(|b| vec![0.0; b.len()]).collect();
     for (&k, b) in ws.iter().zip(&fit.values) {
         d[k] = b.iter().zip(&st.beta[k]).map(|(x, y)| x - y).collect();
     }
-    if let Some(along) = st.tables_line(&d, fit.intercept) {
-        st.move_along(data, (1.0, fit.intercept, &d, &along), lambda);
-    }
+    Some((d, fit.intercept))
 }
 
 /// The one dispatch of an extrapolating fit (the squared loss's main effects, and

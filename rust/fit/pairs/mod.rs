@@ -697,7 +697,7 @@ mod tests {
 
     /// [`pair_fits_on`] on the tables engine with the working set of the fit on all rows:
     /// between rounds its steepest blocks are solved together on their own tables
-    /// (`solve_table_working_set`); the same optimum as without, with its certificate, in
+    /// (`solve_working_set`); the same optimum as without, with its certificate, in
     /// fewer updates of the whole problem (measured: 3,845 → 2,757; the working set's own
     /// updates, not counted, read its blocks' tables only).
     #[test]
