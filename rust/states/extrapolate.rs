@@ -276,12 +276,11 @@ impl PairDescent for BlockState {
         callback: Option<Callback<'_>>,
     ) -> BinnedFit {
         let rows = self.sums_and_residual().1.is_some();
-        // The fit on all rows (a working set): between rounds, the steepest main effects are
-        // also solved together on their co-occurrence tables ([`solve_working_set`]). Both
-        // engines extrapolate (on the tables engine the direction moves the sums through
-        // the tables, [`BlockState::tables_line`]).
-        // On the tables engine its steepest blocks (pairs and smooth parts too) are solved
-        // together on their own tables.
+        // The fit on all rows (a working set): between rounds, its steepest blocks are also
+        // solved together on their own co-occurrence tables ([`solve_working_set`]: main
+        // effects on the rows engine from `TOGETHER_MIN_ROWS` rows, pairs and smooth parts
+        // too on the tables engine). Both engines extrapolate (on the tables engine the
+        // direction moves the sums through the tables, [`BlockState::tables_line`]).
         let together = params.sweep_share > 0.0 && (!rows || data.n_samples >= TOGETHER_MIN_ROWS);
         descend_in_rounds(
             (self, true),

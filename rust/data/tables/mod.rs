@@ -116,11 +116,11 @@ impl Tables {
         total / self.total_weight
     }
 
-    /// The statistics of the features `ws` (increasing) alone, for the target whose centred
-    /// bin sums are `ysum` (one per feature of `ws`), with mean `y_mean` and centred sum of
-    /// squares `yy`: the same weights and co-occurrence tables, no pass over rows
-    /// (`O(Σ_{j<k ∈ ws} B_j B_k)` to copy them).
-    pub fn restrict(&self, ws: &[usize], ysum: Vec<Vec<f64>>, (y_mean, yy): (f64, f64)) -> Self {
+    /// The co-occurrence tables and bin weights of the features `ws` (increasing) alone, no
+    /// pass over rows (`O(Σ_{j<k ∈ ws} B_j B_k)` to copy them); the target's statistics
+    /// (`ysum`, `y_mean`, `yy`) are zero, for the caller to set
+    /// ([`crate::states::squared::BlockState::working_tables`]).
+    pub fn restrict(&self, ws: &[usize]) -> Self {
         debug_assert!(ws.windows(2).all(|w| w[0] < w[1]));
         let pairs = pair_order(ws.len())
             .map(|(a, b)| self.pair(ws[a], ws[b]).clone())
@@ -128,8 +128,8 @@ impl Tables {
         Self::assemble(
             ws.iter().map(|&k| self.n_bins[k]).collect(),
             self.total_weight,
-            (y_mean, yy),
-            ysum,
+            (0.0, 0.0),
+            ws.iter().map(|&k| vec![0.0; self.n_bins[k]]).collect(),
             ws.iter().map(|&k| self.weights[k].clone()).collect(),
             pairs,
         )

@@ -518,8 +518,8 @@ pub const FINISH_TABLES_PAY: f64 = 1.0;
 /// The state of the fit on all rows ([`finish`]) at `init`, and its engine: on the
 /// co-occurrence tables of every block (main effects, pairs and smooth parts) where `engine`
 /// asks for them ([`Engine::Auto`]: where [`choose_engine_at`] picks them for these blocks at
-/// [`FINISH_TABLES_PAY`]) and
-/// the loss has them ([`PairDescent::on_tables`]), else on the rows (`state`). An update then
+/// [`FINISH_TABLES_PAY`]) and the loss has them ([`PairDescent::on_tables`]), else on the
+/// rows (`state`). An update then
 /// costs `O(B_k · Σ_j B_j)` whatever the rows, after one pass over them to build the
 /// tables: the fit on all rows was the one cost of the stage that grew with the rows.
 fn all_rows_state<S: PairDescent>(

@@ -47,7 +47,7 @@ impl BlockState {
         };
         let w = tables.total_weight;
         let dot = |x: &[f64], y: &[f64]| x.iter().zip(y).map(|(a, b)| a * b).sum::<f64>();
-        let mut sub = tables.restrict(ws, Vec::new(), (0.0, 0.0));
+        let mut sub = tables.restrict(ws);
         let beta: Vec<Vec<f64>> = ws.iter().map(|&k| self.beta[k].clone()).collect();
         let cross = sub.cross_products(&beta);
         let r_mean: f64 = self.sums.first().map_or(0.0, |s| s.iter().sum());
