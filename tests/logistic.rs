@@ -5,9 +5,9 @@
 mod common;
 
 use common::{
-    any_ratio, any_selection, any_small_problem, assert_converged_history, assert_row_chunks_agree,
-    assert_shapes_centred, cyclic_weights, early_stops, for_each_reference_case, grid_features,
-    mean_loss, on_one_and_two_threads, params, penalty,
+    any_small_fit, assert_converged_history, assert_row_chunks_agree, assert_shapes_centred,
+    early_stops, for_each_reference_case, grid_features, mean_loss, on_one_and_two_threads, params,
+    penalty,
 };
 use fastpcam::data::binning::{bin_data, BinnedData, BinningParams};
 use fastpcam::fit::logistic::{
@@ -410,21 +410,18 @@ proptest! {
 
     #[test]
     fn serial_equals_parallel_and_objective_never_increases(
-        (seed, n, p, levels) in any_small_problem(),
-        ratio in any_ratio(),
-        sel in any_selection(),
-        weighted in any::<bool>(), bound in any::<bool>(),
+        case in any_small_fit(),
+        bound in any::<bool>(),
     ) {
-        let (x, y) = data(n, p, seed, levels);
-        let w = cyclic_weights(weighted, n, seed);
+        let (x, y) = data(case.n, case.p, case.seed, case.levels);
+        let w = case.weights();
         let mean = match &w {
             Some(w) => y.iter().zip(w).map(|(a, b)| a * b).sum::<f64>() / w.iter().sum::<f64>(),
             None => y.mean().unwrap(),
         };
         prop_assume!(mean > 0.0 && mean < 1.0);
         let curvature = if bound { Curvature::Bound } else { Curvature::Newton };
-        let mut prm = params(Penalty::Relative(ratio), sel, 1e-7, Some(16));
-        prm.max_iter = 2_000;
+        let prm = case.params(2_000);
         // Everything but the wall-clock times must be bit-identical.
         let (a, b) = on_one_and_two_threads(|| {
             let d = bin_data(x.view(), w.as_deref(), &prm.binning).unwrap();

@@ -168,7 +168,13 @@ fn zero_factor_gives_bin_means_and_isotonic_fits() {
         } else {
             // Plain weighted isotonic regression of the bin means.
             let mut out = vec![0.0; nb];
-            monotone_flsa(&means, &w, 0.0, 1, &mut PavaWorkspace::default(), &mut out);
+            monotone_flsa(
+                (&means, &w),
+                0.0,
+                1,
+                &mut PavaWorkspace::default(),
+                &mut out,
+            );
             out
         };
         for b in 0..nb {
@@ -213,8 +219,7 @@ fn re_solving_a_block_gains_nothing_at_a_tight_tolerance() {
         let h: Vec<f64> = w.iter().map(|w| w / n as f64).collect();
         let mut best = vec![0.0; nb];
         monotone_flsa(
-            &z,
-            &h,
+            (&z, &h),
             f.lambda_f * factor[j],
             mono[j],
             &mut PavaWorkspace::default(),
@@ -324,7 +329,7 @@ proptest::proptest! {
         let d: i8 = if up { 1 } else { -1 };
         let n = z.len();
         let mut out = vec![0.0; n];
-        monotone_flsa(&z, &h, lambda, d, &mut PavaWorkspace::default(), &mut out);
+        monotone_flsa((&z, &h), lambda, d, &mut PavaWorkspace::default(), &mut out);
         proptest::prop_assert!(is_monotone(&out, d));
         let f = block_objective(&z, &h, lambda, &out);
         let scale = 1e-12 * (1.0 + f.abs());

@@ -20,7 +20,7 @@ fn objective(theta: &[f64], z: &[f64], h: &[f64], grid: Grid, lambda: f64) -> f6
 fn solve(z: &[f64], h: &[f64], grid: Grid, lambda: f64) -> Vec<f64> {
     let mut ws = GridWorkspace::default();
     let (mut out, mut dual) = (vec![0.0; z.len()], vec![0.0; z.len()]);
-    let s = solve_grid(z, h, grid, lambda, None, &mut dual, &mut ws, &mut out);
+    let s = solve_grid((z, h), grid, lambda, None, (&mut dual, &mut ws), &mut out);
     // The solve's own certificate: its duality gap is at rounding level.
     let scale = objective(z, z, h, grid, lambda).max(1.0);
     assert!(s.gap <= 1e-10 * scale, "gap {} of {scale}", s.gap);
@@ -34,19 +34,22 @@ fn solve(z: &[f64], h: &[f64], grid: Grid, lambda: f64) -> Vec<f64> {
         .collect();
     let mut near = vec![0.0; z.len()];
     solve_grid(
-        &shifted, h, grid, lambda, None, &mut dual, &mut ws, &mut near,
+        (&shifted, h),
+        grid,
+        lambda,
+        None,
+        (&mut dual, &mut ws),
+        &mut near,
     );
     let arbitrary: Vec<f64> = (0..z.len()).map(|i| ((i * 7) % 5) as f64).collect();
     for start in [&out, &near, &arbitrary] {
         let mut warm = vec![0.0; z.len()];
         let w = solve_grid(
-            z,
-            h,
+            (z, h),
             grid,
             lambda,
             Some(start),
-            &mut dual,
-            &mut ws,
+            (&mut dual, &mut ws),
             &mut warm,
         );
         assert!(w.gap <= 1e-10 * scale, "warm gap {}", w.gap);
@@ -60,7 +63,12 @@ fn solve(z: &[f64], h: &[f64], grid: Grid, lambda: f64) -> Vec<f64> {
     let n = z.len();
     let mut flows = vec![0.0; grid.dual_len()];
     solve_grid(
-        &shifted, h, grid, lambda, None, &mut flows, &mut ws, &mut near,
+        (&shifted, h),
+        grid,
+        lambda,
+        None,
+        (&mut flows, &mut ws),
+        &mut near,
     );
     let wild: Vec<f64> = (0..grid.dual_len())
         .map(|i| {
@@ -75,7 +83,7 @@ fn solve(z: &[f64], h: &[f64], grid: Grid, lambda: f64) -> Vec<f64> {
         for seed in [None, Some(&near[..])] {
             let mut dual = start_flows.clone();
             let mut warm = vec![0.0; n];
-            let w = solve_grid(z, h, grid, lambda, seed, &mut dual, &mut ws, &mut warm);
+            let w = solve_grid((z, h), grid, lambda, seed, (&mut dual, &mut ws), &mut warm);
             assert!(w.gap <= 1e-10 * scale, "warm-flow gap {}", w.gap);
             let fw = objective(&warm, z, h, grid, lambda);
             assert!((fw - f).abs() <= 1e-10 * scale, "warm flows {fw} vs {f}");

@@ -3,10 +3,9 @@
 mod common;
 
 use common::{
-    any_ratio, any_selection, any_small_problem, assert_converged_history, assert_never_increases,
-    assert_row_chunks_agree, assert_shapes_centred, cyclic_weights, early_stops, fit_engine,
-    for_each_reference_case, grid_features, max_prediction_gap, mean_loss, on_one_and_two_threads,
-    on_threads, params, penalty, squared,
+    any_small_fit, assert_converged_history, assert_never_increases, assert_row_chunks_agree,
+    assert_shapes_centred, early_stops, fit_engine, for_each_reference_case, grid_features,
+    max_prediction_gap, mean_loss, on_one_and_two_threads, on_threads, params, penalty, squared,
 };
 use fastpcam::data::binning::{bin_data, BinnedData, BinningParams};
 use fastpcam::fit::solver::{fit, fit_binned, fit_path, lambda_max, Fit};
@@ -239,16 +238,13 @@ proptest! {
 
     #[test]
     fn serial_equals_parallel_and_objective_never_increases(
-        (seed, n, p, levels) in any_small_problem(),
-        ratio in any_ratio(),
-        sel in any_selection(),
-        tables in any::<bool>(), weighted in any::<bool>(),
+        case in any_small_fit(),
+        tables in any::<bool>(),
     ) {
-        let (x, y) = data(n, p, seed, levels);
-        let w = cyclic_weights(weighted, n, seed);
+        let (x, y) = data(case.n, case.p, case.seed, case.levels);
+        let w = case.weights();
         prop_assume!(w.as_ref().is_none_or(|w| w.iter().sum::<f64>() > 0.0));
-        let mut prm = params(Penalty::Relative(ratio), sel, 1e-7, Some(16));
-        prm.max_iter = 3_000;
+        let prm = case.params(3_000);
         let engine = if tables { Engine::Tables } else { Engine::Rows };
         // Everything but the wall-clock times must be bit-identical.
         let (a, b) = on_one_and_two_threads(|| fit_engine(&x, &y, w.as_deref(), &prm, engine));

@@ -320,8 +320,7 @@ pub fn solve_block(
     } else if shape.monotone != 0 {
         let penalty = shape.penalty(lambda);
         monotone_flsa(
-            &z[..nc],
-            &h[..nc],
+            (&z[..nc], &h[..nc]),
             penalty,
             shape.monotone,
             ws.1,
@@ -493,13 +492,11 @@ mod tests {
             for _ in 0..2 {
                 let start = vec![0.0; n];
                 let s = solve_grid(
-                    &z,
-                    &h,
+                    (&z, &h),
                     grid,
                     lambda,
                     Some(&start),
-                    &mut dual,
-                    &mut ws,
+                    (&mut dual, &mut ws),
                     &mut out,
                 );
                 let r: Vec<f64> = (0..n).map(|c| h[c] * (z[c] - out[c])).collect();

@@ -259,15 +259,10 @@ pub fn fit_logistic_validated(
             LogisticState::with_datafit(Logistic, d, y, m, beta, Curvature::Newton)
         };
         let loss: FoldLoss<'_> = &|d, c, b, held| holdout_loss(d, y, (c, b), held, term);
-        return kfold_then_refit(
-            data,
-            &folds,
-            params,
-            (&state, loss),
-            RULE,
-            |d, p, best, cb| refit_all(d, y, mean, p, best, cb),
-            callback,
-        );
+        let refit = |d: &BinnedData, p: &FitParams, best, cb: Option<Callback<'_>>| {
+            refit_all(d, y, mean, p, best, cb)
+        };
+        return kfold_then_refit(data, &folds, params, (&state, loss), RULE, refit, callback);
     }
     let held = (&split.rows[..], &split.held_weights[..]);
     search_then_refit(

@@ -313,14 +313,11 @@ const HOLDOUT_CHUNK: usize = 1 << 14;
 pub(crate) fn holdout_loss(
     data: &BinnedData,
     y: ArrayView1<'_, f64>,
-    (intercept, values): (f64, &[Vec<f64>]),
-    (rows, v): (&[usize], &[f64]),
+    model: (f64, &[Vec<f64>]),
+    held: (&[usize], &[f64]),
     term: impl Fn(f64, f64, f64) -> f64,
 ) -> f64 {
-    mean_loss(
-        &holdout_terms(data, y, (intercept, values), (rows, v), term),
-        v,
-    )
+    mean_loss(&holdout_terms(data, y, model, held, term), held.1)
 }
 
 /// The weighted mean loss of held-out loss terms `v_i · loss_i` (rows of weight `v`).
@@ -399,18 +396,12 @@ pub fn fit_validated(
             };
             let loss: FoldLoss<'_> =
                 &|d, c, b, held| holdout_loss(d, y, (c, b), held, squared_error);
-            return kfold_then_refit(
-                data,
-                &folds,
-                params,
-                (&state, loss),
-                RULE,
-                |d, p, best, cb| match engine {
-                    Engine::Rows => fit_extrapolated(d, y, p, (best, cb)),
-                    _ => fit_binned_engine(d, y, p, Some(best), engine, cb),
-                },
-                callback,
-            );
+            let refit = |d: &BinnedData, p: &FitParams, best, cb: Option<Callback<'_>>| match engine
+            {
+                Engine::Rows => fit_extrapolated(d, y, p, (best, cb)),
+                _ => fit_binned_engine(d, y, p, Some(best), engine, cb),
+            };
+            return kfold_then_refit(data, &folds, params, (&state, loss), RULE, refit, callback);
         }
     }
     let unit_split = rows.len() >= MIN_ROWS && data.n_samples - rows.len() >= MIN_ROWS;
@@ -429,60 +420,61 @@ pub fn fit_validated(
         train,
     } = split;
 
-    let offset = AtomicUsize::new(0);
-    let mut wrapped = callback.map(|cb| one_fit(cb, &offset));
-    let mut callback: Option<Callback<'_>> = wrapped.as_mut().map(|w| w as Callback<'_>);
-
-    // On the tables engine, the statistics of all rows are those of the training rows plus
-    // those of the held-out rows: one build over all rows and one over the held-out ones.
-    let held_tables = match engine {
-        Engine::Tables => {
-            let y_held: Vec<f64> = rows.iter().map(|&i| y[i]).collect();
-            let held = data.subset(&rows, held_weights.clone());
-            Some(Tables::build(&held, ArrayView1::from(&y_held))?)
-        }
-        _ => None,
-    };
-    let path = if engine == Engine::Rows {
-        let held = (&rows[..], &held_weights[..]);
-        let state = |d: &BinnedData, kept: Option<&[usize]>, b| {
-            BlockState::with_start(d, targets_at(y, kept).view(), b)
+    as_one_fit(callback, |offset, mut callback| {
+        // On the tables engine, the statistics of all rows are those of the training rows plus
+        // those of the held-out rows: one build over all rows and one over the held-out ones.
+        let held_tables = match engine {
+            Engine::Tables => {
+                let y_held: Vec<f64> = rows.iter().map(|&i| y[i]).collect();
+                let held = data.subset(&rows, held_weights.clone());
+                Some(Tables::build(&held, ArrayView1::from(&y_held))?)
+            }
+            _ => None,
         };
-        let loss = |d: &BinnedData, c: f64, b: &[Vec<f64>]| {
-            holdout_loss(d, y, (c, b), held, squared_error)
-        };
-        let rows_course = (&offset, &mut callback);
-        held_out_path(data, train, params, (&state, &loss), RULE, rows_course)
-            .map(|(search, best)| (search, best, None))
-    } else {
-        with_weights(data, train, |data| {
-            let train_tables = match engine {
-                Engine::Tables => Some(Arc::new(Tables::build(data, y)?)),
-                _ => None,
-            };
+        let path = if engine == Engine::Rows {
             let held = (&rows[..], &held_weights[..]);
-            let loss = |c: f64, b: &[Vec<f64>]| holdout_loss(data, y, (c, b), held, squared_error);
-            let (search, best) = {
-                let state = squared_state(data, y, train_tables.as_ref());
-                run_path(data, params, &state, &loss, &offset, &mut callback, RULE)?
+            let state = |d: &BinnedData, kept: Option<&[usize]>, b| {
+                BlockState::with_start(d, targets_at(y, kept).view(), b)
             };
-            Ok::<_, FastError>((search, best, train_tables))
-        })
-    };
-    let (mut search, best, train_tables) = path?;
-    search.n_validation = rows.len();
+            let loss = |d: &BinnedData, c: f64, b: &[Vec<f64>]| {
+                holdout_loss(d, y, (c, b), held, squared_error)
+            };
+            let rows_course = (offset, &mut callback);
+            held_out_path(data, train, params, (&state, &loss), RULE, rows_course)
+                .map(|(search, best)| (search, best, None))
+        } else {
+            with_weights(data, train, |data| {
+                let train_tables = match engine {
+                    Engine::Tables => Some(Arc::new(Tables::build(data, y)?)),
+                    _ => None,
+                };
+                let held = (&rows[..], &held_weights[..]);
+                let loss =
+                    |c: f64, b: &[Vec<f64>]| holdout_loss(data, y, (c, b), held, squared_error);
+                let (search, best) = {
+                    let state = squared_state(data, y, train_tables.as_ref());
+                    run_path(data, params, &state, &loss, offset, &mut callback, RULE)?
+                };
+                Ok::<_, FastError>((search, best, train_tables))
+            })
+        };
+        let (mut search, best, train_tables) = path?;
+        search.n_validation = rows.len();
 
-    let final_params = time_left(&params.at_ratio(search.ratio), since);
-    let fit = match (train_tables, held_tables) {
-        (Some(train), Some(held)) => {
-            let mut all = Arc::try_unwrap(train).unwrap_or_else(|t| (*t).clone());
-            all.add(&held)?;
-            fit_tables_extrapolated(data, Arc::new(all), &final_params, (best, callback))?
-        }
-        _ if engine == Engine::Rows => fit_extrapolated(data, y, &final_params, (best, callback))?,
-        _ => fit_binned_engine(data, y, &final_params, Some(best), engine, callback)?,
-    };
-    Ok((fit, search))
+        let final_params = time_left(&params.at_ratio(search.ratio), since);
+        let fit = match (train_tables, held_tables) {
+            (Some(train), Some(held)) => {
+                let mut all = Arc::try_unwrap(train).unwrap_or_else(|t| (*t).clone());
+                all.add(&held)?;
+                fit_tables_extrapolated(data, Arc::new(all), &final_params, (best, callback))?
+            }
+            _ if engine == Engine::Rows => {
+                fit_extrapolated(data, y, &final_params, (best, callback))?
+            }
+            _ => fit_binned_engine(data, y, &final_params, Some(best), engine, callback)?,
+        };
+        Ok((fit, search))
+    })
 }
 
 /// The most codes (rows × features) whose training rows [`held_out_path`] copies for the path
@@ -504,34 +496,35 @@ fn validated_on_tables(
     callback: Option<Callback<'_>>,
 ) -> Result<(BinnedFit, PenaltySearch)> {
     let since = Instant::now();
-    let offset = AtomicUsize::new(0);
-    let mut wrapped = callback.map(|cb| one_fit(cb, &offset));
-    let mut callback: Option<Callback<'_>> = wrapped.as_mut().map(|w| w as Callback<'_>);
-    let held = data.select_rows(&rows);
-    let y_held: Vec<f64> = rows.iter().map(|&i| y[i]).collect();
-    let y_held = ArrayView1::from(&y_held);
-    let (train, held_tables) = Tables::build_split(data, y, &rows, &held, y_held)?;
-    let cuts = data.features.iter().map(|f| f.cuts.clone()).collect();
-    let missing = data.features.iter().map(|f| f.missing).collect();
-    let shell = tables_shell(&train, cuts, missing)?;
-    let train = Arc::new(train);
-    let (mut search, best) = {
-        let ones = vec![1.0; rows.len()];
-        let all_held: Vec<usize> = (0..rows.len()).collect();
-        let held_rows = (&all_held[..], &ones[..]);
-        let loss =
-            |c: f64, b: &[Vec<f64>]| holdout_loss(&held, y_held, (c, b), held_rows, squared_error);
-        let state = |beta: Vec<Vec<f64>>| BlockState::with_tables(&shell, Arc::clone(&train), beta);
-        run_path(&shell, params, &state, &loss, &offset, &mut callback, RULE)?
-    };
-    search.n_validation = rows.len();
-    drop(held);
-    let mut all = Arc::try_unwrap(train).unwrap_or_else(|t| (*t).clone());
-    all.add(&held_tables)?;
-    drop(held_tables);
-    let final_params = time_left(&params.at_ratio(search.ratio), since);
-    let fit = fit_tables_extrapolated(data, Arc::new(all), &final_params, (best, callback))?;
-    Ok((fit, search))
+    as_one_fit(callback, |offset, mut callback| {
+        let held = data.select_rows(&rows);
+        let y_held: Vec<f64> = rows.iter().map(|&i| y[i]).collect();
+        let y_held = ArrayView1::from(&y_held);
+        let (train, held_tables) = Tables::build_split(data, y, &rows, &held, y_held)?;
+        let cuts = data.features.iter().map(|f| f.cuts.clone()).collect();
+        let missing = data.features.iter().map(|f| f.missing).collect();
+        let shell = tables_shell(&train, cuts, missing)?;
+        let train = Arc::new(train);
+        let (mut search, best) = {
+            let ones = vec![1.0; rows.len()];
+            let all_held: Vec<usize> = (0..rows.len()).collect();
+            let held_rows = (&all_held[..], &ones[..]);
+            let loss = |c: f64, b: &[Vec<f64>]| {
+                holdout_loss(&held, y_held, (c, b), held_rows, squared_error)
+            };
+            let state =
+                |beta: Vec<Vec<f64>>| BlockState::with_tables(&shell, Arc::clone(&train), beta);
+            run_path(&shell, params, &state, &loss, offset, &mut callback, RULE)?
+        };
+        search.n_validation = rows.len();
+        drop(held);
+        let mut all = Arc::try_unwrap(train).unwrap_or_else(|t| (*t).clone());
+        all.add(&held_tables)?;
+        drop(held_tables);
+        let final_params = time_left(&params.at_ratio(search.ratio), since);
+        let fit = fit_tables_extrapolated(data, Arc::new(all), &final_params, (best, callback))?;
+        Ok((fit, search))
+    })
 }
 
 /// [`fit_validated`] from sufficient statistics alone: `train` summarises the rows the path
@@ -573,21 +566,20 @@ pub fn fit_tables_validated(
         return Ok((Fit::new(&data_all, Engine::Tables, fit, None), search));
     }
     let data = tables_shell(&train, cuts, missing)?;
-    let offset = AtomicUsize::new(0);
-    let mut wrapped = callback.map(|cb| one_fit(cb, &offset));
-    let mut callback: Option<Callback<'_>> = wrapped.as_mut().map(|w| w as Callback<'_>);
-    let train = Arc::new(train);
-    let state = |beta: Vec<Vec<f64>>| BlockState::with_tables(&data, Arc::clone(&train), beta);
-    let loss = |c: f64, b: &[Vec<f64>]| held.mean_squared_error(c, b);
-    let (search, best) = run_path(&data, params, &state, &loss, &offset, &mut callback, RULE)?;
-    let final_params = time_left(&params.at_ratio(search.ratio), since);
-    let all = Arc::new(all);
-    let fit = fit_tables_extrapolated(&data_all, all, &final_params, (best, callback))?;
-    let search_copy = Some(search.clone());
-    Ok((
-        Fit::new(&data_all, Engine::Tables, fit, search_copy),
-        search,
-    ))
+    as_one_fit(callback, |offset, mut callback| {
+        let train = Arc::new(train);
+        let state = |beta: Vec<Vec<f64>>| BlockState::with_tables(&data, Arc::clone(&train), beta);
+        let loss = |c: f64, b: &[Vec<f64>]| held.mean_squared_error(c, b);
+        let (search, best) = run_path(&data, params, &state, &loss, offset, &mut callback, RULE)?;
+        let final_params = time_left(&params.at_ratio(search.ratio), since);
+        let all = Arc::new(all);
+        let fit = fit_tables_extrapolated(&data_all, all, &final_params, (best, callback))?;
+        let search_copy = Some(search.clone());
+        Ok((
+            Fit::new(&data_all, Engine::Tables, fit, search_copy),
+            search,
+        ))
+    })
 }
 
 /// The callback for a held-out search: the user's, seeing the search and the final fit as
@@ -609,6 +601,47 @@ pub(crate) fn one_fit<'a>(
         }
         !stopped
     }
+}
+
+/// Runs `body` with the user's callback seen as one fit across a held-out search and its
+/// final fit ([`one_fit`]): `body` gets the offset that each path fit advances by its block
+/// updates, and the wrapped callback.
+pub(crate) fn as_one_fit<R>(
+    callback: Option<Callback<'_>>,
+    body: impl FnOnce(&AtomicUsize, Option<Callback<'_>>) -> R,
+) -> R {
+    let offset = AtomicUsize::new(0);
+    let mut wrapped = callback.map(|cb| one_fit(cb, &offset));
+    body(&offset, wrapped.as_mut().map(|w| w as Callback<'_>))
+}
+
+/// The final fit of a held-out search on all rows: `refit(data, params, start blocks,
+/// callback)`, given `params` at the chosen ratio with what is left of `max_time`.
+pub(crate) trait Refit:
+    FnOnce(&BinnedData, &FitParams, Vec<Vec<f64>>, Option<Callback<'_>>) -> Result<BinnedFit>
+{
+}
+
+impl<F> Refit for F where
+    F: FnOnce(&BinnedData, &FitParams, Vec<Vec<f64>>, Option<Callback<'_>>) -> Result<BinnedFit>
+{
+}
+
+/// `refit` ([`Refit`]) on `data` from `start`, at the ratio `search` chose, with what is left
+/// of `params.max_time` since `since`; with the search.
+fn refit_chosen(
+    (data, params, since): (&BinnedData, &FitParams, Instant),
+    (search, start): (PenaltySearch, Vec<Vec<f64>>),
+    refit: impl Refit,
+    callback: Option<Callback<'_>>,
+) -> Result<(BinnedFit, PenaltySearch)> {
+    let fit = refit(
+        data,
+        &time_left(&params.at_ratio(search.ratio), since),
+        start,
+        callback,
+    )?;
+    Ok((fit, search))
 }
 
 /// The squared error of a row of weight `w`: `w (y − p)²`.
@@ -633,34 +666,16 @@ pub(crate) fn search_then_refit<S: DescentState>(
     params: &FitParams,
     (state, loss): (PathState<'_, S>, PathLoss<'_>),
     rule: (f64, usize),
-    refit: impl FnOnce(
-        &BinnedData,
-        &FitParams,
-        Vec<Vec<f64>>,
-        Option<Callback<'_>>,
-    ) -> Result<BinnedFit>,
+    refit: impl Refit,
     callback: Option<Callback<'_>>,
 ) -> Result<(BinnedFit, PenaltySearch)> {
     let since = Instant::now();
-    let offset = AtomicUsize::new(0);
-    let mut wrapped = callback.map(|cb| one_fit(cb, &offset));
-    let mut callback: Option<Callback<'_>> = wrapped.as_mut().map(|w| w as Callback<'_>);
-    let (mut search, best) = held_out_path(
-        data,
-        train,
-        params,
-        (state, loss),
-        rule,
-        (&offset, &mut callback),
-    )?;
-    search.n_validation = n_validation;
-    let fit = refit(
-        data,
-        &time_left(&params.at_ratio(search.ratio), since),
-        best,
-        callback,
-    )?;
-    Ok((fit, search))
+    as_one_fit(callback, |offset, mut callback| {
+        let course = (offset, &mut callback);
+        let (mut search, best) = held_out_path(data, train, params, (state, loss), rule, course)?;
+        search.n_validation = n_validation;
+        refit_chosen((data, params, since), (search, best), refit, callback)
+    })
 }
 
 /// [`run_path`] on the rows of positive weight in `train` (`rule`, states made by `state`,
@@ -708,81 +723,69 @@ pub(crate) fn kfold_then_refit<S: DescentState>(
     params: &FitParams,
     (state, loss): (PathState<'_, S>, FoldLoss<'_>),
     (path_tol, patience): (f64, usize),
-    refit: impl FnOnce(
-        &BinnedData,
-        &FitParams,
-        Vec<Vec<f64>>,
-        Option<Callback<'_>>,
-    ) -> Result<BinnedFit>,
+    refit: impl Refit,
     callback: Option<Callback<'_>>,
 ) -> Result<(BinnedFit, PenaltySearch)> {
     let since = Instant::now();
     params.shapes.check_len(data.n_features())?;
-    let offset = AtomicUsize::new(0);
-    let mut wrapped = callback.map(|cb| one_fit(cb, &offset));
-    let mut callback: Option<Callback<'_>> = wrapped.as_mut().map(|w| w as Callback<'_>);
-    let datas: Vec<BinnedData> = folds
-        .iter()
-        .map(|f| {
-            let mut d = data.clone();
-            swap_weights(&mut d, f.train.clone());
-            d
-        })
-        .collect();
-    let shapes = params.shapes.resolve(data.n_features());
-    let mut states: Vec<S> = Vec::with_capacity(folds.len());
-    let mut lambda_max = Vec::with_capacity(folds.len());
-    for d in &datas {
-        let mut st = state(d, None, d.zero_blocks());
-        st.set_shapes(&shapes);
-        lambda_max.push(st.start_flat(d));
-        states.push(st);
-    }
-    let held_total: Vec<f64> = folds.iter().map(|f| f.held_weights.iter().sum()).collect();
-    let all_held: f64 = held_total.iter().sum();
-    let path_params = FitParams {
-        tol: params.tol.max(path_tol),
-        ..params.clone()
-    };
-    // One clock for the whole path (see [`run_path`]).
-    let clock = Instant::now();
-    let mut fit_at = |ratio: f64, restart: Option<Vec<Vec<Vec<f64>>>>| {
-        if let Some(blocks) = restart {
-            for ((st, d), b) in states.iter_mut().zip(&datas).zip(blocks) {
-                *st = state(d, None, b);
+    as_one_fit(callback, |offset, mut callback| {
+        let datas: Vec<BinnedData> = folds
+            .iter()
+            .map(|f| {
+                let mut d = data.clone();
+                swap_weights(&mut d, f.train.clone());
+                d
+            })
+            .collect();
+        let shapes = params.shapes.resolve(data.n_features());
+        let mut states: Vec<S> = Vec::with_capacity(folds.len());
+        let mut lambda_max = Vec::with_capacity(folds.len());
+        for d in &datas {
+            let mut st = state(d, None, d.zero_blocks());
+            st.set_shapes(&shapes);
+            lambda_max.push(st.start_flat(d));
+            states.push(st);
+        }
+        let held_total: Vec<f64> = folds.iter().map(|f| f.held_weights.iter().sum()).collect();
+        let all_held: f64 = held_total.iter().sum();
+        let path_params = FitParams {
+            tol: params.tol.max(path_tol),
+            ..params.clone()
+        };
+        // One clock for the whole path (see [`run_path`]).
+        let clock = Instant::now();
+        let mut fit_at = |ratio: f64, restart: Option<Vec<Vec<Vec<f64>>>>| {
+            if let Some(blocks) = restart {
+                for ((st, d), b) in states.iter_mut().zip(&datas).zip(blocks) {
+                    *st = state(d, None, b);
+                }
+            }
+            let (mut total, mut n_iter, mut stopped) = (0.0, 0, false);
+            let mut blocks = Vec::with_capacity(folds.len());
+            for (f, (st, d)) in states.iter_mut().zip(&datas).enumerate() {
+                let lm = lambda_max[f];
+                let cb = reborrow(&mut callback);
+                let fit = descend(d, &path_params, st, ratio * lm, lm, clock, cb);
+                let held = folds[f].held();
+                total += held_total[f] * loss(d, fit.intercept, &fit.values, held);
+                n_iter += fit.report.n_iter;
+                stopped |= matches!(fit.report.stop, StopReason::Callback | StopReason::MaxTime);
+                offset.fetch_add(fit.report.n_iter, Ordering::Relaxed);
+                blocks.push(fit.values);
+            }
+            Ok((total / all_held, n_iter, stopped, blocks))
+        };
+        let (mut search, best) = search_path(patience, &mut fit_at)?;
+        search.n_validation = folds.iter().map(|f| f.rows.len()).sum();
+        let k = best.len() as f64;
+        let mut start = data.zero_blocks();
+        for blocks in &best {
+            for (s, b) in start.iter_mut().zip(blocks) {
+                s.iter_mut().zip(b).for_each(|(s, b)| *s += b / k);
             }
         }
-        let (mut total, mut n_iter, mut stopped) = (0.0, 0, false);
-        let mut blocks = Vec::with_capacity(folds.len());
-        for (f, (st, d)) in states.iter_mut().zip(&datas).enumerate() {
-            let lm = lambda_max[f];
-            let cb = reborrow(&mut callback);
-            let fit = descend(d, &path_params, st, ratio * lm, lm, clock, cb);
-            let held = folds[f].held();
-            total += held_total[f] * loss(d, fit.intercept, &fit.values, held);
-            n_iter += fit.report.n_iter;
-            stopped |= matches!(fit.report.stop, StopReason::Callback | StopReason::MaxTime);
-            offset.fetch_add(fit.report.n_iter, Ordering::Relaxed);
-            blocks.push(fit.values);
-        }
-        Ok((total / all_held, n_iter, stopped, blocks))
-    };
-    let (mut search, best) = search_path(patience, &mut fit_at)?;
-    search.n_validation = folds.iter().map(|f| f.rows.len()).sum();
-    let k = best.len() as f64;
-    let mut start = data.zero_blocks();
-    for blocks in &best {
-        for (s, b) in start.iter_mut().zip(blocks) {
-            s.iter_mut().zip(b).for_each(|(s, b)| *s += b / k);
-        }
-    }
-    let fit = refit(
-        data,
-        &time_left(&params.at_ratio(search.ratio), since),
-        start,
-        callback,
-    )?;
-    Ok((fit, search))
+        refit_chosen((data, params, since), (search, start), refit, callback)
+    })
 }
 
 /// The solver state of a held-out path, made from the data, the rows of the caller's data

@@ -131,15 +131,12 @@ fn forward_edges(grid: Grid, cell: usize) -> [Option<(usize, usize)>; 2] {
 /// joined and the solve runs again from the joined parts, up to [`SEED_RETRIES`] times, then
 /// from the whole grid. Near a fit's optimum the parts rarely change, and one small cut per
 /// part replaces the recursion.
-#[allow(clippy::too_many_arguments)]
 pub fn solve_grid(
-    z: &[f64],
-    h: &[f64],
+    (z, h): (&[f64], &[f64]),
     grid: Grid,
     lambda: f64,
     start: Option<&[f64]>,
-    dual: &mut [f64],
-    ws: &mut GridWorkspace,
+    (dual, ws): (&mut [f64], &mut GridWorkspace),
     out: &mut [f64],
 ) -> GridSolve {
     let n = grid.cells();
@@ -496,7 +493,13 @@ pub fn grid_step(
     }
     if smooth > 0.0 && penalty.is_finite() {
         debug_assert!(penalty == 0.0, "a smooth block has no total variation");
-        let solved = solve_smooth(&z[..cells], &h[..cells], grid, smooth, &mut ws.smooth, out);
+        let solved = solve_smooth(
+            (&z[..cells], &h[..cells]),
+            grid,
+            smooth,
+            &mut ws.smooth,
+            out,
+        );
         dual[..cells].iter_mut().for_each(|d| *d = 0.0);
         if nb > cells {
             out[cells] = z[cells];
@@ -507,13 +510,11 @@ pub fn grid_step(
         });
     }
     let solve = solve_grid(
-        &z[..cells],
-        &h[..cells],
+        (&z[..cells], &h[..cells]),
         grid,
         penalty,
         Some(&beta[..cells]),
-        dual,
-        ws,
+        (dual, ws),
         &mut out[..cells],
     );
     if nb > cells {
@@ -588,7 +589,14 @@ mod tests {
             let scale = objective(&z).max(1.0);
             let mut ws = GridWorkspace::default();
             let (mut best, mut dual) = (vec![0.0; n], vec![0.0; n]);
-            solve_grid(&z, &h, grid, lambda, None, &mut dual, &mut ws, &mut best);
+            solve_grid(
+                (&z, &h),
+                grid,
+                lambda,
+                None,
+                (&mut dual, &mut ws),
+                &mut best,
+            );
             let f = objective(&best);
             // The solution itself, a few levels at random, or every cell its own part.
             let start: Vec<f64> = match case % 3 {
@@ -614,13 +622,11 @@ mod tests {
                 assert!((objective(&out) - f).abs() <= 1e-10 * scale);
             }
             let s = solve_grid(
-                &z,
-                &h,
+                (&z, &h),
                 grid,
                 lambda,
                 Some(&start),
-                &mut dual,
-                &mut ws,
+                (&mut dual, &mut ws),
                 &mut out,
             );
             assert!(s.gap <= 1e-10 * scale, "gap {}", s.gap);
@@ -640,26 +646,22 @@ mod tests {
         let mut ws = GridWorkspace::default();
         let (mut out, mut dual) = ([0.0; 6], [0.0; 6]);
         solve_grid(
-            &z,
-            &h,
+            (&z, &h),
             Grid::new(2, 3),
             0.0,
             None,
-            &mut dual,
-            &mut ws,
+            (&mut dual, &mut ws),
             &mut out,
         );
         for (a, b) in out.iter().zip(&z) {
             assert!((a - b).abs() < 1e-12);
         }
         solve_grid(
-            &z,
-            &h,
+            (&z, &h),
             Grid::new(2, 3),
             f64::INFINITY,
             None,
-            &mut dual,
-            &mut ws,
+            (&mut dual, &mut ws),
             &mut out,
         );
         let m = z.iter().zip(&h).map(|(a, b)| a * b).sum::<f64>() / h.iter().sum::<f64>();

@@ -78,8 +78,7 @@ pub fn isotonic_weighted(z: &[f64], h: &[f64], ws: &mut PavaWorkspace, out: &mut
 /// (`direction = 1`) or nonincreasing (`direction = -1`), by [`isotonic_weighted`] of the
 /// shifted response (DESIGN §10). `λ ≥ 0` finite.
 pub fn monotone_flsa(
-    z: &[f64],
-    h: &[f64],
+    (z, h): (&[f64], &[f64]),
     lambda: f64,
     direction: i8,
     ws: &mut PavaWorkspace,
@@ -223,7 +222,7 @@ mod tests {
             let lambda = rng.next() * 0.8;
             let direction = if case % 2 == 0 { 1 } else { -1 };
             let mut out = vec![0.0; n];
-            monotone_flsa(&z, &h, lambda, direction, &mut ws, &mut out);
+            monotone_flsa((&z, &h), lambda, direction, &mut ws, &mut out);
             assert!(is_monotone(&out, direction));
             let f = objective(&z, &h, lambda, &out);
             // Exhaustive over run partitions with free run values is too large: compare with
@@ -259,10 +258,10 @@ mod tests {
         let (z, h) = ([3.0, 1.0, 2.0, 5.0], [1.0, 2.0, 1.0, 0.5]);
         let mut ws = PavaWorkspace::default();
         let (mut out, mut iso) = ([0.0; 4], [0.0; 4]);
-        monotone_flsa(&z, &h, 0.0, 1, &mut ws, &mut out);
+        monotone_flsa((&z, &h), 0.0, 1, &mut ws, &mut out);
         isotonic_weighted(&z, &h, &mut ws, &mut iso);
         assert_eq!(out, iso);
-        monotone_flsa(&z, &h, 1e6, 1, &mut ws, &mut out);
+        monotone_flsa((&z, &h), 1e6, 1, &mut ws, &mut out);
         let mean = (3.0 + 2.0 + 2.0 + 2.5) / 4.5;
         assert!(out.iter().all(|v| (v - mean).abs() < 1e-9), "{out:?}");
     }

@@ -120,8 +120,7 @@ fn band_index(c: usize, grid: Grid, transposed: bool) -> usize {
 /// it. Slices hold `grid.cells()` entries; `h ≥ 0` with a positive entry, `z` finite, `mu > 0`
 /// finite.
 pub fn solve_smooth(
-    z: &[f64],
-    h: &[f64],
+    (z, h): (&[f64], &[f64]),
     grid: Grid,
     mu: f64,
     ws: &mut SmoothWorkspace,
@@ -344,7 +343,7 @@ mod tests {
                 let mut h = h;
                 h[0] += 0.5;
                 let mut out = vec![0.0; n];
-                let solve = solve_smooth(&z, &h, grid, mu, &mut ws, &mut out);
+                let solve = solve_smooth((&z, &h), grid, mu, &mut ws, &mut out);
                 let reference = dense(&z, &h, grid, mu);
                 let scale = 1.0 + z.iter().fold(0.0f64, |m, v| m.max(v.abs()));
                 for (a, b) in out.iter().zip(&reference) {
@@ -372,13 +371,13 @@ mod tests {
         let h: Vec<f64> = (0..n).map(|c| 1.0 + (c % 3) as f64).collect();
         let mut ws = SmoothWorkspace::default();
         let mut out = vec![0.0; n];
-        solve_smooth(&z, &h, grid, 1e9, &mut ws, &mut out);
+        solve_smooth((&z, &h), grid, 1e9, &mut ws, &mut out);
         let mean = z.iter().zip(&h).map(|(z, h)| z * h).sum::<f64>() / h.iter().sum::<f64>();
         assert!(
             out.iter().all(|v| (v - mean).abs() < 1e-6),
             "{out:?} vs {mean}"
         );
-        solve_smooth(&z, &h, grid, 1e-12, &mut ws, &mut out);
+        solve_smooth((&z, &h), grid, 1e-12, &mut ws, &mut out);
         assert!(out.iter().zip(&z).all(|(a, b)| (a - b).abs() < 1e-9));
     }
 

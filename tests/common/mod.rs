@@ -444,8 +444,59 @@ pub fn assert_row_chunks_agree(fit: RowsFit, x: &Array2<f64>, y: &Array1<f64>, w
     a
 }
 
-/// The sizes of the small random problems of the property tests: `(seed, n, p, levels)`, the
-/// seed, rows, features and distinct values a feature.
-pub fn any_small_problem() -> impl Strategy<Value = (u64, usize, usize, usize)> {
-    (0u64..1_000, 40usize..400, 1usize..6, 2usize..40)
+/// A small random fit of the property tests ([`any_small_fit`]).
+#[derive(Debug, Clone)]
+pub struct SmallFit {
+    /// The problem's seed, rows, features and distinct values a feature.
+    pub seed: u64,
+    pub n: usize,
+    pub p: usize,
+    pub levels: usize,
+    /// The penalty ratio ([`any_ratio`]) and the selection rule ([`any_selection`]).
+    pub ratio: f64,
+    pub selection: Selection,
+    /// Whether the rows carry [`cyclic_weights`].
+    pub weighted: bool,
+}
+
+impl SmallFit {
+    /// The rows' weights: [`cyclic_weights`] when weighted.
+    pub fn weights(&self) -> Option<Vec<f64>> {
+        cyclic_weights(self.weighted, self.n, self.seed)
+    }
+
+    /// [`params`] at the relative penalty `ratio`, this selection, `tol` 1e-7, 16 bins and
+    /// `max_iter` block updates.
+    pub fn params(&self, max_iter: usize) -> FitParams {
+        let mut prm = params(
+            Penalty::Relative(self.ratio),
+            self.selection,
+            1e-7,
+            Some(16),
+        );
+        prm.max_iter = max_iter;
+        prm
+    }
+}
+
+/// The small random fits of the property tests: 40–400 rows, 1–5 features of 2–39 distinct
+/// values, any ratio and selection rule, weighted or not.
+pub fn any_small_fit() -> impl Strategy<Value = SmallFit> {
+    (
+        (0u64..1_000, 40usize..400, 1usize..6, 2usize..40),
+        any_ratio(),
+        any_selection(),
+        any::<bool>(),
+    )
+        .prop_map(
+            |((seed, n, p, levels), ratio, selection, weighted)| SmallFit {
+                seed,
+                n,
+                p,
+                levels,
+                ratio,
+                selection,
+                weighted,
+            },
+        )
 }

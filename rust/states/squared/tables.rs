@@ -153,16 +153,27 @@ mod tests {
         (bin_data(x.view(), weights, &params).unwrap(), y)
     }
 
+    /// `body` on [`mixed_data`] of `n` rows without sample weights, then with the weights
+    /// `pattern[i % 3]`.
+    fn mixed_data_both_ways(
+        n: usize,
+        pattern: [f64; 3],
+        mut body: impl FnMut(BinnedData, Array1<f64>),
+    ) {
+        let weights: Vec<f64> = (0..n).map(|i| pattern[i % 3]).collect();
+        for w in [None, Some(&weights[..])] {
+            let (data, y) = mixed_data(n, w);
+            body(data, y);
+        }
+    }
+
     /// The statistics of a working set of blocks alone ([`BlockState::working_tables`], from
     /// a warm tables state) are those built over the rows from the target
     /// `y − c − Σ_{k ∉ ws} β_k` (to 1e-9), with and without sample weights: an independent
     /// pass over the rows checks the algebra on the sums.
     #[test]
     fn working_tables_are_those_built_from_the_rows() {
-        let n = 2_000;
-        let weights: Vec<f64> = (0..n).map(|i| [0.5, 1.0, 2.5][i % 3]).collect();
-        for w in [None, Some(&weights[..])] {
-            let (data, y) = mixed_data(n, w);
+        mixed_data_both_ways(2_000, [0.5, 1.0, 2.5], |data, y| {
             let mut wave = crate::testing::lcg(3);
             let beta: Vec<Vec<f64>> = data
                 .features
@@ -202,7 +213,7 @@ mod tests {
                 assert_eq!(sub.weights, built.weights);
                 assert_eq!(sub.pairs().unwrap(), built.pairs().unwrap());
             }
-        }
+        });
     }
 
     /// Block updates that carry every block's sums through the block tables leave the sums
@@ -210,10 +221,7 @@ mod tests {
     /// and across the periodic exact refresh.
     #[test]
     fn sums_carried_by_block_tables_are_the_summed_ones() {
-        let n = 3_000;
-        let weights: Vec<f64> = (0..n).map(|i| [0.0, 1.0, 2.5][i % 3]).collect();
-        for w in [None, Some(&weights[..])] {
-            let (data, y) = mixed_data(n, w);
+        mixed_data_both_ways(3_000, [0.0, 1.0, 2.5], |data, y| {
             let paying: Vec<usize> = (0..data.n_features())
                 .filter(|&k| BlockTable::pays(&data, k, BLOCK_TABLE_RATIO))
                 .collect();
@@ -241,7 +249,7 @@ mod tests {
             }
             // Most updates were carried, the others summed over the rows.
             assert!(carried > SYNC_EVERY, "{carried}");
-        }
+        });
     }
 
     /// A greedy fit whose sums the block tables carry is the fit that sums every block over
