@@ -233,4 +233,6 @@ def fit_stats(
     config: FitConfig,
     held_out: Optional[StatsOutput] = None,
     n_validation: int = 0,
+    pairs: list[tuple[tuple[int, int], tuple[list[float], list[float]]]] = ...,
+    interaction_penalty: float = 0.0,
 ) -> FitOutput: ...

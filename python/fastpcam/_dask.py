@@ -39,8 +39,7 @@ from typing import Any, Iterator, NamedTuple, Optional, Sequence, Union
 import numpy as np
 import numpy.typing as npt
 
-from . import _core, _fitted, _progress
-from ._pairs import additive_only
+from . import _core, _fitted, _pairs_stats, _progress
 from ._input import as_matrix, as_vector, frame_matrix, resolve_bins, resolve_mask, set_input_attributes
 from ._params import CORE_DEFAULTS, core_config, n_threads, name_columns
 from ._stats import (
@@ -82,9 +81,17 @@ class _Layout(NamedTuple):
 class _Sample(NamedTuple):
     keys: npt.NDArray[np.float64]
     x: npt.NDArray[np.float64]
+    y: npt.NDArray[np.float64]
     w: Optional[npt.NDArray[np.float64]]
     nan: npt.NDArray[np.bool_]
     n_rows: int
+
+    def first(self, k: int) -> "_Sample":
+        """The ``k`` rows of smallest key: the sample a first pass of ``k`` rows draws."""
+        idx = np.sort(_bottom_k(self.keys, k))
+        return self._replace(
+            keys=self.keys[idx], x=self.x[idx], y=self.y[idx], w=None if self.w is None else self.w[idx]
+        )
 
 
 def _matrix(part: Any, i: int, layout: _Layout) -> npt.NDArray[np.float64]:
@@ -107,10 +114,14 @@ def _bottom_k(keys: npt.NDArray[np.float64], k: int) -> npt.NDArray[np.intp]:
     return np.argpartition(keys, k - 1)[:k]
 
 
-def _sample_partition(xp: Any, wp: Any, i: int, layout: _Layout, k: int, seed: int) -> _Sample:
-    """Missing flags, row count and the ``k`` rows of smallest random key of one partition."""
+def _sample_partition(xp: Any, yp: Any, wp: Any, i: int, layout: _Layout, k: int, seed: int) -> _Sample:
+    """Missing flags, row count and the ``k`` rows of smallest random key of one partition
+    (with their targets)."""
     x = _matrix(xp, i, layout)
     n = x.shape[0]
+    y = as_vector(yp, "y", f" (partition {i})") if k > 0 else np.empty(0)
+    if k > 0 and len(y) != n:
+        raise ValueError(f"partition {i}: y has {len(y)} entries, expected {n} (one per row of X)")
     w = None if wp is None else as_vector(wp, "sample_weight", f" (partition {i})")
     if w is not None and len(w) != n:
         raise ValueError(f"partition {i}: sample_weight has {len(w)} entries, expected {n} (one per row of X)")
@@ -121,8 +132,8 @@ def _sample_partition(xp: Any, wp: Any, i: int, layout: _Layout, k: int, seed: i
         raise ValueError(f"partition {i}: X contains {x[row, j]} at row {row}, {label}; only finite values and NaN (missing) are accepted")
     nan = np.asarray(np.isnan(x).any(axis=0), dtype=np.bool_)
     keys = np.asarray(np.random.default_rng([seed, i]).random(n) if k > 0 else np.empty(0), dtype=np.float64)
-    idx = _bottom_k(keys, k)
-    return _Sample(keys[idx], x[idx], None if w is None else w[idx], nan, n)
+    idx = np.sort(_bottom_k(keys, k))  # in row order: a sample of every row is the data itself
+    return _Sample(keys[idx], x[idx], y[idx] if k > 0 else y, None if w is None else w[idx], nan, n)
 
 
 def _merge_samples(*samples: _Sample, k: int) -> _Sample:
@@ -131,9 +142,10 @@ def _merge_samples(*samples: _Sample, k: int) -> _Sample:
     keep[_bottom_k(keys, k)] = True
     parts = np.split(keep, np.cumsum([len(s.keys) for s in samples])[:-1])
     x = np.concatenate([s.x[m] for s, m in zip(samples, parts)])  # only the kept rows are copied
+    y = np.concatenate([s.y[m] for s, m in zip(samples, parts)])
     w = None if samples[0].w is None else np.concatenate([s.w[m] for s, m in zip(samples, parts) if s.w is not None])
     nan = functools.reduce(np.logical_or, [s.nan for s in samples])
-    return _Sample(keys[keep], x, w, nan, sum(s.n_rows for s in samples))
+    return _Sample(keys[keep], x, y, w, nan, sum(s.n_rows for s in samples))
 
 
 def _stats_partition(
@@ -146,14 +158,17 @@ def _stats_partition(
     missing: npt.NDArray[np.bool_],
     names: Optional[npt.NDArray[Any]],
     held_out: Optional[tuple[float, int]] = None,
+    pairs: Optional[_pairs_stats.StatsPairs] = None,
 ) -> Any:
     """The statistics of one partition (one thread: Dask runs partitions in parallel); with
-    ``held_out = (fraction, seed)``, those of its training and of its held-out rows."""
+    ``held_out = (fraction, seed)``, those of its training and of its held-out rows; with
+    ``pairs``, their cell columns after the features (``cuts`` and ``missing`` cover both)."""
     where = f" (partition {i})"
-    x = _matrix(xp, i, layout)
+    x = _pairs_stats.with_cells(_matrix(xp, i, layout), pairs)
     y = as_vector(yp, "y", where)
     w = None if wp is None else as_vector(wp, "sample_weight", where)
     labels = None if layout.columns is None else np.asarray(layout.columns, dtype=object)
+    labels, names = _pairs_stats.names(labels, pairs), _pairs_stats.names(names, pairs)
     if held_out is not None:
         fraction, seed = held_out
         pair = split_statistics(
@@ -367,8 +382,8 @@ def _first_pass(inp: _DaskInput, k: int, seed: int) -> _Sample:
 
     w_parts: Sequence[Any] = inp.w_parts if inp.w_parts is not None else [None] * len(inp.x_parts)
     samples = [
-        delayed(_sample_partition)(xp, wp, i, inp.layout, k, seed)
-        for i, (xp, wp) in enumerate(zip(inp.x_parts, w_parts))
+        delayed(_sample_partition)(xp, yp, wp, i, inp.layout, k, seed)
+        for i, (xp, yp, wp) in enumerate(zip(inp.x_parts, inp.y_parts, w_parts))
     ]
     return _compute(_tree(samples, functools.partial(_merge_samples, k=k)))
 
@@ -378,13 +393,16 @@ def _second_pass(
     cuts: list[npt.NDArray[np.float64]],
     missing: npt.NDArray[np.bool_],
     held_out: Optional[tuple[float, int]] = None,
+    pairs: Optional[_pairs_stats.StatsPairs] = None,
 ) -> Any:
-    """The statistics of every partition, added; a (training, held-out) pair with ``held_out``."""
+    """The statistics of every partition, added; a (training, held-out) pair with ``held_out``;
+    with ``pairs``, their cell columns too."""
     from dask import delayed
 
+    cuts, missing = _pairs_stats.binning(cuts, missing, pairs)
     w_parts: Sequence[Any] = inp.w_parts if inp.w_parts is not None else [None] * len(inp.x_parts)
     parts = [
-        delayed(_stats_partition)(xp, yp, wp, i, inp.layout, cuts, missing, inp.names, held_out)
+        delayed(_stats_partition)(xp, yp, wp, i, inp.layout, cuts, missing, inp.names, held_out, pairs)
         for i, (xp, yp, wp) in enumerate(zip(inp.x_parts, inp.y_parts, w_parts))
     ]
     return _compute(_tree(parts, _add_all))
@@ -439,7 +457,7 @@ def fit_dask(est: Any, X: Any, y: Any, sample_weight: Any = None) -> Any:
             f"{type(est).__name__} cannot be fitted on a Dask collection: the sufficient statistics "
             "of a distributed fit exist for the squared loss only; compute X and y into memory"
         )
-    additive_only(est.interactions, "a Dask fit")
+    _pairs_stats.check(est, "a Dask fit")
     with _quiet_annotations():
         inp = _prepare(X, y, sample_weight)
     p = inp.layout.n_features
@@ -455,20 +473,30 @@ def fit_dask(est: Any, X: Any, y: Any, sample_weight: Any = None) -> Any:
     set_input_attributes(est, p, inp.names)
     bins = resolve_bins(est)
     need_sample = bins is None or any(b is None for b in bins)
+    wants_pairs = _pairs_stats.wanted(est)
     with _quiet_annotations(), _progress.dask_bar(getattr(est, "progress", "auto"), "Dask statistics"):
-        sample = _first_pass(inp, int(est.subsample_for_bin) if need_sample else 0, int(est.random_state))
-        if need_sample:
-            cuts = _cuts_from_sample(sample, bins, est._config(), inp.layout.columns)
-        else:
-            assert bins is not None
-            cuts = [np.asarray(b, dtype=np.float64) for b in bins]
+        k = _pairs_stats.sample_size(est) if need_sample or wants_pairs else 0
+        sample = _first_pass(inp, k, int(est.random_state))
+        cuts = _sample_cuts(sample, est, bins, inp.layout.columns)
+        pairs = _pairs_stats.choose(est, (sample.x, sample.y, sample.w), cuts) if wants_pairs else None
+        nan = sample.nan
+        del sample
         if est._validated():
             # lambda_ratio="auto": each partition's rows are split into training and held-out
             # rows, and the penalty is chosen on the held-out rows' statistics
-            train, held = _second_pass(inp, cuts, sample.nan, (float(est.validation_fraction), int(est.random_state)))
-            return fit_estimator(est, train, held)
-        stats = _second_pass(inp, cuts, sample.nan)
-    return fit_estimator(est, stats)
+            held_out = (float(est.validation_fraction), int(est.random_state))
+            train, held = _second_pass(inp, cuts, nan, held_out, pairs)
+            return fit_estimator(est, train, held, pairs)
+        stats = _second_pass(inp, cuts, nan, pairs=pairs)
+    return fit_estimator(est, stats, pairs=pairs)
+
+
+def _sample_cuts(sample: _Sample, est: Any, bins: Any, labels: Optional[Sequence[Any]]) -> list[npt.NDArray[np.float64]]:
+    """The cut points of a fit of ``est`` (the user's ``bins`` kept): the quantiles of the
+    first ``subsample_for_bin`` rows of ``sample`` where a feature has no ``bins``."""
+    if bins is not None and all(b is not None for b in bins):
+        return [np.asarray(b, dtype=np.float64) for b in bins]
+    return _cuts_from_sample(sample.first(int(est.subsample_for_bin)), bins, est._config(), labels)
 
 
 # --------------------------------------------------------------------------------------
@@ -611,28 +639,64 @@ def parquet_statistics(
     the core's defaults when None); the second pass adds up the statistics batch by batch.
     """
     config = core_config(CORE_DEFAULTS, "squared") if config is None else config
-    random_state = int(config.get("random_state", 0))
-    files = _parquet_files(paths)
-    if not (isinstance(batch_rows, (int, np.integer)) and batch_rows >= 1):
-        raise ValueError(f"batch_rows must be a positive integer, got {batch_rows!r}")
-    feats, _ = _check_parquet_schemas(files, target, columns, sample_weight)
-    p = len(feats)
-    labels = np.asarray(feats, dtype=object)
-    read = [*feats, target] + ([sample_weight] if sample_weight is not None else [])
+    source = _ParquetSource.open(paths, target, columns, sample_weight, batch_rows, progress)
+    p = len(source.features)
     if bins is not None and len(bins) != p:
         raise ValueError(f"bins has {len(bins)} entries but there are {p} feature columns")
     cut_list = None if cuts is None else _check_cuts(cuts, p)
     need_sample = cut_list is None and (bins is None or any(b is None for b in bins))
     if cut_list is None or missing is None:
-        k = int(config["subsample_for_bin"]) if need_sample else 0
-        rng = np.random.default_rng(int(random_state))
-        keys = np.empty(0)
-        xs = np.empty((0, p))
-        ws: Optional[npt.NDArray[np.float64]] = None if sample_weight is None else np.empty(0)
+        sample = source.sample(int(config["subsample_for_bin"]) if need_sample else 0, int(config.get("random_state", 0)))
+        flags = sample.nan if missing is None else _check_missing(missing, p)
+        if cut_list is None:
+            if need_sample:
+                cut_list = _cuts_from_sample(sample, bins, config, source.features)
+            else:
+                assert bins is not None
+                cut_list = [np.asarray(b, dtype=np.float64) for b in bins]
+        del sample
+    else:
+        flags = _check_missing(missing, p)
+    return source.statistics(cut_list, flags, n_jobs=n_jobs, held_out=held_out)
+
+
+class _ParquetSource(NamedTuple):
+    """Parquet files read batch by batch: their feature, target and weight columns."""
+
+    files: list[str]
+    features: list[str]
+    target: str
+    weight: Optional[str]
+    batch_rows: int
+    progress: Any
+
+    @classmethod
+    def open(
+        cls, paths: Any, target: str, columns: Optional[Sequence[str]], weight: Optional[str], batch_rows: int, progress: Any
+    ) -> "_ParquetSource":
+        files = _parquet_files(paths)
+        if not (isinstance(batch_rows, (int, np.integer)) and batch_rows >= 1):
+            raise ValueError(f"batch_rows must be a positive integer, got {batch_rows!r}")
+        feats, _ = _check_parquet_schemas(files, target, columns, weight)
+        return cls(files, feats, target, weight, int(batch_rows), progress)
+
+    def _read(self, desc: str) -> Any:
+        read = [*self.features, self.target] + ([self.weight] if self.weight is not None else [])
+        return _rows_bar(self.progress, desc, self.files, _batches(self.files, read, self.batch_rows))
+
+    def sample(self, k: int, seed: int) -> _Sample:
+        """A first pass: the missing flags, the row count and a seeded uniform sample of ``k``
+        rows with their targets (bottom-k of random keys)."""
+        p = len(self.features)
+        rng = np.random.default_rng(int(seed))
+        keys, rows = np.empty(0), np.empty(0, dtype=np.int64)
+        xs, ys = np.empty((0, p)), np.empty(0)
+        ws: Optional[npt.NDArray[np.float64]] = None if self.weight is None else np.empty(0)
         nan = np.zeros(p, dtype=np.bool_)
         n_rows = 0
-        for _, _, batch in _rows_bar(progress, "Parquet sample pass", files, _batches(files, read, batch_rows)):
-            nan |= _batch_nan(batch, feats)
+        for _, _, batch in self._read("Parquet sample pass"):
+            nan |= _batch_nan(batch, self.features)
+            first_row = n_rows
             n_rows += batch.num_rows
             if k == 0:
                 continue
@@ -643,49 +707,55 @@ def parquet_statistics(
             cand = cand[_bottom_k(bk[cand], k)]
             taken = batch.take(cand)  # convert only the candidate rows
             keys = np.concatenate([keys, bk[cand]])
-            xs = np.concatenate([xs, _batch_columns(taken, feats)])
+            rows = np.concatenate([rows, first_row + cand])
+            xs = np.concatenate([xs, _batch_columns(taken, self.features)])
+            ys = np.concatenate([ys, _batch_columns(taken, [self.target])[:, 0]])
             if ws is not None:
-                ws = np.concatenate([ws, _batch_columns(taken, [sample_weight])[:, 0]])  # type: ignore[list-item]
+                ws = np.concatenate([ws, _batch_columns(taken, [self.weight])[:, 0]])  # type: ignore[list-item]
             idx = _bottom_k(keys, k)
-            keys, xs = keys[idx], xs[idx]
+            keys, rows, xs, ys = keys[idx], rows[idx], xs[idx], ys[idx]
             if ws is not None:
                 ws = ws[idx]
-        sample = _Sample(keys, xs, ws, nan, n_rows)
-        flags = nan if missing is None else _check_missing(missing, p)
-        if cut_list is None:
-            if need_sample:
-                cut_list = _cuts_from_sample(sample, bins, config, feats)
+        order = np.argsort(rows)  # in row order: a sample of every row is the data itself
+        return _Sample(keys[order], xs[order], ys[order], None if ws is None else ws[order], nan, n_rows)
+
+    def statistics(
+        self,
+        cuts: list[npt.NDArray[np.float64]],
+        missing: npt.NDArray[np.bool_],
+        *,
+        n_jobs: Optional[int],
+        held_out: Optional[tuple[float, int]] = None,
+        pairs: Optional[_pairs_stats.StatsPairs] = None,
+    ) -> Any:
+        """A second pass: the statistics of every batch, added (a (training, held-out) pair
+        with ``held_out``; with ``pairs``, their cell columns after the features)."""
+        labels = _pairs_stats.names(np.asarray(self.features, dtype=object), pairs)
+        names = labels if all(isinstance(c, str) for c in self.features) else None
+        cuts, missing = _pairs_stats.binning(cuts, missing, pairs)
+        total: Any = None
+        for b, (f, start, batch) in enumerate(self._read("Parquet statistics pass")):
+            x = _pairs_stats.with_cells(_batch_columns(batch, self.features), pairs)
+            y = _batch_columns(batch, [self.target])[:, 0]
+            w = None if self.weight is None else _batch_columns(batch, [self.weight])[:, 0]
+            where = f"{f}, batch of rows {start}-{start + x.shape[0] - 1}: "
+            if held_out is None:
+                s: Any = partition_statistics(x, y, w, cuts, missing, names=labels, n_jobs=n_jobs, where=where)
+                s.feature_names = names
             else:
-                assert bins is not None
-                cut_list = [np.asarray(b, dtype=np.float64) for b in bins]
-        del sample, xs, keys, ws
-    else:
-        flags = _check_missing(missing, p)
-    total: Any = None
-    names = labels if all(isinstance(c, str) for c in feats) else None
-    batches = _rows_bar(progress, "Parquet statistics pass", files, _batches(files, read, batch_rows))
-    for b, (f, start, batch) in enumerate(batches):
-        x = _batch_columns(batch, feats)
-        y = _batch_columns(batch, [target])[:, 0]
-        w = None if sample_weight is None else _batch_columns(batch, [sample_weight])[:, 0]
-        where = f"{f}, batch of rows {start}-{start + x.shape[0] - 1}: "
-        if held_out is None:
-            s: Any = partition_statistics(x, y, w, cut_list, flags, names=labels, n_jobs=n_jobs, where=where)
-            s.feature_names = names
-        else:
-            s = split_statistics(
-                x, y, w, cut_list, flags, fraction=held_out[0], seed=(held_out[1], b), names=labels, n_jobs=n_jobs, where=where
-            )
-            for part in s:
-                part.feature_names = names
+                s = split_statistics(
+                    x, y, w, cuts, missing, fraction=held_out[0], seed=(held_out[1], b), names=labels, n_jobs=n_jobs, where=where
+                )
+                for part in s:
+                    part.feature_names = names
+            if total is None:
+                total = s
+            else:  # in place: these statistics are this function's own
+                for into, part in zip(total, s) if held_out is not None else [(total, s)]:
+                    into._iadd(part)
         if total is None:
-            total = s
-        else:  # in place: these statistics are this function's own
-            for into, part in zip(total, s) if held_out is not None else [(total, s)]:
-                into._iadd(part)
-    if total is None:
-        raise ValueError("the Parquet files hold no rows")
-    return total
+            raise ValueError("the Parquet files hold no rows")
+        return total
 
 
 def fit_from_parquet(
@@ -700,11 +770,13 @@ def fit_from_parquet(
     """Fit a :class:`~fastpcam.FASTRegressor` on Parquet files too large for memory.
 
     The files are streamed in batches with pyarrow, twice: first for a seeded uniform sample
-    of ``subsample_for_bin`` rows (cut points, computed as an in-memory fit computes them)
-    and the columns' missing values; then for the sufficient statistics, added up batch by
-    batch. The optimisation runs on the statistics alone. Peak memory is about two batches
-    plus the statistics (``8 · Σ_{j<k} n_bins[j] n_bins[k]`` bytes), whatever the number of
-    rows.
+    of ``subsample_for_bin`` rows (cut points, computed as an in-memory fit computes them;
+    at least 100,000 rows where pair terms may be fitted: they are chosen on it, see
+    :mod:`fastpcam._pairs_stats`) and the columns' missing values; then for the sufficient
+    statistics, added up batch by batch (with one column per chosen pair, its cell). The
+    optimisation runs on the statistics alone. Peak memory is about two batches, the sample
+    and the statistics (``8 · Σ_{j<k} n_bins[j] n_bins[k]`` bytes over the features and the
+    pairs' cells), whatever the number of rows.
 
     Parameters
     ----------
@@ -730,27 +802,24 @@ def fit_from_parquet(
     """
     est = _fitted.estimator_class("FASTRegressor")(**params)
     est._validate_params()
-    additive_only(est.interactions, "a Parquet fit")
+    _pairs_stats.check(est, "a Parquet fit")
     if est.categorical_features is not None and not isinstance(est.categorical_features, str) and len(est.categorical_features):
         raise ValueError("categorical_features is not supported by fit_from_parquet; encode them as numbers")
-    files = _parquet_files(paths)
-    feats, _ = _check_parquet_schemas(files, target, columns, sample_weight)
-    set_input_attributes(est, len(feats), np.asarray(feats, dtype=object))
-    stats = parquet_statistics(
-        files,
-        target,
-        columns=feats,
-        sample_weight=sample_weight,
-        bins=resolve_bins(est),
-        config=est._config(),
-        batch_rows=batch_rows,
-        n_jobs=n_threads(est.n_jobs),
-        held_out=(float(est.validation_fraction), int(est.random_state)) if est._validated() else None,
-        progress=est.progress,
-    )
-    if est._validated():
-        return fit_estimator(est, *stats)
-    return fit_estimator(est, stats)
+    source = _ParquetSource.open(paths, target, columns, sample_weight, batch_rows, est.progress)
+    set_input_attributes(est, len(source.features), np.asarray(source.features, dtype=object))
+    bins = resolve_bins(est)
+    need_sample = bins is None or any(b is None for b in bins)
+    k = _pairs_stats.sample_size(est) if need_sample or _pairs_stats.wanted(est) else 0
+    sample = source.sample(k, int(est.random_state))
+    cuts = _sample_cuts(sample, est, bins, source.features)
+    pairs = _pairs_stats.choose(est, (sample.x, sample.y, sample.w), cuts)
+    nan = sample.nan
+    del sample
+    held_out = (float(est.validation_fraction), int(est.random_state)) if est._validated() else None
+    stats = source.statistics(cuts, nan, n_jobs=n_threads(est.n_jobs), held_out=held_out, pairs=pairs)
+    if held_out is not None:
+        return fit_estimator(est, *stats, pairs=pairs)
+    return fit_estimator(est, stats, pairs=pairs)
 
 
 def sufficient_statistics(

@@ -22,7 +22,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import numpy as np
 import numpy.typing as npt
 
-from . import _core, _fitted, _pairs
+from . import _core, _fitted, _pairs, _pairs_stats
 from ._input import set_input_attributes
 from ._params import name_columns
 
@@ -363,13 +363,19 @@ class SufficientStatistics:
         return fit_estimator(est, self, held_out)
 
 
-def fit_estimator(est: Any, stats: SufficientStatistics, held: Optional[SufficientStatistics] = None) -> Any:
+def fit_estimator(
+    est: Any,
+    stats: SufficientStatistics,
+    held: Optional[SufficientStatistics] = None,
+    pairs: Optional["_pairs_stats.StatsPairs"] = None,
+) -> Any:
     """Fit ``est`` (validated, input attributes set) on ``stats``: write the model as ``fit`` does.
 
     With ``held`` (the statistics of held-out rows, see :func:`split_statistics`) and
     ``lambda_ratio="auto"``, the penalty is chosen on them and the final fit runs on
     ``stats + held``; with fewer than ``VALIDATION_MIN_ROWS`` rows on either side, the two
-    are added and fitted at the fixed ratio, as in memory.
+    are added and fitted at the fixed ratio, as in memory. With ``pairs``, the statistics'
+    last columns are their cells (:mod:`fastpcam._pairs_stats`), fitted as pair terms.
     """
     if getattr(est, "_loss", "squared") != "squared":
         raise ValueError(
@@ -389,14 +395,16 @@ def fit_estimator(est: Any, stats: SufficientStatistics, held: Optional[Sufficie
         )
     if total_rows < 2:
         raise ValueError(f"X has {total_rows} sample (n_samples = {total_rows}); at least 2 are needed to fit")
+    p = stats.n_features - (0 if pairs is None else len(pairs.features))
     out = est._call_core(
         _core.fit_stats,
         stats._to_core(),
-        [c.tolist() for c in stats.cuts],
-        [bool(m) for m in stats.missing],
+        [c.tolist() for c in stats.cuts[:p]],
+        [bool(m) for m in stats.missing[:p]],
         config=est._config(),
         held_out=None if held is None else held._to_core(),
         n_validation=0 if held is None else held.n_rows,
+        **({} if pairs is None else pairs.core()),
     )
     _fitted.write(est, out, est._validation_loss)
     est._report(str(out["stop"]), f" on sufficient statistics of {total_rows} rows", stacklevel=4)

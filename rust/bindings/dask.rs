@@ -11,6 +11,7 @@ use super::output::{arrays, FitOutput};
 use crate::data::binning::bin_data;
 use crate::data::tables::{partition_tables, Tables};
 use crate::fit::entry;
+use crate::fit::pairs::stats::{StatsPair, StatsPairs};
 
 /// One data set's (or partition's) sufficient statistics, as plain arrays.
 #[derive(IntoPyObject)]
@@ -121,12 +122,21 @@ fn bin_edges<'py>(
     Ok(arrays(py, cuts))
 }
 
+/// A pair term of `fit_stats`: its features and their interaction cuts.
+type PairInput = ((usize, usize), (Vec<f64>, Vec<f64>));
+
 /// Fits FAST on sufficient statistics alone (`crate::fit::entry::fit_stats`); with `held_out`
 /// statistics and `lambda_ratio="auto"`, the penalty is chosen on them and `n_validation` is
 /// reported as the number of held-out rows. The configuration's binning keys are not used:
-/// the statistics are binned.
+/// the statistics are binned. With `pairs` (`((j, k), (cuts_j, cuts_k))` each), the
+/// statistics hold one cell column per pair after the `len(cuts)` features, fitted as pair
+/// terms at `interaction_penalty` (`ρ`).
 #[pyfunction]
-#[pyo3(signature = (stats, cuts, missing, *, config, held_out=None, n_validation=0))]
+#[pyo3(signature = (
+    stats, cuts, missing, *, config, held_out=None, n_validation=0, pairs=Vec::new(),
+    interaction_penalty=0.0
+))]
+#[allow(clippy::too_many_arguments)]
 fn fit_stats<'py>(
     py: Python<'py>,
     stats: StatsInput<'py>,
@@ -135,17 +145,33 @@ fn fit_stats<'py>(
     config: FitConfig,
     held_out: Option<StatsInput<'py>>,
     n_validation: usize,
+    pairs: Vec<PairInput>,
+    interaction_penalty: f64,
 ) -> PyResult<FitOutput<'py>> {
     let (loss, _) = config.loss_engine()?;
-    let params = config.fit_params((0, stats.n_bins.len()), held_out.is_some())?;
+    let params = config.fit_params((0, cuts.len()), held_out.is_some())?;
     let tables = to_tables(&stats)?;
     drop(stats);
     let held = match held_out.filter(|_| entry::stats_read_held_out(&params)) {
         Some(h) => Some(to_tables(&h)?),
         None => None,
     };
+    let pairs = StatsPairs {
+        pairs: pairs
+            .into_iter()
+            .map(|(features, cuts)| StatsPair { features, cuts })
+            .collect(),
+        rho: interaction_penalty,
+    };
     let fitted = compute(py, "fit_stats", config.n_jobs, || {
-        entry::fit_stats(loss, tables, held, (cuts, missing), &params, n_validation)
+        entry::fit_stats(
+            loss,
+            (tables, held),
+            (cuts, missing),
+            &params,
+            &pairs,
+            n_validation,
+        )
     })?;
     Ok(FitOutput::new(py, fitted))
 }

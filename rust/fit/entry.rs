@@ -28,6 +28,7 @@ use crate::error::Result;
 use crate::fit::logistic;
 use crate::fit::loglink::{self, LogLinkLoss};
 use crate::fit::multinomial;
+use crate::fit::pairs::stats::{PairLayout, StatsPairs};
 use crate::fit::solver::{self, Callback, Fit};
 use crate::fit::validation;
 use crate::params::{
@@ -131,31 +132,46 @@ pub fn stats_read_held_out(params: &FitParams) -> bool {
 /// statistics are the tables engine's data, so `loss` must allow it; `params.binning` is not
 /// used (the statistics are binned).
 ///
+/// With `pairs`, the statistics hold one more column per pair after the main features, its
+/// cell index ([`crate::fit::pairs::stats`]): the pairs are fitted as grid blocks at their `ρ`
+/// and reported as the fit's pair terms.
+///
 /// # Errors
-/// A loss other than the squared loss, and the errors of the fit.
+/// A loss other than the squared loss, a bad pair ([`PairLayout::new`]), statistics whose
+/// columns do not match the binning, and the errors of the fit.
 pub fn fit_stats(
     loss: Loss,
-    tables: Tables,
-    held_out: Option<Tables>,
+    (tables, held_out): (Tables, Option<Tables>),
     (cuts, missing): (Vec<Vec<f64>>, Vec<bool>),
     params: &FitParams,
+    pairs: &StatsPairs,
     n_validation: usize,
 ) -> Result<Fit> {
     loss.check_engine(Engine::Tables)?;
-    let params = FitParams {
+    let layout = PairLayout::new(pairs, (&cuts, &missing))?;
+    let (cuts, missing) = layout.binning((&cuts, &missing));
+    let mains = FitParams {
         binning: BinningParams::default(),
         ..params.clone()
     };
-    match held_out.filter(|_| stats_read_held_out(&params)) {
+    let held_out = held_out.filter(|_| stats_read_held_out(&mains));
+    let mut fit = match held_out {
+        Some(held) if !pairs.pairs.is_empty() => {
+            layout.fit_validated((tables, held), (cuts, missing), &mains, n_validation)?
+        }
         Some(held) => {
             let (mut fit, mut search) =
-                validation::fit_tables_validated(tables, held, cuts, missing, &params, None)?;
+                validation::fit_tables_validated(tables, held, cuts, missing, &mains, None)?;
             search.n_validation = n_validation;
             fit.search = Some(search);
-            Ok(fit)
+            fit
         }
-        None => solver::fit_tables(Arc::new(tables), cuts, missing, &params),
+        None => solver::fit_tables(Arc::new(tables), cuts, missing, &layout.params(&mains))?,
+    };
+    if !pairs.pairs.is_empty() {
+        layout.into_terms(&mut fit);
     }
+    Ok(fit)
 }
 
 #[cfg(test)]

@@ -1,8 +1,9 @@
 """Fits through exact sufficient statistics: Dask collections on a local cluster, Parquet
 streamed with pyarrow, and the statistics object itself (issue 6, DESIGN §4).
 
-Every estimator here is additive (``interactions=0``): fits from sufficient statistics have no
-pair terms, and the in-memory fits they are held to must not have them either."""
+Most estimators here are additive (``interactions=0``); the last section fits pair terms
+beyond memory (chosen on a sample of rows, fitted on statistics that hold each pair's cells)
+and holds them to the in-memory fit with pairs."""
 
 from __future__ import annotations
 
@@ -384,3 +385,116 @@ def test_statistics_fit_with_held_out_statistics(data, reference):
     assert whole.fit(tol=1e-6).lambda_ratio_ == pytest.approx(3e-3, rel=1e-12)
     with pytest.raises(TypeError, match="held_out"):
         whole.fit(held_out="rows")
+
+
+# --------------------------------------------------------------------------------------
+# Pair terms beyond memory
+# --------------------------------------------------------------------------------------
+PAIR_COLS = ["a", "b", "c", "d"]
+
+
+def pair_data(n: int, seed: int = 0):
+    """One strong pair effect (the sign of ``a`` flips the slope of ``b``), missing ``b``."""
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame(rng.normal(size=(n, 4)).round(1), columns=PAIR_COLS)  # about 60 values a column
+    df.loc[rng.random(n) < 0.05, "b"] = np.nan
+    y = np.where(df.a > 0, 1.0, -1.0) * df.b.fillna(0).to_numpy() + df.c.to_numpy() + rng.normal(0, 0.3, n)
+    return df, y
+
+
+def pair_collections(df, y, nparts: int = 3):
+    return dd.from_pandas(df, npartitions=nparts, sort=False), dd.from_pandas(pd.Series(y), npartitions=nparts, sort=False)
+
+
+def assert_same_pairs(a: FASTRegressor, b: FASTRegressor, X, atol: float = 1e-6, rtol: float = 1e-9) -> None:
+    """The same pair terms, predictions (to ``atol``) and objectives (to ``rtol``)."""
+    assert a.interaction_features_ == b.interaction_features_ != []
+    assert a.interaction_penalty_ == b.interaction_penalty_
+    for (ca, cb), (da_, db) in zip(a.interaction_cuts_, b.interaction_cuts_):
+        assert np.array_equal(ca, da_) and np.array_equal(cb, db)
+    assert abs(a.objective_ - b.objective_) <= rtol * abs(a.objective_)
+    assert np.max(np.abs(a.predict(X) - b.predict(X))) <= atol
+
+
+@pytest.mark.parametrize("penalty", [{"lambda_f": 0.01}, {"lambda_ratio": 3e-3}])
+def test_dask_and_parquet_pairs_at_given_penalties_are_the_in_memory_fit(client, penalty, tmp_path):
+    # Every main bin is an interaction bin (16 main bins, up to 64 a side): the sample chooses
+    # the in-memory fit's axes, and at the same penalties the fit on the statistics, which
+    # hold every co-occurrence of the pair's cells, is the same optimum.
+    df, y = pair_data(3000)
+    kw = dict(interactions=[("a", "b")], interaction_penalty=0.5, max_bins=16, max_interaction_bins=64, tol=1e-9)
+    m = FASTRegressor(**kw, **penalty).fit(df, y)
+    X, dy = pair_collections(df, y)
+    d = FASTRegressor(**kw, **penalty, bins=m.cuts_).fit(X, dy)
+    # tol=1e-9 is below the rounding floor of both fits: they stall near 1e-7
+    assert d.engine_ == "tables" and d.kkt_residual_ <= 1e-6
+    assert d.interaction_features_ == [(0, 1)] and d.interaction_smoothing_ == 0.0
+    assert d.lambda_max_ == pytest.approx(m.lambda_max_, rel=1e-12)
+    assert_same_pairs(m, d, df)
+    np.testing.assert_allclose(d.interaction_values_[0], m.interaction_values_[0], atol=1e-6)
+    df.assign(target=y).to_parquet(tmp_path / "part.parquet", row_group_size=700)
+    p = fit_from_parquet(tmp_path, "target", batch_rows=1000, **kw, **penalty, bins=m.cuts_)
+    assert_same_pairs(m, p, df)
+
+
+def test_dask_and_parquet_fits_choose_pairs_as_in_memory(client, tmp_path):
+    # Fewer rows than the sample: the pairs are chosen on every row, in row order, so the
+    # screened pairs, their axes and rho are the in-memory fit's, and at its penalty the fit
+    # on the statistics is the same model.
+    df, y = pair_data(4000, seed=1)
+    kw = dict(lambda_ratio=3e-3, tol=1e-8)
+    m = FASTRegressor(**kw, interaction_smoothing=0).fit(df, y)
+    assert (0, 1) in m.interaction_features_ and len(m.interaction_features_) >= 2
+    X, dy = pair_collections(df, y)
+    assert_same_pairs(m, FASTRegressor(**kw).fit(X, dy), df, atol=1e-4, rtol=1e-8)
+    df.assign(target=y).to_parquet(tmp_path / "part.parquet", row_group_size=1000)
+    assert_same_pairs(m, fit_from_parquet(tmp_path, "target", batch_rows=1500, **kw), df, atol=1e-4, rtol=1e-8)
+
+
+def test_default_dask_and_parquet_fits_carry_pairs(client, tmp_path):
+    # The defaults: the penalty is chosen on each partition's held-out rows (not the rows an
+    # in-memory fit holds out), then the model fitted on all of them.
+    df, y = pair_data(20000, seed=3)
+    test_df, test_y = pair_data(20000, seed=4)
+    mse = lambda est: float(np.mean((est.predict(test_df) - test_y) ** 2))  # noqa: E731
+    m = FASTRegressor().fit(df, y)
+    X, dy = pair_collections(df, y)
+    d = FASTRegressor().fit(X, dy)
+    df.assign(target=y).to_parquet(tmp_path / "part.parquet", row_group_size=5000)
+    p = fit_from_parquet(tmp_path, "target", batch_rows=7000)
+    for fit in (d, p):
+        assert fit.interaction_features_ == m.interaction_features_
+        assert fit.interaction_penalty_ == m.interaction_penalty_
+        assert fit.converged_ and 0.1 * len(df) < fit.n_validation_ < 0.2 * len(df)
+        assert fit.lambda_max_ == pytest.approx(m.lambda_max_, rel=1e-9)
+        assert mse(fit) <= 1.02 * mse(m), (mse(fit), mse(m))
+    # the additive fit of the same data is far worse: the pair is really carried
+    assert mse(FASTRegressor(interactions=0).fit(X, dy)) > 2 * mse(d)
+
+
+def test_out_of_core_pairs_refuse_smooth_parts_by_name(tmp_path):
+    df, y = pair_data(500)
+    X, dy = pair_collections(df, y)
+    with pytest.raises(ValueError, match=r"interaction_smoothing=0.1: a Dask fit fits pair terms without smooth parts"):
+        FASTRegressor(interaction_smoothing=0.1).fit(X, dy)
+    df.assign(target=y).to_parquet(tmp_path / "part.parquet")
+    with pytest.raises(ValueError, match=r"interaction_smoothing=0.1: a Parquet fit"):
+        fit_from_parquet(tmp_path, "target", interaction_smoothing=0.1)
+    # additive fits take any smoothing: there is nothing to smooth
+    assert FASTRegressor(interactions=0, interaction_smoothing=0.1).fit(X, dy).interaction_features_ == []
+
+
+def test_core_names_bad_pairs_of_statistics():
+    df, y = pair_data(300)
+    cuts = [np.array([-1.0, 0.0, 1.0])] * 4
+    stats = sufficient_statistics(df, y, cuts=cuts)
+    args = (stats._to_core(), [c.tolist() for c in cuts], [bool(m) for m in stats.missing])
+    with pytest.raises(ValueError, match="interaction cuts must be an increasing subset"):
+        fastpcam._core.fit_stats(*args, config={"loss": "squared"}, pairs=[((0, 1), ([0.5], [0.0]))], interaction_penalty=0.5)
+    with pytest.raises(ValueError, match=r"pairs must hold pairs \(j, k\)"):
+        fastpcam._core.fit_stats(*args, config={"loss": "squared"}, pairs=[((1, 0), ([0.0], [0.0]))], interaction_penalty=0.5)
+    with pytest.raises(ValueError, match="interaction_penalty must be finite"):
+        fastpcam._core.fit_stats(*args, config={"loss": "squared"}, pairs=[((0, 1), ([0.0], [0.0]))], interaction_penalty=-1.0)
+    # statistics without the pair's cell column: the bins do not match
+    with pytest.raises(ValueError, match="cuts"):
+        fastpcam._core.fit_stats(*args, config={"loss": "squared"}, pairs=[((0, 1), ([0.0], [0.0]))], interaction_penalty=0.5)

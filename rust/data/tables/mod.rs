@@ -135,6 +135,17 @@ impl Tables {
         )
     }
 
+    /// The statistics of the first `p` features alone, the target's included (no pass over
+    /// rows): a fit on them is the fit of those features only.
+    pub fn leading(&self, p: usize) -> Self {
+        let ws: Vec<usize> = (0..p).collect();
+        let mut out = self.restrict(&ws);
+        out.y_mean = self.y_mean;
+        out.yy = self.yy;
+        out.ysum = self.ysum[..p].to_vec();
+        out
+    }
+
     /// Adds another partition's statistics (same bins); `y_mean` and `yy` are recombined
     /// exactly (pooled mean and sum of squares).
     ///

@@ -268,7 +268,7 @@ pub(super) fn pair_feature(
 }
 
 /// The links of the pair blocks of `pairs` under `axes`, the first pair's block at `block`.
-pub(super) fn pair_links(
+pub(crate) fn pair_links(
     block: usize,
     pairs: &[(usize, usize)],
     axes: &[(Axis, Axis)],
@@ -306,7 +306,7 @@ pub(super) fn add_pair_blocks(
 
 /// The shapes of the main effects (`params.shapes`) followed by `grids.len()` pair blocks
 /// with the penalty factor `rho`, linked to their features by `links`.
-pub(super) fn with_pair_shapes(
+pub(crate) fn with_pair_shapes(
     params: &FitParams,
     p: usize,
     (grids, links): (&[Grid], &[PairLink]),

@@ -62,6 +62,7 @@ pub mod screen;
 pub mod search;
 pub mod smooth;
 pub mod stage;
+pub mod stats;
 
 use std::time::Instant;
 
