@@ -28,20 +28,14 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from dask_scale import peak_rss_mib  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 OUT = HERE / "out"
 TEST_ROWS = 200_000
 CHUNK_ROWS = 250_000
 FILE_ROWS = 500_000
-
-
-def peak_mib() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def data(gen: str, n: int, seed: int):
@@ -89,7 +83,7 @@ def child(gen: str, n: int, how: str, folder: str) -> None:
         elapsed = time.perf_counter() - t
         Xt_in = Xt
     mse = float(np.mean((m.predict(Xt_in) - yt) ** 2))
-    print(json.dumps({"time": elapsed, "mse": mse, "pairs": len(m.interaction_features_), "peak": peak_mib()}))
+    print(json.dumps({"time": elapsed, "mse": mse, "pairs": len(m.interaction_features_), "peak": peak_rss_mib()}))
 
 
 def main() -> None:

@@ -420,21 +420,7 @@ fn pair_terms(
         }
         None => (axes, grids),
     };
-    let terms = pairs
-        .into_iter()
-        .zip(axes)
-        .zip(grids)
-        .zip(pair_values.into_iter().zip(cell_weights))
-        .map(
-            |(((features, axes), grid), (values, cell_weights))| PairTerm {
-                features,
-                axes,
-                grid,
-                values,
-                cell_weights,
-            },
-        )
-        .collect();
+    let terms = zip_terms(pairs, (axes, grids), (pair_values, cell_weights));
     Ok((
         Some(fit),
         PairFit {
@@ -450,6 +436,30 @@ fn pair_terms(
             engine: Some(engine),
         },
     ))
+}
+
+/// The pair terms of `pairs` with their `axes` and `grids`, each with its cell values and
+/// weights (in block order).
+pub(super) fn zip_terms(
+    pairs: Vec<(usize, usize)>,
+    (axes, grids): (Vec<(Axis, Axis)>, Vec<Grid>),
+    (values, cell_weights): (Vec<Vec<f64>>, Vec<Vec<f64>>),
+) -> Vec<PairTerm> {
+    pairs
+        .into_iter()
+        .zip(axes)
+        .zip(grids)
+        .zip(values.into_iter().zip(cell_weights))
+        .map(
+            |(((features, axes), grid), (values, cell_weights))| PairTerm {
+                features,
+                axes,
+                grid,
+                values,
+                cell_weights,
+            },
+        )
+        .collect()
 }
 
 /// The working set of the fit on all rows ([`FitParams::sweep_share`]): its scored sweeps

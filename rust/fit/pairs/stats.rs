@@ -15,11 +15,11 @@
 use std::sync::Arc;
 
 use super::layout::{grid_of, pair_links, with_pair_shapes, MISSING};
-use super::FINISH_SWEEP_SHARE;
+use super::{zip_terms, FINISH_SWEEP_SHARE};
 use crate::data::tables::Tables;
 use crate::error::{FastError, Result};
 use crate::fit::validation::fit_tables_validated;
-use crate::model::report::{Axis, Fit, PairFit, PairTerm};
+use crate::model::report::{Axis, Fit, PairFit};
 use crate::params::{Engine, FitParams, Grid, PairLink, Penalty};
 use crate::states::engine::{fit_binned_tables, tables_shell};
 
@@ -224,34 +224,22 @@ impl PairLayout {
     /// terms.
     pub(crate) fn into_terms(self, fit: &mut Fit) {
         let p = self.p;
-        let values = fit.model.values.split_off(p);
+        let mut values = fit.model.values.split_off(p);
         let missing_values = fit.model.missing_values.split_off(p);
         fit.model.cuts.truncate(p);
-        let weights = fit.bin_weights.split_off(p);
+        let mut cell_weights = fit.bin_weights.split_off(p);
         let missing_weights = fit.missing_weights.split_off(p);
-        let terms = self
-            .features
-            .into_iter()
-            .zip(self.axes)
-            .zip(self.grids)
-            .enumerate()
-            .map(|(t, ((features, axes), grid))| {
-                let missing = axes.0.missing || axes.1.missing;
-                let mut values = values[t].clone();
-                let mut cell_weights = weights[t].clone();
-                if missing {
-                    values.push(missing_values[t]);
-                    cell_weights.push(missing_weights[t]);
-                }
-                PairTerm {
-                    features,
-                    axes,
-                    grid,
-                    values,
-                    cell_weights,
-                }
-            })
-            .collect();
+        for (t, (a, b)) in self.axes.iter().enumerate() {
+            if a.missing || b.missing {
+                values[t].push(missing_values[t]);
+                cell_weights[t].push(missing_weights[t]);
+            }
+        }
+        let terms = zip_terms(
+            self.features,
+            (self.axes, self.grids),
+            (values, cell_weights),
+        );
         fit.pairs = PairFit {
             terms,
             penalty: self.rho,
