@@ -12,9 +12,12 @@ allocations):
 * Parquet: ``fit_from_parquet`` on files of 500,000 rows written beforehand.
 
 Reports the fit time, the test MSE on 200,000 fresh rows (with noise), its ratio to the
-in-memory fit's, the pairs kept and the peak memory, in ``benches/python/out/outofcore_pairs.md``::
+in-memory fit's, the pairs kept and the peak memory, in ``benches/python/out/outofcore_pairs.md``.
+``--large`` also fits Parquet tables too large to draw at once (``smoke_pairs`` in seeded parts
+of 5,000,000 rows), Parquet only::
 
     python benches/python/outofcore_pairs.py --rows 1000000 3000000
+    python benches/python/outofcore_pairs.py --rows --large 10000000 50000000
 """
 
 from __future__ import annotations
@@ -57,6 +60,26 @@ def write_parquet(gen: str, n: int, folder: Path) -> None:
         pq.write_table(pa.table(part), folder / f"part{i:04d}.parquet", row_group_size=250_000)
 
 
+def write_parquet_parts(gen: str, n: int, folder: Path, part_rows: int = 5_000_000) -> None:
+    """``n`` rows of ``gen`` in files of ``part_rows``, each its own seeded draw."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, start in enumerate(range(0, n, part_rows)):
+        X, y, _ = data(gen, min(part_rows, n - start), 100 + i)
+        part = {f"x{j}": X[:, j] for j in range(X.shape[1])}
+        part["y"] = y
+        pq.write_table(pa.table(part), folder / f"part{i:04d}.parquet", row_group_size=250_000)
+
+
+def run_child(gen: str, n: int, how: str, folder: Path) -> dict:
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", gen, str(n), how, str(folder)], capture_output=True, text=True, check=True
+    ).stdout.strip().splitlines()[-1]
+    return json.loads(out)
+
+
 def child(gen: str, n: int, how: str, folder: str) -> None:
     """One fit in this process; prints a JSON line."""
     import warnings
@@ -88,7 +111,8 @@ def child(gen: str, n: int, how: str, folder: str) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rows", type=int, nargs="+", default=[1_000_000])
+    ap.add_argument("--rows", type=int, nargs="*", default=[1_000_000])
+    ap.add_argument("--large", type=int, nargs="*", default=[], help="Parquet-only fits of smoke_pairs")
     ap.add_argument("--generators", nargs="+", default=["smoke_pairs", "mixed"])
     ap.add_argument("--work", default="/tmp/fastpcam_outofcore")
     ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
@@ -107,16 +131,19 @@ def main() -> None:
             write_parquet(gen, n, folder)
             ref = None
             for how in ("memory", "dask", "parquet"):
-                out = subprocess.run(
-                    [sys.executable, __file__, "--child", gen, str(n), how, str(folder)],
-                    capture_output=True, text=True, check=True,
-                ).stdout.strip().splitlines()[-1]
-                r = json.loads(out)
+                r = run_child(gen, n, how, folder)
                 ref = r["mse"] if ref is None else ref
                 row = (f"| {gen} | {n:,} | {how} | {r['time']:.1f} | {r['mse']:.4f} | {r['mse'] / ref:.4f} | "
                        f"{r['pairs']} | {r['peak']:.0f} |")
                 print(row, flush=True)
                 lines.append(row)
+    for n in args.large:
+        folder = Path(args.work) / f"smoke_pairs_parts_{n}"
+        write_parquet_parts("smoke_pairs", n, folder)
+        r = run_child("smoke_pairs", n, "parquet", folder)
+        row = f"| smoke_pairs | {n:,} | parquet | {r['time']:.1f} | {r['mse']:.4f} | | {r['pairs']} | {r['peak']:.0f} |"
+        print(row, flush=True)
+        lines.append(row)
     OUT.mkdir(exist_ok=True)
     (OUT / "outofcore_pairs.md").write_text("\n".join(lines) + "\n")
 
