@@ -64,7 +64,8 @@
 //!   * [`fit::validation`] — the penalty chosen on held-out rows along a warm-started path,
 //!     for any state;
 //!   * [`fit::pairs`] — pair terms: interaction bins, screening, the pair blocks as virtual
-//!     features of the one loop, the pair penalty chosen on held-out rows, smooth parts;
+//!     features of the one loop, the pair penalty chosen on held-out rows, smooth parts; the
+//!     chosen pairs fitted on sufficient statistics (`stats`, after `mod.rs`);
 //!   * [`fit::solver`] — the regression entry points (bin, engine, fixed or held-out
 //!     penalty, path, thread pool);
 //!   * [`fit::logistic`] — the classification entry points (binary log-loss);

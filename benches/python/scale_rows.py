@@ -105,7 +105,7 @@ def mixed(n, seed=0, scale=0.5, df=5):
     X[:, 9] = rng.lognormal(0, 1, size=n).round(2)
     X[rng.uniform(size=n) < 0.02, 9] = np.nan
     level_eff = np.random.default_rng(4321).normal(0, 0.3, size=500)
-    x9 = np.nan_to_num(X[:, 9], nan=1.0)
+    x9 = np.maximum(np.nan_to_num(X[:, 9], nan=1.0), 0.01)  # a draw rounded to 0.00 (about 1 in 10^7) has no log
     f = (0.7 * np.sin(2 * np.pi * X[:, 0]) + np.where(X[:, 1] > 0.3, 0.5, 0.0) + 0.8 * X[:, 2] ** 2
          - 0.4 * np.abs(X[:, 3] - 0.5) + level_eff[X[:, 5].astype(np.int64)]
          + np.array([0.0, 0.3, -0.2, 0.1, 0.4])[X[:, 7].astype(np.int64)]

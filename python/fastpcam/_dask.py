@@ -381,9 +381,11 @@ def _first_pass(inp: _DaskInput, k: int, seed: int) -> _Sample:
     from dask import delayed
 
     w_parts: Sequence[Any] = inp.w_parts if inp.w_parts is not None else [None] * len(inp.x_parts)
+    # the targets are read only for a sample (the pair terms are chosen on it)
+    y_parts: Sequence[Any] = inp.y_parts if k > 0 else [None] * len(inp.x_parts)
     samples = [
         delayed(_sample_partition)(xp, yp, wp, i, inp.layout, k, seed)
-        for i, (xp, yp, wp) in enumerate(zip(inp.x_parts, inp.y_parts, w_parts))
+        for i, (xp, yp, wp) in enumerate(zip(inp.x_parts, y_parts, w_parts))
     ]
     return _compute(_tree(samples, functools.partial(_merge_samples, k=k)))
 

@@ -53,7 +53,8 @@
 //! The stage's steps, each in its module: what they all read (`stage::Stage`), the pair
 //! blocks' layout ([`layout`]), screening ([`screen`]), the held-out path of `ρ` ([`search`]),
 //! the rounds ([`rounds`]), pruning ([`prune`]), the smooth parts ([`smooth`]); `fit_pairs`
-//! runs them in order.
+//! runs them in order. [`stats`] fits pairs chosen elsewhere (on a sample of rows) on
+//! sufficient statistics that hold their cells: the out-of-core fits' pair stage.
 
 pub mod layout;
 pub mod prune;
