@@ -435,6 +435,14 @@ def test_dask_and_parquet_pairs_at_given_penalties_are_the_in_memory_fit(client,
     df.assign(target=y).to_parquet(tmp_path / "part.parquet", row_group_size=700)
     p = fit_from_parquet(tmp_path, "target", batch_rows=1000, **kw, **penalty, bins=m.cuts_)
     assert_same_pairs(m, p, df)
+    # sample weights (weight-0 rows included), and a Dask Array (pairs by index, no names)
+    w = np.random.default_rng(5).integers(0, 4, len(df)).astype(float)
+    mw = FASTRegressor(**kw, **penalty).fit(df, y, sample_weight=w)
+    xa = da.from_array(df.to_numpy(), chunks=(700, 4))
+    kw_index = {**kw, "interactions": [(0, 1)]}
+    dw = FASTRegressor(**kw_index, **penalty, bins=mw.cuts_).fit(xa, y, sample_weight=w)
+    assert_same_pairs(mw, dw, df.to_numpy())
+    assert mw.objective_ != pytest.approx(m.objective_, rel=1e-6)  # the weights count
 
 
 def test_dask_and_parquet_fits_choose_pairs_as_in_memory(client, tmp_path):
