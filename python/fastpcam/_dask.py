@@ -475,12 +475,11 @@ def fit_dask(est: Any, X: Any, y: Any, sample_weight: Any = None) -> Any:
     set_input_attributes(est, p, inp.names)
     bins = resolve_bins(est)
     need_sample = bins is None or any(b is None for b in bins)
-    wants_pairs = _pairs_stats.wanted(est)
     with _quiet_annotations(), _progress.dask_bar(getattr(est, "progress", "auto"), "Dask statistics"):
-        k = _pairs_stats.sample_size(est) if need_sample or wants_pairs else 0
+        k = _pairs_stats.sample_size(est) if need_sample or _pairs_stats.wanted(est) else 0
         sample = _first_pass(inp, k, int(est.random_state))
         cuts = _sample_cuts(sample, est, bins, inp.layout.columns)
-        pairs = _pairs_stats.choose(est, (sample.x, sample.y, sample.w), cuts) if wants_pairs else None
+        pairs = _pairs_stats.choose(est, (sample.x, sample.y, sample.w), cuts)
         nan = sample.nan
         del sample
         if est._validated():

@@ -185,12 +185,11 @@ impl PairLayout {
         let p = self.p;
         let mut all = train.clone();
         all.add(&held)?;
-        let main_binning = (cuts[..p].to_vec(), missing[..p].to_vec());
         let (mains, mut search) = fit_tables_validated(
             train.leading(p),
             held.leading(p),
-            main_binning.0,
-            main_binning.1,
+            cuts[..p].to_vec(),
+            missing[..p].to_vec(),
             params,
             None,
         )?;
