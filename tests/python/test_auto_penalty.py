@@ -68,3 +68,23 @@ def test_the_callback_sees_the_search_and_the_final_fit_as_one_fit():
     X, y = make_additive(n=3000, p=3, seed=8, noise=1.0)
     m = check_search_callback_is_one_fit(FASTRegressor, X, y)
     assert np.all(np.isfinite(m.predict(X)))
+
+
+def test_the_path_goes_below_1e_4_where_the_held_out_error_still_falls():
+    # Many rows, a 400-level column of unordered effects and little noise: the held-out error
+    # falls past ratio 1e-4 (the old floor), where neighbouring levels were still fused.
+    rng = np.random.default_rng(3)
+    n = 24_000
+    X = rng.integers(0, 400, size=(n, 1)).astype(float)
+    effect = rng.normal(size=400)
+    y = effect[X[:, 0].astype(int)] + rng.normal(scale=0.05, size=n)
+    m = FASTRegressor(n_jobs=2).fit(X[:20_000], y[:20_000])
+    path = m.validation_path_
+    assert m.lambda_ratio_ < 1e-4
+    # below 1e-4 the path goes on only while each ratio lowers the held-out error by 0.1%:
+    # here it falls by less from about 3e-5 on, and the path stops there, not at its floor
+    assert min(path["lambda_ratio"]) > 1e-5
+    floor = FASTRegressor(n_jobs=2, lambda_ratio=2.0 ** -13).fit(X[:20_000], y[:20_000])
+    test = slice(20_000, None)
+    mse = np.mean((m.predict(X[test]) - y[test]) ** 2)
+    assert mse < np.mean((floor.predict(X[test]) - y[test]) ** 2)
