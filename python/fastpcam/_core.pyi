@@ -68,6 +68,9 @@ class FitConfig(TypedDict, total=False):
 
 def defaults() -> FitConfig: ...
 
+FitData = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], Optional[npt.NDArray[np.float64]]]
+"""The data of a fit: ``(x, y, sample_weight)`` (``sample_weight`` None: unit weights)."""
+
 class ModelOutput(TypedDict):
     """One fitted model: the intercept, per-feature values, and how the fit went."""
 
@@ -127,9 +130,7 @@ class MultinomialExtra(TypedDict):
     missing_values: list[npt.NDArray[np.float64]]  # [feature][class]
 
 def fit(
-    x: npt.NDArray[np.float64],
-    y: npt.NDArray[np.float64],
-    sample_weight: Optional[npt.NDArray[np.float64]] = None,
+    data: FitData,
     *,
     config: FitConfig,
     progress: Optional[Callable[[int, float, float, float], object]] = None,
@@ -149,9 +150,7 @@ class PathOutput(Bins):
     fits: list[PathFit]
 
 def fit_path(
-    x: npt.NDArray[np.float64],
-    y: npt.NDArray[np.float64],
-    sample_weight: Optional[npt.NDArray[np.float64]] = None,
+    data: FitData,
     *,
     config: FitConfig,
     lambdas: list[float],
@@ -190,9 +189,7 @@ class SparseOutput(Bins, History):
     history_segment: npt.NDArray[np.int64]
 
 def fit_sparse(
-    x: npt.NDArray[np.float64],
-    y: npt.NDArray[np.float64],
-    sample_weight: Optional[npt.NDArray[np.float64]] = None,
+    data: FitData,
     *,
     config: FitConfig,
 ) -> SparseOutput: ...

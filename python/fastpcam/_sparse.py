@@ -233,7 +233,7 @@ class SparseFASTRegressor(RegressorMixin, _BaseFAST):
                 f"max_features={max_features} must be <= the number of features; X has {p} features"
             )
         config = self._config(bins=bins, method=method, max_features=max_features, lambda_s=lambda_s)
-        out = self._call_core(_core.fit_sparse, X, y, sample_weight, config=config)
+        out = self._call_core(_core.fit_sparse, (X, y, sample_weight), config=config)
         return y, sample_weight, dict(out)
 
     def _store(self, out: dict[str, Any], model: dict[str, Any]) -> None:

@@ -1,13 +1,13 @@
 //! Binding of feature-sparse FAST (`crate::fit::sparse`): `fit_sparse`, AGIS or group ℓ0-FAST by
 //! the configuration's `method`.
 
-use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{IntoPyArray, PyArray1};
 use pyo3::prelude::*;
 
 use super::config::FitConfig;
 use super::errors::compute;
 use super::output::{arrays, counts};
-use crate::data::binning::Rows;
+use super::FitData;
 use crate::fit::sparse::{self, PathStop, SparseFit, SparseModel};
 use crate::params::SparseMethod;
 
@@ -98,20 +98,17 @@ fn output(py: Python<'_>, f: SparseFit) -> SparseOutput<'_> {
 /// AGIS (one model per support size `1 … max_features`) or group ℓ0-FAST over a `λ_s` path;
 /// see `fastpcam._core.pyi`.
 #[pyfunction]
-#[pyo3(signature = (x, y, sample_weight=None, *, config))]
+#[pyo3(signature = (data, *, config))]
 fn fit_sparse<'py>(
     py: Python<'py>,
-    x: PyReadonlyArray2<'py, f64>,
-    y: PyReadonlyArray1<'py, f64>,
-    sample_weight: Option<PyReadonlyArray1<'py, f64>>,
+    data: FitData<'py>,
     config: FitConfig,
 ) -> PyResult<SparseOutput<'py>> {
-    let (x, y, w) = (x.as_array(), y.as_array(), super::weights(sample_weight));
-    let params = config.sparse_params(x.dim())?;
+    let rows = data.rows();
+    let params = config.sparse_params(rows.x.dim())?;
     let method: SparseMethod = config.method.parse()?;
-    let grid = config.lambda_s_grid(x.ncols());
+    let grid = config.lambda_s_grid(rows.x.ncols());
     let fitted = compute(py, "fit_sparse", config.n_jobs, || {
-        let rows = Rows::new(x, y, w.as_deref());
         sparse::fit(rows, &params, method, config.max_features, &grid)
     })?;
     Ok(output(py, fitted))
