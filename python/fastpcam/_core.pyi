@@ -90,20 +90,28 @@ class Bins(TypedDict):
     missing_weights: npt.NDArray[np.float64]
 
 class History(TypedDict):
-    history_objective: npt.NDArray[np.float64]
-    history_feature: npt.NDArray[np.int64]
-    history_time: npt.NDArray[np.float64]
+    """One entry per block update: the objective after it, the feature, the seconds so far."""
 
-class FitOutput(ModelOutput, Bins, History):
+    objective: npt.NDArray[np.float64]
+    feature: npt.NDArray[np.int64]
+    time: npt.NDArray[np.float64]
+
+class Search(TypedDict):
+    """The held-out search of the penalty ratio (empty without one)."""
+
+    ratios: npt.NDArray[np.float64]
+    loss: npt.NDArray[np.float64]
+    n_iter: npt.NDArray[np.int64]
+    n_validation: int
+
+class FitOutput(ModelOutput, Bins):
     lambda_f: float
     lambda_max: float
     stop: str
     engine: str
+    history: History
     lambda_ratio: float
-    search_ratios: npt.NDArray[np.float64]
-    search_loss: npt.NDArray[np.float64]
-    search_n_iter: npt.NDArray[np.int64]
-    search_n_validation: int
+    search: Search
     pairs: PairOutput
 
 class PairOutput(TypedDict):
@@ -179,14 +187,17 @@ class SparseModelOutput(ModelOutput):
     lambda_s: float
     n_swaps: int
 
-class SparseOutput(Bins, History):
+class SparseHistory(History):
+    lambda_s: npt.NDArray[np.float64]
+    segment: npt.NDArray[np.int64]
+
+class SparseOutput(Bins):
     lambda_f: float
     lambda_max: float
     lambda_s_max: float
     stop: str
     models: list[SparseModelOutput]
-    history_lambda_s: npt.NDArray[np.float64]
-    history_segment: npt.NDArray[np.int64]
+    history: SparseHistory
 
 def fit_sparse(
     data: FitData,

@@ -245,10 +245,7 @@ class SparseFASTRegressor(RegressorMixin, _BaseFAST):
         self.lambda_s_ = float(model["lambda_s"])
         self.n_swaps_ = int(model["n_swaps"])
         n = self.n_iter_
-        self.history_ = {
-            key: np.asarray(out[f"history_{key}"])[:n]
-            for key in ("objective", "feature", "time", "lambda_s", "segment")
-        }
+        self.history_ = {key: np.asarray(values)[:n] for key, values in out["history"].items()}
 
     @staticmethod
     def _constant_model(

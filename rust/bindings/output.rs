@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 
 use crate::data::binning::BinnedData;
 use crate::fit::solver::{self, BinnedFit};
-use crate::model::report::PairFit;
+use crate::model::report::{History, PairFit};
 
 /// Float arrays as numpy arrays.
 pub(crate) fn arrays(py: Python<'_>, v: Vec<Vec<f64>>) -> Vec<Bound<'_, PyArray1<f64>>> {
@@ -37,15 +37,39 @@ pub(crate) struct FitOutput<'py> {
     objective: f64,
     stop: String,
     engine: String,
-    history_objective: Bound<'py, PyArray1<f64>>,
-    history_feature: Bound<'py, PyArray1<i64>>,
-    history_time: Bound<'py, PyArray1<f64>>,
+    history: HistoryOutput<'py>,
     lambda_ratio: f64,
-    search_ratios: Bound<'py, PyArray1<f64>>,
-    search_loss: Bound<'py, PyArray1<f64>>,
-    search_n_iter: Bound<'py, PyArray1<i64>>,
-    search_n_validation: usize,
+    search: SearchOutput<'py>,
     pairs: PairOutput<'py>,
+}
+
+/// A fit's history, one entry per block update: the objective, the block's feature and the
+/// seconds since the start.
+#[derive(IntoPyObject)]
+pub(crate) struct HistoryOutput<'py> {
+    objective: Bound<'py, PyArray1<f64>>,
+    feature: Bound<'py, PyArray1<i64>>,
+    time: Bound<'py, PyArray1<f64>>,
+}
+
+impl<'py> HistoryOutput<'py> {
+    pub(crate) fn new(py: Python<'py>, h: History) -> Self {
+        HistoryOutput {
+            objective: h.objective.into_pyarray(py),
+            feature: counts(py, h.feature),
+            time: h.time.into_pyarray(py),
+        }
+    }
+}
+
+/// The held-out search of the penalty ratio (empty arrays and 0 without one): the ratios
+/// tried, their held-out losses and block updates, and the held-out rows.
+#[derive(IntoPyObject)]
+pub(crate) struct SearchOutput<'py> {
+    ratios: Bound<'py, PyArray1<f64>>,
+    loss: Bound<'py, PyArray1<f64>>,
+    n_iter: Bound<'py, PyArray1<i64>>,
+    n_validation: usize,
 }
 
 /// What a softmax fit's output adds to [`FitOutput`] (whose `values` then hold each
@@ -121,7 +145,6 @@ impl<'py> PairOutput<'py> {
 
 impl<'py> FitOutput<'py> {
     pub(crate) fn new(py: Python<'py>, fitted: solver::Fit) -> Self {
-        let h = fitted.report.history;
         let search = fitted.search.unwrap_or_default();
         FitOutput {
             intercept: fitted.model.intercept,
@@ -138,18 +161,18 @@ impl<'py> FitOutput<'py> {
             objective: fitted.report.objective,
             stop: format!("{:?}", fitted.report.stop).to_lowercase(),
             engine: format!("{:?}", fitted.engine).to_lowercase(),
-            history_objective: h.objective.into_pyarray(py),
-            history_feature: counts(py, h.feature),
-            history_time: h.time.into_pyarray(py),
+            history: HistoryOutput::new(py, fitted.report.history),
             lambda_ratio: if fitted.lambda_max > 0.0 {
                 fitted.lambda_f / fitted.lambda_max
             } else {
                 0.0
             },
-            search_ratios: search.ratios.into_pyarray(py),
-            search_loss: search.validation_loss.into_pyarray(py),
-            search_n_iter: counts(py, search.n_iter),
-            search_n_validation: search.n_validation,
+            search: SearchOutput {
+                ratios: search.ratios.into_pyarray(py),
+                loss: search.validation_loss.into_pyarray(py),
+                n_iter: counts(py, search.n_iter),
+                n_validation: search.n_validation,
+            },
             pairs: PairOutput::new(py, fitted.pairs),
         }
     }

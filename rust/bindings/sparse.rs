@@ -41,11 +41,17 @@ struct SparseOutput<'py> {
     lambda_s_max: f64,
     stop: &'static str,
     models: Vec<ModelOutput<'py>>,
-    history_objective: Bound<'py, PyArray1<f64>>,
-    history_feature: Bound<'py, PyArray1<i64>>,
-    history_time: Bound<'py, PyArray1<f64>>,
-    history_lambda_s: Bound<'py, PyArray1<f64>>,
-    history_segment: Bound<'py, PyArray1<i64>>,
+    history: HistoryOutput<'py>,
+}
+
+/// The run's history, one entry per block update: [`sparse::SparseHistory`].
+#[derive(IntoPyObject)]
+struct HistoryOutput<'py> {
+    objective: Bound<'py, PyArray1<f64>>,
+    feature: Bound<'py, PyArray1<i64>>,
+    time: Bound<'py, PyArray1<f64>>,
+    lambda_s: Bound<'py, PyArray1<f64>>,
+    segment: Bound<'py, PyArray1<i64>>,
 }
 
 fn model_output(py: Python<'_>, m: SparseModel) -> ModelOutput<'_> {
@@ -87,11 +93,13 @@ fn output(py: Python<'_>, f: SparseFit) -> SparseOutput<'_> {
             .into_iter()
             .map(|m| model_output(py, m))
             .collect(),
-        history_objective: h.objective.into_pyarray(py),
-        history_feature: counts(py, h.feature),
-        history_time: h.time.into_pyarray(py),
-        history_lambda_s: h.lambda_s.into_pyarray(py),
-        history_segment: counts(py, h.segment),
+        history: HistoryOutput {
+            objective: h.objective.into_pyarray(py),
+            feature: counts(py, h.feature),
+            time: h.time.into_pyarray(py),
+            lambda_s: h.lambda_s.into_pyarray(py),
+            segment: counts(py, h.segment),
+        },
     }
 }
 
