@@ -26,7 +26,7 @@ use crate::model::AdditiveModel;
 use crate::prox::flsa::FlsaWorkspace;
 use config::FitConfig;
 use errors::{compute, compute_interruptible, no_panic};
-use output::{arrays, FitOutput, MultinomialExtra, PathOutput};
+use output::{arrays, FitOutput, MultinomialExtra, PathOutput, WithBins};
 use progress::ProgressBridge;
 
 /// Sample weights as an owned vector (the core borrows them while the GIL is released).
@@ -103,7 +103,7 @@ fn fit_path<'py>(
     config: FitConfig,
     lambdas: Vec<f64>,
     relative: bool,
-) -> PyResult<PathOutput<'py>> {
+) -> PyResult<WithBins<'py, PathOutput<'py>>> {
     let rows = data.rows();
     let params = config.fit_params(rows.x.dim(), false)?;
     let (binned, lmax, fits) = compute(py, "fit_path", config.n_jobs, || {
