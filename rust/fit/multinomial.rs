@@ -9,7 +9,7 @@ use std::time::Instant;
 use ndarray::ArrayView1;
 
 use crate::data::binning::{BinnedData, Rows};
-use crate::descent::{descend, DescentState};
+use crate::descent::{descend, DescentState, Leg};
 use crate::error::{FastError, Result};
 use crate::fit::pairs::fit_pairs;
 use crate::fit::pairs::search::DEFAULT_PAIR_PENALTY;
@@ -176,10 +176,8 @@ fn fit_at(
         None => flat,
         Some(init) => state(init),
     };
-    let lambda = params.lambda.resolve(lambda_max)?;
-    Ok(descend(
-        data, params, &mut st, lambda, lambda_max, start, callback,
-    ))
+    let leg = Leg::resolved(params.lambda, lambda_max, start, callback)?;
+    Ok(descend(data, params, &mut st, leg))
 }
 
 /// Bins `x` and fits multinomial FAST with `n_classes` classes (`y` holds class indices).
