@@ -44,16 +44,16 @@ fn data(n: usize, p: usize, k: usize, seed: u64, levels: usize) -> (Array2<f64>,
 
 /// `F` recomputed from the returned tables.
 fn objective(fit: &MultinomialFit, x: &Array2<f64>, y: &Array1<f64>, w: Option<&[f64]>) -> f64 {
-    let k = fit.n_classes;
+    let k = fit.classes.n_classes;
     let m = &fit.fit.model;
     let (mut num, mut den) = (0.0, 0.0);
     for i in 0..x.nrows() {
-        let mut eta = fit.intercepts.clone();
+        let mut eta = fit.classes.intercepts.clone();
         for (j, cuts) in m.cuts.iter().enumerate() {
             let v = x[[i, j]];
             for c in 0..k {
                 eta[c] += if v.is_nan() {
-                    fit.missing_values[j][c]
+                    fit.classes.missing_values[j][c]
                 } else {
                     m.values[j][cuts.partition_point(|&t| t <= v) * k + c]
                 };

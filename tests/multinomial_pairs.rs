@@ -60,7 +60,7 @@ fn a_known_interaction_is_found_and_certified() {
         pairs.penalty,
         fastpcam::fit::pairs::search::DEFAULT_PAIR_PENALTY
     );
-    assert_eq!(f.intercepts.len(), 3);
+    assert_eq!(f.classes.intercepts.len(), 3);
     let additive = fit_multinomial(
         Rows::new(x.view(), y.view(), None),
         3,
@@ -92,7 +92,7 @@ fn zero_interactions_is_the_additive_fit() {
         };
         let (a, b) = (run(Interactions::Count(0)), run(Interactions::List(vec![])));
         assert_eq!(a.fit.model, b.fit.model);
-        assert_eq!(a.intercepts, b.intercepts);
+        assert_eq!(a.classes, b.classes);
         assert_eq!(a.fit.report.objective, b.fit.report.objective);
     }
 }
@@ -112,6 +112,6 @@ fn one_and_two_threads_agree_with_pairs() {
     let (a, b) = (run(1), run(2));
     assert_eq!(a.fit.model, b.fit.model);
     assert_eq!(a.fit.pairs, b.fit.pairs);
-    assert_eq!(a.intercepts, b.intercepts);
+    assert_eq!(a.classes, b.classes);
     assert_eq!(a.fit.report.objective, b.fit.report.objective);
 }

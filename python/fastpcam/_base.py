@@ -200,7 +200,7 @@ class _BaseFAST(AdditiveModelMixin, _params.FastParams, BaseEstimator):
 
     def _core_fit(self, X: Any, y: Any, sample_weight: Any, **kwargs: Any) -> Any:
         """The core's fit for this estimator's loss (the multiclass classifier has its own)."""
-        return _core.fit(X, y, sample_weight, **kwargs)
+        return _core.fit((X, y, sample_weight), **kwargs)
 
     def _after_fit(self, X: Any, y: Any, sample_weight: Any) -> None:
         """Checks of the fitted model on the training data (the classifier's separation)."""

@@ -250,7 +250,7 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
     def _core_fit(self, X: Any, y: Any, sample_weight: Any, **kwargs: Any) -> Any:
         """The binary fit (one score), or the softmax fit with one score per class."""
         n_classes = len(self.classes_)
-        return _core.fit(X, y, sample_weight, n_classes=None if n_classes == 2 else n_classes, **kwargs)
+        return _core.fit((X, y, sample_weight), n_classes=None if n_classes == 2 else n_classes, **kwargs)
 
     @property
     def _multiclass(self) -> bool:

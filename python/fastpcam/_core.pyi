@@ -68,6 +68,9 @@ class FitConfig(TypedDict, total=False):
 
 def defaults() -> FitConfig: ...
 
+FitData = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], Optional[npt.NDArray[np.float64]]]
+"""The data of a fit: ``(x, y, sample_weight)`` (``sample_weight`` None: unit weights)."""
+
 class ModelOutput(TypedDict):
     """One fitted model: the intercept, per-feature values, and how the fit went."""
 
@@ -87,20 +90,28 @@ class Bins(TypedDict):
     missing_weights: npt.NDArray[np.float64]
 
 class History(TypedDict):
-    history_objective: npt.NDArray[np.float64]
-    history_feature: npt.NDArray[np.int64]
-    history_time: npt.NDArray[np.float64]
+    """One entry per block update: the objective after it, the feature, the seconds so far."""
 
-class FitOutput(ModelOutput, Bins, History):
+    objective: npt.NDArray[np.float64]
+    feature: npt.NDArray[np.int64]
+    time: npt.NDArray[np.float64]
+
+class Search(TypedDict):
+    """The held-out search of the penalty ratio (empty without one)."""
+
+    ratios: npt.NDArray[np.float64]
+    loss: npt.NDArray[np.float64]
+    n_iter: npt.NDArray[np.int64]
+    n_validation: int
+
+class FitOutput(ModelOutput, Bins):
     lambda_f: float
     lambda_max: float
     stop: str
     engine: str
+    history: History
     lambda_ratio: float
-    search_ratios: npt.NDArray[np.float64]
-    search_loss: npt.NDArray[np.float64]
-    search_n_iter: npt.NDArray[np.int64]
-    search_n_validation: int
+    search: Search
     pairs: PairOutput
 
 class PairOutput(TypedDict):
@@ -127,9 +138,7 @@ class MultinomialExtra(TypedDict):
     missing_values: list[npt.NDArray[np.float64]]  # [feature][class]
 
 def fit(
-    x: npt.NDArray[np.float64],
-    y: npt.NDArray[np.float64],
-    sample_weight: Optional[npt.NDArray[np.float64]] = None,
+    data: FitData,
     *,
     config: FitConfig,
     progress: Optional[Callable[[int, float, float, float], object]] = None,
@@ -149,9 +158,7 @@ class PathOutput(Bins):
     fits: list[PathFit]
 
 def fit_path(
-    x: npt.NDArray[np.float64],
-    y: npt.NDArray[np.float64],
-    sample_weight: Optional[npt.NDArray[np.float64]] = None,
+    data: FitData,
     *,
     config: FitConfig,
     lambdas: list[float],
@@ -180,19 +187,20 @@ class SparseModelOutput(ModelOutput):
     lambda_s: float
     n_swaps: int
 
-class SparseOutput(Bins, History):
+class SparseHistory(History):
+    lambda_s: npt.NDArray[np.float64]
+    segment: npt.NDArray[np.int64]
+
+class SparseOutput(Bins):
     lambda_f: float
     lambda_max: float
     lambda_s_max: float
     stop: str
     models: list[SparseModelOutput]
-    history_lambda_s: npt.NDArray[np.float64]
-    history_segment: npt.NDArray[np.int64]
+    history: SparseHistory
 
 def fit_sparse(
-    x: npt.NDArray[np.float64],
-    y: npt.NDArray[np.float64],
-    sample_weight: Optional[npt.NDArray[np.float64]] = None,
+    data: FitData,
     *,
     config: FitConfig,
 ) -> SparseOutput: ...

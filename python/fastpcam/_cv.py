@@ -64,7 +64,7 @@ def _core_path(
     """``_core.fit_path`` with ``template``'s parameters on prepared data."""
     config = template._config(bins=bins, n_jobs=threads)
     lambdas = [float(v) for v in lambdas]
-    return template._call_core(_core.fit_path, X, y, w, config=config, lambdas=lambdas, relative=relative)  # type: ignore[no-any-return]
+    return template._call_core(_core.fit_path, (X, y, w), config=config, lambdas=lambdas, relative=relative)  # type: ignore[no-any-return]
 
 
 def _path_models(out: dict[str, Any], template: FASTRegressor) -> list[FASTRegressor]:

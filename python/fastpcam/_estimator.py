@@ -384,7 +384,7 @@ def lambda_max(
     params = dict(max_bins=max_bins, random_state=random_state, subsample_for_bin=subsample_for_bin, n_jobs=n_jobs)
     validate_parameter_constraints(constraints(params), params, caller_name="lambda_max")
     # a path without penalties bins the data and returns its lambda_max
-    return float(_core.fit_path(X, y, w, config=core_config(params, "squared"), lambdas=[], relative=False)["lambda_max"])
+    return float(_core.fit_path((X, y, w), config=core_config(params, "squared"), lambdas=[], relative=False)["lambda_max"])
 
 
 def flsa(y: Any, lam: float, weights: Any = None) -> npt.NDArray[np.float64]:

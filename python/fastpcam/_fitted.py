@@ -282,16 +282,17 @@ def write(est: Any, out: Mapping[str, Any], validation_loss: str = "validation_m
     given = getattr(est, "l2_jumps", 0.0)
     est.l2_jumps_ = float(out.get("l2_jumps", 0.0 if given == "auto" else given))
     empty = np.zeros(0)
+    search, history = out.get("search", {}), out.get("history", {})
     est.validation_path_ = {
-        "lambda_ratio": np.asarray(out.get("search_ratios", empty), dtype=np.float64),
-        validation_loss: np.asarray(out.get("search_loss", empty), dtype=np.float64),
-        "n_iter": np.asarray(out.get("search_n_iter", empty), dtype=np.int64),
+        "lambda_ratio": np.asarray(search.get("ratios", empty), dtype=np.float64),
+        validation_loss: np.asarray(search.get("loss", empty), dtype=np.float64),
+        "n_iter": np.asarray(search.get("n_iter", empty), dtype=np.int64),
     }
-    est.n_validation_ = int(out.get("search_n_validation", 0))
+    est.n_validation_ = int(search.get("n_validation", 0))
     est.history_ = {
-        "objective": np.asarray(out.get("history_objective", empty), dtype=np.float64),
-        "feature": np.asarray(out.get("history_feature", empty), dtype=np.int64),
-        "time": np.asarray(out.get("history_time", empty), dtype=np.float64),
+        "objective": np.asarray(history.get("objective", empty), dtype=np.float64),
+        "feature": np.asarray(history.get("feature", empty), dtype=np.int64),
+        "time": np.asarray(history.get("time", empty), dtype=np.float64),
     }
     if "engine" in out:
         est.engine_ = str(out["engine"])

@@ -233,7 +233,7 @@ class SparseFASTRegressor(RegressorMixin, _BaseFAST):
                 f"max_features={max_features} must be <= the number of features; X has {p} features"
             )
         config = self._config(bins=bins, method=method, max_features=max_features, lambda_s=lambda_s)
-        out = self._call_core(_core.fit_sparse, X, y, sample_weight, config=config)
+        out = self._call_core(_core.fit_sparse, (X, y, sample_weight), config=config)
         return y, sample_weight, dict(out)
 
     def _store(self, out: dict[str, Any], model: dict[str, Any]) -> None:
@@ -245,10 +245,7 @@ class SparseFASTRegressor(RegressorMixin, _BaseFAST):
         self.lambda_s_ = float(model["lambda_s"])
         self.n_swaps_ = int(model["n_swaps"])
         n = self.n_iter_
-        self.history_ = {
-            key: np.asarray(out[f"history_{key}"])[:n]
-            for key in ("objective", "feature", "time", "lambda_s", "segment")
-        }
+        self.history_ = {key: np.asarray(values)[:n] for key, values in out["history"].items()}
 
     @staticmethod
     def _constant_model(

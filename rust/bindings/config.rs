@@ -1,7 +1,9 @@
 //! The fit configuration: one typed object, read once from the dict that the Python facade
 //! builds from an estimator's parameters (`fastpcam._params.core_config`). Its keys are the
-//! Python parameter names; a key left out takes [`FitConfig::default`], the single place the
-//! defaults are defined (from the core's constants), which `_core.defaults()` shows to Python.
+//! Python parameter names; a key left out takes its default, written beside the key in the one
+//! list that declares the struct (`fit_config!`, which also makes [`FitConfig::default`]): the
+//! single place the defaults are defined (from the core's constants), which `_core.defaults()`
+//! shows to Python.
 //! Turning it into core parameters checks nothing itself: the core's `check` methods do, and
 //! their messages name the Python argument.
 
@@ -69,122 +71,89 @@ impl<'py, T: IntoPyObject<'py>> IntoPyObject<'py> for AutoOr<T> {
     }
 }
 
-/// Everything a fit needs besides the data, keyed by the Python parameter names.
-#[derive(Debug, Clone, FromPyObject, IntoPyObject)]
-#[pyo3(from_item_all)]
-pub(crate) struct FitConfig {
-    /// "squared", "logistic", "poisson", "gamma" or "tweedie" (the one key every fit gives).
-    pub loss: String,
-    #[pyo3(default = FitConfig::default().lambda_f)]
-    pub lambda_f: Option<f64>,
-    #[pyo3(default = FitConfig::default().lambda_ratio)]
-    pub lambda_ratio: LambdaRatio,
-    #[pyo3(default = FitConfig::default().validation_fraction)]
-    pub validation_fraction: f64,
-    #[pyo3(default = FitConfig::default().max_bins)]
-    pub max_bins: MaxBins,
-    #[pyo3(default = FitConfig::default().selection)]
-    pub selection: String,
-    #[pyo3(default = FitConfig::default().tol)]
-    pub tol: f64,
-    #[pyo3(default = FitConfig::default().max_iter)]
-    pub max_iter: usize,
-    #[pyo3(default = FitConfig::default().max_time)]
-    pub max_time: Option<f64>,
-    /// Threads (`None`: every core).
-    #[pyo3(default = FitConfig::default().n_jobs)]
-    pub n_jobs: Option<usize>,
-    #[pyo3(default = FitConfig::default().random_state)]
-    pub random_state: u64,
-    #[pyo3(default = FitConfig::default().subsample_for_bin)]
-    pub subsample_for_bin: usize,
-    /// User cut points, one entry (or None) per feature.
-    #[pyo3(default = FitConfig::default().bins)]
-    pub bins: Option<Vec<Option<Vec<f64>>>>,
-    #[pyo3(default = FitConfig::default().engine)]
-    pub engine: String,
-    /// Seconds between calls of the progress function.
-    #[pyo3(default = FitConfig::default().progress_interval)]
-    pub progress_interval: f64,
-    /// Feature-sparse fits: "agis" or "l0".
-    #[pyo3(default = FitConfig::default().method)]
-    pub method: String,
-    /// Feature-sparse fits: the most non-flat shape functions (`None`: every feature).
-    #[pyo3(default = FitConfig::default().max_features)]
-    pub max_features: Option<usize>,
-    /// `"l0"`: the `λ_s` values (`None`: an automatic grid).
-    #[pyo3(default = FitConfig::default().lambda_s)]
-    pub lambda_s: Option<Vec<f64>>,
-    #[pyo3(default = FitConfig::default().n_lambda_s)]
-    pub n_lambda_s: usize,
-    #[pyo3(default = FitConfig::default().scale_down_factor)]
-    pub scale_down_factor: f64,
-    #[pyo3(default = FitConfig::default().local_search)]
-    pub local_search: bool,
-    #[pyo3(default = FitConfig::default().max_swaps)]
-    pub max_swaps: usize,
-    /// Per feature: 1 nondecreasing, -1 nonincreasing, 0 free (`None`: all free).
-    #[pyo3(default = FitConfig::default().monotonic_cst)]
-    pub monotonic_cst: Option<Vec<i8>>,
-    /// Per feature: the multiplier of `λ_f` (`None`: all 1).
-    #[pyo3(default = FitConfig::default().penalty_factor)]
-    pub penalty_factor: Option<Vec<f64>>,
-    /// The weight of the squared penalty on the main effects' jumps (0: none).
-    #[pyo3(default = FitConfig::default().l2_jumps)]
-    pub l2_jumps: AutoOr<f64>,
-    /// The Tweedie power of `loss="tweedie"`, in (1, 2).
-    #[pyo3(default = FitConfig::default().power)]
-    pub power: f64,
-    /// Pair terms: "auto" (screened in up to three rounds), how many, or which.
-    #[pyo3(default = FitConfig::default().interactions)]
-    pub interactions: AutoOr<InteractionsConfig>,
-    /// Interaction bins per feature at most, or "auto" (64, with at most 256 cells a pair).
-    #[pyo3(default = FitConfig::default().max_interaction_bins)]
-    pub max_interaction_bins: AutoOr<usize>,
-    /// `λ_pair / λ_f`, or "auto" (chosen on held-out rows).
-    #[pyo3(default = FitConfig::default().interaction_penalty)]
-    pub interaction_penalty: AutoOr<f64>,
-    /// The weight `μ` of the pair terms' smooth parts, or "auto" (chosen on held-out rows);
-    /// 0: none.
-    #[pyo3(default = FitConfig::default().interaction_smoothing)]
-    pub interaction_smoothing: AutoOr<f64>,
+/// Declares [`FitConfig`] and its [`Default`] from one list: each key's doc, type and default
+/// on one entry. A key left out of the dict takes its default; `loss`, the first entry, is
+/// the one key every fit gives (its default serves `FitConfig::default` only).
+macro_rules! fit_config {
+    (
+        $(#[$loss_doc:meta])*
+        loss: $loss_ty:ty = $loss_default:expr,
+        $(
+            $(#[$doc:meta])*
+            $key:ident: $ty:ty = $default:expr,
+        )*
+    ) => {
+        /// Everything a fit needs besides the data, keyed by the Python parameter names.
+        #[derive(Debug, Clone, FromPyObject, IntoPyObject)]
+        #[pyo3(from_item_all)]
+        pub(crate) struct FitConfig {
+            $(#[$loss_doc])*
+            pub loss: $loss_ty,
+            $(
+                $(#[$doc])*
+                #[pyo3(default = FitConfig::default().$key)]
+                pub $key: $ty,
+            )*
+        }
+
+        impl Default for FitConfig {
+            fn default() -> Self {
+                Self {
+                    loss: $loss_default,
+                    $($key: $default,)*
+                }
+            }
+        }
+    };
 }
 
-impl Default for FitConfig {
-    fn default() -> Self {
-        Self {
-            loss: "squared".into(),
-            lambda_f: None,
-            lambda_ratio: AutoOr::Auto,
-            validation_fraction: DEFAULT_VALIDATION_FRACTION,
-            max_bins: AutoOr::Auto,
-            selection: "auto".into(),
-            tol: DEFAULT_TOL,
-            max_iter: DEFAULT_MAX_ITER,
-            max_time: None,
-            n_jobs: None,
-            random_state: 0,
-            subsample_for_bin: DEFAULT_BIN_SAMPLE_SIZE,
-            bins: None,
-            engine: "auto".into(),
-            progress_interval: 1.0,
-            method: "agis".into(),
-            max_features: None,
-            lambda_s: None,
-            n_lambda_s: DEFAULT_N_LAMBDA_S,
-            scale_down_factor: DEFAULT_SCALE_DOWN,
-            local_search: true,
-            max_swaps: DEFAULT_MAX_SWAPS,
-            monotonic_cst: None,
-            penalty_factor: None,
-            l2_jumps: AutoOr::Auto,
-            power: DEFAULT_TWEEDIE_POWER,
-            interactions: AutoOr::Auto,
-            max_interaction_bins: AutoOr::Auto,
-            interaction_penalty: AutoOr::Auto,
-            interaction_smoothing: AutoOr::Auto,
-        }
-    }
+fit_config! {
+    /// "squared", "logistic", "poisson", "gamma" or "tweedie" (the one key every fit gives).
+    loss: String = "squared".into(),
+    lambda_f: Option<f64> = None,
+    lambda_ratio: LambdaRatio = AutoOr::Auto,
+    validation_fraction: f64 = DEFAULT_VALIDATION_FRACTION,
+    max_bins: MaxBins = AutoOr::Auto,
+    selection: String = "auto".into(),
+    tol: f64 = DEFAULT_TOL,
+    max_iter: usize = DEFAULT_MAX_ITER,
+    max_time: Option<f64> = None,
+    /// Threads (`None`: every core).
+    n_jobs: Option<usize> = None,
+    random_state: u64 = 0,
+    subsample_for_bin: usize = DEFAULT_BIN_SAMPLE_SIZE,
+    /// User cut points, one entry (or None) per feature.
+    bins: Option<Vec<Option<Vec<f64>>>> = None,
+    engine: String = "auto".into(),
+    /// Seconds between calls of the progress function.
+    progress_interval: f64 = 1.0,
+    /// Feature-sparse fits: "agis" or "l0".
+    method: String = "agis".into(),
+    /// Feature-sparse fits: the most non-flat shape functions (`None`: every feature).
+    max_features: Option<usize> = None,
+    /// `"l0"`: the `λ_s` values (`None`: an automatic grid).
+    lambda_s: Option<Vec<f64>> = None,
+    n_lambda_s: usize = DEFAULT_N_LAMBDA_S,
+    scale_down_factor: f64 = DEFAULT_SCALE_DOWN,
+    local_search: bool = true,
+    max_swaps: usize = DEFAULT_MAX_SWAPS,
+    /// Per feature: 1 nondecreasing, -1 nonincreasing, 0 free (`None`: all free).
+    monotonic_cst: Option<Vec<i8>> = None,
+    /// Per feature: the multiplier of `λ_f` (`None`: all 1).
+    penalty_factor: Option<Vec<f64>> = None,
+    /// The weight of the squared penalty on the main effects' jumps (0: none).
+    l2_jumps: AutoOr<f64> = AutoOr::Auto,
+    /// The Tweedie power of `loss="tweedie"`, in (1, 2).
+    power: f64 = DEFAULT_TWEEDIE_POWER,
+    /// Pair terms: "auto" (screened in up to three rounds), how many, or which.
+    interactions: AutoOr<InteractionsConfig> = AutoOr::Auto,
+    /// Interaction bins per feature at most, or "auto" (64, with at most 256 cells a pair).
+    max_interaction_bins: AutoOr<usize> = AutoOr::Auto,
+    /// `λ_pair / λ_f`, or "auto" (chosen on held-out rows).
+    interaction_penalty: AutoOr<f64> = AutoOr::Auto,
+    /// The weight `μ` of the pair terms' smooth parts, or "auto" (chosen on held-out rows);
+    /// 0: none.
+    interaction_smoothing: AutoOr<f64> = AutoOr::Auto,
 }
 
 impl FitConfig {

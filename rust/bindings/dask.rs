@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 
 use super::config::FitConfig;
 use super::errors::{compute, no_panic};
-use super::output::{arrays, FitOutput};
+use super::output::{arrays, FitDict, FitOutput};
 use crate::data::binning::bin_data;
 use crate::data::tables::{partition_tables, Tables};
 use crate::fit::entry;
@@ -147,7 +147,7 @@ fn fit_stats<'py>(
     n_validation: usize,
     pairs: Vec<PairInput>,
     interaction_penalty: f64,
-) -> PyResult<FitOutput<'py>> {
+) -> PyResult<FitDict<'py>> {
     let (loss, _) = config.loss_engine()?;
     let params = config.fit_params((0, cuts.len()), held_out.is_some())?;
     let tables = to_tables(&stats)?;

@@ -26,7 +26,7 @@ use crate::model::AdditiveModel;
 use crate::prox::flsa::FlsaWorkspace;
 use config::FitConfig;
 use errors::{compute, compute_interruptible, no_panic};
-use output::{arrays, FitOutput, MultinomialExtra, PathOutput};
+use output::{arrays, FitOutput, MultinomialExtra, PathOutput, WithBins};
 use progress::ProgressBridge;
 
 /// Sample weights as an owned vector (the core borrows them while the GIL is released).
@@ -34,30 +34,50 @@ fn weights(w: Option<PyReadonlyArray1<'_, f64>>) -> Option<Vec<f64>> {
     w.map(|w| w.as_array().to_vec())
 }
 
+/// The data of a fit as the facade passes it, one tuple `(x, y, sample_weight)`: the
+/// argument `data` of `fit`, `fit_path` and `fit_sparse`.
+#[derive(FromPyObject)]
+struct FitData<'py>(
+    PyReadonlyArray2<'py, f64>,
+    PyReadonlyArray1<'py, f64>,
+    #[pyo3(from_py_with = extract_weights)] Option<Vec<f64>>,
+);
+
+/// `sample_weight` (an array or None) as [`weights`].
+fn extract_weights(ob: &Bound<'_, PyAny>) -> PyResult<Option<Vec<f64>>> {
+    Ok(weights(ob.extract()?))
+}
+
+impl FitData<'_> {
+    /// The rows with their targets and weights (the views the core borrows while the GIL is
+    /// released).
+    fn rows(&self) -> Rows<'_> {
+        Rows::new(self.0.as_array(), self.1.as_array(), self.2.as_deref())
+    }
+}
+
 /// Fits FAST for the configuration's loss (squared, logistic, or a log-link loss: poisson,
 /// gamma, tweedie); with `n_classes`, the softmax fit of that many classes (`y`: class
 /// indices), whose output also holds [`MultinomialExtra`]: the core's one entry point
 /// (`crate::fit::entry::fit`). See `fastpcam._core.pyi`.
 #[pyfunction]
-#[pyo3(signature = (x, y, sample_weight=None, *, config, progress=None, n_classes=None))]
+#[pyo3(signature = (data, *, config, progress=None, n_classes=None))]
 fn fit<'py>(
     py: Python<'py>,
-    x: PyReadonlyArray2<'py, f64>,
-    y: PyReadonlyArray1<'py, f64>,
-    sample_weight: Option<PyReadonlyArray1<'py, f64>>,
+    data: FitData<'py>,
     config: FitConfig,
     progress: Option<Py<PyAny>>,
     n_classes: Option<usize>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let (x, y, w) = (x.as_array(), y.as_array(), weights(sample_weight));
-    let params = config.fit_params(x.dim(), true)?;
+    let rows = data.rows();
+    let params = config.fit_params(rows.x.dim(), true)?;
     let task = config.task(n_classes)?;
     let cancel = AtomicBool::new(false);
     let mut bridge = ProgressBridge::new(&cancel, progress, config.progress_interval);
     let fitted = compute_interruptible(py, "fit", config.n_jobs, &cancel, || {
         let mut call = |p: &Progress| bridge.call(p);
         let callback: Option<solver::Callback<'_>> = Some(&mut call);
-        entry::fit(Rows::new(x, y, w.as_deref()), &params, &task, callback)
+        entry::fit(rows, &params, &task, callback)
     })?;
     bridge.finish()?;
     let out = FitOutput::new(py, fitted.fit).into_pyobject(py)?;
@@ -76,22 +96,20 @@ fn fit<'py>(
 /// A warm-started path of squared-loss fits over `lambdas` (absolute, or relative to `λ_max`);
 /// with no `lambdas`, just the bins and `λ_max` (the smallest `λ_f` whose fit is constant).
 #[pyfunction]
-#[pyo3(signature = (x, y, sample_weight=None, *, config, lambdas, relative))]
+#[pyo3(signature = (data, *, config, lambdas, relative))]
 fn fit_path<'py>(
     py: Python<'py>,
-    x: PyReadonlyArray2<'py, f64>,
-    y: PyReadonlyArray1<'py, f64>,
-    sample_weight: Option<PyReadonlyArray1<'py, f64>>,
+    data: FitData<'py>,
     config: FitConfig,
     lambdas: Vec<f64>,
     relative: bool,
-) -> PyResult<PathOutput<'py>> {
-    let (x, y, w) = (x.as_array(), y.as_array(), weights(sample_weight));
-    let params = config.fit_params(x.dim(), false)?;
-    let (data, lmax, fits) = compute(py, "fit_path", config.n_jobs, || {
-        solver::fit_path_rows(Rows::new(x, y, w.as_deref()), &lambdas, relative, &params)
+) -> PyResult<WithBins<'py, PathOutput<'py>>> {
+    let rows = data.rows();
+    let params = config.fit_params(rows.x.dim(), false)?;
+    let (binned, lmax, fits) = compute(py, "fit_path", config.n_jobs, || {
+        solver::fit_path_rows(rows, &lambdas, relative, &params)
     })?;
-    Ok(PathOutput::new(py, &data, lmax, fits))
+    Ok(PathOutput::new(py, &binned, lmax, fits))
 }
 
 /// Predicts with an additive model given by its tables.

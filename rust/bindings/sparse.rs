@@ -1,78 +1,76 @@
 //! Binding of feature-sparse FAST (`crate::fit::sparse`): `fit_sparse`, AGIS or group ℓ0-FAST by
 //! the configuration's `method`.
 
-use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{IntoPyArray, PyArray1};
 use pyo3::prelude::*;
 
 use super::config::FitConfig;
 use super::errors::compute;
-use super::output::{arrays, counts};
-use crate::data::binning::Rows;
+use super::output::{arrays, counts, BinsOutput, ModelOutput, With, WithBins, WithModel};
+use super::FitData;
 use crate::fit::sparse::{self, PathStop, SparseFit, SparseModel};
 use crate::params::SparseMethod;
 
-/// One model of a sparse path.
+/// One model of a sparse path: its support and its objectives (the model's entries:
+/// [`WithModel`]).
 #[derive(IntoPyObject)]
-struct ModelOutput<'py> {
-    intercept: f64,
-    values: Vec<Bound<'py, PyArray1<f64>>>,
-    missing_values: Bound<'py, PyArray1<f64>>,
+struct SparseModelOutput<'py> {
     support: Bound<'py, PyArray1<i64>>,
     selected: Bound<'py, PyArray1<i64>>,
     flat: Bound<'py, PyArray1<i64>>,
-    objective: f64,
     fast_objective: f64,
     loss: f64,
     lambda_s: f64,
-    n_iter: usize,
     n_swaps: usize,
-    converged: bool,
-    kkt_residual: f64,
 }
 
-/// What `fit_sparse` returns: the binning, the models and the run's history.
+/// What `fit_sparse` returns with its bins ([`WithBins`]): the models and the run's history.
 #[derive(IntoPyObject)]
 struct SparseOutput<'py> {
-    cuts: Vec<Bound<'py, PyArray1<f64>>>,
-    bin_weights: Vec<Bound<'py, PyArray1<f64>>>,
-    missing_weights: Bound<'py, PyArray1<f64>>,
     lambda_f: f64,
     lambda_max: f64,
     lambda_s_max: f64,
     stop: &'static str,
-    models: Vec<ModelOutput<'py>>,
-    history_objective: Bound<'py, PyArray1<f64>>,
-    history_feature: Bound<'py, PyArray1<i64>>,
-    history_time: Bound<'py, PyArray1<f64>>,
-    history_lambda_s: Bound<'py, PyArray1<f64>>,
-    history_segment: Bound<'py, PyArray1<i64>>,
+    models: Vec<WithModel<'py, SparseModelOutput<'py>>>,
+    history: HistoryOutput<'py>,
 }
 
-fn model_output(py: Python<'_>, m: SparseModel) -> ModelOutput<'_> {
-    ModelOutput {
-        intercept: m.intercept,
-        values: arrays(py, m.values),
-        missing_values: m.missing_values.into_pyarray(py),
-        support: counts(py, m.support),
-        selected: counts(py, m.selected),
-        flat: counts(py, m.flat),
-        objective: m.objective,
-        fast_objective: m.fast_objective,
-        loss: m.loss,
-        lambda_s: m.lambda_s,
-        n_iter: m.n_iter,
-        n_swaps: m.n_swaps,
-        converged: m.converged,
-        kkt_residual: m.kkt_residual,
+/// The run's history, one entry per block update: [`sparse::SparseHistory`].
+#[derive(IntoPyObject)]
+struct HistoryOutput<'py> {
+    objective: Bound<'py, PyArray1<f64>>,
+    feature: Bound<'py, PyArray1<i64>>,
+    time: Bound<'py, PyArray1<f64>>,
+    lambda_s: Bound<'py, PyArray1<f64>>,
+    segment: Bound<'py, PyArray1<i64>>,
+}
+
+fn model_output(py: Python<'_>, m: SparseModel) -> WithModel<'_, SparseModelOutput<'_>> {
+    With {
+        part: ModelOutput {
+            intercept: m.intercept,
+            values: arrays(py, m.values),
+            missing_values: m.missing_values.into_pyarray(py),
+            n_iter: m.n_iter,
+            converged: m.converged,
+            kkt_residual: m.kkt_residual,
+            objective: m.objective,
+        },
+        rest: SparseModelOutput {
+            support: counts(py, m.support),
+            selected: counts(py, m.selected),
+            flat: counts(py, m.flat),
+            fast_objective: m.fast_objective,
+            loss: m.loss,
+            lambda_s: m.lambda_s,
+            n_swaps: m.n_swaps,
+        },
     }
 }
 
-fn output(py: Python<'_>, f: SparseFit) -> SparseOutput<'_> {
+fn output(py: Python<'_>, f: SparseFit) -> WithBins<'_, SparseOutput<'_>> {
     let h = f.path.history;
-    SparseOutput {
-        cuts: arrays(py, f.cuts),
-        bin_weights: arrays(py, f.bin_weights),
-        missing_weights: f.missing_weights.into_pyarray(py),
+    let rest = SparseOutput {
         lambda_f: f.path.lambda_f,
         lambda_max: f.path.lambda_max,
         lambda_s_max: f.path.lambda_s_max,
@@ -87,31 +85,34 @@ fn output(py: Python<'_>, f: SparseFit) -> SparseOutput<'_> {
             .into_iter()
             .map(|m| model_output(py, m))
             .collect(),
-        history_objective: h.objective.into_pyarray(py),
-        history_feature: counts(py, h.feature),
-        history_time: h.time.into_pyarray(py),
-        history_lambda_s: h.lambda_s.into_pyarray(py),
-        history_segment: counts(py, h.segment),
+        history: HistoryOutput {
+            objective: h.objective.into_pyarray(py),
+            feature: counts(py, h.feature),
+            time: h.time.into_pyarray(py),
+            lambda_s: h.lambda_s.into_pyarray(py),
+            segment: counts(py, h.segment),
+        },
+    };
+    With {
+        part: BinsOutput::new(py, f.cuts, f.bin_weights, f.missing_weights),
+        rest,
     }
 }
 
 /// AGIS (one model per support size `1 … max_features`) or group ℓ0-FAST over a `λ_s` path;
 /// see `fastpcam._core.pyi`.
 #[pyfunction]
-#[pyo3(signature = (x, y, sample_weight=None, *, config))]
+#[pyo3(signature = (data, *, config))]
 fn fit_sparse<'py>(
     py: Python<'py>,
-    x: PyReadonlyArray2<'py, f64>,
-    y: PyReadonlyArray1<'py, f64>,
-    sample_weight: Option<PyReadonlyArray1<'py, f64>>,
+    data: FitData<'py>,
     config: FitConfig,
-) -> PyResult<SparseOutput<'py>> {
-    let (x, y, w) = (x.as_array(), y.as_array(), super::weights(sample_weight));
-    let params = config.sparse_params(x.dim())?;
+) -> PyResult<WithBins<'py, SparseOutput<'py>>> {
+    let rows = data.rows();
+    let params = config.sparse_params(rows.x.dim())?;
     let method: SparseMethod = config.method.parse()?;
-    let grid = config.lambda_s_grid(x.ncols());
+    let grid = config.lambda_s_grid(rows.x.ncols());
     let fitted = compute(py, "fit_sparse", config.n_jobs, || {
-        let rows = Rows::new(x, y, w.as_deref());
         sparse::fit(rows, &params, method, config.max_features, &grid)
     })?;
     Ok(output(py, fitted))

@@ -33,7 +33,7 @@ use crate::descent::selection::{
 };
 use crate::error::{check_len, FastError, Result};
 use crate::model::report::{BinnedFit, Callback, FitReport, History, Progress, StopReason};
-use crate::params::{BlockKind, ChainShape, FitParams, Selection};
+use crate::params::{BlockKind, ChainShape, FitParams, Penalty, Selection};
 
 thread_local! {
     // The stop request of the work running on this thread (see `with_cancel`).
@@ -352,6 +352,51 @@ pub(crate) fn check_init(data: &BinnedData, init: &[Vec<f64>]) -> Result<()> {
     Ok(())
 }
 
+/// One descent's penalty, clock and callback: the penalty `lambda` it runs at (`lambda_max`
+/// only reported), the clock `max_time` counts from, and the callback that sees its progress
+/// and may stop it. `descend`, the rounds of [`crate::states::extrapolate`] and
+/// [`PairDescent::descend_pairs`] take it whole.
+pub struct Leg<'a> {
+    /// The penalty `λ_f`.
+    pub lambda: f64,
+    /// `λ_max`, reported with the fit.
+    pub lambda_max: f64,
+    /// The clock `max_time` counts from.
+    pub start: Instant,
+    /// Sees the progress; returning `true` stops the descent.
+    pub callback: Option<Callback<'a>>,
+}
+
+impl<'a> Leg<'a> {
+    /// A descent at `penalty` resolved against `lambda_max`, timed from `start`.
+    ///
+    /// # Errors
+    /// As [`Penalty::resolve`].
+    pub fn resolved(
+        penalty: Penalty,
+        lambda_max: f64,
+        start: Instant,
+        callback: Option<Callback<'a>>,
+    ) -> Result<Self> {
+        Ok(Leg {
+            lambda: penalty.resolve(lambda_max)?,
+            lambda_max,
+            start,
+            callback,
+        })
+    }
+
+    /// A descent at `lambda` (`lambda_max` reported) timed from now, without a callback.
+    pub fn now(lambda: f64, lambda_max: f64) -> Self {
+        Leg {
+            lambda,
+            lambda_max,
+            start: Instant::now(),
+            callback: None,
+        }
+    }
+}
+
 /// A fit at the penalty `params.lambda` (of the `λ_max` of the state made by `state` from
 /// zero blocks), from the blocks `init` (`None`: the constant model) on states made by
 /// `state`.
@@ -379,10 +424,8 @@ pub(crate) fn fit_from<S: DescentState>(
         Some(init) => state(init),
     };
     st.set_shapes(&shapes);
-    let lambda = params.lambda.resolve(lambda_max)?;
-    Ok(descend(
-        data, params, &mut st, lambda, lambda_max, start, callback,
-    ))
+    let leg = Leg::resolved(params.lambda, lambda_max, start, callback)?;
+    Ok(descend(data, params, &mut st, leg))
 }
 
 /// How a fit with pair blocks descends ([`crate::fit::pairs`]): `descend` by default; a state
@@ -390,17 +433,10 @@ pub(crate) fn fit_from<S: DescentState>(
 /// proximal-Newton state: rounds with extrapolation, [`crate::states::extrapolate`]) overrides it.
 /// The same stopping rule and certificate either way.
 pub trait PairDescent: DescentState + Sized {
-    /// Descends from this state at the penalty `lambda` (`λ_max` only reported) until the
-    /// stopping rule of `params`, as `descend`; `max_time` counts from `start`.
-    fn descend_pairs(
-        &mut self,
-        data: &BinnedData,
-        params: &FitParams,
-        (lambda, lambda_max): (f64, f64),
-        start: Instant,
-        callback: Option<Callback<'_>>,
-    ) -> BinnedFit {
-        descend(data, params, self, lambda, lambda_max, start, callback)
+    /// Descends from this state along `leg` until the stopping rule of `params`, as
+    /// `descend`.
+    fn descend_pairs(&mut self, data: &BinnedData, params: &FitParams, leg: Leg<'_>) -> BinnedFit {
+        descend(data, params, self, leg)
     }
 
     /// This loss's state at `blocks` on the sufficient statistics of `data` and its targets
@@ -428,25 +464,23 @@ pub const STALL_SWEEPS: usize = 20;
 /// See [`STALL_SWEEPS`]: a few dozen units in the last place.
 pub const STALL_SHARE: f64 = 1e-14;
 
-/// Block coordinate descent from the state `st` at the penalty `lambda` until the stopping
-/// rule of `params` (`params.lambda` is not read). `st` is left at the returned model, so
-/// a path of penalties can continue from it without rebuilding it; `lambda_max` is only
-/// reported. `max_time` counts from `start`.
+/// Block coordinate descent from the state `st` at the penalty `leg.lambda` until the
+/// stopping rule of `params` (`params.lambda` is not read). `st` is left at the returned
+/// model, so a path of penalties can continue from it without rebuilding it; `lambda_max` is
+/// only reported. `max_time` counts from `leg.start`.
 ///
 /// Each iteration is [`Run::iterate`]; [`Run::finish`] measures the returned model.
 pub(crate) fn descend<S: DescentState>(
     data: &BinnedData,
     params: &FitParams,
     st: &mut S,
-    lambda: f64,
-    lambda_max: f64,
-    start: Instant,
-    mut callback: Option<Callback<'_>>,
+    leg: Leg<'_>,
 ) -> BinnedFit {
     let shapes = params.shapes.resolve(data.n_features());
     st.set_shapes(&shapes);
-    st.set_penalty(lambda);
-    let mut run = Run::new(data, params, st, lambda, shapes, start);
+    st.set_penalty(leg.lambda);
+    let mut run = Run::new(data, params, st, leg.lambda, shapes, leg.start);
+    let mut callback = leg.callback;
     // Greedy steps run their passes in parallel or serially, whichever the clock finds faster
     // (the same numbers either way: [`crate::descent::pace`]).
     let mut pace =
@@ -458,7 +492,7 @@ pub(crate) fn descend<S: DescentState>(
             Err(Exit::Stop(reason)) => break reason,
         }
     };
-    run.finish(st, stop, lambda_max)
+    run.finish(st, stop, leg.lambda_max)
 }
 
 /// How a step of [`Run::iterate`] ends the iteration before its block update.

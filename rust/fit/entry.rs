@@ -36,16 +36,7 @@ use crate::params::{
     AUTO_INTERACTION_CELLS, LOGISTIC_INTERACTION_BINS,
 };
 
-/// The classes of a softmax fit (see [`multinomial::MultinomialFit`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Classes {
-    /// Number of classes `K`.
-    pub n_classes: usize,
-    /// The intercepts `c_c`, mean 0 over the classes.
-    pub intercepts: Vec<f64>,
-    /// Per feature, the missing bin's value of every class (0 without a missing bin).
-    pub missing_values: Vec<Vec<f64>>,
-}
+pub use crate::fit::multinomial::Classes;
 
 /// What [`fit`] returns.
 #[derive(Debug, Clone, PartialEq)]
@@ -98,14 +89,8 @@ pub fn fit(
     let params = resolve(params, task, rows.x.nrows());
     let one = |fit| (fit, None);
     let (fit, classes) = match (task.n_classes, LogLinkLoss::of(task.loss, task.power)) {
-        (Some(k), _) => multinomial::fit_multinomial(rows, k, &params, callback).map(|m| {
-            let classes = Classes {
-                n_classes: m.n_classes,
-                intercepts: m.intercepts,
-                missing_values: m.missing_values,
-            };
-            (m.fit, Some(classes))
-        })?,
+        (Some(k), _) => multinomial::fit_multinomial(rows, k, &params, callback)
+            .map(|m| (m.fit, Some(m.classes)))?,
         (None, Some(link)) => loglink::fit_loglink(rows, &params, link, callback).map(one)?,
         (None, None) if task.loss == Loss::Logistic => {
             logistic::fit_logistic(rows, &params, callback).map(one)?
@@ -240,10 +225,8 @@ mod tests {
         let one = fit(rows, &params, &task(Loss::Logistic, Some(3), value), None).unwrap();
         let own = multinomial::fit_multinomial(rows, 3, &params, None).unwrap();
         assert_same(&one.fit, &own.fit);
-        let classes = one.classes.unwrap();
-        assert_eq!(classes.n_classes, 3);
-        assert_eq!(classes.intercepts, own.intercepts);
-        assert_eq!(classes.missing_values, own.missing_values);
+        assert_eq!(one.classes.unwrap(), own.classes);
+        assert_eq!(own.classes.n_classes, 3);
         // poisson
         let (x, y) = problem(|s, u| (3.0 * u * (1.0 + s)).floor());
         let rows = Rows::new(x.view(), y.view(), None);

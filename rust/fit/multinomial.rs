@@ -9,7 +9,7 @@ use std::time::Instant;
 use ndarray::ArrayView1;
 
 use crate::data::binning::{BinnedData, Rows};
-use crate::descent::{descend, DescentState};
+use crate::descent::{descend, DescentState, Leg};
 use crate::error::{FastError, Result};
 use crate::fit::pairs::fit_pairs;
 use crate::fit::pairs::search::DEFAULT_PAIR_PENALTY;
@@ -26,15 +26,22 @@ use crate::states::softmax::{softmax_loss, MultinomialState};
 /// to hold out: the binary classifier's.
 pub use crate::fit::logistic::DEFAULT_LAMBDA_RATIO_LOGISTIC as DEFAULT_LAMBDA_RATIO_MULTINOMIAL;
 
-/// A fitted multinomial model.
+/// The classes of a softmax fit: what a multinomial model holds besides its [`Fit`].
 #[derive(Debug, Clone, PartialEq)]
-pub struct MultinomialFit {
+pub struct Classes {
     /// Number of classes `K`.
     pub n_classes: usize,
     /// The intercepts `c_c`, mean 0 over the classes.
     pub intercepts: Vec<f64>,
     /// Per feature, the missing bin's value of every class (0 without a missing bin).
     pub missing_values: Vec<Vec<f64>>,
+}
+
+/// A fitted multinomial model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MultinomialFit {
+    /// The classes: their number, intercepts and missing bins' values.
+    pub classes: Classes,
     /// Everything else: cuts, bin weights, report and search. `fit.model.values[j]` holds the
     /// chain values bin-major (`(n_chain_j) × K`, class `c` of bin `b` at `b·K + c`);
     /// `fit.model.intercept` and `fit.model.missing_values` are 0.
@@ -176,10 +183,8 @@ fn fit_at(
         None => flat,
         Some(init) => state(init),
     };
-    let lambda = params.lambda.resolve(lambda_max)?;
-    Ok(descend(
-        data, params, &mut st, lambda, lambda_max, start, callback,
-    ))
+    let leg = Leg::resolved(params.lambda, lambda_max, start, callback)?;
+    Ok(descend(data, params, &mut st, leg))
 }
 
 /// Bins `x` and fits multinomial FAST with `n_classes` classes (`y` holds class indices).
@@ -378,12 +383,12 @@ fn to_fit(
     };
     let mut fit = Fit::new(data, Engine::Rows, shell, search);
     fit.model.values = chain_values;
-    MultinomialFit {
+    let classes = Classes {
         n_classes: k,
         intercepts,
         missing_values,
-        fit,
-    }
+    };
+    MultinomialFit { classes, fit }
 }
 
 #[cfg(test)]
@@ -438,7 +443,7 @@ mod tests {
         assert!(r.converged && r.kkt_residual <= 1e-6, "{r:?}");
         assert!(r.history.objective.windows(2).all(|w| w[1] <= w[0]));
         assert!(r.objective <= *r.history.objective.last().unwrap());
-        assert!(fit.intercepts.iter().sum::<f64>().abs() < 1e-12);
+        assert!(fit.classes.intercepts.iter().sum::<f64>().abs() < 1e-12);
         // Curvature bound only (majorise-minimise) reaches the same optimum.
         let mm = fit3(&data, 0.01, 1e-6, Curvature::Bound);
         assert!((mm.fit.report.objective - r.objective).abs() < 1e-7);
@@ -470,8 +475,7 @@ mod tests {
                 .unwrap()
         };
         let (a, b) = (run(1), run(2));
-        assert_eq!(a.intercepts, b.intercepts);
-        assert_eq!(a.missing_values, b.missing_values);
+        assert_eq!(a.classes, b.classes);
         assert_eq!(a.fit.model, b.fit.model);
         assert_eq!(a.fit.report.objective, b.fit.report.objective);
         assert_eq!(

@@ -55,7 +55,7 @@ use rayon::prelude::*;
 
 use crate::data::binning::{bin_weights, BinnedData};
 use crate::data::tables::Tables;
-use crate::descent::{descend, DescentState};
+use crate::descent::{descend, DescentState, Leg};
 use crate::error::{FastError, Result};
 pub use crate::model::report::PenaltySearch;
 use crate::model::report::{BinnedFit, Callback, Fit, Progress, StopReason};
@@ -783,7 +783,13 @@ pub(crate) fn kfold_then_refit<S: DescentState>(
             for (f, (st, d)) in states.iter_mut().zip(&datas).enumerate() {
                 let lm = lambda_max[f];
                 let cb = reborrow(&mut callback);
-                let fit = descend(d, &path_params, st, ratio * lm, lm, clock, cb);
+                let leg = Leg {
+                    lambda: ratio * lm,
+                    lambda_max: lm,
+                    start: clock,
+                    callback: cb,
+                };
+                let fit = descend(d, &path_params, st, leg);
                 let held = folds[f].held();
                 total += held_total[f] * loss(d, fit.intercept, &fit.values, held);
                 n_iter += fit.report.n_iter;
@@ -875,7 +881,13 @@ pub(crate) fn run_path<S: DescentState>(
         }
         let lambda = ratio * lambda_max;
         let cb = reborrow(callback);
-        let fit = descend(data, &path_params, &mut st, lambda, lambda_max, start, cb);
+        let leg = Leg {
+            lambda,
+            lambda_max,
+            start,
+            callback: cb,
+        };
+        let fit = descend(data, &path_params, &mut st, leg);
         let loss = loss(fit.intercept, &fit.values);
         offset.fetch_add(fit.report.n_iter, Ordering::Relaxed);
         let stopped = matches!(fit.report.stop, StopReason::Callback | StopReason::MaxTime);

@@ -37,7 +37,9 @@ use rayon::prelude::*;
 
 use crate::data::binning::{BinnedData, BinnedFeature, Code, Codes};
 use crate::data::tables::Tables;
-use crate::descent::{check_init, descend, DescentState, PairDescent, STALL_SHARE, STALL_SWEEPS};
+use crate::descent::{
+    check_init, descend, DescentState, Leg, PairDescent, STALL_SHARE, STALL_SWEEPS,
+};
 use crate::error::{check_target, Result};
 use crate::model::report::{BinnedFit, Callback, History, Progress, StopReason};
 use crate::params::{ChainShape, FitParams, Grid, PairLink, Selection, Shapes};
@@ -129,7 +131,8 @@ fn fit_extrapolated_on(
     let lambda_max = flat.start_flat(data);
     let mut st = state(init);
     st.set_shapes(&shapes);
-    let lambda = params.lambda.resolve(lambda_max)?;
+    let leg = Leg::resolved(params.lambda, lambda_max, start, callback)?;
+    let lambda = leg.lambda;
     let mode = match st.resolve_selection(params.selection, data.n_features()) {
         Selection::Greedy => greedy,
         _ => Mode::InPlace,
@@ -138,9 +141,7 @@ fn fit_extrapolated_on(
     Ok(descend_in_rounds(
         (&mut st, chains_only),
         (data, params),
-        (lambda, lambda_max),
-        start,
-        callback,
+        leg,
         |st, before, shapes| round_step(data, (st, mode), before, shapes, lambda),
     ))
 }
@@ -195,14 +196,12 @@ fn round_step(
 /// empty) keep the loop's stall rule ([`STALL_SWEEPS`]) across rounds, each of which is
 /// shorter than its window.
 pub(crate) fn descend_rounds<S: DescentState>(
-    data: &BinnedData,
-    params: &FitParams,
+    (data, params): (&BinnedData, &FitParams),
     st: &mut S,
-    (lambda, lambda_max): (f64, f64),
-    start: Instant,
-    mut callback: Option<Callback<'_>>,
+    leg: Leg<'_>,
     mut extrapolate: impl FnMut(&mut S, &(f64, Vec<Vec<f64>>)),
 ) -> BinnedFit {
+    let mut callback = leg.callback;
     let movable = data.features.iter().filter(|f| f.n_bins() > 1).count();
     let round = round_len(movable);
     let mut n_iter = 0usize;
@@ -226,7 +225,15 @@ pub(crate) fn descend_rounds<S: DescentState>(
             }
         });
         let cb: Option<Callback<'_>> = shifted.as_mut().map(|c| c as Callback<'_>);
-        let fit = descend(data, &round_params, st, lambda, lambda_max, start, cb);
+        let fit = descend(
+            data,
+            &round_params,
+            st,
+            Leg {
+                callback: cb,
+                ..leg
+            },
+        );
         n_iter += fit.report.n_iter;
         history.objective.extend(&fit.report.history.objective);
         history.feature.extend(&fit.report.history.feature);
@@ -267,14 +274,7 @@ impl PairDescent for BlockState {
         Some(BlockState::with_tables(data, Arc::new(tables), blocks))
     }
 
-    fn descend_pairs(
-        &mut self,
-        data: &BinnedData,
-        params: &FitParams,
-        (lambda, lambda_max): (f64, f64),
-        start: Instant,
-        callback: Option<Callback<'_>>,
-    ) -> BinnedFit {
+    fn descend_pairs(&mut self, data: &BinnedData, params: &FitParams, leg: Leg<'_>) -> BinnedFit {
         let rows = self.sums_and_residual().1.is_some();
         // The fit on all rows (a working set): between rounds, its steepest blocks are also
         // solved together on their own co-occurrence tables ([`solve_working_set`]: main
@@ -282,19 +282,13 @@ impl PairDescent for BlockState {
         // too on the tables engine). Both engines extrapolate (on the tables engine the
         // direction moves the sums through the tables, [`BlockState::tables_line`]).
         let together = params.sweep_share > 0.0 && (!rows || data.n_samples >= TOGETHER_MIN_ROWS);
-        descend_in_rounds(
-            (self, true),
-            (data, params),
-            (lambda, lambda_max),
-            start,
-            callback,
-            |st, before, shapes| {
-                round_step(data, (st, Mode::InPlace), before, shapes, lambda);
-                if together {
-                    solve_working_set(st, data, params, lambda, start);
-                }
-            },
-        )
+        let (lambda, start) = (leg.lambda, leg.start);
+        descend_in_rounds((self, true), (data, params), leg, |st, before, shapes| {
+            round_step(data, (st, Mode::InPlace), before, shapes, lambda);
+            if together {
+                solve_working_set(st, data, params, lambda, start);
+            }
+        })
     }
 }
 
@@ -548,14 +542,15 @@ fn solved_together(
         sweep_share: 0.0,
         ..params.clone()
     };
-    let fit = descend_in_rounds(
-        (&mut alone, true),
-        (sub, &prm),
-        (lambda, lambda),
+    let leg = Leg {
+        lambda,
+        lambda_max: lambda,
         start,
-        None,
-        |s, before, shapes| round_step(sub, (s, Mode::InPlace), before, shapes, lambda),
-    );
+        callback: None,
+    };
+    let fit = descend_in_rounds((&mut alone, true), (sub, &prm), leg, |s, before, shapes| {
+        round_step(sub, (s, Mode::InPlace), before, shapes, lambda)
+    });
     if matches!(fit.report.stop, StopReason::Callback) {
         return None;
     }
@@ -575,25 +570,17 @@ fn solved_together(
 pub(crate) fn descend_in_rounds<S: DescentState>(
     (st, able): (&mut S, bool),
     (data, params): (&BinnedData, &FitParams),
-    (lambda, lambda_max): (f64, f64),
-    start: Instant,
-    callback: Option<Callback<'_>>,
+    leg: Leg<'_>,
     mut step: impl FnMut(&mut S, &(f64, Vec<Vec<f64>>), &[ChainShape]),
 ) -> BinnedFit {
     let selection = st.resolve_selection(params.selection, data.n_features());
     if !(able && matches!(selection, Selection::Greedy | Selection::Sweep)) {
-        return descend(data, params, st, lambda, lambda_max, start, callback);
+        return descend(data, params, st, leg);
     }
     let shapes = params.shapes.resolve(data.n_features());
-    descend_rounds(
-        data,
-        params,
-        st,
-        (lambda, lambda_max),
-        start,
-        callback,
-        |st, before| step(st, before, &shapes),
-    )
+    descend_rounds((data, params), st, leg, |st, before| {
+        step(st, before, &shapes)
+    })
 }
 
 /// The lowest objective on the line from a round's start through its end, beyond the end:
@@ -976,13 +963,10 @@ mod tests {
         let rounds = descend_in_rounds(
             (&mut alone, true),
             (&data, &params),
-            (lambda, lambda_max),
-            Instant::now(),
-            None,
+            Leg::now(lambda, lambda_max),
             |st, before, shapes| round_step(&data, (st, Mode::InPlace), before, shapes, lambda),
         );
-        let together =
-            state().descend_pairs(&data, &params, (lambda, lambda_max), Instant::now(), None);
+        let together = state().descend_pairs(&data, &params, Leg::now(lambda, lambda_max));
         for fit in [&rounds, &together] {
             assert_eq!(fit.report.stop, StopReason::Converged);
             assert!(fit.report.kkt_residual <= params.tol);

@@ -125,7 +125,7 @@ def test_purification_works_on_the_link_scale(nan):
     # The documented formula on the link scale reproduces predict.
     np.testing.assert_allclose(np.log(m.predict(X)), manual_predict(m, X), rtol=0, atol=1e-10)
     # predict is the mean of the core's unpurified model.
-    out = _core.fit(X, y, w, config=m._config(bins=None))
+    out = _core.fit((X, y, w), config=m._config(bins=None))
     np.testing.assert_allclose(m.predict(X), np.exp(raw_predict(out, X)), rtol=1e-10)
     # Pair (0, 1) has no missing values: its weighted row and column means vanish.
     v, cw = m.interaction_values_[0], m.interaction_weights_[0]

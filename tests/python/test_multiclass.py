@@ -210,9 +210,9 @@ def test_class_without_weight_is_an_error():
     with pytest.raises(ValueError, match="class 2 has zero total sample weight"):
         FASTClassifier().fit(X, y, sample_weight=w)
     with pytest.raises(ValueError, match="n_classes"):
-        _core.fit(X, y.astype(float), None, n_classes=1, config={"loss": "logistic"})
+        _core.fit((X, y.astype(float), None), n_classes=1, config={"loss": "logistic"})
     with pytest.raises(ValueError, match="class indices"):
-        _core.fit(X, y + 0.5, None, n_classes=3, config={"loss": "logistic"})
+        _core.fit((X, y + 0.5, None), n_classes=3, config={"loss": "logistic"})
 
 
 def _fitted():

@@ -85,7 +85,7 @@ def test_purification_per_class_leaves_the_probabilities_unchanged(nan):
     X, y = data(seed=4, nan=nan)
     m = FASTClassifier(interactions=[(0, 1), (1, 3)], max_interaction_bins=8).fit(X, y)
     codes = np.searchsorted(m.classes_, y)
-    out = _core.fit(X, codes.astype(np.float64), None, config=m._config(bins=None), n_classes=3)
+    out = _core.fit((X, codes.astype(np.float64), None), config=m._config(bins=None), n_classes=3)
     np.testing.assert_allclose(m.predict_proba(X), raw_proba(out, X), rtol=1e-9, atol=1e-12)
     # Pair (0, 1) has no missing values: every class table's weighted row and column means
     # vanish.

@@ -101,7 +101,7 @@ def test_purification_leaves_predictions_unchanged(nan):
     # The documented formula reproduces predict.
     np.testing.assert_allclose(m.predict(X), manual_predict(m, X), rtol=0, atol=1e-10)
     # predict equals the core's unpurified model.
-    out = _core.fit(X, y, None, config=m._config(bins=None))
+    out = _core.fit((X, y, None), config=m._config(bins=None))
     np.testing.assert_allclose(m.predict(X), raw_predict(out, X), rtol=0, atol=1e-9)
     # Purified where allowed: pair (2, 3) has no missing values, so both its weighted row and
     # column means vanish.

@@ -70,7 +70,7 @@ use std::time::Instant;
 use ndarray::ArrayView1;
 
 use crate::data::binning::BinnedData;
-use crate::descent::PairDescent;
+use crate::descent::{Leg, PairDescent};
 use crate::error::Result;
 use crate::fit::validation::{reborrow, MIN_ROWS};
 use crate::model::report::{
@@ -501,13 +501,13 @@ fn finish<S: PairDescent>(
         prm = with_smooth_shapes(prm, &parts.grids, Some(parts.mu));
     }
     let (mut st, engine) = all_rows_state(data, y, init, params.pairs.engine, state);
-    let fit = st.descend_pairs(
-        data,
-        &prm,
-        (mains.lambda_f, mains.lambda_max),
+    let leg = Leg {
+        lambda: mains.lambda_f,
+        lambda_max: mains.lambda_max,
         start,
-        reborrow(callback),
-    );
+        callback: reborrow(callback),
+    };
+    let fit = st.descend_pairs(data, &prm, leg);
     PairSearch {
         blocks: Blocks::Fitted(fit, engine),
         ..searched
@@ -648,17 +648,8 @@ mod tests {
         };
         let lambda_max = state().start_flat(&data);
         let lambda = 1e-3 * lambda_max;
-        let plain = descend(
-            &data,
-            &prm,
-            &mut state(),
-            lambda,
-            lambda_max,
-            Instant::now(),
-            None,
-        );
-        let extrapolated =
-            state().descend_pairs(&data, &prm, (lambda, lambda_max), Instant::now(), None);
+        let plain = descend(&data, &prm, &mut state(), Leg::now(lambda, lambda_max));
+        let extrapolated = state().descend_pairs(&data, &prm, Leg::now(lambda, lambda_max));
         (plain, extrapolated)
     }
 

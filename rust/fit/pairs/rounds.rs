@@ -364,27 +364,35 @@ impl<S: PairDescent> Stage<'_, S> {
 mod tests {
     use super::*;
 
+    /// Kept pairs replace kept pairs only by [`MIN_GAIN_SE`] standard errors (100 rows of
+    /// weight 1, loss differences `gain ± 0.01`: standard error 0.001); kept pairs beat
+    /// dropped ones whatever the terms; dropped ones never win.
     #[test]
     fn a_later_layout_needs_min_gain_se_standard_errors_over_kept_pairs() {
-        // 100 rows, loss differences `gain ± 0.01`: standard error 0.001.
-        let m = 100;
-        let v = vec![1.0; m];
-        let old = vec![1.0; m];
-        let new = |gain: f64| -> Vec<f64> {
-            (0..m)
+        let terms = |gain: f64| -> Vec<f64> {
+            (0..100)
                 .map(|i| 1.0 - gain + if i % 2 == 0 { 0.01 } else { -0.01 })
                 .collect()
         };
         let (below, above) = (
-            new((MIN_GAIN_SE - 0.5) * 1e-3),
-            new((MIN_GAIN_SE + 0.5) * 1e-3),
+            terms((MIN_GAIN_SE - 0.5) * 1e-3),
+            terms((MIN_GAIN_SE + 0.5) * 1e-3),
         );
-        assert!(!later_layout_wins(Some(&old), Some(&below), &v));
-        assert!(later_layout_wins(Some(&old), Some(&above), &v));
-        // Kept pairs beat dropped ones whatever the terms; dropped ones never win.
-        assert!(later_layout_wins(None, Some(&below), &v));
-        assert!(!later_layout_wins(Some(&old), None, &v));
-        assert!(!later_layout_wins(None, None, &v));
+        let (old, below, above) = (Some(&[1.0; 100][..]), Some(&below[..]), Some(&above[..]));
+        let cases = [
+            (old, below, false),
+            (old, above, true),
+            (None, below, true),
+            (old, None, false),
+            (None, None, false),
+        ];
+        for (case, (earlier, later, wins)) in cases.into_iter().enumerate() {
+            assert_eq!(
+                later_layout_wins(earlier, later, &[1.0; 100]),
+                wins,
+                "case {case}"
+            );
+        }
     }
 
     #[test]

@@ -3,14 +3,12 @@
 //! [`ADDITIVE`]), where it stops (`path_goes_on`), and the check that screened pairs beat
 //! the additive model by [`MIN_GAIN_SE`] standard errors (`significant_gain`).
 
-use std::time::Instant;
-
 use ndarray::ArrayView1;
 
 use super::layout::with_pair_shapes;
 use super::stage::{RowLoss, StateMaker};
 use crate::data::binning::BinnedData;
-use crate::descent::{descend, PairDescent};
+use crate::descent::{descend, Leg, PairDescent};
 use crate::error::Result;
 use crate::fit::validation::{
     holdout_terms, mean_loss, reborrow, validation_rows, with_weights, Split,
@@ -215,7 +213,11 @@ pub(super) fn path_fit<S: PairDescent>(
     callback: Option<Callback<'_>>,
 ) -> (BinnedFit, Vec<f64>, f64) {
     prm.max_iter = prm.max_iter.min(PATH_BUDGET * data.n_features());
-    let fit = descend(data, &prm, st, lambda, lambda_max, Instant::now(), callback);
+    let leg = Leg {
+        callback,
+        ..Leg::now(lambda, lambda_max)
+    };
+    let fit = descend(data, &prm, st, leg);
     let terms = holdout_terms(
         data,
         y,

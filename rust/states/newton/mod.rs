@@ -35,15 +35,14 @@
 //! (the proximal step, its backtracking and fallbacks).
 
 use std::ops::Range;
-use std::time::Instant;
 
 use ndarray::ArrayView1;
 use rayon::prelude::*;
 
 use crate::data::binning::{BinnedData, Code};
 use crate::descent::kinds::{block_smooth, block_step, block_tv, smooth_change, tv_delta};
-use crate::descent::DescentState;
-use crate::model::report::{BinnedFit, Callback};
+use crate::descent::{DescentState, Leg};
+use crate::model::report::BinnedFit;
 use crate::params::{BlockKind, ChainShape, FitParams, Selection};
 use crate::prox::flsa::FlsaWorkspace;
 use crate::prox::grid::GridWorkspace;
@@ -737,26 +736,13 @@ impl<D: Datafit> DescentState for NewtonState<D> {
 /// way (a pair block's stored split of its gradient is its last solve's, so its score stays
 /// an upper bound after a move, as on the squared loss).
 impl<D: Datafit> crate::descent::PairDescent for NewtonState<D> {
-    fn descend_pairs(
-        &mut self,
-        data: &BinnedData,
-        params: &FitParams,
-        lambdas: (f64, f64),
-        start: Instant,
-        callback: Option<Callback<'_>>,
-    ) -> BinnedFit {
-        descend_in_rounds(
-            (self, true),
-            (data, params),
-            lambdas,
-            start,
-            callback,
-            |st, before, shapes| {
-                st.line_move(data, before, shapes, lambdas.0);
-                // A round may end with stale sums (after a move, every block's are).
-                st.refresh_all_sums(data);
-            },
-        )
+    fn descend_pairs(&mut self, data: &BinnedData, params: &FitParams, leg: Leg<'_>) -> BinnedFit {
+        let lambda = leg.lambda;
+        descend_in_rounds((self, true), (data, params), leg, |st, before, shapes| {
+            st.line_move(data, before, shapes, lambda);
+            // A round may end with stale sums (after a move, every block's are).
+            st.refresh_all_sums(data);
+        })
     }
 }
 

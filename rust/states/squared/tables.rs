@@ -273,8 +273,8 @@ mod tests {
                 // Keep every block's sums summed over the rows: no table pays.
                 st.followed.tables = vec![Some(None); data.n_features()];
             }
-            let start = std::time::Instant::now();
-            crate::descent::descend(&data, &params, &mut st, 2e-3 * lm, lm, start, None)
+            let leg = crate::descent::Leg::now(2e-3 * lm, lm);
+            crate::descent::descend(&data, &params, &mut st, leg)
         };
         let on_pool = |threads: usize| {
             let pool = rayon::ThreadPoolBuilder::new()
