@@ -436,7 +436,11 @@ class FASTRegressorCV(RegressorMixin, _BaseFAST):
             t0 = time.perf_counter()
             train, test = splits[k]
             fold = clone(template)
-            Xt, yt, wt, bins_t = _input.prepare_fit(fold, _safe_indexing(X, train), ye[train], None if we is None else we[train])
+            # The whole target's scale was checked above: a fold's training part may be all
+            # tiny where the whole target is not (its fit at the given penalties is then flat).
+            Xt, yt, wt, bins_t = _input.prepare_fit(
+                fold, _safe_indexing(X, train), ye[train], None if we is None else we[train], rescales_y=True
+            )
             models = _path_models(_core_path(fold, Xt, yt, wt, bins_t, lambdas, False, inner), fold)
             del Xt
             Xv, yv = _safe_indexing(X, test), ye[test]

@@ -94,3 +94,31 @@ def test_tiny_targets_elsewhere_are_refused_with_a_hint(make):
     y = np.exp(X[:, 0]) * 1e-300
     with pytest.raises(ValueError, match=r"y must hold a value of magnitude >= 1e-150 .*rescale y"):
         make().fit(X, y)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: fastpcam.FASTRegressor(),
+    lambda: fastpcam.FASTRegressorCV(cv=3),
+    lambda: fastpcam.SparseFASTRegressor(max_features=2),
+])
+def test_subnormal_targets_fit_or_are_refused_by_name(make):
+    """A target whose largest magnitude is subnormal (5e-324) once raised OverflowError
+    (its power-of-two scale, 2**1073, is no float): the squared loss now scales it by 2**1023
+    and fits; the fits that do not rescale name the problem."""
+    X = np.arange(40.0).reshape(-1, 2)
+    y = np.where(np.arange(20) % 2 == 0, 0.0, 5e-324)
+    est = make()
+    if isinstance(est, fastpcam.FASTRegressor):
+        assert np.all(np.isfinite(est.fit(X, y).predict(X)))
+    else:
+        with pytest.raises(ValueError, match=r"y must hold a value of magnitude >= 1e-150"):
+            est.fit(X, y)
+
+
+def test_cv_fits_a_fold_whose_training_part_alone_is_tiny():
+    """The whole target is checked once; a fold whose training rows hold only tiny values (the
+    whole target does not) is fitted, not refused."""
+    X = np.arange(9.0).reshape(-1, 1)
+    y = np.array([1e-200] * 6 + [1.0] * 3)
+    m = fastpcam.FASTRegressorCV(lambda_ratios=[1.0, 0.1, 0.01], cv=3, max_bins=8).fit(X, y)
+    assert np.all(np.isfinite(m.predict(X)))
