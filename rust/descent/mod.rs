@@ -378,22 +378,32 @@ impl<'a> Leg<'a> {
         start: Instant,
         callback: Option<Callback<'a>>,
     ) -> Result<Self> {
-        Ok(Leg {
-            lambda: penalty.resolve(lambda_max)?,
+        Ok(Leg::new(
+            penalty.resolve(lambda_max)?,
             lambda_max,
             start,
             callback,
-        })
+        ))
+    }
+
+    /// A descent at `lambda` (`lambda_max` reported), timed from `start`, seen by `callback`.
+    pub fn new(
+        lambda: f64,
+        lambda_max: f64,
+        start: Instant,
+        callback: Option<Callback<'a>>,
+    ) -> Self {
+        Leg {
+            lambda,
+            lambda_max,
+            start,
+            callback,
+        }
     }
 
     /// A descent at `lambda` (`lambda_max` reported) timed from now, without a callback.
     pub fn now(lambda: f64, lambda_max: f64) -> Self {
-        Leg {
-            lambda,
-            lambda_max,
-            start: Instant::now(),
-            callback: None,
-        }
+        Leg::new(lambda, lambda_max, Instant::now(), None)
     }
 }
 

@@ -70,25 +70,16 @@ use crate::states::squared::BlockState;
 pub const START_RATIO: f64 = 0.0625;
 /// Ratio between neighbouring penalties of the path.
 pub const STEP: f64 = 0.5;
-/// Smallest ratio tried. The path stops earlier where the held-out error stops falling
-/// ([`PATIENCE`]); the better ratio falls with the rows, so a floor tuned on mid-size tables
-/// is not one for large data. At `1e-4`, `smoke_pairs` (`benches/python/scale_rows.py`, a
-/// 2,000-level column of unordered site effects) stopped at the floor from 300,000 rows on,
-/// its sites fused: 1,000,000 rows chose `2^-13` (test MSE 1.022 of the noise floor), and
-/// `1.4e-5` below it (1.012). No benchmark table comes near it (smallest `9.8e-4`). Below
-/// [`FINE_RATIO`] a ratio must also lower the loss enough.
+/// Smallest ratio tried. The better ratio falls with the rows: a floor of `1e-4` fused the
+/// 2,000 site levels of 1,000,000 `smoke_pairs` rows (test MSE 1.022 of the noise floor;
+/// 1.013 now; `docs/benchmarks.md`). No benchmark table comes near it (smallest `9.8e-4`).
 pub const MIN_RATIO: f64 = 1e-6;
 /// Below this ratio a ratio counts as better (and the path goes on) only where it lowers the
-/// best held-out loss by at least [`FINE_FALL`] of it: there each fit costs more updates
-/// (more pieces, and the pairs after them), and on clean data the loss keeps falling by ever
-/// less (a 400-level column with noise sd 0.05: 0.3% in all from `1.2e-4` to `1.9e-6`).
-/// The refinement ([`refinement`]) may still settle between the best ratio and the next.
+/// best held-out loss by [`FINE_FALL`] of it: fits there cost more updates, and on clean data
+/// the loss keeps falling by ever less. The [`refinement`] may still settle below the best.
 pub const FINE_RATIO: f64 = 1e-4;
-/// See [`FINE_RATIO`]. `smoke_pairs` at 1,000,000 rows falls 0.8% from `1.2e-4` to `6.1e-5`,
-/// then 0.18% and 0.02%: at `1e-3` the default chose `1.5e-5` (test MSE 0.25304, 24 s), at
-/// `5e-3` `3.5e-5` after the refinement (0.25314, 19.5 s; same run, alternating, medians of 2;
-/// 1.2e-4 before: 0.25537). The 9.2M-row generators of `benches/python/huge_shape.py` keep
-/// `1.2e-4` (`ties`: `6.1e-5`).
+/// See [`FINE_RATIO`]; `1e-3` cost 1M `smoke_pairs` rows 24 s against 19.5 s for test MSE
+/// 0.25304 against 0.25314 (`docs/benchmarks.md`).
 pub const FINE_FALL: f64 = 5e-3;
 /// Ratios in a row without a better held-out error before the path stops.
 pub const PATIENCE: usize = 1;
@@ -783,12 +774,7 @@ pub(crate) fn kfold_then_refit<S: DescentState>(
             for (f, (st, d)) in states.iter_mut().zip(&datas).enumerate() {
                 let lm = lambda_max[f];
                 let cb = reborrow(&mut callback);
-                let leg = Leg {
-                    lambda: ratio * lm,
-                    lambda_max: lm,
-                    start: clock,
-                    callback: cb,
-                };
+                let leg = Leg::new(ratio * lm, lm, clock, cb);
                 let fit = descend(d, &path_params, st, leg);
                 let held = folds[f].held();
                 total += held_total[f] * loss(d, fit.intercept, &fit.values, held);
@@ -881,12 +867,7 @@ pub(crate) fn run_path<S: DescentState>(
         }
         let lambda = ratio * lambda_max;
         let cb = reborrow(callback);
-        let leg = Leg {
-            lambda,
-            lambda_max,
-            start,
-            callback: cb,
-        };
+        let leg = Leg::new(lambda, lambda_max, start, cb);
         let fit = descend(data, &path_params, &mut st, leg);
         let loss = loss(fit.intercept, &fit.values);
         offset.fetch_add(fit.report.n_iter, Ordering::Relaxed);

@@ -542,12 +542,7 @@ fn solved_together(
         sweep_share: 0.0,
         ..params.clone()
     };
-    let leg = Leg {
-        lambda,
-        lambda_max: lambda,
-        start,
-        callback: None,
-    };
+    let leg = Leg::new(lambda, lambda, start, None);
     let fit = descend_in_rounds((&mut alone, true), (sub, &prm), leg, |s, before, shapes| {
         round_step(sub, (s, Mode::InPlace), before, shapes, lambda)
     });

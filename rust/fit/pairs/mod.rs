@@ -501,12 +501,7 @@ fn finish<S: PairDescent>(
         prm = with_smooth_shapes(prm, &parts.grids, Some(parts.mu));
     }
     let (mut st, engine) = all_rows_state(data, y, init, params.pairs.engine, state);
-    let leg = Leg {
-        lambda: mains.lambda_f,
-        lambda_max: mains.lambda_max,
-        start,
-        callback: reborrow(callback),
-    };
+    let leg = Leg::new(mains.lambda_f, mains.lambda_max, start, reborrow(callback));
     let fit = st.descend_pairs(data, &prm, leg);
     PairSearch {
         blocks: Blocks::Fitted(fit, engine),

@@ -213,10 +213,7 @@ pub(super) fn path_fit<S: PairDescent>(
     callback: Option<Callback<'_>>,
 ) -> (BinnedFit, Vec<f64>, f64) {
     prm.max_iter = prm.max_iter.min(PATH_BUDGET * data.n_features());
-    let leg = Leg {
-        callback,
-        ..Leg::now(lambda, lambda_max)
-    };
+    let leg = Leg::new(lambda, lambda_max, std::time::Instant::now(), callback);
     let fit = descend(data, &prm, st, leg);
     let terms = holdout_terms(
         data,
