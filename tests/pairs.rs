@@ -5,7 +5,7 @@
 
 mod common;
 
-use fastpcam::fit::solver::fit;
+use fastpcam::fit::solver::{fit, Fit};
 use fastpcam::params::{Grid, Interactions, Penalty, Selection};
 use fastpcam::prox::grid::{grid_tv, solve_grid, GridWorkspace};
 use fastpcam::Rows;
@@ -551,8 +551,9 @@ fn pairs_are_screened_without_the_held_out_rows() {
 
 /// Above `search_rows` rows the pair stage chooses on a sample and fits on every row: the
 /// known pair is found, the fit is certified on all rows (its cells weigh every row), its
-/// objective is within 2% of the choice made on every row, and at `search_rows >= n` the fit
-/// is the one made on every row, bit for bit.
+/// error against the noiseless surface is within 1.5 times that of the choice made on every
+/// row (0.0059 against 0.0077), and at `search_rows >= n` the fit is the one made on every
+/// row, bit for bit.
 #[test]
 fn large_data_choose_on_a_sample_then_fit_on_every_row() {
     let n = 6000;
@@ -571,13 +572,30 @@ fn large_data_choose_on_a_sample_then_fit_on_every_row() {
     }
     assert!(f.pairs.path.contains(&f.pairs.penalty));
     common::assert_never_increases(&f.report.history.objective, "sampled pair stage");
-    let gap = (f.report.objective - every.report.objective).abs() / every.report.objective;
-    assert!(
-        gap < 0.02,
-        "{} vs {}",
-        f.report.objective,
-        every.report.objective
-    );
+    // The choice on a sample is as accurate as the choice on every row: the two models'
+    // errors against the noiseless surface (not their objectives, which differ with `ρ`
+    // wherever the two held-out paths stop at different penalties).
+    let truth = Array1::from_shape_fn(n, |i| {
+        let r = x.row(i);
+        f64::from(u8::from(r[0] > 0.5 && r[1] > 0.5)) * 2.0 + r[2]
+    });
+    let error = |g: &Fit| {
+        let mut pred = g.model.predict(x.view()).unwrap();
+        for t in &g.pairs.terms {
+            let ((j, k), (a, b)) = (t.features, &t.axes);
+            let bin = |cuts: &[f64], v: f64| cuts.partition_point(|&c| c <= v);
+            for (i, p) in pred.iter_mut().enumerate() {
+                *p += t.values[bin(&a.cuts, x[[i, j]]) * b.len() + bin(&b.cuts, x[[i, k]])];
+            }
+        }
+        pred.iter()
+            .zip(&truth)
+            .map(|(p, t)| (p - t).powi(2))
+            .sum::<f64>()
+            / n as f64
+    };
+    let (sampled, all) = (error(&f), error(&every));
+    assert!(sampled < 1.5 * all, "{sampled} vs {all}");
     // A sample of the rows really was used: the screening gains differ.
     assert_ne!(f.pairs.gains, every.pairs.gains);
 }

@@ -20,7 +20,11 @@ Added later: ``regressor_pairs`` (the default, with its screened pairs) and
 named steps, so that the pair stage's models are guarded too. ``classifier_pairs`` re-stored
 alone when the binary classifier's ``max_interaction_bins="auto"`` became 16 bins a side with no
 finer grids (``docs/classification.md``): its two listed pairs' grids, 32 x 28 and 32 x 32
-before, are 16 x 15 and 16 x 16; objective 0.28519481 -> 0.28519474.
+before, are 16 x 15 and 16 x 16; objective 0.28519481 -> 0.28519474. ``regressor_pairs``
+re-stored alone when a quantile interaction cut falling in a heavy level of a few-valued
+feature went to the level's nearer edge (``FEW_LEVELS``, ``docs/pairs.md``): the houses'
+median age (52 levels) is cut elsewhere, so the pair grids differ; objective 6.5490e8 ->
+6.5726e8 (another model class, not another optimum of the same one).
 """
 
 from __future__ import annotations
