@@ -218,6 +218,11 @@ pub struct PairParams {
     /// `max_bins` ([`crate::fit::pairs::layout::narrow_pair_bins`]). The binary classifier's
     /// `max_interaction_bins="auto"` turns them off ([`LOGISTIC_INTERACTION_BINS`]).
     pub finer_grids: bool,
+    /// Whether a further round of screening (`crate::fit::pairs::rounds`) keeps its pairs
+    /// only where they lower the held-out loss of the model before them. Set by
+    /// `crate::fit::entry::resolve` for the binary classifier (`docs/classification.md`);
+    /// the other losses keep every round that ran.
+    pub checked_rounds: bool,
 }
 
 /// Interaction bins per feature of the binary classifier's `max_interaction_bins="auto"`
@@ -269,6 +274,7 @@ impl Default for PairParams {
             search_rows: PAIR_SEARCH_ROWS,
             engine: Engine::Auto,
             finer_grids: true,
+            checked_rounds: false,
         }
     }
 }

@@ -111,6 +111,22 @@ def test_a_classifier_gets_smooth_parts_too():
     assert np.all(np.diff(h) <= 1e-12 * np.abs(h[:-1]))
 
 
+def test_a_binary_classifier_chooses_smooth_parts_on_held_out_rows():
+    # Smooth log-odds surfaces: the default ("auto") runs the held-out path of mu beside the
+    # pairs without smooth parts (before, a classifier's "auto" added none and ran no path).
+    X, y, Xt, ft = bilinear(6000, seed=7, noise=0.0)
+    rng = np.random.default_rng(1)
+    labels = (rng.uniform(size=len(y)) < 1 / (1 + np.exp(-2 * y))).astype(int)
+    m = FASTClassifier(n_jobs=2).fit(X, labels)
+    assert m.interaction_features_
+    path = m.smoothing_path_["interaction_smoothing"]
+    assert len(path) >= 2 and path[0] == 0.0
+    assert m.interaction_smoothing_ == 0.0 or m.interaction_smoothing_ in SMOOTH_PATH
+    np.testing.assert_allclose(table_predict(m, Xt), m.decision_function(Xt), rtol=0, atol=1e-10)
+    off = FASTClassifier(n_jobs=2, interaction_smoothing=0).fit(X, labels)
+    assert len(off.smoothing_path_["interaction_smoothing"]) == 0
+
+
 def test_more_than_two_classes_refuse_a_fixed_value_and_auto_adds_none():
     X, y, _, _ = bilinear(900)
     labels = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))
