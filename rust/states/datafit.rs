@@ -106,22 +106,6 @@ impl Datafit for Logistic {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Poisson;
 
-impl Poisson {
-    /// `μ = e^η` from the residual `r = fl(y − μ)` where `y − r` is accurate (`μ ≥ y/2`: exact
-    /// up to `2y` by Sterbenz's lemma, within an ulp above), else from `η`. A block update
-    /// reads `μ` twice a row (curvature, loss change); `exp` was most of the log-link fits'
-    /// time.
-    #[inline(always)]
-    fn mean(y: f64, eta: f64, r: f64) -> f64 {
-        let mu = y - r;
-        if mu >= 0.5 * y {
-            mu
-        } else {
-            eta.exp()
-        }
-    }
-}
-
 impl Datafit for Poisson {
     #[inline]
     fn loss(&self, y: f64, eta: f64) -> f64 {
@@ -134,9 +118,13 @@ impl Datafit for Poisson {
         (y - mu, v * mu)
     }
 
+    /// `v·μ`, with `μ = e^η` read from the residual `r = fl(y − μ)` where `y − r` is
+    /// accurate (`μ ≥ y/2`: exact up to `2y` by Sterbenz's lemma, within an ulp above), else
+    /// from `η`. A block update reads `μ` twice a row (curvature, loss change); `exp` was
+    /// most of the log-link fits' time.
     #[inline(always)]
     fn curvature(&self, v: f64, y: f64, eta: f64, r: f64) -> f64 {
-        v * Self::mean(y, eta, r)
+        v * accurate_or(y - r, 0.5 * y, || eta.exp())
     }
 
     /// `μ·expm1(s) − y·s`.
@@ -145,7 +133,7 @@ impl Datafit for Poisson {
         if s == 0.0 {
             return 0.0;
         }
-        Self::mean(y, eta, r) * e1 - y * s
+        self.curvature(1.0, y, eta, r) * e1 - y * s
     }
 
     fn link(&self, mean: f64) -> f64 {
@@ -164,20 +152,6 @@ impl Datafit for Poisson {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Gamma;
 
-impl Gamma {
-    /// `q = y·e^−η` from the residual `r = fl(q − 1)` where `r + 1` is accurate (`q ≥ ½`),
-    /// else from `η` (as [`Poisson`]'s mean).
-    #[inline(always)]
-    fn scaled(y: f64, eta: f64, r: f64) -> f64 {
-        let q = r + 1.0;
-        if q >= 0.5 {
-            q
-        } else {
-            y * (-eta).exp()
-        }
-    }
-}
-
 impl Datafit for Gamma {
     #[inline]
     fn loss(&self, y: f64, eta: f64) -> f64 {
@@ -190,9 +164,11 @@ impl Datafit for Gamma {
         (q - 1.0, v * q)
     }
 
+    /// `v·q`, with `q = y·e^−η` read from the residual `r = fl(q − 1)` where `r + 1` is
+    /// accurate (`q ≥ ½`), else from `η` (as [`Poisson`]'s).
     #[inline(always)]
     fn curvature(&self, v: f64, y: f64, eta: f64, r: f64) -> f64 {
-        v * Self::scaled(y, eta, r)
+        v * accurate_or(r + 1.0, 0.5, || y * (-eta).exp())
     }
 
     /// `s + y·e^−η·expm1(−s)`.
@@ -201,7 +177,7 @@ impl Datafit for Gamma {
         if s == 0.0 {
             return 0.0;
         }
-        s + Self::scaled(y, eta, r) * e1n
+        s + self.curvature(1.0, y, eta, r) * e1n
     }
 
     fn link(&self, mean: f64) -> f64 {
@@ -276,6 +252,16 @@ impl Datafit for Tweedie {
             0.0
         };
         2.0 * (at_y + self.loss(y, eta))
+    }
+}
+
+/// `estimate` where it is at least `floor` (where it is accurate), else `exact()`.
+#[inline(always)]
+fn accurate_or(estimate: f64, floor: f64, exact: impl FnOnce() -> f64) -> f64 {
+    if estimate >= floor {
+        estimate
+    } else {
+        exact()
     }
 }
 
