@@ -160,6 +160,17 @@ pub(super) struct Kept {
     pub(super) result: Result<PairSearch>,
 }
 
+impl Kept {
+    /// Keeps the first `m` pairs (their gains, axes, grids and links stay in step).
+    fn truncate(&mut self, m: usize) {
+        self.pairs.truncate(m);
+        self.gains.truncate(m);
+        self.axes.truncate(m);
+        self.grids.truncate(m);
+        self.links.truncate(m);
+    }
+}
+
 /// The round kept: the first layout's unless the later beats it on the held-out rows of
 /// weights `held_weights` ([`FirstRound::beats`]); `None` without any.
 pub(super) fn choose_layout(
@@ -360,11 +371,7 @@ impl<S: PairDescent> Stage<'_, S> {
             && !round_gains(&searched.held_terms, &terms, &split.held_weights)
         {
             data.features.truncate(p + first);
-            kept.grids.truncate(first);
-            kept.links.truncate(first);
-            kept.pairs.truncate(first);
-            kept.axes.truncate(first);
-            kept.gains.truncate(first);
+            kept.truncate(first);
             return false;
         }
         searched.held_terms = terms;
