@@ -148,7 +148,7 @@ pub fn fit_logistic(
     fit_then_pairs(
         (data, y, Engine::Rows),
         params,
-        |data, cb| fit_logistic_validated(data, y, params, cb),
+        |data, y, cb| fit_logistic_validated(data, y, params, cb),
         |data, cb| fit_logistic_binned(data, y, params, cb),
         (&state, &term),
         callback,

@@ -221,7 +221,7 @@ pub fn fit_loglink(
         fit_then_pairs(
             (data, y, Engine::Rows),
             params,
-            |data, cb| fit.validated(data, params, cb),
+            |data, y, cb| LogLinkFit { y, ..fit }.validated(data, params, cb),
             |data, cb| fit.fixed(data, params, cb),
             (&state, &term),
             callback,

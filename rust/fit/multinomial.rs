@@ -286,8 +286,7 @@ pub fn fit_multinomial_with(
         rows.y,
         &pair_params,
         fitted,
-        &state,
-        &unused,
+        (&state, &unused, None),
         callback,
     )?;
     let mut out = to_fit(&data, k, fitted, search);

@@ -18,7 +18,7 @@ use crate::data::binning::{BinnedData, Rows};
 use crate::data::tables::Tables;
 use crate::descent::PairDescent;
 use crate::error::{FastError, Result};
-use crate::fit::pairs::stage::{RowLoss, StateMaker};
+use crate::fit::pairs::stage::{MainsOn, RowLoss, StateMaker};
 use crate::fit::pairs::with_pairs;
 use crate::fit::validation::{fit_validated, reborrow, squared_error, PenaltySearch};
 use crate::params::{Engine, FitParams, PairParams, Penalty};
@@ -88,7 +88,7 @@ pub fn fit_with_engine(
     fit_then_pairs(
         (data, y, engine),
         params,
-        |data, cb| fit_validated(data, y, params, engine, cb),
+        |data, y, cb| fit_validated(data, y, params, engine, cb),
         |data, cb| fit_binned_engine(data, y, params, None, engine, cb),
         (&state, &squared_error),
         callback,
@@ -97,9 +97,10 @@ pub fn fit_with_engine(
 
 /// The course of an entry point whose model may have pair terms, on binned `data` with the
 /// targets `y`: the fit at the requested penalty (`validated`, the held-out search and the
-/// final fit, for [`Penalty::Validated`]; `fixed` otherwise), then the pair terms
-/// ([`with_pairs`], on the states and the held-out row loss of `models`). The callback sees
-/// both fits.
+/// final fit on the data and targets it is given, for [`Penalty::Validated`]; `fixed`
+/// otherwise), then the pair terms ([`with_pairs`], on the states and the held-out row loss
+/// of `models`; on large data their choices are made on a sample of the rows, after
+/// `validated` on it). The callback sees every fit.
 ///
 /// # Errors
 /// As `validated`, `fixed` and [`with_pairs`].
@@ -113,7 +114,11 @@ pub(crate) fn fit_then_pairs<S, V, F>(
 ) -> Result<Fit>
 where
     S: PairDescent,
-    V: FnOnce(&mut BinnedData, Option<Callback<'_>>) -> Result<(BinnedFit, PenaltySearch)>,
+    V: Fn(
+        &mut BinnedData,
+        ArrayView1<'_, f64>,
+        Option<Callback<'_>>,
+    ) -> Result<(BinnedFit, PenaltySearch)>,
     F: FnOnce(&BinnedData, Option<Callback<'_>>) -> Result<BinnedFit>,
 {
     // The pair stage's fits count on from the main effects' (a count below the last one
@@ -136,17 +141,19 @@ where
     let mut callback = on.as_mut().map(|f| f as Callback<'_>);
     let (fitted, search) = match params.lambda {
         Penalty::Validated(_) => {
-            let (fit, search) = validated(&mut data, reborrow(&mut callback))?;
+            let (fit, search) = validated(&mut data, y, reborrow(&mut callback))?;
             (fit, Some(search))
         }
         _ => (fixed(&data, reborrow(&mut callback))?, None),
     };
+    // The pair stage's choices on a sample of the rows run the same search there.
+    let mains_on = search.is_some().then_some(&validated as MainsOn<'_>);
     with_pairs(
         &mut data,
         y,
         params,
         (fitted, search, engine),
-        models,
+        (models.0, models.1, mains_on),
         callback,
     )
 }

@@ -84,7 +84,13 @@ use layout::{add_pair_blocks, grid_of, layouts, pair_feature, with_pair_shapes};
 use rounds::{choose_layout, Kept};
 use search::{held_out_penalty, pair_split, Blocks, PairSearch};
 use smooth::{union_axis, union_table, with_smooth_shapes, SmoothParts};
-use stage::{RowLoss, Stage, StateMaker};
+use stage::{MainsOn, RowLoss, Stage, StateMaker};
+
+/// What the pair stage fits with: the loss's state maker and held-out row loss, and where
+/// the main effects' penalty is chosen on held-out rows, that search (run again on the sample
+/// of rows the choices are made on, [`sample`]; `None`: the sample keeps the main effects of
+/// every row and their `λ_f`).
+pub(crate) type PairModels<'a, S> = (StateMaker<'a, S>, RowLoss<'a>, Option<MainsOn<'a>>);
 
 /// The fit of the main effects `mains` (blocks on `data`, with their penalty search, found by
 /// `engine`), with the pair terms `params.pairs` asks for added by [`fit_pairs`] (which run
@@ -97,13 +103,13 @@ pub(crate) fn with_pairs<S: PairDescent>(
     y: ArrayView1<'_, f64>,
     params: &FitParams,
     (mains, search, engine): (BinnedFit, Option<PenaltySearch>, Engine),
-    (state, term): (StateMaker<'_, S>, RowLoss<'_>),
+    models: PairModels<'_, S>,
     callback: Option<Callback<'_>>,
 ) -> Result<Fit> {
     if !params.pairs.any() {
         return Ok(Fit::new(data, engine, mains, search));
     }
-    let (fitted, pairs) = fit_pairs(data, y, params, mains, state, term, callback)?;
+    let (fitted, pairs) = fit_pairs(data, y, params, mains, models, callback)?;
     // No pair terms left (the additive model won on held-out rows): the main effects' fit.
     let engine = if pairs.terms.is_empty() {
         engine
@@ -137,8 +143,7 @@ pub(crate) fn fit_pairs<S: PairDescent>(
     y: ArrayView1<'_, f64>,
     params: &FitParams,
     mains: BinnedFit,
-    state: StateMaker<'_, S>,
-    term: RowLoss<'_>,
+    (state, term, mains_on): PairModels<'_, S>,
     mut callback: Option<Callback<'_>>,
 ) -> Result<(BinnedFit, PairFit)> {
     // A fit stopped by its callback (or Ctrl-C) or its time budget keeps its main effects:
@@ -170,12 +175,26 @@ pub(crate) fn fit_pairs<S: PairDescent>(
             let mut sub = data.select_rows(&rows);
             let y_sub: Vec<f64> = rows.iter().map(|&i| y[i]).collect();
             let y_sub = ArrayView1::from(&y_sub);
+            // The sample's own main effects, at the penalty its held-out rows choose: the
+            // choices below weigh the pairs against them (`ρ` is relative to `λ_f`).
+            let own = match mains_on {
+                Some(fit) => Some(fit(&mut sub, y_sub, reborrow(&mut callback))?.0),
+                None => None,
+            };
+            let sub_mains = own.as_ref().unwrap_or(&mains);
+            if matches!(
+                sub_mains.report.stop,
+                StopReason::Callback | StopReason::MaxTime
+            ) {
+                data.features.truncate(p);
+                return Ok((mains, PairFit::default()));
+            }
             let models = (state, term);
             let chosen = choose(
                 &mut sub,
                 y_sub,
                 params,
-                &mains,
+                sub_mains,
                 models,
                 start,
                 &mut callback,
@@ -768,5 +787,80 @@ mod tests {
                 assert_fewer_updates(fast.report.n_iter, plain.report.n_iter, &what);
             }
         }
+    }
+
+    /// Above `search_rows` rows the choices are those a fit of the sample alone makes: the
+    /// same pairs, screening gains, interaction cuts, `ρ` path and held-out losses, since the
+    /// main effects' held-out search runs again on the sample ([`MainsOn`]). Where the sample
+    /// kept every row's main effects and `λ_f`, its screen read other residuals (other gains)
+    /// and its `ρ` weighed the pairs against another `λ_f`. The fit on every row is then
+    /// certified there, at its own `λ_f`.
+    #[test]
+    fn choices_on_a_sample_are_those_of_a_fit_of_the_sample() {
+        use crate::fit::solver::fit_then_pairs;
+        use crate::fit::validation::{fit_validated, squared_error};
+        use crate::params::{PairParams, Penalty, DEFAULT_VALIDATION_FRACTION};
+        use crate::states::engine::fit_binned_engine;
+
+        let (n, m) = (6_000, 3_000);
+        let mut unif = crate::testing::lcg(7);
+        let x = ndarray::Array2::from_shape_fn((n, 5), |_| unif());
+        let y = ndarray::Array1::from_shape_fn(n, |i| {
+            let r = x.row(i);
+            2.0 * f64::from(u8::from(r[0] > 0.5 && r[1] > 0.5)) + r[2] + 0.3 * (unif() - 0.5)
+        });
+        let binning = crate::data::binning::BinningParams {
+            max_bins: Some(64),
+            ..Default::default()
+        };
+        let data = crate::data::binning::bin_data(x.view(), None, &binning).unwrap();
+        let params = FitParams {
+            lambda: Penalty::Validated(Validation {
+                fraction: DEFAULT_VALIDATION_FRACTION,
+                seed: 3,
+            }),
+            pairs: PairParams {
+                interactions: Interactions::Count(3),
+                search_rows: m,
+                ..PairParams::default()
+            },
+            ..FitParams::default()
+        };
+        let state = |d: &BinnedData, y: ArrayView1<'_, f64>, b: Vec<Vec<f64>>| {
+            BlockState::with_start(d, y, b)
+        };
+        let fit_on = |data: BinnedData, y: ArrayView1<'_, f64>| {
+            fit_then_pairs(
+                (data, y, Engine::Rows),
+                &params,
+                |d, y, cb| fit_validated(d, y, &params, Engine::Rows, cb),
+                |d, cb| fit_binned_engine(d, y, &params, None, Engine::Rows, cb),
+                (&state, &squared_error),
+                None,
+            )
+            .unwrap()
+        };
+        let rows = sample(&data, &params).expect("more rows than search_rows");
+        let y_sub: ndarray::Array1<f64> = rows.iter().map(|&i| y[i]).collect();
+        let alone = fit_on(data.select_rows(&rows), y_sub.view());
+        let every = fit_on(data, y.view());
+        let (a, e) = (&alone.pairs, &every.pairs);
+        assert!(!e.terms.is_empty(), "no pairs kept: path {:?}", e.path_loss);
+        assert_eq!(e.gains, a.gains);
+        assert_eq!(
+            (e.penalty, &e.path, &e.path_loss),
+            (a.penalty, &a.path, &a.path_loss)
+        );
+        for (te, ta) in e.terms.iter().zip(&a.terms) {
+            assert_eq!(te.features, ta.features);
+            assert_eq!(
+                (&te.axes.0.cuts, &te.axes.1.cuts),
+                (&ta.axes.0.cuts, &ta.axes.1.cuts)
+            );
+            // The terms of the fit on every row weigh every row.
+            assert_eq!(te.cell_weights.iter().sum::<f64>(), n as f64);
+        }
+        assert!(every.report.converged, "kkt {}", every.report.kkt_residual);
+        assert_ne!(every.lambda_f, alone.lambda_f);
     }
 }

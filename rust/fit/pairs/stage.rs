@@ -1,6 +1,7 @@
 //! What every step of the pair stage reads (`Stage`: the targets, the parameters, the main
 //! effects' fit, the loss, the held-out split, the clock) and the loss's two functions it is
-//! given (`StateMaker`, `RowLoss`).
+//! given (`StateMaker`, `RowLoss`), with the main effects' held-out search it may run again on
+//! a sample of the rows (`MainsOn`).
 
 use std::time::Instant;
 
@@ -8,8 +9,9 @@ use ndarray::ArrayView1;
 
 use crate::data::binning::BinnedData;
 use crate::descent::PairDescent;
+use crate::error::Result;
 use crate::fit::validation::Split;
-use crate::model::report::BinnedFit;
+use crate::model::report::{BinnedFit, Callback, PenaltySearch};
 use crate::params::FitParams;
 
 /// Makes the loss's state on the data from their targets and blocks (the targets of the
@@ -18,6 +20,14 @@ pub(crate) type StateMaker<'a, S> =
     &'a (dyn Fn(&BinnedData, ArrayView1<'_, f64>, Vec<Vec<f64>>) -> S + Sync);
 /// A held-out row's loss `(v, y, f) ↦ …`.
 pub(crate) type RowLoss<'a> = &'a (dyn Fn(f64, f64, f64) -> f64 + Sync);
+/// The main effects' fit at a penalty chosen on held-out rows of the data (with their
+/// targets): the entry point's own search, run again on the sample of rows the pair stage
+/// chooses on ([`super::sample`]), so that the choices there are made at the sample's `λ_f`.
+pub(crate) type MainsOn<'a> = &'a dyn Fn(
+    &mut BinnedData,
+    ArrayView1<'_, f64>,
+    Option<Callback<'_>>,
+) -> Result<(BinnedFit, PenaltySearch)>;
 
 /// What every step of the pair stage reads: the targets, the parameters, the main effects'
 /// fit, the loss (its state maker and held-out row loss), the held-out split and the clock.
