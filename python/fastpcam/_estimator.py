@@ -101,14 +101,15 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
     max_bins : int, "auto" or None, default="auto"
         Maximum number of bins per feature. A feature with at most ``max_bins`` distinct
         training values gets one bin per value; others get weighted quantile bins. ``None``
-        means one bin per distinct value for every feature (exact mode). ``"auto"`` means, for
-        data of up to 200,000 rows, 4096 bins with at most 64 features and
+        means, for data of up to 50,000 rows, 4096 bins with at most 64 features and
         ``64 * 4096 // n_features`` bins (at least 256) with more, so that the bins of all
         features stay within 64 * 4096 (wide data: each sweep of block updates pays for every
         bin, and 7,017 x 613 correlated data fit 3.7x faster with 427 bins than with 4096, test
-        MSE within 0.2%); 256 quantile bins above 200,000 rows (fine bins matter on small data;
-        on large data each bin still holds hundreds of rows and the sufficient-statistics
-        engine stays small), except that a feature with at most as many distinct values as
+        MSE within 0.2%); from 50,000 to 200,000 rows at most ``4096 * (50,000 / n_rows)**2``
+        (1024 at 100,000 rows: never more bins for more rows); 256 quantile bins above 200,000
+        rows (fine bins matter on small data; on large data each bin still holds hundreds of
+        rows and the sufficient-statistics engine stays small), except that a feature with at
+        most as many distinct values as
         "auto" gives on small data (4096 with at most 64 features) keeps one bin per value at
         any number of rows: 2,000 site ids stay 2,000 bins on a million rows (300,000
         Black-Smoke-shaped rows: additive test MSE 0.340, against 0.342 with 4096 bins for

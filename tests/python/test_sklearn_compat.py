@@ -70,11 +70,13 @@ def test_get_set_params_defaults():
 
 
 def test_auto_max_bins_depends_on_the_numbers_of_rows_and_features():
-    """max_bins="auto": up to 200,000 rows, 4096 bins for at most 64 features and
-    64 * 4096 / n_features (at least 256) for more; 256 above 200,000 rows (README, "Defaults")."""
+    """max_bins="auto": up to 50,000 rows, 4096 bins for at most 64 features and
+    64 * 4096 / n_features (at least 256) for more; from 50,000 to 200,000 rows at most
+    4096 * (50,000 / n)**2 (1024 at 100,000); 256 above 200,000 rows (docs/benchmarks.md)."""
     rng = np.random.default_rng(0)
-    for (n, p), bins in [((20_000, 1), 4096), ((200_001, 1), 256), ((5_000, 64), 4096),
-                         ((5_000, 65), 4032), ((5_000, 613), 427), ((3_000, 1_500), 256)]:
+    for (n, p), bins in [((20_000, 1), 4096), ((100_000, 1), 1024), ((200_001, 1), 256),
+                         ((5_000, 64), 4096), ((5_000, 65), 4032), ((5_000, 613), 427),
+                         ((3_000, 1_500), 256)]:
         X = rng.uniform(size=(n, p))
         y = X[:, 0] + rng.normal(size=n)
         m = FASTRegressor(max_iter=5, tol=1.0).fit(X, y)
@@ -89,15 +91,17 @@ def test_auto_max_bins_depends_on_the_numbers_of_rows_and_features():
 
 
 def test_auto_max_bins_keeps_the_levels_of_a_feature_with_few_enough_at_any_size():
-    """Above 200,000 rows "auto" gives a continuous feature 256 quantile bins, but a feature
-    with at most 4096 distinct values (at most 64 features) keeps one bin per value, as on
-    small data; an explicit max_bins caps every feature."""
+    """Above 200,000 rows "auto" gives a continuous feature 256 quantile bins (and 1024 at
+    100,000 rows), but a feature with at most 4096 distinct values (at most 64 features) keeps
+    one bin per value, as on small data; an explicit max_bins caps every feature."""
     rng = np.random.default_rng(1)
     n = 210_000
     X = np.column_stack([rng.integers(0, 2_000, n), rng.uniform(size=n), rng.integers(0, 5_000, n)])
     y = X[:, 0] % 7 + rng.normal(size=n)
     m = FASTRegressor(interactions=0, max_iter=5, tol=1.0).fit(X, y)
     assert [len(c) + 1 for c in m.cuts_] == [2_000, 256, 256]
+    m = FASTRegressor(interactions=0, max_iter=5, tol=1.0).fit(X[:100_000], y[:100_000])
+    assert [len(c) + 1 for c in m.cuts_] == [2_000, 1_024, 1_024]
     m = FASTRegressor(interactions=0, max_bins=256, max_iter=5, tol=1.0).fit(X, y)
     assert [len(c) + 1 for c in m.cuts_] == [256, 256, 256]
 

@@ -52,8 +52,20 @@ pub const AUTO_MAX_BINS_SMALL: usize = 4096;
 /// of the sufficient-statistics engine stay small); also the fewest bins `"auto"` gives.
 /// Chosen by measurement (README, "Defaults").
 pub const AUTO_MAX_BINS_LARGE: usize = 256;
-/// Row count up to which `max_bins="auto"` uses up to [`AUTO_MAX_BINS_SMALL`] bins.
+/// Row count above which `max_bins="auto"` uses [`AUTO_MAX_BINS_LARGE`] bins.
 pub const AUTO_MAX_BINS_ROWS: usize = 200_000;
+/// Row count up to which `max_bins="auto"` allows [`AUTO_MAX_BINS_SMALL`] bins; from there to
+/// [`AUTO_MAX_BINS_ROWS`] the limit falls as `4096 · (50,000 / n)²`, the power law through
+/// the two ends (1,024 bins at 100,000 rows, 256 at 200,000), so that no number of rows gets
+/// more bins than fewer rows do. The former step (4,096 bins up to 200,000 rows) made the
+/// fits of 100,000–200,000 rows the slowest of any size (`benches/python/scale_rows.py`:
+/// 100,000 Black-Smoke-shaped rows with two pair effects 17.3 s against 13.3 s at 300,000).
+/// Measured against that step (one fit each, 2 cores, defaults; test MSE over the noise
+/// floor, CPU time): `smoke_pairs` 100,000 rows 1.0815 → 1.0700 (28.3 s → 14.7 s), 150,000
+/// rows 1.0555 → 1.0425 (39.0 s → 17.5 s); `smoke_additive` 100,000 rows 1.0774 → 1.0611;
+/// `mixed` 100,000 rows 1.0151 → 1.0121; `1201_BNG_breastTumor` (116,640 rows) test MSE
+/// 0.8213 → 0.8203; `1203_BNG_pwLinear` (177,147 rows, few-valued features) unchanged.
+pub const AUTO_FULL_BINS_ROWS: usize = 50_000;
 /// `max_bins="auto"` on at most [`AUTO_MAX_BINS_ROWS`] rows: bins per feature times features
 /// stays within this budget (`64 × 4096`), so data with at most 64 features keep 4,096 bins
 /// and wide data get fewer. Each sweep of block updates pays for every bin (FLSA, scores, bin
@@ -62,12 +74,18 @@ pub const AUTO_MAX_BINS_ROWS: usize = 200_000;
 pub const AUTO_TOTAL_BINS: usize = 64 * AUTO_MAX_BINS_SMALL;
 
 /// The `max_bins` that `"auto"` means for `n_rows` rows of `n_features` features:
-/// [`AUTO_MAX_BINS_LARGE`] above [`AUTO_MAX_BINS_ROWS`] rows, else
-/// [`AUTO_TOTAL_BINS`]` / n_features` clamped to
+/// [`AUTO_MAX_BINS_LARGE`] above [`AUTO_MAX_BINS_ROWS`] rows, else the smaller of
+/// [`AUTO_TOTAL_BINS`]` / n_features` and `4096 · (50,000 / n_rows)²` (above
+/// [`AUTO_FULL_BINS_ROWS`] rows), clamped to
 /// [`AUTO_MAX_BINS_LARGE`]`..=`[`AUTO_MAX_BINS_SMALL`].
 pub fn auto_max_bins(n_rows: usize, n_features: usize) -> usize {
     if n_rows <= AUTO_MAX_BINS_ROWS {
-        (AUTO_TOTAL_BINS / n_features.max(1)).clamp(AUTO_MAX_BINS_LARGE, AUTO_MAX_BINS_SMALL)
+        let wide = AUTO_TOTAL_BINS / n_features.max(1);
+        let share = (AUTO_FULL_BINS_ROWS as f64 / n_rows as f64).min(1.0);
+        // Exact at the ends: 4,096 · 1 and 4,096 / 16.
+        let falling = (AUTO_MAX_BINS_SMALL as f64 * share * share).round() as usize;
+        wide.min(falling)
+            .clamp(AUTO_MAX_BINS_LARGE, AUTO_MAX_BINS_SMALL)
     } else {
         AUTO_MAX_BINS_LARGE
     }
@@ -76,8 +94,8 @@ pub fn auto_max_bins(n_rows: usize, n_features: usize) -> usize {
 /// The distinct values up to which `max_bins="auto"` keeps a feature's bins exact, at any
 /// number of rows: the `max_bins` of `"auto"` on small data ([`AUTO_TOTAL_BINS`]` / n_features`
 /// clamped to [`AUTO_MAX_BINS_LARGE`]`..=`[`AUTO_MAX_BINS_SMALL`]), so above
-/// [`AUTO_MAX_BINS_ROWS`] rows a feature with up to 4,096 levels (at most 64 features) keeps
-/// them while a continuous one gets [`AUTO_MAX_BINS_LARGE`] quantile bins.
+/// [`AUTO_FULL_BINS_ROWS`] rows a feature with up to 4,096 levels (at most 64 features) keeps
+/// them while a continuous one gets fewer quantile bins ([`auto_max_bins`]).
 pub fn auto_exact_bins(n_features: usize) -> usize {
     (AUTO_TOTAL_BINS / n_features.max(1)).clamp(AUTO_MAX_BINS_LARGE, AUTO_MAX_BINS_SMALL)
 }
@@ -530,11 +548,18 @@ mod tests {
 
     #[test]
     fn auto_max_bins_from_rows_and_features() {
-        // Up to 64 features: 4,096 bins up to 200,000 rows, 256 above.
+        // Up to 64 features: 4,096 bins up to 50,000 rows, 4,096 · (50,000 / n)² to 200,000
+        // rows, 256 above.
         for p in [1, 8, 48, 64] {
             assert_eq!(auto_max_bins(1_000, p), 4096);
-            assert_eq!(auto_max_bins(200_000, p), 4096);
+            assert_eq!(auto_max_bins(50_000, p), 4096);
+            assert_eq!(auto_max_bins(100_000, p), 1024);
+            assert_eq!(auto_max_bins(116_640, p), 753);
+            assert_eq!(auto_max_bins(200_000, p), 256);
             assert_eq!(auto_max_bins(200_001, p), 256);
+            // Never more bins for more rows.
+            let b: Vec<usize> = (1..300).map(|k| auto_max_bins(1_000 * k, p)).collect();
+            assert!(b.windows(2).all(|w| w[1] <= w[0]), "{p} features");
         }
         // Wider: the total budget of 64 × 4,096 bins, never below 256.
         assert_eq!(auto_max_bins(7_017, 65), 4032);
