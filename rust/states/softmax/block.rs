@@ -27,6 +27,13 @@ impl MultinomialState {
                         lambda,
                     )
                 }
+                BlockKind::Chain if shape.l2 > 0.0 => shaped_chain_score(
+                    &self.sums[j][r.clone()],
+                    &self.beta[j][r],
+                    lambda,
+                    self.n_chain[j],
+                    shape,
+                ),
                 BlockKind::Chain => chain_block_score(
                     &self.sums[j][r.clone()],
                     &self.beta[j][r],
@@ -99,6 +106,7 @@ impl MultinomialState {
         }
         let mut linear = 0.0;
         let mut dtv = 0.0;
+        let mut dsmooth = 0.0;
         let mut moved = false;
         for c in 0..k {
             let r = c * nb..(c + 1) * nb;
@@ -110,8 +118,9 @@ impl MultinomialState {
             }
             let (bnew, delta) = (&self.buf.bnew[c * nb..], &self.buf.delta[c * nb..]);
             dtv += tv_delta(beta, bnew, delta, nc, shape);
+            dsmooth += smooth_change(beta, bnew, nc, shape);
         }
-        let pred = linear + penalty_change(shape.penalty(lambda), dtv);
+        let pred = linear + penalty_change(shape.penalty(lambda), dtv) + dsmooth;
         (moved && pred < 0.0).then_some(pred)
     }
 
@@ -128,6 +137,7 @@ impl MultinomialState {
         let shape = self.shape(j);
         let mut means = vec![0.0; k];
         let mut dtv = 0.0;
+        let mut dsmooth = 0.0;
         for c in 0..k {
             for b in 0..nb {
                 let i = c * nb + b;
@@ -152,6 +162,7 @@ impl MultinomialState {
                 &self.buf.s[r],
             );
             dtv += tv_delta(old, cand, s, nc, shape);
+            dsmooth += smooth_change(old, cand, nc, shape);
         }
         for c in 0..k {
             self.buf.cand[c * nb..(c + 1) * nb]
@@ -160,7 +171,7 @@ impl MultinomialState {
         }
         let f = &data.features[j];
         let dloss = with_codes!(&f.codes, c => self.loss_change(data, |i| c[i].idx(), nb));
-        let change = dloss + penalty_change(shape.penalty(lambda), dtv);
+        let change = dloss + penalty_change(shape.penalty(lambda), dtv) + dsmooth;
         if !(change < 0.0 && change <= ARMIJO * t * pred) {
             return false;
         }
@@ -172,8 +183,9 @@ impl MultinomialState {
         }
         self.objective += change;
         let lambda = shape.penalty(lambda);
-        if lambda.is_finite() && lambda > 0.0 && shape.kind() == BlockKind::Chain {
-            self.median_shift(j, lambda);
+        let penalised = lambda > 0.0 || shape.l2 > 0.0;
+        if lambda.is_finite() && penalised && shape.kind() == BlockKind::Chain {
+            self.median_shift(j, lambda, shape.l2);
         }
         true
     }
@@ -182,46 +194,55 @@ impl MultinomialState {
     /// chain `g` to every class leaves every probability (so the loss) unchanged, and
     /// `Σ_c TV(β_c + g)` is smallest when every jump of `g` is minus the median of the
     /// classes' jumps there (the midpoint of the two middle ones for an even number of
-    /// classes). Applied after every block step, it solves the one direction of the block
+    /// classes); with the squared term `(μ/2) Σ θ²` (`mu > 0`) minus the minimiser of
+    /// `λ Σ_c |θ_c − s| + (μ/2) Σ_c (θ_c − s)²` ([`common_jump`], between the median and the
+    /// mean). Applied after every block step, it solves the one direction of the block
     /// that the loss does not see exactly, and leaves the class jumps with median 0 at every
-    /// cut. The objective changes by `λ_f` times the (non-positive) change of the penalty;
-    /// the per-row common shift of the scores is not applied to them (softmax ignores it).
-    fn median_shift(&mut self, j: usize, lambda: f64) {
+    /// cut (without the squared term). The objective changes by the (non-positive) change of
+    /// the penalty; the per-row common shift of the scores is not applied to them (softmax
+    /// ignores it).
+    fn median_shift(&mut self, j: usize, lambda: f64, mu: f64) {
         let (k, nb, nc) = (self.k, self.wn[j].len(), self.n_chain[j]);
         let beta = &mut self.beta[j];
         let mut jumps = vec![0.0; k];
+        let mut sorted = vec![0.0; k];
         let mut g = 0.0;
-        let mut dtv = 0.0;
+        let mut dpen = 0.0;
         let mut shift = vec![0.0; nc];
         let scale = beta[..k * nb].iter().fold(0.0f64, |a, b| a.max(b.abs()));
         for t in 0..nc.saturating_sub(1) {
             for (c, x) in jumps.iter_mut().enumerate() {
                 *x = beta[c * nb + t + 1] - beta[c * nb + t];
             }
-            let mut sorted = jumps.clone();
+            sorted.copy_from_slice(&jumps);
             sorted.sort_by(f64::total_cmp);
-            let median = if k % 2 == 1 {
+            let common = if mu > 0.0 {
+                common_jump(&sorted, lambda, mu)
+            } else if k % 2 == 1 {
                 sorted[k / 2]
             } else {
                 0.5 * (sorted[k / 2 - 1] + sorted[k / 2])
             };
-            // A median at the rounding level of the block's values is 0: fused chains stay
+            // A shift at the rounding level of the block's values is 0: fused chains stay
             // exactly fused (a shift by rounding would unfuse every class there).
-            let median = if median.abs() <= SHIFT_TOL * scale {
+            let common = if common.abs() <= SHIFT_TOL * scale {
                 0.0
             } else {
-                median
+                common
             };
-            if median != 0.0 {
-                dtv += jumps
+            if common != 0.0 {
+                dpen += jumps
                     .iter()
-                    .map(|x| (x - median).abs() - x.abs())
+                    .map(|x| {
+                        lambda * ((x - common).abs() - x.abs())
+                            + 0.5 * mu * (common - 2.0 * x) * common
+                    })
                     .sum::<f64>();
             }
-            g -= median;
+            g -= common;
             shift[t + 1] = g;
         }
-        if !(dtv < 0.0) {
+        if !(dpen < 0.0) {
             return;
         }
         let wn = &self.wn[j];
@@ -236,7 +257,7 @@ impl MultinomialState {
         }
         let p = self.beta.len() - 1;
         self.beta[p].iter_mut().for_each(|c| *c += mean);
-        self.objective += lambda * dtv;
+        self.objective += dpen;
     }
 
     /// One update of block `j` (its sums fresh). Returns whether the state moved.
@@ -291,4 +312,27 @@ impl MultinomialState {
             None => false,
         }
     }
+}
+
+/// The minimiser `s` of `λ Σ_c |x_c − s| + (μ/2) Σ_c (x_c − s)²` for `x` sorted ascending and
+/// `μ > 0`: on the open piece with `i` of the `x` below `s` the derivative is
+/// `λ(2i − K) + μ(K s − Σ x)`, increasing in `i` and `s`, so the first piece whose root lies
+/// in it, or the first point where the derivative crosses 0, holds the minimum (the mean at
+/// `λ = 0`, the median as `μ → 0`).
+pub(super) fn common_jump(x: &[f64], lambda: f64, mu: f64) -> f64 {
+    let k = x.len() as f64;
+    let sum: f64 = x.iter().sum();
+    let root = |i: usize| (sum - lambda * (2.0 * i as f64 - k) / mu) / k;
+    for i in 0..=x.len() {
+        let s = root(i);
+        let below = if i == 0 { f64::NEG_INFINITY } else { x[i - 1] };
+        if s < below {
+            // The derivative crossed 0 at the point `x[i − 1]` itself.
+            return below;
+        }
+        if i == x.len() || s <= x[i] {
+            return s;
+        }
+    }
+    sum / k
 }
