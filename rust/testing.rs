@@ -13,6 +13,62 @@ pub(crate) fn lcg(seed: u64) -> impl FnMut() -> f64 {
     }
 }
 
+/// Three correlated features (each `v + 0.3·u` for a shared uniform `v`) on `n` rows and the
+/// target `4·x0·x1 + 3·x1·x2 + x2` with uniform noise of width 0.5, from [`lcg`]`(seed)`: two
+/// pair effects sharing feature 1, whose pair blocks and main effects trade directions slowly
+/// (the data of the pair stage's descent tests).
+pub(crate) fn correlated_pairs(
+    n: usize,
+    seed: u64,
+) -> (ndarray::Array2<f64>, ndarray::Array1<f64>) {
+    let mut unif = lcg(seed);
+    let mut x = ndarray::Array2::zeros((n, 3));
+    let mut y = ndarray::Array1::zeros(n);
+    for i in 0..n {
+        let v = unif();
+        for j in 0..3 {
+            x[[i, j]] = v + 0.3 * unif();
+        }
+        y[i] = 4.0 * x[[i, 0]] * x[[i, 1]]
+            + 3.0 * x[[i, 1]] * x[[i, 2]]
+            + x[[i, 2]]
+            + 0.5 * (unif() - 0.5);
+    }
+    (x, y)
+}
+
+/// The features of [`correlated_pairs`] in 32 bins each, with the blocks of the pairs
+/// `(0, 1)` and `(1, 2)` on 16 × 16 grids appended: the data, the number of main features,
+/// and the pair blocks' grids and links.
+pub(crate) fn with_two_pair_blocks(
+    x: ndarray::ArrayView2<'_, f64>,
+) -> (
+    crate::data::binning::BinnedData,
+    usize,
+    Vec<crate::params::Grid>,
+    Vec<crate::params::PairLink>,
+) {
+    use crate::fit::pairs::layout::{add_pair_blocks, axis_guided};
+    let binning = crate::data::binning::BinningParams {
+        max_bins: Some(32),
+        ..Default::default()
+    };
+    let mut data = crate::data::binning::bin_data(x, None, &binning).unwrap();
+    let p = data.n_features();
+    let pairs = [(0, 1), (1, 2)];
+    let axes: Vec<_> = pairs
+        .iter()
+        .map(|&(j, k)| {
+            (
+                axis_guided(&data.features[j], None, 16),
+                axis_guided(&data.features[k], None, 16),
+            )
+        })
+        .collect();
+    let (grids, links) = add_pair_blocks(&mut data, &pairs, &axes);
+    (data, p, grids, links)
+}
+
 /// Asserts that a faster route to an optimum (extrapolation, blocks solved together, a
 /// better curvature) took fewer block updates than the slower one: `fast < slow`; `what`
 /// names the two routes in a failure.

@@ -314,7 +314,7 @@ pub(crate) fn pair_links(
 
 /// Appends the virtual features of `pairs` under `axes` to `data`, after its last feature
 /// (their blocks' indices follow on); returns their grids and links.
-pub(super) fn add_pair_blocks(
+pub(crate) fn add_pair_blocks(
     data: &mut BinnedData,
     pairs: &[(usize, usize)],
     axes: &[(Axis, Axis)],

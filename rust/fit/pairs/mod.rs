@@ -570,7 +570,6 @@ fn all_rows_state<S: PairDescent>(
 
 #[cfg(test)]
 mod tests {
-    use super::layout::{add_pair_blocks, axis_guided};
     use super::*;
     use crate::descent::descend;
     use crate::params::Selection;
@@ -607,19 +606,12 @@ mod tests {
         (binary, share): (bool, f64),
         make: MakeState<'_, S>,
     ) -> (BinnedFit, BinnedFit) {
-        let mut unif = crate::testing::lcg(99);
         let n = 2_000;
-        let mut x = ndarray::Array2::zeros((n, 3));
-        let mut y = ndarray::Array1::zeros(n);
-        for i in 0..n {
-            let v = unif();
-            for j in 0..3 {
-                x[[i, j]] = v + 0.3 * unif();
-            }
-            y[i] = 4.0 * x[[i, 0]] * x[[i, 1]]
-                + 3.0 * x[[i, 1]] * x[[i, 2]]
-                + x[[i, 2]]
-                + 0.5 * (unif() - 0.5);
+        let (x, mut y) = crate::testing::correlated_pairs(n, 99);
+        // The labels' draws follow the data's in the same stream.
+        let mut unif = crate::testing::lcg(99);
+        for _ in 0..n * 5 {
+            unif();
         }
         if binary {
             // Labels drawn with probability `σ(2 (y − median))`: classes that overlap.
@@ -631,23 +623,7 @@ mod tests {
                 *v = f64::from(u8::from(unif() < p));
             }
         }
-        let binning = crate::data::binning::BinningParams {
-            max_bins: Some(32),
-            ..Default::default()
-        };
-        let mut data = crate::data::binning::bin_data(x.view(), None, &binning).unwrap();
-        let p = data.n_features();
-        let pairs = [(0, 1), (1, 2)];
-        let axes: Vec<(Axis, Axis)> = pairs
-            .iter()
-            .map(|&(j, k)| {
-                (
-                    axis_guided(&data.features[j], None, 16),
-                    axis_guided(&data.features[k], None, 16),
-                )
-            })
-            .collect();
-        let (grids, links) = add_pair_blocks(&mut data, &pairs, &axes);
+        let (data, p, grids, links) = crate::testing::with_two_pair_blocks(x.view());
         let base = FitParams {
             selection,
             max_iter: 200_000,

@@ -403,47 +403,22 @@ mod tests {
     /// optimum (objectives within 1e-6, both under `tol`) in fewer updates.
     #[test]
     fn the_fit_on_statistics_extrapolates_to_the_same_optimum_in_fewer_updates() {
-        use crate::fit::pairs::layout::{axis_guided, with_pair_shapes};
+        use crate::fit::pairs::layout::with_pair_shapes;
         use crate::states::engine::fit_binned_tables;
         use crate::testing::assert_fewer_updates;
 
-        let (n, mut u) = (2_000, lcg(99));
-        let mut x = Array2::zeros((n, 3));
-        let mut y = Array1::zeros(n);
-        for i in 0..n {
-            let v = u();
-            for j in 0..3 {
-                x[[i, j]] = v + 0.3 * u();
-            }
-            y[i] = 4.0 * x[[i, 0]] * x[[i, 1]]
-                + 3.0 * x[[i, 1]] * x[[i, 2]]
-                + x[[i, 2]]
-                + 0.5 * (u() - 0.5);
-        }
-        let binning = BinningParams {
-            max_bins: Some(32),
-            ..BinningParams::default()
-        };
-        let mut data = bin_data(x.view(), None, &binning).unwrap();
+        let (x, y) = crate::testing::correlated_pairs(2_000, 99);
+        let (data, p, grids, links) = crate::testing::with_two_pair_blocks(x.view());
         let base = FitParams {
             lambda: Penalty::Absolute(2e-3),
             tol: 1e-4,
             max_iter: 200_000,
             ..FitParams::default()
         };
-        let mains = fit_binned(&data, y.view(), &base, None, None).unwrap();
-        let p = data.n_features();
-        let pairs = [(0, 1), (1, 2)];
-        let axes: Vec<_> = pairs
-            .iter()
-            .map(|&(j, k)| {
-                (
-                    axis_guided(&data.features[j], None, 16),
-                    axis_guided(&data.features[k], None, 16),
-                )
-            })
-            .collect();
-        let (grids, links) = add_pair_blocks(&mut data, &pairs, &axes);
+        // The main effects alone (the pair blocks at zero), as the search hands them over.
+        let mut mains_data = data.clone();
+        mains_data.features.truncate(p);
+        let mains = fit_binned(&mains_data, y.view(), &base, None, None).unwrap();
         let mut init = mains.values.clone();
         init.extend(data.features[p..].iter().map(|f| vec![0.0; f.n_bins()]));
         let mut prm = with_pair_shapes(&base, p, (&grids, &links), 0.05, base.tol);
