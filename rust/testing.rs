@@ -37,38 +37,6 @@ pub(crate) fn correlated_pairs(
     (x, y)
 }
 
-/// The features of [`correlated_pairs`] in 32 bins each, with the blocks of the pairs
-/// `(0, 1)` and `(1, 2)` on 16 × 16 grids appended: the data, the number of main features,
-/// and the pair blocks' grids and links.
-pub(crate) fn with_two_pair_blocks(
-    x: ndarray::ArrayView2<'_, f64>,
-) -> (
-    crate::data::binning::BinnedData,
-    usize,
-    Vec<crate::params::Grid>,
-    Vec<crate::params::PairLink>,
-) {
-    use crate::fit::pairs::layout::{add_pair_blocks, axis_guided};
-    let binning = crate::data::binning::BinningParams {
-        max_bins: Some(32),
-        ..Default::default()
-    };
-    let mut data = crate::data::binning::bin_data(x, None, &binning).unwrap();
-    let p = data.n_features();
-    let pairs = [(0, 1), (1, 2)];
-    let axes: Vec<_> = pairs
-        .iter()
-        .map(|&(j, k)| {
-            (
-                axis_guided(&data.features[j], None, 16),
-                axis_guided(&data.features[k], None, 16),
-            )
-        })
-        .collect();
-    let (grids, links) = add_pair_blocks(&mut data, &pairs, &axes);
-    (data, p, grids, links)
-}
-
 /// Asserts that a faster route to an optimum (extrapolation, blocks solved together, a
 /// better curvature) took fewer block updates than the slower one: `fast < slow`; `what`
 /// names the two routes in a failure.

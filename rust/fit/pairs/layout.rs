@@ -314,7 +314,7 @@ pub(crate) fn pair_links(
 
 /// Appends the virtual features of `pairs` under `axes` to `data`, after its last feature
 /// (their blocks' indices follow on); returns their grids and links.
-pub(crate) fn add_pair_blocks(
+pub(super) fn add_pair_blocks(
     data: &mut BinnedData,
     pairs: &[(usize, usize)],
     axes: &[(Axis, Axis)],
@@ -456,6 +456,38 @@ impl<S> Stage<'_, S> {
             })
             .collect()
     }
+}
+
+/// The features of [`crate::testing::correlated_pairs`] in 32 bins each, with the blocks of the pairs
+/// `(0, 1)` and `(1, 2)` on 16 × 16 grids appended: the data, the number of main features,
+/// and the pair blocks' grids and links.
+#[cfg(test)]
+pub(crate) fn with_two_pair_blocks(
+    x: ndarray::ArrayView2<'_, f64>,
+) -> (
+    BinnedData,
+    usize,
+    Vec<crate::params::Grid>,
+    Vec<crate::params::PairLink>,
+) {
+    let binning = crate::data::binning::BinningParams {
+        max_bins: Some(32),
+        ..Default::default()
+    };
+    let mut data = crate::data::binning::bin_data(x, None, &binning).unwrap();
+    let p = data.n_features();
+    let pairs = [(0, 1), (1, 2)];
+    let axes: Vec<_> = pairs
+        .iter()
+        .map(|&(j, k)| {
+            (
+                axis_guided(&data.features[j], None, 16),
+                axis_guided(&data.features[k], None, 16),
+            )
+        })
+        .collect();
+    let (grids, links) = add_pair_blocks(&mut data, &pairs, &axes);
+    (data, p, grids, links)
 }
 
 #[cfg(test)]

@@ -623,7 +623,7 @@ mod tests {
                 *v = f64::from(u8::from(unif() < p));
             }
         }
-        let (data, p, grids, links) = crate::testing::with_two_pair_blocks(x.view());
+        let (data, p, grids, links) = crate::fit::pairs::layout::with_two_pair_blocks(x.view());
         let base = FitParams {
             selection,
             max_iter: 200_000,

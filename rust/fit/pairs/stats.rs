@@ -408,7 +408,7 @@ mod tests {
         use crate::testing::assert_fewer_updates;
 
         let (x, y) = crate::testing::correlated_pairs(2_000, 99);
-        let (data, p, grids, links) = crate::testing::with_two_pair_blocks(x.view());
+        let (data, p, grids, links) = crate::fit::pairs::layout::with_two_pair_blocks(x.view());
         let base = FitParams {
             lambda: Penalty::Absolute(2e-3),
             tol: 1e-4,
