@@ -11,16 +11,14 @@ Tasks above ``MAX_ROWS`` rows are subsampled without replacement with a fixed se
 
 from __future__ import annotations
 
-import io
-import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 HERE = Path(__file__).resolve().parent
-MAX_ROWS = 20_000
+sys.path.insert(0, str(HERE.parent))
+from _prepare import read_source, subsample, write  # noqa: E402
 
 # name: (repository, path, read_csv options, target column, positive label, columns to drop)
 SOURCES = {
@@ -41,12 +39,6 @@ SOURCES = {
 }
 
 
-def read_source(root: Path, repo: str, path: str, opts: dict) -> pd.DataFrame:
-    git_dir = root / repo.replace("/", "+") / "repo"
-    raw = subprocess.run(["git", "-C", str(git_dir), "show", f"HEAD:{path}"], check=True, capture_output=True).stdout
-    return pd.read_csv(io.BytesIO(raw), encoding="utf-8-sig", **opts)
-
-
 def build(root: Path, name: str) -> pd.DataFrame:
     repo, path, opts, target, positive, drop = SOURCES[name]
     df = read_source(root, repo, path, opts)
@@ -59,21 +51,14 @@ def build(root: Path, name: str) -> pd.DataFrame:
         df = df.drop_duplicates()
     y = (df[target] == positive).astype(int)
     X = df.drop(columns=[target, *drop])
-    out = X.assign(target=y.values)
-    if len(out) > MAX_ROWS:
-        idx = np.sort(np.random.default_rng(0).choice(len(out), MAX_ROWS, replace=False))
-        out = out.iloc[idx].reset_index(drop=True)
-    return out
+    return subsample(X.assign(target=y.values))
 
 
 def main() -> None:
     root = Path(sys.argv[1])
     for name in SOURCES:
         out = build(root, name)
-        out.to_csv(HERE / f"{name}.csv.gz", index=False, compression={"method": "gzip", "mtime": 0})
-        kinds = out.drop(columns="target").dtypes
-        n_str = int(sum(not pd.api.types.is_numeric_dtype(k) for k in kinds))
-        print(f"{name}: {out.shape[0]} rows, {out.shape[1] - 1} features ({n_str} text), positive rate {out.target.mean():.3f}")
+        print(f"{write(HERE, name, out)}, positive rate {out.target.mean():.3f}")
 
 
 if __name__ == "__main__":

@@ -11,16 +11,14 @@ dropped. Tasks above ``MAX_ROWS`` rows are subsampled without replacement with a
 
 from __future__ import annotations
 
-import io
-import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 HERE = Path(__file__).resolve().parent
-MAX_ROWS = 20_000
+sys.path.insert(0, str(HERE.parent))
+from _prepare import read_source, subsample, write  # noqa: E402
 
 # name: (repository, commit, path, read_csv options, target column, columns to drop)
 SOURCES = {
@@ -39,35 +37,20 @@ SOURCES = {
 }
 
 
-def read_source(root: Path, repo: str, commit: str, path: str, opts: dict) -> pd.DataFrame:
-    git_dir = root / repo.replace("/", "+") / "repo"
-    raw = subprocess.run(["git", "--git-dir", str(git_dir), "show", f"{commit}:{path}"], check=True,
-                         capture_output=True).stdout
-    return pd.read_csv(io.BytesIO(raw), encoding="utf-8-sig", **opts)
-
-
 def build(root: Path, name: str) -> pd.DataFrame:
     repo, commit, path, opts, target, drop = SOURCES[name]
-    df = read_source(root, repo, commit, path, opts)
+    df = read_source(root, repo, path, opts, commit)
     df.columns = [str(c).strip() for c in df.columns]
     X = df.drop(columns=[target, *drop])
-    out = X.assign(target=df[target].values)
-    if len(out) > MAX_ROWS:
-        idx = np.sort(np.random.default_rng(0).choice(len(out), MAX_ROWS, replace=False))
-        out = out.iloc[idx].reset_index(drop=True)
-    return out
+    return subsample(X.assign(target=df[target].values))
 
 
 def main() -> None:
     root = Path(sys.argv[1])
     for name in SOURCES:
         out = build(root, name)
-        out.to_csv(HERE / f"{name}.csv.gz", index=False, compression={"method": "gzip", "mtime": 0})
-        kinds = out.drop(columns="target").dtypes
-        n_str = int(sum(not pd.api.types.is_numeric_dtype(k) for k in kinds))
         counts = out.target.value_counts()
-        print(f"{name}: {out.shape[0]} rows, {out.shape[1] - 1} features ({n_str} text), "
-              f"{len(counts)} classes, smallest {counts.min()} / largest {counts.max()}")
+        print(f"{write(HERE, name, out)}, {len(counts)} classes, smallest {counts.min()} / largest {counts.max()}")
 
 
 if __name__ == "__main__":
