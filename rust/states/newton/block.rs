@@ -101,7 +101,10 @@ impl<D: Datafit> NewtonState<D> {
             e1: &self.buf.e1[..nb],
             e1n: &self.e1n[..nb],
         };
-        let dloss = self.rows.loss_change(self.datafit, data, Some(k), &step);
+        let dloss = match self.h_sums_of {
+            Some(j) if j == k => self.sums_loss_change(k, nb),
+            _ => self.rows.loss_change(self.datafit, data, Some(k), &step),
+        };
         let change = dloss + penalty_change(lambda, dtv) + dsmooth;
         if !(change < 0.0 && change <= ARMIJO * t * pred) {
             return false;
@@ -115,15 +118,35 @@ impl<D: Datafit> NewtonState<D> {
         true
     }
 
+    /// The loss change of the step in `self.buf.s` on block `k` from its bins' residual and
+    /// curvature sums at the current state ([`Datafit::bin_loss_change`]; `h_sums` must be
+    /// block `k`'s): the rows' own change, summed bin by bin.
+    fn sums_loss_change(&self, k: usize, nb: usize) -> f64 {
+        let (d, r) = (self.datafit, &self.sums[k]);
+        let mut total = 0.0;
+        for b in 0..nb {
+            let s = self.buf.s[b];
+            if s != 0.0 {
+                total += d.bin_loss_change(r[b], self.h_sums[b], s).unwrap_or(0.0);
+            }
+        }
+        total
+    }
+
     /// One update of block `k` (its sums must be fresh). Returns whether the state moved;
     /// every block's sums are stale if it did.
     pub(super) fn update_block(&mut self, data: &BinnedData, k: usize, lambda: f64) -> bool {
         let nb = data.features[k].n_bins();
+        self.h_sums_of = None;
         if self.curvature == Curvature::Newton {
-            let (y, r, v) = (&self.rows.y, &self.rows.resid, data.weights.as_deref());
-            let (eta, d) = (&self.rows.eta, self.datafit);
+            let (curv, d) = (&self.rows.curv, self.datafit);
             let inv_w = 1.0 / data.total_weight;
-            with_codes!(&data.features[k].codes, c => hessian_sums::<D, _>(d, c, y, eta, r, v, inv_w, &mut self.buf.h[..nb]));
+            with_codes!(&data.features[k].codes, c => hessian_sums(c, curv, inv_w, &mut self.buf.h[..nb]));
+            if d.bin_loss_change(0.0, 0.0, 0.0).is_some() {
+                self.h_sums.clear();
+                self.h_sums.extend_from_slice(&self.buf.h[..nb]);
+                self.h_sums_of = Some(k);
+            }
             for (h, &w) in self.buf.h[..nb].iter_mut().zip(&self.wn[k]) {
                 *h = if w > 0.0 { h.max(self.floor * w) } else { 0.0 };
             }

@@ -147,14 +147,13 @@ fn chunk_loss_change<D: Datafit, B: Fn(usize) -> usize>(
     acc
 }
 
-/// Applies a step to one chunk (`η += s`, `r = −ℓ'(y, η)`, `vr = v·r`) and returns
-/// `[Σ v r, Σ v ℓ''(y, η)]` over it. `i0` is the chunk's first row.
+/// Applies a step to one chunk (`η += s`, `r = −ℓ'(y, η)`, `h = v ℓ''(y, η)`, `vr = v·r`)
+/// and returns `[Σ v r, Σ v ℓ''(y, η)]` over it. `i0` is the chunk's first row.
 #[inline]
 #[allow(clippy::too_many_arguments)]
 fn chunk_apply<D: Datafit, S: Fn(usize) -> f64>(
     d: D,
-    eta: &mut [f64],
-    r: &mut [f64],
+    (eta, r, curv): (&mut [f64], &mut [f64], &mut [f64]),
     mut vr: Option<&mut [f64]>,
     y: &[f64],
     v: Option<&[f64]>,
@@ -167,14 +166,13 @@ fn chunk_apply<D: Datafit, S: Fn(usize) -> f64>(
         let yi = y[gi];
         let s = s_of(gi);
         let vi = v.map_or(1.0, |v| v[gi]);
-        let h = if s != 0.0 {
+        if s != 0.0 {
             eta[i] += s;
             let (ri, h) = d.residual(yi, eta[i], vi);
             r[i] = ri;
-            h
-        } else {
-            d.curvature(vi, yi, eta[i], r[i])
-        };
+            curv[i] = h;
+        }
+        let h = curv[i];
         if let Some(vr) = vr.as_deref_mut() {
             vr[i] = vi * r[i];
         }
@@ -184,30 +182,11 @@ fn chunk_apply<D: Datafit, S: Fn(usize) -> f64>(
     [sr, sh]
 }
 
-/// `out[b] = Σ_{code(i)=b} v_i ℓ''(y_i, η_i) · inv_w`, from the residuals `r`.
-#[allow(clippy::too_many_arguments)]
-fn hessian_sums<D: Datafit, C: Code>(
-    d: D,
-    codes: &[C],
-    y: &[f64],
-    eta: &[f64],
-    r: &[f64],
-    v: Option<&[f64]>,
-    inv_w: f64,
-    out: &mut [f64],
-) {
+/// `out[b] = Σ_{code(i)=b} v_i ℓ''(y_i, η_i) · inv_w`, from the rows' curvatures `curv`.
+fn hessian_sums<C: Code>(codes: &[C], curv: &[f64], inv_w: f64, out: &mut [f64]) {
     out.iter_mut().for_each(|o| *o = 0.0);
-    match v {
-        None => {
-            for (((&b, &yi), &ei), &ri) in codes.iter().zip(y).zip(eta).zip(r) {
-                out[b.idx()] += d.curvature(1.0, yi, ei, ri);
-            }
-        }
-        Some(v) => {
-            for ((((&b, &yi), &ei), &ri), &vi) in codes.iter().zip(y).zip(eta).zip(r).zip(v) {
-                out[b.idx()] += d.curvature(vi, yi, ei, ri);
-            }
-        }
+    for (&b, &h) in codes.iter().zip(curv) {
+        out[b.idx()] += h;
     }
     out.iter_mut().for_each(|o| *o *= inv_w);
 }
@@ -291,11 +270,15 @@ impl StepBuffers {
     }
 }
 
-/// Per-row state: targets, linear predictor `η`, residual `r = −ℓ'(y, η)` and `v∘r`.
+/// Per-row state: targets, linear predictor `η`, residual `r = −ℓ'(y, η)`, weighted
+/// curvature `v·ℓ''(y, η)` and `v∘r`.
 struct Rows {
     y: Vec<f64>,
     eta: Vec<f64>,
     resid: Vec<f64>,
+    // v·ℓ''(y, η), kept with `resid` by every step: a block's curvature sums and a step's
+    // rows that stay then cost no `exp` (two a row for Tweedie).
+    curv: Vec<f64>,
     // v ∘ resid (empty for unit weights: then resid itself is used).
     vresid: Vec<f64>,
     partials: Vec<f64>,
@@ -364,6 +347,7 @@ impl Rows {
             y,
             eta,
             resid,
+            curv,
             vresid,
             partials2,
             ..
@@ -378,23 +362,26 @@ impl Rows {
             } else {
                 Some(&mut vresid[..])
             };
-            parts[0] = chunk_apply::<D, S>(d, eta, resid, vr, y, v, 0, &s_of);
+            parts[0] = chunk_apply::<D, S>(d, (eta, resid, curv), vr, y, v, 0, &s_of);
         } else if vresid.is_empty() {
             eta.par_chunks_mut(ROW_CHUNK)
                 .zip(resid.par_chunks_mut(ROW_CHUNK))
+                .zip(curv.par_chunks_mut(ROW_CHUNK))
                 .zip(parts.par_iter_mut())
                 .enumerate()
-                .for_each(|(c, ((e, r), o))| {
-                    *o = chunk_apply::<D, S>(d, e, r, None, y, v, c * ROW_CHUNK, &s_of)
+                .for_each(|(c, (((e, r), h), o))| {
+                    *o = chunk_apply::<D, S>(d, (e, r, h), None, y, v, c * ROW_CHUNK, &s_of)
                 });
         } else {
             eta.par_chunks_mut(ROW_CHUNK)
                 .zip(resid.par_chunks_mut(ROW_CHUNK))
+                .zip(curv.par_chunks_mut(ROW_CHUNK))
                 .zip(vresid.par_chunks_mut(ROW_CHUNK))
                 .zip(parts.par_iter_mut())
                 .enumerate()
-                .for_each(|(c, (((e, r), vr), o))| {
-                    *o = chunk_apply::<D, S>(d, e, r, Some(vr), y, v, c * ROW_CHUNK, &s_of)
+                .for_each(|(c, ((((e, r), h), vr), o))| {
+                    let rows = (e, r, h);
+                    *o = chunk_apply::<D, S>(d, rows, Some(vr), y, v, c * ROW_CHUNK, &s_of)
                 });
         }
         parts
@@ -427,6 +414,11 @@ pub(crate) struct NewtonState<D: Datafit> {
     buf: StepBuffers,
     // expm1(−s) of the step tried.
     e1n: Vec<f64>,
+    // The block whose bins' curvature sums (before the floor) `h_sums` holds, at the
+    // current state: its steps' loss changes come from its sums
+    // ([`Datafit::bin_loss_change`]) instead of the rows.
+    h_sums: Vec<f64>,
+    h_sums_of: Option<usize>,
     curvature: Curvature,
     // The penalty whose term `objective` includes (see `set_lambda`).
     lambda: f64,
@@ -481,11 +473,13 @@ impl<D: Datafit> NewtonState<D> {
         let y: Vec<f64> = y.iter().copied().collect();
         let v = |i: usize| data.weights.as_ref().map_or(1.0, |w| w[i]);
         let (mut loss, mut hess) = (0.0, 0.0);
+        let mut curv = Vec::with_capacity(n);
         let resid: Vec<f64> = (0..n)
             .map(|i| {
                 loss += v(i) * d.loss(y[i], eta[i]);
                 let (r, h) = d.residual(y[i], eta[i], v(i));
                 hess += h;
+                curv.push(h);
                 r
             })
             .collect();
@@ -499,6 +493,7 @@ impl<D: Datafit> NewtonState<D> {
             y,
             eta,
             resid,
+            curv,
             vresid,
             partials: vec![0.0; n_chunks],
             partials2: vec![[0.0; 2]; n_chunks],
@@ -517,6 +512,8 @@ impl<D: Datafit> NewtonState<D> {
             wn,
             buf: StepBuffers::new(max_bins, 1),
             e1n: vec![0.0; max_bins],
+            h_sums: Vec::new(),
+            h_sums_of: None,
             curvature,
             lambda: 0.0,
             datafit: d,
@@ -769,10 +766,11 @@ impl<D: Datafit> NewtonState<D> {
         if !(largest > 0.0) {
             return false;
         }
-        let (y, r, eta, v) = (
+        let (y, r, eta, curv, v) = (
             &self.rows.y,
             &self.rows.resid,
             &self.rows.eta,
+            &self.rows.curv,
             data.weights.as_deref(),
         );
         let dfit = self.datafit;
@@ -782,8 +780,7 @@ impl<D: Datafit> NewtonState<D> {
             rows.map(|i| v.map_or(1.0, |v| v[i]) * r[i] * u[i]).sum()
         }) / data.total_weight;
         let a = chunked_sum(n, &mut self.rows.partials, |rows| {
-            rows.map(|i| dfit.curvature(v.map_or(1.0, |v| v[i]), y[i], eta[i], r[i]) * u[i] * u[i])
-                .sum()
+            rows.map(|i| curv[i] * u[i] * u[i]).sum()
         }) / data.total_weight;
         let (sa, sb) = smooth_line(data, &self.beta, &d, shapes);
         let (mut jumps, t_max) = line_kinks(data, &self.beta, &d, shapes, lambda);
