@@ -53,6 +53,27 @@ pub trait Datafit: Copy + Send + Sync + 'static {
         None
     }
 
+    /// Whether a step moves a row's residual and curvature by [`Datafit::moved`] (the
+    /// log-link losses: their terms are exponentials of `η`, scaled by a step's
+    /// [`Datafit::step_factors`]), instead of recomputing them from `η` (an `exp` or two a
+    /// row).
+    const SCALES: bool = false;
+
+    /// The factors by which a step `s` scales the exponential terms of the loss (where
+    /// [`Datafit::SCALES`]; computed once per bin of a block's step).
+    #[inline]
+    fn step_factors(&self, _s: f64) -> [f64; 2] {
+        [1.0, 1.0]
+    }
+
+    /// `(r, v·ℓ'')` at `η + s` from `(r, h)` at `η` (`h = v·ℓ''`, `v > 0`) and `f =
+    /// step_factors(s)`, where [`Datafit::SCALES`] (the residual and curvature unchanged
+    /// otherwise: not called there).
+    #[inline]
+    fn moved(&self, _y: f64, _v: f64, r: f64, h: f64, _f: [f64; 2]) -> (f64, f64) {
+        (r, h)
+    }
+
     /// The linear predictor of the constant model whose mean is `mean`.
     fn link(&self, mean: f64) -> f64;
 
@@ -154,6 +175,20 @@ impl Datafit for Poisson {
         Some(-r_sum * s + h_sum * expm1_minus_x(s))
     }
 
+    const SCALES: bool = true;
+
+    #[inline]
+    fn step_factors(&self, s: f64) -> [f64; 2] {
+        [s.exp(), 1.0]
+    }
+
+    /// `v·μ ← v·μ·e^s`, `r = y − μ`.
+    #[inline(always)]
+    fn moved(&self, y: f64, v: f64, _r: f64, h: f64, f: [f64; 2]) -> (f64, f64) {
+        let h = h * f[0];
+        (y - if v == 1.0 { h } else { h / v }, h)
+    }
+
     fn link(&self, mean: f64) -> f64 {
         mean.ln()
     }
@@ -202,6 +237,20 @@ impl Datafit for Gamma {
     #[inline]
     fn bin_loss_change(&self, r_sum: f64, h_sum: f64, s: f64) -> Option<f64> {
         Some(-r_sum * s + h_sum * expm1_minus_x(-s))
+    }
+
+    const SCALES: bool = true;
+
+    #[inline]
+    fn step_factors(&self, s: f64) -> [f64; 2] {
+        [(-s).exp(), 1.0]
+    }
+
+    /// `v·q ← v·q·e^−s`, `r = q − 1`.
+    #[inline(always)]
+    fn moved(&self, _y: f64, v: f64, _r: f64, h: f64, f: [f64; 2]) -> (f64, f64) {
+        let h = h * f[0];
+        ((if v == 1.0 { h } else { h / v }) - 1.0, h)
     }
 
     fn link(&self, mean: f64) -> f64 {
@@ -276,6 +325,25 @@ impl Datafit for Tweedie {
             -r_sum * s + a * expm1_minus_x((2.0 - p) * s) / (2.0 - p)
                 - b * expm1_minus_x((1.0 - p) * s) / (1.0 - p),
         )
+    }
+
+    const SCALES: bool = true;
+
+    #[inline]
+    fn step_factors(&self, s: f64) -> [f64; 2] {
+        let p = self.power;
+        [((2.0 - p) * s).exp(), ((1.0 - p) * s).exp()]
+    }
+
+    /// `μ^{2−p} ← μ^{2−p}·e^{(2−p)s}` and `y·μ^{1−p} ← y·μ^{1−p}·e^{(1−p)s}`, the two read
+    /// from `r = B − A` and `h/v = (2−p)A − (1−p)B` (as in [`Tweedie::bin_loss_change`]).
+    #[inline(always)]
+    fn moved(&self, _y: f64, v: f64, r: f64, h: f64, f: [f64; 2]) -> (f64, f64) {
+        let p = self.power;
+        let hv = if v == 1.0 { h } else { h / v };
+        let a = (hv + (1.0 - p) * r) * f[0];
+        let b = (hv + (2.0 - p) * r) * f[1];
+        (b - a, v * ((2.0 - p) * a - (1.0 - p) * b))
     }
 
     fn link(&self, mean: f64) -> f64 {
@@ -494,6 +562,39 @@ mod tests {
         let s = 1e-12;
         let change = d.bin_loss_change(r_sum, h_sum, s).unwrap();
         assert!((change + r_sum * s).abs() <= 1e-20 * (h_sum + r_sum.abs()));
+    }
+
+    /// A step's residual and curvature by [`Datafit::moved`] equal those recomputed at the
+    /// moved linear predictor, for weights of one and others.
+    fn check_moved<D: Datafit + std::fmt::Debug>(d: D, ys: &[f64]) {
+        assert!(D::SCALES);
+        for &y in ys {
+            for &eta in &[-6.0, -0.7, 0.0, 0.3, 2.5] {
+                for &v in &[1.0, 0.25, 3.0] {
+                    let (r, h) = d.residual(y, eta, v);
+                    for &s in &[-4.0, -0.05, 1e-7, 0.6, 3.0] {
+                        let (r1, h1) = d.moved(y, v, r, h, d.step_factors(s));
+                        let (r2, h2) = d.residual(y, eta + s, v);
+                        let scale = h2.abs() / v + y.abs() + 1.0;
+                        assert!(
+                            (r1 - r2).abs() <= 1e-13 * scale
+                                && (h1 - h2).abs() <= 1e-13 * v * scale,
+                            "{d:?} y {y} eta {eta} v {v} s {s}: ({r1}, {h1}) vs ({r2}, {h2})"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn moved_rows_match_their_residuals_at_the_moved_predictor() {
+        check_moved(Poisson, &[0.0, 1.0, 3.0, 0.25]);
+        check_moved(Gamma, &[1e-3, 1.0, 3.0, 0.25]);
+        for power in [1.01, 1.5, 1.99] {
+            check_moved(Tweedie { power }, &[0.0, 1.0, 3.0, 0.25]);
+        }
+        const { assert!(!Logistic::SCALES) };
     }
 
     #[test]

@@ -151,7 +151,7 @@ fn chunk_loss_change<D: Datafit, B: Fn(usize) -> usize>(
 /// and returns `[Σ v r, Σ v ℓ''(y, η)]` over it. `i0` is the chunk's first row.
 #[inline]
 #[allow(clippy::too_many_arguments)]
-fn chunk_apply<D: Datafit, S: Fn(usize) -> f64>(
+fn chunk_apply<D: Datafit, S: Fn(usize) -> (f64, [f64; 2])>(
     d: D,
     (eta, r, curv): (&mut [f64], &mut [f64], &mut [f64]),
     mut vr: Option<&mut [f64]>,
@@ -164,11 +164,15 @@ fn chunk_apply<D: Datafit, S: Fn(usize) -> f64>(
     for i in 0..eta.len() {
         let gi = i0 + i;
         let yi = y[gi];
-        let s = s_of(gi);
+        let (s, f) = s_of(gi);
         let vi = v.map_or(1.0, |v| v[gi]);
         if s != 0.0 {
             eta[i] += s;
-            let (ri, h) = d.residual(yi, eta[i], vi);
+            let (ri, h) = if D::SCALES && vi > 0.0 && f[0].is_finite() {
+                d.moved(yi, vi, r[i], curv[i], f)
+            } else {
+                d.residual(yi, eta[i], vi)
+            };
             r[i] = ri;
             curv[i] = h;
         }
@@ -279,6 +283,8 @@ struct Rows {
     // v·ℓ''(y, η), kept with `resid` by every step: a block's curvature sums and a step's
     // rows that stay then cost no `exp` (two a row for Tweedie).
     curv: Vec<f64>,
+    // The step factors of the bins of the block being applied.
+    factors: Vec<[f64; 2]>,
     // v ∘ resid (empty for unit weights: then resid itself is used).
     vresid: Vec<f64>,
     partials: Vec<f64>,
@@ -317,7 +323,8 @@ impl Rows {
     }
 
     /// Applies the step `s` (per bin of block `k`, or `s[0]` for the intercept) to every
-    /// row; returns `(Σ v r / W, Σ v p(1−p) / W)` after it.
+    /// row; returns `(Σ v r / W, Σ v ℓ'' / W)` after it. A datafit that
+    /// [`Datafit::SCALES`] moves each row by its bin's [`Datafit::step_factors`].
     fn apply<D: Datafit>(
         &mut self,
         d: D,
@@ -325,19 +332,32 @@ impl Rows {
         block: Option<usize>,
         s: &[f64],
     ) -> (f64, f64) {
+        let mut factors = std::mem::take(&mut self.factors);
+        factors.clear();
+        if D::SCALES {
+            factors.extend(s.iter().map(|&x| d.step_factors(x)));
+        } else {
+            factors.resize(s.len(), [f64::NAN; 2]);
+        }
         let out = match block {
-            Some(k) => {
-                with_codes!(&data.features[k].codes, c => self.apply_with::<D, _>(d, data, |i| s[c[i].idx()]))
-            }
+            Some(k) => with_codes!(&data.features[k].codes, c => {
+                self.apply_with::<D, _>(d, data, |i| {
+                    let b = c[i].idx();
+                    (s[b], factors[b])
+                })
+            }),
             None => {
-                let s0 = s[0];
-                self.apply_with::<D, _>(d, data, |_| s0)
+                let step = (s[0], factors[0]);
+                self.apply_with::<D, _>(d, data, |_| step)
             }
         };
+        self.factors = factors;
         (out[0] / data.total_weight, out[1] / data.total_weight)
     }
 
-    fn apply_with<D: Datafit, S: Fn(usize) -> f64 + Sync>(
+    /// Applies the step `s_of(i) = (s, factors)` to every row `i` (factors `NaN`: the row's
+    /// residual recomputed from `η`); returns `[Σ v r, Σ v ℓ'']` after it.
+    fn apply_with<D: Datafit, S: Fn(usize) -> (f64, [f64; 2]) + Sync>(
         &mut self,
         d: D,
         data: &BinnedData,
@@ -494,6 +514,7 @@ impl<D: Datafit> NewtonState<D> {
             eta,
             resid,
             curv,
+            factors: Vec::new(),
             vresid,
             partials: vec![0.0; n_chunks],
             partials2: vec![[0.0; 2]; n_chunks],
@@ -811,7 +832,9 @@ impl<D: Datafit> NewtonState<D> {
             let change = dloss + dpen;
             if change < 0.0 {
                 (self.grad_c, self.hess_c) = {
-                    let out = self.rows.apply_with(dfit, data, |i| t * u[i]);
+                    let out = self
+                        .rows
+                        .apply_with(dfit, data, |i| (t * u[i], [f64::NAN; 2]));
                     (out[0] / data.total_weight, out[1] / data.total_weight)
                 };
                 self.beta = cand;
