@@ -281,10 +281,13 @@ DOCS: dict[str, str] = {
         "    instead of a few large steps of one, which helps on small data; ``0`` is the FAST\n"
         "    paper's penalty. ``'auto'``: "
         f"``{_core.AUTO_L2_JUMPS:g} / n_samples`` for a binary classifier on fewer than\n"
-        f"    {_core.KFOLD_ROWS} rows, else 0 (measured in ``docs/small_data.md``; the value used is\n"
-        "    ``l2_jumps_``). The block update stays exact and the fit certified. Pair terms keep\n"
-        "    their total variation alone. With more than two classes every class chain takes it\n"
-        "    (``'auto'`` is 0 there; ``docs/classification.md`` measures 0.003 on satellite_image)."
+        f"    {_core.KFOLD_ROWS} rows, 0 on more rows and for a regressor (``docs/small_data.md``;\n"
+        "    the value used is ``l2_jumps_``). With more than two classes every class chain\n"
+        "    takes it, and ``'auto'`` chooses between 0 and "
+        f"``{_core.AUTO_L2_JUMPS:g} / n_samples`` by the\n"
+        "    held-out log-loss of the penalty search (``lambda_ratio='auto'``; else 0), see\n"
+        "    ``docs/classification.md``. The block update stays exact and the fit certified. Pair\n"
+        "    terms keep their total variation alone."
     ),
     "interactions": (
         f"interactions : int, list of pairs or 'auto', default={DEFAULT_INTERACTIONS!r}\n"

@@ -14,7 +14,7 @@ use crate::descent::selection::{
     PARALLEL_THRESHOLD, SUMS_PARALLEL_THRESHOLD,
 };
 use crate::params::{BlockKind, ChainShape, Grid};
-use crate::prox::enet::{enet_chain, EnetWorkspace};
+use crate::prox::enet::{enet_chain_from, EnetWorkspace};
 use crate::prox::flsa::{flsa_weighted_unchecked, FlsaWorkspace};
 use crate::prox::grid::{grid_step, grid_tv, GridWorkspace};
 use crate::prox::monotone::{monotone_flsa, PavaWorkspace};
@@ -261,9 +261,34 @@ pub fn block_step(
     }
 }
 
+/// A thread's buffers for the elastic-net chains of [`solve_block`], and the duals its
+/// solves start from: `slot` (set by [`enet_warm_slot`]) picks one of `starts`; `None`, a
+/// cold start.
+#[derive(Default)]
+struct EnetThread {
+    ws: EnetWorkspace,
+    slot: Option<usize>,
+    starts: Vec<Vec<f64>>,
+}
+
 thread_local! {
-    /// Each thread's buffers for the elastic-net chains of [`solve_block`].
-    static ENET: std::cell::RefCell<EnetWorkspace> = std::cell::RefCell::new(EnetWorkspace::new());
+    /// Each thread's [`EnetThread`].
+    static ENET: std::cell::RefCell<EnetThread> = std::cell::RefCell::new(EnetThread::default());
+}
+
+/// Which stored dual this thread's next elastic-net chain solves of [`solve_block`] start
+/// from and leave theirs in: `Some(i)` the `i`-th (empty at first, and after
+/// [`enet_warm_reset`]), `None` none (a cold start, the default). A caller that solves the
+/// same chains again and again with nearby signals (the Gauss–Seidel sweeps over a softmax
+/// block's classes) gives each chain its slot; the solves stay exact
+/// ([`crate::prox::enet::enet_chain_from`]).
+pub fn enet_warm_slot(slot: Option<usize>) {
+    ENET.with(|e| e.borrow_mut().slot = slot);
+}
+
+/// Empties this thread's stored duals (a new block: its chains' weighted points differ).
+pub fn enet_warm_reset() {
+    ENET.with(|e| e.borrow_mut().starts.iter_mut().for_each(Vec::clear));
 }
 
 /// The exact block minimiser behind every block update: with curvature weights `h` and the
@@ -306,15 +331,26 @@ pub fn solve_block(
             / chain_weight;
         out[..nc].iter_mut().for_each(|b| *b = m);
     } else if shape.l2 > 0.0 {
-        ENET.with(|ws| {
-            enet_chain(
+        ENET.with(|e| {
+            let e = &mut *e.borrow_mut();
+            let mut cold = Vec::new();
+            let start = match e.slot {
+                Some(i) => {
+                    if e.starts.len() <= i {
+                        e.starts.resize_with(i + 1, Vec::new);
+                    }
+                    &mut e.starts[i]
+                }
+                None => &mut cold,
+            };
+            let penalty = (shape.penalty(lambda), shape.l2, shape.monotone);
+            enet_chain_from(
                 &z[..nc],
                 &h[..nc],
-                shape.penalty(lambda),
-                shape.l2,
-                shape.monotone,
-                &mut ws.borrow_mut(),
+                penalty,
+                &mut e.ws,
                 &mut out[..nc],
+                start,
             )
         });
     } else if shape.monotone != 0 {

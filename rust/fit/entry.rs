@@ -94,9 +94,14 @@ pub fn fit(
     task.loss.check_engine(task.engine)?;
     let params = resolve(params, task, rows.x.nrows());
     let one = |fit| (fit, None);
+    let mut l2_jumps = params.shapes.l2;
     let (fit, classes) = match (task.n_classes, LogLinkLoss::of(task.loss, task.power)) {
-        (Some(k), _) => multinomial::fit_multinomial(rows, k, &params, callback)
-            .map(|m| (m.fit, Some(m.classes)))?,
+        (Some(k), _) => {
+            let l2s = multinomial_l2_candidates(&params, task, rows.x.nrows());
+            let m = multinomial::fit_multinomial_choosing_l2(rows, k, &params, &l2s, callback)?;
+            l2_jumps = m.l2_jumps;
+            (m.fit, Some(m.classes))
+        }
         (None, Some(link)) => loglink::fit_loglink(rows, &params, link, callback).map(one)?,
         (None, None) if task.loss == Loss::Logistic => {
             logistic::fit_logistic(rows, &params, callback).map(one)?
@@ -105,9 +110,24 @@ pub fn fit(
     };
     Ok(FitResult {
         fit,
-        l2_jumps: params.shapes.l2,
+        l2_jumps,
         classes,
     })
+}
+
+/// The weights of the squared penalty on the jumps a softmax fit chooses among on its
+/// held-out rows: with `l2_jumps="auto"` and the penalty chosen on held-out rows, 0 and
+/// [`logistic::AUTO_L2_JUMPS`]` / n_rows` (the binary classifier's small-data weight, at any
+/// number of rows); else the resolved value alone.
+fn multinomial_l2_candidates(params: &FitParams, task: &Task, n_rows: usize) -> Vec<f64> {
+    if task.l2_jumps == L2Jumps::Auto
+        && matches!(params.lambda, Penalty::Validated(_))
+        && n_rows > 0
+    {
+        vec![0.0, logistic::AUTO_L2_JUMPS / n_rows as f64]
+    } else {
+        vec![params.shapes.l2]
+    }
 }
 
 /// Whether [`fit_stats`] reads held-out statistics with `params`: only to choose the penalty

@@ -9,13 +9,13 @@ use std::time::Instant;
 use ndarray::ArrayView1;
 
 use crate::data::binning::{BinnedData, Rows};
-use crate::descent::{descend, DescentState, Leg};
+use crate::descent::{DescentState, Leg};
 use crate::error::{FastError, Result};
 use crate::fit::pairs::fit_pairs;
 use crate::fit::pairs::search::DEFAULT_PAIR_PENALTY;
 use crate::fit::validation::{
-    fixed_ratio_fit, reborrow, rows_of, search_then_refit, stratified_validation_rows,
-    validation_of, Split, RULE,
+    as_one_fit, fixed_ratio_fit, held_out_path, reborrow, refit_chosen, rows_of,
+    stratified_validation_rows, validation_of, Split, RULE,
 };
 use crate::model::report::{BinnedFit, Callback, Fit, PenaltySearch};
 use crate::params::{Engine, FitParams, PairParams, Penalty, Validation};
@@ -46,6 +46,9 @@ pub struct MultinomialFit {
     /// chain values bin-major (`(n_chain_j) × K`, class `c` of bin `b` at `b·K + c`);
     /// `fit.model.intercept` and `fit.model.missing_values` are 0.
     pub fit: Fit,
+    /// The weight `μ` of the squared penalty on the main effects' jumps the fit used (one of
+    /// the candidates of [`fit_multinomial_choosing_l2`], else `params.shapes.l2`).
+    pub l2_jumps: f64,
 }
 
 /// The class index of every row, checked: integers in `0..n_classes`, every class with
@@ -184,7 +187,7 @@ fn fit_at(
         Some(init) => state(init),
     };
     let leg = Leg::resolved(params.lambda, lambda_max, start, callback)?;
-    Ok(descend(data, params, &mut st, leg))
+    Ok(st.descend_extrapolated(data, params, leg))
 }
 
 /// Bins `x` and fits multinomial FAST with `n_classes` classes (`y` holds class indices).
@@ -217,7 +220,53 @@ pub fn fit_multinomial_with(
     callback: Option<Callback<'_>>,
     curvature: Curvature,
 ) -> Result<MultinomialFit> {
-    params.check()?;
+    fit_multinomial_among(rows, k, params, &[params.shapes.l2], callback, curvature)
+}
+
+/// [`fit_multinomial`] with the weight `μ` of the squared penalty on the jumps
+/// (`params.shapes.l2` ignored) chosen among `l2s` on the held-out rows of
+/// [`Penalty::Validated`]: each candidate runs the held-out path of `λ_f`, and the one whose
+/// path reaches the lowest held-out log-loss is refitted on all rows (the first on a tie, or
+/// where no rows are held out; the first alone at a fixed penalty). The squared term spreads
+/// an effect over many small steps and over correlated features, where the total variation
+/// alone puts it in a few large steps of one (`docs/classification.md`: on
+/// `satellite_image`, 36 correlated pixel values).
+///
+/// # Errors
+/// As [`fit_multinomial`]; an empty `l2s`, or a candidate that is not finite and `≥ 0`.
+pub fn fit_multinomial_choosing_l2(
+    rows: Rows<'_>,
+    k: usize,
+    params: &FitParams,
+    l2s: &[f64],
+    callback: Option<Callback<'_>>,
+) -> Result<MultinomialFit> {
+    fit_multinomial_among(rows, k, params, l2s, callback, Curvature::Newton)
+}
+
+fn fit_multinomial_among(
+    rows: Rows<'_>,
+    k: usize,
+    params: &FitParams,
+    l2s: &[f64],
+    callback: Option<Callback<'_>>,
+    curvature: Curvature,
+) -> Result<MultinomialFit> {
+    let Some(&first) = l2s.first() else {
+        return Err(FastError::InvalidParameter {
+            name: "l2_jumps",
+            message: "needs at least one candidate",
+            value: "[]".into(),
+        });
+    };
+    let mut params = params.clone();
+    params.shapes.l2 = first;
+    for &mu in l2s {
+        let mut p = params.clone();
+        p.shapes.l2 = mu;
+        p.check()?;
+    }
+    let params = &params;
     if let crate::params::Smoothing::Fixed(mu) = params.pairs.smoothing {
         return Err(FastError::InvalidParameter {
             name: "interaction_smoothing",
@@ -235,16 +284,18 @@ pub fn fit_multinomial_with(
     };
     check_class_memory(&data, k, pair_cells, crate::error::available_bytes())?;
     let mut callback = callback;
+    let mut chosen = params.clone();
     let (fitted, search) = match params.lambda {
         Penalty::Validated(_) => {
-            let (fit, search) = fit_validated(
+            let (fit, search, mu) = fit_validated(
                 &mut data,
-                &class,
-                k,
+                (&class, k),
                 params,
+                l2s,
                 reborrow(&mut callback),
                 curvature,
             )?;
+            chosen.shapes.l2 = mu;
             (fit, Some(search))
         }
         _ => {
@@ -255,8 +306,9 @@ pub fn fit_multinomial_with(
             )
         }
     };
+    let params = &chosen;
     if !params.pairs.any() {
-        return Ok(to_fit(&data, k, fitted, search));
+        return Ok(to_fit(&data, k, fitted, search, params.shapes.l2));
     }
     // Pair terms: one table per class per pair, screened on the classes' residuals, at a
     // fixed pair penalty (the held-out path of `ρ` reads one score per row).
@@ -282,20 +334,21 @@ pub fn fit_multinomial_with(
         (&state, &unused, None),
         callback,
     )?;
-    let mut out = to_fit(&data, k, fitted, search);
+    let mut out = to_fit(&data, k, fitted, search, params.shapes.l2);
     out.fit.pairs = pairs;
     Ok(out)
 }
 
-/// The held-out search (see [`fit_multinomial`]) and the final fit on all rows.
+/// The held-out search (see [`fit_multinomial`]) and the final fit on all rows, with the
+/// squared term's weight chosen among `l2s` ([`fit_multinomial_choosing_l2`]); returns it.
 fn fit_validated(
     data: &mut BinnedData,
-    class: &[usize],
-    k: usize,
+    (class, k): (&[usize], usize),
     params: &FitParams,
+    l2s: &[f64],
     callback: Option<Callback<'_>>,
     curvature: Curvature,
-) -> Result<(BinnedFit, PenaltySearch)> {
+) -> Result<(BinnedFit, PenaltySearch, f64)> {
     let Validation { fraction, seed } =
         validation_of(params, "fit_multinomial's search needs Penalty::Validated")?;
     let mut split = Split::new(data, stratified_validation_rows(class, fraction, seed));
@@ -306,33 +359,53 @@ fn fit_validated(
         && every_class(class_weights(class, k, Some(&split.train)));
     if !ok {
         let state = |b| MultinomialState::with_start(data, class, k, b, curvature);
-        return fixed_ratio_fit(params, DEFAULT_LAMBDA_RATIO_MULTINOMIAL, |fixed| {
+        let (fit, search) = fixed_ratio_fit(params, DEFAULT_LAMBDA_RATIO_MULTINOMIAL, |fixed| {
             fit_at(data, fixed, None, &state, callback)
-        });
+        })?;
+        return Ok((fit, search, params.shapes.l2));
     }
     let held = (&split.rows[..], &split.held_weights[..]);
     let state = |data: &BinnedData, rows: Option<&[usize]>, b| {
         MultinomialState::with_start(data, &rows_of(class, rows), k, b, curvature)
     };
-    search_then_refit(
-        data,
-        (std::mem::take(&mut split.train), split.rows.len()),
-        params,
-        (&state, &|data, _, b| {
-            holdout_log_loss(data, class, k, b, held)
-        }),
-        RULE,
-        |data, final_params, best, callback| {
-            fit_at(
-                data,
-                final_params,
-                Some(best),
-                &|b| state(data, None, b),
-                callback,
-            )
-        },
-        callback,
-    )
+    let loss =
+        |data: &BinnedData, _: f64, b: &[Vec<f64>]| holdout_log_loss(data, class, k, b, held);
+    let train = std::mem::take(&mut split.train);
+    let since = Instant::now();
+    as_one_fit(callback, |offset, mut callback| {
+        let mut best: Option<(f64, FitParams, PenaltySearch, Vec<Vec<f64>>)> = None;
+        for &mu in l2s {
+            let mut p = params.clone();
+            p.shapes.l2 = mu;
+            let course = (offset, &mut callback);
+            let (mut search, start) =
+                held_out_path(data, train.clone(), &p, (&state, &loss), RULE, course)?;
+            search.n_validation = split.rows.len();
+            let low = search
+                .validation_loss
+                .iter()
+                .copied()
+                .fold(f64::INFINITY, f64::min);
+            if best.as_ref().is_none_or(|b| low < b.0) {
+                best = Some((low, p, search, start));
+            }
+        }
+        let Some((_, p, search, start)) = best else {
+            unreachable!("at least one candidate")
+        };
+        let refit =
+            |data: &BinnedData, final_params: &FitParams, start, callback: Option<Callback<'_>>| {
+                fit_at(
+                    data,
+                    final_params,
+                    Some(start),
+                    &|b| state(data, None, b),
+                    callback,
+                )
+            };
+        let (fit, search) = refit_chosen((data, &p, since), (search, start), refit, callback)?;
+        Ok((fit, search, p.shapes.l2))
+    })
 }
 
 /// The fitted model of a descent's result (blocks class-major, then the intercepts).
@@ -341,6 +414,7 @@ fn to_fit(
     k: usize,
     mut fitted: BinnedFit,
     search: Option<PenaltySearch>,
+    l2_jumps: f64,
 ) -> MultinomialFit {
     let p = data.n_features();
     let intercepts = fitted.values.pop().unwrap_or_else(|| vec![0.0; k]);
@@ -380,7 +454,11 @@ fn to_fit(
         intercepts,
         missing_values,
     };
-    MultinomialFit { classes, fit }
+    MultinomialFit {
+        classes,
+        fit,
+        l2_jumps,
+    }
 }
 
 #[cfg(test)]
@@ -495,6 +573,48 @@ mod tests {
             "{} {}",
             mm.fit.report.objective,
             r.objective
+        );
+    }
+
+    /// A feature given twice at `μ > 0`: its optimum splits each jump evenly between the
+    /// twins (jump by jump `g(a) + g(θ − a)`, `g(x) = λ|x| + (μ/2)x²`, is smallest at
+    /// `a = θ/2`), so the twins' tables are equal. Greedy updates alone reach that split by
+    /// zig-zag (measured here: 618 block updates, against 35 for the fit without the twin);
+    /// the twins' even split after each update and the extrapolated rounds reach the same
+    /// optimum (objective 0.496403861529515 either way) in about as many as without it.
+    #[test]
+    fn a_twice_given_feature_splits_its_effect_evenly() {
+        let (x, y) = problem(900);
+        let twice = ndarray::concatenate(
+            ndarray::Axis(1),
+            &[x.column(0).insert_axis(ndarray::Axis(1)), x.view()],
+        )
+        .unwrap();
+        let fit = |x: &ndarray::Array2<f64>| {
+            let mut params = FitParams {
+                lambda: Penalty::Relative(0.02),
+                tol: 1e-7,
+                ..FitParams::default()
+            };
+            params.shapes.l2 = 0.002;
+            fit_multinomial(Rows::new(x.view(), y.view(), None), 3, &params, None).unwrap()
+        };
+        let (two, one) = (fit(&twice), fit(&x));
+        let (r2, r1) = (&two.fit.report, &one.fit.report);
+        assert!(r2.converged && r2.kkt_residual <= 1e-7, "{r2:?}");
+        assert!(
+            (r2.objective - 0.496_403_861_529_515).abs() < 1e-9,
+            "{}",
+            r2.objective
+        );
+        let v = &two.fit.model.values;
+        assert_eq!(v[0], v[1]);
+        assert!(v[0].iter().any(|&b| b != 0.0));
+        assert!(
+            r2.n_iter <= 3 * r1.n_iter.max(20),
+            "{} vs {}",
+            r2.n_iter,
+            r1.n_iter
         );
     }
 

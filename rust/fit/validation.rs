@@ -638,7 +638,7 @@ impl<F> Refit for F where
 
 /// `refit` ([`Refit`]) on `data` from `start`, at the ratio `search` chose, with what is left
 /// of `params.max_time` since `since`; with the search.
-fn refit_chosen(
+pub(crate) fn refit_chosen(
     (data, params, since): (&BinnedData, &FitParams, Instant),
     (search, start): (PenaltySearch, Vec<Vec<f64>>),
     refit: impl Refit,

@@ -193,6 +193,26 @@ pub fn enet_chain(
     ws: &mut EnetWorkspace,
     out: &mut [f64],
 ) -> EnetSolve {
+    enet_chain_from(y, w, (lambda, mu, monotone), ws, out, &mut Vec::new())
+}
+
+/// [`enet_chain`] whose dual iteration starts from `start` (`(lambda, mu, monotone)` as
+/// there): the dual of an earlier solve on a chain with the same weighted points (e.g. the
+/// same chain with a nearby signal: the Gauss–Seidel sweeps of a softmax block's step), used
+/// when its length fits (else the start is 0), and on return this solve's dual. The Newton
+/// iteration converges from any start, so the result and its gap are those of a cold solve
+/// to rounding; a start near the optimum saves most of the steps.
+///
+/// # Panics
+/// As [`enet_chain`].
+pub fn enet_chain_from(
+    y: &[f64],
+    w: &[f64],
+    (lambda, mu, monotone): (f64, f64, i8),
+    ws: &mut EnetWorkspace,
+    out: &mut [f64],
+    start: &mut Vec<f64>,
+) -> EnetSolve {
     debug_assert!(y.len() == w.len() && y.len() == out.len() && mu > 0.0);
     // Compact to the weighted points, centred on their weighted mean.
     ws.y.clear();
@@ -211,6 +231,7 @@ pub fn enet_chain(
     let k = ws.y.len();
     if k == 0 {
         out.copy_from_slice(y);
+        start.clear();
         return EnetSolve { steps: 0, gap: 0.0 };
     }
     let mean = swy / sw;
@@ -218,17 +239,23 @@ pub fn enet_chain(
     let solve = if k == 1 {
         ws.b.clear();
         ws.b.push(ws.y[0]);
+        start.clear();
         EnetSolve { steps: 0, gap: 0.0 }
     } else {
-        newton(ws, lambda, mu, monotone)
+        newton(ws, (lambda, mu, monotone), start)
     };
     expand(&ws.b, &ws.pos, mean, out);
     solve
 }
 
-/// The semismooth Newton iteration on the compacted, centred chain in `ws`; leaves the
-/// fused primal point in `ws.b`.
-fn newton(ws: &mut EnetWorkspace, lambda: f64, mu: f64, monotone: i8) -> EnetSolve {
+/// The semismooth Newton iteration on the compacted, centred chain in `ws` from the dual
+/// `start` (0 unless its length fits); leaves the fused primal point in `ws.b` and the final
+/// dual in `start`.
+fn newton(
+    ws: &mut EnetWorkspace,
+    (lambda, mu, monotone): (f64, f64, i8),
+    start: &mut Vec<f64>,
+) -> EnetSolve {
     let k = ws.y.len();
     let m = k - 1;
     ws.mu.clear();
@@ -249,6 +276,9 @@ fn newton(ws: &mut EnetWorkspace, lambda: f64, mu: f64, monotone: i8) -> EnetSol
     ws.b.resize(k, 0.0);
     ws.active.clear();
     ws.active.resize(m, false);
+    if start.len() == m && start.iter().all(|u| u.is_finite()) {
+        ws.u.copy_from_slice(start);
+    }
     let (y, w, emu) = (&ws.y, &ws.w, &ws.mu);
     let mut value = dual_value(y, w, emu, &ws.u, lambda, monotone);
     // The objective of the flat chain bounds both values: a step that raises the dual by
@@ -306,6 +336,8 @@ fn newton(ws: &mut EnetWorkspace, lambda: f64, mu: f64, monotone: i8) -> EnetSol
     }
     primal_point(y, w, &ws.u, &mut ws.b);
     fuse(&mut ws.b, w, &ws.u, lambda, monotone);
+    start.clear();
+    start.extend_from_slice(&ws.u);
     let gap = primal_value(y, w, emu, &ws.b, lambda) - value;
     EnetSolve {
         steps,
@@ -527,6 +559,40 @@ mod tests {
                 assert!(objective(&y, &w, &o, 0.02, 0.01) > best);
             }
         }
+    }
+
+    /// A solve started from an earlier solve's dual (a nearby signal, the same weights)
+    /// ends at the cold solve's point, with its gap, in fewer steps; a start of the wrong
+    /// length is ignored.
+    #[test]
+    fn a_warm_start_reaches_the_cold_solution_in_fewer_steps() {
+        let mut r = lcg(17);
+        let mut ws = EnetWorkspace::new();
+        let k = 300;
+        let y: Vec<f64> = (0..k)
+            .map(|t| (t as f64 / 40.0).sin() * 2.0 + 3.0 * (r() - 0.5))
+            .collect();
+        let w: Vec<f64> = (0..k)
+            .map(|_| if r() < 0.1 { 0.0 } else { 1e-3 * (0.2 + r()) })
+            .collect();
+        let (lambda, mu) = (2e-4, 0.02);
+        let mut start = Vec::new();
+        let mut out = vec![0.0; k];
+        enet_chain_from(&y, &w, (lambda, mu, 0), &mut ws, &mut out, &mut start);
+        let near: Vec<f64> = y.iter().map(|v| v + 0.01 * (r() - 0.5)).collect();
+        let (mut cold, mut warm) = (vec![0.0; k], vec![0.0; k]);
+        let c = enet_chain(&near, &w, lambda, mu, 0, &mut ws, &mut cold);
+        let h = enet_chain_from(&near, &w, (lambda, mu, 0), &mut ws, &mut warm, &mut start);
+        let best = objective(&near, &w, &cold, lambda, mu);
+        assert!(h.steps < c.steps, "warm {h:?} cold {c:?}");
+        assert!(h.gap <= 1e-12 * best, "{h:?}");
+        assert!((objective(&near, &w, &warm, lambda, mu) - best).abs() <= 1e-12 * best);
+        for (a, b) in warm.iter().zip(&cold) {
+            assert!((a - b).abs() < 1e-7, "{a} {b}");
+        }
+        let mut wrong = vec![1.0; 3];
+        let s = enet_chain_from(&near, &w, (lambda, mu, 0), &mut ws, &mut warm, &mut wrong);
+        assert_eq!((s.steps, warm.as_slice()), (c.steps, cold.as_slice()));
     }
 
     /// Long chains with weightless points, tiny weights and penalties from nearly none to

@@ -760,7 +760,7 @@ fn squared_line(data: &BinnedData, vr: &[f64], u: &[f64]) -> (f64, f64) {
 /// Replaces the direction `d` over every run of equal values of the chain `beta` by its
 /// weighted mean there (weights `w`), so that moving along it keeps fused bins fused (a
 /// direction that splits a run would pay the penalty's kink at once).
-fn keep_fused(d: &mut [f64], beta: &[f64], w: &[f64]) {
+pub(crate) fn keep_fused(d: &mut [f64], beta: &[f64], w: &[f64]) {
     let mut s = 0;
     while s < beta.len() {
         let mut e = s + 1;

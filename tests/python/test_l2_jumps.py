@@ -150,7 +150,7 @@ def test_model_files_keep_it():
     np.testing.assert_array_equal(back.predict(X), m.predict(X))
 
 
-def test_auto_is_a_small_binary_classifiers_and_nothing_elses():
+def test_auto_is_a_small_binary_classifiers_and_a_held_out_choice_for_more_classes():
     from fastpcam import _core
 
     X, y = _data(1600, 7)
@@ -158,15 +158,24 @@ def test_auto_is_a_small_binary_classifiers_and_nothing_elses():
     small = FASTClassifier(interactions=0).fit(X[:600], labels[:600])
     assert small.l2_jumps_ == pytest.approx(_core.AUTO_L2_JUMPS / 600)
     assert _objective(small, X[:600], labels[:600], small.l2_jumps_) == pytest.approx(small.objective_, rel=1e-9)
-    # From KFOLD_ROWS rows on, and for regressors and more than two classes, "auto" is 0: the
-    # same fit as l2_jumps=0, bit for bit.
+    # From KFOLD_ROWS rows on, and for regressors, "auto" is 0: the same fit as l2_jumps=0,
+    # bit for bit.
     big_auto = FASTClassifier(interactions=0).fit(X, labels)
     big_zero = FASTClassifier(interactions=0, l2_jumps=0.0).fit(X, labels)
     assert len(labels) >= _core.KFOLD_ROWS and big_auto.l2_jumps_ == 0.0
     np.testing.assert_array_equal(big_auto.predict_proba(X), big_zero.predict_proba(X))
     assert FASTRegressor(interactions=0).fit(X[:600], y[:600]).l2_jumps_ == 0.0
-    three = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))[:600]
-    assert FASTClassifier(interactions=0).fit(X[:600], three).l2_jumps_ == 0.0
+    # More than two classes: "auto" chooses between 0 and AUTO_L2_JUMPS / n_rows on the
+    # held-out rows, and the fit is the one with the chosen value given, bit for bit; at a
+    # fixed ratio (no held-out rows) it is 0.
+    three = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))
+    for n in (600, 1600):
+        auto3 = FASTClassifier(interactions=0).fit(X[:n], three[:n])
+        assert auto3.l2_jumps_ in (0.0, _core.AUTO_L2_JUMPS / n)
+        given = FASTClassifier(interactions=0, l2_jumps=auto3.l2_jumps_).fit(X[:n], three[:n])
+        np.testing.assert_array_equal(auto3.predict_proba(X), given.predict_proba(X))
+        assert auto3.lambda_ratio_ == given.lambda_ratio_
+    assert FASTClassifier(interactions=0, lambda_ratio=0.01).fit(X[:600], three[:600]).l2_jumps_ == 0.0
     # An explicit value is used as given.
     assert FASTClassifier(l2_jumps=0.02, interactions=0).fit(X[:600], labels[:600]).l2_jumps_ == 0.02
 

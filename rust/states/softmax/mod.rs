@@ -71,7 +71,9 @@
 //!
 //! **Files.** This module holds the state, its row passes, the intercepts' steps and its
 //! place in the descent loop; [`block`] holds the block update (score, direction, step, the
-//! median shift) and [`coupling`] the classes' coupling the direction reads.
+//! median shift) and [`coupling`] the classes' coupling the direction reads; [`line`] holds
+//! what serves the squared term on the jumps where features bin the rows alike or nearly so:
+//! the even split of twin features and the extrapolated rounds of the descent.
 
 use rayon::prelude::*;
 
@@ -93,6 +95,7 @@ use coupling::Coupling;
 
 mod block;
 mod coupling;
+mod line;
 
 /// The curvature bound of the softmax log-loss per class: `½`.
 pub const CURVATURE_BOUND: f64 = 0.5;
@@ -220,6 +223,9 @@ pub(crate) struct MultinomialState {
     shapes: Vec<ChainShape>,
     duals: Vec<Vec<f64>>,
     grid_ws: GridWorkspace,
+    // The groups of features that bin the rows alike (`line::twin_groups`), found at the
+    // first update that needs them.
+    twins: Option<Vec<Vec<usize>>>,
 }
 
 impl MultinomialState {
@@ -305,6 +311,7 @@ impl MultinomialState {
             shapes: Vec::new(),
             duals: Vec::new(),
             grid_ws: GridWorkspace::default(),
+            twins: None,
         };
         st.objective = st.recompute(data) / w_total;
         if any_block {
@@ -550,8 +557,6 @@ impl MultinomialState {
     }
 }
 
-impl crate::descent::PairDescent for MultinomialState {}
-
 impl DescentState for MultinomialState {
     const INTERCEPT_SHARE: f64 = 1.0;
     const FLAT_SWEEPS: usize = 200;
@@ -698,6 +703,9 @@ impl DescentState for MultinomialState {
     fn update_block(&mut self, data: &BinnedData, j: usize, lambda: f64) -> bool {
         let duals = (self.shape(j).kind() != BlockKind::Chain).then(|| self.duals[j].clone());
         let moved = self.update(data, j, lambda);
+        if moved {
+            self.even_twins(data, j, lambda);
+        }
         moved || duals.is_some_and(|d| d != self.duals[j])
     }
 
