@@ -395,6 +395,23 @@ mod tests {
     use crate::prox::flsa::flsa;
     use crate::testing::lcg;
 
+    /// A noisy sine of `k` points (`period` points per radian, amplitude `amp`, uniform
+    /// noise of width `noise`) and weights of `scale · (0.2 … 1.2)`, 0 at one point in ten.
+    fn wave(
+        r: &mut impl FnMut() -> f64,
+        k: usize,
+        (period, amp, noise): (f64, f64, f64),
+        scale: f64,
+    ) -> (Vec<f64>, Vec<f64>) {
+        let y = (0..k)
+            .map(|t| (t as f64 / period).sin() * amp + noise * (r() - 0.5))
+            .collect();
+        let w = (0..k)
+            .map(|_| if r() < 0.1 { 0.0 } else { scale * (0.2 + r()) })
+            .collect();
+        (y, w)
+    }
+
     fn objective(y: &[f64], w: &[f64], b: &[f64], lambda: f64, mu: f64) -> f64 {
         let fit: f64 = (0..y.len())
             .map(|t| 0.5 * w[t] * (y[t] - b[t]).powi(2))
@@ -569,12 +586,7 @@ mod tests {
         let mut r = lcg(17);
         let mut ws = EnetWorkspace::new();
         let k = 300;
-        let y: Vec<f64> = (0..k)
-            .map(|t| (t as f64 / 40.0).sin() * 2.0 + 3.0 * (r() - 0.5))
-            .collect();
-        let w: Vec<f64> = (0..k)
-            .map(|_| if r() < 0.1 { 0.0 } else { 1e-3 * (0.2 + r()) })
-            .collect();
+        let (y, w) = wave(&mut r, k, (40.0, 2.0, 3.0), 1e-3);
         let (lambda, mu) = (2e-4, 0.02);
         let mut start = Vec::new();
         let mut out = vec![0.0; k];
@@ -609,12 +621,7 @@ mod tests {
             (200, 1e-5, 1.0),
             (455, 1e-2, 0.1),
         ] {
-            let y: Vec<f64> = (0..k)
-                .map(|t| (t as f64 / 50.0).sin() * 3.0 + 5.0 * (r() - 0.5))
-                .collect();
-            let w: Vec<f64> = (0..k)
-                .map(|_| if r() < 0.1 { 0.0 } else { 4e-4 * (0.2 + r()) })
-                .collect();
+            let (y, w) = wave(&mut r, k, (50.0, 3.0, 5.0), 4e-4);
             let mut out = vec![0.0; k];
             let s = enet_chain(&y, &w, lambda, mu, 0, &mut ws, &mut out);
             let best = objective(&y, &w, &out, lambda, mu);

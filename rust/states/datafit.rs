@@ -467,6 +467,8 @@ mod tests {
     /// and the direct difference of the loss.
     fn check_log_link<D: Datafit + std::fmt::Debug>(d: D, ys: &[f64]) {
         assert!(d.curvature_bound().is_none());
+        check_bin_change(d, ys);
+        check_moved(d, ys);
         for &y in ys {
             for &eta in &[-20.0, -3.0, -0.2, 0.0, 0.7, 4.0, 12.0] {
                 let (r, h) = d.residual(y, eta, 2.0);
@@ -506,6 +508,8 @@ mod tests {
         }
     }
 
+    /// Residual, curvature, loss change, unit deviance and link of every log-link datafit;
+    /// their bin form ([`check_bin_change`]) and scaled rows ([`check_moved`]).
     #[test]
     fn log_link_datafits_are_consistent() {
         check_log_link(Poisson, &[0.0, 1.0, 3.0, 0.25]);
@@ -587,25 +591,11 @@ mod tests {
         }
     }
 
+    /// The log-loss's change needs every row, and its rows are recomputed from `η`.
     #[test]
-    fn moved_rows_match_their_residuals_at_the_moved_predictor() {
-        check_moved(Poisson, &[0.0, 1.0, 3.0, 0.25]);
-        check_moved(Gamma, &[1e-3, 1.0, 3.0, 0.25]);
-        for power in [1.01, 1.5, 1.99] {
-            check_moved(Tweedie { power }, &[0.0, 1.0, 3.0, 0.25]);
-        }
-        const { assert!(!Logistic::SCALES) };
-    }
-
-    #[test]
-    fn bin_loss_changes_are_the_rows_changes() {
-        check_bin_change(Poisson, &[0.0, 1.0, 3.0, 0.25]);
-        check_bin_change(Gamma, &[1e-3, 1.0, 3.0, 0.25]);
-        for power in [1.01, 1.5, 1.99] {
-            check_bin_change(Tweedie { power }, &[0.0, 1.0, 3.0, 0.25]);
-        }
-        // The log-loss's change needs every row.
+    fn the_log_loss_has_no_bin_form() {
         assert!(Logistic.bin_loss_change(0.1, 0.2, 0.3).is_none());
+        const { assert!(!Logistic::SCALES) };
     }
 
     #[test]
