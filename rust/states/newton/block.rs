@@ -5,6 +5,7 @@
 //! datafit without one.
 
 use super::*;
+use crate::descent::selection::bin_sums_into;
 
 impl<D: Datafit> NewtonState<D> {
     /// The proximal step of block `k` for the curvature in `self.buf.h`: `bnew = FLSA(z, h, λ)`
@@ -141,7 +142,8 @@ impl<D: Datafit> NewtonState<D> {
         if self.curvature == Curvature::Newton {
             let (curv, d) = (&self.rows.curv, self.datafit);
             let inv_w = 1.0 / data.total_weight;
-            with_codes!(&data.features[k].codes, c => hessian_sums(c, curv, inv_w, &mut self.buf.h[..nb]));
+            // The block's Hessian: its bins' sums of the rows' curvatures.
+            bin_sums_into(&data.features[k], curv, inv_w, &mut self.buf.h[..nb]);
             if d.bin_loss_change(0.0, 0.0, 0.0).is_some() {
                 self.h_sums.clear();
                 self.h_sums.extend_from_slice(&self.buf.h[..nb]);

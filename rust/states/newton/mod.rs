@@ -186,15 +186,6 @@ fn chunk_apply<D: Datafit, S: Fn(usize) -> (f64, [f64; 2])>(
     [sr, sh]
 }
 
-/// `out[b] = Σ_{code(i)=b} v_i ℓ''(y_i, η_i) · inv_w`, from the rows' curvatures `curv`.
-fn hessian_sums<C: Code>(codes: &[C], curv: &[f64], inv_w: f64, out: &mut [f64]) {
-    out.iter_mut().for_each(|o| *o = 0.0);
-    for (&b, &h) in codes.iter().zip(curv) {
-        out[b.idx()] += h;
-    }
-    out.iter_mut().for_each(|o| *o *= inv_w);
-}
-
 /// Makes a chain monotone in `direction` (1 nondecreasing, −1 nonincreasing) by a running
 /// maximum (minimum).
 fn keep_monotone(chain: &mut [f64], direction: i8) {
