@@ -59,6 +59,24 @@ def test_auto_keeps_smooth_parts_on_smooth_surfaces_and_they_help(smooth_fit):
     assert auto.converged_, auto.kkt_residual_
 
 
+def test_the_path_of_mu_stops_at_its_first_value_where_smoothing_does_not_help(smooth_fit):
+    # Step-shaped interactions, which the total-variation pair tables fit as they are: the
+    # first (strongest) mu does not lower the held-out loss of the fit it starts from by
+    # SMOOTH_GATE, so the path stops there (before, a second mu was always fitted), and no
+    # smooth part is kept. On smooth surfaces (above) the path goes on down.
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-1, 1, size=(4000, 6))
+    steps = 1.5 * ((X[:, 1] > 0.2) & (X[:, 2] > -0.3)) - 1.0 * ((X[:, 3] > 0) ^ (X[:, 4] > 0.5))
+    y = X[:, 0] + steps + 0.5 * rng.standard_normal(len(X))
+    m = FASTRegressor(n_jobs=2).fit(X, y)
+    assert {(1, 2), (3, 4)} <= set(m.interaction_features_)
+    path = m.smoothing_path_
+    assert list(path["interaction_smoothing"]) == [0.0, SMOOTH_PATH[0]]
+    assert m.interaction_smoothing_ == 0.0
+    auto = smooth_fit[3]
+    assert len(auto.smoothing_path_["interaction_smoothing"]) >= 3
+
+
 def test_the_summed_tables_predict_exactly_and_are_purified(smooth_fit):
     X, Xt, _, auto, off = smooth_fit
     for m in (auto, off):

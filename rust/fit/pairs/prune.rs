@@ -123,6 +123,7 @@ impl<S: PairDescent> Stage<'_, S> {
         kept.grids = grids;
         kept.links = links;
         searched.blocks = Blocks::Searched(fit.values);
+        searched.held_terms = terms;
     }
 
     /// The held-out rows' loss terms of the model `values` (the `m` pair blocks after the main

@@ -12,7 +12,7 @@ use super::search::{
 use super::stage::Stage;
 use crate::data::binning::BinnedData;
 use crate::descent::PairDescent;
-use crate::fit::validation::{reborrow, with_weights, Split};
+use crate::fit::validation::{mean_loss, reborrow, with_weights, Split};
 use crate::model::report::{Axis, Callback, StopReason};
 use crate::params::{FitParams, Grid, PairLink, Smoothing};
 
@@ -39,6 +39,14 @@ pub const SMOOTH_PATH_FALL: f64 = 1e-5;
 /// `smoke_pairs` (`benches/python/scale_rows.py`) gains 0.13% at 300,000 rows and 0.24% at
 /// 1,000,000 (test MSE 0.2525 against 0.2531, 30 s against 18 s).
 pub const SMOOTH_MIN_GAIN: f64 = 0.005;
+
+/// The smooth parts' `μ` path goes on past its first (largest) `μ` only where that fit lowers
+/// the held-out loss of the fit it starts from by at least this fraction of it (a tenth of
+/// [`SMOOTH_MIN_GAIN`]). The path's later `μ` gain more, but on the 20 benchmark tables at
+/// most about four times the first one's gain (`537_houses` 0.30% → 1.07%, `kin8nm` 0.19% →
+/// 0.75%); where the first gains less than this none reached [`SMOOTH_MIN_GAIN`]
+/// (`1201_BNG_breastTumor` 0.004% first, 0.04% at best after five fits; `docs/pairs.md`).
+pub const SMOOTH_GATE: f64 = 5e-4;
 
 /// Interaction bins per feature of a pair's smooth part (at most `SMOOTH_SIDE²` cells).
 pub const SMOOTH_SIDE: usize = 32;
@@ -165,6 +173,7 @@ impl<S: PairDescent> Stage<'_, S> {
             blocks: Blocks::Searched(values),
             rho,
             stopped: false,
+            held_terms,
             ..
         }) = &mut kept.result
         {
@@ -172,7 +181,7 @@ impl<S: PairDescent> Stage<'_, S> {
                 return self.add_smooth_parts(
                     data,
                     ((&kept.pairs, &kept.grids, &kept.links), *rho),
-                    values,
+                    (values, held_terms),
                     callback,
                 );
             }
@@ -182,7 +191,8 @@ impl<S: PairDescent> Stage<'_, S> {
 
     /// Chooses smooth parts for the pair terms of `values` (every block at `ρ`: the held-out
     /// path's best on the split's training rows, or the warm start where `ρ` is fixed; the pairs'
-    /// total-variation blocks in `data` after the `p` main effects): a second grid per pair
+    /// total-variation blocks in `data` after the `p` main effects; `start_terms` their held-out
+    /// rows' loss terms, if known): a second grid per pair
     /// ([`smooth_axes`]) penalised by `(μ/2) Σ` of its cells' squared differences
     /// ([`crate::prox::smooth`]). Under [`Smoothing::Fixed`] that `μ`. Under [`Smoothing::Auto`], with
     /// a held-out `split`: on the split's training rows, [`SMOOTH_PATH`] is fitted warm-started
@@ -196,7 +206,7 @@ impl<S: PairDescent> Stage<'_, S> {
         &self,
         data: &mut BinnedData,
         ((pairs, grids, links), rho): (PairBlocks<'_>, f64),
-        values: &mut Vec<Vec<f64>>,
+        (values, start_terms): (&mut Vec<Vec<f64>>, &[f64]),
         callback: &mut Option<Callback<'_>>,
     ) -> (Option<SmoothParts>, Vec<f64>, Vec<f64>) {
         let (params, mains) = (self.params, self.mains);
@@ -228,7 +238,7 @@ impl<S: PairDescent> Stage<'_, S> {
             Some(split) => self.held_out_mu(
                 data,
                 split,
-                (&shapes, &init, rho),
+                (&shapes, &init, rho, start_terms),
                 (&mut path, &mut path_loss),
                 callback,
             ),
@@ -252,7 +262,9 @@ impl<S: PairDescent> Stage<'_, S> {
     /// The smooth parts' `μ` chosen on the held-out `split` ([`Stage::add_smooth_parts`]): on
     /// its training rows, [`SMOOTH_PATH`] from `init` (fits at the parameters `shapes(μ, tol)`)
     /// while the held-out loss falls, beside the pairs without smooth parts (`shapes(None,
-    /// tol)`), both with the paths' update budget at the pair penalty `rho`'s tolerance. Pushes
+    /// tol)`), both with the paths' update budget at the pair penalty `rho`'s tolerance; the
+    /// path stops after its first `μ` unless that lowers the held-out loss of `init` (its
+    /// rows' terms `start_terms`, where given) by [`SMOOTH_GATE`] of it. Pushes
     /// the path tried (`0`, without smooth parts, first) onto `path` and `path_loss`; returns
     /// the best `μ` and its blocks if they beat the pairs without smooth parts by
     /// [`MIN_GAIN_SE`] standard errors and by [`SMOOTH_MIN_GAIN`] of their held-out loss.
@@ -260,7 +272,7 @@ impl<S: PairDescent> Stage<'_, S> {
         &self,
         data: &mut BinnedData,
         split: &Split,
-        (shapes, init, rho): (SmoothShapes<'_>, &Vec<Vec<f64>>, f64),
+        (shapes, init, rho, start_terms): (SmoothShapes<'_>, &Vec<Vec<f64>>, f64, &[f64]),
         (path, path_loss): (&mut Vec<f64>, &mut Vec<f64>),
         callback: &mut Option<Callback<'_>>,
     ) -> Option<(f64, Vec<Vec<f64>>)> {
@@ -273,6 +285,12 @@ impl<S: PairDescent> Stage<'_, S> {
             train,
         } = split;
         let tol = path_tol(params.tol, rho);
+        // The held-out loss the path starts from (none known: no gate).
+        let start_loss = if start_terms.len() == held_weights.len() && !start_terms.is_empty() {
+            mean_loss(start_terms, held_weights)
+        } else {
+            f64::INFINITY
+        };
         // One held-out fit at `mu` from the state `st` on `data` (training weights in).
         let fit_at =
             |data: &BinnedData, st: &mut S, mu: Option<f64>, callback: Option<Callback<'_>>| {
@@ -304,6 +322,10 @@ impl<S: PairDescent> Stage<'_, S> {
                     }
                     if stopped {
                         return (tried, None, true);
+                    }
+                    // The strongest smoothing barely beats its start: none would win.
+                    if last.is_none() && loss > start_loss * (1.0 - SMOOTH_GATE) {
+                        break;
                     }
                     // Down only while the held-out loss falls by [`SMOOTH_PATH_FALL`].
                     if last.is_some_and(|l| loss > l * (1.0 - SMOOTH_PATH_FALL)) {
