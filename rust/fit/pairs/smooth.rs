@@ -150,6 +150,10 @@ type PairBlocks<'a> = (&'a [(usize, usize)], &'a [Grid], &'a [PairLink]);
 /// and the KKT tolerance given.
 type SmoothShapes<'a> = &'a (dyn Fn(Option<f64>, f64) -> FitParams + Sync);
 
+/// What the held-out path of `μ` chose ([`Stage::held_out_mu`]): the best `μ` and its blocks,
+/// or (no smooth parts) the blocks of the fit without them, where it ran.
+type MuChoice = std::result::Result<(f64, Vec<Vec<f64>>), Option<Vec<Vec<f64>>>>;
+
 /// The pairs' smooth parts, once chosen: their axes, grids and `μ`.
 pub(super) struct SmoothParts {
     pub(super) axes: Vec<(Axis, Axis)>,
@@ -234,7 +238,7 @@ impl<S: PairDescent> Stage<'_, S> {
             with_smooth_shapes(prm, &sgrids, mu)
         };
         let chosen = match held_out {
-            None => mu.map(|mu| (mu, init)),
+            None => mu.map(|mu| (mu, init)).ok_or(None),
             Some(split) => self.held_out_mu(
                 data,
                 split,
@@ -243,9 +247,18 @@ impl<S: PairDescent> Stage<'_, S> {
                 callback,
             ),
         };
-        let Some((mu, init)) = chosen else {
-            data.features.truncate(p + m);
-            return (None, path, path_loss);
+        let (mu, init) = match chosen {
+            Ok(kept) => kept,
+            Err(base) => {
+                // No smooth parts: the fit on all rows starts from the pairs' fit beside the
+                // path, which went on from `values` (its smooth blocks held at zero).
+                data.features.truncate(p + m);
+                if let Some(mut base) = base {
+                    base.truncate(p + m);
+                    *values = base;
+                }
+                return (None, path, path_loss);
+            }
         };
         *values = init;
         (
@@ -267,7 +280,8 @@ impl<S: PairDescent> Stage<'_, S> {
     /// rows' terms `start_terms`, where given) by [`SMOOTH_GATE`] of it. Pushes
     /// the path tried (`0`, without smooth parts, first) onto `path` and `path_loss`; returns
     /// the best `μ` and its blocks if they beat the pairs without smooth parts by
-    /// [`MIN_GAIN_SE`] standard errors and by [`SMOOTH_MIN_GAIN`] of their held-out loss.
+    /// [`MIN_GAIN_SE`] standard errors and by [`SMOOTH_MIN_GAIN`] of their held-out loss,
+    /// else the blocks of the fit without them (if it ran).
     fn held_out_mu(
         &self,
         data: &mut BinnedData,
@@ -275,7 +289,7 @@ impl<S: PairDescent> Stage<'_, S> {
         (shapes, init, rho, start_terms): (SmoothShapes<'_>, &Vec<Vec<f64>>, f64, &[f64]),
         (path, path_loss): (&mut Vec<f64>, &mut Vec<f64>),
         callback: &mut Option<Callback<'_>>,
-    ) -> Option<(f64, Vec<Vec<f64>>)> {
+    ) -> MuChoice {
         let (y, params, mains, state, term) =
             (self.y, self.params, self.mains, self.state, self.term);
         let lambda = mains.lambda_f;
@@ -335,20 +349,20 @@ impl<S: PairDescent> Stage<'_, S> {
                 (tried, best, false)
             })
         };
-        // The pairs without smooth parts (held at zero) from `init`: their held-out
+        // The pairs without smooth parts (held at zero) from `init`: their blocks, held-out
         // loss terms and loss.
         let base = |data: &mut BinnedData| {
             with_weights(data, train.clone(), |data| {
                 let mut st = state(data, y, init.clone());
-                let (_, terms, loss, _) = fit_at(data, &mut st, None, None);
-                (terms, loss)
+                let (values, terms, loss, _) = fit_at(data, &mut st, None, None);
+                (values, terms, loss)
             })
         };
         // The path on `data` (with the callback), the base beside it where it can be.
         let ((tried, best, stopped), base) =
             side_by_side(data, |d| mu_path(d, callback), base, |path| !path.2);
         match base {
-            Some((base_terms, base_loss)) => {
+            Some((base_values, base_terms, base_loss)) => {
                 path.push(0.0);
                 path_loss.push(base_loss);
                 for (mu, loss) in tried {
@@ -364,12 +378,12 @@ impl<S: PairDescent> Stage<'_, S> {
                                 held_weights,
                             ) =>
                     {
-                        Some((mu, values))
+                        Ok((mu, values))
                     }
-                    _ => None,
+                    _ => Err(Some(base_values)),
                 }
             }
-            None => None,
+            None => Err(None),
         }
     }
 }
