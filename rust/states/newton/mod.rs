@@ -47,6 +47,7 @@ use crate::params::{BlockKind, ChainShape, FitParams, Selection};
 use crate::prox::flsa::FlsaWorkspace;
 use crate::prox::grid::GridWorkspace;
 use crate::prox::monotone::PavaWorkspace;
+use crate::states::chunked_sum;
 use crate::states::datafit::Datafit;
 use crate::states::extrapolate::{
     descend_in_rounds, line_direction, line_kinks, line_minimum, moved, row_direction, smooth_line,
@@ -94,25 +95,6 @@ struct Step<'a> {
     s: &'a [f64],
     e1: &'a [f64],
     e1n: &'a [f64],
-}
-
-/// Runs `f` on fixed row chunks (in parallel when there is more than one) and sums the
-/// chunk results in chunk order.
-fn chunked_sum<F>(n: usize, partials: &mut [f64], f: F) -> f64
-where
-    F: Fn(Range<usize>) -> f64 + Sync,
-{
-    let n_chunks = n.div_ceil(ROW_CHUNK).max(1);
-    let parts = &mut partials[..n_chunks];
-    if n_chunks == 1 {
-        parts[0] = f(0..n);
-    } else {
-        parts
-            .par_iter_mut()
-            .enumerate()
-            .for_each(|(c, o)| *o = f(c * ROW_CHUNK..((c + 1) * ROW_CHUNK).min(n)));
-    }
-    parts.iter().sum()
 }
 
 /// `Σ_{rows} v ℓ(y, η + s) − v ℓ(y, η)` over one chunk.
@@ -304,9 +286,9 @@ impl Rows {
         let n = y.len();
         let total = match block {
             Some(k) => with_codes!(&data.features[k].codes, c => {
-                chunked_sum(n, &mut self.partials, |rows| chunk_loss_change::<D, _>(d, rows, y, eta, r, v, step, |i| c[i].idx()))
+                chunked_sum(n, ROW_CHUNK, &mut self.partials, |rows| chunk_loss_change::<D, _>(d, rows, y, eta, r, v, step, |i| c[i].idx()))
             }),
-            None => chunked_sum(n, &mut self.partials, |rows| {
+            None => chunked_sum(n, ROW_CHUNK, &mut self.partials, |rows| {
                 chunk_loss_change::<D, _>(d, rows, y, eta, r, v, step, |_| 0)
             }),
         };
@@ -788,10 +770,10 @@ impl<D: Datafit> NewtonState<D> {
         let dfit = self.datafit;
         let n = y.len();
         // F(t) ≈ F(0) − b t + a t²/2 + penalty.
-        let b = chunked_sum(n, &mut self.rows.partials, |rows| {
+        let b = chunked_sum(n, ROW_CHUNK, &mut self.rows.partials, |rows| {
             rows.map(|i| v.map_or(1.0, |v| v[i]) * r[i] * u[i]).sum()
         }) / data.total_weight;
-        let a = chunked_sum(n, &mut self.rows.partials, |rows| {
+        let a = chunked_sum(n, ROW_CHUNK, &mut self.rows.partials, |rows| {
             rows.map(|i| curv[i] * u[i] * u[i]).sum()
         }) / data.total_weight;
         let (sa, sb) = smooth_line(data, &self.beta, &d, shapes);
@@ -801,7 +783,7 @@ impl<D: Datafit> NewtonState<D> {
             if !(t > 0.0) {
                 return false;
             }
-            let dloss = chunked_sum(n, &mut self.rows.partials, |rows| {
+            let dloss = chunked_sum(n, ROW_CHUNK, &mut self.rows.partials, |rows| {
                 rows.map(|i| {
                     let s = t * u[i];
                     v.map_or(1.0, |v| v[i])

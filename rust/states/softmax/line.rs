@@ -20,13 +20,10 @@ use crate::states::extrapolate::{descend_in_rounds, keep_fused, line_minimum, mo
 /// Rows per chunk of the line's sums (fixed: the same numbers for any number of threads).
 const LINE_CHUNK: usize = 4096;
 
-/// `Σ f(rows)` over fixed chunks of `0..n`, the chunks' sums added in order.
+/// `Σ f(rows)` over fixed chunks of [`LINE_CHUNK`] rows of `0..n`, added in order
+/// ([`crate::states::chunked_sum`]).
 fn chunked_sum(n: usize, f: impl Fn(std::ops::Range<usize>) -> f64 + Sync) -> f64 {
-    let parts: Vec<f64> = (0..n.div_ceil(LINE_CHUNK))
-        .into_par_iter()
-        .map(|c| f(c * LINE_CHUNK..((c + 1) * LINE_CHUNK).min(n)))
-        .collect();
-    parts.iter().sum()
+    crate::states::chunked_sum(n, LINE_CHUNK, &mut Vec::new(), f)
 }
 
 /// Pair fits run in extrapolated rounds too where the chains carry the squared term
