@@ -277,8 +277,8 @@ thread_local! {
 }
 
 /// Which stored dual this thread's next elastic-net chain solves of [`solve_block`] start
-/// from and leave theirs in: `Some(i)` the `i`-th (empty at first, and after
-/// [`enet_warm_reset`]), `None` none (a cold start, the default). A caller that solves the
+/// from and leave theirs in: `Some(i)` the `i`-th (empty at first: a cold start; see
+/// [`enet_warm_swap`]), `None` none (a cold start, the default). A caller that solves the
 /// same chains again and again with nearby signals (the Gauss–Seidel sweeps over a softmax
 /// block's classes) gives each chain its slot; the solves stay exact
 /// ([`crate::prox::enet::enet_chain_from`]).
@@ -286,9 +286,13 @@ pub fn enet_warm_slot(slot: Option<usize>) {
     ENET.with(|e| e.borrow_mut().slot = slot);
 }
 
-/// Empties this thread's stored duals (a new block: its chains' weighted points differ).
-pub fn enet_warm_reset() {
-    ENET.with(|e| e.borrow_mut().starts.iter_mut().for_each(Vec::clear));
+/// Swaps this thread's stored duals with `duals` (one per slot of [`enet_warm_slot`]): a
+/// state that keeps each block's duals between its updates swaps them in before the block's
+/// solves and back out after, so that every solve of a block starts from that block's last
+/// one, whichever thread runs it (the starts are the state's, so the fit is the same on any
+/// number of threads). An empty `duals` gives cold starts.
+pub fn enet_warm_swap(duals: &mut Vec<Vec<f64>>) {
+    ENET.with(|e| std::mem::swap(&mut e.borrow_mut().starts, duals));
 }
 
 /// The exact block minimiser behind every block update: with curvature weights `h` and the

@@ -242,7 +242,16 @@ pub fn enet_chain_from(
         start.clear();
         EnetSolve { steps: 0, gap: 0.0 }
     } else {
-        newton(ws, (lambda, mu, monotone), start)
+        let warm = start.len() == k - 1;
+        match newton(ws, (lambda, mu, monotone), start) {
+            // A warm start so near the optimum that the line search cannot see its step
+            // above the dual's rounding would stay there solve after solve: start again cold.
+            (_, false) if warm => {
+                start.clear();
+                newton(ws, (lambda, mu, monotone), start).0
+            }
+            (solve, _) => solve,
+        }
     };
     expand(&ws.b, &ws.pos, mean, out);
     solve
@@ -250,12 +259,14 @@ pub fn enet_chain_from(
 
 /// The semismooth Newton iteration on the compacted, centred chain in `ws` from the dual
 /// `start` (0 unless its length fits); leaves the fused primal point in `ws.b` and the final
-/// dual in `start`.
+/// dual in `start`. Also returns whether it ended at the maximum (a zero gradient, a step
+/// within rounding, or a full step that kept the set of nonzero jumps), not by a step the line
+/// search could not take or the step limit.
 fn newton(
     ws: &mut EnetWorkspace,
     (lambda, mu, monotone): (f64, f64, i8),
     start: &mut Vec<f64>,
-) -> EnetSolve {
+) -> (EnetSolve, bool) {
     let k = ws.y.len();
     let m = k - 1;
     ws.mu.clear();
@@ -300,6 +311,7 @@ fn newton(
             ws.diag[e] = 1.0 / w[e] + 1.0 / w[e + 1] + if active { 1.0 / emu[e] } else { 0.0 };
         }
         if ws.grad.iter().all(|&g| g == 0.0) {
+            settled = true;
             break;
         }
         tridiagonal(&ws.diag, w, &ws.grad, &mut ws.scratch, &mut ws.step);
@@ -339,10 +351,11 @@ fn newton(
     start.clear();
     start.extend_from_slice(&ws.u);
     let gap = primal_value(y, w, emu, &ws.b, lambda) - value;
-    EnetSolve {
+    let solve = EnetSolve {
         steps,
         gap: gap.max(0.0),
-    }
+    };
+    (solve, settled)
 }
 
 /// Sets every run of points joined by zero-jump edges to its weighted mean.

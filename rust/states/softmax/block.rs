@@ -5,7 +5,7 @@
 //! common part out of the penalty.
 
 use super::*;
-use crate::descent::kinds::{enet_warm_reset, enet_warm_slot};
+use crate::descent::kinds::{enet_warm_slot, enet_warm_swap};
 
 impl MultinomialState {
     /// Block `j`'s score: the chains' BGS-s scores summed, their largest violation (a pair
@@ -54,7 +54,24 @@ impl MultinomialState {
     /// bin, `diag(h) − cross` (`self.coupling`, built for this block), by [`INNER_SWEEPS`]
     /// Gauss–Seidel sweeps over the classes, each class's chain solved exactly with the other
     /// classes' steps fixed; otherwise the classes are independent.
+    ///
+    /// The class chains' elastic-net solves start from this block's last update's duals; where
+    /// that step does not lower the model, it is solved again from cold starts (a start so
+    /// near the optimum that its line search cannot see the step above rounding would
+    /// otherwise hold the block there).
     fn direction(&mut self, j: usize, lambda: f64, coupled: bool) -> Option<f64> {
+        let warm = self.enet_duals.get(j).is_some_and(|d| !d.is_empty());
+        match self.direction_from(j, lambda, coupled) {
+            None if warm => {
+                self.enet_duals[j].clear();
+                self.direction_from(j, lambda, coupled)
+            }
+            step => step,
+        }
+    }
+
+    /// [`MultinomialState::direction`] from the stored duals of block `j`.
+    fn direction_from(&mut self, j: usize, lambda: f64, coupled: bool) -> Option<f64> {
         let (k, nb, nc) = (self.k, self.wn[j].len(), self.n_chain[j]);
         let shape = self.shape(j);
         self.buf.delta[..k * nb].iter_mut().for_each(|d| *d = 0.0);
@@ -63,8 +80,12 @@ impl MultinomialState {
             (true, BlockKind::Chain) => self.chain_sweeps(j),
             (true, BlockKind::Grid(_) | BlockKind::Smooth(_)) => GRID_SWEEPS,
         };
-        // Each class chain's elastic-net solve starts from its last sweep's dual.
-        enet_warm_reset();
+        // Each class chain's elastic-net solve starts from its last solve's dual: the last
+        // sweep's, or this block's last update's (kept by the state).
+        if self.enet_duals.len() <= j {
+            self.enet_duals.resize_with(j + 1, Vec::new);
+        }
+        enet_warm_swap(&mut self.enet_duals[j]);
         for _ in 0..sweeps {
             for c in 0..k {
                 enet_warm_slot(Some(c));
@@ -109,6 +130,7 @@ impl MultinomialState {
             }
         }
         enet_warm_slot(None);
+        enet_warm_swap(&mut self.enet_duals[j]);
         let mut linear = 0.0;
         let mut dtv = 0.0;
         let mut dsmooth = 0.0;

@@ -222,6 +222,9 @@ pub(crate) struct MultinomialState {
     // of its gradient per class (`K·cells`, class-major; empty for chains).
     shapes: Vec<ChainShape>,
     duals: Vec<Vec<f64>>,
+    // A chain block's elastic-net duals per class from its last update (its solves' warm
+    // starts: [`crate::descent::kinds::enet_warm_swap`]); empty until then.
+    enet_duals: Vec<Vec<Vec<f64>>>,
     grid_ws: GridWorkspace,
     // The groups of features that bin the rows alike (`line::twin_groups`), found at the
     // first update that needs them.
@@ -310,6 +313,7 @@ impl MultinomialState {
             curvature,
             shapes: Vec::new(),
             duals: Vec::new(),
+            enet_duals: Vec::new(),
             grid_ws: GridWorkspace::default(),
             twins: None,
         };
