@@ -57,6 +57,10 @@ const MAX_HALVINGS: usize = 60;
 pub struct EnetWorkspace {
     y: Vec<f64>,
     w: Vec<f64>,
+    /// `1 / w` of the weighted points, and `1 / μ_e` of their edges: the Newton steps
+    /// multiply, for a division each on the tridiagonal solve's chain of dependencies alone.
+    inv_w: Vec<f64>,
+    inv_mu: Vec<f64>,
     pos: Vec<usize>,
     mu: Vec<f64>,
     u: Vec<f64>,
@@ -86,11 +90,11 @@ pub struct EnetSolve {
     pub gap: f64,
 }
 
-/// `g*(u)` of one edge (`mu` its own), with `monotone` as in [`enet_chain`].
+/// `g*(u)` of one edge (`inv_mu` its own `1/μ`), with `monotone` as in [`enet_chain`].
 #[inline]
-fn conj(u: f64, lambda: f64, mu: f64, monotone: i8) -> f64 {
+fn conj(u: f64, lambda: f64, inv_mu: f64, monotone: i8) -> f64 {
     let e = excess(u, lambda, monotone);
-    e * e / (2.0 * mu)
+    0.5 * e * e * inv_mu
 }
 
 /// The signed part of `u` beyond the penalty's kink: `g*'(u) = excess / μ`.
@@ -111,8 +115,15 @@ fn excess(u: f64, lambda: f64, monotone: i8) -> f64 {
     }
 }
 
-/// The dual objective at `u` (compacted chain).
-fn dual_value(y: &[f64], w: &[f64], mu: &[f64], u: &[f64], lambda: f64, monotone: i8) -> f64 {
+/// The dual objective at `u` (compacted chain; `inv_w` and `inv_mu` the reciprocals of its
+/// weights and of its edges' `μ`).
+fn dual_value(
+    y: &[f64],
+    (inv_w, inv_mu): (&[f64], &[f64]),
+    u: &[f64],
+    lambda: f64,
+    monotone: i8,
+) -> f64 {
     let k = y.len();
     let mut linear = 0.0;
     let mut quad = 0.0;
@@ -121,11 +132,11 @@ fn dual_value(y: &[f64], w: &[f64], mu: &[f64], u: &[f64], lambda: f64, monotone
         let left = if t > 0 { u[t - 1] } else { 0.0 };
         let right = if t + 1 < k { u[t] } else { 0.0 };
         let s = left - right;
-        quad += s * s / w[t];
+        quad += s * s * inv_w[t];
     }
     for e in 0..k - 1 {
         linear += u[e] * (y[e + 1] - y[e]);
-        conjugate += conj(u[e], lambda, mu[e], monotone);
+        conjugate += conj(u[e], lambda, inv_mu[e], monotone);
     }
     linear - 0.5 * quad - conjugate
 }
@@ -142,34 +153,31 @@ fn primal_value(y: &[f64], w: &[f64], mu: &[f64], b: &[f64], lambda: f64) -> f64
     fit + pen
 }
 
-/// `b = y − W⁻¹Dᵀu`.
-fn primal_point(y: &[f64], w: &[f64], u: &[f64], b: &mut [f64]) {
+/// `b = y − W⁻¹Dᵀu` (`inv_w` the reciprocals of the weights).
+fn primal_point(y: &[f64], inv_w: &[f64], u: &[f64], b: &mut [f64]) {
     let k = y.len();
     for t in 0..k {
         let left = if t > 0 { u[t - 1] } else { 0.0 };
         let right = if t + 1 < k { u[t] } else { 0.0 };
-        b[t] = y[t] - (left - right) / w[t];
+        b[t] = y[t] - (left - right) * inv_w[t];
     }
 }
 
 /// Solves the tridiagonal system with diagonal `diag` and off-diagonal entries
-/// `−1/w[e+1]` between rows `e` and `e + 1` for the right-hand side `rhs` (Thomas'
-/// algorithm; the matrix is symmetric positive definite, so no pivoting is needed).
-fn tridiagonal(diag: &[f64], w: &[f64], rhs: &[f64], scratch: &mut [f64], out: &mut [f64]) {
+/// `−inv_w[e+1]` between rows `e` and `e + 1` for the right-hand side `rhs` (Thomas'
+/// algorithm; the matrix is symmetric positive definite, so no pivoting is needed). One
+/// division a row: each row's pivot is inverted once.
+fn tridiagonal(diag: &[f64], inv_w: &[f64], rhs: &[f64], scratch: &mut [f64], out: &mut [f64]) {
     let m = diag.len();
     // Forward elimination: scratch holds the modified super-diagonal.
-    let mut denom = diag[0];
-    scratch[0] = -1.0 / w[1] / denom;
-    out[0] = rhs[0] / denom;
+    let mut r = 1.0 / diag[0];
+    scratch[0] = -inv_w[1] * r;
+    out[0] = rhs[0] * r;
     for e in 1..m {
-        let sub = -1.0 / w[e];
-        denom = diag[e] - sub * scratch[e - 1];
-        scratch[e] = if e + 1 < m {
-            -1.0 / w[e + 1] / denom
-        } else {
-            0.0
-        };
-        out[e] = (rhs[e] - sub * out[e - 1]) / denom;
+        let sub = -inv_w[e];
+        r = 1.0 / (diag[e] - sub * scratch[e - 1]);
+        scratch[e] = if e + 1 < m { -inv_w[e + 1] * r } else { 0.0 };
+        out[e] = (rhs[e] - sub * out[e - 1]) * r;
     }
     for e in (0..m - 1).rev() {
         out[e] -= scratch[e] * out[e + 1];
@@ -290,8 +298,13 @@ fn newton(
     if start.len() == m && start.iter().all(|u| u.is_finite()) {
         ws.u.copy_from_slice(start);
     }
+    ws.inv_w.clear();
+    ws.inv_w.extend(ws.w.iter().map(|w| 1.0 / w));
+    ws.inv_mu.clear();
+    ws.inv_mu.extend(ws.mu.iter().map(|m| 1.0 / m));
     let (y, w, emu) = (&ws.y, &ws.w, &ws.mu);
-    let mut value = dual_value(y, w, emu, &ws.u, lambda, monotone);
+    let inv = (&ws.inv_w[..], &ws.inv_mu[..]);
+    let mut value = dual_value(y, inv, &ws.u, lambda, monotone);
     // The objective of the flat chain bounds both values: a step that raises the dual by
     // less than rounding of this size ends the solve (near a kink the set of nonzero jumps
     // can flip back and forth by rounding alone).
@@ -299,22 +312,22 @@ fn newton(
     let mut steps = 0;
     let mut settled = false;
     while steps < MAX_NEWTON_STEPS && !settled {
-        primal_point(y, w, &ws.u, &mut ws.b);
+        primal_point(y, inv.0, &ws.u, &mut ws.b);
         let mut slope = 0.0;
         let mut changed = false;
         for e in 0..m {
             let ex = excess(ws.u[e], lambda, monotone);
-            ws.grad[e] = (ws.b[e + 1] - ws.b[e]) - ex / emu[e];
+            ws.grad[e] = (ws.b[e + 1] - ws.b[e]) - ex * inv.1[e];
             let active = ex != 0.0;
             changed |= active != ws.active[e];
             ws.active[e] = active;
-            ws.diag[e] = 1.0 / w[e] + 1.0 / w[e + 1] + if active { 1.0 / emu[e] } else { 0.0 };
+            ws.diag[e] = inv.0[e] + inv.0[e + 1] + if active { inv.1[e] } else { 0.0 };
         }
         if ws.grad.iter().all(|&g| g == 0.0) {
             settled = true;
             break;
         }
-        tridiagonal(&ws.diag, w, &ws.grad, &mut ws.scratch, &mut ws.step);
+        tridiagonal(&ws.diag, inv.0, &ws.grad, &mut ws.scratch, &mut ws.step);
         for e in 0..m {
             slope += ws.grad[e] * ws.step[e];
         }
@@ -327,7 +340,7 @@ fn newton(
             for e in 0..m {
                 ws.trial[e] = ws.u[e] + t * ws.step[e];
             }
-            let v = dual_value(y, w, emu, &ws.trial, lambda, monotone);
+            let v = dual_value(y, inv, &ws.trial, lambda, monotone);
             if v >= value + 1e-4 * t * slope {
                 accepted = true;
                 settled = v - value <= floor;
@@ -346,7 +359,7 @@ fn newton(
             settled |= (0..m).all(|e| (excess(ws.u[e], lambda, monotone) != 0.0) == ws.active[e]);
         }
     }
-    primal_point(y, w, &ws.u, &mut ws.b);
+    primal_point(y, inv.0, &ws.u, &mut ws.b);
     fuse(&mut ws.b, w, &ws.u, lambda, monotone);
     start.clear();
     start.extend_from_slice(&ws.u);
@@ -468,7 +481,8 @@ mod tests {
             }
         }
         let mut b = vec![0.0; k];
-        primal_point(y, w, &u, &mut b);
+        let inv_w: Vec<f64> = w.iter().map(|w| 1.0 / w).collect();
+        primal_point(y, &inv_w, &u, &mut b);
         b
     }
 
