@@ -70,7 +70,9 @@ pub struct EnetWorkspace {
     diag: Vec<f64>,
     scratch: Vec<f64>,
     b: Vec<f64>,
-    active: Vec<bool>,
+    /// The quadratic piece of the dual at the current point: each edge's side of its kink
+    /// (the sign of its excess, 0 between the kinks).
+    active: Vec<i8>,
 }
 
 impl EnetWorkspace {
@@ -112,6 +114,18 @@ fn excess(u: f64, lambda: f64, monotone: i8) -> f64 {
                 0.0
             }
         }
+    }
+}
+
+/// Which side of its kinks an edge's dual is on: the sign of its excess ([`excess`]).
+#[inline]
+fn side(excess: f64) -> i8 {
+    if excess > 0.0 {
+        1
+    } else if excess < 0.0 {
+        -1
+    } else {
+        0
     }
 }
 
@@ -294,7 +308,7 @@ fn newton(
     ws.b.clear();
     ws.b.resize(k, 0.0);
     ws.active.clear();
-    ws.active.resize(m, false);
+    ws.active.resize(m, 0);
     if start.len() == m && start.iter().all(|u| u.is_finite()) {
         ws.u.copy_from_slice(start);
     }
@@ -314,14 +328,12 @@ fn newton(
     while steps < MAX_NEWTON_STEPS && !settled {
         primal_point(y, inv.0, &ws.u, &mut ws.b);
         let mut slope = 0.0;
-        let mut changed = false;
         for e in 0..m {
             let ex = excess(ws.u[e], lambda, monotone);
             ws.grad[e] = (ws.b[e + 1] - ws.b[e]) - ex * inv.1[e];
-            let active = ex != 0.0;
-            changed |= active != ws.active[e];
-            ws.active[e] = active;
-            ws.diag[e] = inv.0[e] + inv.0[e + 1] + if active { inv.1[e] } else { 0.0 };
+            ws.active[e] = side(ex);
+            let curved = if ex != 0.0 { inv.1[e] } else { 0.0 };
+            ws.diag[e] = inv.0[e] + inv.0[e + 1] + curved;
         }
         if ws.grad.iter().all(|&g| g == 0.0) {
             settled = true;
@@ -354,9 +366,11 @@ fn newton(
             break;
         }
         std::mem::swap(&mut ws.u, &mut ws.trial);
-        // A full step that kept the set of nonzero jumps maximised the quadratic piece.
-        if t == 1.0 && !changed && steps > 1 {
-            settled |= (0..m).all(|e| (excess(ws.u[e], lambda, monotone) != 0.0) == ws.active[e]);
+        // A full step is the maximum of the quadratic of the piece it started in; where it
+        // ends in that piece too, the dual (continuously differentiable) has a zero gradient
+        // there: its maximum, from the first step on (a warm start's usual case).
+        if t == 1.0 {
+            settled |= (0..m).all(|e| side(excess(ws.u[e], lambda, monotone)) == ws.active[e]);
         }
     }
     primal_point(y, inv.0, &ws.u, &mut ws.b);
