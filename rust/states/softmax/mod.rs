@@ -152,20 +152,35 @@ fn row_residuals(v: f64, y: usize, p: &[f64], vr: &mut [f64], acc: &mut [f64]) {
     }
 }
 
+thread_local! {
+    /// Each thread's bin-major sums of [`class_bin_sums`].
+    static BIN_MAJOR: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// `out[c·n_bins + b] = Σ_{code(i)=b} vr[i·K + c] · inv_w` for one feature (one pass over
-/// its codes, in row order).
+/// its codes, in row order; entries of `out` after the `K·n_bins` are zeroed). A row's `K`
+/// residuals go to one bin's `K` adjacent sums of a bin-major buffer (one or two cache lines,
+/// not `K` lines `n_bins` apart), which is then laid out class-major: each sum is taken over
+/// the same rows in the same order either way.
 fn class_bin_sums(feature: &BinnedFeature, vr: &[f64], k: usize, inv_w: f64, out: &mut [f64]) {
     let nb = feature.n_bins();
-    out.iter_mut().for_each(|o| *o = 0.0);
-    with_codes!(&feature.codes, codes => {
-        for (r, &b) in vr.chunks_exact(k).zip(codes) {
-            let b = b.idx();
-            for (c, &x) in r.iter().enumerate() {
-                out[c * nb + b] += x;
+    BIN_MAJOR.with(|buf| {
+        let sums = &mut *buf.borrow_mut();
+        sums.clear();
+        sums.resize(nb * k, 0.0);
+        with_codes!(&feature.codes, codes => {
+            for (r, &b) in vr.chunks_exact(k).zip(codes) {
+                let at = b.idx() * k;
+                sums[at..at + k].iter_mut().zip(r).for_each(|(o, &x)| *o += x);
+            }
+        });
+        for (b, bin) in sums.chunks_exact(k).enumerate() {
+            for (c, &x) in bin.iter().enumerate() {
+                out[c * nb + b] = x * inv_w;
             }
         }
     });
-    out.iter_mut().for_each(|o| *o *= inv_w);
+    out[nb * k..].iter_mut().for_each(|o| *o = 0.0);
 }
 
 /// Gauss–Seidel sweeps over the classes of a block's proximal-Newton step (measured on
