@@ -27,8 +27,9 @@
 //! `−(D W⁻¹ Dᵀ + diag(a_e / μ))`, `a_e = 1` where `g*` is curved at `u_e` (the jump is
 //! nonzero), which is tridiagonal and negative definite. Semismooth Newton steps (one
 //! tridiagonal solve each, `O(B)`) with a backtracking line search on `D` converge from any
-//! start, and end exactly once the set of nonzero jumps is right: a full step that keeps the
-//! set lands on the maximum of the quadratic piece it is in.
+//! start, and end exactly once the set of nonzero jumps is right: a full step that ends in
+//! the quadratic piece it started in (every edge on the same side of its kinks) lands on its
+//! maximum, where `D`, continuously differentiable, has a zero gradient.
 //!
 //! The returned point is `b(u)` with every run of bins joined by zero-jump edges
 //! (`g*'(u_e) = 0`) set to its weighted mean, so that fused bins are bit-identical, and
@@ -264,16 +265,7 @@ pub fn enet_chain_from(
         start.clear();
         EnetSolve { steps: 0, gap: 0.0 }
     } else {
-        let warm = start.len() == k - 1;
-        match newton(ws, (lambda, mu, monotone), start) {
-            // A warm start so near the optimum that the line search cannot see its step
-            // above the dual's rounding would stay there solve after solve: start again cold.
-            (_, false) if warm => {
-                start.clear();
-                newton(ws, (lambda, mu, monotone), start).0
-            }
-            (solve, _) => solve,
-        }
+        newton(ws, (lambda, mu, monotone), start)
     };
     expand(&ws.b, &ws.pos, mean, out);
     solve
@@ -281,14 +273,12 @@ pub fn enet_chain_from(
 
 /// The semismooth Newton iteration on the compacted, centred chain in `ws` from the dual
 /// `start` (0 unless its length fits); leaves the fused primal point in `ws.b` and the final
-/// dual in `start`. Also returns whether it ended at the maximum (a zero gradient, a step
-/// within rounding, or a full step that kept the set of nonzero jumps), not by a step the line
-/// search could not take or the step limit.
+/// dual in `start`.
 fn newton(
     ws: &mut EnetWorkspace,
     (lambda, mu, monotone): (f64, f64, i8),
     start: &mut Vec<f64>,
-) -> (EnetSolve, bool) {
+) -> EnetSolve {
     let k = ws.y.len();
     let m = k - 1;
     ws.mu.clear();
@@ -336,7 +326,6 @@ fn newton(
             ws.diag[e] = inv.0[e] + inv.0[e + 1] + curved;
         }
         if ws.grad.iter().all(|&g| g == 0.0) {
-            settled = true;
             break;
         }
         tridiagonal(&ws.diag, inv.0, &ws.grad, &mut ws.scratch, &mut ws.step);
@@ -378,11 +367,10 @@ fn newton(
     start.clear();
     start.extend_from_slice(&ws.u);
     let gap = primal_value(y, w, emu, &ws.b, lambda) - value;
-    let solve = EnetSolve {
+    EnetSolve {
         steps,
         gap: gap.max(0.0),
-    };
-    (solve, settled)
+    }
 }
 
 /// Sets every run of points joined by zero-jump edges to its weighted mean.
