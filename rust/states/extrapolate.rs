@@ -25,6 +25,13 @@
 //! (`line_direction`, `line_kinks`, `row_direction`) that minimises the loss's
 //! quadratic model along the line and is taken only where the true objective falls.
 //!
+//! The refits of the main effects ([`fit_extrapolated`], [`fit_tables_extrapolated`]) also
+//! extrapolate across rounds: every [`ANDERSON_DEPTH`] rounds the last round ends propose a
+//! point by Anderson extrapolation ([`crate::states::anderson`], [`RoundEnds`]), and the state
+//! moves towards it by the same exact line search, only where the objective falls. Where
+//! main effects stand in for one another (a date, its year and its day of the year), each
+//! round's own line search sees only its change, and the rounds creep along the valley.
+//!
 //! The stopping rule and the certificate are the loop's own: the last round ends by the
 //! loop's KKT test (or `max_iter`, `max_time`, the callback), so the model returned is the
 //! same optimum to the requested tolerance, with its KKT residual measured by the loop.
@@ -43,6 +50,7 @@ use crate::descent::{
 use crate::error::{check_target, Result};
 use crate::model::report::{BinnedFit, Callback, History, Progress, StopReason};
 use crate::params::{ChainShape, FitParams, Grid, PairLink, Selection, Shapes};
+use crate::states::anderson::{anderson_point, ANDERSON_DEPTH};
 use crate::states::squared::{Along, BlockState};
 use crate::with_codes;
 
@@ -85,7 +93,7 @@ pub(crate) fn fit_extrapolated(
         &state,
         params,
         (init, callback),
-        Mode::Rebuild(&state),
+        (Mode::Rebuild(&state), ANDERSON_DEPTH),
     )
 }
 
@@ -109,17 +117,24 @@ pub(crate) fn fit_tables_extrapolated(
 ) -> Result<BinnedFit> {
     params.check()?;
     let state = |beta| BlockState::with_tables(data, Arc::clone(&tables), beta);
-    fit_extrapolated_on(data, &state, params, (init, callback), Mode::InPlace)
+    fit_extrapolated_on(
+        data,
+        &state,
+        params,
+        (init, callback),
+        (Mode::InPlace, ANDERSON_DEPTH),
+    )
 }
 
 /// The fit of [`fit_extrapolated`] with states made by `state`, a greedy selection's rounds
-/// moving the state by `greedy` (`params` already checked by the caller).
+/// moving the state by `greedy`, and every `depth` rounds an Anderson extrapolation of the
+/// round ends ([`RoundEnds`]; 0: none) (`params` already checked by the caller).
 fn fit_extrapolated_on(
     data: &BinnedData,
     state: &dyn Fn(Vec<Vec<f64>>) -> BlockState,
     params: &FitParams,
     (init, callback): (Vec<Vec<f64>>, Option<Callback<'_>>),
-    greedy: Mode<'_>,
+    (greedy, depth): (Mode<'_>, usize),
 ) -> Result<BinnedFit> {
     let start = Instant::now();
     check_init(data, &init)?;
@@ -138,11 +153,15 @@ fn fit_extrapolated_on(
         _ => Mode::InPlace,
     };
     let chains_only = !shapes.iter().any(|s| s.grid.is_some());
+    let mut ends = RoundEnds::new(depth);
     Ok(descend_in_rounds(
         (&mut st, chains_only),
         (data, params),
         leg,
-        |st, before, shapes| round_step(data, (st, mode), before, shapes, lambda),
+        |st, before, shapes| {
+            round_step(data, (st, mode), before, shapes, lambda);
+            ends.after_round(data, st, shapes, lambda);
+        },
     ))
 }
 
@@ -611,6 +630,19 @@ fn line_step(
 ) -> Option<Step> {
     let d = line_direction(data, &st.beta, &before.1, shapes);
     let dc = st.intercept - before.0;
+    step_along(data, st, (d, dc), shapes, lambda)
+}
+
+/// The step `t > 0` along the direction `(d, dc)` (blocks, intercept) from `st` to the lowest
+/// objective on that line (the loss's quadratic from the tables or the rows, the squared
+/// parts', the total variation's kinks), if one is lower than `st`'s.
+fn step_along(
+    data: &BinnedData,
+    st: &mut BlockState,
+    (d, dc): (Vec<Vec<f64>>, f64),
+    shapes: &[ChainShape],
+    lambda: f64,
+) -> Option<Step> {
     let (a, b, along) = match st.tables_line(&d, dc) {
         Some(along @ Along::Tables { a, b, .. }) => (a, b, along),
         _ => {
@@ -624,6 +656,67 @@ fn line_step(
     let (mut jumps, t_max) = line_kinks(data, &st.beta, &d, shapes, lambda);
     let t = line_minimum(a + sa, b + sb, &mut jumps, t_max);
     (t > 0.0).then_some(Step { t, dc, d, along })
+}
+
+/// The round ends of a fit, kept for Anderson extrapolation ([`crate::states::anderson`]):
+/// every `depth` rounds ([`ANDERSON_DEPTH`] in the fits) the last `depth + 1` ends propose a point, and the
+/// state moves towards it by the exact line search ([`step_along`]; the direction averaged
+/// over the state's fused runs and regions, as a round's), where the objective falls.
+pub(crate) struct RoundEnds {
+    depth: usize,
+    ends: Vec<Vec<f64>>,
+}
+
+impl RoundEnds {
+    /// Round ends kept for extrapolation every `depth` rounds (0: never).
+    pub(crate) fn new(depth: usize) -> Self {
+        Self {
+            depth,
+            ends: Vec::new(),
+        }
+    }
+
+    /// After a round (its line search done, every block's sums fresh): records `st`'s blocks
+    /// and intercept, and every `depth` rounds moves `st` towards the extrapolated point
+    /// where that lowers the objective. Returns whether it moved.
+    pub(crate) fn after_round(
+        &mut self,
+        data: &BinnedData,
+        st: &mut BlockState,
+        shapes: &[ChainShape],
+        lambda: f64,
+    ) -> bool {
+        if self.depth == 0 {
+            return false;
+        }
+        let mut x: Vec<f64> = st.beta.iter().flatten().copied().collect();
+        x.push(st.intercept);
+        self.ends.push(x);
+        if self.ends.len() <= self.depth {
+            return false;
+        }
+        let ends = std::mem::take(&mut self.ends);
+        let Some(point) = anderson_point(&ends) else {
+            return false;
+        };
+        let mut at = 0;
+        let target: Vec<Vec<f64>> = st
+            .beta
+            .iter()
+            .map(|b| {
+                at += b.len();
+                point[at - b.len()..at].to_vec()
+            })
+            .collect();
+        // `line_direction` gives `beta − target` on `beta`'s runs: the move is its opposite.
+        let mut d = line_direction(data, &st.beta, &target, shapes);
+        d.iter_mut().flatten().for_each(|v| *v = -*v);
+        let dc = point[at] - st.intercept;
+        match step_along(data, st, (d, dc), shapes, lambda) {
+            Some(step) => st.move_along(data, (step.t, step.dc, &step.d, &step.along), lambda),
+            None => false,
+        }
+    }
 }
 
 /// The direction of a round from the blocks `before` (its start) to `beta` (its end), averaged
@@ -1129,6 +1222,75 @@ mod tests {
         assert!(BlockState::new(&data, y.view())
             .tables_line(&d, dc)
             .is_none());
+    }
+
+    /// A date, its year and its day of the year (the date's trend is as cheap, in total
+    /// variation, as the year's steps plus the day's ramp): the fit with Anderson
+    /// extrapolation of its rounds reaches the same optimum, certified at the tolerance, in
+    /// fewer block updates than the rounds alone, on either engine; the objective never rises.
+    #[test]
+    fn anderson_extrapolation_shortens_a_dates_year_and_day_fit() {
+        let n = 20_000;
+        let mut x = Array2::zeros((n, 4));
+        let mut y = Array1::zeros(n);
+        for i in 0..n {
+            // Days over eight 365-day years, every row a different minute.
+            let minute = (i as f64 * 1_000_003.0) % (8.0 * 365.0 * 1440.0);
+            let day = (minute / 1440.0).floor();
+            x[[i, 0]] = 2010.0 + minute / (365.0 * 1440.0);
+            x[[i, 1]] = 2010.0 + (day / 365.0).floor();
+            x[[i, 2]] = day % 365.0;
+            x[[i, 3]] = ((i * 7919) % 1000) as f64;
+            let noise = (((i * 104_729) % 1009) as f64 / 1009.0 - 0.5) * 0.6;
+            y[i] = 0.15 * (x[[i, 0]] - 2010.0) + (x[[i, 3]] / 500.0).sin() + noise;
+        }
+        let data = binned(&x, None, 64);
+        let tables = Arc::new(Tables::build(&data, y.view()).unwrap());
+        let params = FitParams {
+            lambda: Penalty::Relative(2e-4),
+            tol: 1e-3,
+            ..Default::default()
+        };
+        let rows = |beta| BlockState::with_start(&data, y.view(), beta);
+        let on_tables = |beta| BlockState::with_tables(&data, Arc::clone(&tables), beta);
+        for (engine, state) in [
+            ("rows", &rows as &dyn Fn(Vec<Vec<f64>>) -> BlockState),
+            ("tables", &on_tables),
+        ] {
+            let fit = |depth: usize| {
+                let mode = if engine == "rows" {
+                    Mode::Rebuild(state)
+                } else {
+                    Mode::InPlace
+                };
+                fit_extrapolated_on(
+                    &data,
+                    state,
+                    &params,
+                    (data.zero_blocks(), None),
+                    (mode, depth),
+                )
+                .unwrap()
+            };
+            let (rounds, anderson) = (fit(0), fit(ANDERSON_DEPTH));
+            assert!(
+                rounds.report.converged && anderson.report.converged,
+                "{engine}"
+            );
+            assert!(anderson.report.kkt_residual <= params.tol, "{engine}");
+            assert_fewer_updates(
+                anderson.report.n_iter,
+                rounds.report.n_iter,
+                &format!("{engine}: Anderson, rounds alone"),
+            );
+            let (a, b) = (anderson.report.objective, rounds.report.objective);
+            assert!((a - b).abs() <= 1e-6 * b.abs(), "{engine}: {a} vs {b}");
+            let o = &anderson.report.history.objective;
+            assert!(
+                o.windows(2).all(|w| w[1] <= w[0] * (1.0 + 1e-12)),
+                "{engine}"
+            );
+        }
     }
 
     /// The final fit on the tables engine with line searches: fewer block updates to the

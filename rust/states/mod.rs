@@ -3,6 +3,7 @@
 //! [`extrapolate`]), and the proximal-Newton state ([`newton`]) over a per-row datafit
 //! ([`datafit`]).
 
+pub mod anderson;
 pub mod datafit;
 pub mod engine;
 pub mod extrapolate;
