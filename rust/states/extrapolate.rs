@@ -659,9 +659,10 @@ fn step_along(
 }
 
 /// The round ends of a fit, kept for Anderson extrapolation ([`crate::states::anderson`]):
-/// every `depth` rounds ([`ANDERSON_DEPTH`] in the fits) the last `depth + 1` ends propose a point, and the
-/// state moves towards it by the exact line search ([`step_along`]; the direction averaged
-/// over the state's fused runs and regions, as a round's), where the objective falls.
+/// every `depth` rounds ([`ANDERSON_DEPTH`] in the fits) the last `depth + 1` ends propose a
+/// point, and the state moves towards it by the exact line search ([`step_along`]; the
+/// direction averaged over the state's fused runs and regions, as a round's), where the
+/// objective falls.
 pub(crate) struct RoundEnds {
     depth: usize,
     ends: Vec<Vec<f64>>,
@@ -678,26 +679,26 @@ impl RoundEnds {
 
     /// After a round (its line search done, every block's sums fresh): records `st`'s blocks
     /// and intercept, and every `depth` rounds moves `st` towards the extrapolated point
-    /// where that lowers the objective. Returns whether it moved.
+    /// where that lowers the objective.
     pub(crate) fn after_round(
         &mut self,
         data: &BinnedData,
         st: &mut BlockState,
         shapes: &[ChainShape],
         lambda: f64,
-    ) -> bool {
+    ) {
         if self.depth == 0 {
-            return false;
+            return;
         }
         let mut x: Vec<f64> = st.beta.iter().flatten().copied().collect();
         x.push(st.intercept);
         self.ends.push(x);
         if self.ends.len() <= self.depth {
-            return false;
+            return;
         }
         let ends = std::mem::take(&mut self.ends);
         let Some(point) = anderson_point(&ends) else {
-            return false;
+            return;
         };
         let mut at = 0;
         let target: Vec<Vec<f64>> = st
@@ -712,9 +713,8 @@ impl RoundEnds {
         let mut d = line_direction(data, &st.beta, &target, shapes);
         d.iter_mut().flatten().for_each(|v| *v = -*v);
         let dc = point[at] - st.intercept;
-        match step_along(data, st, (d, dc), shapes, lambda) {
-            Some(step) => st.move_along(data, (step.t, step.dc, &step.d, &step.along), lambda),
-            None => false,
+        if let Some(step) = step_along(data, st, (d, dc), shapes, lambda) {
+            st.move_along(data, (step.t, step.dc, &step.d, &step.along), lambda);
         }
     }
 }
