@@ -43,3 +43,24 @@ pub(crate) fn correlated_pairs(
 pub(crate) fn assert_fewer_updates(fast: usize, slow: usize, what: &str) {
     assert!(fast < slow, "{what}: {fast} updates against {slow}");
 }
+
+/// A date over eight 365-day years (every row a different minute), its year, its day of the
+/// year and an unrelated column on `n` rows; the target is a trend linear in the date, a sine
+/// of the fourth column and a fixed uniform noise of width `noise`. The date's trend costs as much total variation as
+/// the year's steps plus the day's ramp: greedy updates creep along the valley between the
+/// two (the data of the extrapolation tests).
+pub(crate) fn date_year_day(n: usize, noise: f64) -> (ndarray::Array2<f64>, ndarray::Array1<f64>) {
+    let mut x = ndarray::Array2::zeros((n, 4));
+    let mut y = ndarray::Array1::zeros(n);
+    for i in 0..n {
+        let minute = (i as f64 * 1_000_003.0) % (8.0 * 365.0 * 1440.0);
+        let day = (minute / 1440.0).floor();
+        x[[i, 0]] = 2010.0 + minute / (365.0 * 1440.0);
+        x[[i, 1]] = 2010.0 + (day / 365.0).floor();
+        x[[i, 2]] = day % 365.0;
+        x[[i, 3]] = ((i * 7919) % 1000) as f64;
+        let noise = (((i * 104_729) % 1009) as f64 / 1009.0 - 0.5) * noise;
+        y[i] = 0.15 * (x[[i, 0]] - 2010.0) + (x[[i, 3]] / 500.0).sin() + noise;
+    }
+    (x, y)
+}
