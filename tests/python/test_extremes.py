@@ -122,3 +122,19 @@ def test_cv_fits_a_fold_whose_training_part_alone_is_tiny():
     y = np.array([1e-200] * 6 + [1.0] * 3)
     m = fastpcam.FASTRegressorCV(lambda_ratios=[1.0, 0.1, 0.01], cv=3, max_bins=8).fit(X, y)
     assert np.all(np.isfinite(m.predict(X)))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_target_scale_reads_the_largest_finite_magnitude(seed: int) -> None:
+    """Contract: the target's scale comes from its largest finite magnitude, whatever its
+    sign, with NaN or infinite values ignored (the extremes are read without a temporary
+    array where every value is finite)."""
+    from fastpcam._input import target_scale
+
+    r = np.random.default_rng(seed)
+    y = r.normal(size=50) * 10.0 ** r.integers(-320, -150)
+    y[r.integers(50)] = -1e-155 * (seed + 1)
+    want = target_scale(np.append(y, [np.nan, np.inf]))
+    assert target_scale(y) == want
+    top = float(np.max(np.abs(y)))
+    assert want != 1.0 and 0.5 <= top * want < 1.0
