@@ -92,9 +92,33 @@ pub fn bin_weights(codes: &Codes, n_bins: usize, weights: Option<&[f64]>) -> Vec
     let mut out = vec![0.0; n_bins];
     with_codes!(codes, c => match weights {
         Some(w) => c.iter().zip(w).for_each(|(&b, &v)| out[b.idx()] += v),
-        None => c.iter().for_each(|&b| out[b.idx()] += 1.0),
+        None => {
+            for (o, k) in out.iter_mut().zip(unit_counts(c, n_bins)) {
+                *o = k as f64;
+            }
+        }
     });
     out
+}
+
+/// Rows per bin of `codes` (`n_bins` bins), counted in integers in four interleaved copies,
+/// so that runs of rows in the same bin do not wait on each other's stores (a sorted or
+/// low-cardinality column: one dependent addition per row otherwise). Exact: the counts as
+/// `f64` are the sums of ones.
+fn unit_counts<C: Code>(codes: &[C], n_bins: usize) -> Vec<u64> {
+    let mut k = vec![[0u64; 4]; n_bins];
+    let quads = codes.chunks_exact(4);
+    let rest = quads.remainder();
+    for q in quads {
+        k[q[0].idx()][0] += 1;
+        k[q[1].idx()][1] += 1;
+        k[q[2].idx()][2] += 1;
+        k[q[3].idx()][3] += 1;
+    }
+    for &b in rest {
+        k[b.idx()][0] += 1;
+    }
+    k.iter().map(|c| c.iter().sum()).collect()
 }
 
 /// Checks that a column holds no infinite value (NaN marks a missing value), naming the
@@ -497,6 +521,22 @@ mod tests {
     /// the cuts themselves and their neighbours; NaN gets 0), at every position of a batch
     /// and of a padded last batch, for every kind of cut set: none, one, a few, 4,095 across
     /// orders of magnitude, clustered, and spanning zero.
+    /// The interleaved unit counts are the rows per bin counted one by one, for every
+    /// remainder of four rows, sorted and scattered codes, and an empty bin.
+    #[test]
+    fn unit_counts_are_the_rows_per_bin() {
+        for n in [0usize, 1, 5, 4_099] {
+            let sorted: Vec<u8> = (0..n).map(|i| (i * 7 / n.max(1)) as u8).collect();
+            let scattered: Vec<u8> = (0..n).map(|i| ((i * 2_654_435_761) % 7) as u8).collect();
+            for codes in [sorted, scattered] {
+                let mut want = vec![0.0; 8];
+                codes.iter().for_each(|&b| want[b as usize] += 1.0);
+                assert_eq!(bin_weights(&Codes::U8(codes.clone()), 8, None), want);
+                assert_eq!(want[7], 0.0);
+            }
+        }
+    }
+
     #[test]
     fn batch_bisection_finds_the_bins_of_bin_of() {
         let mut spread: Vec<f64> = (0..4095)
