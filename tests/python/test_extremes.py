@@ -138,3 +138,7 @@ def test_target_scale_reads_the_largest_finite_magnitude(seed: int) -> None:
     assert target_scale(y) == want
     top = float(np.max(np.abs(y)))
     assert want != 1.0 and 0.5 <= top * want < 1.0
+    # Integer, empty and all-NaN targets need no scale (integers have no inf to start from).
+    assert target_scale(np.arange(-3, 5)) == 1.0
+    assert target_scale(np.array([], dtype=np.int64)) == 1.0
+    assert target_scale(np.array([np.nan, np.nan])) == 1.0

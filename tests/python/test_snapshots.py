@@ -33,6 +33,13 @@ from the pairs' fit run beside the smooth parts' path instead of the fit that pa
 from (a warm start further along, the same optimum within the tolerance):
 ``regressor_pairs`` objective 6.57257084e8 -> 6.57257951e8 (1.3e-6 relative), 2,703 -> 2,218
 updates; ``classifier_pairs`` 0.28519474 -> 0.28519462, 146 -> 153 updates.
+``regressor_auto``, ``regressor_auto_tables`` and ``regressor_pairs`` re-stored together when
+the squared loss's held-out path came to fit each ratio in rounds with line searches
+(``PathFit``, ``rust/fit/validation.rs``): each path fit ends elsewhere within the path's
+tolerance, the held-out losses move in their last digits, and the refinement's parabola
+vertex with them: ``lambda_f`` 162.4577 -> 164.3620 (1.2% larger), objectives 9.36666524e8
+-> 9.38794876e8 and 6.57257951e8 -> 6.61452901e8 (the optima of another penalty), 258 and
+2,218 -> 2,249 updates.
 """
 
 from __future__ import annotations
