@@ -46,9 +46,9 @@ pub(crate) fn assert_fewer_updates(fast: usize, slow: usize, what: &str) {
 
 /// A date over eight 365-day years (every row a different minute), its year, its day of the
 /// year and an unrelated column on `n` rows; the target is a trend linear in the date, a sine
-/// of the fourth column and a fixed uniform noise of width `noise`. The date's trend costs as much total variation as
-/// the year's steps plus the day's ramp: greedy updates creep along the valley between the
-/// two (the data of the extrapolation tests).
+/// of the fourth column and a fixed uniform noise of width `noise`. The date's trend costs as
+/// much total variation as the year's steps plus the day's ramp: greedy updates creep along
+/// the valley between the two (the data of the extrapolation tests).
 pub(crate) fn date_year_day(n: usize, noise: f64) -> (ndarray::Array2<f64>, ndarray::Array1<f64>) {
     let mut x = ndarray::Array2::zeros((n, 4));
     let mut y = ndarray::Array1::zeros(n);

@@ -517,10 +517,6 @@ mod tests {
     use crate::data::binning::*;
     use ndarray::{Array2, ShapeBuilder};
 
-    /// The batch bisection finds [`bin_of`]'s bin for every value (both zeros, infinities,
-    /// the cuts themselves and their neighbours; NaN gets 0), at every position of a batch
-    /// and of a padded last batch, for every kind of cut set: none, one, a few, 4,095 across
-    /// orders of magnitude, clustered, and spanning zero.
     /// The interleaved unit counts are the rows per bin counted one by one, for every
     /// remainder of four rows, sorted and scattered codes, and an empty bin.
     #[test]
@@ -537,6 +533,10 @@ mod tests {
         }
     }
 
+    /// The batch bisection finds [`bin_of`]'s bin for every value (both zeros, infinities,
+    /// the cuts themselves and their neighbours; NaN gets 0), at every position of a batch
+    /// and of a padded last batch, for every kind of cut set: none, one, a few, 4,095 across
+    /// orders of magnitude, clustered, and spanning zero.
     #[test]
     fn batch_bisection_finds_the_bins_of_bin_of() {
         let mut spread: Vec<f64> = (0..4095)
