@@ -52,7 +52,7 @@
 //!   * [`states::datafit`] — per-row losses (gradient, curvature, stable loss change): the
 //!     logistic loss and the log-link half losses (Poisson, Gamma, Tweedie);
 //!   * [`states::squared`] — the exact squared-loss state (residual or tables, bin sums,
-//!     exact block update);
+//!     exact block update, two alternating blocks solved together);
 //!   * [`states::engine`] — the squared loss's engine choice (rows or tables), its states,
 //!     `λ_max` and fits at a given penalty;
 //!   * [`states::extrapolate`] — the descent in rounds with an exact line search along each

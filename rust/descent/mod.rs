@@ -318,6 +318,19 @@ pub trait DescentState {
         (self.objective(lambda), false)
     }
 
+    /// Updates blocks `k` and `j` together where greedy updates alternate between them
+    /// (`k`, then `j`, and `k` is the steepest again), every block's sums fresh: `None` where
+    /// the state cannot (the default; block `k` is then updated alone), else whether it
+    /// moved. Every block's sums are fresh afterwards.
+    fn update_coupled(
+        &mut self,
+        _data: &BinnedData,
+        (_k, _j): (usize, usize),
+        _lambda: f64,
+    ) -> Option<bool> {
+        None
+    }
+
     /// Lets block updates keep every block's sums fresh where that is cheaper than
     /// refreshing them over the rows (greedy selection; nothing by default).
     fn follow_sums(&mut self) {}
@@ -768,6 +781,12 @@ impl<'a> Run<'a> {
             // No block can move and the intercept step did not help: rounding level.
             return Err(Exit::Stop(StopReason::Stalled));
         };
+        if let Some(j) = self.alternating_with(k) {
+            if let Some(true) = st.update_coupled(self.data, (k, j), self.lambda) {
+                self.record_pair(st, (k, j), st.objective(self.lambda), true);
+                return Err(Exit::Next);
+            }
+        }
         let second = (self.greedy_pairs && self.fresh && self.n_iter + 2 <= self.params.max_iter)
             .then(|| select_second(&self.scores, k))
             .flatten()
@@ -856,6 +875,17 @@ impl<'a> Run<'a> {
         }
         self.order
             .sort_by(|&a, &b| scores[b].score.total_cmp(&scores[a].score).then(a.cmp(&b)));
+    }
+
+    /// The block `j` that greedy updates alternate with `k`: the last two updates were `k`
+    /// and then `j` (every block's sums fresh, room for two more updates).
+    fn alternating_with(&self, k: usize) -> Option<usize> {
+        let f = &self.history.feature;
+        let fits = self.fresh && self.n_iter + 2 <= self.params.max_iter;
+        match f.as_slice() {
+            [.., a, j] if fits && *a == k && *j != k => Some(*j),
+            _ => None,
+        }
     }
 
     /// The bookkeeping of a pair of blocks `(k, k2)` solved side by side: the objective after

@@ -136,6 +136,50 @@ impl BlockTable {
     }
 }
 
+/// The co-occurrence `C_{jk}` of two features `j` and `k` alone (entry `[b, b'] =
+/// Σ v [code_j = b] [code_k = b']`), in its narrowest entries and dense or by its nonzero
+/// entries as in a [`BlockTable`]: what the rows engine's coupled updates of the two blocks
+/// need (`crate::states::squared`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairTable {
+    j: usize,
+    k: usize,
+    // Bins of features j and k.
+    n_bins: (usize, usize),
+    part: Narrow,
+}
+
+impl PairTable {
+    /// The table of features `j ≠ k` on `data` (its sample weights): one pass over the two
+    /// features' codes.
+    ///
+    /// # Errors
+    /// [`crate::error::FastError::OutOfMemory`] if it does not fit.
+    pub fn build(data: &BinnedData, j: usize, k: usize) -> Result<Self> {
+        let n_bins = (data.features[j].n_bins(), data.features[k].n_bins());
+        let grouped =
+            sparse_built(data, n_bins.0.saturating_mul(n_bins.1)).then(|| Grouped::new(data, j));
+        let part = part_of(data, j, k, grouped.as_ref(), &mut Vec::new())?;
+        Ok(Self { j, k, n_bins, part })
+    }
+
+    /// The two features, `(j, k)`.
+    pub fn features(&self) -> (usize, usize) {
+        (self.j, self.k)
+    }
+
+    /// `out −= scale · C_{ba} Δ` for a change `Δ` of feature `a` (either of the two), `out`
+    /// the other's bin sums.
+    pub fn apply(&self, a: usize, delta: &[f64], scale: f64, out: &mut [f64]) {
+        if a == self.j {
+            let delta = &delta[..self.n_bins.0];
+            self.part.sub_into(self.n_bins.1, delta, scale, out);
+        } else {
+            self.part.dots_into(&delta[..self.n_bins.1], scale, out);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

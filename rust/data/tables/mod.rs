@@ -17,7 +17,7 @@
 //!
 //! This module holds the statistics' state and its updates; `build.rs` builds them (from
 //! binned rows, split, from parts, by partition), `part.rs` one table in its narrowest form,
-//! and `block.rs` one block's table.
+//! and `block.rs` one block's table and one pair's.
 
 mod block;
 mod build;
@@ -26,7 +26,7 @@ mod part;
 use rayon::prelude::*;
 
 use crate::error::{FastError, Result};
-pub use block::BlockTable;
+pub use block::{BlockTable, PairTable};
 use build::{pair_order, pairs_len, TABLES_HINT};
 pub use build::{partition_tables, table_bytes};
 use part::Narrow;
@@ -204,20 +204,25 @@ impl Tables {
     /// `out[j] −= scale · C_{jk} · delta` for every feature `j ≠ k` (in parallel over `j`).
     pub fn apply(&self, k: usize, delta: &[f64], scale: f64, out: &mut [Vec<f64>]) {
         let nk = self.n_bins[k];
-        let work = |(j, o): (usize, &mut Vec<f64>)| {
-            if j < k {
-                // C_jk is B_j × B_k: o_b −= scale Σ_b' C[b, b'] Δ_b'.
-                self.pair(j, k).dots_into(&delta[..nk], scale, o);
-            } else if j > k {
-                // C_kj is B_k × B_j: o −= scale Σ_b Δ_b C[b, ·].
-                self.pair(k, j).sub_into(self.n_bins[j], delta, scale, o);
-            }
-        };
+        let work = |(j, o): (usize, &mut Vec<f64>)| self.apply_to(k, j, delta, scale, o);
         let flops: usize = self.n_bins.iter().sum::<usize>() * nk;
         if flops < 1 << 16 {
             out.iter_mut().enumerate().for_each(work);
         } else {
             out.par_iter_mut().enumerate().for_each(work);
+        }
+    }
+
+    /// `out −= scale · C_{jk} · delta` for the one feature `j` (nothing when `j = k`): what
+    /// [`Tables::apply`] does for each feature.
+    pub fn apply_to(&self, k: usize, j: usize, delta: &[f64], scale: f64, out: &mut [f64]) {
+        if j < k {
+            // C_jk is B_j × B_k: o_b −= scale Σ_b' C[b, b'] Δ_b'.
+            self.pair(j, k)
+                .dots_into(&delta[..self.n_bins[k]], scale, out);
+        } else if j > k {
+            // C_kj is B_k × B_j: o −= scale Σ_b Δ_b C[b, ·].
+            self.pair(k, j).sub_into(self.n_bins[j], delta, scale, out);
         }
     }
 

@@ -156,6 +156,15 @@ impl DescentState for BlockState {
         BlockState::update_pair(self, data, pair, lambda)
     }
 
+    fn update_coupled(
+        &mut self,
+        data: &BinnedData,
+        pair: (usize, usize),
+        lambda: f64,
+    ) -> Option<bool> {
+        BlockState::update_coupled(self, data, pair, lambda)
+    }
+
     fn finish(&mut self, data: &BinnedData) {
         if self.uses_tables() {
             // The reported objective is recomputed exactly from the tables.

@@ -20,8 +20,9 @@
 //! the sums and the loss ([`BlockState::sync`]) and the centring of blocks; [`passes`] the
 //! residual passes over the rows and the setting of a block; [`update`] the exact block
 //! update (its solve: [`crate::descent::kinds::block_step`]); [`pairs`] two blocks solved
-//! from one residual; [`tables`] the tables engine's line and the rows engine's block
-//! tables; [`descent`] the state's place in the descent loop.
+//! from one residual; [`coupled`] two coupled blocks solved together on the tables engine;
+//! [`tables`] the tables engine's line and the rows engine's block tables; [`descent`] the
+//! state's place in the descent loop.
 
 use std::sync::Arc;
 
@@ -29,7 +30,7 @@ use ndarray::ArrayView1;
 use rayon::prelude::*;
 
 use crate::data::binning::{BinnedData, Code};
-use crate::data::tables::{BlockTable, Tables};
+use crate::data::tables::{BlockTable, PairTable, Tables};
 use crate::descent::kinds::{
     block_smooth, block_step, block_tv, smooth_change, sums_and_scores, ScoreInputs,
 };
@@ -41,6 +42,7 @@ use crate::prox::grid::GridWorkspace;
 use crate::prox::monotone::PavaWorkspace;
 use crate::with_codes;
 
+mod coupled;
 mod descent;
 mod pairs;
 mod passes;
@@ -180,6 +182,11 @@ pub struct BlockState {
     // Rows engine: whether every block's sums are fresh.
     fresh_all: bool,
     followed: Followed,
+    // Whether greedy updates that alternate between two blocks solve them together
+    // ([`BlockState::update_coupled`]; off only to measure it).
+    coupled: bool,
+    // The rows engine's last pair table of a coupled update.
+    kept_pair: Option<coupled::KeptPair>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -331,6 +338,8 @@ impl BlockState {
             dual_before: Vec::new(),
             fresh_all: false,
             followed: Followed::default(),
+            coupled: true,
+            kept_pair: None,
         };
         state.sync(data);
         // A warm start's residual need not have weighted mean 0: the intercept takes it.

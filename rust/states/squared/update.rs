@@ -151,7 +151,7 @@ impl BlockState {
 /// while a jump keeps its sign, so that it is exact to rounding in `Δ` rather than in the
 /// total variation: near the optimum both the loss and the penalty change by far less than
 /// their own rounding.
-fn predicted_change(
+pub(super) fn predicted_change(
     sums: &[f64],
     beta: &[f64],
     wn: &[f64],
