@@ -61,7 +61,9 @@
 //!   * [`states::softmax`] — the multiclass state (one chain per class, the median shift);
 //! * [`fit`] — the entry points (the pair stage in [`fit::pairs`]'s steps: `stage`, `layout`,
 //!   `screen`, `search`, `rounds`, `smooth`, then `mod.rs`):
-//!   * [`fit::validation`] — the penalty chosen on held-out rows along a warm-started path,
+//!   * [`fit::path`] — the held-out path of penalties: its ratios, its search and its
+//!     refinement, for any state that fits at one ratio;
+//!   * [`fit::validation`] — the penalty chosen on held-out rows along that warm-started path,
 //!     for any state;
 //!   * [`fit::pairs`] — pair terms: interaction bins, screening, the pair blocks as virtual
 //!     features of the one loop, the pair penalty chosen on held-out rows, smooth parts; the

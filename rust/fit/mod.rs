@@ -1,4 +1,5 @@
-//! The entry points: the penalty chosen on held-out rows ([`validation`]), the pair terms
+//! The entry points: the penalty chosen on held-out rows ([`validation`], along the path of
+//! [`path`]), the pair terms
 //! ([`pairs`]), the fits of each loss: regression ([`solver`]), classification
 //! ([`logistic`], [`multinomial`]), log-link regression ([`loglink`]) and feature-sparse
 //! regression ([`sparse`]); and the one entry point of every loss ([`entry`]), which resolves
@@ -9,6 +10,7 @@ pub mod logistic;
 pub mod loglink;
 pub mod multinomial;
 pub mod pairs;
+pub mod path;
 pub mod solver;
 pub mod sparse;
 pub mod validation;
