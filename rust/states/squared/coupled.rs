@@ -11,7 +11,7 @@
 //! two ordinary updates and a few small products, for what took many. `C_kj` comes from the
 //! tables engine's statistics, or on the rows engine from one pass over the two features'
 //! codes, kept for the next coupled update of the same two ([`PairTable`]): both engines
-//! then take the same course, and so make the same held-out choice.
+//! then take the same course up to rounding, and so make the same held-out choice.
 
 use super::update::predicted_change;
 use super::*;
