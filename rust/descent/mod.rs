@@ -321,7 +321,7 @@ pub trait DescentState {
     /// Updates blocks `k` and `j` together where greedy updates alternate between them
     /// (`k`, then `j`, and `k` is the steepest again), every block's sums fresh: `None` where
     /// the state cannot (the default; block `k` is then updated alone), else whether it
-    /// moved. Every block's sums are fresh afterwards.
+    /// moved; if it did, every block's sums count as stale, as after an update.
     fn update_coupled(
         &mut self,
         _data: &BinnedData,

@@ -56,14 +56,14 @@ impl BlockState {
         self
     }
 
-    /// Blocks `k` and `j` (two chains, every block's sums fresh) updated together: up to [`COUPLED_ROUNDS`] rounds of `k`'s exact update then `j`'s,
-    /// each applied only if it lowers the objective (predicted exactly from the two blocks'
-    /// sums, which follow each step through `C_kj`), until a round lowers it by at most
-    /// [`COUPLED_SHARE`] of the first. Then both blocks are set to where the rounds ended,
-    /// as an ordinary update moves them. `None` where the state cannot or should not (any pair
-    /// block, `k = j`, turned off, or on the rows engine no memory for the pair's table); else
-    /// whether it moved.
-    /// The objective never increases.
+    /// Blocks `k` and `j` (two chains, every block's sums fresh) updated together: up to
+    /// [`COUPLED_ROUNDS`] rounds of `k`'s exact update then `j`'s, each applied only if it
+    /// lowers the objective (predicted exactly from the two blocks' sums, which follow each
+    /// step through `C_kj`), until a round lowers it by at most [`COUPLED_SHARE`] of the
+    /// first. Then both blocks are set to where the rounds ended, as an ordinary update moves
+    /// them, so the objective never increases. `None` where the state cannot or should not
+    /// (any pair block, `k = j`, turned off, or on the rows engine no memory for the pair's
+    /// table); else whether it moved.
     pub fn update_coupled(
         &mut self,
         data: &BinnedData,
