@@ -703,7 +703,12 @@ impl<'a> Run<'a> {
         if !self.params.shapes.links.is_empty() {
             self.stall_check(st, kkt)?;
         }
-        if self.params.max_time.is_some_and(|t| elapsed >= t) {
+        // The clock read again: the callback may have taken a while.
+        if self
+            .params
+            .max_time
+            .is_some_and(|t| self.start.elapsed().as_secs_f64() >= t)
+        {
             return Err(Exit::Stop(StopReason::MaxTime));
         }
         // The intercept absorbs its own violation (and the rounding that moves the

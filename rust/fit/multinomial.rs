@@ -15,7 +15,7 @@ use crate::fit::pairs::fit_pairs;
 use crate::fit::pairs::search::DEFAULT_PAIR_PENALTY;
 use crate::fit::validation::{
     as_one_fit, fixed_ratio_fit, held_out_path, reborrow, refit_chosen, rows_of,
-    stratified_validation_rows, validation_of, Split, RULE,
+    stratified_validation_rows, time_left, validation_of, Split, RULE,
 };
 use crate::model::report::{BinnedFit, Callback, Fit, PenaltySearch};
 use crate::params::{Engine, FitParams, PairParams, Penalty, Validation};
@@ -375,11 +375,21 @@ fn fit_validated(
     as_one_fit(callback, |offset, mut callback| {
         let mut best: Option<(f64, FitParams, PenaltySearch, Vec<Vec<f64>>)> = None;
         for &mu in l2s {
+            // One clock for the candidates: each path gets what is left of `max_time`, and
+            // none starts once it has run out (a path always fits its first ratio).
+            if best.is_some()
+                && params
+                    .max_time
+                    .is_some_and(|t| since.elapsed().as_secs_f64() >= t)
+            {
+                break;
+            }
             let mut p = params.clone();
             p.shapes.l2 = mu;
             let course = (offset, &mut callback);
+            let left = time_left(&p, since);
             let (mut search, start) =
-                held_out_path(data, train.clone(), &p, (&state, &loss), RULE, course)?;
+                held_out_path(data, train.clone(), &left, (&state, &loss), RULE, course)?;
             search.n_validation = split.rows.len();
             let low = search
                 .validation_loss

@@ -385,6 +385,31 @@ def test_max_time_holds_for_the_search_and_the_final_fit_together():
     assert np.isfinite(m.objective_) and np.isfinite(m.predict_proba(X)).all()
 
 
+def test_max_time_is_one_budget_for_every_candidate_of_l2_jumps():
+    """With ``l2_jumps="auto"`` each candidate runs a held-out path; they share one clock with
+    the final fit. Here the first call of the callback sleeps past ``max_time``, so the first
+    candidate's path stops at its start and no later candidate may start (each used to get a
+    clock of its own: 150 classes at max_time=3 took 6.3 s, the second candidate's path
+    running from 3 s on)."""
+    import time
+
+    X, y = _data(n=600, k=4, seed=5)
+    calls = []
+
+    def sleepy(n_iter, objective, kkt, elapsed):
+        if not calls:
+            time.sleep(0.6)
+        calls.append(n_iter)
+        return True
+
+    with pytest.warns(ConvergenceWarning, match=r"stopped \(maxtime\) after 0 block updates"):
+        m = FASTClassifier(interactions=0, max_time=0.3, callback=sleepy).fit(X, y)
+    assert max(calls) == 0
+    assert m.l2_jumps_ == 0.0  # the first candidate, the only one tried
+    assert len(m.validation_path_["lambda_ratio"]) == 1
+    assert np.isfinite(m.objective_) and np.isfinite(m.predict_proba(X)).all()
+
+
 def test_a_class_count_beyond_the_memory_is_a_named_error_before_any_allocation():
     """60,000 classes of one row each would need about 4 x 60,000^2 x 8 bytes (115 GB) per
     softmax state: refused before any state is allocated, naming n_classes (it used to abort
