@@ -227,7 +227,9 @@ pub fn fit_multinomial_with(
 /// (`params.shapes.l2` ignored) chosen among `l2s` on the held-out rows of
 /// [`Penalty::Validated`]: each candidate runs the held-out path of `λ_f`, and the one whose
 /// path reaches the lowest held-out log-loss is refitted on all rows (the first on a tie, or
-/// where no rows are held out; the first alone at a fixed penalty). The squared term spreads
+/// where no rows are held out; the first alone at a fixed penalty). The candidates' paths and
+/// the refit share one clock: each path gets what is left of `max_time`, and no candidate
+/// starts once it has run out. The squared term spreads
 /// an effect over many small steps and over correlated features, where the total variation
 /// alone puts it in a few large steps of one (`docs/classification.md`: on
 /// `satellite_image`, 36 correlated pixel values).
