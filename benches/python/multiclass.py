@@ -36,7 +36,8 @@ the FAST / EBM-default log-loss ratio per task and its geometric mean, and EBM's
 FAST's. ``--tasks`` picks tasks, ``--models`` models, ``--fast-params '{"max_bins": 256}'``
 sets FAST parameters (experiments: the table then goes to ``benches/python/out/``), and
 ``--ebm-from FILE.json`` takes the other models' figures from an earlier run's JSON (written
-next to each table) instead of refitting them.
+next to each table) instead of refitting them. Only a run of every task and model at the
+defaults writes ``results/multiclass.md``; any other run writes to ``benches/python/out/``.
 """
 
 from __future__ import annotations
@@ -223,7 +224,10 @@ def main() -> None:
     rows = run([t for t in args.tasks.split(",") if t], [m for m in args.models.split(",") if m], fast_params, earlier)
     title = "Multiclass classification: FAST (softmax) vs EBM (default, and additive) and LightGBM"
     out = OUT
-    if fast_params or args.out:
+    # Only a full run at the defaults replaces the stored results; a run of some tasks or
+    # models, or with FAST parameters, is an experiment and goes to out/.
+    full = set(args.tasks.split(",")) == set(TASKS) and set(args.models.split(",")) == set(MODELS)
+    if fast_params or args.out or not full:
         title += f"; FAST with {fast_params}" if fast_params else ""
         out = HERE / "out" / (args.out or "multiclass_experiment.md")
     out.parent.mkdir(parents=True, exist_ok=True)
