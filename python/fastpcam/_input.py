@@ -343,6 +343,13 @@ def prepare_fit(
     (categorical columns as category ranks), ``y``, the weights and the per-feature cut
     points for the core (categories' and user ``bins``). A target too small for the loss is
     an error (:func:`check_target_scale`) unless the caller ``rescales_y``."""
+    shape = getattr(X, "shape", None)
+    if shape is not None and len(shape) == 2 and shape[1] == 0:
+        # A frame without columns would otherwise fail on its dtypes, not on what is wrong.
+        raise ValueError(
+            f"Found array with 0 feature(s) (shape={tuple(shape)}) while a minimum of 1 is "
+            f"required by {type(est).__name__}."
+        )
     check_unique_columns(X)
     X, mask = _categorical_mask(est, X)
     if mask is None:

@@ -102,6 +102,18 @@ def test_no_features():
         FASTRegressor().fit(np.empty((10, 0)), np.arange(10.0))
 
 
+@pytest.mark.parametrize("est", [FASTRegressor(), fastpcam.FASTClassifier()])
+def test_a_frame_without_columns_names_the_problem(est):
+    """A pandas frame with rows and no columns (e.g. every column dropped) is refused with the
+    message of a 0-column array; it used to fail on its dtypes ("at least one array or dtype
+    is required")."""
+    import pandas as pd
+
+    X = pd.DataFrame({"a": ["x", "y"] * 5})[[]]
+    with pytest.raises(ValueError, match=r"0 feature\(s\) \(shape=\(10, 0\)\) while a minimum of 1 is required by"):
+        est.fit(X, np.arange(10) % 2)
+
+
 def test_single_row():
     # wording compatible with sklearn's check_fit2d_1sample
     with pytest.raises(ValueError, match=r"(?i)1 sample|n_samples ?= ?1|one sample|single"):
