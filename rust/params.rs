@@ -11,6 +11,8 @@
 //! | `shapes` | every block free, factor 1 | see [`Shapes`] |
 //! | `sweep_share` | 0 | `[0, 1)`: see [`FitParams::sweep_share`] |
 
+use std::time::Instant;
+
 use crate::data::binning::BinningParams;
 use crate::error::{FastError, Result};
 
@@ -340,6 +342,13 @@ impl Default for FitParams {
 }
 
 impl FitParams {
+    /// Whether the time budget `max_time`, counted from `since`, has run out.
+    #[must_use]
+    pub fn out_of_time(&self, since: Instant) -> bool {
+        self.max_time
+            .is_some_and(|t| since.elapsed().as_secs_f64() >= t)
+    }
+
     /// These parameters at the fixed ratio `λ_f / λ_max = ratio`.
     #[must_use]
     pub fn at_ratio(&self, ratio: f64) -> Self {

@@ -704,11 +704,7 @@ impl<'a> Run<'a> {
             self.stall_check(st, kkt)?;
         }
         // The clock read again: the callback may have taken a while.
-        if self
-            .params
-            .max_time
-            .is_some_and(|t| self.start.elapsed().as_secs_f64() >= t)
-        {
+        if self.params.out_of_time(self.start) {
             return Err(Exit::Stop(StopReason::MaxTime));
         }
         // The intercept absorbs its own violation (and the rounding that moves the
@@ -767,11 +763,7 @@ impl<'a> Run<'a> {
         if self.n_iter >= self.params.max_iter {
             return Err(Exit::Stop(StopReason::MaxIter));
         }
-        if self
-            .params
-            .max_time
-            .is_some_and(|t| self.start.elapsed().as_secs_f64() >= t)
-        {
+        if self.params.out_of_time(self.start) {
             return Err(Exit::Stop(StopReason::MaxTime));
         }
         Ok(())

@@ -379,11 +379,7 @@ fn fit_validated(
         for &mu in l2s {
             // One clock for the candidates: each path gets what is left of `max_time`, and
             // none starts once it has run out (a path always fits its first ratio).
-            if best.is_some()
-                && params
-                    .max_time
-                    .is_some_and(|t| since.elapsed().as_secs_f64() >= t)
-            {
+            if best.is_some() && params.out_of_time(since) {
                 break;
             }
             let mut p = params.clone();

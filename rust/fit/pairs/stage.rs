@@ -67,8 +67,6 @@ impl<S: PairDescent> Stage<'_, S> {
 
     /// Whether the time budget (`max_time`, from the stage's start) has run out.
     pub(super) fn out_of_time(&self) -> bool {
-        self.params
-            .max_time
-            .is_some_and(|t| self.start.elapsed().as_secs_f64() >= t)
+        self.params.out_of_time(self.start)
     }
 }
