@@ -208,12 +208,14 @@ pub struct PairParams {
     /// Rows up to which the pair stage chooses on every row, and the size of its sample
     /// above ([`PAIR_SEARCH_ROWS`] by default).
     pub search_rows: usize,
-    /// The engine of the fit with pairs on all rows (`fit::pairs::finish`): [`Engine::Auto`]
-    /// the co-occurrence tables of every block where the cost model of
-    /// [`crate::states::engine::choose_engine`] picks them for the data with the pair blocks
-    /// and the loss has a tables engine (the squared loss), [`Engine::Rows`] always the rows,
-    /// [`Engine::Tables`] the tables wherever the loss has them. Every choice before it is
-    /// made on the rows (of a sample: [`PairParams::search_rows`]).
+    /// The engine of the pair stage's held-out paths (on the split's training rows, of a
+    /// sample above [`PairParams::search_rows`]) and of the fit with pairs on all rows
+    /// (`fit::pairs::finish`): [`Engine::Auto`] the co-occurrence tables of every block where
+    /// the cost model of [`crate::states::engine::choose_engine`] picks them for the data with
+    /// the pair blocks (for a path, only where they take at most four times the codes' bytes:
+    /// `fit::pairs::search::path_state`) and the loss has a tables engine (the squared
+    /// loss), [`Engine::Rows`] always the rows, [`Engine::Tables`] the tables wherever the
+    /// loss has them.
     pub engine: Engine,
     /// Whether, where `ρ` is chosen on held-out rows under a cell budget, the strongest pairs
     /// get [`crate::fit::pairs::layout::FINE_CELLS`] and a narrow side's partner more bins than

@@ -154,8 +154,10 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
         tables of every pair of features once (sufficient statistics, DESIGN §4) and then never
         touches the rows; ``"auto"`` picks by a cost model (tables for many rows and few
         features). Both give the same model. The log-link losses run on the rows. With pair
-        terms the choices are made on the rows and the fit on all rows follows this setting
-        (``"auto"``: the same cost model with the pair blocks counted as features).
+        terms the held-out choices (on the training rows of the held-out split) and the fit on
+        all rows follow this setting too (``"auto"``: the same cost model with the pair blocks
+        counted as features; for the choices, only where the tables take at most four times
+        the bytes of the rows' bin codes).
     loss : {"squared_error", "poisson", "gamma", "tweedie"}, default="squared_error"
         The loss (scikit-learn's names, as in ``HistGradientBoostingRegressor``).
         ``"poisson"`` (counts or rates, ``y >= 0``), ``"gamma"`` (severities, ``y > 0``) and

@@ -82,7 +82,8 @@ pub fn fit_with_engine(
         ..params.clone()
     };
     let engine = resolve_engine(&data, engine);
-    // Pair terms (if asked for): chosen on the rows engine.
+    // Pair terms (if asked for): their states on the rows; the pair stage puts its paths and
+    // the fit on all rows on the tables where `params.pairs.engine` asks for them.
     let state =
         |d: &BinnedData, y: ArrayView1<'_, f64>, b: Vec<Vec<f64>>| BlockState::with_start(d, y, b);
     fit_then_pairs(

@@ -468,7 +468,7 @@ pub fn fit_validated(
 /// The most codes (rows × features) whose training rows [`held_out_path`] copies for the path
 /// on the rows engine (at most 2 bytes each: 100 MiB or so); larger data keep their weights
 /// swapped in place, so a fit's extra memory does not grow by a share of the data.
-const COPY_MAX_CODES: usize = 1 << 26;
+pub(crate) const COPY_MAX_CODES: usize = 1 << 26;
 
 /// [`fit_validated`] on the tables engine for unit sample weights: the statistics of the
 /// training rows and of the held-out rows `rows` come from one pass over every row and one
@@ -802,13 +802,18 @@ pub(crate) fn rows_of<'a, T: Clone>(
 }
 
 /// The rows of positive weight in `train` and a copy of `data` holding only them, with those
-/// weights: a held-out path on the rows engine reads every row in every update, and a row
-/// of weight 0 adds nothing to any sum, so the path on the copy does `1 − fraction` of the
-/// row work (at most [`COPY_MAX_CODES`]; the same numbers wherever the sums run in one chunk
-/// of rows).
+/// weights (unit weights where `data` has none and `train` gives them 1, so the copy's
+/// statistics are counts): a held-out path on the rows engine reads every row in every
+/// update, and a row of weight 0 adds nothing to any sum, so the path on the copy does
+/// `1 − fraction` of the row work (at most [`COPY_MAX_CODES`]; the same numbers wherever the
+/// sums run in one chunk of rows).
 pub(crate) fn training_rows(data: &BinnedData, train: &[f64]) -> (Vec<usize>, BinnedData) {
     let kept: Vec<usize> = (0..data.n_samples).filter(|&i| train[i] > 0.0).collect();
-    let sub = data.subset(&kept, kept.iter().map(|&i| train[i]).collect());
+    let sub = if data.weights.is_none() && kept.iter().all(|&i| train[i] == 1.0) {
+        data.select_rows(&kept)
+    } else {
+        data.subset(&kept, kept.iter().map(|&i| train[i]).collect())
+    };
     (kept, sub)
 }
 /// The held-out loss of [`search_then_refit`]'s path: `loss(data, intercept, blocks)`.

@@ -11,7 +11,10 @@
 
 use super::layout::{pair_links, with_pair_shapes};
 use super::rounds::Kept;
-use super::search::{mean_gain, path_fit, path_tol, significant_gain, Blocks, MIN_GAIN_SE};
+use super::search::{
+    mean_gain, on_training_rows, path_fit, path_state, path_tol, significant_gain, Blocks,
+    MIN_GAIN_SE,
+};
 use super::stage::Stage;
 use crate::data::binning::{BinnedData, Code};
 use crate::descent::PairDescent;
@@ -99,10 +102,10 @@ impl<S: PairDescent> Stage<'_, S> {
             rho,
             path_tol(self.params.tol, rho),
         );
-        let (fit, terms, _) = with_weights(data, split.train.clone(), |d| {
-            let mut st = (self.state)(d, self.y, init);
+        let (fit, terms, _) = on_training_rows(data, self.y, &split.train, |on| {
+            let mut st = path_state(&on, self.params.pairs.engine, self.state, init);
             path_fit(
-                (d, self.y, self.term),
+                (&on, self.term),
                 prm,
                 &mut st,
                 (self.mains.lambda_f, self.mains.lambda_max),

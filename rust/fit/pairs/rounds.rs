@@ -6,13 +6,14 @@
 use super::layout::{add_pair_blocks, with_pair_shapes, Layout};
 use super::screen::Screened;
 use super::search::{
-    path_fit, path_tol, search_pairs, significant_gain, Blocks, PairSearch, MIN_GAIN_SE,
+    on_training_rows, path_fit, path_state, path_tol, search_pairs, significant_gain, Blocks,
+    PairSearch, MIN_GAIN_SE,
 };
 use super::stage::Stage;
 use crate::data::binning::BinnedData;
 use crate::descent::PairDescent;
 use crate::error::Result;
-use crate::fit::validation::{reborrow, with_weights};
+use crate::fit::validation::reborrow;
 use crate::model::report::{Axis, Callback, StopReason};
 use crate::params::{Grid, Interactions, PairLink};
 
@@ -353,10 +354,10 @@ impl<S: PairDescent> Stage<'_, S> {
         init.extend(extra);
         let rho = searched.rho;
         let tol = path_tol(self.params.tol, rho);
-        let (fit, terms, _) = with_weights(data, split.train.clone(), |d| {
-            let mut st = (self.state)(d, self.y, init);
+        let (fit, terms, _) = on_training_rows(data, self.y, &split.train, |on| {
+            let mut st = path_state(&on, self.params.pairs.engine, self.state, init);
             path_fit(
-                (d, self.y, self.term),
+                (&on, self.term),
                 with_pair_shapes(self.params, p, (&kept.grids[..], &kept.links[..]), rho, tol),
                 &mut st,
                 (self.mains.lambda_f, self.mains.lambda_max),

@@ -3,18 +3,21 @@
 //! [`ADDITIVE`]), where it stops (`path_goes_on`), and the check that screened pairs beat
 //! the additive model by [`MIN_GAIN_SE`] standard errors (`significant_gain`).
 
-use ndarray::ArrayView1;
+use ndarray::{Array1, ArrayView1};
 
 use super::layout::with_pair_shapes;
 use super::stage::{RowLoss, StateMaker};
 use crate::data::binning::BinnedData;
+use crate::data::tables::table_bytes;
 use crate::descent::{descend, Leg, PairDescent};
 use crate::error::Result;
 use crate::fit::validation::{
-    holdout_terms, mean_loss, reborrow, validation_rows, with_weights, Split,
+    holdout_terms, mean_loss, reborrow, training_rows, validation_rows, with_weights, Split,
+    COPY_MAX_CODES,
 };
 use crate::model::report::{BinnedFit, Callback, StopReason};
 use crate::params::{Engine, FitParams, Grid, PairLink, Penalty, Validation};
+use crate::states::engine::choose_engine;
 
 /// The pair penalties `ρ = λ_pair / λ_f` tried on held-out rows, in order.
 pub const PAIR_PATH: [f64; 11] = [
@@ -207,29 +210,111 @@ impl PairSearch {
 /// rows' loss terms.
 pub(super) type PathBest = (f64, f64, Vec<Vec<f64>>, Vec<f64>);
 
+/// The rows of a held-out path: those it fits on (the split's training rows) and those it is
+/// scored on (the held-out rows, by their indices in all the rows).
+pub(super) struct PathRows<'a> {
+    /// The training rows: a copy holding only them ([`training_rows`]), or all the rows with
+    /// the held-out ones at weight 0.
+    pub(super) fit: &'a BinnedData,
+    /// Their targets.
+    pub(super) y_fit: ArrayView1<'a, f64>,
+    /// All the rows (the held-out rows are scored on them).
+    pub(super) all: &'a BinnedData,
+    /// Their targets.
+    pub(super) y: ArrayView1<'a, f64>,
+}
+
+/// Runs `f` on the rows of a held-out path with training weights `train` (one per row of
+/// `data`, 0 on the held-out rows): on a copy of the training rows alone up to
+/// [`COPY_MAX_CODES`] codes (rows × blocks), as the main effects' held-out path does (a path
+/// on the rows reads every row at every update, and the held-out rows add nothing; on the
+/// tables engine the copy's tables are counts), else on `data` with `train` swapped in for
+/// its sample weights ([`with_weights`]).
+pub(super) fn on_training_rows<R>(
+    data: &mut BinnedData,
+    y: ArrayView1<'_, f64>,
+    train: &[f64],
+    f: impl FnOnce(PathRows<'_>) -> R,
+) -> R {
+    if data.n_samples.saturating_mul(data.n_features()) <= COPY_MAX_CODES {
+        let (kept, sub) = training_rows(data, train);
+        let y_fit: Array1<f64> = kept.iter().map(|&i| y[i]).collect();
+        f(PathRows {
+            fit: &sub,
+            y_fit: y_fit.view(),
+            all: data,
+            y,
+        })
+    } else {
+        with_weights(data, train.to_vec(), |d| {
+            f(PathRows {
+                fit: d,
+                y_fit: y,
+                all: d,
+                y,
+            })
+        })
+    }
+}
+
+/// A held-out path runs on its training rows' co-occurrence tables (under [`Engine::Auto`])
+/// only where they take at most this many times the bytes of its rows' codes (one byte a
+/// code; the engine's own budget, without its 256 MiB floor). A path is short (at most
+/// [`PATH_BUDGET`] updates per block), so tables far larger than the rows do not pay for
+/// their build: the coarse layout of `ailerons` (9,350 training rows, 160 pairs) has 144 MB
+/// of tables against 1.9 MB of codes, and the cost model alone put its path there (fit time
+/// × 2.5; `201_pol` × 1.19). Measured against the paths on the rows (the 20 benchmark
+/// tables, fresh-process medians of 3, the builds alternating): `1203_BNG_pwLinear` × 0.27,
+/// `1201_BNG_breastTumor` × 0.24, `215_2dplanes` × 0.52, the same models (test MSE to five
+/// digits); the other 17 stay on the rows (× 0.89–1.02 from the copy of the training rows,
+/// `225_puma8NH` × 0.95 in medians of 7).
+pub const PATH_TABLES_BYTES: usize = 4;
+
+/// The state of a held-out path on its training rows at the blocks `init`: on their
+/// co-occurrence tables where `engine` asks for them ([`Engine::Auto`]: where the cost model
+/// of [`choose_engine`] picks them for these blocks on these rows and they take at most
+/// [`PATH_TABLES_BYTES`] times the codes' bytes) and the loss has a tables engine
+/// ([`PairDescent::on_tables`]), else on the rows (`state`).
+pub(super) fn path_state<S: PairDescent>(
+    rows: &PathRows<'_>,
+    engine: Engine,
+    state: StateMaker<'_, S>,
+    init: Vec<Vec<f64>>,
+) -> S {
+    let tables = match engine {
+        Engine::Rows => false,
+        Engine::Tables => true,
+        Engine::Auto => {
+            choose_engine(rows.fit) == Engine::Tables
+                && table_bytes(rows.fit)
+                    <= PATH_TABLES_BYTES * rows.fit.n_samples.saturating_mul(rows.fit.n_features())
+        }
+    };
+    if tables {
+        if let Some(st) = S::on_tables(rows.fit, rows.y_fit, init.clone()) {
+            return st;
+        }
+    }
+    state(rows.fit, rows.y_fit, init)
+}
+
 /// One fit of a held-out path (the pair penalty's or the smooth parts'): `prm` within the
-/// paths' update budget ([`PATH_BUDGET`] per block), on `data` (weighted to the split's
-/// training rows) from the state `st`; returns the fit, its held-out `rows`' loss terms
-/// (their weights `held_weights`) and their mean.
+/// paths' update budget ([`PATH_BUDGET`] per block), on the training `rows` from the state
+/// `st`; returns the fit, its held-out rows' loss terms (`held`: their indices and weights)
+/// and their mean.
 pub(super) fn path_fit<S: PairDescent>(
-    (data, y, term): (&BinnedData, ArrayView1<'_, f64>, RowLoss<'_>),
+    (rows, term): (&PathRows<'_>, RowLoss<'_>),
     mut prm: FitParams,
     st: &mut S,
     (lambda, lambda_max): (f64, f64),
-    (rows, held_weights): (&[usize], &[f64]),
+    held: (&[usize], &[f64]),
     callback: Option<Callback<'_>>,
 ) -> (BinnedFit, Vec<f64>, f64) {
-    prm.max_iter = prm.max_iter.min(PATH_BUDGET * data.n_features());
+    prm.max_iter = prm.max_iter.min(PATH_BUDGET * rows.fit.n_features());
     let leg = Leg::new(lambda, lambda_max, std::time::Instant::now(), callback);
-    let fit = descend(data, &prm, st, leg);
-    let terms = holdout_terms(
-        data,
-        y,
-        (fit.intercept, &fit.values),
-        (rows, held_weights),
-        term,
-    );
-    let loss = mean_loss(&terms, held_weights);
+    let fit = descend(rows.fit, &prm, st, leg);
+    let terms = holdout_terms(rows.all, rows.y, (fit.intercept, &fit.values), held, term);
+    let loss = mean_loss(&terms, held.1);
     (fit, terms, loss)
 }
 
@@ -270,8 +355,9 @@ pub(super) fn search_pairs<S: PairDescent>(
         train,
     }) = held_out
     {
-        let searched = with_weights(data, train, |data| {
-            let mut st = state(data, y, init.clone());
+        let engine = params.pairs.engine;
+        let searched = on_training_rows(data, y, &train, |on| {
+            let mut st = path_state(&on, engine, state, init.clone());
             let mut best: Option<PathBest> = None;
             let mut rises = 0usize;
             let mut additive: Option<Vec<f64>> = None;
@@ -280,7 +366,7 @@ pub(super) fn search_pairs<S: PairDescent>(
                 // The additive model: pair blocks held at zero by a prohibitive
                 // penalty, fitted with the tolerance of the path's first fit.
                 let (fit, terms, loss) = path_fit(
-                    (data, y, term),
+                    (&on, term),
                     with_pair_shapes(params, p, (grids, links), r, path_tol(params.tol, r)),
                     &mut st,
                     (lambda, mains.lambda_max),
@@ -345,6 +431,46 @@ pub(super) fn search_pairs<S: PairDescent>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A held-out path runs on its training rows' tables where the engine's cost model picks
+    /// them and they take at most four times the codes' bytes: 20,000 rows of 6 features of 64
+    /// bins (tables of 120 KiB against 120,000 codes) go on the tables, 40 such features
+    /// (6.4 MB against 800,000 codes, though an update on them costs a fifth of a pass over the
+    /// rows) and 400 rows stay on the rows; `Rows` is always the rows and `Tables` always the
+    /// tables.
+    #[test]
+    fn a_path_runs_on_the_tables_where_they_are_cheap_and_small() {
+        use crate::data::binning::{bin_data, BinningParams};
+        use crate::descent::DescentState;
+        use crate::states::squared::BlockState;
+        use ndarray::{Array1, Array2};
+        let on_tables = |n: usize, p: usize, engine: Engine| {
+            let mut unif = crate::testing::lcg(5);
+            let x = Array2::from_shape_fn((n, p), |_| unif());
+            let y = Array1::from_shape_fn(n, |_| unif());
+            let bins = BinningParams {
+                max_bins: Some(64),
+                ..BinningParams::default()
+            };
+            let mut data = bin_data(x.view(), None, &bins).unwrap();
+            let train: Vec<f64> = (0..n).map(|i| f64::from(u8::from(i % 7 != 0))).collect();
+            let state = |d: &BinnedData, y: ArrayView1<'_, f64>, b: Vec<Vec<f64>>| {
+                BlockState::with_start(d, y, b)
+            };
+            on_training_rows(&mut data, y.view(), &train, |on| {
+                // The copy holds the training rows alone, with unit weights.
+                assert_eq!(on.fit.n_samples, train.iter().filter(|&&w| w > 0.0).count());
+                assert!(on.fit.weights.is_none());
+                let mut st = path_state(&on, engine, &state, on.fit.zero_blocks());
+                st.sums_and_residual().1.is_none()
+            })
+        };
+        assert!(on_tables(20_000, 6, Engine::Auto));
+        assert!(!on_tables(20_000, 40, Engine::Auto));
+        assert!(!on_tables(400, 6, Engine::Auto));
+        assert!(!on_tables(20_000, 6, Engine::Rows));
+        assert!(on_tables(400, 6, Engine::Tables));
+    }
 
     /// The path goes on past a wobble near its start, and stops at a rise once it has gained,
     /// once the loss rises clearly above where it started, or at its [`PATH_RISES`]-th rise.

@@ -7,12 +7,13 @@
 use super::layout::{add_pair_blocks, axis_guided, pair_bins, with_pair_shapes, MISSING};
 use super::rounds::{side_by_side, Kept};
 use super::search::{
-    path_fit, path_tol, significant_gain, Blocks, PairSearch, PathBest, ADDITIVE, MIN_GAIN_SE,
+    on_training_rows, path_fit, path_state, path_tol, significant_gain, Blocks, PairSearch,
+    PathBest, PathRows, ADDITIVE, MIN_GAIN_SE,
 };
 use super::stage::Stage;
 use crate::data::binning::BinnedData;
 use crate::descent::PairDescent;
-use crate::fit::validation::{mean_loss, reborrow, with_weights, Split};
+use crate::fit::validation::{mean_loss, reborrow, Split};
 use crate::model::report::{Axis, Callback, StopReason};
 use crate::params::{FitParams, Grid, PairLink, Smoothing};
 
@@ -307,9 +308,9 @@ impl<S: PairDescent> Stage<'_, S> {
         };
         // One held-out fit at `mu` from the state `st` on `data` (training weights in).
         let fit_at =
-            |data: &BinnedData, st: &mut S, mu: Option<f64>, callback: Option<Callback<'_>>| {
+            |on: &PathRows<'_>, st: &mut S, mu: Option<f64>, callback: Option<Callback<'_>>| {
                 let (fit, terms, loss) = path_fit(
-                    (data, y, term),
+                    (on, term),
                     shapes(mu, tol),
                     st,
                     (lambda, mains.lambda_max),
@@ -322,13 +323,13 @@ impl<S: PairDescent> Stage<'_, S> {
         // The path of `μ` from `init`, down while the held-out loss falls: the `μ` tried
         // and their losses, the best, and whether the callback stopped a fit.
         let mu_path = |data: &mut BinnedData, callback: &mut Option<Callback<'_>>| {
-            with_weights(data, train.clone(), |data| {
-                let mut st = state(data, y, init.clone());
+            on_training_rows(data, y, train, |on| {
+                let mut st = path_state(&on, params.pairs.engine, state, init.clone());
                 let mut tried = Vec::new();
                 let mut best: Option<PathBest> = None;
                 for mu in SMOOTH_PATH {
                     let (values, terms, loss, stopped) =
-                        fit_at(data, &mut st, Some(mu), reborrow(callback));
+                        fit_at(&on, &mut st, Some(mu), reborrow(callback));
                     tried.push((mu, loss));
                     let last = best.as_ref().map(|b| b.1);
                     if last.is_none_or(|l| loss < l) {
@@ -352,9 +353,9 @@ impl<S: PairDescent> Stage<'_, S> {
         // The pairs without smooth parts (held at zero) from `init`: their blocks, held-out
         // loss terms and loss.
         let base = |data: &mut BinnedData| {
-            with_weights(data, train.clone(), |data| {
-                let mut st = state(data, y, init.clone());
-                let (values, terms, loss, _) = fit_at(data, &mut st, None, None);
+            on_training_rows(data, y, train, |on| {
+                let mut st = path_state(&on, params.pairs.engine, state, init.clone());
+                let (values, terms, loss, _) = fit_at(&on, &mut st, None, None);
                 (values, terms, loss)
             })
         };
