@@ -649,6 +649,15 @@ impl Shapes {
         }
     }
 
+    /// Keeps the shapes of the first `n_blocks` blocks only (the blocks after them dropped).
+    pub fn truncate(&mut self, n_blocks: usize) {
+        self.monotone.truncate(n_blocks);
+        self.penalty_factor.truncate(n_blocks);
+        self.grids.truncate(n_blocks);
+        self.grid_l2.truncate(n_blocks);
+        self.links.retain(|l| l.block < n_blocks);
+    }
+
     /// Every block's shape, for `n_blocks` blocks.
     pub fn resolve(&self, n_blocks: usize) -> Vec<ChainShape> {
         (0..n_blocks).map(|k| self.get(k)).collect()

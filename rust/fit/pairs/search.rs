@@ -304,13 +304,26 @@ pub(super) fn path_state<S: PairDescent>(
 /// and their mean.
 pub(super) fn path_fit<S: PairDescent>(
     (rows, term): (&PathRows<'_>, RowLoss<'_>),
-    mut prm: FitParams,
+    prm: FitParams,
+    st: &mut S,
+    lambdas: (f64, f64),
+    held: (&[usize], &[f64]),
+    callback: Option<Callback<'_>>,
+) -> (BinnedFit, Vec<f64>, f64) {
+    let budget = PATH_BUDGET * rows.fit.n_features();
+    path_fit_within((rows, term), (prm, budget), st, lambdas, held, callback)
+}
+
+/// [`path_fit`] within `budget` block updates.
+pub(super) fn path_fit_within<S: PairDescent>(
+    (rows, term): (&PathRows<'_>, RowLoss<'_>),
+    (mut prm, budget): (FitParams, usize),
     st: &mut S,
     (lambda, lambda_max): (f64, f64),
     held: (&[usize], &[f64]),
     callback: Option<Callback<'_>>,
 ) -> (BinnedFit, Vec<f64>, f64) {
-    prm.max_iter = prm.max_iter.min(PATH_BUDGET * rows.fit.n_features());
+    prm.max_iter = prm.max_iter.min(budget);
     let leg = Leg::new(lambda, lambda_max, std::time::Instant::now(), callback);
     let fit = descend(rows.fit, &prm, st, leg);
     let terms = holdout_terms(rows.all, rows.y, (fit.intercept, &fit.values), held, term);
