@@ -309,7 +309,7 @@ impl<S: PairDescent> Stage<'_, S> {
         } else {
             f64::INFINITY
         };
-        // One held-out fit at `mu` from the state `st` on `data` (training weights in).
+        // One held-out fit at `mu` from the state `st` on the split's training rows `on`.
         let fit_at =
             |on: &PathRows<'_>, st: &mut S, mu: Option<f64>, callback: Option<Callback<'_>>| {
                 let (fit, terms, loss) = path_fit(
@@ -353,15 +353,13 @@ impl<S: PairDescent> Stage<'_, S> {
                 (tried, best, false)
             })
         };
-        // The pairs without smooth parts (held at zero) from `init`: their blocks, held-out
-        // loss terms and loss.
-        // Its smooth blocks, held at zero, are left out of its rows and state: a sweep read
-        // their rows (their bin sums) and scored them, each as large as its pair's grid or
-        // larger, and updates of its budget went to them without moving them. Its budget
-        // stays that of each fit of the path (every block's, the smooth ones included), now
-        // all spent on the main effects and pairs (the 20 benchmark tables: the same
-        // choices; `kin8nm` × 0.92, `564_fried` × 0.93 in fit time, test MSE 0.42474 →
-        // 0.42454 and 0.04201 unchanged).
+        // The pairs without smooth parts (held at zero) from `init`: their blocks, held-out loss
+        // terms and loss. The smooth blocks are left out of its rows and state: a sweep read their
+        // rows (their bin sums) and scored them, each as large as its pair's grid or larger, and
+        // updates of its budget went to them without moving them. Its budget stays that of each fit
+        // of the path (every block's, the smooth ones included), now all spent on the main effects
+        // and pairs (the 20 benchmark tables: the same choices; `kin8nm` × 0.92, `564_fried` × 0.93
+        // in fit time, test MSE 0.42474 → 0.42454 and 0.04201 unchanged).
         let base = |data: &mut BinnedData| {
             let smooth_blocks = data.features.split_off(pairs_end);
             let budget = PATH_BUDGET * (pairs_end + smooth_blocks.len());
@@ -430,9 +428,6 @@ fn smooth_wins(
 mod tests {
     use super::*;
 
-    /// A gain must be both significant and at least [`SMOOTH_MIN_GAIN`] of the loss: on many
-    /// held-out rows a 0.2% gain on every row is significant, and is not kept; 2% is; a large
-    /// mean gain made of one row's is not significant.
     /// The fit beside the `μ` path leaves its smooth blocks (held at zero) out of its rows and
     /// state. With them, updates of its budget went to them and left them at zero (measured
     /// here: 23 of 105); without them every update goes to a main effect or a pair, so at the
@@ -516,6 +511,9 @@ mod tests {
         assert!(largest(&with) < 1e-12, "{}", largest(&with));
     }
 
+    /// A gain must be both significant and at least [`SMOOTH_MIN_GAIN`] of the loss: on many
+    /// held-out rows a 0.2% gain on every row is significant, and is not kept; 2% is; a large
+    /// mean gain made of one row's is not significant.
     #[test]
     fn smooth_parts_win_only_by_a_significant_and_large_enough_gain() {
         let n = 10_000;
