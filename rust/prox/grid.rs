@@ -119,7 +119,8 @@ fn forward_edges(grid: Grid, cell: usize) -> [Option<(usize, usize)>; 2] {
 /// and this solve's are written back. Any flows within `±lambda` give the same cuts (a
 /// maximum flow from a feasible flow routes only the cells' excess over its divergence), so
 /// they change the work, not the solution: near a fit's optimum a block's flows barely move,
-/// and each maximum flow routes the change alone. Weights below
+/// and each maximum flow routes the change alone (mostly in one pass along a spanning forest,
+/// [`crate::prox::maxflow`]). Weights below
 /// [`Grid::weight_floor`] are raised to it. `lambda = ∞` gives every connected part of the grid its
 /// `h`-weighted mean. Slices hold `grid.cells()` entries; `h ≥ 0` with at least one positive
 /// entry, `z` finite.
