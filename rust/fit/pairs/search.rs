@@ -70,6 +70,18 @@ pub const PATH_WOBBLE: f64 = 1e-2;
 /// The pair path stops at this many rises of its held-out loss near its start (one after it).
 pub const PATH_RISES: usize = 3;
 
+/// A pair path point's pair blocks count as still at zero while none of their values exceeds
+/// this fraction of the main effects' largest (a point with pair blocks held at zero leaves
+/// them at rounding level, 1e-31 to 1e-29 of values of order one, not exactly at zero).
+pub const PAIRS_AT_ZERO: f64 = 1e-9;
+
+/// Whether any pair block of `values` (those after the `p` main effects) has left zero
+/// ([`PAIRS_AT_ZERO`]).
+fn pairs_moved(values: &[Vec<f64>], p: usize) -> bool {
+    let largest = |blocks: &[Vec<f64>]| blocks.iter().flatten().fold(0.0f64, |m, v| m.max(v.abs()));
+    largest(&values[p..]) > PAIRS_AT_ZERO * largest(&values[..p])
+}
+
 /// Whether the pair path goes on after its `rises`-th rise of the held-out loss, to `loss`,
 /// above the `best` so far, having started from `start`: only while `best` has gained less
 /// than [`PATH_START`] of `start`, `loss` is within [`PATH_WOBBLE`] above `start`, and there
@@ -373,6 +385,7 @@ pub(super) fn search_pairs<S: PairDescent>(
             let mut st = path_state(&on, engine, state, init.clone());
             let mut best: Option<PathBest> = None;
             let mut rises = 0usize;
+            let mut best_moved = false;
             let mut additive: Option<Vec<f64>> = None;
             let rhos = screened.then_some(ADDITIVE).into_iter().chain(PAIR_PATH);
             for r in rhos {
@@ -395,16 +408,23 @@ pub(super) fn search_pairs<S: PairDescent>(
                 }
                 // Down the path while the held-out loss does not get worse (a pair
                 // block still at zero leaves it equal; rounding noise counts as equal),
-                // or while it wobbles near where the path started ([`path_goes_on`]).
+                // or while it wobbles near where the path started ([`path_goes_on`]). A
+                // point whose pair blocks all stayed at zero is the additive model again:
+                // the path has not started there, and the first point that moves them
+                // takes its place, whatever its loss, as the first point would.
+                let moved = pairs_moved(&fit.values, p);
                 match best.as_ref().map(|b| b.1) {
-                    Some(l) if loss > l * (1.0 + PATH_EQUAL) => {
+                    Some(l) if best_moved && loss > l * (1.0 + PATH_EQUAL) => {
                         rises += 1;
                         if !path_goes_on(path_loss[0], l, loss, rises) {
                             break;
                         }
                     }
-                    Some(l) if loss >= l => {}
-                    _ => best = Some((r, loss, fit.values, terms)),
+                    Some(l) if best_moved && loss >= l => {}
+                    _ => {
+                        best = Some((r, loss, fit.values, terms));
+                        best_moved = moved;
+                    }
                 }
                 if fit.report.stop == StopReason::Callback {
                     stopped = true;
@@ -483,6 +503,18 @@ mod tests {
         assert!(!on_tables(400, 6, Engine::Auto));
         assert!(!on_tables(20_000, 6, Engine::Rows));
         assert!(on_tables(400, 6, Engine::Tables));
+    }
+
+    /// Pair blocks at rounding level beside main effects of order one are still at zero;
+    /// a millionth of them has moved; with every main effect at zero any value has.
+    #[test]
+    fn pair_blocks_at_rounding_level_have_not_moved() {
+        let values = |pair: f64, main: f64| vec![vec![main, -main], vec![0.0, pair, -pair]];
+        assert!(!pairs_moved(&values(1e-30, 0.8), 1));
+        assert!(!pairs_moved(&values(0.0, 0.8), 1));
+        assert!(pairs_moved(&values(1e-6, 0.8), 1));
+        assert!(pairs_moved(&values(1e-30, 0.0), 1));
+        assert!(!pairs_moved(&values(0.0, 0.0), 1));
     }
 
     /// The path goes on past a wobble near its start, and stops at a rise once it has gained,
