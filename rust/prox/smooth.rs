@@ -76,8 +76,8 @@ fn system_key(grid: Grid, mu: f64, h: &[f64]) -> u64 {
 /// How a smooth solve ended.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SmoothSolve {
-    /// The solution's objective exceeds the block's minimum by this much (`½ rᵀ A⁻¹ r` for
-    /// the system's residual `r`; rounding level).
+    /// The solution's objective exceeds the block's minimum by at most this much (`½ Σ_c
+    /// r_c² / h_c` for the system's residual `r`, a bound on `½ rᵀ A⁻¹ r`; rounding level).
     pub gap: f64,
 }
 
