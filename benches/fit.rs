@@ -13,10 +13,16 @@
 //! * `binning/bin_data`: binning a 10⁶ × 14 row-major matrix at 4,096 bins;
 //! * `binning/predict`: an additive model on those bins predicting the 10⁶ rows.
 //!
+//! * `tables/apply`: one block update on the tables engine (`Tables::apply`: every other
+//!   feature's bin sums follow a block's change through its co-occurrence tables), 10⁶ × 14
+//!   rows of uniform columns at 256 and 1,024 bins (dense tables), for a change of every bin
+//!   and a piecewise-constant one (20 runs).
+//!
 //! Run with `cargo bench --bench fit` (all cores) or `RAYON_NUM_THREADS=1 cargo bench --bench fit`.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use fastpcam::data::binning::{bin_data, bin_of, for_each_batch, BinningParams};
+use fastpcam::data::tables::Tables;
 use fastpcam::descent::selection::all_bin_sums;
 use fastpcam::fit::solver::fit;
 use fastpcam::model::AdditiveModel;
@@ -149,5 +155,43 @@ fn bench_fit(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_selection, bench_binning, bench_fit);
+fn bench_tables(c: &mut Criterion) {
+    let mut group = c.benchmark_group("tables");
+    group.sample_size(30);
+    let n = 1_000_000;
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(7);
+    let x = Array2::from_shape_fn((n, 14), |_| rng.random::<f64>());
+    let y = Array1::from_shape_fn(n, |i| x[[i, 0]] + rng.random::<f64>());
+    for bins in [256usize, 1024] {
+        let params = BinningParams {
+            max_bins: Some(bins),
+            ..Default::default()
+        };
+        let data = bin_data(x.view(), None, &params).unwrap();
+        let tables = Tables::build(&data, y.view()).unwrap();
+        let nb = tables.n_bins.clone();
+        let mut sums: Vec<Vec<f64>> = nb.iter().map(|&b| vec![0.0; b]).collect();
+        for (what, runs) in [("every_bin", 0usize), ("20_runs", 20)] {
+            let k = 6;
+            let delta: Vec<f64> = (0..nb[k])
+                .map(|b| match runs {
+                    0 => ((b as f64) * 0.37).sin() * 1e-3,
+                    r => ((b * r / nb[k]) as f64 * 0.91).cos() * 1e-3,
+                })
+                .collect();
+            group.bench_function(BenchmarkId::new(format!("apply_{what}"), bins), |bch| {
+                bch.iter(|| tables.apply(k, black_box(&delta), 1e-6, &mut sums))
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    bench_selection,
+    bench_binning,
+    bench_fit,
+    bench_tables
+);
 criterion_main!(benches);

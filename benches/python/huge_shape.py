@@ -2,7 +2,7 @@
 build, in one run (issue 17).
 
 Run:  python benches/python/huge_shape.py --reference DIR [--repeats 3] [--rows 9214951]
-          [--generators issue,ties,smoke,dates,ids,steps] [--data-dir DIR] [--out FILE]
+          [--generators issue,ties,smoke,dates,ids,steps,weather,claims] [--data-dir DIR] [--out FILE]
 
 "This build" is the ``fastpcam`` that ``import fastpcam`` finds: run with
 ``PYTHONPATH=python`` to measure the working tree rather than an installed copy.
@@ -48,6 +48,23 @@ Three more, written after the defaults were tuned on the three above and never t
     uniform columns with sharp steps, an exponential and a quartic effect, few-valued
     columns (3, 8, 20 and 1,001 values), a column correlated with the first, 50% missing
     values in the last, Gaussian noise.
+
+Two more, written on 2026-12-05 after ``dates``, ``ids`` and ``steps`` had been studied, and
+measured before any change that could be tuned on them:
+
+``weather``
+    800 stations' correlated readings: temperature, dew point, the humidity both determine
+    (4% missing), an apparent temperature, pressure and cloud cover that share one anomaly
+    with them, wind and a gust bounded below by it, zero-inflated rain, visibility, solar
+    radiation (2% missing), hour, day of the year and station; effects through the apparent
+    temperature, pressure, rain, gusts, low visibility, the hour, the season and each
+    station, Gaussian noise.
+``claims``
+    motor-insurance-like policies: driver age and licence years (a near copy), vehicle age
+    and years owned (another), power, 22 regions, 11 brands, population density with heavy
+    ties at small values, a bonus-malus 60% at its floor, exposure half at 1, fuel, a
+    20,000-level postcode with Zipf-like frequencies and its own effects, a fractional policy
+    start and mileage rounded to 1,000 km (10% missing); Gaussian noise.
 
 The data of each generator are made once per run (``--data-dir``, a temporary directory by
 default) and loaded by every fit. Results: ``benches/python/results/huge.md`` (``--out``).
@@ -218,6 +235,85 @@ def steps_gen(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     )
     return X, y
 
+def weather_gen(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Correlated weather readings of many stations (see the module documentation)."""
+    rng = np.random.default_rng(seed + 19)
+    X = np.empty((n, 14))
+    hour = rng.integers(0, 24, size=n)
+    doy = rng.integers(0, 365, size=n)
+    station = rng.integers(0, 800, size=n)
+    climate = rng.normal(0, 4, size=800)  # each station's mean temperature offset
+    season = np.cos(2 * np.pi * doy / 365.0)
+    daily = np.sin(2 * np.pi * (hour - 9) / 24.0)
+    front = rng.normal(size=n)  # a shared anomaly behind temperature, pressure and cloud
+    temp = 11 - 9 * season + 4 * daily + climate[station] + 3 * front + rng.normal(0, 1, size=n)
+    dew = temp - np.abs(rng.normal(4 + 2 * daily, 2, size=n))
+    X[:, 0] = np.round(temp, 1)
+    X[:, 1] = np.round(dew, 1)
+    X[:, 2] = np.clip(np.round(100 * np.exp(0.06 * (dew - temp))), 1, 100)  # humidity from both
+    X[:, 3] = np.round(temp - 0.3 * (X[:, 2] / 100) * np.maximum(temp - 10, 0) / 3, 1)  # apparent
+    X[:, 4] = np.round(1013 - 6 * front + rng.normal(0, 3, size=n), 1)  # pressure
+    wind = np.abs(rng.normal(3 + 1.5 * np.abs(front), 1.5, size=n))
+    X[:, 5] = np.round(wind, 1)
+    X[:, 6] = np.round(wind * rng.uniform(1.2, 2.0, size=n), 1)  # gust >= wind
+    cloud = np.clip(np.round(4 + 2 * front + rng.normal(0, 1.5, size=n)), 0, 8)  # oktas
+    X[:, 7] = cloud
+    rain = np.where(rng.uniform(size=n) < 0.08 * cloud, rng.gamma(0.6, 2.5, size=n), 0.0)
+    X[:, 8] = np.round(rain, 1)
+    X[:, 9] = np.clip(np.round(30 - 2.5 * cloud - 4 * rain + rng.normal(0, 3, size=n)), 0.5, 50)  # km
+    X[:, 10] = np.round(np.maximum(0, 800 * np.maximum(daily, 0) * (1 - cloud / 10)
+                                   + rng.normal(0, 30, size=n)))  # solar radiation
+    X[:, 11] = hour
+    X[:, 12] = doy
+    X[:, 13] = station
+    u = rng.uniform(size=n)
+    X[u < 0.04, 2] = np.nan  # humidity sensor gaps
+    X[u > 0.98, 10] = np.nan  # no radiation reading
+    effect = rng.normal(0, 0.4, size=800)
+    y = (
+        0.03 * (X[:, 3] - 18) ** 2 / 4 - 0.01 * (X[:, 4] - 1013) + 0.25 * np.log1p(X[:, 8])
+        + 0.15 * X[:, 6] / 5 + 0.4 * (X[:, 9] < 5) + 0.3 * np.cos(2 * np.pi * (hour - 17) / 24)
+        + 0.2 * season + effect[station] + 0.0004 * np.nan_to_num(X[:, 10], nan=200.0)
+        + np.where(np.isnan(X[:, 2]), 0.2, 0.0) + rng.normal(0, 0.7, size=n)
+    )
+    return X, y
+
+
+def claims_gen(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Motor-insurance-like policies (see the module documentation)."""
+    rng = np.random.default_rng(seed + 23)
+    X = np.empty((n, 14))
+    age = np.clip(np.round(rng.gamma(9, 5, size=n)), 18, 95)
+    X[:, 0] = age
+    X[:, 1] = np.clip(age - 18 - rng.integers(0, 6, size=n), 0, None)  # licence years
+    X[:, 2] = np.clip(np.round(rng.exponential(6, size=n)), 0, 40)  # vehicle age
+    X[:, 3] = rng.choice(np.arange(4, 16), size=n, p=np.linspace(2, 0.2, 12) / np.linspace(2, 0.2, 12).sum())
+    X[:, 4] = rng.integers(0, 22, size=n)  # region
+    X[:, 5] = rng.integers(0, 11, size=n)  # brand
+    X[:, 6] = np.round(np.exp(rng.normal(6, 1.8, size=n)))  # density: heavy ties at small values
+    bm = np.where(rng.uniform(size=n) < 0.6, 50, 50 + 5 * rng.geometric(0.15, size=n))
+    X[:, 7] = np.minimum(bm, 230)  # bonus-malus, 60% at its floor
+    X[:, 8] = np.where(rng.uniform(size=n) < 0.5, 1.0, np.round(rng.uniform(0.01, 1, size=n), 2))  # exposure
+    X[:, 9] = rng.integers(0, 2, size=n)  # fuel
+    p = 1.0 / np.arange(1, 20_001) ** 0.9
+    X[:, 10] = rng.choice(20_000, size=n, p=p / p.sum()).astype(float)  # postcode, Zipf-like
+    X[:, 11] = 2015 + rng.uniform(0, 8, size=n)  # policy start, fractional year
+    X[:, 12] = np.round(rng.lognormal(9.3, 0.5, size=n), -3)  # annual mileage, to 1,000 km
+    X[:, 13] = np.clip(np.round(X[:, 2] + rng.integers(0, 3, size=n)), 0, 40)  # years owned ~ vehicle age
+    u = rng.uniform(size=n)
+    X[u < 0.1, 12] = np.nan
+    X[u > 0.995, 2] = np.nan
+    region = rng.normal(0, 0.2, size=22)
+    code = rng.normal(0, 0.3, size=20_000)
+    y = (
+        0.8 * np.exp(-(age - 18) / 8) + 0.002 * (age - 50) ** 2 / 10 - 0.01 * np.minimum(X[:, 1], 30)
+        + 0.08 * np.log1p(X[:, 6]) + 0.006 * (X[:, 7] - 50) + 0.5 * X[:, 8] + 0.1 * (X[:, 3] > 11)
+        + region[X[:, 4].astype(int)] + code[X[:, 10].astype(int)] + 0.1 * X[:, 9]
+        - 0.03 * np.nan_to_num(X[:, 2], nan=5.0) + 0.05 * (X[:, 11] - 2015)
+        + 0.3 * np.log(np.nan_to_num(X[:, 12], nan=11_000.0) / 11_000) + rng.normal(0, 0.9, size=n)
+    )
+    return X, y
+
 
 GENERATORS: dict[str, Callable[[int], tuple[np.ndarray, np.ndarray]]] = {
     "issue": issue_gen,
@@ -226,6 +322,8 @@ GENERATORS: dict[str, Callable[[int], tuple[np.ndarray, np.ndarray]]] = {
     "dates": dates_gen,
     "ids": ids_gen,
     "steps": steps_gen,
+    "weather": weather_gen,
+    "claims": claims_gen,
 }
 
 
@@ -273,7 +371,7 @@ def main() -> None:
                     help="how the report names the reference build (e.g. its commit)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--rows", type=int, default=ROWS)
-    ap.add_argument("--generators", default="issue,ties,smoke,dates,ids,steps")
+    ap.add_argument("--generators", default=",".join(GENERATORS))
     ap.add_argument("--data-dir")
     ap.add_argument("--out", default=str(HERE / "results" / "huge.md"))
     ap.add_argument("--worker", help=argparse.SUPPRESS)

@@ -12,7 +12,9 @@ test rows from the same generator, one seeded draw) are made once and saved; eve
 runs in a fresh process that loads them: ``FASTRegressor(n_jobs=2)`` (the default, pairs
 included), ``FASTRegressor(n_jobs=2, interactions=0)`` (the additive model) and, with
 ``--ebm``, interpret's ``ExplainableBoostingRegressor(n_jobs=2)`` at its defaults up to
-``--ebm-max-rows``. Fit time is the wall time of ``fit`` (binning and the held-out penalty
+``--ebm-max-rows``; with ``--additive-bins N`` also the additive model with ``max_bins=N``
+(``additive@N``, e.g. 4,096 bins against the 256 quantile bins of ``"auto"`` above 200,000
+rows). Fit time is the wall time of ``fit`` (binning and the held-out penalty
 search included). Memory is the growth of the process's peak resident set during the fit
 (``VmHWM`` reset just before it) over its resident set before it, also as a multiple of X's
 bytes. A fit that outlives ``--timeout`` (the whole worker process) is killed and reported as
@@ -135,7 +137,10 @@ def worker(model: str, data: str) -> None:
 
         est = ExplainableBoostingRegressor(n_jobs=2)
     else:
-        est = fastpcam.FASTRegressor(n_jobs=2, **({"interactions": 0} if model == "additive" else {}))
+        kw: dict = {"interactions": 0} if model.startswith("additive") else {}
+        if model.startswith("additive@"):  # the additive model with a fixed max_bins
+            kw["max_bins"] = int(model.split("@")[1])
+        est = fastpcam.FASTRegressor(n_jobs=2, **kw)
     try:
         Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
         before = status_kib("VmRSS")
@@ -243,6 +248,8 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per fit (its whole process)")
     ap.add_argument("--ebm", action="store_true", help="also fit EBM's default (needs interpret)")
     ap.add_argument("--ebm-max-rows", type=int, default=1_000_000)
+    ap.add_argument("--additive-bins", type=int, help="also fit the additive model with this max_bins "
+                    "(reported as `additive@N`), e.g. 4096 against `max_bins=\"auto\"`")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "scale.md")
     ap.add_argument("--plot", type=Path, default=HERE / "results" / "scale_time.png")
     ap.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
@@ -254,7 +261,7 @@ def main() -> None:
 
     rows = [int(float(s)) for s in args.rows.split(",")]
     gens = args.generators.split(",")
-    models = ["default", "additive"]
+    models = ["default", "additive"] + ([f"additive@{args.additive_bins}"] if args.additive_bins else [])
     ebm_note = "EBM not fitted (run with `--ebm`)."
     if args.ebm and importlib.util.find_spec("interpret") is None:
         ebm_note = "EBM not fitted: `interpret` is not importable in this Python."
