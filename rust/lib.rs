@@ -51,6 +51,7 @@
 //! * [`states`] — the states the loop descends:
 //!   * [`states::datafit`] — per-row losses (gradient, curvature, stable loss change): the
 //!     logistic loss and the log-link half losses (Poisson, Gamma, Tweedie);
+//!   * [`states::line`] — exact line searches: a quadratic plus kinks, fused runs kept;
 //!   * [`states::squared`] — the exact squared-loss state (residual or tables, bin sums,
 //!     exact block update, two alternating blocks solved together);
 //!   * [`states::engine`] — the squared loss's engine choice (rows or tables), its states,

@@ -51,6 +51,7 @@ use crate::error::{check_target, Result};
 use crate::model::report::{BinnedFit, Callback, History, Progress, StopReason};
 use crate::params::{ChainShape, FitParams, Grid, PairLink, Selection, Shapes};
 use crate::states::anderson::{anderson_point, ANDERSON_DEPTH};
+pub use crate::states::line::{keep_fused, line_minimum, Jump};
 use crate::states::squared::{Along, BlockState};
 use crate::with_codes;
 
@@ -87,7 +88,7 @@ pub(crate) fn fit_extrapolated(
 ) -> Result<BinnedFit> {
     params.check()?;
     check_target(y, data.n_samples)?;
-    let state = |beta| BlockState::with_start(data, y, beta);
+    let state = |beta| BlockState::with_start(data, y, beta).with_coupled_extrapolation();
     fit_extrapolated_on(
         data,
         &state,
@@ -116,7 +117,9 @@ pub(crate) fn fit_tables_extrapolated(
     (init, callback): (Vec<Vec<f64>>, Option<Callback<'_>>),
 ) -> Result<BinnedFit> {
     params.check()?;
-    let state = |beta| BlockState::with_tables(data, Arc::clone(&tables), beta);
+    let state = |beta| {
+        BlockState::with_tables(data, Arc::clone(&tables), beta).with_coupled_extrapolation()
+    };
     fit_extrapolated_on(
         data,
         &state,
@@ -555,7 +558,8 @@ fn solved_together(
     (lambda, start): (f64, Instant),
 ) -> Option<(Vec<Vec<f64>>, f64)> {
     let init = ws.iter().map(|&k| st.beta[k].clone()).collect();
-    let mut alone = BlockState::with_tables(sub, Arc::new(tables), init);
+    let mut alone =
+        BlockState::with_tables(sub, Arc::new(tables), init).with_coupled_extrapolation();
     let main = &params.shapes;
     let index = |k: usize| ws.iter().position(|&j| j == k);
     let links = main
@@ -876,25 +880,6 @@ fn squared_line(data: &BinnedData, vr: &[f64], u: &[f64]) -> (f64, f64) {
     (a, b)
 }
 
-/// Replaces the direction `d` over every run of equal values of the chain `beta` by its
-/// weighted mean there (weights `w`), so that moving along it keeps fused bins fused (a
-/// direction that splits a run would pay the penalty's kink at once).
-pub(crate) fn keep_fused(d: &mut [f64], beta: &[f64], w: &[f64]) {
-    let mut s = 0;
-    while s < beta.len() {
-        let mut e = s + 1;
-        while e < beta.len() && beta[e] == beta[s] {
-            e += 1;
-        }
-        if e - s > 1 {
-            let (num, den) = (s..e).fold((0.0, 0.0), |(n, m), b| (n + w[b] * d[b], m + w[b]));
-            let mean = if den > 0.0 { num / den } else { 0.0 };
-            d[s..e].iter_mut().for_each(|v| *v = mean);
-        }
-        s = e;
-    }
-}
-
 /// [`keep_fused`] on a pair's grid `g`: the direction's weighted mean over every region of
 /// equal values joined by the grid's edges, 0 over a region without weight (`beta` its
 /// cells; a missing cell after them keeps its direction).
@@ -925,57 +910,6 @@ fn keep_fused_grid(d: &mut [f64], beta: &[f64], w: &[f64], g: Grid) {
     }
     for (i, &r) in roots.iter().enumerate() {
         d[i] = if den[r] > 0.0 { num[r] / den[r] } else { 0.0 };
-    }
-}
-
-/// A jump of a chain along the line: `(g, h, c)`, the term `c |g + t h|` of the penalty.
-pub type Jump = (f64, f64, f64);
-
-/// The smallest minimiser over `[0, t_max]` of the convex
-/// `φ(t) = a t²/2 − b t + Σ_{(g, h, c) ∈ jumps} c |g + t h|` (`a > 0`, `c ≥ 0`); 0 when
-/// `a ≤ 0` or nothing is finite. `jumps` is reordered.
-pub fn line_minimum(a: f64, b: f64, jumps: &mut [Jump], t_max: f64) -> f64 {
-    if !(a > 0.0) || !b.is_finite() || !(t_max > 0.0) {
-        return 0.0;
-    }
-    // The right derivative at 0, and the kinks ahead: where g + t h crosses 0 the term's
-    // slope goes from −c|h| to +c|h|.
-    let mut slope = -b;
-    for &mut (g, h, c) in jumps.iter_mut() {
-        slope += if g == 0.0 {
-            c * h.abs()
-        } else {
-            c * h * g.signum()
-        };
-    }
-    let mut kinks: Vec<(f64, f64)> = jumps
-        .iter()
-        .filter(|&&(g, h, c)| c > 0.0 && g != 0.0 && g.signum() != h.signum())
-        .map(|&(g, h, c)| (-g / h, 2.0 * c * h.abs()))
-        .collect();
-    kinks.sort_by(|x, y| x.0.total_cmp(&y.0));
-    let mut t0 = 0.0;
-    if !(slope < 0.0) {
-        return 0.0;
-    }
-    for (tau, rise) in kinks {
-        if tau >= t_max {
-            break;
-        }
-        let at_kink = slope + a * (tau - t0);
-        if at_kink >= 0.0 {
-            return t0 - slope / a;
-        }
-        (t0, slope) = (tau, at_kink + rise);
-        if slope >= 0.0 {
-            return tau;
-        }
-    }
-    let t = t0 - slope / a;
-    if t.is_finite() {
-        t.min(t_max)
-    } else {
-        0.0
     }
 }
 
@@ -1264,8 +1198,12 @@ mod tests {
             tol: 1e-3,
             ..Default::default()
         };
-        let rows = |beta| BlockState::with_start(&data, y.view(), beta);
-        let on_tables = |beta| BlockState::with_tables(&data, Arc::clone(&tables), beta);
+        // Without coupled updates, which solve two alternating blocks together and would take
+        // most of the valley's creep before the rounds see it (their own tests are in
+        // `states::squared::coupled`).
+        let rows = |beta| BlockState::with_start(&data, y.view(), beta).without_coupled();
+        let on_tables =
+            |beta| BlockState::with_tables(&data, Arc::clone(&tables), beta).without_coupled();
         for (engine, state) in [
             ("rows", &rows as &dyn Fn(Vec<Vec<f64>>) -> BlockState),
             ("tables", &on_tables),

@@ -7,6 +7,7 @@ pub mod anderson;
 pub mod datafit;
 pub mod engine;
 pub mod extrapolate;
+pub mod line;
 pub mod newton;
 pub mod softmax;
 pub mod squared;

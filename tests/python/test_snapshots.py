@@ -69,6 +69,19 @@ at zero stopped counting as the path's start (``pairs_moved``, ``rust/fit/pairs/
 its two listed pairs had ended at ``interaction_penalty_`` 1.0 with all-zero tables; now 0.25,
 where they move (largest values 0.174 and 0.026): objective 0.28519465 -> 0.28511033, 148 ->
 232 updates.
+Twelve cases re-stored together when a coupled update's rounds came to end with an exact line
+search along their change (and, in the refits that extrapolate, an Anderson move of their
+round ends; ``rust/states/squared/coupled.rs``): fits at a given penalty reach the same optima
+within the tolerance in fewer updates (``regressor_fixed_rows`` and ``regressor_fixed_tables``
+939 -> 742, ``regressor_lambda_f`` 858 -> 753, ``regressor_missing_category`` 585 -> 443,
+``statistics`` 286 -> 288; objectives within 3.5e-7 relative, ``path`` and ``cv`` within
+5.1e-7); the held-out paths' fits end elsewhere within the path's tolerance, and the houses'
+held-out losses of ratios 2^-7 and 2^-8 moved by 0.5%, so the refinement now lands between
+them: ``lambda_f`` 114.9597 -> 167.0656 (``regressor_auto``, ``regressor_auto_tables``,
+``regressor_pairs``, the rows and tables engines alike; ``regressor_pairs`` keeps 25 of its 28
+pairs at the same ``interaction_penalty_`` 0.125), 351.29 -> 352.15 for
+``regressor_missing_category_auto`` and 228.54 -> 209.10 for ``statistics_held_out``: the
+optima of other penalties.
 """
 
 from __future__ import annotations

@@ -185,6 +185,9 @@ pub struct BlockState {
     // Whether greedy updates that alternate between two blocks solve them together
     // ([`BlockState::update_coupled`]; off only to measure it).
     coupled: bool,
+    // Whether a coupled update also extrapolates its round ends (Anderson): only in the
+    // fits that extrapolate their own rounds ([`BlockState::with_coupled_extrapolation`]).
+    coupled_anderson: bool,
     // The rows engine's last pair table of a coupled update.
     kept_pair: Option<coupled::KeptPair>,
 }
@@ -339,6 +342,7 @@ impl BlockState {
             fresh_all: false,
             followed: Followed::default(),
             coupled: true,
+            coupled_anderson: false,
             kept_pair: None,
         };
         state.sync(data);
