@@ -51,7 +51,7 @@ use crate::error::{check_target, Result};
 use crate::model::report::{BinnedFit, Callback, History, Progress, StopReason};
 use crate::params::{ChainShape, FitParams, Grid, PairLink, Selection, Shapes};
 use crate::states::anderson::{anderson_point, ANDERSON_DEPTH};
-pub use crate::states::line::{keep_fused, line_minimum, Jump};
+pub use crate::states::line::{chain_kinks, keep_fused, line_minimum, Jump};
 use crate::states::squared::{Along, BlockState};
 use crate::with_codes;
 
@@ -831,18 +831,8 @@ pub(crate) fn line_kinks(
             continue;
         }
         let nc = data.features[k].n_chain();
-        for t in 1..nc {
-            let (g, h) = (beta[t] - beta[t - 1], dk[t] - dk[t - 1]);
-            if h == 0.0 {
-                continue;
-            }
-            if shape.monotone != 0 && f64::from(shape.monotone) * h < 0.0 {
-                t_max = t_max.min((-g / h).max(0.0));
-            }
-            if shape.factor > 0.0 {
-                jumps.push((g, h, lambda * shape.factor));
-            }
-        }
+        let c = lambda * shape.factor;
+        chain_kinks(beta, dk, nc, shape.monotone, c, &mut jumps, &mut t_max);
     }
     (jumps, t_max)
 }

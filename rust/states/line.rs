@@ -26,6 +26,33 @@ pub fn keep_fused(d: &mut [f64], beta: &[f64], w: &[f64]) {
 /// A jump of a chain along the line: `(g, h, c)`, the term `c |g + t h|` of the penalty.
 pub type Jump = (f64, f64, f64);
 
+/// The jumps of the first `nc` bins of a chain `beta` (its adjacent differences) along the
+/// direction `d`: each one that moves (`h ≠ 0`) pushed to `jumps` with the chain's penalty
+/// `c` (none when `c = 0`); on a monotone chain (`monotone` ±1) `t_max` capped where a jump
+/// would change its sign.
+pub fn chain_kinks(
+    beta: &[f64],
+    d: &[f64],
+    nc: usize,
+    monotone: i8,
+    c: f64,
+    jumps: &mut Vec<Jump>,
+    t_max: &mut f64,
+) {
+    for t in 1..nc {
+        let (g, h) = (beta[t] - beta[t - 1], d[t] - d[t - 1]);
+        if h == 0.0 {
+            continue;
+        }
+        if monotone != 0 && f64::from(monotone) * h < 0.0 {
+            *t_max = t_max.min((-g / h).max(0.0));
+        }
+        if c > 0.0 {
+            jumps.push((g, h, c));
+        }
+    }
+}
+
 /// The smallest minimiser over `[0, t_max]` of the convex
 /// `φ(t) = a t²/2 − b t + Σ_{(g, h, c) ∈ jumps} c |g + t h|` (`a > 0`, `c ≥ 0`); 0 when
 /// `a ≤ 0` or nothing is finite. `jumps` is reordered.

@@ -27,7 +27,7 @@
 use super::update::predicted_change;
 use super::*;
 use crate::states::anderson::{anderson_point, ANDERSON_DEPTH};
-use crate::states::line::{keep_fused, line_minimum, Jump};
+use crate::states::line::{chain_kinks, keep_fused, line_minimum, Jump};
 
 /// Most alternations of the two blocks' exact updates in one coupled update.
 pub const COUPLED_ROUNDS: usize = 16;
@@ -278,19 +278,10 @@ impl Line<'_> {
         let mut jumps: Vec<Jump> = Vec::new();
         let mut t_max = f64::INFINITY;
         for s in 0..2 {
-            let (v, ds, shape) = (&vals[s], &d[s], self.shapes[s]);
-            for t in 1..self.chains[s] {
-                let (g, h) = (v[t] - v[t - 1], ds[t] - ds[t - 1]);
-                if h == 0.0 {
-                    continue;
-                }
-                if shape.monotone != 0 && f64::from(shape.monotone) * h < 0.0 {
-                    t_max = t_max.min((-g / h).max(0.0));
-                }
-                if penalty[s] > 0.0 {
-                    jumps.push((g, h, penalty[s]));
-                }
-            }
+            let (nc, monotone) = (self.chains[s], self.shapes[s].monotone);
+            chain_kinks(
+                &vals[s], &d[s], nc, monotone, penalty[s], &mut jumps, &mut t_max,
+            );
         }
         let t = line_minimum(a, b, &mut jumps, t_max);
         if !(t > 0.0) {
