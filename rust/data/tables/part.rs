@@ -29,7 +29,8 @@ impl Entry for u16 {
 const DOT_ROWS: usize = 8;
 
 /// `o −= scale Σ_b Δ_b t[b, ·]` for the table `t` of rows `width` wide, one row per entry of
-/// `delta` (rows of a zero `Δ_b` skipped).
+/// `delta` (rows of a zero `Δ_b` skipped). In AVX2 instructions where the processor has them
+/// ([`wide`]): the same numbers.
 pub(super) fn sub_rows_into<T: Entry>(
     t: &[T],
     width: usize,
@@ -37,6 +38,16 @@ pub(super) fn sub_rows_into<T: Entry>(
     scale: f64,
     o: &mut [f64],
 ) {
+    #[cfg(target_arch = "x86_64")]
+    if wide::available() {
+        return wide::sub_rows_into(t, width, delta, scale, o);
+    }
+    sub_rows_body(t, width, delta, scale, o);
+}
+
+/// The body of [`sub_rows_into`], compiled once for any processor and once for AVX2.
+#[inline(always)]
+fn sub_rows_body<T: Entry>(t: &[T], width: usize, delta: &[f64], scale: f64, o: &mut [f64]) {
     for (row, &d) in t.chunks_exact(width).zip(delta) {
         if d != 0.0 {
             let f = scale * d;
@@ -51,8 +62,19 @@ pub(super) fn sub_rows_into<T: Entry>(
 /// `delta.len()` entries). Each row's sum runs in `b'` order from `−0.0`, as `Iterator::sum`
 /// does, but [`DOT_ROWS`] rows at a time: their running sums are independent, so their
 /// additions overlap instead of each waiting on the previous one; the numbers are those of
-/// one row at a time.
+/// one row at a time. In AVX2 instructions where the processor has them ([`wide`]): the same
+/// numbers.
 pub(super) fn dots_into<T: Entry>(t: &[T], delta: &[f64], scale: f64, o: &mut [f64]) {
+    #[cfg(target_arch = "x86_64")]
+    if wide::available() {
+        return wide::dots_into(t, delta, scale, o);
+    }
+    dots_body(t, delta, scale, o);
+}
+
+/// The body of [`dots_into`], compiled once for any processor and once for AVX2.
+#[inline(always)]
+fn dots_body<T: Entry>(t: &[T], delta: &[f64], scale: f64, o: &mut [f64]) {
     let nk = delta.len();
     if nk == 0 {
         return;
@@ -75,6 +97,125 @@ pub(super) fn dots_into<T: Entry>(t: &[T], delta: &[f64], scale: f64, o: &mut [f
     for (ob, row) in outs.into_remainder().iter_mut().zip(rest.chunks_exact(nk)) {
         let dot: f64 = row.iter().zip(delta).map(|(c, d)| c.value() * d).sum();
         *ob -= scale * dot;
+    }
+}
+
+/// The table products compiled for AVX2 (wider registers, and a one-instruction widening of
+/// `u16` counts), chosen at run time where the processor has it: 1.8–1.9× faster on 10⁶ × 14
+/// rows (`cargo bench --bench fit -- tables`). The compiler may not reorder or fuse
+/// floating-point operations, so both compilations give the same numbers to the bit (tested).
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+mod wide {
+    use super::{dots_body, sub_rows_body, Entry};
+
+    /// Whether this processor has AVX2 (detected once, then a cached load).
+    pub(super) fn available() -> bool {
+        std::arch::is_x86_feature_detected!("avx2")
+    }
+
+    #[target_feature(enable = "avx2")]
+    fn dots_avx2<T: Entry>(t: &[T], delta: &[f64], scale: f64, o: &mut [f64]) {
+        dots_body(t, delta, scale, o);
+    }
+
+    #[target_feature(enable = "avx2")]
+    fn sub_rows_avx2<T: Entry>(t: &[T], width: usize, delta: &[f64], scale: f64, o: &mut [f64]) {
+        sub_rows_body(t, width, delta, scale, o);
+    }
+
+    /// [`super::dots_into`] in AVX2 instructions; only where [`available`].
+    pub(super) fn dots_into<T: Entry>(t: &[T], delta: &[f64], scale: f64, o: &mut [f64]) {
+        assert!(available());
+        // SAFETY: the one requirement of a `target_feature` function is that the processor
+        // has the feature, checked above.
+        unsafe { dots_avx2(t, delta, scale, o) }
+    }
+
+    /// [`super::sub_rows_into`] in AVX2 instructions; only where [`available`].
+    pub(super) fn sub_rows_into<T: Entry>(
+        t: &[T],
+        width: usize,
+        delta: &[f64],
+        scale: f64,
+        o: &mut [f64],
+    ) {
+        assert!(available());
+        // SAFETY: as in `dots_into`.
+        unsafe { sub_rows_avx2(t, width, delta, scale, o) }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::super::{dots_body, sub_rows_body};
+        use super::*;
+
+        /// Both compilations of both products give the same numbers to the bit, on counts
+        /// and on real entries, for widths that leave remainders of every size.
+        #[test]
+        fn the_avx2_products_equal_the_portable_ones_to_the_bit() {
+            if !available() {
+                eprintln!("no AVX2 on this processor: nothing to compare");
+                return;
+            }
+            let mut x = 0x2545_f491_4f6c_dd1du64;
+            let mut next = move || {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            };
+            for (rows, width) in [(1, 1), (7, 3), (8, 5), (13, 17), (64, 33), (9, 250)] {
+                let counts: Vec<u16> = (0..rows * width)
+                    .map(|_| (next() % 70_000) as u16)
+                    .collect();
+                let reals: Vec<f64> = counts.iter().map(|&c| f64::from(c) * 0.37 - 11.0).collect();
+                let mut delta: Vec<f64> = (0..width)
+                    .map(|_| (next() % 1000) as f64 / 7.0 - 70.0)
+                    .collect();
+                delta[0] = 0.0;
+                let start: Vec<f64> = (0..rows).map(|i| i as f64 / 3.0).collect();
+                let (mut a, mut b) = (start.clone(), start.clone());
+                dots_into(&counts, &delta, 1.3e-3, &mut a);
+                dots_body(&counts, &delta, 1.3e-3, &mut b);
+                assert_eq!(
+                    a.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    b.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+                );
+                let (mut a, mut b) = (start.clone(), start.clone());
+                dots_into(&reals, &delta, -0.7, &mut a);
+                dots_body(&reals, &delta, -0.7, &mut b);
+                assert_eq!(
+                    a.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    b.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+                );
+                // By rows: `rows` entries of Δ, rows `width` wide.
+                let drow: Vec<f64> = (0..rows)
+                    .map(|i| {
+                        if i % 3 == 1 {
+                            0.0
+                        } else {
+                            (next() % 100) as f64 - 49.5
+                        }
+                    })
+                    .collect();
+                let out0: Vec<f64> = (0..width).map(|i| i as f64 * 0.1).collect();
+                let (mut a, mut b) = (out0.clone(), out0.clone());
+                sub_rows_into(&counts, width, &drow, 2.1e-4, &mut a);
+                sub_rows_body(&counts, width, &drow, 2.1e-4, &mut b);
+                assert_eq!(
+                    a.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    b.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+                );
+                let (mut a, mut b) = (out0.clone(), out0);
+                sub_rows_into(&reals, width, &drow, -1.0, &mut a);
+                sub_rows_body(&reals, width, &drow, -1.0, &mut b);
+                assert_eq!(
+                    a.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    b.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+                );
+            }
+        }
     }
 }
 
