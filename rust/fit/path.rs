@@ -134,7 +134,8 @@ pub(crate) type PathPoint<B> = (f64, usize, bool, B);
 /// `fit_at(ratio, restart)` fits at `ratio`, from the blocks `restart` if given (else from
 /// where the previous fit ended). Down from [`START_RATIO`] while the loss improves
 /// (`patience`), up towards `λ_max` when the first ratio wins, then one refinement from the
-/// best fit's blocks. Returns the search and the best fit's blocks.
+/// blocks of the ratio tried nearest to it (the best or a neighbour). Returns the search and
+/// the best fit's blocks.
 pub(crate) fn search_path<B: Clone>(
     patience: usize,
     fit_at: &mut dyn FnMut(f64, Option<B>) -> Result<PathPoint<B>>,
@@ -148,8 +149,11 @@ pub(crate) fn search_path<B: Clone>(
         Ok::<_, FastError>((loss, stopped, blocks))
     };
 
-    // The decreasing path, until the held-out loss stops improving.
-    let mut best: Option<(f64, f64, B)> = None;
+    // The decreasing path, until the held-out loss stops improving. `best` is the best
+    // ratio and its loss; `near` the blocks of it and of the ratios tried next to it (one
+    // step either side), where the refinement may start.
+    let mut best: Option<(f64, f64)> = None;
+    let mut near: Vec<(f64, B)> = Vec::new();
     let mut since_best = 0;
     let mut ratio = START_RATIO;
     let mut interrupted = false;
@@ -162,43 +166,62 @@ pub(crate) fn search_path<B: Clone>(
         match &best {
             Some(b) if loss >= b.1 - fall * b.1.abs() => since_best += 1,
             _ => {
-                best = Some((ratio, loss, values));
+                best = Some((ratio, loss));
                 since_best = 0;
             }
         }
+        keep_near(&mut near, (ratio, values), best);
         ratio *= STEP;
     }
     // The first ratio won (noise-heavy data): climb towards λ_max while that improves.
     let mut up = START_RATIO / STEP;
     // (`up · STEP` is the largest ratio tried so far: the best one, or stop.)
-    while !interrupted
-        && up < 1.0
-        && best
-            .as_ref()
-            .is_some_and(|b| b.0 >= up * STEP * (1.0 - 1e-12))
-    {
+    while !interrupted && up < 1.0 && best.is_some_and(|b| b.0 >= up * STEP * (1.0 - 1e-12)) {
         let (loss, stop, values) = try_ratio(up, None, &mut search)?;
         interrupted = stop;
-        if best.as_ref().is_some_and(|b| loss < b.1) {
-            best = Some((up, loss, values));
-            up /= STEP;
-        } else {
+        let better = best.is_some_and(|b| loss < b.1);
+        if better {
+            best = Some((up, loss));
+        }
+        keep_near(&mut near, (up, values), best);
+        if !better {
             break;
         }
+        up /= STEP;
     }
-    let (mut ratio, loss, mut values) = best.expect("the path fits at least one ratio");
+    let (mut ratio, loss) = best.expect("the path fits at least one ratio");
+    let at = |r: f64| near.iter().position(|p| p.0 == r);
+    let mut values = near
+        .swap_remove(at(ratio).expect("the best fit's blocks are kept"))
+        .1;
 
     // One refinement: the vertex of the parabola through the best ratio and its neighbours
     // (in log ratio), or the geometric midpoint towards the one neighbour at an end.
     if let Some(t) = refinement(&search, ratio).filter(|_| !interrupted) {
-        // Continue from the best fit rather than from the end of the path.
-        let (l_new, _, refined) = try_ratio(t, Some(values.clone()), &mut search)?;
+        // Continue from the fit of the nearest ratio tried (the best, or a neighbour).
+        let gap = |r: f64| (r / t).ln().abs();
+        let from = match near.iter().min_by(|a, b| gap(a.0).total_cmp(&gap(b.0))) {
+            Some((r, b)) if gap(*r) < gap(ratio) => b.clone(),
+            _ => values.clone(),
+        };
+        let (l_new, _, refined) = try_ratio(t, Some(from), &mut search)?;
         if l_new < loss {
             (ratio, values) = (t, refined);
         }
     }
     search.ratio = ratio;
     Ok((search, values))
+}
+
+/// Adds the fit `point` (ratio, blocks) to `near` and keeps there only the fits of the
+/// `best` ratio and of the ratios one [`STEP`] from it: the fits a refinement next to the
+/// best may start from (at most three, whatever the path's length).
+fn keep_near<B>(near: &mut Vec<(f64, B)>, point: (f64, B), best: Option<(f64, f64)>) {
+    near.push(point);
+    if let Some((b, _)) = best {
+        let reach = (1.0 / STEP).ln() * (1.0 + 1e-9);
+        near.retain(|(r, _)| (r / b).ln().abs() <= reach);
+    }
 }
 
 /// The ratio to try once the path has stopped (see [`run_path`]), or `None`.
@@ -236,4 +259,92 @@ fn refinement(search: &PenaltySearch, best: f64) -> Option<f64> {
         t
     };
     t.is_finite().then(|| t.exp())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The search on a made-up held-out loss of `x = ln(r / r*)`, `1 + 10⁻³ x²` below `r*` and
+    /// `1 + 8·10⁻³ x²` above (so flat that below [`FINE_RATIO`] a lower loss may not count as
+    /// better, and the parabola's vertex may fall nearer a neighbour than the best), each fit's
+    /// "blocks" its own ratio: the search, its blocks and every fit's `(ratio, restart)`.
+    fn searched(r_star: f64) -> (PenaltySearch, f64, Vec<(f64, Option<f64>)>) {
+        let mut calls = Vec::new();
+        let mut fit_at = |ratio: f64, restart: Option<f64>| {
+            calls.push((ratio, restart));
+            let x = (ratio / r_star).ln();
+            let loss = 1.0 + 1e-3 * if x < 0.0 { x * x } else { 8.0 * x * x };
+            Ok((loss, 1, false, ratio))
+        };
+        let (search, blocks) = search_path(PATIENCE, &mut fit_at).unwrap();
+        (search, blocks, calls)
+    }
+
+    /// The refinement starts from the fit of the ratio tried nearest to it (a neighbour of
+    /// the best where the vertex lies nearer one), every other fit from where the last one
+    /// ended; the blocks returned are those of the ratio chosen.
+    #[test]
+    fn the_refinement_starts_from_the_nearest_ratio_tried() {
+        let (mut from_a_neighbour, mut refined) = (0, 0);
+        let mut r_star = 1e-5;
+        while r_star < 0.05 {
+            let (search, blocks, calls) = searched(r_star);
+            let (t, from) = *calls.last().unwrap();
+            r_star *= 1.13;
+            if from.is_none() {
+                // No refinement (the vertex fell on the best ratio).
+                assert!(calls.iter().all(|c| c.1.is_none()));
+                assert_eq!(blocks, search.ratio);
+                continue;
+            }
+            let n = search.ratios.len() - 1;
+            let tried = &search.ratios[..n];
+            assert!(tried.iter().all(|&r| r != t), "{t} is a new ratio");
+            let gap = |r: f64| (r / t).ln().abs();
+            let nearest = tried
+                .iter()
+                .copied()
+                .min_by(|a, b| gap(*a).total_cmp(&gap(*b)));
+            assert_eq!(
+                from, nearest,
+                "r* = {r_star}: refinement at {t} from {from:?}"
+            );
+            // The search's best, by its rule (below FINE_RATIO a ratio must lower the best
+            // loss by FINE_FALL of it): not always the lowest loss.
+            let mut best: Option<(f64, f64)> = None;
+            for (&r, &l) in search.ratios[..n].iter().zip(&search.validation_loss) {
+                let fall = if r < FINE_RATIO { FINE_FALL } else { 0.0 };
+                if r <= START_RATIO && best.is_none_or(|b| l < b.1 - fall * b.1.abs()) {
+                    best = Some((r, l));
+                }
+            }
+            let (best, best_loss) = best.unwrap();
+            from_a_neighbour += usize::from(from != Some(best));
+            assert!(calls[..n].iter().all(|c| c.1.is_none()));
+            let won = search.validation_loss[n] < best_loss;
+            let chosen = if won { t } else { best };
+            assert_eq!(search.ratio, chosen);
+            assert_eq!(blocks, chosen);
+            refined += 1;
+        }
+        assert!(refined > 10, "{refined} refinements");
+        assert!(from_a_neighbour > 0, "no case started from a neighbour");
+    }
+
+    /// When the first ratio wins the search climbs, and keeps the neighbours of its best.
+    #[test]
+    fn a_climbing_search_keeps_the_neighbours_of_its_best() {
+        let (search, blocks, calls) = searched(0.3);
+        let (t, from) = *calls.last().unwrap();
+        assert!(search.ratios.contains(&0.25) && search.ratios.contains(&0.5));
+        let gap = |r: f64| (r / t).ln().abs();
+        let tried = &search.ratios[..search.ratios.len() - 1];
+        let nearest = tried
+            .iter()
+            .copied()
+            .min_by(|a, b| gap(*a).total_cmp(&gap(*b)));
+        assert_eq!(from, nearest);
+        assert_eq!(blocks, search.ratio);
+    }
 }
