@@ -675,18 +675,28 @@ pub(crate) fn held_out_path<S: PathFit>(
     rule: (f64, usize),
     (offset, callback): (&AtomicUsize, &mut Option<Callback<'_>>),
 ) -> Result<(PenaltySearch, Vec<Vec<f64>>)> {
-    if data.n_samples * data.n_features() <= COPY_MAX_CODES {
-        let (kept, sub) = training_rows(data, &train);
-        let data = &*data;
-        let state = |b: Vec<Vec<f64>>| state(&sub, Some(&kept), b);
-        let loss = |c: f64, b: &[Vec<f64>]| loss(data, c, b);
-        run_path(&sub, params, &state, &loss, offset, callback, rule)
+    on_path_rows(data, &train, |fit, kept, all| {
+        let state = |b: Vec<Vec<f64>>| state(fit, kept, b);
+        let loss = |c: f64, b: &[Vec<f64>]| loss(all, c, b);
+        run_path(fit, params, &state, &loss, offset, callback, rule)
+    })
+}
+
+/// `f(fit, kept, all)` for a held-out path on the rows of positive weight in `train`: up to
+/// [`COPY_MAX_CODES`] codes `fit` is a copy of those rows ([`training_rows`]) and `kept`
+/// their indices in `data`; above, `fit` is `data` itself with `train` swapped in for its
+/// sample weights and restored afterwards ([`with_weights`]) and `kept` is `None`. `all` is
+/// `data` with every row, where held-out rows are scored (their weights are not read).
+pub(crate) fn on_path_rows<R>(
+    data: &mut BinnedData,
+    train: &[f64],
+    f: impl FnOnce(&BinnedData, Option<&[usize]>, &BinnedData) -> R,
+) -> R {
+    if data.n_samples.saturating_mul(data.n_features()) <= COPY_MAX_CODES {
+        let (kept, sub) = training_rows(data, train);
+        f(&sub, Some(&kept), data)
     } else {
-        with_weights(data, train, |data| {
-            let state = |b: Vec<Vec<f64>>| state(data, None, b);
-            let loss = |c: f64, b: &[Vec<f64>]| loss(data, c, b);
-            run_path(data, params, &state, &loss, offset, callback, rule)
-        })
+        with_weights(data, train.to_vec(), |d| f(d, None, d))
     }
 }
 

@@ -12,8 +12,7 @@ use crate::data::tables::table_bytes;
 use crate::descent::{descend, Leg, PairDescent};
 use crate::error::Result;
 use crate::fit::validation::{
-    holdout_terms, mean_loss, reborrow, training_rows, validation_rows, with_weights, Split,
-    COPY_MAX_CODES,
+    holdout_terms, mean_loss, on_path_rows, reborrow, validation_rows, Split,
 };
 use crate::model::report::{BinnedFit, Callback, StopReason};
 use crate::params::{Engine, FitParams, Grid, PairLink, Penalty, Validation};
@@ -225,7 +224,7 @@ pub(super) type PathBest = (f64, f64, Vec<Vec<f64>>, Vec<f64>);
 /// The rows of a held-out path: those it fits on (the split's training rows) and those it is
 /// scored on (the held-out rows, by their indices in all the rows).
 pub(super) struct PathRows<'a> {
-    /// The training rows: a copy holding only them ([`training_rows`]), or all the rows with
+    /// The training rows: a copy holding only them, or all the rows with
     /// the held-out ones at weight 0.
     pub(super) fit: &'a BinnedData,
     /// Their targets.
@@ -237,36 +236,22 @@ pub(super) struct PathRows<'a> {
 }
 
 /// Runs `f` on the rows of a held-out path with training weights `train` (one per row of
-/// `data`, 0 on the held-out rows): on a copy of the training rows alone up to
-/// [`COPY_MAX_CODES`] codes (rows × blocks), as the main effects' held-out path does (a path
-/// on the rows reads every row at every update, and the held-out rows add nothing; on the
-/// tables engine the copy's tables are counts), else on `data` with `train` swapped in for
-/// its sample weights ([`with_weights`]).
+/// `data`, 0 on the held-out rows), as the main effects' held-out path does
+/// ([`on_path_rows`]: a copy of the training rows alone up to a size, else `data` with
+/// `train` swapped in for its sample weights; a path on the rows reads every row at every
+/// update, and the held-out rows add nothing; on the tables engine the copy's tables are
+/// counts), with the targets of the rows fitted on.
 pub(super) fn on_training_rows<R>(
     data: &mut BinnedData,
     y: ArrayView1<'_, f64>,
     train: &[f64],
     f: impl FnOnce(PathRows<'_>) -> R,
 ) -> R {
-    if data.n_samples.saturating_mul(data.n_features()) <= COPY_MAX_CODES {
-        let (kept, sub) = training_rows(data, train);
-        let y_fit: Array1<f64> = kept.iter().map(|&i| y[i]).collect();
-        f(PathRows {
-            fit: &sub,
-            y_fit: y_fit.view(),
-            all: data,
-            y,
-        })
-    } else {
-        with_weights(data, train.to_vec(), |d| {
-            f(PathRows {
-                fit: d,
-                y_fit: y,
-                all: d,
-                y,
-            })
-        })
-    }
+    on_path_rows(data, train, |fit, kept, all| {
+        let y_kept: Option<Array1<f64>> = kept.map(|k| k.iter().map(|&i| y[i]).collect());
+        let y_fit = y_kept.as_ref().map_or(y, |v| v.view());
+        f(PathRows { fit, y_fit, all, y })
+    })
 }
 
 /// A held-out path runs on its training rows' co-occurrence tables (under [`Engine::Auto`])
@@ -385,7 +370,6 @@ pub(super) fn search_pairs<S: PairDescent>(
             let mut st = path_state(&on, engine, state, init.clone());
             let mut best: Option<PathBest> = None;
             let mut rises = 0usize;
-            let mut best_moved = false;
             let mut additive: Option<Vec<f64>> = None;
             let rhos = screened.then_some(ADDITIVE).into_iter().chain(PAIR_PATH);
             for r in rhos {
@@ -412,7 +396,7 @@ pub(super) fn search_pairs<S: PairDescent>(
                 // point whose pair blocks all stayed at zero is the additive model again:
                 // the path has not started there, and the first point that moves them
                 // takes its place, whatever its loss, as the first point would.
-                let moved = pairs_moved(&fit.values, p);
+                let best_moved = best.as_ref().is_some_and(|b| pairs_moved(&b.2, p));
                 match best.as_ref().map(|b| b.1) {
                     Some(l) if best_moved && loss > l * (1.0 + PATH_EQUAL) => {
                         rises += 1;
@@ -423,7 +407,6 @@ pub(super) fn search_pairs<S: PairDescent>(
                     Some(l) if best_moved && loss >= l => {}
                     _ => {
                         best = Some((r, loss, fit.values, terms));
-                        best_moved = moved;
                     }
                 }
                 if fit.report.stop == StopReason::Callback {
