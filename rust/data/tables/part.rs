@@ -165,6 +165,7 @@ mod wide {
                 x ^= x << 17;
                 x
             };
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             for (rows, width) in [(1, 1), (7, 3), (8, 5), (13, 17), (64, 33), (9, 250)] {
                 let counts: Vec<u16> = (0..rows * width)
                     .map(|_| (next() % 70_000) as u16)
@@ -174,46 +175,30 @@ mod wide {
                     .map(|_| (next() % 1000) as f64 / 7.0 - 70.0)
                     .collect();
                 delta[0] = 0.0;
-                let start: Vec<f64> = (0..rows).map(|i| i as f64 / 3.0).collect();
-                let (mut a, mut b) = (start.clone(), start.clone());
-                dots_into(&counts, &delta, 1.3e-3, &mut a);
-                dots_body(&counts, &delta, 1.3e-3, &mut b);
-                assert_eq!(
-                    a.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                    b.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
-                );
-                let (mut a, mut b) = (start.clone(), start.clone());
-                dots_into(&reals, &delta, -0.7, &mut a);
-                dots_body(&reals, &delta, -0.7, &mut b);
-                assert_eq!(
-                    a.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                    b.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
-                );
-                // By rows: `rows` entries of Δ, rows `width` wide.
+                // By rows: `rows` entries of Δ (every third one 0), rows `width` wide.
                 let drow: Vec<f64> = (0..rows)
-                    .map(|i| {
-                        if i % 3 == 1 {
-                            0.0
-                        } else {
-                            (next() % 100) as f64 - 49.5
-                        }
-                    })
+                    .map(|i| (i % 3 != 1) as u8 as f64 * ((next() % 100) as f64 - 49.5))
                     .collect();
+                let start: Vec<f64> = (0..rows).map(|i| i as f64 / 3.0).collect();
                 let out0: Vec<f64> = (0..width).map(|i| i as f64 * 0.1).collect();
-                let (mut a, mut b) = (out0.clone(), out0.clone());
-                sub_rows_into(&counts, width, &drow, 2.1e-4, &mut a);
-                sub_rows_body(&counts, width, &drow, 2.1e-4, &mut b);
-                assert_eq!(
-                    a.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                    b.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
-                );
-                let (mut a, mut b) = (out0.clone(), out0);
-                sub_rows_into(&reals, width, &drow, -1.0, &mut a);
-                sub_rows_body(&reals, width, &drow, -1.0, &mut b);
-                assert_eq!(
-                    a.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                    b.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
-                );
+                for scale in [1.3e-3, -0.7] {
+                    let (mut a, mut b) = (start.clone(), start.clone());
+                    dots_into(&counts, &delta, scale, &mut a);
+                    dots_body(&counts, &delta, scale, &mut b);
+                    assert_eq!(bits(&a), bits(&b));
+                    let (mut a, mut b) = (start.clone(), start.clone());
+                    dots_into(&reals, &delta, scale, &mut a);
+                    dots_body(&reals, &delta, scale, &mut b);
+                    assert_eq!(bits(&a), bits(&b));
+                    let (mut a, mut b) = (out0.clone(), out0.clone());
+                    sub_rows_into(&counts, width, &drow, scale, &mut a);
+                    sub_rows_body(&counts, width, &drow, scale, &mut b);
+                    assert_eq!(bits(&a), bits(&b));
+                    let (mut a, mut b) = (out0.clone(), out0.clone());
+                    sub_rows_into(&reals, width, &drow, scale, &mut a);
+                    sub_rows_body(&reals, width, &drow, scale, &mut b);
+                    assert_eq!(bits(&a), bits(&b));
+                }
             }
         }
     }
