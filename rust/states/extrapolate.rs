@@ -51,7 +51,8 @@ use crate::error::{check_target, Result};
 use crate::model::report::{BinnedFit, Callback, History, Progress, StopReason};
 use crate::params::{ChainShape, FitParams, Grid, PairLink, Selection, Shapes};
 use crate::states::anderson::{anderson_point, ANDERSON_DEPTH};
-pub use crate::states::line::{chain_kinks, keep_fused, line_minimum, Jump};
+use crate::states::line::chain_kinks;
+pub use crate::states::line::{keep_fused, line_minimum, Jump};
 use crate::states::squared::{Along, BlockState};
 use crate::with_codes;
 
