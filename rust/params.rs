@@ -10,6 +10,7 @@
 //! | `binning` | [`BinningParams::default`] | see [`crate::data::binning`] |
 //! | `shapes` | every block free, factor 1 | see [`Shapes`] |
 //! | `sweep_share` | 0 | `[0, 1)`: see [`FitParams::sweep_share`] |
+//! | `grid_splits` | `Solve` | `Solve` or `Best`: see [`GridSplits`] |
 
 use std::time::Instant;
 
@@ -163,6 +164,23 @@ pub struct FitParams {
     /// unchanged. The fit on all rows of a pair stage uses
     /// [`crate::fit::pairs::FINISH_SWEEP_SHARE`].
     pub sweep_share: f64,
+    /// How pair blocks are certified between their updates ([`GridSplits`]; the fit on all
+    /// rows of a pair stage takes [`GridSplits::Best`]).
+    pub grid_splits: GridSplits,
+}
+
+/// The splits of a pair block's gradient `R = G_r + G_c` its KKT score tries
+/// ([`crate::descent::kinds::grid_score`]; every split is a valid certificate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GridSplits {
+    /// Its last solve's: `G_c = Q`, the column part of the solve's flows.
+    #[default]
+    Solve,
+    /// The best of three: the solve's, `G_c = R − P` (`P` the solve's row part) and their
+    /// mean. Tighter once other blocks have moved; it changes the descent's course, so the
+    /// held-out fits (whose update budgets end them, and whose choices were measured with
+    /// the solve's split) keep [`GridSplits::Solve`].
+    Best,
 }
 
 /// Interaction bins per feature of `max_interaction_bins="auto"` (EBM's default), under the
@@ -339,6 +357,7 @@ impl Default for FitParams {
             shapes: Shapes::default(),
             pairs: PairParams::default(),
             sweep_share: 0.0,
+            grid_splits: GridSplits::Solve,
         }
     }
 }

@@ -248,6 +248,7 @@ impl FitConfig {
             shapes: self.shapes(),
             pairs: self.pairs(),
             sweep_share: 0.0,
+            grid_splits: crate::params::GridSplits::Solve,
         };
         params.check()?;
         Ok(params)

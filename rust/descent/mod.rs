@@ -33,7 +33,7 @@ use crate::descent::selection::{
 };
 use crate::error::{check_len, FastError, Result};
 use crate::model::report::{BinnedFit, Callback, FitReport, History, Progress, StopReason};
-use crate::params::{BlockKind, ChainShape, FitParams, Penalty, Selection};
+use crate::params::{BlockKind, ChainShape, FitParams, GridSplits, Penalty, Selection};
 
 thread_local! {
     // The stop request of the work running on this thread (see `with_cancel`).
@@ -167,12 +167,22 @@ pub trait DescentState {
         kind_score(
             &self.sums()[k],
             &self.blocks()[k],
-            dual,
+            (dual, self.grid_splits()),
             self.n_chain()[k],
             shape,
             lambda,
         )
     }
+
+    /// How the state's pair blocks are certified between their updates ([`GridSplits`]; by
+    /// default their solves' own split).
+    fn grid_splits(&self) -> GridSplits {
+        GridSplits::Solve
+    }
+
+    /// Sets [`DescentState::grid_splits`] (the descent loop, from its parameters); states that
+    /// keep no edge flows of their pair blocks' solves ignore it.
+    fn set_grid_splits(&mut self, _splits: GridSplits) {}
 
     /// Every pair block's stored column part of its gradient ([`crate::prox::grid`]; empty
     /// entries for chains, or empty: no pair blocks).
@@ -237,6 +247,7 @@ pub trait DescentState {
             shapes: self.shapes(),
             duals: self.duals(),
             lambda,
+            splits: self.grid_splits(),
         }
     }
 
@@ -594,6 +605,7 @@ impl<'a> Run<'a> {
         let unit = if lambda > 0.0 { lambda } else { 1.0 };
         let movable: Vec<usize> = (0..p).filter(|&k| data.features[k].n_bins() > 1).collect();
         let selection = st.resolve_selection(params.selection, p);
+        st.set_grid_splits(params.grid_splits);
         if selection == Selection::Greedy {
             st.follow_sums();
         }

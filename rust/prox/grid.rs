@@ -28,7 +28,9 @@
 //! flows (stored per block: the flows of the cuts, `±λ` across them, inside a flat region
 //! those of its last maximum flow), `G_r = R − Q`. So the violation it reports is at least
 //! the smallest one over all splits: the fit's KKT residual covers pair blocks
-//! conservatively, and it is 0 at a block optimum. Every solve also reports its duality gap
+//! conservatively, and it is 0 at a block optimum. The fit on all rows also tries the split
+//! whose rows keep the solve's row part, and the mean of the two
+//! ([`crate::params::GridSplits::Best`]). Every solve also reports its duality gap
 //! from those flows ([`GridSolve::gap`]; rounding level).
 //!
 //! Cells without weight (`h_c = 0`) make `θ` non-unique: the step gives every cell a

@@ -60,6 +60,7 @@ pub fn params(
         shapes: Default::default(),
         pairs: Default::default(),
         sweep_share: 0.0,
+        grid_splits: Default::default(),
     }
 }
 

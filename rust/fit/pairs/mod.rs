@@ -78,7 +78,7 @@ use crate::model::report::{
 };
 use rand::SeedableRng;
 
-use crate::params::{Engine, FitParams, Grid, Interactions, PairLink, Validation};
+use crate::params::{Engine, FitParams, Grid, GridSplits, Interactions, PairLink, Validation};
 use crate::states::engine::choose_engine_at;
 use layout::{add_pair_blocks, grid_of, layouts, pair_feature, with_pair_shapes};
 use rounds::{choose_layout, Kept};
@@ -516,6 +516,7 @@ fn finish<S: PairDescent>(
     };
     let mut prm = with_pair_shapes(params, p, (grids, links), searched.rho, params.tol);
     prm.sweep_share = FINISH_SWEEP_SHARE;
+    prm.grid_splits = GridSplits::Best;
     if let Some(parts) = smooth {
         prm = with_smooth_shapes(prm, &parts.grids, Some(parts.mu));
     }

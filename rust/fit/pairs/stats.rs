@@ -21,7 +21,7 @@ use crate::descent::{Leg, PairDescent};
 use crate::error::{FastError, Result};
 use crate::fit::validation::fit_tables_validated;
 use crate::model::report::{Axis, Fit, PairFit};
-use crate::params::{Engine, FitParams, Grid, PairLink, Penalty};
+use crate::params::{Engine, FitParams, Grid, GridSplits, PairLink, Penalty};
 use crate::states::engine::tables_shell;
 use crate::states::squared::BlockState;
 
@@ -215,6 +215,7 @@ impl PairLayout {
             ..params.clone()
         });
         prm.sweep_share = FINISH_SWEEP_SHARE;
+        prm.grid_splits = GridSplits::Best;
         let lambdas = (mains.lambda_f, mains.lambda_max);
         let fitted = descend_on_tables(&data, Arc::new(all), &prm, init, lambdas)?;
         let mut fit = Fit::new(&data, Engine::Tables, fitted, Some(search));

@@ -104,6 +104,7 @@ impl SparseParams {
             shapes: self.shapes.clone(),
             pairs: crate::params::PairParams::default(),
             sweep_share: 0.0,
+            grid_splits: crate::params::GridSplits::Solve,
         }
     }
 }

@@ -22,7 +22,7 @@ impl MultinomialState {
                     kind_score(
                         &self.sums[j][r.clone()],
                         &self.beta[j][r],
-                        dual.unwrap_or(&[]),
+                        (dual.unwrap_or(&[]), GridSplits::Solve),
                         self.n_chain[j],
                         shape,
                         lambda,

@@ -83,7 +83,7 @@ use crate::descent::kinds::{
 };
 use crate::descent::selection::{block_score, chain_block_score, shaped_chain_score, BlockScore};
 use crate::descent::DescentState;
-use crate::params::{BlockKind, ChainShape, Selection};
+use crate::params::{BlockKind, ChainShape, GridSplits, Selection};
 use crate::prox::grid::GridWorkspace;
 use crate::states::newton::{
     penalty_change, size_duals, Curvature, StepBuffers, ARMIJO, CURVATURE_FLOOR,

@@ -72,6 +72,7 @@ impl DescentState for BlockState {
             shapes: &self.shapes,
             duals: &self.duals,
             lambda,
+            splits: self.splits,
         };
         let block_max = sums_and_scores(data, vr, &mut self.sums, inputs, scores);
         self.fresh_all = true;
@@ -111,6 +112,14 @@ impl DescentState for BlockState {
 
     fn duals(&self) -> &[Vec<f64>] {
         &self.duals
+    }
+
+    fn grid_splits(&self) -> GridSplits {
+        self.splits
+    }
+
+    fn set_grid_splits(&mut self, splits: GridSplits) {
+        self.splits = splits;
     }
 
     /// `Σ_i v_i r_i / W` from block 0's sums (every block's sums add up to it).

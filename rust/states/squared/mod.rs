@@ -36,7 +36,7 @@ use crate::descent::kinds::{
 };
 use crate::descent::selection::{all_bin_sums, bin_sums_into, BlockScore};
 use crate::descent::{DescentState, Pair, AUTO_GREEDY_MAX_FEATURES};
-use crate::params::{BlockKind, ChainShape, Selection};
+use crate::params::{BlockKind, ChainShape, GridSplits, Selection};
 use crate::prox::flsa::FlsaWorkspace;
 use crate::prox::grid::GridWorkspace;
 use crate::prox::monotone::PavaWorkspace;
@@ -177,6 +177,8 @@ pub struct BlockState {
     pair: PairBuffers,
     // Every pair block's column part of its gradient from its last solve (empty for chains).
     duals: Vec<Vec<f64>>,
+    // How the pair blocks are certified between their updates (set by the descent loop).
+    splits: GridSplits,
     grid_ws: GridWorkspace,
     dual_before: Vec<f64>,
     // Rows engine: whether every block's sums are fresh.
@@ -337,6 +339,7 @@ impl BlockState {
             delta: vec![0.0; max_bins],
             pair: PairBuffers::default(),
             duals: Vec::new(),
+            splits: GridSplits::Solve,
             grid_ws: GridWorkspace::default(),
             dual_before: Vec::new(),
             fresh_all: false,
