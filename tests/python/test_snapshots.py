@@ -93,6 +93,8 @@ each pair block by the best of three splits of its gradient (``GridSplits::Best`
 ``rust/descent/kinds.rs``): a tighter certificate, so the fit meets its tolerance sooner. The
 same pairs and penalties; objective 6.66909929e8 -> 6.66929252e8 (2.9e-5 relative, within
 the tolerance), 2,016 -> 1,502 updates.
+``classifier_pairs`` re-stored alone when the proximal-Newton state's fit on all rows took the
+same certificate: objective 0.28511034 -> 0.28511016 (6.4e-7 lower), 230 -> 208 updates.
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ use crate::data::binning::{BinnedData, Code};
 use crate::descent::kinds::{block_smooth, block_step, block_tv, smooth_change, tv_delta};
 use crate::descent::{DescentState, Leg};
 use crate::model::report::BinnedFit;
-use crate::params::{BlockKind, ChainShape, FitParams, Selection};
+use crate::params::{BlockKind, ChainShape, FitParams, GridSplits, Selection};
 use crate::prox::flsa::FlsaWorkspace;
 use crate::prox::grid::GridWorkspace;
 use crate::prox::monotone::PavaWorkspace;
@@ -420,6 +420,8 @@ pub(crate) struct NewtonState<D: Datafit> {
     floor: f64,
     // Every pair block's column part of its gradient from its last solve (empty for chains).
     duals: Vec<Vec<f64>>,
+    // How the pair blocks are certified between their updates (set by the descent loop).
+    splits: GridSplits,
     grid_ws: GridWorkspace,
 }
 
@@ -513,6 +515,7 @@ impl<D: Datafit> NewtonState<D> {
             datafit: d,
             floor: CURVATURE_FLOOR * d.curvature_bound().unwrap_or(0.0),
             duals: Vec::new(),
+            splits: GridSplits::Solve,
             grid_ws: GridWorkspace::default(),
         };
         if d.curvature_bound().is_none() {
@@ -661,6 +664,14 @@ impl<D: Datafit> DescentState for NewtonState<D> {
 
     fn duals(&self) -> &[Vec<f64>] {
         &self.duals
+    }
+
+    fn grid_splits(&self) -> GridSplits {
+        self.splits
+    }
+
+    fn set_grid_splits(&mut self, splits: GridSplits) {
+        self.splits = splits;
     }
 
     /// As of the last row pass.
