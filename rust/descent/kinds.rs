@@ -68,8 +68,8 @@ fn line_violation(
 /// the other blocks move, the change of `R` is the whole of the violation with the first
 /// split alone, though the block may be near its optimum still. Measured on the fits on all
 /// rows of `227_cpu_small`, `574_house_16H` and `197_cpu_act` (their tables'
-/// `FASTRegressor()` fits, 2026-12-06): 28,766 → 21,724, 17,753 → 11,408 and
-/// 27,977 → 22,280 updates to the tolerance (`benches/python/results/pairs.md`).
+/// `FASTRegressor()` fits, 2026-12-06): 28,766 → 19,853, 17,753 → 10,955 and
+/// 27,977 → 19,291 updates to the tolerance (`benches/python/results/pairs.md`).
 pub fn grid_score(
     sums: &[f64],
     theta: &[f64],
