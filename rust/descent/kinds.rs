@@ -205,8 +205,8 @@ pub fn smooth_change(old: &[f64], new: &[f64], n_chain: usize, shape: ChainShape
 
 /// One block's BGS-s score and KKT violation, whatever its kind: a chain's
 /// ([`shaped_chain_score`]) or a grid's ([`grid_score`] with its stored dual `dual`, by
-/// `splits`). As for a chain with a penalty factor, the violation is in gradient units, so the fit's
-/// KKT residual `max d / λ_f` measures every block against the main effects' `λ_f`.
+/// `splits`). As for a chain with a penalty factor, the violation is in gradient units, so
+/// the fit's KKT residual `max d / λ_f` measures every block against the main effects' `λ_f`.
 pub fn kind_score(
     sums: &[f64],
     beta: &[f64],
