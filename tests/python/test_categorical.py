@@ -108,3 +108,41 @@ def test_user_bins_are_used_and_checked():
         FASTRegressor(bins=[[0.5]]).fit(X, y)
     with pytest.raises(ValueError, match="bins"):
         FASTRegressor(bins={"zz": [0.5]}).fit(X, y)
+
+
+def test_hashed_encoding_equals_the_loop_without_pandas(monkeypatch):
+    """The categories and ranks found with pandas' hashed pass are the ones the Python loop
+    (used where pandas is not installed) finds: the same equal values merged (``1``, ``1.0``,
+    ``True``), the same missing values (None, NaN, pandas NA), the same order, the same unseen
+    rank. Fails if either path changes a category or a rank."""
+    hypothesis = pytest.importorskip("hypothesis")
+    st = pytest.importorskip("hypothesis.strategies")
+    from fastpcam import _input
+
+    values = st.sampled_from(["a", "b", "1", 1, 1.0, True, 2, 2.5, None, np.nan, pd.NA, (1, 2), b"a"])
+
+    @hypothesis.settings(max_examples=150, deadline=None, derandomize=True)
+    @hypothesis.given(
+        st.lists(values, min_size=1, max_size=40),
+        st.lists(values, min_size=1, max_size=20),
+        st.integers(0, 2**31 - 1),
+    )
+    def check(train, test, seed):
+        col = np.empty(len(train), dtype=object)
+        col[:] = train
+        new = np.empty(len(test), dtype=object)
+        new[:] = test
+        y = np.random.default_rng(seed).uniform(size=len(train))
+        hashed = _input.fit_categories(col, y, None)
+        ranks = (_input.encode(col, hashed), _input.encode(new, hashed))
+        with monkeypatch.context() as m:
+            m.setattr(_input, "_pandas", lambda: None)
+            looped = _input.fit_categories(col, y, None)
+            loop_ranks = (_input.encode(col, looped), _input.encode(new, looped))
+        assert len(hashed) == len(looped)
+        assert all(a == b and type(a) is type(b) for a, b in zip(hashed, looped))
+        for a, b in zip(ranks, loop_ranks):
+            np.testing.assert_array_equal(a, b)
+        assert np.isnan(ranks[0]).sum() == sum(v is None or v is pd.NA or v != v for v in train)
+
+    check()
