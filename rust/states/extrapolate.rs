@@ -874,7 +874,7 @@ fn squared_line(data: &BinnedData, vr: &[f64], u: &[f64]) -> (f64, f64) {
 /// [`keep_fused`] on a pair's grid `g`: the direction's weighted mean over every region of
 /// equal values joined by the grid's edges, 0 over a region without weight (`beta` its
 /// cells; a missing cell after them keeps its direction).
-fn keep_fused_grid(d: &mut [f64], beta: &[f64], w: &[f64], g: Grid) {
+pub(crate) fn keep_fused_grid(d: &mut [f64], beta: &[f64], w: &[f64], g: Grid) {
     // Union-find over the cells joined by an edge of equal values.
     let mut parent: Vec<usize> = (0..beta.len()).collect();
     fn root(parent: &mut [usize], mut i: usize) -> usize {

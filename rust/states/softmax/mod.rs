@@ -65,7 +65,8 @@
 //! grid ([`crate::prox::grid::grid_step`]) with the pair penalty factor; each class keeps its
 //! table's column part, and the block's score and KKT violation are its classes' grid scores
 //! summed and maximised. The median shift is a chain's only (a grid has no exact 2-D
-//! counterpart), and the state makes no transfers. Pairs are screened on the `K` residuals of
+//! counterpart), and the state makes no transfers; a fit with pairs runs in extrapolated
+//! rounds whose line moves the tables with the chains ([`line`]). Pairs are screened on the `K` residuals of
 //! every row (gains summed over the classes) and fitted at a fixed pair penalty: the
 //! held-out path of `ρ` reads one score per row.
 //!
