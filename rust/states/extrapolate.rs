@@ -822,12 +822,7 @@ pub(crate) fn line_kinks(
         let shape = shapes.get(k).copied().unwrap_or_default();
         if let Some(g) = shape.grid {
             if shape.factor > 0.0 {
-                g.edges(|a, b| {
-                    let (g, h) = (beta[b] - beta[a], dk[b] - dk[a]);
-                    if h != 0.0 {
-                        jumps.push((g, h, lambda * shape.factor));
-                    }
-                });
+                grid_kinks(beta, dk, g, lambda * shape.factor, &mut jumps);
             }
             continue;
         }
@@ -836,6 +831,17 @@ pub(crate) fn line_kinks(
         chain_kinks(beta, dk, nc, shape.monotone, c, &mut jumps, &mut t_max);
     }
     (jumps, t_max)
+}
+
+/// The kinks `cost |g + t h|` of a pair table `beta` (a grid's cells, row-major) along the
+/// direction `d`: one per edge whose difference moves ([`line_kinks`]).
+pub(crate) fn grid_kinks(beta: &[f64], d: &[f64], g: Grid, cost: f64, jumps: &mut Vec<Jump>) {
+    g.edges(|a, b| {
+        let (g, h) = (beta[b] - beta[a], d[b] - d[a]);
+        if h != 0.0 {
+            jumps.push((g, h, cost));
+        }
+    });
 }
 
 /// The change `u` of every row's prediction along the direction `(d, dc)` (blocks and

@@ -30,7 +30,7 @@ use crate::descent::{descend, Leg};
 use crate::model::report::BinnedFit;
 use crate::params::FitParams;
 use crate::states::extrapolate::{
-    descend_in_rounds, keep_fused, keep_fused_grid, line_minimum, moved, Jump,
+    descend_in_rounds, grid_kinks, keep_fused, keep_fused_grid, line_minimum, moved, Jump,
 };
 
 /// Rows per chunk of the line's sums (fixed: the same numbers for any number of threads).
@@ -208,14 +208,9 @@ impl MultinomialState {
             match shape.kind() {
                 BlockKind::Chain => {}
                 BlockKind::Grid(g) if shape.factor > 0.0 => {
-                    // A table's edges (its cells' differences along the rows and columns).
                     for c in 0..self.k {
                         let (b, h) = (&beta[c * nb..], &dj[c * nb..]);
-                        g.edges(|x, y| {
-                            if h[y] != h[x] {
-                                jumps.push((b[y] - b[x], h[y] - h[x], shape.penalty(lambda)));
-                            }
-                        });
+                        grid_kinks(b, h, g, shape.penalty(lambda), &mut jumps);
                     }
                     continue;
                 }
