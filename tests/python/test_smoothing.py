@@ -77,6 +77,45 @@ def test_the_path_of_mu_stops_at_its_first_value_where_smoothing_does_not_help(s
     assert len(auto.smoothing_path_["interaction_smoothing"]) >= 3
 
 
+SMOOTH_GATE = 5e-4
+
+
+def step_pairs_classification(seed=3, n=3000, p=8):
+    """A binary outcome of six step-shaped interactions (``a > s and b > t``) among ``p``
+    uniform features: surfaces the total-variation tables fit as they are."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, p))
+    pairs = list(itertools.combinations(range(p), 2))
+    rng.shuffle(pairs)
+    f = X[:, 0] + sum(
+        2.0 * ((X[:, j] > rng.uniform(-0.5, 0.5)) & (X[:, k] > rng.uniform(-0.5, 0.5))) for j, k in pairs[:6]
+    )
+    f -= f.mean()
+    y = (rng.uniform(size=n) < 1 / (1 + np.exp(-2 * f))).astype(int)
+    return X, y
+
+
+def test_the_path_goes_past_its_first_mu_only_where_it_beats_the_pairs_without_smooth_parts(smooth_fit):
+    # The first mu is weighed against the pairs without smooth parts fitted beside it from the
+    # same start (smoothing_path_'s first loss), not only against that start: here the first
+    # mu lowers the start's held-out loss by more than SMOOTH_GATE (the start is a budgeted
+    # held-out fit) but not that of the fit beside it, so the path stops (before this rule it
+    # went on to a third mu, to keep none). One and two threads choose the same.
+    X, y = step_pairs_classification()
+    fits = [FASTClassifier(n_jobs=j).fit(X, y) for j in (1, 2)]
+    for m in fits:
+        assert m.interaction_features_
+        loss = m.smoothing_path_["validation_loss"]
+        assert list(m.smoothing_path_["interaction_smoothing"]) == [0.0, SMOOTH_PATH[0]]
+        assert loss[1] > loss[0] * (1 - SMOOTH_GATE)
+        assert m.interaction_smoothing_ == 0.0
+    np.testing.assert_array_equal(fits[0].smoothing_path_["validation_loss"], fits[1].smoothing_path_["validation_loss"])
+    np.testing.assert_array_equal(fits[0].decision_function(X), fits[1].decision_function(X))
+    # Where the path went on, its first mu beat the pairs without smooth parts by the gate.
+    loss = smooth_fit[3].smoothing_path_["validation_loss"]
+    assert len(loss) >= 3 and loss[1] <= loss[0] * (1 - SMOOTH_GATE)
+
+
 def test_the_summed_tables_predict_exactly_and_are_purified(smooth_fit):
     X, Xt, _, auto, off = smooth_fit
     for m in (auto, off):

@@ -71,6 +71,13 @@ pub fn screening_rounds(path: &[f64], path_loss: &[f64]) -> usize {
 /// data run the two fits one after the other.
 pub const SIDE_BY_SIDE_CODES: usize = 1 << 27;
 
+/// Whether [`side_by_side`] runs two held-out fits on `data` at once: the pool has a thread
+/// to spare and `data` has at most [`SIDE_BY_SIDE_CODES`] code reads.
+pub(super) fn concurrent(data: &BinnedData) -> bool {
+    let codes = data.n_samples.saturating_mul(data.n_features());
+    rayon::current_num_threads() > 1 && codes <= SIDE_BY_SIDE_CODES
+}
+
 /// `a` on `data`, then `b` on the same rows if `go_on` (`a`'s result): side by side where the
 /// pool has a thread to spare and `data` has at most [`SIDE_BY_SIDE_CODES`] code reads (`b`
 /// on a copy of `data`, its result dropped unless `go_on`), else one after the other on
@@ -85,8 +92,7 @@ pub(super) fn side_by_side<A, B: Send>(
     b: impl FnOnce(&mut BinnedData) -> B + Send,
     go_on: impl FnOnce(&A) -> bool,
 ) -> (A, Option<B>) {
-    let codes = data.n_samples.saturating_mul(data.n_features());
-    if rayon::current_num_threads() > 1 && codes <= SIDE_BY_SIDE_CODES {
+    if concurrent(data) {
         let mut copy = data.clone();
         let mut second = None;
         let first = rayon::in_place_scope(|scope| {

@@ -5,12 +5,14 @@
 //! (`union_table`).
 
 use super::layout::{add_pair_blocks, axis_guided, pair_bins, with_pair_shapes, MISSING};
-use super::rounds::{side_by_side, Kept};
+use super::rounds::{concurrent, Kept};
 use super::search::{
     on_training_rows, path_fit, path_fit_within, path_state, path_tol, significant_gain, Blocks,
     PairSearch, PathBest, PathRows, ADDITIVE, MIN_GAIN_SE, PATH_BUDGET,
 };
 use super::stage::Stage;
+use std::sync::OnceLock;
+
 use crate::data::binning::BinnedData;
 use crate::descent::PairDescent;
 use crate::fit::validation::{mean_loss, reborrow, Split};
@@ -42,11 +44,14 @@ pub const SMOOTH_PATH_FALL: f64 = 1e-5;
 pub const SMOOTH_MIN_GAIN: f64 = 0.005;
 
 /// The smooth parts' `μ` path goes on past its first (largest) `μ` only where that fit lowers
-/// the held-out loss of the fit it starts from by at least this fraction of it (a tenth of
-/// [`SMOOTH_MIN_GAIN`]). The path's later `μ` gain more, but on the 20 benchmark tables at
+/// by at least this fraction (a tenth of [`SMOOTH_MIN_GAIN`]) the held-out loss of the fit it
+/// starts from and that of the pairs without smooth parts fitted on from the same start (the
+/// start is a held-out fit on an update budget, so part of a fall from it is the fit's own
+/// convergence). The path's later `μ` gain more, but on the 20 benchmark tables at
 /// most about four times the first one's gain (`537_houses` 0.30% → 1.07%, `kin8nm` 0.19% →
 /// 0.75%); where the first gains less than this none reached [`SMOOTH_MIN_GAIN`]
-/// (`1201_BNG_breastTumor` 0.004% first, 0.04% at best after five fits; `docs/pairs.md`).
+/// (`1201_BNG_breastTumor` 0.004% first, 0.04% at best after five fits; `hotel_cancel`, 0.03%
+/// over the fit beside it, ran three more `μ` to keep none; `docs/pairs.md`).
 pub const SMOOTH_GATE: f64 = 5e-4;
 
 /// Interaction bins per feature of a pair's smooth part (at most `SMOOTH_SIDE²` cells).
@@ -278,8 +283,10 @@ impl<S: PairDescent> Stage<'_, S> {
     /// its training rows, [`SMOOTH_PATH`] from `init` (fits at the parameters `shapes(μ, tol)`)
     /// while the held-out loss falls, beside the pairs without smooth parts (`shapes(None,
     /// tol)`), both with the paths' update budget at the pair penalty `rho`'s tolerance; the
-    /// path stops after its first `μ` unless that lowers the held-out loss of `init` (its
-    /// rows' terms `start_terms`, where given) by [`SMOOTH_GATE`] of it. Pushes
+    /// path stops after its first `μ` unless that lowers by [`SMOOTH_GATE`] the held-out loss
+    /// of `init` (its rows' terms `start_terms`, where given) and that of the pairs without
+    /// smooth parts (the path waits for it where the two run side by side; one after the other,
+    /// that fit runs first, with the callback). Pushes
     /// the path tried (`0`, without smooth parts, first) onto `path` and `path_loss`; returns
     /// the best `μ` and its blocks if they beat the pairs without smooth parts by
     /// [`MIN_GAIN_SE`] standard errors and by [`SMOOTH_MIN_GAIN`] of their held-out loss,
@@ -325,7 +332,10 @@ impl<S: PairDescent> Stage<'_, S> {
             };
         // The path of `μ` from `init`, down while the held-out loss falls: the `μ` tried
         // and their losses, the best, and whether the callback stopped a fit.
-        let mu_path = |data: &mut BinnedData, callback: &mut Option<Callback<'_>>| {
+        // `base_loss` waits for the held-out loss of the pairs without smooth parts.
+        let mu_path = |data: &mut BinnedData,
+                       callback: &mut Option<Callback<'_>>,
+                       base_loss: &dyn Fn() -> f64| {
             on_training_rows(data, y, train, |on| {
                 let mut st = path_state(&on, params.pairs.engine, state, init.clone());
                 let mut tried = Vec::new();
@@ -341,8 +351,9 @@ impl<S: PairDescent> Stage<'_, S> {
                     if stopped {
                         return (tried, None, true);
                     }
-                    // The strongest smoothing barely beats its start: none would win.
-                    if last.is_none() && loss > start_loss * (1.0 - SMOOTH_GATE) {
+                    // The strongest smoothing barely beats its start or the pairs without
+                    // smooth parts (fitted on from the same start): none would win.
+                    if last.is_none() && loss > start_loss.min(base_loss()) * (1.0 - SMOOTH_GATE) {
                         break;
                     }
                     // Down only while the held-out loss falls by [`SMOOTH_PATH_FALL`].
@@ -360,7 +371,7 @@ impl<S: PairDescent> Stage<'_, S> {
         // of the path (every block's, the smooth ones included), now all spent on the main effects
         // and pairs (the 20 benchmark tables: the same choices; `kin8nm` × 0.92, `564_fried` × 0.93
         // in fit time, test MSE 0.42474 → 0.42454 and 0.04201 unchanged).
-        let base = |data: &mut BinnedData| {
+        let base = |data: &mut BinnedData, callback: Option<Callback<'_>>| {
             let smooth_blocks = data.features.split_off(pairs_end);
             let budget = PATH_BUDGET * (pairs_end + smooth_blocks.len());
             let mut prm = shapes(None, tol);
@@ -375,16 +386,41 @@ impl<S: PairDescent> Stage<'_, S> {
                     &mut st,
                     (lambda, mains.lambda_max),
                     (rows, held_weights),
-                    None,
+                    callback,
                 );
-                (fit.values, terms, loss)
+                let stopped = fit.report.stop == StopReason::Callback;
+                (fit.values, terms, loss, stopped)
             });
             data.features.extend(smooth_blocks);
             out
         };
-        // The path on `data` (with the callback), the base beside it where it can be.
-        let ((tried, best, stopped), base) =
-            side_by_side(data, |d| mu_path(d, callback), base, |path| !path.2);
+        // The path on `data` (with the callback) and the base beside it where they can run at
+        // once (the path waiting for the base's loss after its first `μ`), else the base first
+        // (with the callback) and then the path: the same fits and choice either way.
+        let ((tried, best, stopped), base) = if concurrent(data) {
+            let done = OnceLock::new();
+            let mut copy = data.clone();
+            let mut base_out = None;
+            let path = rayon::in_place_scope(|scope| {
+                scope.spawn(|_| {
+                    let unset = SetOnDrop(&done);
+                    let out = base(&mut copy, None);
+                    let _ = unset.0.set(out.2);
+                    base_out = Some(out);
+                });
+                mu_path(data, callback, &|| wait_for(&done))
+            });
+            (path, base_out)
+        } else {
+            let out = base(data, reborrow(callback));
+            if out.3 {
+                ((Vec::new(), None, true), None)
+            } else {
+                let loss = out.2;
+                (mu_path(data, callback, &|| loss), Some(out))
+            }
+        };
+        let base = base.map(|(values, terms, loss, _)| (values, terms, loss));
         match base {
             Some((base_values, base_terms, base_loss)) => {
                 path.push(0.0);
@@ -408,6 +444,30 @@ impl<S: PairDescent> Stage<'_, S> {
                 }
             }
             None => Err(None),
+        }
+    }
+}
+
+/// Sets its cell to NaN when dropped unless set: a held-out fit that panics beside
+/// [`Stage::held_out_mu`]'s path does not leave the path waiting (the panic then reaches the
+/// scope's end).
+struct SetOnDrop<'a>(&'a OnceLock<f64>);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.set(f64::NAN);
+    }
+}
+
+/// The value of `cell` once a fit beside this one sets it, running the pool's pending work
+/// meanwhile (that fit itself, if no other thread took it: no deadlock).
+fn wait_for(cell: &OnceLock<f64>) -> f64 {
+    loop {
+        if let Some(&v) = cell.get() {
+            return v;
+        }
+        if rayon::yield_now() != Some(rayon::Yield::Executed) {
+            std::thread::sleep(std::time::Duration::from_micros(100));
         }
     }
 }
