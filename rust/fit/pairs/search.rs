@@ -95,17 +95,6 @@ pub const PATH_EQUAL: f64 = 1e-6;
 /// `ρ` when it cannot be chosen on held-out rows (too few rows, or a fixed `λ_f`).
 pub const DEFAULT_PAIR_PENALTY: f64 = 0.25;
 
-/// Block updates per block at most in each held-out path fit (the path compares held-out
-/// losses; it need not converge). Each fit starts from the one before, so the comparisons
-/// hold at a small budget: 15 against 50 before, on the 20 benchmark tables (one fit each,
-/// same hour), kept the same pairs on 19 and one fewer on `344_mv`, test MSE × 0.9994 in
-/// geometric mean (worst × 1.0029, `574_house_16H`), fit time × 0.73 in geometric mean (113 s
-/// → 74 s in all); on the 14 binary tasks the same pairs and log-losses within 5e-4 (none
-/// worse by more than 3e-5), fit time 52 s → 38 s; on `537_houses` (Gamma) 6.9 s → 4.9 s, the
-/// same deviance to 3e-5 (`docs/pairs.md`). 25 and 10 gave as good a model; 10 made some fits
-/// on all rows longer (`201_pol` 21 s → 30 s).
-pub const PATH_BUDGET: usize = 15;
-
 /// KKT tolerance of the held-out path fits, as a fraction of `ρ` (the pair blocks' own
 /// penalty relative to `λ_f`), at least the requested tolerance.
 pub const PAIR_PATH_TOL: f64 = 0.25;
@@ -257,8 +246,8 @@ pub(super) fn on_training_rows<R>(
 /// A held-out path runs on its training rows' co-occurrence tables (under [`Engine::Auto`])
 /// only where they take at most this many times the bytes of its rows' codes (one byte a
 /// code; the engine's own budget, without its 256 MiB floor). A path is short (at most
-/// [`PATH_BUDGET`] updates per block), so tables far larger than the rows do not pay for
-/// their build: the coarse layout of `ailerons` (9,350 training rows, 160 pairs) has 144 MB
+/// [`crate::params::PATH_BUDGET`] updates per block), so tables far larger than the rows do
+/// not pay for their build: the coarse layout of `ailerons` (9,350 training rows, 160 pairs) has 144 MB
 /// of tables against 1.9 MB of codes, and the cost model alone put its path there (fit time
 /// × 2.5; `201_pol` × 1.19). Measured against the paths on the rows (the 20 benchmark
 /// tables, fresh-process medians of 3, the builds alternating): `1203_BNG_pwLinear` × 0.27,
@@ -296,7 +285,7 @@ pub(super) fn path_state<S: PairDescent>(
 }
 
 /// One fit of a held-out path (the pair penalty's or the smooth parts'): `prm` within the
-/// paths' update budget ([`PATH_BUDGET`] per block), on the training `rows` from the state
+/// paths' update budget ([`crate::params::PairParams::path_budget`] per block), on the training `rows` from the state
 /// `st`; returns the fit, its held-out rows' loss terms (`held`: their indices and weights)
 /// and their mean.
 pub(super) fn path_fit<S: PairDescent>(
@@ -307,7 +296,7 @@ pub(super) fn path_fit<S: PairDescent>(
     held: (&[usize], &[f64]),
     callback: Option<Callback<'_>>,
 ) -> (BinnedFit, Vec<f64>, f64) {
-    let budget = PATH_BUDGET * rows.fit.n_features();
+    let budget = prm.pairs.path_budget * rows.fit.n_features();
     path_fit_within((rows, term), (prm, budget), st, lambdas, held, callback)
 }
 

@@ -8,7 +8,7 @@ use super::layout::{add_pair_blocks, axis_guided, pair_bins, with_pair_shapes, M
 use super::rounds::{concurrent, Kept};
 use super::search::{
     on_training_rows, path_fit, path_fit_within, path_state, path_tol, significant_gain, Blocks,
-    PairSearch, PathBest, PathRows, ADDITIVE, MIN_GAIN_SE, PATH_BUDGET,
+    PairSearch, PathBest, PathRows, ADDITIVE, MIN_GAIN_SE,
 };
 use super::stage::Stage;
 use std::sync::OnceLock;
@@ -373,7 +373,7 @@ impl<S: PairDescent> Stage<'_, S> {
         // in fit time, test MSE 0.42474 → 0.42454 and 0.04201 unchanged).
         let base = |data: &mut BinnedData, callback: Option<Callback<'_>>| {
             let smooth_blocks = data.features.split_off(pairs_end);
-            let budget = PATH_BUDGET * (pairs_end + smooth_blocks.len());
+            let budget = params.pairs.path_budget * (pairs_end + smooth_blocks.len());
             let mut prm = shapes(None, tol);
             prm.shapes.truncate(pairs_end);
             let mut start = init[..pairs_end].to_vec();
