@@ -247,9 +247,9 @@ pub(super) fn on_training_rows<R>(
 /// only where they take at most this many times the bytes of its rows' codes (one byte a
 /// code; the engine's own budget, without its 256 MiB floor). A path is short (at most
 /// [`crate::params::PATH_BUDGET`] updates per block), so tables far larger than the rows do
-/// not pay for their build: the coarse layout of `ailerons` (9,350 training rows, 160 pairs) has 144 MB
-/// of tables against 1.9 MB of codes, and the cost model alone put its path there (fit time
-/// × 2.5; `201_pol` × 1.19). Measured against the paths on the rows (the 20 benchmark
+/// not pay for their build: the coarse layout of `ailerons` (9,350 training rows, 160 pairs)
+/// has 144 MB of tables against 1.9 MB of codes, and the cost model alone put its path there
+/// (fit time × 2.5; `201_pol` × 1.19). Measured against the paths on the rows (the 20 benchmark
 /// tables, fresh-process medians of 3, the builds alternating): `1203_BNG_pwLinear` × 0.27,
 /// `1201_BNG_breastTumor` × 0.24, `215_2dplanes` × 0.52, the same models (test MSE to five
 /// digits); the other 17 stay on the rows (× 0.89–1.02 from the copy of the training rows,
@@ -285,9 +285,9 @@ pub(super) fn path_state<S: PairDescent>(
 }
 
 /// One fit of a held-out path (the pair penalty's or the smooth parts'): `prm` within the
-/// paths' update budget ([`crate::params::PairParams::path_budget`] per block), on the training `rows` from the state
-/// `st`; returns the fit, its held-out rows' loss terms (`held`: their indices and weights)
-/// and their mean.
+/// paths' update budget (`prm.pairs.path_budget` per block), on the training `rows` from the
+/// state `st`; returns the fit, its held-out rows' loss terms (`held`: their indices and
+/// weights) and their mean.
 pub(super) fn path_fit<S: PairDescent>(
     (rows, term): (&PathRows<'_>, RowLoss<'_>),
     prm: FitParams,

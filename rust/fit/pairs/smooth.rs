@@ -4,6 +4,8 @@
 //! them; a term's two parts reported as one table on the union of their axes
 //! (`union_table`).
 
+use std::sync::OnceLock;
+
 use super::layout::{add_pair_blocks, axis_guided, pair_bins, with_pair_shapes, MISSING};
 use super::rounds::{concurrent, Kept};
 use super::search::{
@@ -11,8 +13,6 @@ use super::search::{
     PairSearch, PathBest, PathRows, ADDITIVE, MIN_GAIN_SE,
 };
 use super::stage::Stage;
-use std::sync::OnceLock;
-
 use crate::data::binning::BinnedData;
 use crate::descent::PairDescent;
 use crate::fit::validation::{mean_loss, reborrow, Split};
@@ -286,12 +286,12 @@ impl<S: PairDescent> Stage<'_, S> {
     /// path stops after its first `μ` unless that lowers by [`SMOOTH_GATE`] the held-out loss
     /// of `init` (its rows' terms `start_terms`, where given) and that of the pairs without
     /// smooth parts (the path waits for it where the two run side by side; one after the other,
-    /// that fit runs first, with the callback). Pushes
-    /// the path tried (`0`, without smooth parts, first) onto `path` and `path_loss`; returns
-    /// the best `μ` and its blocks if they beat the pairs without smooth parts by
-    /// [`MIN_GAIN_SE`] standard errors and by [`SMOOTH_MIN_GAIN`] of their held-out loss,
-    /// else the blocks of the fit without them (if it ran). The blocks before `pairs_end` are
-    /// the main effects' and the pairs', the smooth parts' follow.
+    /// that fit runs first, with the callback). Pushes the path tried (`0`, without smooth
+    /// parts, first) onto `path` and `path_loss`; returns the best `μ` and its blocks if they
+    /// beat the pairs without smooth parts by [`MIN_GAIN_SE`] standard errors and by
+    /// [`SMOOTH_MIN_GAIN`] of their held-out loss, else the blocks of the fit without them (if
+    /// it ran). The blocks before `pairs_end` are the main effects' and the pairs', the smooth
+    /// parts' follow.
     fn held_out_mu(
         &self,
         data: &mut BinnedData,
