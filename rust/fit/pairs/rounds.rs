@@ -3,6 +3,8 @@
 //! (`choose_layout`), and more rounds of screening on the residual of the fit with pairs
 //! where the pairs cut the additive model's held-out loss ([`screening_rounds`]).
 
+use std::sync::OnceLock;
+
 use super::layout::{add_pair_blocks, with_pair_shapes, Layout};
 use super::screen::Screened;
 use super::search::{
@@ -73,7 +75,7 @@ pub const SIDE_BY_SIDE_CODES: usize = 1 << 27;
 
 /// Whether [`side_by_side`] runs two held-out fits on `data` at once: the pool has a thread
 /// to spare and `data` has at most [`SIDE_BY_SIDE_CODES`] code reads.
-pub(super) fn concurrent(data: &BinnedData) -> bool {
+fn concurrent(data: &BinnedData) -> bool {
     let codes = data.n_samples.saturating_mul(data.n_features());
     rayon::current_num_threads() > 1 && codes <= SIDE_BY_SIDE_CODES
 }
@@ -105,6 +107,68 @@ pub(super) fn side_by_side<A, B: Send>(
         let first = a(data);
         let second = go_on(&first).then(|| b(data));
         (first, second)
+    }
+}
+
+/// `b`, and `a` reading `b`'s held-out loss (`loss_of`) through the function it is given,
+/// both on `data`: side by side where [`concurrent`] (`b` on a copy of `data`, without the
+/// callback; the function waits for `b`, [`wait_for`]), else `b` first (with the callback)
+/// and then `a` only if `go_on` (`b`'s result; otherwise neither result is returned). `a`
+/// reads the same loss either way, so the results are the same.
+pub(super) fn awaited_beside<A, B: Send>(
+    data: &mut BinnedData,
+    callback: &mut Option<Callback<'_>>,
+    (a, b): (
+        impl FnOnce(&mut BinnedData, &mut Option<Callback<'_>>, &dyn Fn() -> f64) -> A,
+        impl FnOnce(&mut BinnedData, Option<Callback<'_>>) -> B + Send,
+    ),
+    (loss_of, go_on): (impl Fn(&B) -> f64 + Sync, impl FnOnce(&B) -> bool),
+) -> (Option<A>, Option<B>) {
+    if concurrent(data) {
+        let done = OnceLock::new();
+        let mut copy = data.clone();
+        let mut second = None;
+        let first = rayon::in_place_scope(|scope| {
+            scope.spawn(|_| {
+                let unset = SetOnDrop(&done);
+                let out = b(&mut copy, None);
+                let _ = unset.0.set(loss_of(&out));
+                second = Some(out);
+            });
+            a(data, callback, &|| wait_for(&done))
+        });
+        (Some(first), second)
+    } else {
+        let second = b(data, reborrow(callback));
+        if !go_on(&second) {
+            return (None, None);
+        }
+        let loss = loss_of(&second);
+        (Some(a(data, callback, &|| loss)), Some(second))
+    }
+}
+
+/// Sets its cell to NaN when dropped unless set: a held-out fit that panics beside
+/// [`awaited_beside`]'s other fit does not leave that one waiting (the panic then reaches
+/// the scope's end).
+struct SetOnDrop<'a>(&'a OnceLock<f64>);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.set(f64::NAN);
+    }
+}
+
+/// The value of `cell` once a fit beside this one sets it, running the pool's pending work
+/// meanwhile (that fit itself, if no other thread took it: no deadlock).
+fn wait_for(cell: &OnceLock<f64>) -> f64 {
+    loop {
+        if let Some(&v) = cell.get() {
+            return v;
+        }
+        if rayon::yield_now() != Some(rayon::Yield::Executed) {
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
     }
 }
 

@@ -4,10 +4,8 @@
 //! them; a term's two parts reported as one table on the union of their axes
 //! (`union_table`).
 
-use std::sync::OnceLock;
-
 use super::layout::{add_pair_blocks, axis_guided, pair_bins, with_pair_shapes, MISSING};
-use super::rounds::{concurrent, Kept};
+use super::rounds::{awaited_beside, Kept};
 use super::search::{
     on_training_rows, path_fit, path_fit_within, path_state, path_tol, significant_gain, Blocks,
     PairSearch, PathBest, PathRows, ADDITIVE, MIN_GAIN_SE,
@@ -155,6 +153,10 @@ type PairBlocks<'a> = (&'a [(usize, usize)], &'a [Grid], &'a [PairLink]);
 /// The parameters of a fit of the pairs with their smooth parts at `μ` (`None`: held at zero)
 /// and the KKT tolerance given.
 type SmoothShapes<'a> = &'a (dyn Fn(Option<f64>, f64) -> FitParams + Sync);
+
+/// The held-out fit of the pairs without smooth parts beside the `μ` path: its blocks, its
+/// held-out rows' loss terms and their mean, and whether the callback stopped it.
+type BaseFit = (Vec<Vec<f64>>, Vec<f64>, f64, bool);
 
 /// What the held-out path of `μ` chose ([`Stage::held_out_mu`]): the best `μ` and its blocks,
 /// or (no smooth parts) the blocks of the fit without them, where it ran.
@@ -396,30 +398,14 @@ impl<S: PairDescent> Stage<'_, S> {
         };
         // The path on `data` (with the callback) and the base beside it where they can run at
         // once (the path waiting for the base's loss after its first `μ`), else the base first
-        // (with the callback) and then the path: the same fits and choice either way.
-        let ((tried, best, stopped), base) = if concurrent(data) {
-            let done = OnceLock::new();
-            let mut copy = data.clone();
-            let mut base_out = None;
-            let path = rayon::in_place_scope(|scope| {
-                scope.spawn(|_| {
-                    let unset = SetOnDrop(&done);
-                    let out = base(&mut copy, None);
-                    let _ = unset.0.set(out.2);
-                    base_out = Some(out);
-                });
-                mu_path(data, callback, &|| wait_for(&done))
-            });
-            (path, base_out)
-        } else {
-            let out = base(data, reborrow(callback));
-            if out.3 {
-                ((Vec::new(), None, true), None)
-            } else {
-                let loss = out.2;
-                (mu_path(data, callback, &|| loss), Some(out))
-            }
-        };
+        // (with the callback) and then the path unless the callback stopped the base.
+        let (path_out, base) = awaited_beside(
+            data,
+            callback,
+            (mu_path, base),
+            (|b: &BaseFit| b.2, |b: &BaseFit| !b.3),
+        );
+        let (tried, best, stopped) = path_out.unwrap_or((Vec::new(), None, true));
         let base = base.map(|(values, terms, loss, _)| (values, terms, loss));
         match base {
             Some((base_values, base_terms, base_loss)) => {
@@ -444,30 +430,6 @@ impl<S: PairDescent> Stage<'_, S> {
                 }
             }
             None => Err(None),
-        }
-    }
-}
-
-/// Sets its cell to NaN when dropped unless set: a held-out fit that panics beside
-/// [`Stage::held_out_mu`]'s path does not leave the path waiting (the panic then reaches the
-/// scope's end).
-struct SetOnDrop<'a>(&'a OnceLock<f64>);
-
-impl Drop for SetOnDrop<'_> {
-    fn drop(&mut self) {
-        let _ = self.0.set(f64::NAN);
-    }
-}
-
-/// The value of `cell` once a fit beside this one sets it, running the pool's pending work
-/// meanwhile (that fit itself, if no other thread took it: no deadlock).
-fn wait_for(cell: &OnceLock<f64>) -> f64 {
-    loop {
-        if let Some(&v) = cell.get() {
-            return v;
-        }
-        if rayon::yield_now() != Some(rayon::Yield::Executed) {
-            std::thread::sleep(std::time::Duration::from_micros(100));
         }
     }
 }
