@@ -249,10 +249,6 @@ pub struct PairParams {
     /// further rounds', pruning's and the smooth parts'): [`PATH_BUDGET`], and
     /// [`LOGISTIC_PATH_BUDGET`] for the binary classifier (set by `crate::fit::entry::resolve`).
     pub path_budget: usize,
-    /// The weights `μ` of the pair terms' smooth parts tried on held-out rows, in order
-    /// (`interaction_smoothing="auto"`, [`Smoothing::Auto`]): [`SMOOTH_PATH`], and
-    /// [`LOGISTIC_SMOOTH_PATH`] for the binary classifier (set by `crate::fit::entry::resolve`).
-    pub smooth_path: &'static [f64],
 }
 
 /// Block updates per block at most in each held-out path fit (the path compares held-out
@@ -274,22 +270,6 @@ pub const PATH_BUDGET: usize = 15;
 /// `537_houses` kept its smooth parts (0.24905 → 0.24691) and `credit_default_tw` its pairs
 /// (0.42991 → 0.42649); geometric means 0.9968 and 0.9994.
 pub const LOGISTIC_PATH_BUDGET: usize = 10;
-
-/// The weights `μ` of the pair terms' smooth parts tried on held-out rows, in order: the
-/// default of [`PairParams::smooth_path`] ([`crate::prox::smooth`]). The penalty is on the
-/// fit's normalised weights (cells holding `1/n` of weight per row), so a grid of `side²`
-/// cells is smoothed over about `side · √μ` cells whatever `n`; measured on the 20 benchmark
-/// tables (`docs/pairs.md`).
-pub const SMOOTH_PATH: [f64; 5] = [0.032, 0.016, 0.008, 0.004, 0.002];
-
-/// The binary classifier's smooth-part path ([`PairParams::smooth_path`]): every other
-/// [`SMOOTH_PATH`] weight, a factor 4 a step. Where the binary classifier's path goes past its
-/// first `μ` it has ended at the last one (`churn_mlc`, `online_shoppers`, binarised
-/// `537_houses`), and the three-step path ends at the same `μ` with held-out losses within
-/// 0.03% of the five-step path's, in two fewer fits (`online_shoppers` × 0.87 and `churn_mlc`
-/// × 0.93 in fit time; `docs/classification.md`). The regressor keeps the five steps: its
-/// paths end at 0.016 to 0.004 (`docs/pairs.md`).
-pub const LOGISTIC_SMOOTH_PATH: [f64; 3] = [0.032, 0.008, 0.002];
 
 /// Interaction bins per feature of the binary classifier's `max_interaction_bins="auto"`
 /// (with [`AUTO_INTERACTION_CELLS`] cells a pair at most, and no finer grids for the strongest
@@ -319,7 +299,7 @@ pub const PAIR_SEARCH_ROWS: usize = 100_000;
 pub enum Smoothing {
     /// No smooth parts: the pair terms of the total variation alone.
     Off,
-    /// `μ` chosen on held-out rows along [`PairParams::smooth_path`], kept only if the
+    /// `μ` chosen on held-out rows along [`crate::fit::pairs::smooth::SMOOTH_PATH`], kept only if the
     /// smooth parts beat the pairs without them there (where `ρ` is chosen on held-out
     /// rows; otherwise off).
     Auto,
@@ -342,7 +322,6 @@ impl Default for PairParams {
             finer_grids: true,
             checked_rounds: false,
             path_budget: PATH_BUDGET,
-            smooth_path: &SMOOTH_PATH,
         }
     }
 }

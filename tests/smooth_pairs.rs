@@ -7,8 +7,9 @@
 
 mod common;
 
+use fastpcam::fit::pairs::smooth::SMOOTH_PATH;
 use fastpcam::fit::solver::fit;
-use fastpcam::params::{Interactions, Penalty, Smoothing, SMOOTH_PATH};
+use fastpcam::params::{Interactions, Penalty, Smoothing};
 use fastpcam::Rows;
 use ndarray::{Array1, Array2};
 use rand::{Rng, SeedableRng};

@@ -233,8 +233,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "PAIR_PATH_RISES" => crate::fit::pairs::search::PATH_RISES,
         "PAIR_COARSE_FACTOR" => crate::fit::pairs::layout::COARSE_FACTOR,
         "PAIR_RESCUE_GAIN_SE" => crate::fit::pairs::rounds::RESCUE_GAIN_SE,
-        "SMOOTH_PATH" => crate::params::SMOOTH_PATH.to_vec(),
-        "LOGISTIC_SMOOTH_PATH" => crate::params::LOGISTIC_SMOOTH_PATH.to_vec(),
         "FINE_PAIRS" => crate::fit::pairs::layout::FINE_PAIRS,
         "FINE_CELLS" => crate::fit::pairs::layout::FINE_CELLS,
         "NARROW_SIDE" => crate::fit::pairs::layout::NARROW_SIDE,

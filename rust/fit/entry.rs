@@ -15,9 +15,7 @@
 //!   lower the held-out loss (`PairParams::checked_rounds`; `churn_mlc`'s second round raised
 //!   it, test log-loss 0.1672 with it and 0.1620 without, both with smooth parts);
 //! * the binary classifier's held-out path fits run on [`LOGISTIC_PATH_BUDGET`] updates per
-//!   block (`PairParams::path_budget`; the other losses 15), and its smooth parts' `μ` path
-//!   takes every other weight of the regressor's ([`LOGISTIC_SMOOTH_PATH`],
-//!   `PairParams::smooth_path`);
+//!   block (`PairParams::path_budget`; the other losses 15);
 //! * the dispatch: `n_classes` → [`multinomial::fit_multinomial`]; a log-link loss →
 //!   [`loglink::fit_loglink`]; the logistic loss → [`logistic::fit_logistic`]; the squared
 //!   loss → [`solver::fit_with_engine`].
@@ -41,7 +39,7 @@ use crate::fit::solver::{self, Callback, Fit};
 use crate::fit::validation;
 use crate::params::{
     Engine, FitParams, L2Jumps, Loss, Penalty, Smoothing, Task, AUTO_INTERACTION_BINS,
-    AUTO_INTERACTION_CELLS, LOGISTIC_INTERACTION_BINS, LOGISTIC_PATH_BUDGET, LOGISTIC_SMOOTH_PATH,
+    AUTO_INTERACTION_CELLS, LOGISTIC_INTERACTION_BINS, LOGISTIC_PATH_BUDGET,
 };
 
 pub use crate::fit::multinomial::Classes;
@@ -80,7 +78,6 @@ pub fn resolve(params: &FitParams, task: &Task, n_rows: usize) -> FitParams {
     params.pairs.checked_rounds = binary;
     if binary {
         params.pairs.path_budget = LOGISTIC_PATH_BUDGET;
-        params.pairs.smooth_path = &LOGISTIC_SMOOTH_PATH;
     }
     if params.pairs.smoothing == Smoothing::Auto && task.loss != Loss::Squared && !binary {
         params.pairs.smoothing = Smoothing::Off;
@@ -315,13 +312,6 @@ mod tests {
         let binary = resolve(&params, &task(Loss::Logistic, None, value), 300);
         assert!(binary.pairs.checked_rounds);
         assert_eq!(binary.pairs.path_budget, LOGISTIC_PATH_BUDGET);
-        assert_eq!(binary.pairs.smooth_path, &LOGISTIC_SMOOTH_PATH[..]);
-        assert_eq!(
-            resolve(&params, &task(Loss::Squared, None, value), 300)
-                .pairs
-                .smooth_path,
-            &crate::params::SMOOTH_PATH[..]
-        );
         assert_eq!(
             resolve(&params, &task(Loss::Squared, None, value), 300)
                 .pairs
@@ -335,11 +325,6 @@ mod tests {
             assert_eq!(
                 other.pairs.path_budget,
                 crate::params::PATH_BUDGET,
-                "{loss:?}"
-            );
-            assert_eq!(
-                other.pairs.smooth_path,
-                &crate::params::SMOOTH_PATH[..],
                 "{loss:?}"
             );
         }

@@ -1,6 +1,6 @@
 //! The pair terms' smooth parts: a second grid per pair ([`SMOOTH_SIDE`] bins a side at most)
 //! penalised by `(μ/2) Σ` of its cells' squared differences ([`crate::prox::smooth`]), `μ`
-//! chosen on the held-out split's training rows down [`PairParams::smooth_path`] beside the pairs without
+//! chosen on the held-out split's training rows down [`SMOOTH_PATH`] beside the pairs without
 //! them; a term's two parts reported as one table on the union of their axes
 //! (`union_table`).
 
@@ -15,9 +15,14 @@ use crate::data::binning::BinnedData;
 use crate::descent::PairDescent;
 use crate::fit::validation::{mean_loss, reborrow, Split};
 use crate::model::report::{Axis, Callback, StopReason};
-#[cfg(doc)]
-use crate::params::PairParams;
 use crate::params::{FitParams, Grid, PairLink, Smoothing};
+
+/// The weights `μ` of the pair terms' smooth parts tried on held-out rows, in order
+/// (`interaction_smoothing="auto"`; [`crate::prox::smooth`]). The penalty is on the fit's
+/// normalised weights (cells holding `1/n` of weight per row), so a grid of `side²` cells
+/// is smoothed over about `side · √μ` cells whatever `n`; measured on the 20 benchmark
+/// tables (`docs/pairs.md`).
+pub const SMOOTH_PATH: [f64; 5] = [0.032, 0.016, 0.008, 0.004, 0.002];
 
 /// The smooth parts' `μ` path goes on only while each fit lowers the held-out loss by more
 /// than this fraction of it: a smaller fall is the fits' own convergence, not the smoothing's
@@ -202,7 +207,7 @@ impl<S: PairDescent> Stage<'_, S> {
     /// rows' loss terms, if known): a second grid per pair
     /// ([`smooth_axes`]) penalised by `(μ/2) Σ` of its cells' squared differences
     /// ([`crate::prox::smooth`]). Under [`Smoothing::Fixed`] that `μ`. Under [`Smoothing::Auto`], with
-    /// a held-out `split`: on the split's training rows, [`PairParams::smooth_path`] is fitted warm-started
+    /// a held-out `split`: on the split's training rows, [`SMOOTH_PATH`] is fitted warm-started
     /// from `values`, down the path ([`Stage::held_out_mu`]) while the held-out loss falls, and beside it (see
     /// [`side_by_side`]) the pairs without smooth parts (held at zero), from `values` too, with
     /// the same update budget; the smooth parts are kept only if the best `μ` beats the pairs
@@ -277,7 +282,7 @@ impl<S: PairDescent> Stage<'_, S> {
     }
 
     /// The smooth parts' `μ` chosen on the held-out `split` ([`Stage::add_smooth_parts`]): on
-    /// its training rows, [`PairParams::smooth_path`] from `init` (fits at the parameters `shapes(μ, tol)`)
+    /// its training rows, [`SMOOTH_PATH`] from `init` (fits at the parameters `shapes(μ, tol)`)
     /// while the held-out loss falls, beside the pairs without smooth parts (`shapes(None,
     /// tol)`), both with the paths' update budget at the pair penalty `rho`'s tolerance; the
     /// path stops after its first `μ` unless that lowers by [`SMOOTH_GATE`] the held-out loss
@@ -337,7 +342,7 @@ impl<S: PairDescent> Stage<'_, S> {
                 let mut st = path_state(&on, params.pairs.engine, state, init.clone());
                 let mut tried = Vec::new();
                 let mut best: Option<PathBest> = None;
-                for &mu in params.pairs.smooth_path {
+                for mu in SMOOTH_PATH {
                     let (values, terms, loss, stopped) =
                         fit_at(&on, &mut st, Some(mu), reborrow(callback));
                     tried.push((mu, loss));
