@@ -253,13 +253,13 @@ pub struct PairParams {
 
 /// Block updates per block at most in each held-out path fit (the path compares held-out
 /// losses; it need not converge): the default of [`PairParams::path_budget`]. Each fit starts
-/// from the one before, so the comparisons hold at a small budget: 15 against 50 before, on the 20 benchmark tables (one fit each,
-/// same hour), kept the same pairs on 19 and one fewer on `344_mv`, test MSE × 0.9994 in
-/// geometric mean (worst × 1.0029, `574_house_16H`), fit time × 0.73 in geometric mean (113 s
-/// → 74 s in all); on the 14 binary tasks the same pairs and log-losses within 5e-4 (none
-/// worse by more than 3e-5), fit time 52 s → 38 s; on `537_houses` (Gamma) 6.9 s → 4.9 s, the
-/// same deviance to 3e-5 (`docs/pairs.md`). 25 and 10 gave as good a model; 10 made some fits
-/// on all rows longer (`201_pol` 21 s → 30 s).
+/// from the one before, so the comparisons hold at a small budget: 15 against 50 before, on
+/// the 20 benchmark tables (one fit each, same hour), kept the same pairs on 19 and one fewer
+/// on `344_mv`, test MSE × 0.9994 in geometric mean (worst × 1.0029, `574_house_16H`), fit
+/// time × 0.73 in geometric mean (113 s → 74 s in all); on the 14 binary tasks the same pairs
+/// and log-losses within 5e-4 (none worse by more than 3e-5), fit time 52 s → 38 s; on
+/// `537_houses` (Gamma) 6.9 s → 4.9 s, the same deviance to 3e-5 (`docs/pairs.md`). 25 and 10
+/// gave as good a model; 10 made some fits on all rows longer (`201_pol` 21 s → 30 s).
 pub const PATH_BUDGET: usize = 15;
 
 /// The binary classifier's held-out path budget ([`PairParams::path_budget`]; the other

@@ -406,9 +406,8 @@ impl<S: PairDescent> Stage<'_, S> {
             (|b: &BaseFit| b.2, |b: &BaseFit| !b.3),
         );
         let (tried, best, stopped) = path_out.unwrap_or((Vec::new(), None, true));
-        let base = base.map(|(values, terms, loss, _)| (values, terms, loss));
         match base {
-            Some((base_values, base_terms, base_loss)) => {
+            Some((base_values, base_terms, base_loss, _)) => {
                 path.push(0.0);
                 path_loss.push(base_loss);
                 for (mu, loss) in tried {
