@@ -75,6 +75,8 @@
 //!   * [`fit::loglink`] — the log-link regression entry points (Poisson, Gamma, Tweedie);
 //!   * [`fit::multinomial`] — multiclass classification (softmax log-loss);
 //!   * [`fit::sparse`] — feature-sparse FAST: AGIS, group-ℓ0 FAST and the BGS local search;
+//!   * [`fit::bags`] — outer bags: the fits on several held-out splits averaged into one
+//!     model (union grids for the pair terms);
 //!   * [`fit::entry`] — the one entry point of every loss (`fit`: the loss's `"auto"`
 //!     parameters resolved, then its own entry point) and of a fit on sufficient statistics.
 //!

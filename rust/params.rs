@@ -838,6 +838,9 @@ pub struct Task {
     /// `l2_jumps`: [`L2Jumps::Auto`] is resolved by the entry point, a value replaces
     /// [`Shapes::l2`].
     pub l2_jumps: L2Jumps,
+    /// `outer_bags`: with the penalty chosen on held-out rows, the fits on this many held-out
+    /// splits averaged into one model ([`crate::fit::bags`]); 1 (or a fixed penalty): one fit.
+    pub outer_bags: usize,
 }
 
 /// Default `λ_f / λ_max` of the feature-sparse fits (the value the feature-selection

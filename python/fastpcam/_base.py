@@ -176,6 +176,7 @@ class _BaseFAST(AdditiveModelMixin, _params.FastParams, BaseEstimator):
         self : object
             The fitted estimator.
         """
+        self._check_outer_bags(X)
         if _dask.is_dask_collection(X):
             return _dask.fit_dask(self, X, y, sample_weight)
         y = self._encode_y(y, sample_weight)
@@ -197,6 +198,19 @@ class _BaseFAST(AdditiveModelMixin, _params.FastParams, BaseEstimator):
         self._report(str(out["stop"]))
         self._after_fit(X, y, sample_weight)
         return self
+
+    def _check_outer_bags(self, X: Any) -> None:
+        """``outer_bags`` > 1 needs the penalty chosen on held-out rows of in-memory rows."""
+        bags = getattr(self, "outer_bags", 1)
+        if bags == 1:
+            return
+        if _dask.is_dask_collection(X):
+            raise ValueError(f"outer_bags={bags} is not available for Dask input; use outer_bags=1")
+        if getattr(self, "lambda_f", None) is not None or getattr(self, "lambda_ratio", "auto") != "auto":
+            raise ValueError(
+                f"outer_bags={bags} averages fits on different held-out rows, so it needs "
+                "lambda_f=None and lambda_ratio='auto' (with a fixed penalty every fit would be the same)"
+            )
 
     def _core_fit(self, X: Any, y: Any, sample_weight: Any, **kwargs: Any) -> Any:
         """The core's fit for this estimator's loss (the multiclass classifier has its own)."""

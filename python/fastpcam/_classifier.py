@@ -90,7 +90,7 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
         :math:`\max d` when ``lambda_f_ == 0``).
     max_iter : int, default=100000
         Maximum number of block updates.
-    <<max_time n_jobs random_state subsample_for_bin verbose progress>>
+    <<outer_bags max_time n_jobs random_state subsample_for_bin verbose progress>>
     callback : callable or None, default=None
         Called about every 0.1 s as ``callback(n_iter, objective, kkt_residual, elapsed)``,
         between steps of the descent (as in :class:`FASTRegressor`); returning ``False`` stops
@@ -144,7 +144,7 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
         ``"lambda_ratio"``, ``"validation_log_loss"`` (weighted mean log-loss on the
         held-out rows of the fit on the others) and ``"n_iter"`` (block updates of that
         fit). Empty when no search ran.
-    <<n_validation_>>
+    <<n_validation_ bags_>>
     engine_ : str
         The engine that ran the fit (``"rows"``).
     <<n_features_in_ feature_names_in_ is_categorical_ categories_ monotonic_cst_ penalty_factor_ l2_jumps_ interaction_features_ interaction_cuts_ interaction_values_ interaction_penalty_ interaction_smoothing_>>

@@ -9,6 +9,7 @@ from typing import Callable, Optional, TypedDict, Union
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import NotRequired
 
 __version__: str
 DEFAULT_LAMBDA_RATIO: float
@@ -39,6 +40,7 @@ class FitConfig(TypedDict, total=False):
     lambda_f: Optional[float]
     lambda_ratio: Union[float, str]
     validation_fraction: float
+    outer_bags: int
     max_bins: Union[int, str, None]
     selection: str
     tol: float
@@ -104,6 +106,19 @@ class Search(TypedDict):
     n_iter: npt.NDArray[np.int64]
     n_validation: int
 
+class BagSummary(TypedDict):
+    """One outer bag of :func:`fit`: the seed of its held-out rows and its own choices."""
+
+    random_state: int
+    lambda_ratio: float
+    interaction_penalty: float
+    interaction_smoothing: float
+    n_interactions: int
+    l2_jumps: float
+    n_iter: int
+    kkt_residual: float
+    converged: bool
+
 class FitOutput(ModelOutput, Bins):
     lambda_f: float
     lambda_max: float
@@ -113,6 +128,7 @@ class FitOutput(ModelOutput, Bins):
     lambda_ratio: float
     search: Search
     pairs: PairOutput
+    bags: NotRequired[list[BagSummary]]  # fit only: one per outer bag (empty for one fit)
 
 class PairOutput(TypedDict):
     """The pair terms of a fit (empty lists without pairs): per term its features, interaction

@@ -128,7 +128,7 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
         steepest-descent magnitude of every jump. ``0`` asks for an exact optimum.
     max_iter : int, default=100000
         Maximum number of block (dynamic programme) updates, in both selection modes.
-    <<max_time n_jobs random_state subsample_for_bin verbose progress>>
+    <<outer_bags max_time n_jobs random_state subsample_for_bin verbose progress>>
     callback : callable or None, default=None
         Called about every 0.1 s during the fit as ``callback(n_iter, objective,
         kkt_residual, elapsed)``, between steps of the descent, where the KKT residual is
@@ -207,7 +207,7 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
         rows of the fit on the others; ``"validation_deviance"``, the weighted mean unit
         deviance, for a log-link loss) and ``"n_iter"`` (block updates of that fit). Empty
         when no search ran.
-    <<n_validation_>>
+    <<n_validation_ bags_>>
     engine_ : str
         The engine that ran the fit: ``"rows"`` or ``"tables"``.
     <<is_categorical_ categories_ n_features_in_ feature_names_in_ monotonic_cst_ penalty_factor_ l2_jumps_ interaction_features_ interaction_cuts_ interaction_values_ interaction_penalty_ interaction_smoothing_>>

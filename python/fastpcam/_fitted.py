@@ -296,6 +296,8 @@ def write(est: Any, out: Mapping[str, Any], validation_loss: str = "validation_m
     }
     if "engine" in out:
         est.engine_ = str(out["engine"])
+    # One summary per outer bag (empty for one fit): each fit's own choices.
+    est.bags_ = [dict(b) for b in out.get("bags", [])]
     _pairs.write(est, out)
 
 

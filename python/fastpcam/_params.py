@@ -61,6 +61,7 @@ CONSTRAINTS: dict[str, list[Any]] = {
     "lambda_f": [_NON_NEGATIVE, None],
     "lambda_ratio": [_NON_NEGATIVE, StrOptions({"auto"})],
     "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+    "outer_bags": [_count(1)],
     "max_bins": [_count(2), StrOptions({"auto"}), None],
     "selection": [StrOptions({"greedy", "cyclic", "sweep", "auto"})],
     "tol": [_NON_NEGATIVE],
@@ -124,6 +125,7 @@ class FastParams:
         selection: str = DEFAULT_SELECTION,
         tol: float = DEFAULT_TOL,
         max_iter: int = DEFAULT_MAX_ITER,
+        outer_bags: int = 1,
         max_time: Optional[float] = None,
         n_jobs: Optional[int] = None,
         random_state: int = 0,
@@ -239,6 +241,14 @@ DOCS: dict[str, str] = {
     "n_iter_": "n_iter_ : int\n    Block updates done.",
     "converged_": "converged_ : bool\n    Whether ``kkt_residual_ <= tol``.",
     "n_validation_": "n_validation_ : int\n    Number of held-out rows (0 when no search ran; every row, held out once, when the\n    search cross-validated over folds).",
+    "bags_": (
+        "bags_ : list of dict\n"
+        "    One entry per fit averaged by ``outer_bags`` (empty for one fit): its\n"
+        "    ``random_state`` (the seed of its held-out rows), ``lambda_ratio``,\n"
+        "    ``interaction_penalty`` and ``interaction_smoothing`` (0 without pairs or smooth parts),\n"
+        "    ``n_interactions``, ``l2_jumps``, ``n_iter``, ``kkt_residual`` (at its own penalty) and\n"
+        "    ``converged``."
+    ),
     "lambda_ratio_": (
         "lambda_ratio_ : float\n"
         '    ``lambda_f_ / lambda_max_``: with ``lambda_ratio="auto"``, the ratio chosen on\n'
@@ -249,6 +259,20 @@ DOCS: dict[str, str] = {
         "    Threads. ``None`` or ``-1`` uses every core; results do not depend on it."
     ),
     "random_state": "random_state : int, default=0\n    Seed of the row sample used for quantile bins on large data.",
+    "outer_bags": (
+        "outer_bags : int, default=1\n"
+        "    With ``lambda_ratio=\"auto\"``, the number of fits averaged into the model (as EBM's\n"
+        "    ``outer_bags``): fit ``b`` holds out the rows drawn with ``random_state + b`` and is\n"
+        "    refitted on all rows as usual (its own penalty, pairs and smooth parts), and the model\n"
+        "    is the mean of their scores, again an additive model with pairs (each pair on the\n"
+        "    union of its fits' cuts). The fits' own choices are in ``bags_``; ``lambda_ratio_``,\n"
+        "    the paths and the pair penalties are the first fit's, ``kkt_residual_`` the largest\n"
+        "    of the fits' (each at its own penalty), ``n_iter_`` their sum. It costs ``outer_bags``\n"
+        "    fits; ``max_time`` holds for them together. On the 14 real binary tasks of\n"
+        "    ``docs/classification.md``, 4 bags took the test log-loss from 1.012 to 1.003 of EBM's\n"
+        "    default in geometric mean (``hotel_cancel`` 1.123 to 1.030). Not for Dask input, nor\n"
+        "    with a fixed penalty (every fit would be the same)."
+    ),
     "subsample_for_bin": "subsample_for_bin : int, default=200000\n    Rows sampled to compute quantile bins (as in LightGBM).",
     "max_time": (
         "max_time : float or None, default=None\n    Optional time budget in seconds; the model reached so far is kept. It holds for\n"

@@ -121,6 +121,8 @@ fit_config! {
     /// Threads (`None`: every core).
     n_jobs: Option<usize> = None,
     random_state: u64 = 0,
+    /// Fits on this many held-out splits, averaged (`lambda_ratio="auto"` only).
+    outer_bags: usize = 1,
     subsample_for_bin: usize = DEFAULT_BIN_SAMPLE_SIZE,
     /// User cut points, one entry (or None) per feature.
     bins: Option<Vec<Option<Vec<f64>>>> = None,
@@ -274,6 +276,7 @@ impl FitConfig {
                 AutoOr::Auto => L2Jumps::Auto,
                 AutoOr::Value(v) => L2Jumps::Value(v),
             },
+            outer_bags: self.outer_bags,
         })
     }
 

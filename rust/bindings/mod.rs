@@ -17,7 +17,7 @@ use std::sync::atomic::AtomicBool;
 use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyList};
 
 use crate::data::binning::Rows;
 use crate::fit::entry;
@@ -82,6 +82,21 @@ fn fit<'py>(
     bridge.finish()?;
     let out = FitOutput::new(py, fitted.fit).into_pyobject(py)?;
     out.set_item("l2_jumps", fitted.l2_jumps)?;
+    let bags = PyList::empty(py);
+    for b in &fitted.bags {
+        let d = PyDict::new(py);
+        d.set_item("random_state", b.seed)?;
+        d.set_item("lambda_ratio", b.lambda_ratio)?;
+        d.set_item("interaction_penalty", b.interaction_penalty)?;
+        d.set_item("interaction_smoothing", b.interaction_smoothing)?;
+        d.set_item("n_interactions", b.n_interactions)?;
+        d.set_item("l2_jumps", b.l2_jumps)?;
+        d.set_item("n_iter", b.n_iter)?;
+        d.set_item("kkt_residual", b.kkt_residual)?;
+        d.set_item("converged", b.converged)?;
+        bags.append(d)?;
+    }
+    out.set_item("bags", bags)?;
     if let Some(classes) = fitted.classes {
         let extra = MultinomialExtra {
             n_classes: classes.n_classes,

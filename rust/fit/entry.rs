@@ -27,18 +27,20 @@
 //! tables engine).
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use crate::data::binning::{BinningParams, Rows};
 use crate::data::tables::Tables;
 use crate::error::Result;
+use crate::fit::bags::{self, BagSummary};
 use crate::fit::logistic;
 use crate::fit::loglink::{self, LogLinkLoss};
 use crate::fit::multinomial;
 use crate::fit::pairs::stats::{PairLayout, StatsPairs};
-use crate::fit::solver::{self, Callback, Fit};
+use crate::fit::solver::{self, Callback, Fit, StopReason};
 use crate::fit::validation;
 use crate::params::{
-    Engine, FitParams, L2Jumps, Loss, Penalty, Smoothing, Task, AUTO_INTERACTION_BINS,
+    Engine, FitParams, L2Jumps, Loss, Penalty, Smoothing, Task, Validation, AUTO_INTERACTION_BINS,
     AUTO_INTERACTION_CELLS, LOGISTIC_INTERACTION_BINS, LOGISTIC_PATH_BUDGET,
 };
 
@@ -53,6 +55,8 @@ pub struct FitResult {
     pub l2_jumps: f64,
     /// A softmax fit's classes; `None` for the other losses.
     pub classes: Option<Classes>,
+    /// How each outer bag went (empty: one fit, no bags).
+    pub bags: Vec<BagSummary>,
 }
 
 /// The parameters `task` fits with: `l2_jumps`, `max_interaction_bins="auto"` and
@@ -86,7 +90,9 @@ pub fn resolve(params: &FitParams, task: &Task, n_rows: usize) -> FitParams {
 }
 
 /// Fits FAST for `task` on `rows`: the parameters resolved for the loss ([`resolve`]), then
-/// the loss's own entry point. Runs on the current rayon pool (see [`solver::with_threads`]).
+/// the loss's own entry point; with `task.outer_bags` > 1 and the penalty chosen on held-out
+/// rows, that fit on every bag's held-out split, averaged ([`bags`]). Runs on the current rayon
+/// pool (see [`solver::with_threads`]).
 ///
 /// # Errors
 /// An engine the loss cannot use, and the errors of the loss's entry point.
@@ -97,6 +103,73 @@ pub fn fit(
     callback: Option<Callback<'_>>,
 ) -> Result<FitResult> {
     task.loss.check_engine(task.engine)?;
+    match params.lambda {
+        Penalty::Validated(validation) if task.outer_bags > 1 => {
+            fit_bags(rows, params, task, validation, callback)
+        }
+        _ => fit_once(rows, params, task, callback),
+    }
+}
+
+/// The fits of `task` on `task.outer_bags` held-out splits (seeds `validation.seed + b`),
+/// averaged. `max_time` holds for the bags together: each bag gets an equal share of the time
+/// left, and no bag starts once it is spent; the callback sees every bag, and its stop ends
+/// the bagging (the bags so far are averaged).
+fn fit_bags(
+    rows: Rows<'_>,
+    params: &FitParams,
+    task: &Task,
+    validation: Validation,
+    mut callback: Option<Callback<'_>>,
+) -> Result<FitResult> {
+    let start = Instant::now();
+    let n = task.outer_bags;
+    let (mut fits, mut classes, mut summaries) = (Vec::new(), Vec::new(), Vec::new());
+    let mut l2_jumps = 0.0;
+    for b in 0..n {
+        let seed = validation.seed.wrapping_add(b as u64);
+        let mut bag = params.clone();
+        bag.lambda = Penalty::Validated(Validation { seed, ..validation });
+        if let Some(total) = params.max_time {
+            let left = total - start.elapsed().as_secs_f64();
+            if b > 0 && left <= 0.0 {
+                break;
+            }
+            bag.max_time = Some(left.max(f64::MIN_POSITIVE) / (n - b) as f64);
+        }
+        let cb: Option<Callback<'_>> = match callback.as_mut() {
+            Some(c) => Some(&mut **c),
+            None => None,
+        };
+        let r = fit_once(rows, &bag, task, cb)?;
+        let stopped = r.fit.report.stop == StopReason::Callback;
+        summaries.push(BagSummary::of(&r.fit, seed, r.l2_jumps));
+        if b == 0 {
+            l2_jumps = r.l2_jumps;
+        }
+        fits.push(r.fit);
+        classes.push(r.classes);
+        if stopped {
+            break;
+        }
+    }
+    let data = rows.bin(&params.binning)?;
+    let (fit, classes) = bags::average(&data, fits, classes)?;
+    Ok(FitResult {
+        fit,
+        l2_jumps,
+        classes,
+        bags: summaries,
+    })
+}
+
+/// One fit of `task` (no bags).
+fn fit_once(
+    rows: Rows<'_>,
+    params: &FitParams,
+    task: &Task,
+    callback: Option<Callback<'_>>,
+) -> Result<FitResult> {
     let params = resolve(params, task, rows.x.nrows());
     let one = |fit| (fit, None);
     let mut l2_jumps = params.shapes.l2;
@@ -117,6 +190,7 @@ pub fn fit(
         fit,
         l2_jumps,
         classes,
+        bags: Vec::new(),
     })
 }
 
@@ -214,6 +288,7 @@ mod tests {
             n_classes,
             engine: Engine::Auto,
             l2_jumps,
+            outer_bags: 1,
         }
     }
 

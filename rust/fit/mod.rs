@@ -5,6 +5,7 @@
 //! regression ([`sparse`]); and the one entry point of every loss ([`entry`]), which resolves
 //! the loss's `"auto"` parameters and dispatches to the loss's own.
 
+pub mod bags;
 pub mod entry;
 pub mod logistic;
 pub mod loglink;

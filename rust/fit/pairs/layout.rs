@@ -272,7 +272,7 @@ fn cell_codes(data: &BinnedData, (j, k): (usize, usize), (a, b): (&Axis, &Axis))
 /// when either feature has a missing bin, the rows missing either value share one more bin
 /// (the missing cell: a free level joined to no cell, so the pair adds a constant to them,
 /// which the facade moves into the intercept).
-pub(super) fn pair_feature(
+pub(crate) fn pair_feature(
     data: &BinnedData,
     pair: (usize, usize),
     axes: (&Axis, &Axis),
