@@ -404,4 +404,55 @@ mod tests {
             assert!((total - 600.0).abs() < 1e-9);
         }
     }
+
+    fn logistic_bags(outer_bags: usize) -> Task {
+        Task {
+            loss: Loss::Logistic,
+            power: crate::fit::loglink::DEFAULT_TWEEDIE_POWER,
+            n_classes: None,
+            engine: Engine::Auto,
+            l2_jumps: L2Jumps::Value(0.0),
+            outer_bags,
+        }
+    }
+
+    fn validated() -> FitParams {
+        FitParams {
+            lambda: Penalty::Validated(Validation {
+                fraction: 0.25,
+                seed: 0,
+            }),
+            ..FitParams::default()
+        }
+    }
+
+    #[test]
+    fn a_spent_time_budget_starts_no_further_wave_of_bags() {
+        let (x, y) = rows();
+        let rows = Rows::new(x.view(), y.view(), None);
+        let params = FitParams {
+            max_time: Some(1e-9),
+            ..validated()
+        };
+        let out = fit(rows, &params, &logistic_bags(8), None).unwrap();
+        let width = rayon::current_num_threads().clamp(1, 8);
+        assert_eq!(out.bags.len(), width);
+        assert_eq!(out.fit.report.stop, StopReason::MaxTime);
+        assert!(out.fit.model.values.iter().flatten().all(|v| v.is_finite()));
+    }
+
+    #[test]
+    fn a_callback_stop_ends_the_bagging() {
+        let (x, y) = rows();
+        let rows = Rows::new(x.view(), y.view(), None);
+        let mut calls = 0usize;
+        let mut stop = |_: &crate::model::report::Progress| {
+            calls += 1;
+            false
+        };
+        let out = fit(rows, &validated(), &logistic_bags(8), Some(&mut stop)).unwrap();
+        assert!(calls >= 1);
+        assert!(out.bags.len() < 8, "{} bags", out.bags.len());
+        assert_eq!(out.fit.report.stop, StopReason::Callback);
+    }
 }

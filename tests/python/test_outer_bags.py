@@ -105,3 +105,13 @@ def test_zero_bags_are_refused_by_name() -> None:
     X, y = _binary()
     with pytest.raises(ValueError, match="outer_bags"):
         FASTClassifier(outer_bags=0).fit(X, y)
+
+
+def test_bags_side_by_side_are_the_bags_one_at_a_time() -> None:
+    """Two threads run the bags side by side, one thread one after the other: the same model."""
+    X, y = _binary()
+    one = FASTClassifier(outer_bags=3, n_jobs=1).fit(X, y)
+    two = FASTClassifier(outer_bags=3, n_jobs=2).fit(X, y)
+    Xt = _test_rows()
+    np.testing.assert_array_equal(one.decision_function(Xt), two.decision_function(Xt))
+    assert one.bags_ == two.bags_
