@@ -115,3 +115,20 @@ def test_bags_side_by_side_are_the_bags_one_at_a_time() -> None:
     Xt = _test_rows()
     np.testing.assert_array_equal(one.decision_function(Xt), two.decision_function(Xt))
     assert one.bags_ == two.bags_
+
+
+def test_a_bagged_model_round_trips_through_json_and_sql() -> None:
+    """The union grids of a bagged model are ordinary pair terms to every exporter."""
+    import sqlite3
+
+    X, y = _binary()
+    m = FASTClassifier(outer_bags=2, n_jobs=1).fit(X, y)
+    assert len(m.interaction_features_) > 0
+    Xt = _test_rows()
+    back = FASTClassifier.from_json(m.to_json())
+    np.testing.assert_allclose(back.predict_proba(Xt), m.predict_proba(Xt), rtol=0, atol=1e-12)
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE TABLE t (x0 REAL, x1 REAL, x2 REAL, x3 REAL)")
+    con.executemany("INSERT INTO t VALUES (?, ?, ?, ?)", [tuple(None if np.isnan(v) else float(v) for v in r) for r in Xt])
+    got = np.array([r[0] for r in con.execute(m.to_sql("t"))])
+    np.testing.assert_allclose(got, m.predict_proba(Xt)[:, 1], rtol=0, atol=1e-9)
