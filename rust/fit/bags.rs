@@ -353,36 +353,46 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn a_bagged_fit_scores_the_mean_of_its_bags() {
-        let (x, y) = rows();
-        let rows = Rows::new(x.view(), y.view(), None);
-        let mut params = FitParams {
-            lambda: Penalty::Validated(Validation {
-                fraction: 0.25,
-                seed: 4,
-            }),
-            ..FitParams::default()
-        };
-        params.pairs.interactions = Interactions::Count(3);
-        params.pairs.penalty = Some(0.5);
-        let task = |outer_bags| Task {
+    /// The binary classifier's task with `outer_bags` bags.
+    fn logistic_bags(outer_bags: usize) -> Task {
+        Task {
             loss: Loss::Logistic,
             power: crate::fit::loglink::DEFAULT_TWEEDIE_POWER,
             n_classes: None,
             engine: Engine::Auto,
             l2_jumps: L2Jumps::Value(0.0),
             outer_bags,
+        }
+    }
+
+    /// The penalty chosen on a quarter of the rows, drawn with `seed`.
+    fn validated(seed: u64) -> FitParams {
+        FitParams {
+            lambda: Penalty::Validated(Validation {
+                fraction: 0.25,
+                seed,
+            }),
+            ..FitParams::default()
+        }
+    }
+
+    #[test]
+    fn a_bagged_fit_scores_the_mean_of_its_bags() {
+        let (x, y) = rows();
+        let rows = Rows::new(x.view(), y.view(), None);
+        let with_pairs = |seed| {
+            let mut params = validated(seed);
+            params.pairs.interactions = Interactions::Count(3);
+            params.pairs.penalty = Some(0.5);
+            params
         };
-        let bagged: FitResult = fit(rows, &params, &task(3), None).unwrap();
+        let params = with_pairs(4);
+        let bagged: FitResult = fit(rows, &params, &logistic_bags(3), None).unwrap();
         let singles: Vec<Fit> = (4..7)
             .map(|seed| {
-                let mut p = params.clone();
-                p.lambda = Penalty::Validated(Validation {
-                    fraction: 0.25,
-                    seed,
-                });
-                fit(rows, &p, &task(1), None).unwrap().fit
+                fit(rows, &with_pairs(seed), &logistic_bags(1), None)
+                    .unwrap()
+                    .fit
             })
             .collect();
         let data = rows.bin(&params.binning).unwrap();
@@ -405,34 +415,13 @@ mod tests {
         }
     }
 
-    fn logistic_bags(outer_bags: usize) -> Task {
-        Task {
-            loss: Loss::Logistic,
-            power: crate::fit::loglink::DEFAULT_TWEEDIE_POWER,
-            n_classes: None,
-            engine: Engine::Auto,
-            l2_jumps: L2Jumps::Value(0.0),
-            outer_bags,
-        }
-    }
-
-    fn validated() -> FitParams {
-        FitParams {
-            lambda: Penalty::Validated(Validation {
-                fraction: 0.25,
-                seed: 0,
-            }),
-            ..FitParams::default()
-        }
-    }
-
     #[test]
     fn a_spent_time_budget_starts_no_further_wave_of_bags() {
         let (x, y) = rows();
         let rows = Rows::new(x.view(), y.view(), None);
         let params = FitParams {
             max_time: Some(1e-9),
-            ..validated()
+            ..validated(0)
         };
         let out = fit(rows, &params, &logistic_bags(8), None).unwrap();
         let width = rayon::current_num_threads().clamp(1, 8);
@@ -450,7 +439,7 @@ mod tests {
             calls += 1;
             false
         };
-        let out = fit(rows, &validated(), &logistic_bags(8), Some(&mut stop)).unwrap();
+        let out = fit(rows, &validated(0), &logistic_bags(8), Some(&mut stop)).unwrap();
         assert!(calls >= 1);
         assert!(out.bags.len() < 8, "{} bags", out.bags.len());
         assert_eq!(out.fit.report.stop, StopReason::Callback);
