@@ -818,6 +818,8 @@ def fit_from_parquet(
     """
     est = _fitted.estimator_class("FASTRegressor")(**params)
     est._validate_params()
+    if est.outer_bags != 1:
+        raise ValueError(f"outer_bags={est.outer_bags} is not available for fit_from_parquet; use outer_bags=1")
     _pairs_stats.check(est, "a Parquet fit")
     if est.categorical_features is not None and not isinstance(est.categorical_features, str) and len(est.categorical_features):
         raise ValueError("categorical_features is not supported by fit_from_parquet; encode them as numbers")

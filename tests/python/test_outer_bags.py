@@ -132,3 +132,21 @@ def test_a_bagged_model_round_trips_through_json_and_sql() -> None:
     con.executemany("INSERT INTO t VALUES (?, ?, ?, ?)", [tuple(None if np.isnan(v) else float(v) for v in r) for r in Xt])
     got = np.array([r[0] for r in con.execute(m.to_sql("t"))])
     np.testing.assert_allclose(got, m.predict_proba(Xt)[:, 1], rtol=0, atol=1e-9)
+
+
+def test_bags_from_statistics_are_refused_by_name(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Fits on sufficient statistics (Dask, Parquet) have no bags: asking is an error, not
+    a silent single fit."""
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    import fastpcam
+
+    X, score = _rows(400)
+    frame = pd.DataFrame(np.nan_to_num(X), columns=["a", "b", "c", "d"]).assign(y=score)
+    path = tmp_path / "rows.parquet"
+    frame.to_parquet(path)
+    with pytest.raises(ValueError, match="outer_bags=2 is not available for fit_from_parquet"):
+        fastpcam.fit_from_parquet(path, "y", outer_bags=2)
+    dd = pytest.importorskip("dask.dataframe")
+    with pytest.raises(ValueError, match="outer_bags=2 is not available for Dask input"):
+        FASTRegressor(outer_bags=2).fit(dd.from_pandas(frame[["a", "b"]], npartitions=2), frame["y"])
