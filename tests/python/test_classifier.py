@@ -309,3 +309,21 @@ def test_numpydoc_and_documented_example():
     block = re.search(r"```python\n(.*?)```", doc.read_text(), re.S)
     assert block is not None and len(block.group(1).strip().splitlines()) <= 12
     exec(compile(block.group(1), str(doc), "exec"), {})
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_a_missing_value_bin_of_one_class_is_named_in_a_warning(n_classes):
+    """A missing-value bin is a free level: with one class in it, its log-odds have no finite
+    best value, so the fit says which feature and how many rows (and stays quiet otherwise)."""
+    r = np.random.default_rng(0)
+    n = 900
+    X = r.uniform(size=(n, 2))
+    y = (X[:, 0] * n_classes).astype(int)
+    X[:4, 1] = np.nan
+    y[:4] = 0
+    with pytest.warns(ConvergenceWarning, match=r"missing-value bin of 1 feature\(s\).*'x1' \(4 rows, all of class 0"):
+        FASTClassifier(interactions=0, lambda_ratio=0.01).fit(X, y)
+    y[0] = 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        FASTClassifier(interactions=0, lambda_ratio=0.01).fit(X, y)
