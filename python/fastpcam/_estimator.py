@@ -12,7 +12,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted
 
-from . import _core
+from . import _core, _fitted
 from ._base import FAST_PARAMS, _BaseFAST, fast_init
 from ._fitted import register
 from ._params import constraints, document
@@ -256,10 +256,36 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
     def _log_link(self) -> bool:
         return self._loss != "squared"
 
+    def _warn_if_missing_bins_zero(self, X: npt.NDArray[np.float64], y: npt.NDArray[np.float64], w: Any) -> None:
+        """Warn where a feature's missing-value bin holds only zero targets: that free level's
+        log-mean has no finite best value (as a classifier's missing-value bin of one class)."""
+        v = np.ones(len(y)) if w is None else np.asarray(w, dtype=np.float64)
+        names = _fitted.feature_names(self)
+        found = []
+        for j in range(X.shape[1]):
+            rows = np.isnan(X[:, j]) & (v > 0)
+            if rows.any() and not np.any(y[rows] > 0):
+                found.append(
+                    f"{names[j]!r} ({int(rows.sum())} rows; missing-value log-mean {float(self.missing_values_[j]):.3g})"
+                )
+        if found:
+            warnings.warn(
+                f"the missing-value bin of {len(found)} feature(s) holds only zero targets: {', '.join(found)}. "
+                "A missing-value bin is not penalised, so its log-mean has no finite best value and only "
+                "reflects where the solver stopped; every new row missing the value gets it. Impute these "
+                "values or encode their missingness as a category.",
+                ConvergenceWarning,
+                stacklevel=5,  # the caller of fit
+            )
+
     def _after_fit(self, X: Any, y: Any, sample_weight: Any) -> None:
-        """At ``lambda_f = 0`` with a Poisson or Tweedie loss: warn about bins whose targets
-        are all 0 (their log-mean has no finite maximum-likelihood value)."""
-        if not (self._loss in ("poisson", "tweedie") and self.lambda_f_ == 0.0):
+        """With a Poisson or Tweedie loss: warn about missing-value bins whose targets are all
+        0 (a missing-value bin is not penalised, so its log-mean has no finite best value), and,
+        at ``lambda_f = 0``, about any such bin."""
+        if self._loss not in ("poisson", "tweedie"):
+            return
+        self._warn_if_missing_bins_zero(X, y, sample_weight)
+        if self.lambda_f_ != 0.0:
             return
         v = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
         zero = 0

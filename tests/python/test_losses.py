@@ -303,3 +303,21 @@ def test_inspection_is_on_the_log_scale():
     np.testing.assert_allclose(contributions.sum(axis=1), np.log(m.predict(X)), rtol=1e-12, atol=1e-12)
     shapes = m.shape_functions()
     assert len(shapes) == 2 and np.array_equal(shapes[0].values, m.values_[0])
+
+
+@pytest.mark.parametrize("loss", ["poisson", "tweedie"])
+def test_a_missing_value_bin_of_zero_counts_is_named_in_a_warning(loss):
+    """A missing-value bin is a free level: with only zero targets its log-mean has no finite
+    best value, so the fit names the feature (and stays quiet once a count is positive)."""
+    r = np.random.default_rng(1)
+    n = 900
+    X = r.uniform(size=(n, 2))
+    y = r.poisson(np.exp(X[:, 0])).astype(float)
+    X[:5, 1] = np.nan
+    y[:5] = 0.0
+    with pytest.warns(ConvergenceWarning, match=r"missing-value bin of 1 feature\(s\) holds only zero targets: 'x1' \(5 rows"):
+        FASTRegressor(loss=loss, interactions=0, lambda_ratio=0.01).fit(X, y)
+    y[0] = 2.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        FASTRegressor(loss=loss, interactions=0, lambda_ratio=0.01).fit(X, y)
