@@ -212,6 +212,30 @@ class _BaseFAST(AdditiveModelMixin, _params.FastParams, BaseEstimator):
                 "lambda_f=None and lambda_ratio='auto' (with a fixed penalty every fit would be the same)"
             )
 
+    def _warn_if_missing_bins(
+        self, X: npt.NDArray[np.float64], w: Any, describe: Callable[[int, Any], Optional[str]], holds: str, value: str
+    ) -> None:
+        """Warn where a feature's missing-value bin is degenerate: ``describe(j, rows)`` (the
+        training rows of positive weight missing feature ``j``) says how, or returns None. A
+        missing-value bin is a free level (not penalised), so a degenerate one has no finite best
+        value; ``holds`` names the degeneracy and ``value`` what that does to the fitted value."""
+        v = np.ones(X.shape[0]) if w is None else np.asarray(w, dtype=np.float64)
+        names = _fitted.feature_names(self)
+        found = []
+        for j in range(X.shape[1]):
+            rows = np.isnan(X[:, j]) & (v > 0)
+            said = describe(j, rows) if rows.any() else None
+            if said is not None:
+                found.append(f"{names[j]!r} ({int(rows.sum())} rows{said})")
+        if found:
+            warnings.warn(
+                f"the missing-value bin of {len(found)} feature(s) holds {holds}: {', '.join(found)}. "
+                f"A missing-value bin is not penalised, so {value}. Impute these values or encode their "
+                "missingness as a category.",
+                ConvergenceWarning,
+                stacklevel=6,  # the caller of fit
+            )
+
     def _core_fit(self, X: Any, y: Any, sample_weight: Any, **kwargs: Any) -> Any:
         """The core's fit for this estimator's loss (the multiclass classifier has its own)."""
         return _core.fit((X, y, sample_weight), **kwargs)

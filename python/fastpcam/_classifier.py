@@ -348,28 +348,20 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
         bin is a free level (not penalised, ``docs/classification.md``), so its log-odds have no
         finite best value: they only reflect where the solver stopped, and every new row missing
         that value gets them (``hotel_cancel``: 6 rows missing ``country``, log-odds 18.7)."""
-        v = np.ones(len(y)) if w is None else np.asarray(w, dtype=np.float64)
-        names = _fitted.feature_names(self)
         mv = np.asarray(self.missing_values_, dtype=np.float64).reshape(X.shape[1], -1)
-        found = []
-        for j in range(X.shape[1]):
-            rows = np.isnan(X[:, j]) & (v > 0)
-            if rows.any() and np.unique(y[rows]).size == 1:
-                label = self.classes_[int(y[rows][0])]
-                label = label.item() if isinstance(label, np.generic) else label
-                found.append(
-                    f"{names[j]!r} ({int(rows.sum())} rows, all of class {label!r}; "
-                    f"missing-value log-odds up to {np.max(np.abs(mv[j])):.3g})"
-                )
-        if found:
-            warnings.warn(
-                f"the missing-value bin of {len(found)} feature(s) holds a single class: {', '.join(found)}. "
-                "A missing-value bin is not penalised, so these log-odds have no finite best value and only "
-                "reflect where the solver stopped; every new row missing the value gets them. Impute these "
-                "values or encode their missingness as a category.",
-                ConvergenceWarning,
-                stacklevel=5,  # the caller of fit
-            )
+
+        def describe(j: int, rows: Any) -> Optional[str]:
+            if np.unique(y[rows]).size != 1:
+                return None
+            label = self.classes_[int(y[rows][0])]
+            label = label.item() if isinstance(label, np.generic) else label
+            return f", all of class {label!r}; missing-value log-odds up to {np.max(np.abs(mv[j])):.3g}"
+
+        self._warn_if_missing_bins(
+            X, w, describe, "a single class",
+            "these log-odds have no finite best value and only reflect where the solver stopped; every new "
+            "row missing the value gets them",
+        )  # fmt: skip
 
     def _warn_if_separated(self, X: npt.NDArray[np.float64], y01: npt.NDArray[np.float64], w: Any) -> None:
         """At ``lambda_f = 0``: warn when a bin holds one class only, or the model separates the

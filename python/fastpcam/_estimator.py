@@ -12,7 +12,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted
 
-from . import _core, _fitted
+from . import _core
 from ._base import FAST_PARAMS, _BaseFAST, fast_init
 from ._fitted import register
 from ._params import constraints, document
@@ -259,24 +259,17 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
     def _warn_if_missing_bins_zero(self, X: npt.NDArray[np.float64], y: npt.NDArray[np.float64], w: Any) -> None:
         """Warn where a feature's missing-value bin holds only zero targets: that free level's
         log-mean has no finite best value (as a classifier's missing-value bin of one class)."""
-        v = np.ones(len(y)) if w is None else np.asarray(w, dtype=np.float64)
-        names = _fitted.feature_names(self)
-        found = []
-        for j in range(X.shape[1]):
-            rows = np.isnan(X[:, j]) & (v > 0)
-            if rows.any() and not np.any(y[rows] > 0):
-                found.append(
-                    f"{names[j]!r} ({int(rows.sum())} rows; missing-value log-mean {float(self.missing_values_[j]):.3g})"
-                )
-        if found:
-            warnings.warn(
-                f"the missing-value bin of {len(found)} feature(s) holds only zero targets: {', '.join(found)}. "
-                "A missing-value bin is not penalised, so its log-mean has no finite best value and only "
-                "reflects where the solver stopped; every new row missing the value gets it. Impute these "
-                "values or encode their missingness as a category.",
-                ConvergenceWarning,
-                stacklevel=5,  # the caller of fit
-            )
+
+        def describe(j: int, rows: Any) -> Optional[str]:
+            if np.any(y[rows] > 0):
+                return None
+            return f"; missing-value log-mean {float(self.missing_values_[j]):.3g}"
+
+        self._warn_if_missing_bins(
+            X, w, describe, "only zero targets",
+            "its log-mean has no finite best value and only reflects where the solver stopped; every new "
+            "row missing the value gets it",
+        )  # fmt: skip
 
     def _after_fit(self, X: Any, y: Any, sample_weight: Any) -> None:
         """With a Poisson or Tweedie loss: warn about missing-value bins whose targets are all
