@@ -96,8 +96,9 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
         between steps of the descent (as in :class:`FASTRegressor`); returning ``False`` stops
         the fit early and keeps the model reached so far.
     categorical_features : "from_dtype", array-like or None, default="from_dtype"
-        Categorical features, as in :class:`FASTRegressor`; categories are ordered by the
-        weighted fraction of ``classes_[1]`` among their training rows.
+        Categorical features, as in :class:`FASTRegressor` (a column's missing values are
+        one more category, ``None``); categories are ordered by the weighted fraction of
+        ``classes_[1]`` among their training rows.
     bins : dict, list or None, default=None
         User-supplied cut points for numeric features, as in :class:`FASTRegressor`.
     engine : {"auto", "rows"}, default="auto"

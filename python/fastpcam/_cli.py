@@ -256,6 +256,8 @@ def _category_lookup(categories: Any) -> dict[str, Any]:
     """The model's categories by their text in a CSV cell."""
     lookup: dict[str, Any] = {}
     for c in categories:
+        if c is None:  # the missing values' category: an empty cell, not the text "None"
+            continue
         lookup.setdefault(str(c), c)
         if isinstance(c, (float, np.floating)) and float(c).is_integer():
             lookup.setdefault(str(int(c)), c)

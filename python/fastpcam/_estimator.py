@@ -144,7 +144,9 @@ class FASTRegressor(RegressorMixin, _BaseFAST):
         Each category gets a bin; the categories are ordered by the weighted mean of the
         training target and fused along that order (see :mod:`fastpcam._input`).
         ``categories_[j]`` lists them in that order, aligned with ``values_[j]``. A category
-        unseen in training contributes 0; None/NaN is a missing value.
+        unseen in training contributes 0. Missing values (None/NaN) of a categorical
+        feature are one more category, ``None`` in ``categories_[j]``, ordered and fused as
+        the others (a feature with no missing value in training gives a missing one 0).
     bins : dict, list or None, default=None
         User-supplied cut points for numeric features: ``{feature index or name: cuts}`` or
         one entry (cuts or None) per feature. Other features are binned as usual.

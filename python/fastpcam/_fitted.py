@@ -8,7 +8,8 @@ A fitted fastpcam model is a few arrays (as interpret's EBM keeps ``term_scores_
   feature ``j``'s missing bin (a NaN entry contributes ``missing_values_[j]``);
 - ``categories_[j]``: ``None`` (numeric) or the category labels, category ``k`` being bin
   ``k`` of the feature (code ``k``; the cuts sit between the codes); an unseen category
-  (code ``len(categories_[j])``) contributes 0;
+  (code ``len(categories_[j])``) contributes 0; ``None`` among the categories is the
+  missing values' category (a categorical feature's missing values are a category);
 - ``feature_names_in_`` (pandas input) or ``n_features_in_``.
 
 The model is ``f(x) = intercept_ + Σ_j f_j(x_j)`` with
@@ -180,7 +181,8 @@ class ShapeFunction:
         pandas.DataFrame
             Columns ``lower`` (inclusive), ``upper`` (exclusive), ``value``, ``weight``,
             ``missing`` (True for the missing bin's row, whose bounds are NaN), and
-            ``category`` for a categorical feature.
+            ``category`` for a categorical feature (``None`` in the missing bin's row, and in
+            the row of the missing values' category where training had missing values).
         """
         try:
             import pandas as pd

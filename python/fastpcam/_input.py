@@ -132,14 +132,20 @@ def fit_categories(
     col: npt.NDArray[Any], y: npt.NDArray[np.float64], w: Optional[npt.NDArray[np.float64]]
 ) -> npt.NDArray[Any]:
     """The training categories of one column, ordered by weighted mean of ``y`` (ties by first
-    appearance). Missing values (None, NaN) are not categories."""
+    appearance). Missing values (None, NaN) in the column are one more category, ``None``,
+    ranked by its rows' mean like the others: a nominal feature has no order for a missing
+    bin to sit outside of, and a free missing level of a few rows of one class has no finite
+    log-odds (see docs/design.md §8)."""
     codes, labels = _factorize(col)
+    missing = codes < 0
+    if missing.any():
+        codes = np.where(missing, len(labels), codes)
+        labels = [*labels, None]
     if not labels:
         return np.asarray([], dtype=object)
-    seen = codes >= 0
     ww = np.ones(len(col)) if w is None else w
-    sw = np.bincount(codes[seen], weights=ww[seen], minlength=len(labels))
-    swy = np.bincount(codes[seen], weights=(ww * y)[seen], minlength=len(labels))
+    sw = np.bincount(codes, weights=ww, minlength=len(labels))
+    swy = np.bincount(codes, weights=ww * y, minlength=len(labels))
     with np.errstate(invalid="ignore", divide="ignore"):
         means = np.where(sw > 0, swy / np.where(sw > 0, sw, 1.0), 0.0)
     order = np.lexsort((np.arange(len(labels)), means))
@@ -149,13 +155,15 @@ def fit_categories(
 
 
 def encode(col: npt.NDArray[Any], categories: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
-    """Rank of each entry's category (NaN when missing, ``len(categories)`` when unseen): the
-    column's distinct values (:func:`_factorize`) looked up once each."""
+    """Rank of each entry's category (``len(categories)`` when unseen; a missing entry has the
+    rank of the ``None`` category, NaN where training had no missing value): the column's
+    distinct values (:func:`_factorize`) looked up once each."""
     unseen = float(len(categories))
-    ranks = {c: float(r) for r, c in enumerate(categories)}
+    ranks = {c: float(r) for r, c in enumerate(categories) if c is not None}
+    missing = next((float(r) for r, c in enumerate(categories) if c is None), np.nan)
     codes, values = _factorize(col)
-    of_value = np.array([ranks.get(v, unseen) for v in values] + [np.nan], dtype=np.float64)
-    return of_value[codes]  # code -1 (missing): the NaN at the end
+    of_value = np.array([ranks.get(v, unseen) for v in values] + [missing], dtype=np.float64)
+    return of_value[codes]  # code -1 (missing): the last entry
 
 
 def category_cuts(n_categories: int) -> list[float]:

@@ -70,6 +70,15 @@ def _quote_string(s: str) -> str:
     return "'" + str(s).replace("'", "''") + "'"
 
 
+def _category_test(col: str, label: Any, lit: Callable[[float], str]) -> str:
+    """The SQL test that ``col`` holds category ``label`` (``None``, the missing values'
+    category: ``col IS NULL``)."""
+    if label is None:
+        return f"{col} IS NULL"
+    literal = lit(float(label)) if isinstance(label, (int, float, np.number)) else _quote_string(label)
+    return f"{col} = {literal}"
+
+
 # -------------------------------------------------------------------------------- mixin
 
 
@@ -242,7 +251,8 @@ class AdditiveModelMixin:
         reproduces ``predict`` up to the order of the additions. ``NULL`` is a missing value:
         it contributes the missing bin's value (0 if the feature had no missing values).
         A categorical feature becomes ``CASE WHEN col = 'label' THEN v ...``, an unseen label
-        contributing 0 as in ``predict``.
+        contributing 0 as in ``predict``; ``NULL`` there is the missing values' category
+        (``None`` in ``categories_``) where training had missing values.
 
         Parameters
         ----------
@@ -296,8 +306,11 @@ class AdditiveModelMixin:
             whens = [f"WHEN {col} IS NULL THEN {lit(sf.missing_value)}"]
             if sf.categories is not None:
                 for label, value in zip(sf.categories, sf.values):
-                    literal = lit(float(label)) if isinstance(label, (int, float, np.number)) else _quote_string(label)
-                    whens.append(f"WHEN {col} = {literal} THEN {lit(float(value))}")
+                    when = f"WHEN {_category_test(col, label, lit)} THEN {lit(float(value))}"
+                    if label is None:  # the missing values' category replaces the missing bin
+                        whens[0] = when
+                    else:
+                        whens.append(when)
                 terms.append(_case(whens, lit(0.0)))
                 continue
             segments = sf.segments()
@@ -311,7 +324,8 @@ class AdditiveModelMixin:
     def _sql_pairs(self, cols: list[str], dialect: str, lit: Callable[[float], str]) -> list[str]:
         """One term per pair: ``CASE <row index> WHEN a THEN CASE <column index> WHEN b THEN
         v END ... ELSE 0 END``, where an axis index is a ``CASE`` over the interaction cuts
-        (over the labels for a categorical feature); ``NULL`` or an unseen label gives 0."""
+        (over the labels for a categorical feature); ``NULL`` or an unseen label gives 0, but
+        ``NULL`` in a categorical feature whose categories hold ``None`` is that category."""
         out = []
         cats = getattr(self, "categories_", None) or [None] * len(cols)
         for (j, k), (cj, ck), v in zip(
@@ -325,8 +339,7 @@ class AdditiveModelMixin:
                 if cats[f] is not None:
                     whens = []
                     for code, label in enumerate(cats[f]):
-                        literal = lit(float(label)) if isinstance(label, (int, float, np.number)) else _quote_string(label)
-                        whens.append(f"WHEN {col} = {literal} THEN {int(np.searchsorted(c, code, side='right'))}")
+                        whens.append(f"WHEN {_category_test(col, label, lit)} THEN {int(np.searchsorted(c, code, side='right'))}")
                     index.append(_case(whens, "NULL"))
                 else:
                     whens = [f"WHEN {col} IS NULL THEN NULL"]

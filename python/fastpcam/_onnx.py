@@ -132,7 +132,9 @@ class _ContainerGraph(_Graph):
 
 
 def _label_kind(labels: npt.NDArray[Any]) -> str:
-    """``"string"`` if every category is a str, ``"number"`` if every one is a number."""
+    """``"string"`` if every category is a str, ``"number"`` if every one is a number (the
+    missing values' category, ``None``, is either)."""
+    labels = [c for c in labels if c is not None]
     if all(isinstance(c, (str, np.str_)) for c in labels):
         return "string"
     if all(isinstance(c, (int, float, np.integer, np.floating)) and not isinstance(c, bool) for c in labels):
@@ -167,30 +169,38 @@ def _table(per_class: list[ShapeFunction]) -> tuple[npt.NDArray[np.float64], npt
 
 def _code(g: _Graph, x: str, sf: ShapeFunction, as_strings: bool) -> str:
     """The float64 code of feature ``sf`` from its input ``x``: the value (numeric), or the
-    category rank (``len(categories)`` when unseen, NaN when missing)."""
+    category rank (``len(categories)`` when unseen; when missing, the rank of the missing
+    values' category ``None`` if the categories hold it, else NaN)."""
     if sf.categories is None:
         return x
-    labels = sf.categories
-    n = len(labels)
+    n = len(sf.categories)
+    # the missing values' category (``None``), if training had missing values: its rank
+    missing = next((float(r) for r, c in enumerate(sf.categories) if c is None), None)
+    ranked = [(r, c) for r, c in enumerate(sf.categories) if c is not None]
     nan = g.const(np.array([np.nan]), "nan")
     if as_strings:
-        keys = [str(c) for c in labels]
-        codes = list(range(n))
+        keys = [str(c) for _, c in ranked]
+        codes = [r for r, _ in ranked]
         if "" not in keys:
             keys.append("")
-            codes.append(_MISSING_CODE)
+            codes.append(_MISSING_CODE if missing is None else int(missing))
         ranks = g.op(
             "LabelEncoder", x, domain="ai.onnx.ml", keys_strings=keys, values_int64s=codes, default_int64=n
         )
         is_missing = g.op("Equal", ranks, g.const(np.array([_MISSING_CODE], dtype=np.int64), "missing_code"))
         return g.op("Where", is_missing, nan, g.op("Cast", ranks, to=11))
     # numeric categories: rank + 1 of the matching category (0 when none matches)
-    match = g.op("Cast", g.op("Equal", x, g.const(np.asarray(labels, dtype=np.float64), "categories")), to=11)
-    plus_one = g.op("MatMul", match, g.const(np.arange(1.0, n + 1.0).reshape(n, 1), "ranks"))
+    if not ranked:  # only the missing values' category
+        ranked = [(n, np.nan)]  # matches nothing: every value unseen
+    at = np.array([r for r, _ in ranked], dtype=np.float64)
+    m = len(ranked)
+    match = g.op("Cast", g.op("Equal", x, g.const(np.array([c for _, c in ranked], dtype=np.float64), "categories")), to=11)
+    plus_one = g.op("MatMul", match, g.const((at + 1.0).reshape(m, 1), "ranks"))
     rank = g.op("Sub", plus_one, g.const(np.array([1.0]), "one"))
     seen = g.op("Greater", plus_one, g.const(np.array([0.0]), "zero"))
     coded = g.op("Where", seen, rank, g.const(np.array([float(n)]), "unseen"))
-    return g.op("Where", g.op("IsNaN", x), nan, coded)
+    on_missing = nan if missing is None else g.const(np.array([missing]), "missing_rank")
+    return g.op("Where", g.op("IsNaN", x), on_missing, coded)
 
 
 def _bin(g: _Graph, z: str, cuts: npt.NDArray[np.float64], missing_bin: Optional[int]) -> str:

@@ -147,7 +147,7 @@ def _shape_figure(go: Any, per_class: list[ShapeFunction], class_names: list[str
     n_bins = sf.values.size
     categorical = sf.categories is not None
     if categorical:
-        x: Any = [_text(c) for c in sf.categories]  # type: ignore[union-attr]
+        x: Any = [_MISSING_LABEL if c is None else _text(c) for c in sf.categories]  # type: ignore[union-attr]
         bins = [f"category {c}" for c in x]
     else:
         edges = _edges(sf)
@@ -213,7 +213,7 @@ def _pair_figure(go: Any, term: PairTerm, categories: list[Optional[npt.NDArray[
             return [_interval(e[b], e[b + 1]) for b in range(len(e) - 1)]
         out = []  # a categorical feature's bins hold the categories whose ranks fall in them
         for b in range(len(e) - 1):
-            held = [_text(c) for r, c in enumerate(cats) if e[b] <= r < e[b + 1]]
+            held = [_MISSING_LABEL if c is None else _text(c) for r, c in enumerate(cats) if e[b] <= r < e[b + 1]]
             if e[b] <= len(cats) < e[b + 1]:
                 held.append("unseen")
             text = ", ".join(held[:4]) + (", …" if len(held) > 4 else "") if held else "none"

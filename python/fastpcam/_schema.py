@@ -138,8 +138,12 @@ SCHEMA: dict[str, Any] = {
                 "missing_value": _ref("per_class"),
                 "missing_weight": _ref("nonnegative"),
                 "categories": _list(
-                    {"anyOf": [{"type": "string"}, _ref("number")], "description": "a string or a finite number"},
-                    "a list of distinct categories (strings or finite numbers), one per value",
+                    {
+                        "anyOf": [{"type": "string"}, _ref("number"), {"type": "null"}],
+                        "description": "a string, a finite number or null (the missing values' category)",
+                    },
+                    "a list of distinct categories (strings, finite numbers, or null for the missing values), "
+                    "one per value",
                     uniqueItems=True,
                 ),
                 "monotone": {"enum": [-1, 0, 1], "description": "-1, 0 or 1"},

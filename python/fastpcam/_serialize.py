@@ -37,7 +37,8 @@ imports no estimator); ``attributes`` holds the class's own fitted attributes
 ``bin_weights``, ``lambda_max``, ``params``, ``estimator`` and ``attributes`` are optional on reading, and so are a
 feature's ``missing_value`` (the value of a missing entry, 0 when absent),
 ``missing_weight`` and ``categories`` (a categorical feature's categories in chain order,
-aligned with ``values``; a category not listed contributes 0), and a pair term's ``weights``
+aligned with ``values``, ``null`` the category of missing values; a category not listed
+contributes 0), and a pair term's ``weights``
 (its cells' training weights, as ``interaction_weights_``: ``term_importances`` reads them). Non-finite numbers
 in ``fit`` (never in the model itself) are written as the strings ``"NaN"``,
 ``"Infinity"``, ``"-Infinity"`` so the file stays strict JSON.
@@ -206,7 +207,10 @@ def model_to_dict(est: Any, feature_names: Sequence[str] | None = None) -> dict[
         if sf.missing_weight:
             feature["missing_weight"] = _finite_floats([sf.missing_weight], f"missing_weights_[{j}]")[0]
         if sf.categories is not None:
-            feature["categories"] = [_label_to_json(c, f"feature {name!r} has category") for c in sf.categories]
+            # the category of the missing values, if training had any, is null
+            feature["categories"] = [
+                None if c is None else _label_to_json(c, f"feature {name!r} has category") for c in sf.categories
+            ]
         if sf.monotone:
             feature["monotone"] = int(sf.monotone)
         if sf.penalty_factor != 1.0:
@@ -517,8 +521,13 @@ def model_from_dict(d: dict[str, Any]) -> Any:
                 raise ValueError(
                     f"model file: feature {name!r} has {len(v)} values but categories is not a list of {len(v)}"
                 )
-            if not all(isinstance(c, str) or _is_finite_number(c) for c in cats):
-                raise ValueError(f"model file: the categories of feature {name!r} must be strings or finite numbers")
+            if not all(isinstance(c, str) or _is_finite_number(c) or c is None for c in cats):
+                raise ValueError(
+                    f"model file: the categories of feature {name!r} must be strings, finite numbers or null "
+                    "(the missing values' category)"
+                )
+            if sum(c is None for c in cats) > 1:
+                raise ValueError(f"model file: the categories of feature {name!r} hold null more than once")
             if c.size and c[-1] >= len(cats) - 0.5:  # the code of an unseen category must stay past them
                 raise ValueError(
                     f"model file: features[{j}] ({name!r}).cuts: a categorical feature's cuts must lie below "

@@ -94,7 +94,7 @@ def _plot_numeric(ax: Any, sf: Any, color: str, rug: bool) -> None:
 
 
 def _plot_categorical(ax: Any, sf: Any, color: str, rug: bool) -> None:
-    labels = [str(c) for c in sf.categories]
+    labels = ["NaN" if c is None else str(c) for c in sf.categories]  # None: the missing values' category
     pos = np.arange(len(labels))
     ax.bar(pos, sf.values, color=color, alpha=0.8, label="shape")
     has_missing = bool(sf.missing_weight) or sf.missing_value != 0.0

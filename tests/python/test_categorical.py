@@ -27,8 +27,9 @@ def _frame(n=1500, seed=0):
 
 def test_categories_from_dtype_ordered_by_mean_and_fused():
     df, y = _frame()
-    # A penalty large enough to fuse y and z (equal true effects, means apart by noise only).
-    m = FASTRegressor(lambda_ratio=0.02, tol=1e-8, max_iter=10**6).fit(df, y)
+    # A penalty large enough to fuse y and z (equal true effects, means apart by noise only);
+    # additive, so that no purified pair moves the main effects off the fused values.
+    m = FASTRegressor(lambda_ratio=0.02, interactions=0, tol=1e-8, max_iter=10**6).fit(df, y)
     assert list(m.is_categorical_) == [False, True, True]
     assert m.categories_[0] is None
     assert list(m.categories_[1]) == ["w", "y", "z", "x"] or list(m.categories_[1]) == ["w", "z", "y", "x"]
@@ -37,8 +38,13 @@ def test_categories_from_dtype_ordered_by_mean_and_fused():
     assert np.all(np.diff(v) >= 0)  # the chain follows the mean-response order
     assert v[1] == v[2]  # y and z have the same effect: fused
     assert v[3] - v[0] > 1.8
-    # None in an object column is a missing value with its own bin
-    assert m.missing_weights_[2] == df["s"].isna().sum()
+    # None in an object column is one more category, None, ordered by its mean and fused with
+    # "p" (the same true effect); no missing bin is left
+    cats = list(m.categories_[2])
+    assert set(cats) == {None, "p", "q"} and cats[-1] == "q"
+    assert m.values_[2][cats.index(None)] == m.values_[2][cats.index("p")]
+    assert m.missing_weights_[2] == 0.0
+    np.testing.assert_array_equal(m.predict(df.assign(s=None)), m.predict(df.assign(s="p")))
 
 
 def test_predict_matches_the_tables_and_unseen_categories_contribute_zero():
@@ -143,6 +149,11 @@ def test_hashed_encoding_equals_the_loop_without_pandas(monkeypatch):
         assert all(a == b and type(a) is type(b) for a, b in zip(hashed, looped))
         for a, b in zip(ranks, loop_ranks):
             np.testing.assert_array_equal(a, b)
-        assert np.isnan(ranks[0]).sum() == sum(v is None or v is pd.NA or v != v for v in train)
+        # training's missing values are the category None, at its rank; nothing else is None
+        missing = np.array([v is None or v is pd.NA or v != v for v in train])
+        assert (None in list(hashed)) == missing.any() and not np.isnan(ranks[0]).any()
+        if missing.any():
+            np.testing.assert_array_equal(ranks[0][missing], list(hashed).index(None))
+            assert not np.isin(ranks[0][~missing], list(hashed).index(None)).any()
 
     check()

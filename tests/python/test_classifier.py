@@ -312,6 +312,41 @@ def test_numpydoc_and_documented_example():
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])
+def test_a_categorical_feature_s_missing_values_are_a_fused_category(n_classes):
+    """The same four missing rows of one class, in a text column: there they are the category
+    None, ranked and fused with the others, so their scores stay finite and small (the numeric
+    column's free missing bin runs past 10 in log-odds) and no warning is raised. A new row
+    with a missing value gets that category's value."""
+    pd = pytest.importorskip("pandas")
+    r = np.random.default_rng(0)
+    n = 900
+    X = r.uniform(size=(n, 2))
+    y = (X[:, 0] * n_classes).astype(int)
+    X[:4, 1] = np.nan
+    y[:4] = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        numeric = FASTClassifier(interactions=0, lambda_ratio=0.01).fit(X, y)
+    assert np.max(np.abs(numeric.missing_values_[1])) > 10
+    text = np.where(np.isnan(X[:, 1]), None, np.where(X[:, 1] < 0.5, "a", "b"))
+    df = pd.DataFrame({"x0": X[:, 0], "x1": pd.Series(text, dtype=object)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = FASTClassifier(interactions=0, lambda_ratio=0.01).fit(df, y)
+    cats = list(model.categories_[1])
+    assert set(cats) == {None, "a", "b"}
+    level = np.atleast_1d(np.asarray(model.values_[1])[cats.index(None)])
+    assert np.all(np.isfinite(level)) and np.max(np.abs(level)) < 5
+    assert np.all(np.asarray(model.missing_weights_[1]) == 0)
+    new = pd.DataFrame({"x0": [0.5, 0.5], "x1": pd.Series([None, np.nan], dtype=object)})
+    scores = model.decision_function(new)
+    mid = model.decision_function(pd.DataFrame({"x0": [0.5], "x1": pd.Series([cats[1]], dtype=object)}))
+    np.testing.assert_allclose(scores[0] - mid[0], scores[1] - mid[0])
+    expected = level - np.atleast_1d(np.asarray(model.values_[1])[1])
+    np.testing.assert_allclose(np.atleast_1d(scores[0] - mid[0]), expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
 def test_a_missing_value_bin_of_one_class_is_named_in_a_warning(n_classes):
     """A missing-value bin is a free level: with one class in it, its log-odds have no finite
     best value, so the fit says which feature and how many rows (and stays quiet otherwise)."""

@@ -34,7 +34,7 @@ def _tampered(d, change):
     (lambda d: d.__setitem__("intercept", 10**400), r"intercept: expected a finite number"),
     (lambda d: d["features"][1].__setitem__("cuts", [10**400]), r"features\[1\]\.cuts\[0\]: expected a finite number, got 1000"),
     (lambda d: d["features"][0].__setitem__("categories", [[1], [2]] + [[3]] * (len(d["features"][0]["values"]) - 2)),
-     r"features\[0\]\.categories\[0\]: expected a string or a finite number, got \[1\]"),
+     r"features\[0\]\.categories\[0\]: expected a string, a finite number or null \(the missing values. category\), got \[1\]"),
     (lambda d: d["params"].__setitem__("max_bins", "lots"), r"model file: params: .*max_bins"),
 ])
 def test_malformed_values_name_the_field(model_dict, change, match):

@@ -327,3 +327,28 @@ def test_fitted_pair_terms_reproduce_predict(data, estimator):
         out = _run(model, full)
         _close(out["probabilities"][:, 1], model.predict_proba(full)[:, 1])
     assert len(model.interaction_features_) == 3
+
+
+@pytest.mark.parametrize("labels", [["a", "b", "c"], [1.0, 2.0, 3.0]])
+def test_a_missing_values_category_is_the_rank_of_none(labels):
+    """A categorical column with missing values in training holds the category None; the graph
+    maps a missing input (``""`` for strings, NaN for numbers) to its rank, as ``predict``
+    does, and a column missing in every training row has that category alone."""
+    rng = np.random.default_rng(3)
+    n = 600
+    x = rng.uniform(size=n)
+    cat = np.array(labels, dtype=object)[rng.integers(0, 3, n)]
+    cat[rng.random(n) < 0.1] = None
+    y = x + (cat == labels[0]) * 1.0 + np.where(pd.isna(cat), -1.5, 0.0) + 0.1 * rng.normal(size=n)
+    X = pd.DataFrame({"x": x, "c": pd.Series(cat, dtype=object), "z": pd.Series([None] * n, dtype=object)})
+    if isinstance(labels[0], float):
+        X["c"] = X["c"].astype(float)
+    model = FASTRegressor(categorical_features=["c", "z"], interactions=0).fit(X, y)
+    assert None in list(model.categories_[1]) and list(model.categories_[2]) == [None]
+    new = X.head(30).copy()
+    new.loc[new.index[:5], "c"] = np.nan if isinstance(labels[0], float) else None
+    out = _run(model, new)
+    _close(out["prediction"], model.predict(new))
+    # the missing rows take the None category's value, not 0
+    level = model.values_[1][list(model.categories_[1]).index(None)]
+    assert level < -0.5

@@ -150,3 +150,29 @@ def test_categorical_features_become_label_cases():
     sql = model.to_sql("t")
     assert "'it''s'" in sql
     _assert_same(_run(con, sql + " ORDER BY rowid"), model.predict(test))
+
+
+@pytest.mark.parametrize("interactions", [0, [(0, 1)]])
+def test_a_categorical_feature_s_missing_category_is_null(interactions):
+    """Missing values in a categorical training column are the category None: in SQL, ``NULL``
+    in that column takes its value, in the main effect and on the pair's axis alike."""
+    n = 800
+    pd, rng, df = number_and_category_frame(n, 5, "a", "uniform", "c", ["red", "green", "blue"])
+    y = df["a"].to_numpy() + (df["c"] == "red").to_numpy() * 1.0 + 0.1 * rng.normal(size=n)
+    df.loc[rng.random(n) < 0.1, "c"] = np.nan
+    y = y + np.where(df["c"].isna(), 2.0 * df["a"].to_numpy(), 0.0)
+    model = FASTRegressor(max_bins=32, interactions=interactions).fit(df, y)
+    assert None in list(model.categories_[1])
+    assert len(getattr(model, "interaction_features_", [])) == (0 if interactions == 0 else 1)
+    test = df.head(40).copy()
+    test.loc[test.index[:5], "c"] = np.nan
+    con = sqlite3.connect(":memory:")
+    con.execute('CREATE TABLE t ("a" REAL, "c" TEXT)')
+    con.executemany("INSERT INTO t VALUES (?, ?)",
+                    [(float(a), None if pd.isna(c) else str(c)) for a, c in test.itertuples(index=False)])
+    sql = model.to_sql("t")
+    assert '`c` IS NULL' in sql
+    got = _run(con, sql + " ORDER BY rowid")
+    _assert_same(got, model.predict(test))
+    # the missing rows are not scored as the missing bin (0) would score them
+    assert not np.allclose(got[:5], model.predict(test.assign(c="unseen").head(5)))
