@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use crate::data::binning::BinnedData;
 use crate::error::{FastError, Result};
 use crate::fit::multinomial::Classes;
-use crate::fit::pairs::layout::{grid_of, pair_feature, MISSING};
+use crate::fit::pairs::layout::{grid_of, pair_feature, union_axes};
 use crate::fit::solver::{Fit, History};
 use crate::model::report::{Axis, FitReport, PairTerm, StopReason};
 
@@ -171,43 +171,6 @@ fn average_classes(classes: Vec<Option<Classes>>, w: f64) -> Option<Classes> {
     Some(first)
 }
 
-/// The axis whose cuts are those of every axis of `axes` (axes of one feature), and for each
-/// of them the bin of that axis every bin of the union lies in.
-pub fn union_axes(axes: &[&Axis]) -> (Axis, Vec<Vec<usize>>) {
-    let first = axes[0];
-    let mut cuts: Vec<f64> = axes.iter().flat_map(|a| a.cuts.iter().copied()).collect();
-    cuts.sort_by(f64::total_cmp);
-    cuts.dedup();
-    // Main bins run in increasing order, so a new union bin starts where any axis's bin
-    // changes.
-    let mut map = Vec::with_capacity(first.map.len());
-    let mut parts: Vec<Vec<usize>> = vec![Vec::new(); axes.len()];
-    let mut last: Option<Vec<usize>> = None;
-    for m in 0..first.map.len() {
-        let bins: Vec<usize> = axes.iter().map(|a| a.map[m]).collect();
-        if bins.contains(&MISSING) {
-            map.push(MISSING);
-            continue;
-        }
-        if last.as_ref() != Some(&bins) {
-            for (p, &b) in parts.iter_mut().zip(&bins) {
-                p.push(b);
-            }
-            last = Some(bins);
-        }
-        map.push(parts[0].len() - 1);
-    }
-    debug_assert_eq!(cuts.len() + 1, parts[0].len());
-    (
-        Axis {
-            map,
-            cuts,
-            missing: first.missing,
-        },
-        parts,
-    )
-}
-
 /// The mean over the bags of one pair term's tables `parts` (a bag without the pair adds 0:
 /// each part is weighted `w`), on the union of their axes, every class's table (class-major)
 /// and the missing cell's value included.
@@ -283,30 +246,12 @@ mod tests {
     use super::*;
     use crate::data::binning::Rows;
     use crate::fit::entry::{fit, FitResult};
+    use crate::fit::pairs::layout::MISSING;
     use crate::params::{
         Engine, FitParams, Interactions, L2Jumps, Loss, Penalty, Task, Validation,
     };
     use crate::testing::lcg;
     use ndarray::{Array1, Array2};
-
-    fn axis(map: Vec<usize>, cuts: Vec<f64>) -> Axis {
-        Axis {
-            map,
-            cuts,
-            missing: false,
-        }
-    }
-
-    #[test]
-    fn union_axes_cut_wherever_any_axis_does() {
-        // Six main bins; cuts after bins 1 and 3, and after bin 2.
-        let a = axis(vec![0, 0, 1, 1, 2, 2], vec![1.5, 3.5]);
-        let b = axis(vec![0, 0, 0, 1, 1, 1], vec![2.5]);
-        let (u, parts) = union_axes(&[&a, &b]);
-        assert_eq!(u.cuts, vec![1.5, 2.5, 3.5]);
-        assert_eq!(u.map, vec![0, 0, 1, 2, 3, 3]);
-        assert_eq!(parts, vec![vec![0, 1, 1, 2], vec![0, 0, 1, 1]]);
-    }
 
     /// 600 rows of three features (the second with missing values), labels of a score with a
     /// product term.

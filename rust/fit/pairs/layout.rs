@@ -490,6 +490,43 @@ pub(crate) fn with_two_pair_blocks(
     (data, p, grids, links)
 }
 
+/// The axis whose cuts are those of every axis of `axes` (axes of one feature), and for each
+/// of them the bin of that axis every bin of the union lies in.
+pub(crate) fn union_axes(axes: &[&Axis]) -> (Axis, Vec<Vec<usize>>) {
+    let first = axes[0];
+    let mut cuts: Vec<f64> = axes.iter().flat_map(|a| a.cuts.iter().copied()).collect();
+    cuts.sort_by(f64::total_cmp);
+    cuts.dedup();
+    // Main bins run in increasing order, so a new union bin starts where any axis's bin
+    // changes.
+    let mut map = Vec::with_capacity(first.map.len());
+    let mut parts: Vec<Vec<usize>> = vec![Vec::new(); axes.len()];
+    let mut last: Option<Vec<usize>> = None;
+    for m in 0..first.map.len() {
+        let bins: Vec<usize> = axes.iter().map(|a| a.map[m]).collect();
+        if bins.contains(&MISSING) {
+            map.push(MISSING);
+            continue;
+        }
+        if last.as_ref() != Some(&bins) {
+            for (p, &b) in parts.iter_mut().zip(&bins) {
+                p.push(b);
+            }
+            last = Some(bins);
+        }
+        map.push(parts[0].len() - 1);
+    }
+    debug_assert_eq!(cuts.len() + 1, parts[0].len());
+    (
+        Axis {
+            map,
+            cuts,
+            missing: first.missing,
+        },
+        parts,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -685,5 +722,21 @@ mod tests {
             .count,
             2
         );
+    }
+
+    #[test]
+    fn union_axes_cut_wherever_any_axis_does() {
+        let axis = |map: Vec<usize>, cuts: Vec<f64>| Axis {
+            map,
+            cuts,
+            missing: false,
+        };
+        // Six main bins; cuts after bins 1 and 3, and after bin 2.
+        let a = axis(vec![0, 0, 1, 1, 2, 2], vec![1.5, 3.5]);
+        let b = axis(vec![0, 0, 0, 1, 1, 1], vec![2.5]);
+        let (u, parts) = union_axes(&[&a, &b]);
+        assert_eq!(u.cuts, vec![1.5, 2.5, 3.5]);
+        assert_eq!(u.map, vec![0, 0, 1, 2, 3, 3]);
+        assert_eq!(parts, vec![vec![0, 1, 1, 2], vec![0, 0, 1, 1]]);
     }
 }

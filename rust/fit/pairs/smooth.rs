@@ -4,7 +4,7 @@
 //! them; a term's two parts reported as one table on the union of their axes
 //! (`union_table`).
 
-use super::layout::{add_pair_blocks, axis_guided, pair_bins, with_pair_shapes, MISSING};
+use super::layout::{add_pair_blocks, axis_guided, pair_bins, union_axes, with_pair_shapes};
 use super::rounds::{awaited_beside, Kept};
 use super::search::{
     on_training_rows, path_fit, path_fit_within, path_state, path_tol, significant_gain, Blocks,
@@ -95,32 +95,15 @@ fn smooth_axes(
 
 /// The axis whose cuts are those of `a` and of `b` (two axes of one feature), and for each of
 /// its interaction bins (the missing bin, if any, not counted) the bins of `a` and `b` it
-/// lies in.
+/// lies in ([`union_axes`] of the two).
 pub(super) fn union_axis(a: &Axis, b: &Axis) -> (Axis, Vec<(usize, usize)>) {
-    let mut map = Vec::with_capacity(a.map.len());
-    let mut parts: Vec<(usize, usize)> = Vec::new();
-    for (&x, &y) in a.map.iter().zip(&b.map) {
-        if x == MISSING || y == MISSING {
-            map.push(MISSING);
-            continue;
-        }
-        if parts.last() != Some(&(x, y)) {
-            parts.push((x, y));
-        }
-        map.push(parts.len() - 1);
-    }
-    let mut cuts: Vec<f64> = a.cuts.iter().chain(&b.cuts).copied().collect();
-    cuts.sort_by(f64::total_cmp);
-    cuts.dedup();
-    debug_assert_eq!(cuts.len() + 1, parts.len());
-    (
-        Axis {
-            map,
-            cuts,
-            missing: a.missing,
-        },
-        parts,
-    )
+    let (axis, parts) = union_axes(&[a, b]);
+    let pairs = parts[0]
+        .iter()
+        .copied()
+        .zip(parts[1].iter().copied())
+        .collect();
+    (axis, pairs)
 }
 
 /// One pair term's table on the union of its two parts' axes: the sum of its
@@ -448,6 +431,7 @@ fn smooth_wins(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fit::pairs::layout::MISSING;
 
     /// The fit beside the `μ` path leaves its smooth blocks (held at zero) out of its rows and
     /// state. With them, updates of its budget went to them and left them at zero (measured
