@@ -98,7 +98,9 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
     categorical_features : "from_dtype", array-like or None, default="from_dtype"
         Categorical features, as in :class:`FASTRegressor` (a column's missing values are
         one more category, ``None``); categories are ordered by the weighted fraction of
-        ``classes_[1]`` among their training rows.
+        ``classes_[1]`` among their training rows, or, with three or more classes, by the
+        first principal component of their class proportions (an order that does not depend
+        on how the classes are named).
     bins : dict, list or None, default=None
         User-supplied cut points for numeric features, as in :class:`FASTRegressor`.
     engine : {"auto", "rows"}, default="auto"

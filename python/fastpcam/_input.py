@@ -129,12 +129,20 @@ def _factorize(col: npt.NDArray[Any]) -> tuple[npt.NDArray[np.int64], list[Any]]
 
 
 def fit_categories(
-    col: npt.NDArray[Any], y: npt.NDArray[np.float64], w: Optional[npt.NDArray[np.float64]]
+    col: npt.NDArray[Any],
+    y: npt.NDArray[np.float64],
+    w: Optional[npt.NDArray[np.float64]],
+    n_classes: Optional[int] = None,
 ) -> npt.NDArray[Any]:
-    """The training categories of one column, ordered by weighted mean of ``y`` (ties by first
-    appearance). Missing values (None, NaN) in the column are one more category, ``None``,
-    ranked by its rows' mean like the others: a nominal feature has no order for a missing
-    bin to sit outside of, and a free missing level of a few rows of one class has no finite
+    """The training categories of one column in chain order (ties by first appearance): by
+    the weighted mean of ``y`` (a regression target, or the 0/1 labels of two classes); for
+    ``n_classes`` of three or more (``y`` the class indices) by each category's score on the
+    first principal component of the categories' class proportions, weighted by their rows
+    (the order CART uses for a split of a categorical feature over many classes, Coppersmith,
+    Hong & Hosking 1999), so that the order does not depend on how the classes are named or
+    numbered. Missing values (None, NaN) in the column are one more category, ``None``,
+    ranked by its rows like the others: a nominal feature has no order for a missing bin to
+    sit outside of, and a free missing level of a few rows of one class has no finite
     log-odds (see docs/design.md §8)."""
     codes, labels = _factorize(col)
     missing = codes < 0
@@ -145,13 +153,41 @@ def fit_categories(
         return np.asarray([], dtype=object)
     ww = np.ones(len(col)) if w is None else w
     sw = np.bincount(codes, weights=ww, minlength=len(labels))
-    swy = np.bincount(codes, weights=ww * y, minlength=len(labels))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        means = np.where(sw > 0, swy / np.where(sw > 0, sw, 1.0), 0.0)
-    order = np.lexsort((np.arange(len(labels)), means))
+    if n_classes is not None and n_classes > 2:
+        key = _principal_scores(codes, y, ww, sw, n_classes)
+    else:
+        swy = np.bincount(codes, weights=ww * y, minlength=len(labels))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            key = np.where(sw > 0, swy / np.where(sw > 0, sw, 1.0), 0.0)
+    order = np.lexsort((np.arange(len(labels)), key))
     out = np.empty(len(labels), dtype=object)
     out[:] = [labels[k] for k in order]
     return out
+
+
+def _principal_scores(
+    codes: npt.NDArray[np.int64],
+    y: npt.NDArray[np.float64],
+    w: npt.NDArray[np.float64],
+    sw: npt.NDArray[np.float64],
+    n_classes: int,
+) -> npt.NDArray[np.float64]:
+    """Each category's score on the first principal component of the categories' class
+    proportions (each category weighted by its rows' weight ``sw``; a category without
+    weight scores 0), its sign fixed so that the score largest in size is positive: the same
+    scores whatever the classes' order."""
+    counts = np.zeros((len(sw), n_classes))
+    np.add.at(counts, (codes, np.asarray(y, dtype=np.int64)), w)
+    held = sw > 0
+    props = counts / np.where(held, sw, 1.0)[:, None]
+    total = sw.sum()
+    if not total > 0:
+        return np.zeros(len(sw))
+    centred = np.where(held[:, None], props - (sw @ props) / total, 0.0)
+    _, vectors = np.linalg.eigh((sw[:, None] * centred).T @ centred / total)
+    scores = centred @ vectors[:, -1]
+    big = int(np.argmax(np.abs(scores)))
+    return -scores if scores[big] < 0 else scores
 
 
 def encode(col: npt.NDArray[Any], categories: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
@@ -422,12 +458,14 @@ def _encode(est: Any, X: Any, mask: npt.NDArray[np.bool_], fit_y: Any = None, fi
     if fit_y is not None:
         est.is_categorical_ = mask
         est.categories_ = [None] * p
+    # a classifier's ``y`` holds class indices (its categories are ordered over the classes)
+    n_classes = len(getattr(est, "classes_", ())) if getattr(est, "_task", "") == "classification" else None
     for j in range(p):
         col = _column(X, j)
         label = repr(names[j]) if names is not None else str(j)
         if mask[j]:
             if fit_y is not None:
-                est.categories_[j] = fit_categories(col, fit_y, fit_w)
+                est.categories_[j] = fit_categories(col, fit_y, fit_w, n_classes)
             out[:, j] = encode(col, est.categories_[j])
         elif is_dataframe(X):
             try:

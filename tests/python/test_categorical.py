@@ -157,3 +157,47 @@ def test_hashed_encoding_equals_the_loop_without_pandas(monkeypatch):
             assert not np.isin(ranks[0][~missing], list(hashed).index(None)).any()
 
     check()
+
+
+def test_multiclass_category_order_does_not_depend_on_the_class_names():
+    """With three or more classes the categories are ordered by the first principal component
+    of their class proportions: relabelling the classes (a permutation of their names, hence
+    of their indices) gives the same order and the same probabilities. The mean class index
+    would order them differently ("u" all class a and "w" all class c average to the index of
+    "v", all class b)."""
+    from fastpcam import FASTClassifier
+
+    rng = np.random.default_rng(4)
+    n = 1200
+    cat = rng.choice(np.array(["u", "v", "w", "z"], dtype=object), size=n)
+    x = rng.uniform(size=n)
+    base = {"u": 0, "v": 1, "w": 2, "z": 1}
+    y = np.array([base[c] if rng.random() < 0.8 else rng.integers(0, 3) for c in cat])
+    y = np.where(x > 0.8, 2, y)
+    X = pd.DataFrame({"x": x, "c": pd.Series(cat, dtype=object)})
+    names = np.array(["a", "b", "c"])
+    fits, proba = [], []
+    for perm in ([0, 1, 2], [1, 2, 0], [2, 0, 1]):
+        labels = names[np.asarray(perm)][y]  # class i is named names[perm[i]]
+        m = FASTClassifier(interactions=0, lambda_ratio=0.003, tol=1e-7).fit(X, labels)
+        fits.append(m)
+        proba.append(m.predict_proba(X)[:, perm])  # columns back in the original classes' order
+    orders = [list(m.categories_[1]) for m in fits]
+    assert all(o == orders[0] for o in orders), orders
+    for p in proba[1:]:
+        np.testing.assert_allclose(p, proba[0], atol=1e-4)
+
+
+def test_principal_order_for_two_classes_is_the_mean_order():
+    """Two classes keep the mean of the 0/1 labels (the first principal component orders
+    them the same way); three classes whose proportions lie on a line are ordered along it."""
+    from fastpcam import _input
+
+    rng = np.random.default_rng(5)
+    col = rng.choice(np.array(list("pqrst"), dtype=object), size=600)
+    y2 = (rng.random(600) < np.vectorize({"p": 0.1, "q": 0.3, "r": 0.5, "s": 0.7, "t": 0.9}.get)(col)).astype(float)
+    assert list(_input.fit_categories(col, y2, None)) == list("pqrst")
+    # classes 0 and 2 only, in the proportions above, coded as 3 classes: the same order (or
+    # its reverse: a chain fused backwards is the same model)
+    order = list(_input.fit_categories(col, 2.0 * y2, None, n_classes=3))
+    assert order in (list("pqrst"), list("tsrqp"))
