@@ -311,6 +311,17 @@ def test_numpydoc_and_documented_example():
     exec(compile(block.group(1), str(doc), "exec"), {})
 
 
+def _four_missing_rows_of_class_0(n_classes):
+    """900 rows of two uniform features, the classes cut from the first; the first four rows
+    miss the second feature and are all of class 0."""
+    r = np.random.default_rng(0)
+    X = r.uniform(size=(900, 2))
+    y = (X[:, 0] * n_classes).astype(int)
+    X[:4, 1] = np.nan
+    y[:4] = 0
+    return X, y
+
+
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_a_categorical_feature_s_missing_values_are_a_fused_category(n_classes):
     """The same four missing rows of one class, in a text column: there they are the category
@@ -318,12 +329,7 @@ def test_a_categorical_feature_s_missing_values_are_a_fused_category(n_classes):
     column's free missing bin runs past 10 in log-odds) and no warning is raised. A new row
     with a missing value gets that category's value."""
     pd = pytest.importorskip("pandas")
-    r = np.random.default_rng(0)
-    n = 900
-    X = r.uniform(size=(n, 2))
-    y = (X[:, 0] * n_classes).astype(int)
-    X[:4, 1] = np.nan
-    y[:4] = 0
+    X, y = _four_missing_rows_of_class_0(n_classes)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         numeric = FASTClassifier(interactions=0, lambda_ratio=0.01).fit(X, y)
@@ -350,12 +356,7 @@ def test_a_categorical_feature_s_missing_values_are_a_fused_category(n_classes):
 def test_a_missing_value_bin_of_one_class_is_named_in_a_warning(n_classes):
     """A missing-value bin is a free level: with one class in it, its log-odds have no finite
     best value, so the fit says which feature and how many rows (and stays quiet otherwise)."""
-    r = np.random.default_rng(0)
-    n = 900
-    X = r.uniform(size=(n, 2))
-    y = (X[:, 0] * n_classes).astype(int)
-    X[:4, 1] = np.nan
-    y[:4] = 0
+    X, y = _four_missing_rows_of_class_0(n_classes)
     with pytest.warns(ConvergenceWarning, match=r"missing-value bin of 1 feature\(s\).*'x1' \(4 rows, all of class 0"):
         FASTClassifier(interactions=0, lambda_ratio=0.01).fit(X, y)
     y[0] = 1

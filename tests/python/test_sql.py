@@ -22,6 +22,16 @@ def _table(con, name, columns, X):
     con.executemany(f'INSERT INTO "{name}" VALUES ({", ".join("?" * len(columns))})', rows)
 
 
+def _number_and_text_table(pd, frame):
+    """An in-memory SQLite table ``t`` of ``frame``'s columns ``a`` (REAL) and ``c`` (TEXT,
+    NULL where missing)."""
+    con = sqlite3.connect(":memory:")
+    con.execute('CREATE TABLE t ("a" REAL, "c" TEXT)')
+    con.executemany("INSERT INTO t VALUES (?, ?)",
+                    [(float(a), None if pd.isna(c) else str(c)) for a, c in frame.itertuples(index=False)])
+    return con
+
+
 def _run(con, sql):
     return np.array([r[0] for r in con.execute(sql)], dtype=np.float64)
 
@@ -143,10 +153,7 @@ def test_categorical_features_become_label_cases():
     test["c"] = test["c"].cat.add_categories(["unseen"])
     test.loc[test.index[:3], "c"] = "unseen"
     test.loc[test.index[3], "c"] = np.nan
-    con = sqlite3.connect(":memory:")
-    con.execute('CREATE TABLE t ("a" REAL, "c" TEXT)')
-    con.executemany("INSERT INTO t VALUES (?, ?)",
-                    [(float(a), None if pd.isna(c) else str(c)) for a, c in test.itertuples(index=False)])
+    con = _number_and_text_table(pd, test)
     sql = model.to_sql("t")
     assert "'it''s'" in sql
     _assert_same(_run(con, sql + " ORDER BY rowid"), model.predict(test))
@@ -166,10 +173,7 @@ def test_a_categorical_feature_s_missing_category_is_null(interactions):
     assert len(getattr(model, "interaction_features_", [])) == (0 if interactions == 0 else 1)
     test = df.head(40).copy()
     test.loc[test.index[:5], "c"] = np.nan
-    con = sqlite3.connect(":memory:")
-    con.execute('CREATE TABLE t ("a" REAL, "c" TEXT)')
-    con.executemany("INSERT INTO t VALUES (?, ?)",
-                    [(float(a), None if pd.isna(c) else str(c)) for a, c in test.itertuples(index=False)])
+    con = _number_and_text_table(pd, test)
     sql = model.to_sql("t")
     assert '`c` IS NULL' in sql
     got = _run(con, sql + " ORDER BY rowid")
