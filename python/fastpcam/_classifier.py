@@ -173,8 +173,9 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
     class, ``term_importances()`` one column per class, ``explain`` an array of shape
     (n_samples, n_features_in_ + 1, n_classes), ``plot`` one figure per class, ``to_sql`` one
     column per class (the probabilities as a softmax of the per-class scores, or the scores
-    with ``output="log_odds"``), named ``<output>_<class>``. Categorical features are ordered
-    by the weighted mean class index of their rows. The held-out search holds out rows
+    with ``output="log_odds"``), named ``<output>_<class>``. A categorical feature's categories are
+    ordered by the first principal component of their class proportions (whatever the
+    classes' names). The held-out search holds out rows
     within each class and scores the mean log-loss. Adding the same function of a feature to
     every class's chain leaves the loss unchanged; the fit moves that common part out of the
     penalty, so at every cut the classes' jumps have median 0. **Pair terms** of a multiclass
