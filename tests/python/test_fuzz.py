@@ -265,7 +265,9 @@ def _formula(d, X):
         if cats is None:
             codes.append(np.asarray(col, dtype=np.float64))
         else:
-            codes.append(np.array([np.nan if v is None or v != v else float(cats.index(v)) if v in cats
+            # a missing entry is the null category where the file lists one, else missing
+            missing = float(cats.index(None)) if None in cats else np.nan
+            codes.append(np.array([missing if v is None or v != v else float(cats.index(v)) if v in cats
                                    else float(len(cats)) for v in col.astype(object)]))
     out = np.full(len(X), float(d["intercept"]))
     for f, x in zip(d["features"], codes):
