@@ -7,7 +7,8 @@ two distinct numbers, and regression for any other numeric target (a numeric tar
 values, e.g. a count or a 0-10 score, needs ``--task classification`` to be read as classes); the choice and its reason go to stderr. Feature columns holding numbers are
 numeric features, columns holding text are categorical features (as a pandas object column
 is for the estimators), ``--categorical`` makes any column categorical, and an empty cell or
-``NA``, ``N/A``, ``NaN``, ``nan``, ``NULL``, ``null`` is a missing value. ``predict`` encodes
+``NA``, ``N/A``, ``NaN``, ``nan``, ``NULL``, ``null`` is a missing value (in a categorical
+column, the category ``None`` where training had missing values). ``predict`` encodes
 the columns as the saved model did at fit time and writes the predictions (class labels for a
 classifier; ``--proba`` adds one probability column per class). ``report`` writes a saved
 model's self-contained HTML report (``model.to_html``).
