@@ -184,8 +184,10 @@ def _principal_scores(
     if not total > 0:
         return np.zeros(len(sw))
     centred = np.where(held[:, None], props - (sw @ props) / total, 0.0)
-    _, vectors = np.linalg.eigh((sw[:, None] * centred).T @ centred / total)
-    scores = centred @ vectors[:, -1]
+    # the leading right singular vector of the weighted rows: the covariance's leading
+    # eigenvector, at a cost of categories x classes x min(categories, classes)
+    _, _, vt = np.linalg.svd(centred * np.sqrt(sw / total)[:, None], full_matrices=False)
+    scores = centred @ vt[0]
     big = int(np.argmax(np.abs(scores)))
     return -scores if scores[big] < 0 else scores
 
