@@ -174,8 +174,8 @@ def _principal_scores(
 ) -> npt.NDArray[np.float64]:
     """Each category's score on the first principal component of the categories' class
     proportions (each category weighted by its rows' weight ``sw``; a category without
-    weight scores 0), its sign fixed so that the score largest in size is positive: the same
-    scores whatever the classes' order."""
+    weight scores 0), scaled so that the score largest in size is 1: the same scores whatever
+    the classes' order."""
     counts = np.zeros((len(sw), n_classes))
     np.add.at(counts, (codes, np.asarray(y, dtype=np.int64)), w)
     held = sw > 0
@@ -189,7 +189,11 @@ def _principal_scores(
     _, _, vt = np.linalg.svd(centred * np.sqrt(sw / total)[:, None], full_matrices=False)
     scores = centred @ vt[0]
     big = int(np.argmax(np.abs(scores)))
-    return -scores if scores[big] < 0 else scores
+    if not abs(scores[big]) > 0:
+        return np.zeros(len(sw))
+    # to 12 digits of the largest: categories of equal proportions tie exactly (then ordered
+    # by first appearance) whatever order the classes' columns were summed in
+    return np.round(scores / scores[big], 12)
 
 
 def encode(col: npt.NDArray[Any], categories: npt.NDArray[Any]) -> npt.NDArray[np.float64]:

@@ -201,3 +201,33 @@ def test_principal_order_for_two_classes_is_the_mean_order():
     # its reverse: a chain fused backwards is the same model)
     order = list(_input.fit_categories(col, 2.0 * y2, None, n_classes=3))
     assert order in (list("pqrst"), list("tsrqp"))
+
+
+def test_multiclass_category_order_is_invariant_to_relabelling_the_classes():
+    """Hypothesis: for 3-6 classes, any weights and any categories (some of equal class
+    proportions, some without weight), renumbering the classes leaves the order unchanged."""
+    hypothesis = pytest.importorskip("hypothesis")
+    st = pytest.importorskip("hypothesis.strategies")
+    from fastpcam import _input
+
+    @hypothesis.settings(max_examples=200, deadline=None, derandomize=True)
+    @hypothesis.given(st.integers(3, 6), st.integers(1, 8), st.integers(0, 2**31 - 1), st.booleans())
+    def check(k, n_cats, seed, weighted):
+        rng = np.random.default_rng(seed)
+        n = int(rng.integers(k, 60))
+        col = np.array([f"c{i}" for i in rng.integers(0, n_cats, n)], dtype=object)
+        col[rng.random(n) < 0.1] = None
+        y = rng.integers(0, k, n)
+        if n_cats > 1:  # a twin category with the same rows' classes as c0's
+            twin = col == "c0"
+            col = np.concatenate([col, np.where(twin, "twin", col)[twin]])
+            y = np.concatenate([y, y[twin]])
+        w = rng.uniform(0.0, 2.0, len(y)) * (rng.random(len(y)) < 0.9) if weighted else None
+        if w is not None and not w.sum() > 0:
+            w = None
+        perm = rng.permutation(k)
+        a = _input.fit_categories(col, y.astype(float), w, n_classes=k)
+        b = _input.fit_categories(col, perm[y].astype(float), w, n_classes=k)
+        assert list(a) == list(b)
+
+    check()
