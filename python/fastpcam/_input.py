@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 
-from typing import Any, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -152,7 +152,7 @@ def fit_categories(
     if not labels:
         return np.asarray([], dtype=object)
     ww = np.ones(len(col)) if w is None else w
-    sw = np.bincount(codes, weights=ww, minlength=len(labels))
+    sw: npt.NDArray[np.float64] = np.bincount(codes, weights=ww, minlength=len(labels)).astype(np.float64, copy=False)
     if n_classes is not None and n_classes > 2:
         key = _principal_scores(codes, y, ww, sw, n_classes)
     else:
@@ -196,13 +196,20 @@ def _principal_scores(
     return np.round(scores / scores[big], 12)
 
 
+def missing_category_rank(categories: Iterable[Any]) -> Optional[int]:
+    """The rank of the missing values' category (``None``) among ``categories``, or None
+    where training had no missing value (a missing entry is then missing)."""
+    return next((r for r, c in enumerate(categories) if c is None), None)
+
+
 def encode(col: npt.NDArray[Any], categories: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
     """Rank of each entry's category (``len(categories)`` when unseen; a missing entry has the
     rank of the ``None`` category, NaN where training had no missing value): the column's
     distinct values (:func:`_factorize`) looked up once each."""
     unseen = float(len(categories))
     ranks = {c: float(r) for r, c in enumerate(categories) if c is not None}
-    missing = next((float(r) for r, c in enumerate(categories) if c is None), np.nan)
+    rank = missing_category_rank(categories)
+    missing = np.nan if rank is None else float(rank)
     codes, values = _factorize(col)
     of_value = np.array([ranks.get(v, unseen) for v in values] + [missing], dtype=np.float64)
     return of_value[codes]  # code -1 (missing): the last entry

@@ -339,7 +339,8 @@ class AdditiveModelMixin:
                 if cats[f] is not None:
                     whens = []
                     for code, label in enumerate(cats[f]):
-                        whens.append(f"WHEN {_category_test(col, label, lit)} THEN {int(np.searchsorted(c, code, side='right'))}")
+                        at = int(np.searchsorted(c, code, side="right"))
+                        whens.append(f"WHEN {_category_test(col, label, lit)} THEN {at}")
                     index.append(_case(whens, "NULL"))
                 else:
                     whens = [f"WHEN {col} IS NULL THEN NULL"]

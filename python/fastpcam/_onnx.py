@@ -39,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._fitted import ShapeFunction, check_fitted, feature_names
+from ._input import missing_category_rank
 from ._terms import PairTerm, class_shape_functions, intercepts, pair_terms
 
 __all__ = ["to_onnx", "onnx_inputs", "register_skl2onnx", "DEFAULT_OPSET"]
@@ -134,10 +135,10 @@ class _ContainerGraph(_Graph):
 def _label_kind(labels: npt.NDArray[Any]) -> str:
     """``"string"`` if every category is a str, ``"number"`` if every one is a number (the
     missing values' category, ``None``, is either)."""
-    labels = [c for c in labels if c is not None]
-    if all(isinstance(c, (str, np.str_)) for c in labels):
+    named = [c for c in labels if c is not None]
+    if all(isinstance(c, (str, np.str_)) for c in named):
         return "string"
-    if all(isinstance(c, (int, float, np.integer, np.floating)) and not isinstance(c, bool) for c in labels):
+    if all(isinstance(c, (int, float, np.integer, np.floating)) and not isinstance(c, bool) for c in named):
         return "number"
     return "mixed"
 
@@ -174,8 +175,7 @@ def _code(g: _Graph, x: str, sf: ShapeFunction, as_strings: bool) -> str:
     if sf.categories is None:
         return x
     n = len(sf.categories)
-    # the missing values' category (``None``), if training had missing values: its rank
-    missing = next((float(r) for r, c in enumerate(sf.categories) if c is None), None)
+    missing = missing_category_rank(sf.categories)
     ranked = [(r, c) for r, c in enumerate(sf.categories) if c is not None]
     nan = g.const(np.array([np.nan]), "nan")
     if as_strings:
@@ -183,7 +183,7 @@ def _code(g: _Graph, x: str, sf: ShapeFunction, as_strings: bool) -> str:
         codes = [r for r, _ in ranked]
         if "" not in keys:
             keys.append("")
-            codes.append(_MISSING_CODE if missing is None else int(missing))
+            codes.append(_MISSING_CODE if missing is None else missing)
         ranks = g.op(
             "LabelEncoder", x, domain="ai.onnx.ml", keys_strings=keys, values_int64s=codes, default_int64=n
         )
@@ -194,12 +194,13 @@ def _code(g: _Graph, x: str, sf: ShapeFunction, as_strings: bool) -> str:
         ranked = [(n, np.nan)]  # matches nothing: every value unseen
     at = np.array([r for r, _ in ranked], dtype=np.float64)
     m = len(ranked)
-    match = g.op("Cast", g.op("Equal", x, g.const(np.array([c for _, c in ranked], dtype=np.float64), "categories")), to=11)
+    labels = g.const(np.array([c for _, c in ranked], dtype=np.float64), "categories")
+    match = g.op("Cast", g.op("Equal", x, labels), to=11)
     plus_one = g.op("MatMul", match, g.const((at + 1.0).reshape(m, 1), "ranks"))
     rank = g.op("Sub", plus_one, g.const(np.array([1.0]), "one"))
     seen = g.op("Greater", plus_one, g.const(np.array([0.0]), "zero"))
     coded = g.op("Where", seen, rank, g.const(np.array([float(n)]), "unseen"))
-    on_missing = nan if missing is None else g.const(np.array([missing]), "missing_rank")
+    on_missing = nan if missing is None else g.const(np.array([float(missing)]), "missing_rank")
     return g.op("Where", g.op("IsNaN", x), on_missing, coded)
 
 

@@ -526,8 +526,6 @@ def model_from_dict(d: dict[str, Any]) -> Any:
                     f"model file: the categories of feature {name!r} must be strings, finite numbers or null "
                     "(the missing values' category)"
                 )
-            if sum(c is None for c in cats) > 1:
-                raise ValueError(f"model file: the categories of feature {name!r} hold null more than once")
             if c.size and c[-1] >= len(cats) - 0.5:  # the code of an unseen category must stay past them
                 raise ValueError(
                     f"model file: features[{j}] ({name!r}).cuts: a categorical feature's cuts must lie below "
