@@ -150,7 +150,7 @@ fn chunk_apply<D: Datafit, S: Fn(usize) -> (f64, [f64; 2])>(
         let vi = v.map_or(1.0, |v| v[gi]);
         if s != 0.0 {
             eta[i] += s;
-            let (ri, h) = if D::SCALES && vi > 0.0 && f[0].is_finite() {
+            let (ri, h) = if D::SCALES && vi > 0.0 && f[0].is_finite() && d.movable(vi, curv[i]) {
                 d.moved(yi, vi, r[i], curv[i], f)
             } else {
                 d.residual(yi, eta[i], vi)
