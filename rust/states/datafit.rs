@@ -54,9 +54,9 @@ pub trait Datafit: Copy + Send + Sync + 'static {
     }
 
     /// Whether a step moves a row's residual and curvature by [`Datafit::moved`] (the
-    /// log-link losses: their terms are exponentials of `η`, scaled by a step's
-    /// [`Datafit::step_factors`]), instead of recomputing them from `η` (an `exp` or two a
-    /// row).
+    /// log-link losses, whose terms are exponentials of `η`, and the log-loss, whose odds
+    /// are: scaled by a step's [`Datafit::step_factors`]), instead of recomputing them from
+    /// `η` (an `exp` or two a row).
     const SCALES: bool = false;
 
     /// The factors by which a step `s` scales the exponential terms of the loss (where
