@@ -60,10 +60,11 @@ pub trait Datafit: Copy + Send + Sync + 'static {
     const SCALES: bool = false;
 
     /// The factors by which a step `s` scales the exponential terms of the loss (where
-    /// [`Datafit::SCALES`]; computed once per bin of a block's step).
+    /// [`Datafit::SCALES`]; computed once per bin of a block's step). By default `[e^s, 1]`:
+    /// a log link's mean and the log-loss's odds scale by `e^s`.
     #[inline]
-    fn step_factors(&self, _s: f64) -> [f64; 2] {
-        [1.0, 1.0]
+    fn step_factors(&self, s: f64) -> [f64; 2] {
+        [s.exp(), 1.0]
     }
 
     /// Whether [`Datafit::moved`] moves a row of weight `v > 0` and weighted curvature `h`
@@ -133,13 +134,8 @@ impl Datafit for Logistic {
         }
     }
 
+    /// A step scales the odds `p/q` by `e^s` (the default [`Datafit::step_factors`]).
     const SCALES: bool = true;
-
-    /// `[e^s, 1]`: a step scales the odds `p/q` by `e^s`.
-    #[inline]
-    fn step_factors(&self, s: f64) -> [f64; 2] {
-        [s.exp(), 1.0]
-    }
 
     /// `p' = p·e^s / D`, `q' = q / D` with `D = q + p·e^s` (a sum of two nonnegative terms,
     /// so neither side cancels), `r = y·q' − (1−y)·p'`, `h = v·p'·q'`: the residual and
@@ -217,12 +213,8 @@ impl Datafit for Poisson {
         Some(-r_sum * s + h_sum * expm1_minus_x(s))
     }
 
+    /// A step scales `μ` by `e^s` (the default [`Datafit::step_factors`]).
     const SCALES: bool = true;
-
-    #[inline]
-    fn step_factors(&self, s: f64) -> [f64; 2] {
-        [s.exp(), 1.0]
-    }
 
     /// `v·μ ← v·μ·e^s`, `r = y − μ`.
     #[inline(always)]
@@ -667,13 +659,7 @@ mod tests {
         check_moved(Logistic, &[0.0, 1.0, 0.3]);
         // In the tails both sides keep their relative accuracy, step after step: 2,000 random
         // steps of a row moved, against the row recomputed from its final `η`.
-        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-        let mut uniform = || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            (rng >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut uniform = crate::testing::lcg(11);
         for &y in &[0.0, 1.0, 0.3] {
             for &eta0 in &[-36.0, -12.0, 0.5, 12.0, 36.0] {
                 for &v in &[1.0, 0.3] {
@@ -702,13 +688,7 @@ mod tests {
 
     #[test]
     fn ln_1p_small_is_accurate_on_both_sides_of_its_switch() {
-        let mut rng = 0x2545_f491_4f6c_dd1du64;
-        let mut uniform = || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            (rng >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut uniform = crate::testing::lcg(12);
         let edge = 1.0 / 64.0;
         let mut xs = vec![
             0.0, 1e-300, -1e-300, 1e-17, -1e-9, edge, -edge, 0.5, -0.4, 3.0,
