@@ -66,9 +66,25 @@ pub const DAMPINGS: usize = 24;
 /// curvature of the starting model.
 const UNBOUNDED_FLOOR: f64 = 1e-8;
 
-/// Rows per chunk of the parallel row passes (fixed: results do not depend on the number
-/// of threads). Smaller than the regressor's: a row costs an `exp` and a `log1p` here.
+/// Most rows per chunk of the parallel row passes. Smaller than the regressor's: a row costs
+/// an `exp` and a `log1p` here.
 const ROW_CHUNK: usize = 1 << 13;
+/// Fewest rows per chunk once the rows are split at all: below this a chunk's pass costs
+/// about what handing it to another thread does.
+const MIN_ROW_CHUNK: usize = 1 << 10;
+
+/// Rows per chunk for `n` rows: an even number of chunks of equal size, each at most
+/// [`ROW_CHUNK`] and at least [`MIN_ROW_CHUNK`] rows (one chunk below `2·MIN_ROW_CHUNK`), so
+/// that two or four threads share a pass evenly. It depends on `n` alone, so the results do
+/// not depend on the number of threads. (A fixed chunk of 8,192 rows left 8,158 rows in one
+/// chunk, a serial pass, and split 9,864 as 8,192 + 1,672.)
+fn row_chunk(n: usize) -> usize {
+    if n < 2 * MIN_ROW_CHUNK {
+        return n.max(1);
+    }
+    let k = n.div_ceil(ROW_CHUNK).next_multiple_of(2);
+    n.div_ceil(k)
+}
 /// Armijo constant of the backtracking line search.
 pub(crate) const ARMIJO: f64 = 1e-4;
 /// Halvings of a proximal-Newton step before falling back to the majorise–minimise step.
@@ -262,6 +278,8 @@ struct Rows {
     vresid: Vec<f64>,
     partials: Vec<f64>,
     partials2: Vec<[f64; 2]>,
+    // Rows per chunk of the row passes ([`row_chunk`]).
+    chunk: usize,
 }
 
 impl Rows {
@@ -283,12 +301,12 @@ impl Rows {
     ) -> f64 {
         let (y, r, v) = (&self.y[..], &self.resid[..], data.weights.as_deref());
         let eta = &self.eta[..];
-        let n = y.len();
+        let (n, chunk) = (y.len(), self.chunk);
         let total = match block {
             Some(k) => with_codes!(&data.features[k].codes, c => {
-                chunked_sum(n, ROW_CHUNK, &mut self.partials, |rows| chunk_loss_change::<D, _>(d, rows, y, eta, r, v, step, |i| c[i].idx()))
+                chunked_sum(n, chunk, &mut self.partials, |rows| chunk_loss_change::<D, _>(d, rows, y, eta, r, v, step, |i| c[i].idx()))
             }),
-            None => chunked_sum(n, ROW_CHUNK, &mut self.partials, |rows| {
+            None => chunked_sum(n, chunk, &mut self.partials, |rows| {
                 chunk_loss_change::<D, _>(d, rows, y, eta, r, v, step, |_| 0)
             }),
         };
@@ -343,11 +361,12 @@ impl Rows {
             curv,
             vresid,
             partials2,
+            chunk,
             ..
         } = self;
-        let (y, v) = (&y[..], data.weights.as_deref());
+        let (y, v, chunk) = (&y[..], data.weights.as_deref(), *chunk);
         let n = y.len();
-        let n_chunks = n.div_ceil(ROW_CHUNK).max(1);
+        let n_chunks = n.div_ceil(chunk).max(1);
         let parts = &mut partials2[..n_chunks];
         if n_chunks == 1 {
             let vr = if vresid.is_empty() {
@@ -357,24 +376,24 @@ impl Rows {
             };
             parts[0] = chunk_apply::<D, S>(d, (eta, resid, curv), vr, y, v, 0, &s_of);
         } else if vresid.is_empty() {
-            eta.par_chunks_mut(ROW_CHUNK)
-                .zip(resid.par_chunks_mut(ROW_CHUNK))
-                .zip(curv.par_chunks_mut(ROW_CHUNK))
+            eta.par_chunks_mut(chunk)
+                .zip(resid.par_chunks_mut(chunk))
+                .zip(curv.par_chunks_mut(chunk))
                 .zip(parts.par_iter_mut())
                 .enumerate()
                 .for_each(|(c, (((e, r), h), o))| {
-                    *o = chunk_apply::<D, S>(d, (e, r, h), None, y, v, c * ROW_CHUNK, &s_of)
+                    *o = chunk_apply::<D, S>(d, (e, r, h), None, y, v, c * chunk, &s_of)
                 });
         } else {
-            eta.par_chunks_mut(ROW_CHUNK)
-                .zip(resid.par_chunks_mut(ROW_CHUNK))
-                .zip(curv.par_chunks_mut(ROW_CHUNK))
-                .zip(vresid.par_chunks_mut(ROW_CHUNK))
+            eta.par_chunks_mut(chunk)
+                .zip(resid.par_chunks_mut(chunk))
+                .zip(curv.par_chunks_mut(chunk))
+                .zip(vresid.par_chunks_mut(chunk))
                 .zip(parts.par_iter_mut())
                 .enumerate()
                 .for_each(|(c, ((((e, r), h), vr), o))| {
                     let rows = (e, r, h);
-                    *o = chunk_apply::<D, S>(d, rows, Some(vr), y, v, c * ROW_CHUNK, &s_of)
+                    *o = chunk_apply::<D, S>(d, rows, Some(vr), y, v, c * chunk, &s_of)
                 });
         }
         parts
@@ -483,7 +502,8 @@ impl<D: Datafit> NewtonState<D> {
             None => Vec::new(),
         };
         let max_bins = data.features.iter().map(|f| f.n_bins()).max().unwrap_or(1);
-        let n_chunks = n.div_ceil(ROW_CHUNK).max(1);
+        let chunk = row_chunk(n);
+        let n_chunks = n.div_ceil(chunk).max(1);
         let rows = Rows {
             y,
             eta,
@@ -493,6 +513,7 @@ impl<D: Datafit> NewtonState<D> {
             vresid,
             partials: vec![0.0; n_chunks],
             partials2: vec![[0.0; 2]; n_chunks],
+            chunk,
         };
         let grad_c = rows.vr().iter().sum::<f64>() / w_total;
         let mut st = Self {
@@ -781,10 +802,10 @@ impl<D: Datafit> NewtonState<D> {
         let dfit = self.datafit;
         let n = y.len();
         // F(t) ≈ F(0) − b t + a t²/2 + penalty.
-        let b = chunked_sum(n, ROW_CHUNK, &mut self.rows.partials, |rows| {
+        let b = chunked_sum(n, self.rows.chunk, &mut self.rows.partials, |rows| {
             rows.map(|i| v.map_or(1.0, |v| v[i]) * r[i] * u[i]).sum()
         }) / data.total_weight;
-        let a = chunked_sum(n, ROW_CHUNK, &mut self.rows.partials, |rows| {
+        let a = chunked_sum(n, self.rows.chunk, &mut self.rows.partials, |rows| {
             rows.map(|i| curv[i] * u[i] * u[i]).sum()
         }) / data.total_weight;
         let (sa, sb) = smooth_line(data, &self.beta, &d, shapes);
@@ -794,7 +815,7 @@ impl<D: Datafit> NewtonState<D> {
             if !(t > 0.0) {
                 return false;
             }
-            let dloss = chunked_sum(n, ROW_CHUNK, &mut self.rows.partials, |rows| {
+            let dloss = chunked_sum(n, self.rows.chunk, &mut self.rows.partials, |rows| {
                 rows.map(|i| {
                     let s = t * u[i];
                     v.map_or(1.0, |v| v[i])
@@ -829,5 +850,29 @@ impl<D: Datafit> NewtonState<D> {
             t *= 0.5;
         }
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_chunks_are_even_in_number_equal_in_size_and_bounded() {
+        for n in (0..40_000).step_by(97).chain([2_047, 2_048, 8_158, 9_864, 16_384, 16_385]) {
+            let chunk = row_chunk(n);
+            let k = n.div_ceil(chunk).max(1);
+            if n < 2 * MIN_ROW_CHUNK {
+                assert_eq!(k, 1, "n {n}");
+                continue;
+            }
+            assert!(k % 2 == 0, "n {n}: {k} chunks");
+            assert!((MIN_ROW_CHUNK..=ROW_CHUNK).contains(&chunk), "n {n}: chunk {chunk}");
+            // Equal up to the last chunk's rounding: the last holds at least chunk − k rows.
+            assert!(n - (k - 1) * chunk + k > chunk, "n {n}: chunk {chunk}, {k} chunks");
+        }
+        // The sizes that ran one chunk (8,158 rows) or 8,192 + 1,672 (9,864) before.
+        assert_eq!(row_chunk(8_158), 4_079);
+        assert_eq!(row_chunk(9_864), 4_932);
     }
 }
