@@ -6,6 +6,11 @@
 //!   `selection = Auto`) at 10⁴ × 8, 10⁵ × 14 and 10⁶ × 14;
 //! * `fit/held_out`: the same with the penalty chosen on 15% held-out rows (Python's default
 //!   `lambda_ratio="auto"`: the search and the final fit on all rows).
+//! * `fit/logistic`: a binary classifier's additive fit (labels: the synthetic target above
+//!   its median; the fixed default λ ratio) at 4,000, 8,158, 9,864 and 16,000 rows × 14,
+//!   around the row passes' chunk sizes (`row_chunk` in `rust/states/newton`): one chunk at
+//!   4,000; at 8,158 one chunk before 2026-12-07, two now; 8,192 + 1,672 rows then two of
+//!   4,932 at 9,864; two at 16,000.
 //!
 //! * `binning/lookup`: the bin of each of 10⁶ values among 4,095 quantile cuts (Black-Smoke-like
 //!   columns: uniform, few-valued, zero-inflated), one value at a time (`bin_of`) and in the
@@ -24,6 +29,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use fastpcam::data::binning::{bin_data, bin_of, for_each_batch, BinningParams};
 use fastpcam::data::tables::Tables;
 use fastpcam::descent::selection::all_bin_sums;
+use fastpcam::fit::logistic::fit_logistic;
 use fastpcam::fit::solver::fit;
 use fastpcam::model::AdditiveModel;
 use fastpcam::params::{FitParams, Penalty, Validation, DEFAULT_VALIDATION_FRACTION};
@@ -155,6 +161,34 @@ fn bench_fit(c: &mut Criterion) {
     group.finish();
 }
 
+fn bench_logistic(c: &mut Criterion) {
+    let mut group = c.benchmark_group("fit");
+    group.sample_size(10);
+    for n in [4_000usize, 8_158, 9_864, 16_000] {
+        let (x, y) = synthetic(n, 14);
+        let mut sorted = y.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let median = sorted[n / 2];
+        let labels = y.mapv(|v| f64::from(u8::from(v > median)));
+        let params = FitParams::default();
+        group.bench_with_input(
+            BenchmarkId::new("logistic", format!("{n}x14")),
+            &n,
+            |b, _| {
+                b.iter(|| {
+                    fit_logistic(
+                        Rows::new(black_box(x.view()), labels.view(), None),
+                        &params,
+                        None,
+                    )
+                    .unwrap()
+                })
+            },
+        );
+    }
+    group.finish();
+}
+
 fn bench_tables(c: &mut Criterion) {
     let mut group = c.benchmark_group("tables");
     group.sample_size(30);
@@ -192,6 +226,7 @@ criterion_group!(
     bench_selection,
     bench_binning,
     bench_fit,
+    bench_logistic,
     bench_tables
 );
 criterion_main!(benches);
