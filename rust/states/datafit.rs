@@ -396,6 +396,26 @@ impl Datafit for Tweedie {
     }
 }
 
+/// `1/k` for `k = 2..=16`: the coefficients of the series of [`expm1_minus_x`] and
+/// [`ln_1p_small`].
+const RECIPROCALS: [f64; 15] = [
+    1.0 / 2.0,
+    1.0 / 3.0,
+    1.0 / 4.0,
+    1.0 / 5.0,
+    1.0 / 6.0,
+    1.0 / 7.0,
+    1.0 / 8.0,
+    1.0 / 9.0,
+    1.0 / 10.0,
+    1.0 / 11.0,
+    1.0 / 12.0,
+    1.0 / 13.0,
+    1.0 / 14.0,
+    1.0 / 15.0,
+    1.0 / 16.0,
+];
+
 /// `expm1(x) − x` without the cancellation of that difference near 0: the series
 /// `x²/2! + x³/3! + …` (Horner, to the term in `x¹⁶`) below `|x| = ¼`, where it is exact to
 /// rounding, the difference itself above (at most two bits lost there).
@@ -403,23 +423,10 @@ impl Datafit for Tweedie {
 pub fn expm1_minus_x(x: f64) -> f64 {
     if x.abs() < 0.25 {
         // 1/k for k = 3..=16.
-        const INV: [f64; 14] = [
-            1.0 / 3.0,
-            1.0 / 4.0,
-            1.0 / 5.0,
-            1.0 / 6.0,
-            1.0 / 7.0,
-            1.0 / 8.0,
-            1.0 / 9.0,
-            1.0 / 10.0,
-            1.0 / 11.0,
-            1.0 / 12.0,
-            1.0 / 13.0,
-            1.0 / 14.0,
-            1.0 / 15.0,
-            1.0 / 16.0,
-        ];
-        let t = INV.iter().rev().fold(1.0, |t, &inv| 1.0 + x * inv * t);
+        let t = RECIPROCALS[1..]
+            .iter()
+            .rev()
+            .fold(1.0, |t, &inv| 1.0 + x * inv * t);
         0.5 * x * x * t
     } else {
         x.exp_m1() - x
@@ -435,18 +442,10 @@ pub fn expm1_minus_x(x: f64) -> f64 {
 pub fn ln_1p_small(x: f64) -> f64 {
     if x.abs() < 1.0 / 64.0 {
         // 1/k for k = 2..=10.
-        const INV: [f64; 9] = [
-            1.0 / 2.0,
-            1.0 / 3.0,
-            1.0 / 4.0,
-            1.0 / 5.0,
-            1.0 / 6.0,
-            1.0 / 7.0,
-            1.0 / 8.0,
-            1.0 / 9.0,
-            1.0 / 10.0,
-        ];
-        let t = INV.iter().rev().fold(0.0, |t, &inv| inv - x * t);
+        let t = RECIPROCALS[..9]
+            .iter()
+            .rev()
+            .fold(0.0, |t, &inv| inv - x * t);
         x - x * x * t
     } else {
         x.ln_1p()
