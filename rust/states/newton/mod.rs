@@ -281,11 +281,14 @@ struct Rows {
     vresid: Vec<f64>,
     partials: Vec<f64>,
     partials2: Vec<[f64; 2]>,
-    // Rows per chunk of the row passes ([`row_chunk`]).
-    chunk: usize,
 }
 
 impl Rows {
+    /// Rows per chunk of the row passes ([`row_chunk`]).
+    fn chunk(&self) -> usize {
+        row_chunk(self.y.len())
+    }
+
     fn vr(&self) -> &[f64] {
         if self.vresid.is_empty() {
             &self.resid
@@ -304,7 +307,7 @@ impl Rows {
     ) -> f64 {
         let (y, r, v) = (&self.y[..], &self.resid[..], data.weights.as_deref());
         let eta = &self.eta[..];
-        let (n, chunk) = (y.len(), self.chunk);
+        let (n, chunk) = (y.len(), self.chunk());
         let total = match block {
             Some(k) => with_codes!(&data.features[k].codes, c => {
                 chunked_sum(n, chunk, &mut self.partials, |rows| chunk_loss_change::<D, _>(d, rows, y, eta, r, v, step, |i| c[i].idx()))
@@ -357,6 +360,7 @@ impl Rows {
         data: &BinnedData,
         s_of: S,
     ) -> [f64; 2] {
+        let chunk = self.chunk();
         let Rows {
             y,
             eta,
@@ -364,10 +368,9 @@ impl Rows {
             curv,
             vresid,
             partials2,
-            chunk,
             ..
         } = self;
-        let (y, v, chunk) = (&y[..], data.weights.as_deref(), *chunk);
+        let (y, v) = (&y[..], data.weights.as_deref());
         let n = y.len();
         let n_chunks = n.div_ceil(chunk).max(1);
         let parts = &mut partials2[..n_chunks];
@@ -516,7 +519,6 @@ impl<D: Datafit> NewtonState<D> {
             vresid,
             partials: vec![0.0; n_chunks],
             partials2: vec![[0.0; 2]; n_chunks],
-            chunk,
         };
         let grad_c = rows.vr().iter().sum::<f64>() / w_total;
         let mut st = Self {
@@ -805,10 +807,10 @@ impl<D: Datafit> NewtonState<D> {
         let dfit = self.datafit;
         let n = y.len();
         // F(t) ≈ F(0) − b t + a t²/2 + penalty.
-        let b = chunked_sum(n, self.rows.chunk, &mut self.rows.partials, |rows| {
+        let b = chunked_sum(n, self.rows.chunk(), &mut self.rows.partials, |rows| {
             rows.map(|i| v.map_or(1.0, |v| v[i]) * r[i] * u[i]).sum()
         }) / data.total_weight;
-        let a = chunked_sum(n, self.rows.chunk, &mut self.rows.partials, |rows| {
+        let a = chunked_sum(n, self.rows.chunk(), &mut self.rows.partials, |rows| {
             rows.map(|i| curv[i] * u[i] * u[i]).sum()
         }) / data.total_weight;
         let (sa, sb) = smooth_line(data, &self.beta, &d, shapes);
@@ -818,7 +820,7 @@ impl<D: Datafit> NewtonState<D> {
             if !(t > 0.0) {
                 return false;
             }
-            let dloss = chunked_sum(n, self.rows.chunk, &mut self.rows.partials, |rows| {
+            let dloss = chunked_sum(n, self.rows.chunk(), &mut self.rows.partials, |rows| {
                 rows.map(|i| {
                     let s = t * u[i];
                     v.map_or(1.0, |v| v[i])
