@@ -249,6 +249,20 @@ pub struct PairParams {
     /// further rounds', pruning's and the smooth parts'): [`PATH_BUDGET`], and
     /// [`LOGISTIC_PATH_BUDGET`] for the binary classifier (set by `crate::fit::entry::resolve`).
     pub path_budget: usize,
+    /// Whether the pair stage's held-out rows are drawn within each class of the targets
+    /// (class indices `0..K`; the softmax, as its main effects' search), so that every class
+    /// is on both sides of the split.
+    pub stratified: bool,
+    /// Whether the pair stage holds rows out at a fixed `penalty` too (where the main effects'
+    /// penalty is chosen on held-out rows): the layout and the smooth parts' `μ` are then
+    /// chosen there, at that `ρ`, and the pairs are kept without a check against the additive
+    /// model. The softmax's (`crate::fit::multinomial`).
+    pub held_out_at_fixed: bool,
+    /// Whether the smooth parts' `μ` path runs whole, the best `μ` kept: not stopped after its
+    /// first `μ` where that gains little (`crate::fit::pairs::smooth::SMOOTH_GATE`), nor at
+    /// the first `μ` that does not lower the held-out loss. The softmax's: on its real tasks
+    /// the held-out loss fell most at the path's last `μ`, after a small first gain or a rise.
+    pub smooth_whole_path: bool,
 }
 
 /// Block updates per block at most in each held-out path fit (the path compares held-out
@@ -322,6 +336,9 @@ impl Default for PairParams {
             finer_grids: true,
             checked_rounds: false,
             path_budget: PATH_BUDGET,
+            stratified: false,
+            held_out_at_fixed: false,
+            smooth_whole_path: false,
         }
     }
 }

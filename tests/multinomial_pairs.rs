@@ -53,13 +53,14 @@ fn a_known_interaction_is_found_and_certified() {
         report.kkt_residual
     );
     common::assert_never_increases(&report.history.objective, "multinomial pairs");
-    // One table per class, class-major; the pair penalty fixed.
+    // One table per class, class-major; the pair penalty fixed, fitted once at it on the
+    // held-out split's training rows (for the layout and the smooth parts).
     let t = &pairs.terms[0];
     assert_eq!(t.values.len(), 3 * t.cell_weights.len());
-    assert_eq!(
-        pairs.penalty,
-        fastpcam::fit::pairs::search::DEFAULT_PAIR_PENALTY
-    );
+    let rho = fastpcam::fit::pairs::search::DEFAULT_PAIR_PENALTY;
+    assert_eq!(pairs.penalty, rho);
+    assert_eq!(pairs.path, vec![rho]);
+    assert!(pairs.path_loss[0].is_finite());
     assert_eq!(f.classes.intercepts.len(), 3);
     let additive = fit_multinomial(
         Rows::new(x.view(), y.view(), None),

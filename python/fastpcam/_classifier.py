@@ -183,7 +183,8 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
     (len(cuts_j) + 1, len(cuts_k) + 1, n_classes), each class's table purified into that
     class's main effects; pairs are screened on the classes' residuals together (their gains
     summed), the pair penalty is fixed (``interaction_penalty``, 0.25 for ``"auto"``: no
-    held-out path), and ``term_importances()`` gives one row per feature and per pair, one
+    held-out path of it), the pairs' smooth parts (``interaction_smoothing="auto"``) are
+    chosen on held-out rows drawn within each class, and ``term_importances()`` gives one row per feature and per pair, one
     column per class. Two classes keep the single log-odds model above. With ``lambda_f=0`` and classes that
     some bin (or the whole model) separates perfectly, the log-odds have no finite
     maximum-likelihood value: the fit stops at the tolerance or ``max_iter`` with large but

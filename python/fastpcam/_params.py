@@ -358,20 +358,21 @@ DOCS: dict[str, str] = {
     "interaction_penalty": (
         "interaction_penalty : float or 'auto', default='auto'\n"
         "    The pair terms' fusion penalty relative to the main effects', ``λ_pair / λ_f``;\n"
-        "    ``'auto'`` chooses it on the held-out rows of ``lambda_ratio='auto'`` (else 0.25)."
+        "    ``'auto'`` chooses it on the held-out rows of ``lambda_ratio='auto'`` (else 0.25;\n"
+        "    with more than two classes always 0.25)."
     ),
     "interaction_smoothing": (
         "interaction_smoothing : float or 'auto', default='auto'\n"
         "    A smooth part for every pair term: a second, finer grid (up to 32 x 32 cells)\n"
         "    penalised by ``(μ/2)`` times the sum of its neighbouring cells' squared differences,\n"
         "    added to the pair's total-variation grid; the term reported is their sum, on the\n"
-        "    union of their cuts. ``'auto'``, for the squared loss and a binary classifier: ``μ``\n"
-        "    chosen on the held-out rows of ``interaction_penalty='auto'`` (0.032 down to 0.002),\n"
+        "    union of their cuts. ``'auto'``, for the squared loss and the classifiers: ``μ``\n"
+        "    chosen on the held-out rows of ``lambda_ratio='auto'`` (0.032 down to 0.002),\n"
         "    the smooth parts kept\n"
         "    only if they beat the pairs without them there, by 1.5 standard errors and 0.5% of\n"
-        "    the held-out loss (none where no rows are held out);\n"
-        "    for the other losses none. ``0``: none; a float: that ``μ`` (on the fit's\n"
-        "    normalised weights), fitted without a check (not for more than two classes)."
+        "    the held-out loss (none where no rows are held out, or where ``interaction_penalty``\n"
+        "    is given, but for more than two classes); for the log-link losses none. ``0``: none;\n"
+        "    a float: that ``μ`` (on the fit's normalised weights), fitted without a check."
     ),
     "interaction_features_": (
         "interaction_features_ : list of tuple of int\n"

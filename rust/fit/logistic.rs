@@ -53,6 +53,7 @@ use ndarray::ArrayView1;
 use crate::data::binning::{BinnedData, Rows};
 use crate::descent::{fit_from, DescentState};
 use crate::error::{FastError, Result};
+use crate::fit::pairs::HeldOutLoss;
 use crate::fit::solver::fit_then_pairs;
 use crate::fit::validation::{
     fixed_ratio_fit, folds_if_small, holdout_loss, kfold_then_refit, search_then_refit,
@@ -150,7 +151,7 @@ pub fn fit_logistic(
         params,
         |data, y, cb| fit_logistic_validated(data, y, params, cb),
         |data, cb| fit_logistic_binned(data, y, params, cb),
-        (&state, &term),
+        (&state, HeldOutLoss::Row(&term)),
         callback,
     )
 }

@@ -54,6 +54,7 @@ use ndarray::ArrayView1;
 use crate::data::binning::{BinnedData, Rows};
 use crate::descent::{fit_from, DescentState};
 use crate::error::{FastError, Result};
+use crate::fit::pairs::HeldOutLoss;
 use crate::fit::solver::fit_then_pairs;
 use crate::fit::validation::{
     fixed_ratio_fit, holdout_loss, search_then_refit, stratified_validation_rows, targets_at,
@@ -223,7 +224,7 @@ pub fn fit_loglink(
             params,
             |data, y, cb| LogLinkFit { y, ..fit }.validated(data, params, cb),
             |data, cb| fit.fixed(data, params, cb),
-            (&state, &term),
+            (&state, HeldOutLoss::Row(&term)),
             callback,
         )
     })

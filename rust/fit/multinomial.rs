@@ -11,8 +11,8 @@ use ndarray::ArrayView1;
 use crate::data::binning::{BinnedData, Rows};
 use crate::descent::{DescentState, Leg};
 use crate::error::{FastError, Result};
-use crate::fit::pairs::fit_pairs;
 use crate::fit::pairs::search::DEFAULT_PAIR_PENALTY;
+use crate::fit::pairs::{fit_pairs, HeldOutLoss};
 use crate::fit::validation::{
     as_one_fit, fixed_ratio_fit, held_out_path, reborrow, refit_chosen, rows_of,
     stratified_validation_rows, time_left, validation_of, Split, RULE,
@@ -152,22 +152,36 @@ pub(crate) fn holdout_log_loss(
     values: &[Vec<f64>],
     (rows, v): (&[usize], &[f64]),
 ) -> f64 {
+    let terms = holdout_log_terms(data, |i| class[i], k, values, (rows, v));
+    terms.iter().sum::<f64>() / v.iter().sum::<f64>()
+}
+
+/// The held-out rows' log-loss terms `v_i · loss_i` of the model `values` (feature blocks and
+/// intercepts, as [`DescentState::blocks`]), one per row of `rows`; `class(i)` is row `i`'s
+/// class.
+fn holdout_log_terms(
+    data: &BinnedData,
+    class: impl Fn(usize) -> usize,
+    k: usize,
+    values: &[Vec<f64>],
+    (rows, v): (&[usize], &[f64]),
+) -> Vec<f64> {
     let p = data.n_features();
     let mut eta = vec![0.0; k];
     let mut prob = vec![0.0; k];
-    let (mut num, mut den) = (0.0, 0.0);
-    for (&i, &w) in rows.iter().zip(v) {
-        eta.copy_from_slice(&values[p][..k]);
-        for (f, b) in data.features.iter().zip(&values[..p]) {
-            let (nb, bin) = (f.n_bins(), f.codes.get(i));
-            for c in 0..k {
-                eta[c] += b[c * nb + bin];
+    rows.iter()
+        .zip(v)
+        .map(|(&i, &w)| {
+            eta.copy_from_slice(&values[p][..k]);
+            for (f, b) in data.features.iter().zip(&values[..p]) {
+                let (nb, bin) = (f.n_bins(), f.codes.get(i));
+                for c in 0..k {
+                    eta[c] += b[c * nb + bin];
+                }
             }
-        }
-        num += w * softmax_loss(&eta, class[i], &mut prob);
-        den += w;
-    }
-    num / den
+            w * softmax_loss(&eta, class(i), &mut prob)
+        })
+        .collect()
 }
 
 /// A fit at `params.lambda` (relative to the `λ_max` of `data`) from the model `init`
@@ -269,18 +283,17 @@ fn fit_multinomial_among(
         p.check()?;
     }
     let params = &params;
-    if let crate::params::Smoothing::Fixed(mu) = params.pairs.smoothing {
-        return Err(FastError::InvalidParameter {
-            name: "interaction_smoothing",
-            message: "is not supported with more than two classes yet; use 0 or 'auto' (none)",
-            value: format!("{mu}"),
-        });
-    }
     let mut data = rows.bin(&params.binning)?;
     let class = check_classes(rows.y, k, &data)?;
     let pair_cells = if params.pairs.any() {
         let side = params.pairs.max_bins + 1;
-        params.pairs.max_cells.unwrap_or(side * side) + 1
+        let cells = params.pairs.max_cells.unwrap_or(side * side) + 1;
+        // A smooth part's grid may be the widest block.
+        let smooth = (crate::fit::pairs::smooth::SMOOTH_SIDE + 1).pow(2) + 1;
+        match params.pairs.smoothing {
+            crate::params::Smoothing::Off => cells,
+            _ => cells.max(smooth),
+        }
     } else {
         0
     };
@@ -313,27 +326,36 @@ fn fit_multinomial_among(
         return Ok(to_fit(&data, k, fitted, search, params.shapes.l2));
     }
     // Pair terms: one table per class per pair, screened on the classes' residuals, at a
-    // fixed pair penalty (the held-out path of `ρ` reads one score per row).
+    // fixed pair penalty (0.25 for "auto"). Where the main effects' penalty was chosen on
+    // held-out rows, the pairs' layout and smooth parts are chosen on held-out rows drawn
+    // within each class, at that `ρ`.
     let pair_params = FitParams {
         pairs: PairParams {
             penalty: Some(params.pairs.penalty.unwrap_or(DEFAULT_PAIR_PENALTY)),
+            stratified: true,
+            held_out_at_fixed: true,
+            smooth_whole_path: true,
             ..params.pairs.clone()
         },
         ..params.clone()
     };
-    // The targets are the labels `class` (the multinomial pair stage has a fixed `ρ`, so it
-    // never chooses on a sample of the rows).
+    // The targets are the class indices of the rows the stage fits (all of them, the split's
+    // training rows, or a sample of the rows on large data).
     let state = |d: &BinnedData, y: ArrayView1<'_, f64>, b| {
-        debug_assert_eq!(y.len(), class.len());
+        let class: Vec<usize> = y.iter().map(|&c| c as usize).collect();
         MultinomialState::with_start(d, &class, k, b, curvature)
     };
-    let unused = |_: f64, _: f64, _: f64| 0.0;
+    let terms =
+        |d: &BinnedData,
+         y: ArrayView1<'_, f64>,
+         (_, b): (f64, &[Vec<f64>]),
+         held: (&[usize], &[f64])| { holdout_log_terms(d, |i| y[i] as usize, k, b, held) };
     let (fitted, pairs) = fit_pairs(
         &mut data,
         rows.y,
         &pair_params,
         fitted,
-        (&state, &unused, None),
+        (&state, HeldOutLoss::Model(&terms), None),
         callback,
     )?;
     let mut out = to_fit(&data, k, fitted, search, params.shapes.l2);

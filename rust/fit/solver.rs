@@ -18,7 +18,7 @@ use crate::data::binning::{BinnedData, Rows};
 use crate::data::tables::Tables;
 use crate::descent::PairDescent;
 use crate::error::{FastError, Result};
-use crate::fit::pairs::stage::{MainsOn, RowLoss, StateMaker};
+use crate::fit::pairs::stage::{HeldOutLoss, MainsOn, StateMaker};
 use crate::fit::pairs::with_pairs;
 use crate::fit::validation::{fit_validated, reborrow, squared_error, PenaltySearch};
 use crate::params::{Engine, FitParams, PairParams, Penalty};
@@ -91,7 +91,7 @@ pub fn fit_with_engine(
         params,
         |data, y, cb| fit_validated(data, y, params, engine, cb),
         |data, cb| fit_binned_engine(data, y, params, None, engine, cb),
-        (&state, &squared_error),
+        (&state, HeldOutLoss::Row(&squared_error)),
         callback,
     )
 }
@@ -110,7 +110,7 @@ pub(crate) fn fit_then_pairs<S, V, F>(
     params: &FitParams,
     validated: V,
     fixed: F,
-    models: (StateMaker<'_, S>, RowLoss<'_>),
+    models: (StateMaker<'_, S>, HeldOutLoss<'_>),
     callback: Option<Callback<'_>>,
 ) -> Result<Fit>
 where

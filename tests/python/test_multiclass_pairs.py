@@ -62,8 +62,12 @@ def test_a_known_interaction_is_found_and_lowers_the_held_out_log_loss():
     # One table per class per pair.
     for (cj, ck), v in zip(pairs.interaction_cuts_, pairs.interaction_values_):
         assert v.shape == (len(cj) + 1, len(ck) + 1, 3)
-    # The pair penalty is fixed (0.25 for "auto"; no held-out path), or as given.
-    assert pairs.interaction_penalty_ == 0.25 and pairs.interaction_path_["interaction_penalty"].size == 0
+    # The pair penalty is fixed (0.25 for "auto"; one fit at it on the held-out split's
+    # training rows, no path), or as given.
+    assert pairs.interaction_penalty_ == 0.25
+    assert list(pairs.interaction_path_["interaction_penalty"]) == [0.25]
+    fixed = FASTClassifier(interactions=3, lambda_ratio=0.01).fit(X, y)
+    assert fixed.interaction_penalty_ == 0.25 and fixed.interaction_path_["interaction_penalty"].size == 0
     given = FASTClassifier(interactions=[(0, 1)], interaction_penalty=0.1).fit(X, y)
     assert given.interaction_penalty_ == 0.1
     auto = FASTClassifier(interactions="auto").fit(X, y)
@@ -176,3 +180,60 @@ def test_bad_pairs_are_named():
         FASTClassifier(interactions=[(0, 9)]).fit(X, y)
     with pytest.raises(ValueError, match="interactions"):
         FASTClassifier(interactions=[(2, 2)]).fit(X, y)
+
+
+def smooth_classes(n, seed=0):
+    """Three classes whose scores are smooth surfaces of pairs of features on [-1, 1]: class
+    0's ``2.5 x0 x1``, class 1's ``2 x2 x3``; the rows, labels and true probabilities."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, 5))
+    s = np.zeros((n, 3))
+    s[:, 0] = 2.5 * X[:, 0] * X[:, 1]
+    s[:, 1] = 2.0 * X[:, 2] * X[:, 3]
+    p = np.exp(s)
+    p /= p.sum(axis=1, keepdims=True)
+    y = (rng.random(n)[:, None] > np.cumsum(p, axis=1)).sum(axis=1)
+    return X, y, p
+
+
+@pytest.fixture(scope="module")
+def smooth_fits():
+    X, y, _ = smooth_classes(5000, seed=1)
+    auto = FASTClassifier(interactions=3, n_jobs=2).fit(X, y)
+    off = FASTClassifier(interactions=3, n_jobs=2, interaction_smoothing=0).fit(X, y)
+    return auto, off
+
+
+def test_smooth_parts_are_chosen_on_held_out_rows_and_help_on_smooth_surfaces(smooth_fits):
+    auto, off = smooth_fits
+    # The pairs keep their fixed penalty (0.25 for "auto"), fitted once on the held-out split's
+    # training rows; the smooth parts' path runs on from there while the held-out loss falls.
+    assert auto.interaction_penalty_ == 0.25
+    assert list(auto.interaction_path_["interaction_penalty"]) == [0.25]
+    assert np.isfinite(auto.interaction_path_["validation_loss"]).all()
+    path = auto.smoothing_path_
+    assert path["interaction_smoothing"][0] == 0.0
+    assert auto.interaction_smoothing_ in (0.032, 0.016, 0.008, 0.004, 0.002)
+    best = list(path["interaction_smoothing"]).index(auto.interaction_smoothing_)
+    assert path["validation_loss"][best] == path["validation_loss"].min() < path["validation_loss"][0]
+    # The path goes past its first mu (no gate for the softmax).
+    assert len(path["interaction_smoothing"]) >= 3
+    assert off.interaction_smoothing_ == 0.0 and len(off.smoothing_path_["interaction_smoothing"]) == 0
+    # Excess log-loss over the true probabilities on new rows: lower with the smooth parts.
+    Xt, yt, pt = smooth_classes(20000, seed=2)
+    truth = log_loss(yt, pt, labels=[0, 1, 2])
+    excess = [log_loss(yt, m.predict_proba(Xt), labels=[0, 1, 2]) - truth for m in (auto, off)]
+    assert excess[0] < 0.8 * excess[1], excess
+    assert auto.converged_ and auto.kkt_residual_ <= auto.tol
+
+
+def test_smooth_parts_leave_the_purified_tables_predicting_as_the_core():
+    # A fixed mu: each class's table is the sum of its two parts on the union of their cuts.
+    X, y, _ = smooth_classes(2000, seed=3)
+    X[::9, 1] = np.nan
+    m = FASTClassifier(interactions=[(0, 1), (2, 3)], interaction_smoothing=0.01).fit(X, y)
+    assert m.interaction_smoothing_ == 0.01
+    out = _core.fit((X, y.astype(np.float64), None), config=m._config(bins=None), n_classes=3)
+    np.testing.assert_allclose(m.predict_proba(X), raw_proba(out, X), rtol=1e-9, atol=1e-12)
+    for (cj, ck), v in zip(m.interaction_cuts_, m.interaction_values_):
+        assert v.shape == (len(cj) + 1, len(ck) + 1, 3)

@@ -184,13 +184,18 @@ def test_a_binary_classifier_chooses_smooth_parts_on_held_out_rows():
     assert len(off.smoothing_path_["interaction_smoothing"]) == 0
 
 
-def test_more_than_two_classes_refuse_a_fixed_value_and_auto_adds_none():
+def test_more_than_two_classes_take_a_fixed_value_without_a_check():
+    # (They used to refuse it; "auto" is tested in test_multiclass_pairs.py.)
     X, y, _, _ = bilinear(900)
     labels = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))
-    with pytest.raises(ValueError, match="interaction_smoothing"):
-        FASTClassifier(interaction_smoothing=0.01, interactions=[(0, 1)]).fit(X, labels)
-    m = FASTClassifier(n_jobs=2, interactions=[(0, 1)]).fit(X, labels)
-    assert m.interaction_smoothing_ == 0.0
+    m = FASTClassifier(interaction_smoothing=0.01, interactions=[(0, 1)], lambda_ratio=0.01).fit(X, labels)
+    assert m.interaction_smoothing_ == 0.01
+    assert len(m.smoothing_path_["interaction_smoothing"]) == 0
+    # The smooth part's finer cuts show in the reported table: more than the 16 x 16 grid.
+    (cj, ck), table = m.interaction_cuts_[0], m.interaction_values_[0]
+    assert table.shape == (len(cj) + 1, len(ck) + 1, 3) and len(cj) > 16
+    p = m.predict_proba(X)
+    assert np.all(np.isfinite(p)) and np.allclose(p.sum(axis=1), 1.0)
 
 
 @pytest.mark.parametrize("bad", [-1.0, np.nan, np.inf, "smooth"])

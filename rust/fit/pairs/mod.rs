@@ -84,13 +84,14 @@ use layout::{add_pair_blocks, grid_of, layouts, pair_feature, with_pair_shapes};
 use rounds::{choose_layout, Kept};
 use search::{held_out_penalty, pair_split, Blocks, PairSearch};
 use smooth::{union_axis, union_table, with_smooth_shapes, SmoothParts};
-use stage::{MainsOn, RowLoss, Stage, StateMaker};
+pub(crate) use stage::HeldOutLoss;
+use stage::{MainsOn, Stage, StateMaker};
 
 /// What the pair stage fits with: the loss's state maker and held-out row loss, and where
 /// the main effects' penalty is chosen on held-out rows, that search (run again on the sample
 /// of rows the choices are made on, [`sample`]; `None`: the sample keeps the main effects of
 /// every row and their `λ_f`).
-pub(crate) type PairModels<'a, S> = (StateMaker<'a, S>, RowLoss<'a>, Option<MainsOn<'a>>);
+pub(crate) type PairModels<'a, S> = (StateMaker<'a, S>, HeldOutLoss<'a>, Option<MainsOn<'a>>);
 
 /// The fit of the main effects `mains` (blocks on `data`, with their penalty search, found by
 /// `engine`), with the pair terms `params.pairs` asks for added by [`fit_pairs`] (which run
@@ -162,7 +163,7 @@ pub(crate) fn fit_pairs<S: PairDescent>(
     // MSE 2.47 against 2.21 additive).
     let held_out = held_out_penalty(params).is_some();
     if matches!(params.pairs.interactions, Interactions::Auto(_))
-        && (data.n_samples < MIN_ROWS || (held_out && pair_split(data, params).is_none()))
+        && (data.n_samples < MIN_ROWS || (held_out && pair_split(data, y, params).is_none()))
     {
         return Ok((mains, PairFit::default()));
     }
@@ -285,22 +286,24 @@ fn choose<S: PairDescent>(
     y: ArrayView1<'_, f64>,
     params: &FitParams,
     mains: &BinnedFit,
-    (state, term): (StateMaker<'_, S>, RowLoss<'_>),
+    (state, term): (StateMaker<'_, S>, HeldOutLoss<'_>),
     start: Instant,
     callback: &mut Option<Callback<'_>>,
 ) -> Result<Option<Chosen>> {
     let pp = &params.pairs;
     // The held-out split of the pair stage (drawn once: the screen and the path share it).
-    let split = pair_split(data, params);
+    let split = pair_split(data, y, params);
     // Finer grids for the strongest pairs only where `ρ` is chosen on held-out rows: the
     // `TV2` of a given surface grows with the grid's side, so a fixed `ρ` (the default 0.25
-    // of multiclass and fixed-penalty fits) would hold a finer grid at zero.
+    // of multiclass and fixed-penalty fits) would hold a finer grid at zero (the softmax holds
+    // rows out at its fixed `ρ`: an XOR pair's 32 × 32 tables stayed at zero there).
     let held_out = held_out_penalty(params).is_some();
-    let fine = held_out && pp.finer_grids;
+    let finer = pp.finer_grids && pp.penalty.is_none();
+    let fine = held_out && finer;
     let mut layouts = layouts(&pp.interactions, pp.max_cells, held_out, split.is_some());
-    // Without finer grids (the binary classifier) the first layout is the plain one; the
-    // coarse layout stays the alternative.
-    layouts[0].fine &= pp.finer_grids;
+    // Without finer grids (the classifiers) the first layout is the plain one; the coarse
+    // layout stays the alternative.
+    layouts[0].fine &= finer;
     let stage = Stage {
         y,
         params,
@@ -424,6 +427,8 @@ fn pair_terms(
     fit.values.extend(pair_values.split_off(parts));
     let (axes, grids) = match &smooth {
         Some(sp) => {
+            // Scores per row: a block holds one chain per class, class-major.
+            let k = fit.values[0].len() / data.features[0].bin_weights.len();
             let smooth_values = pair_values.split_off(m);
             let mut grids = Vec::with_capacity(m);
             pair_values = pair_values
@@ -431,7 +436,7 @@ fn pair_terms(
                 .zip(&smooth_values)
                 .zip(axes.iter().zip(&sp.axes))
                 .map(|((tv, sm), (a, s))| {
-                    let (u, table) = union_table((a, tv), (s, sm));
+                    let (u, table) = union_table((a, tv), (s, sm), k);
                     grids.push(grid_of(&u.0, &u.1));
                     table
                 })
@@ -812,7 +817,7 @@ mod tests {
                 &params,
                 |d, y, cb| fit_validated(d, y, &params, Engine::Rows, cb),
                 |d, cb| fit_binned_engine(d, y, &params, None, Engine::Rows, cb),
-                (&state, &squared_error),
+                (&state, HeldOutLoss::Row(&squared_error)),
                 None,
             )
             .unwrap()

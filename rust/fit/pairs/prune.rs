@@ -15,7 +15,7 @@ use super::search::{
     mean_gain, on_training_rows, path_fit, path_state, path_tol, significant_gain, Blocks,
     MIN_GAIN_SE,
 };
-use super::stage::Stage;
+use super::stage::{HeldOutLoss, Stage};
 use crate::data::binning::{BinnedData, Code};
 use crate::descent::PairDescent;
 use crate::fit::validation::{holdout_terms, reborrow, with_weights, Split};
@@ -153,6 +153,27 @@ impl<S: PairDescent> Stage<'_, S> {
         });
         let rows = &split.rows;
         let v = &split.held_weights;
+        let term = match self.term {
+            HeldOutLoss::Row(term) => term,
+            HeldOutLoss::Model(_) => {
+                // Several scores per row: each pair's terms from the model with its tables
+                // taken out.
+                let held = (&rows[..], &v[..]);
+                let base = self.term.terms(data, self.y, (intercept, &blocks), held);
+                let mut without = blocks.clone();
+                let gains = (0..m)
+                    .map(|t| {
+                        let table = std::mem::take(&mut without[p + t]);
+                        without[p + t] = vec![0.0; table.len()];
+                        let out = self.term.terms(data, self.y, (intercept, &without), held);
+                        without[p + t] = table;
+                        let keep = significant_gain(&out, &base, v, PRUNE_SE);
+                        (keep, standard_gain(&out, &base, v))
+                    })
+                    .collect();
+                return (base, gains);
+            }
+        };
         // Each held-out row's prediction, computed once: the model's loss terms from it, and
         // each pair's from it with the pair's table taken out.
         let pred = holdout_terms(data, self.y, (intercept, &blocks), (rows, v), |_, _, f| f);
@@ -160,7 +181,7 @@ impl<S: PairDescent> Stage<'_, S> {
             .iter()
             .zip(&pred)
             .zip(v)
-            .map(|((&i, &fi), &w)| (self.term)(w, self.y[i], fi))
+            .map(|((&i, &fi), &w)| term(w, self.y[i], fi))
             .collect();
         let gains = (0..m)
             .map(|t| {
@@ -170,7 +191,7 @@ impl<S: PairDescent> Stage<'_, S> {
                     .iter()
                     .zip(&pred)
                     .zip(v)
-                    .map(|((&i, &fi), &w)| (self.term)(w, self.y[i], fi - table[c[i].idx()]))
+                    .map(|((&i, &fi), &w)| term(w, self.y[i], fi - table[c[i].idx()]))
                     .collect());
                 let keep = significant_gain(&without, &base, v, PRUNE_SE);
                 (keep, standard_gain(&without, &base, v))

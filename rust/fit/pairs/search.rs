@@ -6,13 +6,13 @@
 use ndarray::{Array1, ArrayView1};
 
 use super::layout::with_pair_shapes;
-use super::stage::{RowLoss, StateMaker};
+use super::stage::{HeldOutLoss, StateMaker};
 use crate::data::binning::BinnedData;
 use crate::data::tables::table_bytes;
 use crate::descent::{descend, Leg, PairDescent};
 use crate::error::Result;
 use crate::fit::validation::{
-    holdout_terms, mean_loss, on_path_rows, reborrow, validation_rows, Split,
+    mean_loss, on_path_rows, reborrow, stratified_validation_rows, validation_rows, Split,
 };
 use crate::model::report::{BinnedFit, Callback, StopReason};
 use crate::params::{Engine, FitParams, Grid, PairLink, Penalty, Validation};
@@ -108,13 +108,20 @@ pub(super) fn path_tol(tol: f64, rho: f64) -> f64 {
 /// The split of the rows on which the pair penalty `ρ` is chosen (and screened pairs are
 /// checked against the additive model): `None` where `ρ` is fixed (`interaction_penalty`, or a
 /// penalty not chosen on held-out rows) or the rows are too few for a held-out check.
-pub(super) fn pair_split(data: &BinnedData, params: &FitParams) -> Option<Split> {
+pub(super) fn pair_split(
+    data: &BinnedData,
+    y: ArrayView1<'_, f64>,
+    params: &FitParams,
+) -> Option<Split> {
     let Validation { fraction, seed } = held_out_penalty(params)?;
-    Some(Split::new(
-        data,
-        validation_rows(data.n_samples, fraction, seed),
-    ))
-    .filter(Split::enough_rows)
+    let rows = if params.pairs.stratified {
+        // Class indices (checked by the loss's entry point).
+        let class: Vec<u64> = y.iter().map(|&c| c as u64).collect();
+        stratified_validation_rows(&class, fraction, seed)
+    } else {
+        validation_rows(data.n_samples, fraction, seed)
+    };
+    Some(Split::new(data, rows)).filter(Split::enough_rows)
 }
 
 /// The held-out split's share and seed where the pair penalty `ρ` is chosen on held-out rows
@@ -122,6 +129,7 @@ pub(super) fn pair_split(data: &BinnedData, params: &FitParams) -> Option<Split>
 pub(super) fn held_out_penalty(params: &FitParams) -> Option<Validation> {
     match (params.pairs.penalty, params.lambda) {
         (None, Penalty::Validated(v)) => Some(v),
+        (Some(_), Penalty::Validated(v)) if params.pairs.held_out_at_fixed => Some(v),
         _ => None,
     }
 }
@@ -289,7 +297,7 @@ pub(super) fn path_state<S: PairDescent>(
 /// state `st`; returns the fit, its held-out rows' loss terms (`held`: their indices and
 /// weights) and their mean.
 pub(super) fn path_fit<S: PairDescent>(
-    (rows, term): (&PathRows<'_>, RowLoss<'_>),
+    (rows, term): (&PathRows<'_>, HeldOutLoss<'_>),
     prm: FitParams,
     st: &mut S,
     lambdas: (f64, f64),
@@ -302,7 +310,7 @@ pub(super) fn path_fit<S: PairDescent>(
 
 /// [`path_fit`] within `budget` block updates.
 pub(super) fn path_fit_within<S: PairDescent>(
-    (rows, term): (&PathRows<'_>, RowLoss<'_>),
+    (rows, term): (&PathRows<'_>, HeldOutLoss<'_>),
     (mut prm, budget): (FitParams, usize),
     st: &mut S,
     (lambda, lambda_max): (f64, f64),
@@ -312,7 +320,7 @@ pub(super) fn path_fit_within<S: PairDescent>(
     prm.max_iter = prm.max_iter.min(budget);
     let leg = Leg::new(lambda, lambda_max, std::time::Instant::now(), callback);
     let fit = descend(rows.fit, &prm, st, leg);
-    let terms = holdout_terms(rows.all, rows.y, (fit.intercept, &fit.values), held, term);
+    let terms = term.terms(rows.all, rows.y, (fit.intercept, &fit.values), held);
     let loss = mean_loss(&terms, held.1);
     (fit, terms, loss)
 }
@@ -326,7 +334,7 @@ pub(super) fn search_pairs<S: PairDescent>(
     y: ArrayView1<'_, f64>,
     params: &FitParams,
     (mains, warm, screened, held_out): (&BinnedFit, &[Vec<f64>], bool, Option<Split>),
-    (grids, links, state, term): (&[Grid], &[PairLink], StateMaker<'_, S>, RowLoss<'_>),
+    (grids, links, state, term): (&[Grid], &[PairLink], StateMaker<'_, S>, HeldOutLoss<'_>),
     callback: &mut Option<Callback<'_>>,
 ) -> Result<PairSearch> {
     let p = data.n_features() - grids.len();
@@ -360,8 +368,15 @@ pub(super) fn search_pairs<S: PairDescent>(
             let mut best: Option<PathBest> = None;
             let mut rises = 0usize;
             let mut additive: Option<Vec<f64>> = None;
-            let rhos = screened.then_some(ADDITIVE).into_iter().chain(PAIR_PATH);
-            for r in rhos {
+            // A fixed `ρ` held out ([`crate::params::PairParams::held_out_at_fixed`]): that `ρ`
+            // alone, without the additive model.
+            let fixed = params.pairs.penalty;
+            let first = (screened && fixed.is_none()).then_some(ADDITIVE);
+            let rhos: Vec<f64> = match fixed {
+                Some(r) => vec![r],
+                None => PAIR_PATH.to_vec(),
+            };
+            for r in first.into_iter().chain(rhos) {
                 // The additive model: pair blocks held at zero by a prohibitive
                 // penalty, fitted with the tolerance of the path's first fit.
                 let (fit, terms, loss) = path_fit(

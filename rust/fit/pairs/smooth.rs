@@ -107,25 +107,31 @@ pub(super) fn union_axis(a: &Axis, b: &Axis) -> (Axis, Vec<(usize, usize)>) {
 }
 
 /// One pair term's table on the union of its two parts' axes: the sum of its
-/// total-variation part `tv` (on `axes`) and its smooth part `sm` (on `smooth`), each a
-/// row-major grid followed by the missing cell's value if the pair has one. Returns the
-/// union axes and the table.
+/// total-variation part `tv` (on `axes`) and its smooth part `sm` (on `smooth`), each, for
+/// each of `k` classes in turn (one for a single score), a row-major grid followed by the
+/// missing cell's value if the pair has one. Returns the union axes and the table (class-major
+/// as its parts).
 pub(super) fn union_table(
     (axes, tv): (&(Axis, Axis), &[f64]),
     (smooth, sm): (&(Axis, Axis), &[f64]),
+    k: usize,
 ) -> ((Axis, Axis), Vec<f64>) {
     let (ra, rows) = union_axis(&axes.0, &smooth.0);
     let (ca, cols) = union_axis(&axes.1, &smooth.1);
     let (tc, sc) = (axes.1.len(), smooth.1.len());
-    let mut table = Vec::with_capacity(rows.len() * cols.len() + 1);
-    for &(tr, sr) in &rows {
-        for &(tcol, scol) in &cols {
-            table.push(tv[tr * tc + tcol] + sm[sr * sc + scol]);
+    let (tv_class, sm_class) = (tv.len() / k, sm.len() / k);
+    debug_assert_eq!((tv_class * k, sm_class * k), (tv.len(), sm.len()));
+    let mut table = Vec::with_capacity(k * (rows.len() * cols.len() + 1));
+    for (tv, sm) in tv.chunks_exact(tv_class).zip(sm.chunks_exact(sm_class)) {
+        for &(tr, sr) in &rows {
+            for &(tcol, scol) in &cols {
+                table.push(tv[tr * tc + tcol] + sm[sr * sc + scol]);
+            }
         }
-    }
-    let (tn, sn) = (axes.0.len() * tc, smooth.0.len() * sc);
-    if tv.len() > tn {
-        table.push(tv[tn] + sm[sn]);
+        let (tn, sn) = (axes.0.len() * tc, smooth.0.len() * sc);
+        if tv.len() > tn {
+            table.push(tv[tn] + sm[sn]);
+        }
     }
     ((ra, ca), table)
 }
@@ -214,15 +220,17 @@ impl<S: PairDescent> Stage<'_, S> {
         };
         let p = data.n_features() - grids.len();
         let m = pairs.len();
-        // One table per pair block (more than two classes hold several: not built).
-        if values.get(p).map(Vec::len) != Some(data.features[p].n_bins()) {
-            return (None, path, path_loss);
-        }
+        // Tables per pair block: one per class of a softmax, else one.
+        let k = values.get(p).map_or(1, Vec::len) / data.features[p].n_bins();
         let axes = smooth_axes(data, &mains.values, pairs);
         let (sgrids, _) = add_pair_blocks(data, pairs, &axes);
         let mut init = values.clone();
         let extra = init.split_off(p + m);
-        init.extend(data.features[p + m..].iter().map(|f| vec![0.0; f.n_bins()]));
+        init.extend(
+            data.features[p + m..]
+                .iter()
+                .map(|f| vec![0.0; k * f.n_bins()]),
+        );
         init.extend(extra);
         let shapes = |mu: Option<f64>, tol: f64| {
             let prm = with_pair_shapes(params, p, (grids, links), rho, tol);
@@ -338,11 +346,15 @@ impl<S: PairDescent> Stage<'_, S> {
                     }
                     // The strongest smoothing barely beats its start or the pairs without
                     // smooth parts (fitted on from the same start): none would win.
-                    if last.is_none() && loss > start_loss.min(base_loss()) * (1.0 - SMOOTH_GATE) {
+                    let whole = params.pairs.smooth_whole_path;
+                    if !whole
+                        && last.is_none()
+                        && loss > start_loss.min(base_loss()) * (1.0 - SMOOTH_GATE)
+                    {
                         break;
                     }
                     // Down only while the held-out loss falls by [`SMOOTH_PATH_FALL`].
-                    if last.is_some_and(|l| loss > l * (1.0 - SMOOTH_PATH_FALL)) {
+                    if !whole && last.is_some_and(|l| loss > l * (1.0 - SMOOTH_PATH_FALL)) {
                         break;
                     }
                 }
@@ -432,6 +444,7 @@ fn smooth_wins(
 mod tests {
     use super::*;
     use crate::fit::pairs::layout::MISSING;
+    use crate::fit::pairs::stage::HeldOutLoss;
 
     /// The fit beside the `μ` path leaves its smooth blocks (held at zero) out of its rows and
     /// state. With them, updates of its budget went to them and left them at zero (measured
@@ -477,7 +490,7 @@ mod tests {
             };
             let lambdas = (1e-3 * lambda_max, lambda_max);
             path_fit_within(
-                (&rows, &term),
+                (&rows, HeldOutLoss::Row(&term)),
                 (prm, budget),
                 &mut st,
                 lambdas,
@@ -538,7 +551,8 @@ mod tests {
     }
 
     /// The union table of a term's two parts gives, for every pair of main bins (missing
-    /// ones included), the sum of the two parts' values there.
+    /// ones included), the sum of the two parts' values there; with several classes, for each
+    /// class's table (class-major, as a softmax's pair blocks).
     #[test]
     fn a_union_table_is_the_sum_of_its_two_parts_everywhere() {
         let axis = |map: &[usize], cuts: &[f64], missing: bool| {
@@ -567,11 +581,31 @@ mod tests {
                 .map(|c| (c as f64 * 0.37 + salt).sin())
                 .collect()
         };
-        let (t, s) = (table(&tv, 0.1), table(&sm, 2.0));
-        let ((ua, ub), u) = union_table((&tv, &t), (&sm, &s));
-        assert_eq!(ua.cuts, vec![1.0, 2.0, 3.0, 5.0]);
-        assert_eq!(ub.cuts, vec![1.0, 3.0, 4.0]);
-        assert_eq!(u.len(), ua.len() * ub.len() + 1);
+        let classes = |a: &(Axis, Axis), salt: f64, k: usize| -> Vec<f64> {
+            (0..k).flat_map(|c| table(a, salt + c as f64)).collect()
+        };
+        for k in [1, 3] {
+            let (t, s) = (classes(&tv, 0.1, k), classes(&sm, 2.0, k));
+            let ((ua, ub), u) = union_table((&tv, &t), (&sm, &s), k);
+            assert_eq!(ua.cuts, vec![1.0, 2.0, 3.0, 5.0]);
+            assert_eq!(ub.cuts, vec![1.0, 3.0, 4.0]);
+            let per_class = ua.len() * ub.len() + 1;
+            assert_eq!(u.len(), k * per_class);
+            let (tn, sn) = (t.len() / k, s.len() / k);
+            for c in 0..k {
+                let class = |v: &[f64], len: usize| v[c * len..(c + 1) * len].to_vec();
+                let (t, s, u) = (class(&t, tn), class(&s, sn), class(&u, per_class));
+                check_union((&tv, &t), (&sm, &s), ((&ua, &ub), &u));
+            }
+        }
+    }
+
+    /// Every pair of main bins of the union table `u` holds the sum of the parts `t` and `s`.
+    fn check_union(
+        (tv, t): (&(Axis, Axis), &[f64]),
+        (sm, s): (&(Axis, Axis), &[f64]),
+        ((ua, ub), u): ((&Axis, &Axis), &[f64]),
+    ) {
         let value = |(a, b): (&Axis, &Axis), v: &[f64], i: usize, k: usize| {
             let (r, c) = (a.map[i], b.map[k]);
             if r == MISSING || c == MISSING {
@@ -582,8 +616,8 @@ mod tests {
         };
         for i in 0..ua.map.len() {
             for k in 0..ub.map.len() {
-                let want = value((&tv.0, &tv.1), &t, i, k) + value((&sm.0, &sm.1), &s, i, k);
-                let got = value((&ua, &ub), &u, i, k);
+                let want = value((&tv.0, &tv.1), t, i, k) + value((&sm.0, &sm.1), s, i, k);
+                let got = value((ua, ub), u, i, k);
                 assert!(
                     (got - want).abs() < 1e-15,
                     "bins ({i}, {k}): {got} vs {want}"

@@ -1,6 +1,6 @@
 //! What every step of the pair stage reads (`Stage`: the targets, the parameters, the main
 //! effects' fit, the loss, the held-out split, the clock) and the loss's two functions it is
-//! given (`StateMaker`, `RowLoss`), with the main effects' held-out search it may run again on
+//! given (`StateMaker`, `HeldOutLoss`), with the main effects' held-out search it may run again on
 //! a sample of the rows (`MainsOn`).
 
 use std::time::Instant;
@@ -10,7 +10,7 @@ use ndarray::ArrayView1;
 use crate::data::binning::BinnedData;
 use crate::descent::PairDescent;
 use crate::error::Result;
-use crate::fit::validation::Split;
+use crate::fit::validation::{holdout_terms, Split};
 use crate::model::report::{BinnedFit, Callback, PenaltySearch};
 use crate::params::FitParams;
 
@@ -18,8 +18,39 @@ use crate::params::FitParams;
 /// data's rows: the pair stage may choose on a sample of the rows, [`super::sample`]).
 pub(crate) type StateMaker<'a, S> =
     &'a (dyn Fn(&BinnedData, ArrayView1<'_, f64>, Vec<Vec<f64>>) -> S + Sync);
-/// A held-out row's loss `(v, y, f) ↦ …`.
+/// A held-out row's loss `(v, y, f) ↦ …` of a loss with one score per row.
 pub(crate) type RowLoss<'a> = &'a (dyn Fn(f64, f64, f64) -> f64 + Sync);
+/// The held-out rows' loss terms of the model `(intercept, blocks)` on `data` with targets
+/// `y`, one per row of `(rows, v)`, computed from the whole model (a loss with several
+/// scores per row: the softmax's blocks hold one chain per class, and its intercepts follow
+/// the blocks).
+pub(crate) type ModelLoss<'a> = &'a (dyn Fn(&BinnedData, ArrayView1<'_, f64>, (f64, &[Vec<f64>]), (&[usize], &[f64])) -> Vec<f64>
+         + Sync);
+
+/// How the pair stage scores a model on held-out rows.
+#[derive(Clone, Copy)]
+pub(crate) enum HeldOutLoss<'a> {
+    /// Row by row from its one score ([`holdout_terms`]).
+    Row(RowLoss<'a>),
+    /// From the whole model (several scores per row).
+    Model(ModelLoss<'a>),
+}
+
+impl HeldOutLoss<'_> {
+    /// The held-out rows' loss terms `v_i · loss_i` of the model `(intercept, blocks)`.
+    pub(crate) fn terms(
+        self,
+        data: &BinnedData,
+        y: ArrayView1<'_, f64>,
+        model: (f64, &[Vec<f64>]),
+        held: (&[usize], &[f64]),
+    ) -> Vec<f64> {
+        match self {
+            Self::Row(term) => holdout_terms(data, y, model, held, term),
+            Self::Model(terms) => terms(data, y, model, held),
+        }
+    }
+}
 /// The main effects' fit at a penalty chosen on held-out rows of the data (with their
 /// targets): the entry point's own search, run again on the sample of rows the pair stage
 /// chooses on ([`super::sample`]), so that the choices there are made at the sample's `λ_f`.
@@ -37,7 +68,7 @@ pub(super) struct Stage<'a, S> {
     /// The main effects' fit (its blocks on `data`, at its `λ_f`).
     pub(super) mains: &'a BinnedFit,
     pub(super) state: StateMaker<'a, S>,
-    pub(super) term: RowLoss<'a>,
+    pub(super) term: HeldOutLoss<'a>,
     /// The main effects' blocks (the pair blocks follow them in `data`).
     pub(super) p: usize,
     /// The held-out split of the pair stage ([`pair_split`], drawn once: the screen and the
