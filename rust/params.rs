@@ -254,9 +254,9 @@ pub struct PairParams {
     /// is on both sides of the split.
     pub stratified: bool,
     /// Whether the pair stage holds rows out at a fixed `penalty` too (where the main effects'
-    /// penalty is chosen on held-out rows): the layout and the smooth parts' `μ` are then
-    /// chosen there, at that `ρ`, and the pairs are kept without a check against the additive
-    /// model. The softmax's (`crate::fit::multinomial`).
+    /// penalty is chosen on held-out rows): the smooth parts' `μ` is then chosen there, at
+    /// that `ρ` (the plain layout kept: finer grids and the coarse layout need a chosen `ρ`),
+    /// and the pairs are kept without a check against the additive model. The softmax's (`crate::fit::multinomial`).
     pub held_out_at_fixed: bool,
     /// Whether the smooth parts' `μ` path runs whole, the best `μ` kept: not stopped after its
     /// first `μ` where that gains little (`crate::fit::pairs::smooth::SMOOTH_GATE`), nor at

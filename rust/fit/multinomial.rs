@@ -327,7 +327,7 @@ fn fit_multinomial_among(
     }
     // Pair terms: one table per class per pair, screened on the classes' residuals, at a
     // fixed pair penalty (0.25 for "auto"). Where the main effects' penalty was chosen on
-    // held-out rows, the pairs' layout and smooth parts are chosen on held-out rows drawn
+    // held-out rows, the pairs' smooth parts are chosen on held-out rows drawn
     // within each class, at that `ρ`.
     let pair_params = FitParams {
         pairs: PairParams {

@@ -300,7 +300,10 @@ fn choose<S: PairDescent>(
     let held_out = held_out_penalty(params).is_some();
     let finer = pp.finer_grids && pp.penalty.is_none();
     let fine = held_out && finer;
-    let mut layouts = layouts(&pp.interactions, pp.max_cells, held_out, split.is_some());
+    // The coarse layout is the alternative of a chosen `ρ`: at a fixed one (the softmax's)
+    // the plain layout alone.
+    let chosen_rho = held_out && pp.penalty.is_none();
+    let mut layouts = layouts(&pp.interactions, pp.max_cells, chosen_rho, split.is_some());
     // Without finer grids (the classifiers) the first layout is the plain one; the coarse
     // layout stays the alternative.
     layouts[0].fine &= finer;
