@@ -83,7 +83,7 @@ use crate::states::engine::choose_engine_at;
 use layout::{add_pair_blocks, grid_of, layouts, pair_feature, with_pair_shapes};
 use rounds::{choose_layout, Kept};
 use search::{held_out_penalty, pair_split, Blocks, PairSearch};
-use smooth::{union_axis, union_table, with_smooth_shapes, SmoothParts};
+use smooth::{tables_per_block, union_axis, union_table, with_smooth_shapes, SmoothParts};
 pub(crate) use stage::HeldOutLoss;
 use stage::{MainsOn, Stage, StateMaker};
 
@@ -297,16 +297,14 @@ fn choose<S: PairDescent>(
     // `TV2` of a given surface grows with the grid's side, so a fixed `ρ` (the default 0.25
     // of multiclass and fixed-penalty fits) would hold a finer grid at zero (the softmax holds
     // rows out at its fixed `ρ`: an XOR pair's 32 × 32 tables stayed at zero there).
-    let held_out = held_out_penalty(params).is_some();
-    let finer = pp.finer_grids && pp.penalty.is_none();
-    let fine = held_out && finer;
-    // The coarse layout is the alternative of a chosen `ρ`: at a fixed one (the softmax's)
-    // the plain layout alone.
-    let chosen_rho = held_out && pp.penalty.is_none();
+    // The coarse layout is the alternative of a chosen `ρ` too: at a fixed one (the
+    // softmax's) the plain layout alone.
+    let chosen_rho = held_out_penalty(params).is_some() && pp.penalty.is_none();
+    let fine = chosen_rho && pp.finer_grids;
     let mut layouts = layouts(&pp.interactions, pp.max_cells, chosen_rho, split.is_some());
     // Without finer grids (the classifiers) the first layout is the plain one; the coarse
     // layout stays the alternative.
-    layouts[0].fine &= finer;
+    layouts[0].fine &= pp.finer_grids;
     let stage = Stage {
         y,
         params,
@@ -430,8 +428,7 @@ fn pair_terms(
     fit.values.extend(pair_values.split_off(parts));
     let (axes, grids) = match &smooth {
         Some(sp) => {
-            // Scores per row: a block holds one chain per class, class-major.
-            let k = fit.values[0].len() / data.features[0].bin_weights.len();
+            let k = tables_per_block(data, &fit.values);
             let smooth_values = pair_values.split_off(m);
             let mut grids = Vec::with_capacity(m);
             pair_values = pair_values

@@ -106,6 +106,12 @@ pub(super) fn union_axis(a: &Axis, b: &Axis) -> (Axis, Vec<(usize, usize)>) {
     (axis, pairs)
 }
 
+/// The tables each block of `values` (on `data`, block `j` for feature `j`) holds: one per
+/// class of a softmax (class-major), else one.
+pub(super) fn tables_per_block(data: &BinnedData, values: &[Vec<f64>]) -> usize {
+    values.first().map_or(1, Vec::len) / data.features[0].n_bins()
+}
+
 /// One pair term's table on the union of its two parts' axes: the sum of its
 /// total-variation part `tv` (on `axes`) and its smooth part `sm` (on `smooth`), each, for
 /// each of `k` classes in turn (one for a single score), a row-major grid followed by the
@@ -220,8 +226,7 @@ impl<S: PairDescent> Stage<'_, S> {
         };
         let p = data.n_features() - grids.len();
         let m = pairs.len();
-        // Tables per pair block: one per class of a softmax, else one.
-        let k = values.get(p).map_or(1, Vec::len) / data.features[p].n_bins();
+        let k = tables_per_block(data, values);
         let axes = smooth_axes(data, &mains.values, pairs);
         let (sgrids, _) = add_pair_blocks(data, pairs, &axes);
         let mut init = values.clone();
