@@ -78,7 +78,10 @@ class FASTClassifier(ClassifierMixin, _BaseFAST):
         ``random_state`` within each class (so both classes are on both sides).
     max_bins : int, "auto" or None, default="auto"
         Maximum number of bins per feature, as in :class:`FASTRegressor`; ``None`` means one
-        bin per distinct training value.
+        bin per distinct training value. With three or more classes, ``"auto"`` gives at most
+        1,024 bins a feature (EBM's default ``max_bins``): a softmax update pays for every bin
+        once per class, and on ``dry_bean`` (7 classes, 16 continuous features) 1,024 bins fit
+        in 0.40 of the time of 4,096 at the same test log-loss (``docs/classification.md``).
     selection : {"auto", "greedy", "sweep", "cyclic"}, default="auto"
         Block selection, as in :class:`FASTRegressor`: ``"greedy"`` (BGS-s: update the
         steepest block, then rescore every block), ``"sweep"`` (score every block once, then

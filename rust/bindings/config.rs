@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::IntoPyObjectExt;
 
 use crate::data::binning::{
-    auto_exact_bins, auto_max_bins, BinningParams, DEFAULT_BIN_SAMPLE_SIZE,
+    auto_exact_bins, auto_max_bins, BinningParams, AUTO_MAX_BINS_SOFTMAX, DEFAULT_BIN_SAMPLE_SIZE,
 };
 use crate::fit::loglink::DEFAULT_TWEEDIE_POWER;
 use crate::fit::pairs::screen::AUTO_INTERACTIONS;
@@ -159,17 +159,28 @@ fit_config! {
 }
 
 impl FitConfig {
-    /// How to bin data of `shape` = (rows, features) (`max_bins="auto"` resolves for it).
-    pub fn binning(&self, (n_rows, n_features): (usize, usize)) -> BinningParams {
+    /// How to bin data of `shape` = (rows, features) for a softmax of `n_classes` classes or
+    /// a fit of one score (`None`): `max_bins="auto"` resolves for them.
+    pub fn binning(
+        &self,
+        (n_rows, n_features): (usize, usize),
+        n_classes: Option<usize>,
+    ) -> BinningParams {
+        // A softmax pays for every bin once per class: its "auto" stays within 1,024 bins.
+        let cap = if n_classes.is_some() {
+            AUTO_MAX_BINS_SOFTMAX
+        } else {
+            usize::MAX
+        };
         BinningParams {
             max_bins: match self.max_bins {
                 AutoOr::Value(b) => b,
-                AutoOr::Auto => Some(auto_max_bins(n_rows, n_features)),
+                AutoOr::Auto => Some(auto_max_bins(n_rows, n_features).min(cap)),
             },
             // "auto" keeps the levels of a feature with few enough of them at any size.
             exact_bins: match self.max_bins {
                 AutoOr::Value(_) => 0,
-                AutoOr::Auto => auto_exact_bins(n_features),
+                AutoOr::Auto => auto_exact_bins(n_features).min(cap),
             },
             sample_size: self.subsample_for_bin,
             random_state: self.random_state,
@@ -238,15 +249,20 @@ impl FitConfig {
     }
 
     /// Checked parameters of a fit on data of `shape` = (rows, features) (`held_out`: see
-    /// [`Self::penalty`]).
-    pub fn fit_params(&self, shape: (usize, usize), held_out: bool) -> PyResult<FitParams> {
+    /// [`Self::penalty`]; `n_classes`: a softmax's classes, see [`Self::binning`]).
+    pub fn fit_params(
+        &self,
+        shape: (usize, usize),
+        held_out: bool,
+        n_classes: Option<usize>,
+    ) -> PyResult<FitParams> {
         let params = FitParams {
             lambda: self.penalty(held_out),
             selection: self.selection.parse::<Selection>()?,
             tol: self.tol,
             max_iter: self.max_iter,
             max_time: self.max_time,
-            binning: self.binning(shape),
+            binning: self.binning(shape, n_classes),
             shapes: self.shapes(),
             pairs: self.pairs(),
             sweep_share: 0.0,
@@ -288,7 +304,7 @@ impl FitConfig {
             max_iter: self.max_iter,
             local_search: self.local_search,
             max_swaps: self.max_swaps,
-            binning: self.binning(shape),
+            binning: self.binning(shape, None),
             shapes: self.shapes(),
         };
         params.check()?;

@@ -113,7 +113,7 @@ fn bin_edges<'py>(
     n_rows: Option<usize>,
 ) -> PyResult<Vec<Bound<'py, PyArray1<f64>>>> {
     let x = x.as_array();
-    let binning = config.binning((n_rows.unwrap_or(x.nrows()), x.ncols()));
+    let binning = config.binning((n_rows.unwrap_or(x.nrows()), x.ncols()), None);
     let w = super::weights(sample_weight);
     let cuts = compute(py, "bin_edges", config.n_jobs, || {
         bin_data(x, w.as_deref(), &binning)
@@ -149,7 +149,7 @@ fn fit_stats<'py>(
     interaction_penalty: f64,
 ) -> PyResult<FitDict<'py>> {
     let (loss, _) = config.loss_engine()?;
-    let params = config.fit_params((0, cuts.len()), held_out.is_some())?;
+    let params = config.fit_params((0, cuts.len()), held_out.is_some(), None)?;
     let tables = to_tables(&stats)?;
     drop(stats);
     let held = match held_out.filter(|_| entry::stats_read_held_out(&params)) {

@@ -70,7 +70,7 @@ fn fit<'py>(
     n_classes: Option<usize>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let rows = data.rows();
-    let params = config.fit_params(rows.x.dim(), true)?;
+    let params = config.fit_params(rows.x.dim(), true, n_classes)?;
     let task = config.task(n_classes)?;
     let cancel = AtomicBool::new(false);
     let mut bridge = ProgressBridge::new(&cancel, progress, config.progress_interval);
@@ -120,7 +120,7 @@ fn fit_path<'py>(
     relative: bool,
 ) -> PyResult<WithBins<'py, PathOutput<'py>>> {
     let rows = data.rows();
-    let params = config.fit_params(rows.x.dim(), false)?;
+    let params = config.fit_params(rows.x.dim(), false, None)?;
     let (binned, lmax, fits) = compute(py, "fit_path", config.n_jobs, || {
         solver::fit_path_rows(rows, &lambdas, relative, &params)
     })?;

@@ -373,6 +373,25 @@ def test_an_additive_four_class_fit_does_not_stall():
     assert abs(_reported_objective_is_the_models(m, X, y, w) - m.objective_) <= 1e-9
 
 
+def test_auto_bins_of_a_softmax_stay_within_1024():
+    """``max_bins="auto"`` gives a softmax at most 1,024 bins a feature (3,000 distinct values:
+    1,024 quantile bins), where the binary classifier keeps one bin per value; an explicit
+    ``max_bins`` holds for the softmax as given."""
+    r = np.random.default_rng(3)
+    X = r.uniform(size=(3000, 2))
+    y = np.digitize(X[:, 0] + 0.3 * r.normal(size=3000), [0.3, 0.7])
+    kw = dict(interactions=0, lambda_ratio=1e-2, max_iter=200)  # a fixed ratio: every row is fitted
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        soft = FASTClassifier(**kw).fit(X, y)
+        binary = FASTClassifier(**kw).fit(X, (y == 2).astype(int))
+        fine = FASTClassifier(max_bins=2048, **kw).fit(X, y)
+    assert len(soft.classes_) == 3 and soft.intercept_.shape == (3,)
+    assert [len(c) + 1 for c in soft.cuts_] == [1024, 1024]
+    assert [len(c) + 1 for c in binary.cuts_] == [3000, 3000]
+    assert [len(c) + 1 for c in fine.cuts_] == [2048, 2048]
+
+
 def test_max_time_holds_for_the_search_and_the_final_fit_together():
     """max_time is the budget of the main effects with their penalty search: once a fit of the
     held-out path runs out of it, the path ends and the final fit gets what is left (here

@@ -73,6 +73,16 @@ pub const AUTO_FULL_BINS_ROWS: usize = 50_000;
 /// budget's 427 bins for a test MSE within 0.2% (`benches/python/speed_shapes.py`).
 pub const AUTO_TOTAL_BINS: usize = 64 * AUTO_MAX_BINS_SMALL;
 
+/// `max_bins="auto"` of a softmax fit (three or more classes): at most this many bins per
+/// feature, and one bin per level only up to this many levels (EBM's default `max_bins`).
+/// Each block update of a softmax pays for every bin once per class (its FLSA solves, bin
+/// sums and scores), and the finer bins of [`AUTO_MAX_BINS_SMALL`] bought no accuracy there:
+/// on the five tasks of `benches/python/multiclass.py` the test log-loss over EBM's default
+/// was 1.0153 / 1.0251 in geometric mean against 1.0166 / 1.0237 with 4,096 bins
+/// (`random_state` 0 / 1), `dry_bean`'s fit taking less than half the time
+/// (`docs/classification.md`, "Bins of the softmax").
+pub const AUTO_MAX_BINS_SOFTMAX: usize = 1024;
+
 /// The `max_bins` that `"auto"` means for `n_rows` rows of `n_features` features:
 /// [`AUTO_MAX_BINS_LARGE`] above [`AUTO_MAX_BINS_ROWS`] rows, else the smaller of
 /// [`AUTO_TOTAL_BINS`]` / n_features` and `4096 · (50,000 / n_rows)²` (above
