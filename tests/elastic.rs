@@ -310,3 +310,56 @@ fn pair_fits_with_the_squared_term_descend_and_converge() {
         }
     }
 }
+
+/// Twin features (two columns binning every row alike) under the squared term: the optimal
+/// split of their effect is the even one, which the descent reaches by updating the pair as
+/// one block. On every engine and selection of the squared loss, and for the logistic loss,
+/// the fit reaches the reference optimum, splits the twins evenly, and takes about the
+/// updates of the fit without the copy (one twin at a time took thousands).
+#[test]
+fn twin_features_fit_as_one_block_on_every_loss() {
+    let (x, y) = data(300, 4);
+    let twins = ndarray::concatenate![
+        ndarray::Axis(1),
+        x.column(0).insert_axis(ndarray::Axis(1)),
+        x.view()
+    ];
+    let labels = y.mapv(|v| if v > 0.3 { 1.0 } else { 0.0 });
+    let mu = 0.05;
+    let check = |f: &Fit, g: &Fit, logistic: bool, target: &Array1<f64>, what: &str| {
+        assert!(f.report.converged, "{what}: KKT {}", f.report.kkt_residual);
+        assert_eq!(
+            f.model.values[0], f.model.values[1],
+            "{what}: an even split"
+        );
+        let got = fitted_objective(f, &twins, target, logistic, mu);
+        assert!(
+            (got - f.report.objective).abs() <= 1e-9 * got,
+            "{what}: reported"
+        );
+        let (t, _) = thermometer(f, &twins);
+        let want = reference(&t, target, logistic, (f.lambda_f, mu));
+        assert!(
+            (got - want).abs() <= 1e-7 * want,
+            "{what}: {got} vs reference {want}"
+        );
+        let (n2, n1) = (f.report.n_iter, g.report.n_iter);
+        assert!(
+            n2 <= 2 * n1 + 10,
+            "{what}: {n2} updates with a twin, {n1} without"
+        );
+    };
+    for engine in [Engine::Rows, Engine::Tables] {
+        for selection in [Selection::Greedy, Selection::Sweep, Selection::Cyclic] {
+            let mut p = params(mu, &[], 0.02, 1e-7);
+            p.selection = selection;
+            let f = common::converged_fit(&twins, &y, &p, engine);
+            let g = common::converged_fit(&x, &y, &p, engine);
+            check(&f, &g, false, &y, &format!("{engine:?} {selection:?}"));
+        }
+    }
+    let p = params(mu, &[], 0.02, 1e-7);
+    let logistic =
+        |x: &Array2<f64>| fit_logistic(Rows::new(x.view(), labels.view(), None), &p, None).unwrap();
+    check(&logistic(&twins), &logistic(&x), true, &labels, "logistic");
+}

@@ -116,3 +116,57 @@ proptest! {
         prop_assert!((direct - a.fit.report.objective).abs() <= 1e-9 * (1.0 + direct), "{} vs {}", direct, a.fit.report.objective);
     }
 }
+
+/// Features that bin every row alike (twins) under the squared term on the jumps: the optimal
+/// split of an effect between them is the even one, and the two twins with weight `μ` fit as
+/// one feature with weight `μ/2`, each twin carrying half of its tables. The state updates
+/// a twin group as one block, so the twin fit converges in the updates of the single one
+/// (one twin at a time, each update could only halve a jump that should be 0, which stays a
+/// KKT violation near `2λ` until the descent stalls).
+#[test]
+fn twin_features_fit_as_one_block_under_the_squared_term() {
+    for (seed, k, ratio) in [(3u64, 3usize, 0.01), (7, 4, 0.003), (11, 5, 0.03)] {
+        let (x1, y) = data(600, 1, k, seed, 40);
+        let x2 = ndarray::concatenate![ndarray::Axis(1), x1.view(), x1.view()];
+        let fit = |x: &Array2<f64>, l2: f64| {
+            let mut prm = params(Penalty::Relative(ratio), Selection::Greedy, 1e-9, Some(64));
+            prm.shapes.l2 = l2;
+            fit_multinomial_with(
+                Rows::new(x.view(), y.view(), None),
+                k,
+                &prm,
+                None,
+                Curvature::Newton,
+            )
+            .unwrap()
+        };
+        let mu = 0.02;
+        let (one, two) = (fit(&x1, mu / 2.0), fit(&x2, mu));
+        for f in [&one, &two] {
+            assert!(
+                f.fit.report.converged,
+                "{seed}: {:?}",
+                f.fit.report.kkt_residual
+            );
+        }
+        let (v1, v2) = (&one.fit.model.values, &two.fit.model.values);
+        assert_eq!(v2[0], v2[1], "{seed}: the twins are split evenly");
+        // Up to one constant over every bin and class, which no probability sees.
+        let diff: Vec<f64> = v1[0].iter().zip(&v2[0]).map(|(a, b)| a - 2.0 * b).collect();
+        let gap = diff.iter().map(|d| (d - diff[0]).abs()).fold(0.0, f64::max);
+        assert!(
+            gap < 1e-7,
+            "{seed}: the twins' sum is the single feature's tables ({gap})"
+        );
+        let (o1, o2) = (one.fit.report.objective, two.fit.report.objective);
+        assert!(
+            (o1 - o2).abs() <= 1e-9 * o1,
+            "{seed}: objectives {o1} and {o2}"
+        );
+        let (n1, n2) = (one.fit.report.n_iter, two.fit.report.n_iter);
+        assert!(
+            n2 <= n1 + n1 / 10 + 2,
+            "{seed}: {n2} updates with twins, {n1} without"
+        );
+    }
+}

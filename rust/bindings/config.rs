@@ -11,9 +11,7 @@ use pyo3::conversion::FromPyObjectOwned;
 use pyo3::prelude::*;
 use pyo3::IntoPyObjectExt;
 
-use crate::data::binning::{
-    auto_exact_bins, auto_max_bins, BinningParams, AUTO_MAX_BINS_SOFTMAX, DEFAULT_BIN_SAMPLE_SIZE,
-};
+use crate::data::binning::{auto_limits, BinningParams, DEFAULT_BIN_SAMPLE_SIZE};
 use crate::fit::loglink::DEFAULT_TWEEDIE_POWER;
 use crate::fit::pairs::screen::AUTO_INTERACTIONS;
 use crate::fit::sparse::{
@@ -166,21 +164,16 @@ impl FitConfig {
         (n_rows, n_features): (usize, usize),
         n_classes: Option<usize>,
     ) -> BinningParams {
-        // A softmax pays for every bin once per class: its "auto" stays within 1,024 bins.
-        let cap = if n_classes.is_some() {
-            AUTO_MAX_BINS_SOFTMAX
-        } else {
-            usize::MAX
-        };
+        let (auto_bins, auto_exact) = auto_limits(n_rows, n_features, n_classes);
         BinningParams {
             max_bins: match self.max_bins {
                 AutoOr::Value(b) => b,
-                AutoOr::Auto => Some(auto_max_bins(n_rows, n_features).min(cap)),
+                AutoOr::Auto => Some(auto_bins),
             },
             // "auto" keeps the levels of a feature with few enough of them at any size.
             exact_bins: match self.max_bins {
                 AutoOr::Value(_) => 0,
-                AutoOr::Auto => auto_exact_bins(n_features).min(cap),
+                AutoOr::Auto => auto_exact,
             },
             sample_size: self.subsample_for_bin,
             random_state: self.random_state,

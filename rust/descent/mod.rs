@@ -17,6 +17,7 @@ pub mod kinds;
 pub mod pace;
 pub mod selection;
 pub mod transfer;
+pub mod twins;
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -586,6 +587,9 @@ struct Run<'a> {
     /// Pair fits: the update count at which the best KKT residual so far was reached (or the
     /// last window of [`STALL_SWEEPS`] began), that residual and the objective then.
     checkpoint: Option<(usize, f64, f64)>,
+    /// The groups of features that bin every row alike ([`twins::twin_groups`]), found at
+    /// the first update that needs them.
+    twins: Option<Vec<Vec<usize>>>,
     /// The largest block violation at the last score (the working set of `params.sweep_share`).
     sweep_max: f64,
 }
@@ -635,6 +639,7 @@ impl<'a> Run<'a> {
             since_transfer: 0,
             checkpoint: None,
             sweep_max: 0.0,
+            twins: None,
         }
     }
 
@@ -790,6 +795,10 @@ impl<'a> Run<'a> {
             // No block can move and the intercept step did not help: rounding level.
             return Err(Exit::Stop(StopReason::Stalled));
         };
+        if self.twin_group(st, k).is_some() {
+            // Its group is updated as one block ([`Run::update_step`]).
+            return Ok(k);
+        }
         if let Some(j) = self.alternating_with(k) {
             if let Some(true) = st.update_coupled(self.data, (k, j), self.lambda) {
                 self.record_pair(st, (k, j), st.objective(self.lambda), true);
@@ -799,6 +808,7 @@ impl<'a> Run<'a> {
         let second = (self.greedy_pairs && self.fresh && self.n_iter + 2 <= self.params.max_iter)
             .then(|| select_second(&self.scores, k))
             .flatten()
+            .filter(|&k2| self.twin_group(st, k2).is_none())
             .filter(|&k2| st.greedy_pair_pays(self.data, (k, k2)));
         let Some(k2) = second else {
             return Ok(k);
@@ -833,9 +843,12 @@ impl<'a> Run<'a> {
         }
         let k = self.order[self.sweep_pos];
         let all_fresh = self.sweep_pos == 0 && self.fresh;
+        let k2 = self.order.get(self.sweep_pos + 1).copied();
         if self.pairs
-            && self.sweep_pos + 1 < self.order.len()
             && self.n_iter + 2 <= self.params.max_iter
+            && k2.is_some_and(|k2| {
+                self.twin_group(st, k).is_none() && self.twin_group(st, k2).is_none()
+            })
         {
             let k2 = self.order[self.sweep_pos + 1];
             let pair = Pair {
@@ -886,6 +899,19 @@ impl<'a> Run<'a> {
             .sort_by(|&a, &b| scores[b].score.total_cmp(&scores[a].score).then(a.cmp(&b)));
     }
 
+    /// The twins of block `k` with it, where they are updated as one block
+    /// ([`twins::group_of`]): only with the squared term on the jumps.
+    fn twin_group<S: DescentState>(&mut self, st: &S, k: usize) -> Option<Vec<usize>> {
+        let shapes = st.shapes();
+        if !shapes.iter().any(|s| s.l2 > 0.0) {
+            return None;
+        }
+        let groups = self
+            .twins
+            .get_or_insert_with(|| twins::twin_groups(self.data));
+        twins::group_of(groups, shapes, k, self.lambda).map(<[usize]>::to_vec)
+    }
+
     /// The block `j` that greedy updates alternate with `k`: the last two updates were `k`
     /// and then `j` (every block's sums fresh, room for two more updates).
     fn alternating_with(&self, k: usize) -> Option<usize> {
@@ -920,7 +946,14 @@ impl<'a> Run<'a> {
     /// The update of the block `k` alone. A greedy step that cannot move, or a whole sweep
     /// without a move, is the rounding level (`Exit::Stop`).
     fn update_step<S: DescentState>(&mut self, st: &mut S, k: usize) -> Step {
-        let moved = st.update_block(self.data, k, self.lambda);
+        let grouped = self
+            .twin_group(st, k)
+            .and_then(|g| twins::update_group(st, self.data, (&g, k), self.lambda));
+        if grouped.is_some() {
+            // The twins' values were set: every block's sums are stale.
+            self.fresh = false;
+        }
+        let moved = grouped.unwrap_or_else(|| st.update_block(self.data, k, self.lambda));
         if moved {
             self.fresh = false;
             self.last_kkt = None;

@@ -82,6 +82,31 @@ def test_the_squared_term_spreads_an_effect_over_correlated_features():
     assert np.ptp(m.values_[0]) > 0.5
 
 
+@pytest.mark.parametrize("kind", ["regressor", "binary", "softmax"])
+def test_twin_columns_split_evenly_in_the_updates_of_one(kind):
+    """A column and a monotone transform of it bin every row alike (twins). Under the squared
+    term their effect's optimal split is the even one, and the descent updates the two as one
+    block: the split is exact and the fit takes about the updates of the fit without the
+    transform (one twin at a time took hundreds to thousands: ``docs/small_data.md``)."""
+    rng = np.random.default_rng(5)
+    n = 1500
+    x, z = rng.random(n), rng.standard_normal(n)
+    signal = np.sin(6 * x) + 0.5 * z
+    noisy = signal + 0.3 * rng.standard_normal(n)
+    if kind == "regressor":
+        est, y = FASTRegressor, noisy
+    elif kind == "binary":
+        est, y = FASTClassifier, (rng.random(n) < 1 / (1 + np.exp(-2 * signal))).astype(int)
+    else:
+        est, y = FASTClassifier, np.digitize(noisy, [-0.4, 0.4])
+    kw = dict(interactions=0, lambda_ratio=0.01, l2_jumps=0.01, tol=1e-5, n_jobs=1)
+    twins = est(**kw).fit(np.column_stack([x, np.exp(x), z]), y)
+    alone = est(**kw).fit(np.column_stack([x, z]), y)
+    assert twins.converged_ and alone.converged_
+    np.testing.assert_array_equal(twins.values_[0], twins.values_[1])
+    assert twins.n_iter_ <= 2 * alone.n_iter_ + 10, (twins.n_iter_, alone.n_iter_)
+
+
 def test_the_penalty_search_and_pairs_run_with_it():
     X, y = _data(1200, 4)
     y = y + 1.5 * X[:, 0] * X[:, 1]

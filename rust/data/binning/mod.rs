@@ -110,6 +110,23 @@ pub fn auto_exact_bins(n_features: usize) -> usize {
     (AUTO_TOTAL_BINS / n_features.max(1)).clamp(AUTO_MAX_BINS_LARGE, AUTO_MAX_BINS_SMALL)
 }
 
+/// `max_bins="auto"` as a whole: `(max_bins, exact_bins)` for `n_rows` rows of `n_features`
+/// features, fitted with `n_classes` classes' softmax (`None`: one score a row, the
+/// regressor's and the binary classifier's). The bins are [`auto_max_bins`], one bin per
+/// level up to [`auto_exact_bins`] levels; a softmax keeps both within
+/// [`AUTO_MAX_BINS_SOFTMAX`].
+pub fn auto_limits(n_rows: usize, n_features: usize, n_classes: Option<usize>) -> (usize, usize) {
+    let cap = if n_classes.is_some() {
+        AUTO_MAX_BINS_SOFTMAX
+    } else {
+        usize::MAX
+    };
+    (
+        auto_max_bins(n_rows, n_features).min(cap),
+        auto_exact_bins(n_features).min(cap),
+    )
+}
+
 /// How many bins a feature may get: `bins` quantile bins at most, unless it has at most
 /// `exact` distinct values (then one bin per value).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -583,6 +600,26 @@ mod tests {
         // Fewer bins for more features, never more.
         let b: Vec<usize> = (1..2_000).map(|p| auto_max_bins(5_000, p)).collect();
         assert!(b.windows(2).all(|w| w[1] <= w[0]));
+    }
+
+    /// A softmax's "auto" stays within 1,024 bins and 1,024 exact levels; one score a row
+    /// keeps the rule of [`auto_max_bins`] and [`auto_exact_bins`].
+    #[test]
+    fn auto_limits_of_a_softmax_stay_within_1024() {
+        for (n, p) in [
+            (1_000, 1),
+            (20_000, 16),
+            (100_000, 8),
+            (7_017, 613),
+            (500_000, 3),
+        ] {
+            let one = (auto_max_bins(n, p), auto_exact_bins(p));
+            assert_eq!(auto_limits(n, p, None), one);
+            let soft = auto_limits(n, p, Some(3));
+            assert_eq!(soft, (one.0.min(1024), one.1.min(1024)), "{n} x {p}");
+            assert_eq!(auto_limits(n, p, Some(1_000)), soft);
+        }
+        assert_eq!(auto_limits(10_000, 16, Some(7)), (1024, 1024));
     }
 
     /// The message with which [`bin_data`] refuses the unweighted `x` under `p`.

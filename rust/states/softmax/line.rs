@@ -26,6 +26,7 @@
 //! → 1,195 (133 s → 100 s).
 
 use super::*;
+use crate::descent::twins::twin_groups;
 use crate::descent::{descend, Leg};
 use crate::model::report::BinnedFit;
 use crate::params::FitParams;
@@ -275,57 +276,69 @@ impl MultinomialState {
     }
 }
 
-/// The groups of features that bin every row alike (the same cuts' order: equal codes row by
-/// row, so equal bin weights), each of at least two features, in feature order.
-pub(super) fn twin_groups(data: &BinnedData) -> Vec<Vec<usize>> {
-    let f = &data.features;
-    let same = |a: usize, b: usize| {
-        f[a].missing == f[b].missing
-            && f[a].bin_weights == f[b].bin_weights
-            && (0..data.n_samples).all(|i| f[a].codes.get(i) == f[b].codes.get(i))
-    };
-    let mut taken = vec![false; f.len()];
-    let mut groups = Vec::new();
-    for a in 0..f.len() {
-        if taken[a] || f[a].n_bins() < 2 {
-            continue;
-        }
-        let mut group = vec![a];
-        for b in a + 1..f.len() {
-            if !taken[b] && f[b].n_bins() == f[a].n_bins() && same(a, b) {
-                taken[b] = true;
-                group.push(b);
-            }
-        }
-        if group.len() > 1 {
-            groups.push(group);
-        }
-    }
-    groups
-}
-
 impl MultinomialState {
-    /// After an update of block `j` with the squared term: where other features bin every
-    /// row as `j` does ([`twin_groups`]) with the same shape, every block of the group takes
-    /// the group's mean. The scores (the sum over the group) do not change; the penalty,
-    /// convex and the same for each, does not rise (Jensen), and the even split is the
-    /// unique optimal one at `μ > 0`: jump by jump, `g(a) + g(θ − a)` with
-    /// `g(x) = λ|x| + (μ/2)x²` is smallest at `a = θ/2`. Without it greedy updates reach the
-    /// split by zig-zag between the twins, each undoing almost all of the other's move (the
-    /// module documentation). The objective moves by the penalty's change.
-    pub(super) fn even_twins(&mut self, data: &BinnedData, j: usize, lambda: f64) {
+    /// The features that bin every row as block `j` does ([`twin_groups`], [`crate::descent::twins`]), `j` among them,
+    /// when they share its shape and that shape is a chain with the squared term; else `None`
+    /// (without the squared term any split of an effect between twins is optimal).
+    fn twin_group(&mut self, data: &BinnedData, j: usize, lambda: f64) -> Option<Vec<usize>> {
         let shape = self.shape(j);
         if !(shape.l2 > 0.0 && shape.kind() == BlockKind::Chain && lambda.is_finite()) {
-            return;
+            return None;
         }
         let groups = self.twins.get_or_insert_with(|| twin_groups(data));
-        let Some(group) = groups.iter().find(|g| g.contains(&j)).cloned() else {
-            return;
+        let group = groups.iter().find(|g| g.contains(&j))?.clone();
+        group
+            .iter()
+            .all(|&m| self.shape(m) == shape)
+            .then_some(group)
+    }
+
+    /// The update of block `j`; where `j` has twins ([`MultinomialState::twin_group`]), the
+    /// update of the group as one block.
+    ///
+    /// With the squared term the optimal split of an effect between `n` twins is the even
+    /// one, and jump by jump the group's penalty of a summed jump `s` is then
+    /// `n g(s/n) = λ|s| + (μ/2n) s²` (`g(x) = λ|x| + (μ/2) x²`): the group is one chain with
+    /// the squared term's weight divided by `n`. So the twins are first evened (the scores do
+    /// not change; the penalty, convex and the same for each, does not rise), block `j`
+    /// carries the group's sum (the others 0) under the weight `μ/n` (the same objective: the
+    /// total variation is linear in the scale and `(μ/2n)(nθ)² = n (μ/2) θ²`), is updated, and
+    /// the sum is split evenly again.
+    ///
+    /// Updating one twin at a time with the others fixed instead reaches the split by
+    /// zig-zag: at a jump that should be 0, each twin can only remove its own share, and the
+    /// evening splits the rest again, so the summed jump halves with every update, stays on
+    /// the wrong side of 0 (a KKT violation near `2λ` however small it is) and falls below
+    /// what the objective can see (a stall).
+    pub(super) fn update_grouped(&mut self, data: &BinnedData, j: usize, lambda: f64) -> bool {
+        let Some(group) = self.twin_group(data, j, lambda) else {
+            return self.update(data, j, lambda);
         };
-        if group.iter().any(|&m| self.shape(m) != shape) {
-            return;
+        self.even_group(&group, lambda);
+        let shape = self.shape(j);
+        let n = group.len() as f64;
+        for &m in group.iter().filter(|&&m| m != j) {
+            self.beta[m].iter_mut().for_each(|b| *b = 0.0);
         }
-        let (k, nb, nc) = (self.k, self.wn[j].len(), self.n_chain[j]);
+        self.beta[j].iter_mut().for_each(|b| *b *= n);
+        self.shapes[j].l2 = shape.l2 / n;
+        let moved = self.update(data, j, lambda);
+        self.shapes[j] = shape;
+        let share = 1.0 / n;
+        self.beta[j].iter_mut().for_each(|b| *b *= share);
+        let even = self.beta[j].clone();
+        for &m in group.iter().filter(|&&m| m != j) {
+            self.beta[m].copy_from_slice(&even);
+        }
+        moved
+    }
+
+    /// Every block of `group` takes the group's mean: the scores (the sum over the group) do
+    /// not change, and the penalty does not rise (Jensen). The objective moves by the
+    /// penalty's change.
+    fn even_group(&mut self, group: &[usize], lambda: f64) {
+        let shape = self.shape(group[0]);
+        let (k, nb, nc) = (self.k, self.wn[group[0]].len(), self.n_chain[group[0]]);
         let pen = |b: &[f64]| {
             (0..k)
                 .map(|c| {
@@ -336,7 +349,7 @@ impl MultinomialState {
         };
         let mut mean = vec![0.0; k * nb];
         let mut before = 0.0;
-        for &m in &group {
+        for &m in group {
             before += pen(&self.beta[m]);
             mean.iter_mut()
                 .zip(&self.beta[m])
@@ -349,7 +362,7 @@ impl MultinomialState {
         // apart: a change of `μ δ²` below the sums' last digits), and the objective
         // follows only a fall.
         let change = group.len() as f64 * pen(&mean) - before;
-        for &m in &group {
+        for &m in group {
             self.beta[m].copy_from_slice(&mean);
         }
         self.objective += change.min(0.0);

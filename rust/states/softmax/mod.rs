@@ -74,7 +74,8 @@
 //! place in the descent loop; [`block`] holds the block update (score, direction, step, the
 //! median shift) and [`coupling`] the classes' coupling the direction reads; [`line`] holds
 //! what serves the squared term on the jumps where features bin the rows alike or nearly so:
-//! the even split of twin features and the extrapolated rounds of the descent.
+//! the update of a group of twin features as one block, evenly split, and the extrapolated
+//! rounds of the descent.
 
 use rayon::prelude::*;
 
@@ -722,10 +723,7 @@ impl DescentState for MultinomialState {
     /// A pair block that stays may still have a new certificate (its classes' column parts).
     fn update_block(&mut self, data: &BinnedData, j: usize, lambda: f64) -> bool {
         let duals = (self.shape(j).kind() != BlockKind::Chain).then(|| self.duals[j].clone());
-        let moved = self.update(data, j, lambda);
-        if moved {
-            self.even_twins(data, j, lambda);
-        }
+        let moved = self.update_grouped(data, j, lambda);
         moved || duals.is_some_and(|d| d != self.duals[j])
     }
 
