@@ -26,7 +26,7 @@
 //! → 1,195 (133 s → 100 s).
 
 use super::*;
-use crate::descent::twins::twin_groups;
+use crate::descent::twins::{group_of, twin_groups};
 use crate::descent::{descend, Leg};
 use crate::model::report::BinnedFit;
 use crate::params::FitParams;
@@ -277,20 +277,15 @@ impl MultinomialState {
 }
 
 impl MultinomialState {
-    /// The features that bin every row as block `j` does ([`twin_groups`], [`crate::descent::twins`]), `j` among them,
-    /// when they share its shape and that shape is a chain with the squared term; else `None`
-    /// (without the squared term any split of an effect between twins is optimal).
+    /// The twins of block `j` with it, where they are updated as one block
+    /// ([`crate::descent::twins::group_of`], on [`twin_groups`] found once).
     fn twin_group(&mut self, data: &BinnedData, j: usize, lambda: f64) -> Option<Vec<usize>> {
-        let shape = self.shape(j);
-        if !(shape.l2 > 0.0 && shape.kind() == BlockKind::Chain && lambda.is_finite()) {
+        if !(self.shape(j).l2 > 0.0) {
+            // No squared term: the groups need not be found.
             return None;
         }
         let groups = self.twins.get_or_insert_with(|| twin_groups(data));
-        let group = groups.iter().find(|g| g.contains(&j))?.clone();
-        group
-            .iter()
-            .all(|&m| self.shape(m) == shape)
-            .then_some(group)
+        group_of(groups, &self.shapes, j, lambda).map(<[usize]>::to_vec)
     }
 
     /// The update of block `j`; where `j` has twins ([`MultinomialState::twin_group`]), the
