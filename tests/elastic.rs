@@ -87,13 +87,16 @@ fn fitted_objective(f: &Fit, x: &Array2<f64>, y: &Array1<f64>, logistic: bool, m
 /// and the jumps as coordinates of the thermometer columns, run to a standstill.
 fn reference(t: &Array2<f64>, y: &Array1<f64>, logistic: bool, lm: (f64, f64)) -> f64 {
     let (n, m) = t.dim();
+    // Row-major and column-major copies, so that the loops below run over slices.
+    let rows: Vec<f64> = t.iter().copied().collect();
+    let cols: Vec<f64> = t.t().iter().copied().collect();
     // A step from the columns' Gram bound (Frobenius norm squared over n bounds ‖T‖²/n).
-    let fro: f64 = t.iter().map(|v| v * v).sum::<f64>() / n as f64 + 1.0;
+    let fro: f64 = rows.iter().map(|v| v * v).sum::<f64>() / n as f64 + 1.0;
     let curv = if logistic { 0.25 } else { 1.0 };
     let step = 1.0 / (curv * fro + lm.1);
     let eta_of = |p: &[f64]| -> Vec<f64> {
-        (0..n)
-            .map(|i| p[m] + (0..m).map(|c| t[[i, c]] * p[c]).sum::<f64>())
+        rows.chunks(m)
+            .map(|row| p[m] + row.iter().zip(p).map(|(a, b)| a * b).sum::<f64>())
             .collect()
     };
     let value = |p: &[f64]| objective(&eta_of(p), y, logistic, &p[..m], lm);
@@ -113,8 +116,8 @@ fn reference(t: &Array2<f64>, y: &Array1<f64>, logistic: bool, lm: (f64, f64)) -
             })
             .collect();
         let mut next = vec![0.0; m + 1];
-        for c in 0..m {
-            let g = (0..n).map(|i| t[[i, c]] * r[i]).sum::<f64>() + lm.1 * z[c];
+        for (c, col) in cols.chunks(n).enumerate() {
+            let g = col.iter().zip(&r).map(|(a, b)| a * b).sum::<f64>() + lm.1 * z[c];
             let v = z[c] - step * g;
             next[c] = v.signum() * (v.abs() - step * lm.0).max(0.0);
         }
@@ -122,6 +125,11 @@ fn reference(t: &Array2<f64>, y: &Array1<f64>, logistic: bool, lm: (f64, f64)) -
         let v = value(&next);
         let k2 = 0.5 * (1.0 + (1.0 + 4.0 * k * k).sqrt());
         if v > best {
+            if k == 1.0 {
+                // A plain proximal gradient step from the best point (the momentum already
+                // restarted) cannot descend at this step size: only rounding is left.
+                break;
+            }
             // Restart the momentum.
             z.clone_from(&p);
             k = 1.0;
