@@ -260,6 +260,7 @@ impl FitConfig {
             pairs: self.pairs(),
             sweep_share: 0.0,
             grid_splits: crate::params::GridSplits::Solve,
+            objective: crate::params::ObjectiveTracking::Exact,
         };
         params.check()?;
         Ok(params)

@@ -34,7 +34,9 @@ use crate::descent::selection::{
 };
 use crate::error::{check_len, FastError, Result};
 use crate::model::report::{BinnedFit, Callback, FitReport, History, Progress, StopReason};
-use crate::params::{BlockKind, ChainShape, FitParams, GridSplits, Penalty, Selection};
+use crate::params::{
+    BlockKind, ChainShape, FitParams, GridSplits, ObjectiveTracking, Penalty, Selection,
+};
 
 thread_local! {
     // The stop request of the work running on this thread (see `with_cancel`).
@@ -184,6 +186,11 @@ pub trait DescentState {
     /// Sets [`DescentState::grid_splits`] (the descent loop, from its parameters); states that
     /// keep no edge flows of their pair blocks' solves ignore it.
     fn set_grid_splits(&mut self, _splits: GridSplits) {}
+
+    /// Sets how the objective follows the accepted steps (the descent loop, from its
+    /// parameters); states whose datafit has no bound of a step's loss change
+    /// ([`crate::states::datafit::Datafit::bin_loss_bound`]) ignore it.
+    fn set_objective_tracking(&mut self, _tracking: ObjectiveTracking) {}
 
     /// Every pair block's stored column part of its gradient ([`crate::prox::grid`]; empty
     /// entries for chains, or empty: no pair blocks).
@@ -610,6 +617,7 @@ impl<'a> Run<'a> {
         let movable: Vec<usize> = (0..p).filter(|&k| data.features[k].n_bins() > 1).collect();
         let selection = st.resolve_selection(params.selection, p);
         st.set_grid_splits(params.grid_splits);
+        st.set_objective_tracking(params.objective);
         if selection == Selection::Greedy {
             st.follow_sums();
         }

@@ -16,7 +16,7 @@ use crate::data::binning::BinnedData;
 use crate::descent::{descend, DescentState, Leg};
 use crate::error::{FastError, Result};
 use crate::model::report::{BinnedFit, Callback, PenaltySearch, StopReason};
-use crate::params::FitParams;
+use crate::params::{FitParams, ObjectiveTracking};
 use crate::states::datafit::Datafit;
 use crate::states::extrapolate::path_fit_in_rounds;
 use crate::states::newton::NewtonState;
@@ -121,6 +121,7 @@ pub(crate) fn path_start<S: DescentState>(
     let lambda_max = st.start_flat(data);
     let path_params = FitParams {
         tol: params.tol.max(path_tol),
+        objective: ObjectiveTracking::Bounded,
         ..params.clone()
     };
     (st, lambda_max, path_params)

@@ -66,7 +66,9 @@ pub use crate::fit::path::{
 };
 pub use crate::model::report::PenaltySearch;
 use crate::model::report::{BinnedFit, Callback, Fit, Progress, StopReason};
-use crate::params::{Engine, FitParams, Penalty, Validation, DEFAULT_LAMBDA_RATIO};
+use crate::params::{
+    Engine, FitParams, ObjectiveTracking, Penalty, Validation, DEFAULT_LAMBDA_RATIO,
+};
 use crate::states::engine::{
     fit_binned_engine, fit_binned_tables, resolve_engine, squared_state, tables_shell,
 };
@@ -745,6 +747,7 @@ pub(crate) fn kfold_then_refit<S: DescentState>(
         let all_held: f64 = held_total.iter().sum();
         let path_params = FitParams {
             tol: params.tol.max(path_tol),
+            objective: ObjectiveTracking::Bounded,
             ..params.clone()
         };
         // One clock for the whole path (see [`run_path`]).

@@ -61,6 +61,7 @@ pub fn params(
         pairs: Default::default(),
         sweep_share: 0.0,
         grid_splits: Default::default(),
+        objective: Default::default(),
     }
 }
 

@@ -15,7 +15,7 @@ use crate::fit::validation::{
     mean_loss, on_path_rows, reborrow, stratified_validation_rows, validation_rows, Split,
 };
 use crate::model::report::{BinnedFit, Callback, StopReason};
-use crate::params::{Engine, FitParams, Grid, PairLink, Penalty, Validation};
+use crate::params::{Engine, FitParams, Grid, ObjectiveTracking, PairLink, Penalty, Validation};
 use crate::states::engine::choose_engine;
 
 /// The pair penalties `ρ = λ_pair / λ_f` tried on held-out rows, in order.
@@ -318,6 +318,7 @@ pub(super) fn path_fit_within<S: PairDescent>(
     callback: Option<Callback<'_>>,
 ) -> (BinnedFit, Vec<f64>, f64) {
     prm.max_iter = prm.max_iter.min(budget);
+    prm.objective = ObjectiveTracking::Bounded;
     let leg = Leg::new(lambda, lambda_max, std::time::Instant::now(), callback);
     let fit = descend(rows.fit, &prm, st, leg);
     let terms = term.terms(rows.all, rows.y, (fit.intercept, &fit.values), held);

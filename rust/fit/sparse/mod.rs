@@ -105,6 +105,7 @@ impl SparseParams {
             pairs: crate::params::PairParams::default(),
             sweep_share: 0.0,
             grid_splits: crate::params::GridSplits::Solve,
+            objective: crate::params::ObjectiveTracking::Exact,
         }
     }
 }

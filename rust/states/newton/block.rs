@@ -7,6 +7,18 @@
 use super::*;
 use crate::descent::selection::bin_sums_into;
 
+/// The margin by which a step's bound must pass, per unit of `Σ_b |s_b|·w_b/W`
+/// ([`NewtonState::bound_passes`]): far above the rounding of a bin's gradient sum (about
+/// `1e-13` of its weight on a chunk of rows), far below any step worth taking.
+const BOUND_MARGIN: f64 = 1e-9;
+
+/// The largest share of a step's change by which a step left unmeasured may move the
+/// objective less than it moved ([`ObjectiveTracking::Bounded`]): the bound's gap over the
+/// change, at most [`Datafit::bin_loss_bound`]'s second value, within this share of the
+/// change. The first steps from a flat model (log-odds moves of 1–3) fail it and are
+/// measured; later steps are small.
+const BOUND_GAP: f64 = 0.01;
+
 impl<D: Datafit> NewtonState<D> {
     /// The proximal step of block `k` for the curvature in `self.buf.h`: `bnew = FLSA(z, h, λ)`
     /// over the chain (`λ = ∞`: the chain flat at its `h`-weighted mean), `z` itself in the
@@ -102,17 +114,41 @@ impl<D: Datafit> NewtonState<D> {
             e1: &self.buf.e1[..nb],
             e1n: &self.e1n[..nb],
         };
-        let dloss = match self.h_sums_of {
-            Some(j) if j == k => self.sums_loss_change(k, nb),
-            _ => self.rows.loss_change(self.datafit, data, Some(k), &step),
+        let penalty = penalty_change(lambda, dtv) + dsmooth;
+        let bound = match self.h_sums_of {
+            Some(j) if j == k && self.h_sums_bound => self.passing_bound(k, nb, t, pred, penalty),
+            _ => None,
         };
-        let change = dloss + penalty_change(lambda, dtv) + dsmooth;
-        if !(change < 0.0 && change <= ARMIJO * t * pred) {
-            return false;
-        }
-        (self.grad_c, self.hess_c) =
-            self.rows
-                .apply(self.datafit, data, Some(k), &self.buf.s[..nb]);
+        let change = match (bound, self.tracking) {
+            // The change is at most its bound, which passes: the step is taken, and its
+            // change measured as it is applied.
+            (Some(_), ObjectiveTracking::Exact) => {
+                let (g, h, dloss) = self.rows.apply_measured(self.datafit, data, k, &step);
+                (self.grad_c, self.hess_c) = (g, h);
+                dloss + penalty
+            }
+            // Or not measured: the objective moves by the bound.
+            (Some(bound), ObjectiveTracking::Bounded) => {
+                (self.grad_c, self.hess_c) =
+                    self.rows
+                        .apply(self.datafit, data, Some(k), &self.buf.s[..nb]);
+                bound + penalty
+            }
+            (None, _) => {
+                let dloss = match self.h_sums_of {
+                    Some(j) if j == k && !self.h_sums_bound => self.sums_loss_change(k, nb),
+                    _ => self.rows.loss_change(self.datafit, data, Some(k), &step),
+                };
+                let change = dloss + penalty;
+                if !(change < 0.0 && change <= ARMIJO * t * pred) {
+                    return false;
+                }
+                (self.grad_c, self.hess_c) =
+                    self.rows
+                        .apply(self.datafit, data, Some(k), &self.buf.s[..nb]);
+                change
+            }
+        };
         self.beta[k][..nb].copy_from_slice(&self.buf.cand[..nb]);
         self.intercept += mean;
         self.objective += change;
@@ -134,6 +170,34 @@ impl<D: Datafit> NewtonState<D> {
         total
     }
 
+    /// The bound of the loss change of the step in `self.buf.s` on block `k` from its bins'
+    /// sums ([`Datafit::bin_loss_bound`]; `h_sums` must be block `k`'s), where it passes the
+    /// Armijo test (for the step length `t`, the predicted change `pred` and the penalty's
+    /// change `penalty`) with a margin over rounding: the bound's linear part is the
+    /// gradient's sums times the step, whose rounding the rows' own sum does not share, so
+    /// the bound must clear [`BOUND_MARGIN`] of `Σ_b |s_b|·w_b/W` below zero. A step whose
+    /// gradient is at rounding level is measured on the rows as before.
+    fn passing_bound(&self, k: usize, nb: usize, t: f64, pred: f64, penalty: f64) -> Option<f64> {
+        let (d, r, wn) = (self.datafit, &self.sums[k], &self.wn[k]);
+        let (mut bound, mut scale, mut gap) = (0.0, 0.0, 0.0);
+        for b in 0..nb {
+            let s = self.buf.s[b];
+            if s != 0.0 {
+                let (u, g) = d.bin_loss_bound(r[b], self.h_sums[b], s)?;
+                bound += u;
+                gap += g;
+                scale += s.abs() * wn[b];
+            }
+        }
+        let change = bound + penalty;
+        let passes = change < -BOUND_MARGIN * scale && change <= ARMIJO * t * pred;
+        // A step left unmeasured moves the objective by its bound: only where that is close
+        // to the change, so that the objective's fall (which the stopping rule reads) is
+        // followed to within BOUND_GAP of it.
+        let close = self.tracking == ObjectiveTracking::Exact || gap <= -BOUND_GAP * change;
+        (passes && close).then_some(bound)
+    }
+
     /// One update of block `k` (its sums must be fresh). Returns whether the state moved;
     /// every block's sums are stale if it did.
     pub(super) fn update_block(&mut self, data: &BinnedData, k: usize, lambda: f64) -> bool {
@@ -144,10 +208,12 @@ impl<D: Datafit> NewtonState<D> {
             let inv_w = 1.0 / data.total_weight;
             // The block's Hessian: its bins' sums of the rows' curvatures.
             bin_sums_into(&data.features[k], curv, inv_w, &mut self.buf.h[..nb]);
-            if d.bin_loss_change(0.0, 0.0, 0.0).is_some() {
+            let exact = d.bin_loss_change(0.0, 0.0, 0.0).is_some();
+            if exact || d.bin_loss_bound(0.0, 0.0, 0.0).is_some() {
                 self.h_sums.clear();
                 self.h_sums.extend_from_slice(&self.buf.h[..nb]);
                 self.h_sums_of = Some(k);
+                self.h_sums_bound = !exact;
             }
             for (h, &w) in self.buf.h[..nb].iter_mut().zip(&self.wn[k]) {
                 *h = if w > 0.0 { h.max(self.floor * w) } else { 0.0 };

@@ -43,7 +43,7 @@ use crate::data::binning::{BinnedData, Code};
 use crate::descent::kinds::{block_smooth, block_step, block_tv, smooth_change, tv_delta};
 use crate::descent::{DescentState, Leg};
 use crate::model::report::BinnedFit;
-use crate::params::{BlockKind, ChainShape, FitParams, GridSplits, Selection};
+use crate::params::{BlockKind, ChainShape, FitParams, GridSplits, ObjectiveTracking, Selection};
 use crate::prox::flsa::FlsaWorkspace;
 use crate::prox::grid::GridWorkspace;
 use crate::prox::monotone::PavaWorkspace;
@@ -149,10 +149,13 @@ fn chunk_loss_change<D: Datafit, B: Fn(usize) -> usize>(
 }
 
 /// Applies a step to one chunk (`η += s`, `r = −ℓ'(y, η)`, `h = v ℓ''(y, η)`, `vr = v·r`)
-/// and returns `[Σ v r, Σ v ℓ''(y, η)]` over it. `i0` is the chunk's first row.
+/// and returns `[Σ v r, Σ v ℓ''(y, η), Σ v Δℓ]` over it, where `s_of(i)` gives row `i`'s
+/// `(s, factors, [expm1(s), expm1(−s)])` and the loss change `Δℓ` is summed only where `M`
+/// (as [`chunk_loss_change`] sums it: the same terms in the same order). `i0` is the chunk's
+/// first row.
 #[inline]
 #[allow(clippy::too_many_arguments)]
-fn chunk_apply<D: Datafit, S: Fn(usize) -> (f64, [f64; 2])>(
+fn chunk_apply<const M: bool, D: Datafit, S: Fn(usize) -> (f64, [f64; 2], [f64; 2])>(
     d: D,
     (eta, r, curv): (&mut [f64], &mut [f64], &mut [f64]),
     mut vr: Option<&mut [f64]>,
@@ -160,12 +163,16 @@ fn chunk_apply<D: Datafit, S: Fn(usize) -> (f64, [f64; 2])>(
     v: Option<&[f64]>,
     i0: usize,
     s_of: &S,
-) -> [f64; 2] {
-    let (mut sr, mut sh) = (0.0, 0.0);
+) -> [f64; 3] {
+    let (mut sr, mut sh, mut sl) = (0.0, 0.0, 0.0);
     for i in 0..eta.len() {
         let gi = i0 + i;
         let yi = y[gi];
-        let (s, f) = s_of(gi);
+        let (s, f, e) = s_of(gi);
+        if M {
+            let change = d.loss_change(yi, eta[i], r[i], s, e[0], e[1]);
+            sl += v.map_or(change, |v| v[gi] * change);
+        }
         let vi = v.map_or(1.0, |v| v[gi]);
         if s != 0.0 {
             eta[i] += s;
@@ -184,7 +191,7 @@ fn chunk_apply<D: Datafit, S: Fn(usize) -> (f64, [f64; 2])>(
         sr += vi * r[i];
         sh += h;
     }
-    [sr, sh]
+    [sr, sh, sl]
 }
 
 /// Makes a chain monotone in `direction` (1 nondecreasing, −1 nonincreasing) by a running
@@ -280,7 +287,7 @@ struct Rows {
     // v ∘ resid (empty for unit weights: then resid itself is used).
     vresid: Vec<f64>,
     partials: Vec<f64>,
-    partials2: Vec<[f64; 2]>,
+    partials2: Vec<[f64; 3]>,
 }
 
 impl Rows {
@@ -329,6 +336,37 @@ impl Rows {
         block: Option<usize>,
         s: &[f64],
     ) -> (f64, f64) {
+        let zero = [0.0; 2];
+        let out = self.apply_factored::<false, D, _>(d, data, block, s, |_| zero);
+        (out[0], out[1])
+    }
+
+    /// [`Rows::apply`] of the step `step` on block `k`, measuring its loss change on the way:
+    /// `(Σ v r / W, Σ v ℓ'' / W, (Σ v ℓ(y, η + s) − Σ v ℓ(y, η)) / W)`, the last the same
+    /// number [`Rows::loss_change`] gives before the step (one pass over the rows instead of
+    /// two, for a step accepted without measuring it first).
+    fn apply_measured<D: Datafit>(
+        &mut self,
+        d: D,
+        data: &BinnedData,
+        k: usize,
+        step: &Step<'_>,
+    ) -> (f64, f64, f64) {
+        let (e1, e1n) = (step.e1, step.e1n);
+        let out = self.apply_factored::<true, D, _>(d, data, Some(k), step.s, |b| [e1[b], e1n[b]]);
+        (out[0], out[1], out[2])
+    }
+
+    /// [`Rows::apply`], with `e_of(b)` the `[expm1(s), expm1(−s)]` of bin `b` where `M`
+    /// measures the loss change.
+    fn apply_factored<const M: bool, D: Datafit, E: Fn(usize) -> [f64; 2] + Sync>(
+        &mut self,
+        d: D,
+        data: &BinnedData,
+        block: Option<usize>,
+        s: &[f64],
+        e_of: E,
+    ) -> [f64; 3] {
         let mut factors = std::mem::take(&mut self.factors);
         factors.clear();
         if D::SCALES {
@@ -338,28 +376,30 @@ impl Rows {
         }
         let out = match block {
             Some(k) => with_codes!(&data.features[k].codes, c => {
-                self.apply_with::<D, _>(d, data, |i| {
+                self.apply_with::<M, D, _>(d, data, |i| {
                     let b = c[i].idx();
-                    (s[b], factors[b])
+                    (s[b], factors[b], e_of(b))
                 })
             }),
             None => {
-                let step = (s[0], factors[0]);
-                self.apply_with::<D, _>(d, data, |_| step)
+                let step = (s[0], factors[0], e_of(0));
+                self.apply_with::<M, D, _>(d, data, |_| step)
             }
         };
         self.factors = factors;
-        (out[0] / data.total_weight, out[1] / data.total_weight)
+        let w = data.total_weight;
+        [out[0] / w, out[1] / w, out[2] / w]
     }
 
-    /// Applies the step `s_of(i) = (s, factors)` to every row `i` (factors `NaN`: the row's
-    /// residual recomputed from `η`); returns `[Σ v r, Σ v ℓ'']` after it.
-    fn apply_with<D: Datafit, S: Fn(usize) -> (f64, [f64; 2]) + Sync>(
+    /// Applies the step `s_of(i) = (s, factors, expm1s)` to every row `i` (factors `NaN`: the
+    /// row's residual recomputed from `η`); returns `[Σ v r, Σ v ℓ'', Σ v Δℓ]` after it (the
+    /// last only where `M`, see [`chunk_apply`]).
+    fn apply_with<const M: bool, D: Datafit, S: Fn(usize) -> (f64, [f64; 2], [f64; 2]) + Sync>(
         &mut self,
         d: D,
         data: &BinnedData,
         s_of: S,
-    ) -> [f64; 2] {
+    ) -> [f64; 3] {
         let chunk = self.chunk();
         let Rows {
             y,
@@ -380,7 +420,7 @@ impl Rows {
             } else {
                 Some(&mut vresid[..])
             };
-            parts[0] = chunk_apply::<D, S>(d, (eta, resid, curv), vr, y, v, 0, &s_of);
+            parts[0] = chunk_apply::<M, D, S>(d, (eta, resid, curv), vr, y, v, 0, &s_of);
         } else if vresid.is_empty() {
             eta.par_chunks_mut(chunk)
                 .zip(resid.par_chunks_mut(chunk))
@@ -388,7 +428,7 @@ impl Rows {
                 .zip(parts.par_iter_mut())
                 .enumerate()
                 .for_each(|(c, (((e, r), h), o))| {
-                    *o = chunk_apply::<D, S>(d, (e, r, h), None, y, v, c * chunk, &s_of)
+                    *o = chunk_apply::<M, D, S>(d, (e, r, h), None, y, v, c * chunk, &s_of)
                 });
         } else {
             eta.par_chunks_mut(chunk)
@@ -399,12 +439,12 @@ impl Rows {
                 .enumerate()
                 .for_each(|(c, ((((e, r), h), vr), o))| {
                     let rows = (e, r, h);
-                    *o = chunk_apply::<D, S>(d, rows, Some(vr), y, v, c * chunk, &s_of)
+                    *o = chunk_apply::<M, D, S>(d, rows, Some(vr), y, v, c * chunk, &s_of)
                 });
         }
         parts
             .iter()
-            .fold([0.0; 2], |a, p| [a[0] + p[0], a[1] + p[1]])
+            .fold([0.0; 3], |a, p| [a[0] + p[0], a[1] + p[1], a[2] + p[2]])
     }
 }
 
@@ -434,9 +474,13 @@ pub(crate) struct NewtonState<D: Datafit> {
     e1n: Vec<f64>,
     // The block whose bins' curvature sums (before the floor) `h_sums` holds, at the
     // current state: its steps' loss changes come from its sums
-    // ([`Datafit::bin_loss_change`]) instead of the rows.
+    // ([`Datafit::bin_loss_change`]) instead of the rows, or (`h_sums_bound`) the bound of
+    // them ([`Datafit::bin_loss_bound`]) decides first whether a step needs measuring.
     h_sums: Vec<f64>,
     h_sums_of: Option<usize>,
+    h_sums_bound: bool,
+    // How `objective` follows a step accepted by its bound.
+    tracking: ObjectiveTracking,
     curvature: Curvature,
     // The penalty whose term `objective` includes (see `set_lambda`).
     lambda: f64,
@@ -518,7 +562,7 @@ impl<D: Datafit> NewtonState<D> {
             factors: Vec::new(),
             vresid,
             partials: vec![0.0; n_chunks],
-            partials2: vec![[0.0; 2]; n_chunks],
+            partials2: vec![[0.0; 3]; n_chunks],
         };
         let grad_c = rows.vr().iter().sum::<f64>() / w_total;
         let mut st = Self {
@@ -536,6 +580,8 @@ impl<D: Datafit> NewtonState<D> {
             e1n: vec![0.0; max_bins],
             h_sums: Vec::new(),
             h_sums_of: None,
+            h_sums_bound: false,
+            tracking: ObjectiveTracking::Exact,
             curvature,
             lambda: 0.0,
             datafit: d,
@@ -696,6 +742,10 @@ impl<D: Datafit> DescentState for NewtonState<D> {
         self.splits
     }
 
+    fn set_objective_tracking(&mut self, tracking: ObjectiveTracking) {
+        self.tracking = tracking;
+    }
+
     fn set_grid_splits(&mut self, splits: GridSplits) {
         self.splits = splits;
     }
@@ -842,9 +892,9 @@ impl<D: Datafit> NewtonState<D> {
             let change = dloss + dpen;
             if change < 0.0 {
                 (self.grad_c, self.hess_c) = {
-                    let out = self
-                        .rows
-                        .apply_with(dfit, data, |i| (t * u[i], [f64::NAN; 2]));
+                    let out = self.rows.apply_with::<false, _, _>(dfit, data, |i| {
+                        (t * u[i], [f64::NAN; 2], [0.0; 2])
+                    });
                     (out[0] / data.total_weight, out[1] / data.total_weight)
                 };
                 self.beta = cand;
