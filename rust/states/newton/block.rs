@@ -8,7 +8,7 @@ use super::*;
 use crate::descent::selection::bin_sums_into;
 
 /// The margin by which a step's bound must pass, per unit of `Σ_b |s_b|·w_b/W`
-/// ([`NewtonState::bound_passes`]): far above the rounding of a bin's gradient sum (about
+/// ([`NewtonState::passing_bound`]): far above the rounding of a bin's gradient sum (about
 /// `1e-13` of its weight on a chunk of rows), far below any step worth taking.
 const BOUND_MARGIN: f64 = 1e-9;
 

@@ -21,7 +21,11 @@
 //! without cancellation ([`Datafit::loss_change`], summed over the rows), is negative; the
 //! reported objective is the running sum of accepted changes, so the history is
 //! non-increasing in floating point too, and steps far below the objective's rounding level
-//! are still resolved. No single step moves a linear predictor by more than [`MAX_STEP`].
+//! are still resolved. A datafit that bounds a step's loss change from its bins' sums (the
+//! log-loss, [`Datafit::bin_loss_bound`]) takes a step whose bound passes that test without
+//! measuring it first (the change is at most the bound): measured as the step is applied,
+//! or, in the held-out fits ([`ObjectiveTracking::Bounded`]), not at all, the objective then
+//! moving by the bound (an upper bound of `F`, still non-increasing). No single step moves a linear predictor by more than [`MAX_STEP`].
 //!
 //! **Extrapolation (pair fits).** The fits with pair blocks run in rounds, each followed by a
 //! step along the round's change (`crate::states::extrapolate::descend_rounds`): the step minimises
@@ -453,7 +457,8 @@ impl Rows {
 ///
 /// Invariants: `η_i = c + Σ_j β_j[code_j(i)]` and `r_i = −ℓ'(y_i, η_i)` (up to rounding);
 /// every block centred (`Σ_b w_b β_{j,b} = 0`); `objective` is `F` at the current state for
-/// the penalty `lambda`, kept as the running sum of accepted changes; `grad_c = Σ v r / W` and
+/// the penalty `lambda`, kept as the running sum of accepted changes (of their bounds, where
+/// unmeasured under [`ObjectiveTracking::Bounded`]: then at least `F`); `grad_c = Σ v r / W` and
 /// `hess_c = Σ v ℓ''(y, η) / W` as of the last row pass.
 pub(crate) struct NewtonState<D: Datafit> {
     intercept: f64,
