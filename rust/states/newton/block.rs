@@ -115,8 +115,12 @@ impl<D: Datafit> NewtonState<D> {
             e1n: &self.e1n[..nb],
         };
         let penalty = penalty_change(lambda, dtv) + dsmooth;
-        let bound = match self.h_sums_of {
-            Some(j) if j == k && self.h_sums_bound => self.passing_bound(k, nb, t, pred, penalty),
+        let form = self
+            .h_sums_of
+            .filter(|&(j, _)| j == k)
+            .map(|(_, form)| form);
+        let bound = match form {
+            Some(BinForm::Bound) => self.passing_bound(k, nb, t, pred, penalty),
             _ => None,
         };
         let change = match (bound, self.tracking) {
@@ -135,8 +139,8 @@ impl<D: Datafit> NewtonState<D> {
                 bound + penalty
             }
             (None, _) => {
-                let dloss = match self.h_sums_of {
-                    Some(j) if j == k && !self.h_sums_bound => self.sums_loss_change(k, nb),
+                let dloss = match form {
+                    Some(BinForm::Exact) => self.sums_loss_change(k, nb),
                     _ => self.rows.loss_change(self.datafit, data, Some(k), &step),
                 };
                 let change = dloss + penalty;
@@ -208,12 +212,15 @@ impl<D: Datafit> NewtonState<D> {
             let inv_w = 1.0 / data.total_weight;
             // The block's Hessian: its bins' sums of the rows' curvatures.
             bin_sums_into(&data.features[k], curv, inv_w, &mut self.buf.h[..nb]);
-            let exact = d.bin_loss_change(0.0, 0.0, 0.0).is_some();
-            if exact || d.bin_loss_bound(0.0, 0.0, 0.0).is_some() {
+            let form = if d.bin_loss_change(0.0, 0.0, 0.0).is_some() {
+                Some(BinForm::Exact)
+            } else {
+                d.bin_loss_bound(0.0, 0.0, 0.0).map(|_| BinForm::Bound)
+            };
+            if let Some(form) = form {
                 self.h_sums.clear();
                 self.h_sums.extend_from_slice(&self.buf.h[..nb]);
-                self.h_sums_of = Some(k);
-                self.h_sums_bound = !exact;
+                self.h_sums_of = Some((k, form));
             }
             for (h, &w) in self.buf.h[..nb].iter_mut().zip(&self.wn[k]) {
                 *h = if w > 0.0 { h.max(self.floor * w) } else { 0.0 };

@@ -455,6 +455,17 @@ impl Rows {
 /// The proximal-Newton optimisation state of the datafit `D`: intercept, blocks, rows, bin
 /// sums and buffers.
 ///
+/// What a loss's bin form gives from a block's bins' residual and curvature sums
+/// ([`NewtonState`]'s `h_sums`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BinForm {
+    /// A step's loss change itself ([`Datafit::bin_loss_change`]): the rows are not read.
+    Exact,
+    /// A bound of it ([`Datafit::bin_loss_bound`]): a step whose bound passes the Armijo test
+    /// is taken without measuring it first; others are measured on the rows.
+    Bound,
+}
+
 /// Invariants: `η_i = c + Σ_j β_j[code_j(i)]` and `r_i = −ℓ'(y_i, η_i)` (up to rounding);
 /// every block centred (`Σ_b w_b β_{j,b} = 0`); `objective` is `F` at the current state for
 /// the penalty `lambda`, kept as the running sum of accepted changes (of their bounds, where
@@ -478,12 +489,9 @@ pub(crate) struct NewtonState<D: Datafit> {
     // expm1(−s) of the step tried.
     e1n: Vec<f64>,
     // The block whose bins' curvature sums (before the floor) `h_sums` holds, at the
-    // current state: its steps' loss changes come from its sums
-    // ([`Datafit::bin_loss_change`]) instead of the rows, or (`h_sums_bound`) the bound of
-    // them ([`Datafit::bin_loss_bound`]) decides first whether a step needs measuring.
+    // current state, and what its loss's bin form gives from them ([`BinForm`]).
     h_sums: Vec<f64>,
-    h_sums_of: Option<usize>,
-    h_sums_bound: bool,
+    h_sums_of: Option<(usize, BinForm)>,
     // How `objective` follows a step accepted by its bound.
     tracking: ObjectiveTracking,
     curvature: Curvature,
@@ -585,7 +593,6 @@ impl<D: Datafit> NewtonState<D> {
             e1n: vec![0.0; max_bins],
             h_sums: Vec::new(),
             h_sums_of: None,
-            h_sums_bound: false,
             tracking: ObjectiveTracking::Exact,
             curvature,
             lambda: 0.0,
