@@ -6,6 +6,7 @@ Run by hand (not in CI)::
     python benches/python/compare_ebm_classifier.py --sweep    # how the fixed lambda_ratio 3e-3 was chosen
     python benches/python/compare_ebm_classifier.py --auto     # lambda_ratio="auto" against the fixed 3e-3
     python benches/python/compare_ebm_classifier.py --real     # real binary tasks, both at their defaults
+    python benches/python/compare_ebm_classifier.py --gap      # the same tasks: main effects' and pairs' shares
 
 Tasks: scikit-learn's breast-cancer data, and the regression datasets of the shared data
 directory (``_data.load``: 80/20 split, ``random_state=0``) with the target binarised at the
@@ -45,7 +46,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 from sklearn.datasets import load_breast_cancer
@@ -246,6 +247,54 @@ def real(names: Optional[list[str]], with_ebm: bool, fast_params: dict, ebm_from
     return "\n".join(lines)
 
 
+def gap(names: Optional[list[str]], ebm_from: Optional[dict] = None) -> str:
+    """Where FAST's log-loss against EBM's default comes from, task by task: the main effects
+    (FAST's additive model against EBM's additive model, both with ``interactions=0``) and the
+    pairs (each model's default against its own additive model). The three ratios multiply to
+    FAST / EBM at their defaults. EBM's default figures may come from an earlier run
+    (``ebm_from``; EBM is seeded, so its log-loss is the same); its additive model is fitted."""
+    from interpret.glassbox import ExplainableBoostingClassifier
+
+    rows = []
+    for name, X_tr, X_te, y_tr, y_te in real_tasks(names):
+        row: dict = {"name": name}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fast_runs: tuple[tuple[str, dict[str, Any]], ...] = (("fast", {}), ("fast_add", {"interactions": 0}))
+            for key, params in fast_runs:
+                model = FASTClassifier(n_jobs=2, **params).fit(X_tr, y_tr)
+                row[key] = scores(model, X_te, y_te)[0]
+            for key, params in (("ebm", {}), ("ebm_add", {"interactions": 0})):
+                if key == "ebm" and ebm_from and name in ebm_from:
+                    row[key] = ebm_from[name]["ll_ebm"]
+                    continue
+                model = ExplainableBoostingClassifier(n_jobs=2, **params).fit(X_tr, y_tr)
+                row[key] = scores(model, X_te, y_te)[0]
+        rows.append(row)
+        print({k: (round(v, 5) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
+    head = (
+        "| task | FAST additive | EBM additive | main effects: FAST / EBM additive | FAST: default / additive "
+        "| EBM: default / additive | FAST / EBM default |"
+    )
+    lines = [head, "|---|" + "---:|" * 6]
+    cols: list[list[float]] = [[], [], [], []]
+    for r in rows:
+        ratios = [r["fast_add"] / r["ebm_add"], r["fast"] / r["fast_add"], r["ebm"] / r["ebm_add"], r["fast"] / r["ebm"]]
+        for c, v in zip(cols, ratios):
+            c.append(v)
+        lines.append(
+            f"| {r['name']} | {r['fast_add']:.4f} | {r['ebm_add']:.4f} | "
+            + " | ".join(f"{v:.3f}" for v in ratios[:3])
+            + f" | **{ratios[3]:.3f}** |"
+        )
+    if rows:
+        g = [float(np.exp(np.mean(np.log(c)))) for c in cols]
+        lines.append(
+            f"| **geometric mean** ({len(rows)} tasks) | | | {g[0]:.4f} | {g[1]:.4f} | {g[2]:.4f} | **{g[3]:.4f}** |"
+        )
+    return "\n".join(lines)
+
+
 def sweep(names: list[str]) -> str:
     results: dict[str, list[float]] = {}
     for name, X_tr, _, y_tr, _ in tasks(names):
@@ -274,17 +323,20 @@ def main() -> None:
     ap.add_argument("--sweep", action="store_true", help="validation log-loss over a grid of lambda_ratio")
     ap.add_argument("--auto", action="store_true", help='lambda_ratio="auto" against the fixed 3e-3 (no EBM)')
     ap.add_argument("--real", action="store_true", help="the real binary tasks, FAST and EBM at their defaults")
-    ap.add_argument("--tasks", default="", help="with --real: comma-separated task names (default: all)")
+    ap.add_argument(
+        "--gap", action="store_true", help="the real binary tasks: the log-loss ratio split into main effects and pairs"
+    )
+    ap.add_argument("--tasks", default="", help="with --real or --gap: comma-separated task names (default: all)")
     ap.add_argument("--fast-params", default="{}", help="with --real: FASTClassifier parameters as JSON")
     ap.add_argument("--out", default="", help="with --real: output file name in benches/python/out/")
     ap.add_argument(
-        "--ebm-from", default="", help="with --real: take EBM's figures from this JSON of an earlier run (EBM is not refitted)"
+        "--ebm-from", default="", help="with --real or --gap: take EBM's figures from this JSON of an earlier run (EBM is not refitted)"
     )
     ap.add_argument("--repeats", type=int, default=3, help="fits per model with --auto (median time)")
     args = ap.parse_args()
     names = [n for n in args.datasets.split(",") if n]
     info = machine_info()
-    if not args.no_ebm and not args.sweep and not args.auto:
+    if args.gap or (not args.no_ebm and not args.sweep and not args.auto):
         import interpret
 
         info["interpret"] = interpret.__version__
@@ -303,6 +355,18 @@ def main() -> None:
         if ebm_from:
             title += f"; EBM's figures (fit times included) from an earlier run, {Path(args.ebm_from).name}"
         out_name = args.out or "compare_ebm_classifier_real.md"
+    elif args.gap:
+        import json
+
+        ebm_from = {r["name"]: r for r in json.loads(Path(args.ebm_from).read_text())} if args.ebm_from else None
+        table = gap([t for t in args.tasks.split(",") if t], ebm_from)
+        title = (
+            "FASTClassifier against ExplainableBoostingClassifier (n_jobs=2) on the real binary tasks, "
+            "test log-loss split into main effects and pairs: 80/20 split stratified by class, random_state=0"
+        )
+        if ebm_from:
+            title += f"; EBM's default from an earlier run, {Path(args.ebm_from).name}"
+        out_name = args.out or "binary_gap.md"
     elif args.sweep:
         table = sweep(names)
         title = "Validation log-loss of FASTClassifier by lambda_ratio (75/25 split of the training part)"
