@@ -452,9 +452,6 @@ impl Rows {
     }
 }
 
-/// The proximal-Newton optimisation state of the datafit `D`: intercept, blocks, rows, bin
-/// sums and buffers.
-///
 /// What a loss's bin form gives from a block's bins' residual and curvature sums
 /// ([`NewtonState`]'s `h_sums`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -466,6 +463,9 @@ enum BinForm {
     Bound,
 }
 
+/// The proximal-Newton optimisation state of the datafit `D`: intercept, blocks, rows, bin
+/// sums and buffers.
+///
 /// Invariants: `η_i = c + Σ_j β_j[code_j(i)]` and `r_i = −ℓ'(y_i, η_i)` (up to rounding);
 /// every block centred (`Σ_b w_b β_{j,b} = 0`); `objective` is `F` at the current state for
 /// the penalty `lambda`, kept as the running sum of accepted changes (of their bounds, where
