@@ -115,10 +115,7 @@ impl<D: Datafit> NewtonState<D> {
             e1n: &self.e1n[..nb],
         };
         let penalty = penalty_change(lambda, dtv) + dsmooth;
-        let form = self
-            .h_sums_of
-            .filter(|&(j, _)| j == k)
-            .map(|(_, form)| form);
+        let form = self.bin_form.filter(|_| self.h_sums_of == Some(k));
         let bound = match form {
             Some(BinForm::Bound) => self.passing_bound(k, nb, t, pred, penalty),
             _ => None,
@@ -208,19 +205,14 @@ impl<D: Datafit> NewtonState<D> {
         let nb = data.features[k].n_bins();
         self.h_sums_of = None;
         if self.curvature == Curvature::Newton {
-            let (curv, d) = (&self.rows.curv, self.datafit);
+            let curv = &self.rows.curv;
             let inv_w = 1.0 / data.total_weight;
             // The block's Hessian: its bins' sums of the rows' curvatures.
             bin_sums_into(&data.features[k], curv, inv_w, &mut self.buf.h[..nb]);
-            let form = if d.bin_loss_change(0.0, 0.0, 0.0).is_some() {
-                Some(BinForm::Exact)
-            } else {
-                d.bin_loss_bound(0.0, 0.0, 0.0).map(|_| BinForm::Bound)
-            };
-            if let Some(form) = form {
+            if self.bin_form.is_some() {
                 self.h_sums.clear();
                 self.h_sums.extend_from_slice(&self.buf.h[..nb]);
-                self.h_sums_of = Some((k, form));
+                self.h_sums_of = Some(k);
             }
             for (h, &w) in self.buf.h[..nb].iter_mut().zip(&self.wn[k]) {
                 *h = if w > 0.0 { h.max(self.floor * w) } else { 0.0 };

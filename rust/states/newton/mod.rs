@@ -25,7 +25,8 @@
 //! log-loss, [`Datafit::bin_loss_bound`]) takes a step whose bound passes that test without
 //! measuring it first (the change is at most the bound): measured as the step is applied,
 //! or, in the held-out fits ([`ObjectiveTracking::Bounded`]), not at all, the objective then
-//! moving by the bound (an upper bound of `F`, still non-increasing). No single step moves a linear predictor by more than [`MAX_STEP`].
+//! moving by the bound (an upper bound of `F`, still non-increasing). No single step moves a
+//! linear predictor by more than [`MAX_STEP`].
 //!
 //! **Extrapolation (pair fits).** The fits with pair blocks run in rounds, each followed by a
 //! step along the round's change (`crate::states::extrapolate::descend_rounds`): the step minimises
@@ -463,6 +464,18 @@ enum BinForm {
     Bound,
 }
 
+impl BinForm {
+    /// The bin form the datafit `d` has: the exact change where it gives one, else its bound,
+    /// else none.
+    fn of<D: Datafit>(d: &D) -> Option<Self> {
+        if d.bin_loss_change(0.0, 0.0, 0.0).is_some() {
+            Some(Self::Exact)
+        } else {
+            d.bin_loss_bound(0.0, 0.0, 0.0).map(|_| Self::Bound)
+        }
+    }
+}
+
 /// The proximal-Newton optimisation state of the datafit `D`: intercept, blocks, rows, bin
 /// sums and buffers.
 ///
@@ -488,10 +501,13 @@ pub(crate) struct NewtonState<D: Datafit> {
     buf: StepBuffers,
     // expm1(−s) of the step tried.
     e1n: Vec<f64>,
+    // What the datafit's bin form gives from a block's bins' sums (`None`: it has none, and
+    // every step is measured on the rows); a property of `D`, found once.
+    bin_form: Option<BinForm>,
     // The block whose bins' curvature sums (before the floor) `h_sums` holds, at the
-    // current state, and what its loss's bin form gives from them ([`BinForm`]).
+    // current state (kept only where `bin_form` reads them).
     h_sums: Vec<f64>,
-    h_sums_of: Option<(usize, BinForm)>,
+    h_sums_of: Option<usize>,
     // How `objective` follows a step accepted by its bound.
     tracking: ObjectiveTracking,
     curvature: Curvature,
@@ -591,6 +607,7 @@ impl<D: Datafit> NewtonState<D> {
             wn,
             buf: StepBuffers::new(max_bins, 1),
             e1n: vec![0.0; max_bins],
+            bin_form: BinForm::of(&d),
             h_sums: Vec::new(),
             h_sums_of: None,
             tracking: ObjectiveTracking::Exact,
