@@ -42,6 +42,7 @@ takes EBM's figures from an earlier run's JSON, written next to each table). The
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 import warnings
@@ -336,15 +337,13 @@ def main() -> None:
     args = ap.parse_args()
     names = [n for n in args.datasets.split(",") if n]
     info = machine_info()
+    ebm_from = {r["name"]: r for r in json.loads(Path(args.ebm_from).read_text())} if args.ebm_from else None
     if args.gap or (not args.no_ebm and not args.sweep and not args.auto):
         import interpret
 
         info["interpret"] = interpret.__version__
     if args.real:
-        import json
-
         fast_params = json.loads(args.fast_params)
-        ebm_from = {r["name"]: r for r in json.loads(Path(args.ebm_from).read_text())} if args.ebm_from else None
         table = real([t for t in args.tasks.split(",") if t], not args.no_ebm, fast_params, ebm_from)
         title = (
             "FASTClassifier vs ExplainableBoostingClassifier, both at their defaults (n_jobs=2), "
@@ -356,9 +355,6 @@ def main() -> None:
             title += f"; EBM's figures (fit times included) from an earlier run, {Path(args.ebm_from).name}"
         out_name = args.out or "compare_ebm_classifier_real.md"
     elif args.gap:
-        import json
-
-        ebm_from = {r["name"]: r for r in json.loads(Path(args.ebm_from).read_text())} if args.ebm_from else None
         table = gap([t for t in args.tasks.split(",") if t], ebm_from)
         title = (
             "FASTClassifier against ExplainableBoostingClassifier (n_jobs=2) on the real binary tasks, "
@@ -385,8 +381,6 @@ def main() -> None:
     out = OUT_DIR / out_name
     out.write_text(text)
     if args.real:
-        import json
-
         out.with_suffix(".json").write_text(json.dumps(REAL_ROWS, indent=1))
     print(f"written to {out}")
 
