@@ -274,6 +274,16 @@ pub struct PairParams {
     /// further rounds', pruning's and the smooth parts'): [`PATH_BUDGET`], and
     /// [`LOGISTIC_PATH_BUDGET`] for the binary classifier (set by `crate::fit::entry::resolve`).
     pub path_budget: usize,
+    /// The fraction of the best point's held-out loss by which a smaller `ρ` on the pair path
+    /// must lower it to take its place (`crate::fit::pairs::search::PATH_MARGIN` for the
+    /// binary classifier, set by `crate::fit::entry::resolve`; 0, any fall, for the other
+    /// losses).
+    pub path_margin: f64,
+    /// Whether the pair path's additive point (the main effects on the held-out split's
+    /// training rows) is fitted on the main effects alone, the pair blocks left out of its
+    /// rows and state, rather than beside them held at zero: the same model in fewer updates.
+    /// The binary classifier's (set by `crate::fit::entry::resolve`).
+    pub additive_alone: bool,
     /// Whether the pair stage's held-out rows are drawn within each class of the targets
     /// (class indices `0..K`; the softmax, as its main effects' search), so that every class
     /// is on both sides of the split.
@@ -361,6 +371,8 @@ impl Default for PairParams {
             finer_grids: true,
             checked_rounds: false,
             path_budget: PATH_BUDGET,
+            path_margin: 0.0,
+            additive_alone: false,
             stratified: false,
             held_out_at_fixed: false,
             smooth_whole_path: false,

@@ -16,7 +16,9 @@
 //!   lower the held-out loss (`PairParams::checked_rounds`; `churn_mlc`'s second round raised
 //!   it, test log-loss 0.1672 with it and 0.1620 without, both with smooth parts);
 //! * the binary classifier's held-out path fits run on [`LOGISTIC_PATH_BUDGET`] updates per
-//!   block (`PairParams::path_budget`; the other losses 15);
+//!   block (`PairParams::path_budget`; the other losses 15), its `ρ` path moves to a smaller
+//!   `ρ` only for a fall of [`PATH_MARGIN`] (`PairParams::path_margin`), and fits its additive point on the main effects alone
+//!   (`PairParams::additive_alone`);
 //! * the dispatch: `n_classes` → [`multinomial::fit_multinomial`]; a log-link loss →
 //!   [`loglink::fit_loglink`]; the logistic loss → [`logistic::fit_logistic`]; the squared
 //!   loss → [`solver::fit_with_engine`].
@@ -39,6 +41,7 @@ use crate::fit::bags::{self, BagSummary};
 use crate::fit::logistic;
 use crate::fit::loglink::{self, LogLinkLoss};
 use crate::fit::multinomial;
+use crate::fit::pairs::search::PATH_MARGIN;
 use crate::fit::pairs::stats::{PairLayout, StatsPairs};
 use crate::fit::solver::{self, Callback, Fit, Progress, StopReason};
 use crate::fit::validation;
@@ -85,6 +88,8 @@ pub fn resolve(params: &FitParams, task: &Task, n_rows: usize) -> FitParams {
     params.pairs.checked_rounds = binary;
     if binary {
         params.pairs.path_budget = LOGISTIC_PATH_BUDGET;
+        params.pairs.path_margin = PATH_MARGIN;
+        params.pairs.additive_alone = true;
     }
     // The classifiers (binary and softmax) and the squared loss choose smooth parts.
     let smooths = matches!(task.loss, Loss::Squared | Loss::Logistic);
@@ -435,6 +440,8 @@ mod tests {
         let binary = resolve(&params, &task(Loss::Logistic, None, value), 300);
         assert!(binary.pairs.checked_rounds);
         assert_eq!(binary.pairs.path_budget, LOGISTIC_PATH_BUDGET);
+        assert_eq!(binary.pairs.path_margin, PATH_MARGIN);
+        assert!(binary.pairs.additive_alone);
         assert_eq!(
             resolve(&params, &task(Loss::Squared, None, value), 300)
                 .pairs
@@ -446,6 +453,8 @@ mod tests {
         for (loss, k) in [(Loss::Logistic, Some(3)), (Loss::Gamma, None)] {
             let other = resolve(&params, &task(loss, k, value), 300);
             assert!(!other.pairs.checked_rounds, "{loss:?}");
+            assert_eq!(other.pairs.path_margin, 0.0, "{loss:?}");
+            assert!(!other.pairs.additive_alone, "{loss:?}");
             assert_eq!(
                 other.pairs.path_budget,
                 crate::params::PATH_BUDGET,
