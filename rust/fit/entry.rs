@@ -17,8 +17,8 @@
 //!   it, test log-loss 0.1672 with it and 0.1620 without, both with smooth parts);
 //! * the binary classifier's held-out path fits run on [`LOGISTIC_PATH_BUDGET`] updates per
 //!   block (`PairParams::path_budget`; the other losses 15), its `ρ` path moves to a smaller
-//!   `ρ` only for a fall of [`PATH_MARGIN`] (`PairParams::path_margin`), and fits its additive point on the main effects alone
-//!   (`PairParams::additive_alone`);
+//!   `ρ` only for a fall of [`PATH_MARGIN`] (`PairParams::path_margin`), and it fits its
+//!   additive point on the main effects alone (`PairParams::additive_alone`);
 //! * the dispatch: `n_classes` → [`multinomial::fit_multinomial`]; a log-link loss →
 //!   [`loglink::fit_loglink`]; the logistic loss → [`logistic::fit_logistic`]; the squared
 //!   loss → [`solver::fit_with_engine`].

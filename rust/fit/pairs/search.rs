@@ -98,7 +98,7 @@ pub const PATH_EQUAL: f64 = 1e-6;
 /// taking it. The path's fits stop at their update budget, early
 /// stopped where the fit on all rows runs to `tol`, and at a smaller `ρ` the converged fit
 /// strays further from them, so a near tie is no evidence for the smaller `ρ`. Measured
-/// (`docs/pairs.md`): `hr_attrition` at `random_state` 5 held `ρ` 0.125 out 0.03% below
+/// (`docs/classification.md`): `hr_attrition` at `random_state` 5 held `ρ` 0.125 out 0.03% below
 /// 0.25, and its test log-loss was 21% above; on the 14 real binary tasks at `random_state`
 /// 0–7 the margin moved 3 of 112 fits, each to a larger `ρ` and a lower test log-loss.
 pub const PATH_MARGIN: f64 = 1e-3;
@@ -343,24 +343,43 @@ pub(super) fn path_fit_within<S: PairDescent>(
     (fit, terms, loss)
 }
 
+/// The blocks `mains` (the `p` main effects', then a state's own entries) with the pair blocks
+/// of `data` inserted after the main effects: the first at `warm`, the rest at zero.
+fn with_pair_blocks(
+    mut mains: Vec<Vec<f64>>,
+    warm: &[Vec<f64>],
+    data: &BinnedData,
+    p: usize,
+) -> Vec<Vec<f64>> {
+    let extra = mains.split_off(p.min(mains.len()));
+    mains.extend(warm.iter().cloned());
+    mains.extend(
+        data.features[p + warm.len()..]
+            .iter()
+            .map(|f| vec![0.0; f.n_bins()]),
+    );
+    // Entries after the blocks (a state's own) stay last.
+    mains.extend(extra);
+    mains
+}
+
 /// The additive model on the training rows of a held-out split (`train`, scored on `held`):
 /// the main effects of `mains` fitted on from their values, with the pair blocks of `data`
-/// (after its `p = n_features − grids.len()` main effects) left out of its rows and state,
+/// (after its `p` main effects) left out of its rows and state,
 /// within the update budget of the fit with them, at the pair path's first tolerance.
 /// Returns the fit (the main effects' blocks), its held-out rows' loss terms and their mean.
 fn additive_fit<S: PairDescent>(
     data: &mut BinnedData,
     (y, params, mains, train): (ArrayView1<'_, f64>, &FitParams, &BinnedFit, &[f64]),
-    (grids, links, state, term): (&[Grid], &[PairLink], StateMaker<'_, S>, HeldOutLoss<'_>),
+    (p, state, term): (usize, StateMaker<'_, S>, HeldOutLoss<'_>),
     held: (&[usize], &[f64]),
     callback: Option<Callback<'_>>,
 ) -> (BinnedFit, Vec<f64>, f64) {
-    let p = data.n_features() - grids.len();
     let pair_blocks = data.features.split_off(p);
     let budget = params.pairs.path_budget * (p + pair_blocks.len());
     let tol = path_tol(params.tol, ADDITIVE);
-    let mut prm = with_pair_shapes(params, p, (grids, links), ADDITIVE, tol);
-    prm.shapes.truncate(p);
+    // The path fits' parameters, the main effects' shapes alone.
+    let prm = with_pair_shapes(params, p, (&[], &[]), ADDITIVE, tol);
     let out = on_training_rows(data, y, train, |on| {
         let mut st = path_state(&on, params.pairs.engine, state, mains.values.clone());
         path_fit_within(
@@ -390,16 +409,7 @@ pub(super) fn search_pairs<S: PairDescent>(
 ) -> Result<PairSearch> {
     let p = data.n_features() - grids.len();
     let lambda = mains.lambda_f;
-    let mut init = mains.values.clone();
-    let extra = init.split_off(p.min(init.len()));
-    init.extend(warm.iter().cloned());
-    init.extend(
-        data.features[p + warm.len()..]
-            .iter()
-            .map(|f| vec![0.0; f.n_bins()]),
-    );
-    // Entries after the blocks (a state's own) stay last.
-    init.extend(extra);
+    let mut init = with_pair_blocks(mains.values.clone(), warm, data, p);
     let (mut path, mut path_loss, mut path_n_iter) = (Vec::new(), Vec::new(), Vec::new());
     let mut rho = params.pairs.penalty.unwrap_or(DEFAULT_PAIR_PENALTY);
     let mut held_terms = Vec::new();
@@ -425,12 +435,12 @@ pub(super) fn search_pairs<S: PairDescent>(
         if with_additive && warm.is_empty() && params.pairs.additive_alone {
             // The additive model, the path's first point, on the main effects alone: the pair
             // blocks, held at zero, would only be summed, scored and handed updates that leave
-            // them there (its updates: 184 → 531 on `credit_default_tw` with 156 pairs of
-            // 8 × 8 instead of 40 of 16 × 16, the same model).
+            // them there (`credit_default_tw`: 531 updates beside the coarse layout's 156
+            // pairs, 184 beside the plain layout's 40, 57 alone; the same held-out loss).
             let (fit, terms, loss) = additive_fit(
                 data,
                 (y, params, mains, &train),
-                (grids, links, state, term),
+                (p, state, term),
                 (&rows, &held_weights),
                 reborrow(callback),
             );
@@ -438,11 +448,7 @@ pub(super) fn search_pairs<S: PairDescent>(
             path_loss.push(loss);
             path_n_iter.push(fit.report.n_iter);
             additive = Some(terms);
-            let mut values = fit.values;
-            let extra = values.split_off(p.min(values.len()));
-            values.extend(data.features[p..].iter().map(|f| vec![0.0; f.n_bins()]));
-            values.extend(extra);
-            start = values;
+            start = with_pair_blocks(fit.values, &[], data, p);
         }
         let searched = on_training_rows(data, y, &train, |on| {
             let mut st = path_state(&on, engine, state, start);
