@@ -11,6 +11,11 @@
 //!   previous solution's parts and edge flows, the response moved by noise of 1e-3 (a batch
 //!   of 64 such responses, each solved from the same start).
 //!
+//! * `smooth_solve/fresh/G` — a pair's smooth part (`fastpcam::prox::smooth::solve_smooth`)
+//!   with new weights at every solve, as the proximal-Newton losses give it (a batch of 8
+//!   weight vectors, each factored anew);
+//! * `smooth_solve/cached/G` — the same system again, its factor cached (the squared loss).
+//!
 //! Throughput counts cells. Run with `cargo bench --bench grid` (about half a minute).
 
 use std::hint::black_box;
@@ -18,6 +23,7 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use fastpcam::params::Grid;
 use fastpcam::prox::grid::{solve_grid, GridWorkspace};
+use fastpcam::prox::smooth::{solve_smooth, SmoothWorkspace};
 
 #[path = "common/splitmix.rs"]
 mod splitmix;
@@ -99,5 +105,53 @@ fn bench_grid(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_grid);
+/// Smooth parts at the path's middle weight.
+const MU: f64 = 0.008;
+/// Weight vectors of `smooth_solve/fresh`.
+const SMOOTH_BATCH: usize = 8;
+
+fn bench_smooth(c: &mut Criterion) {
+    let mut group = c.benchmark_group("smooth_solve");
+    for g in [16_usize, 32] {
+        let grid = Grid::new(g, g);
+        let mut rng = SplitMix(0x5A00);
+        let (z, _) = surface(g, &mut rng);
+        // Cell weights of a fit's normalised scale (about 1/cells each), new for every solve.
+        let weights: Vec<Vec<f64>> = (0..SMOOTH_BATCH)
+            .map(|_| {
+                (0..g * g)
+                    .map(|_| (0.2 + rng.uniform()) / (g * g) as f64)
+                    .collect()
+            })
+            .collect();
+        let mut ws = SmoothWorkspace::default();
+        let mut out = vec![0.0; g * g];
+        group.throughput(Throughput::Elements((SMOOTH_BATCH * g * g) as u64));
+        group.bench_with_input(BenchmarkId::new("fresh", g), &g, |b, _| {
+            let mut hs = weights.clone();
+            let mut tick = 0.0;
+            b.iter(|| {
+                for (h, base) in hs.iter_mut().zip(&weights) {
+                    // A system not met before: one weight moved by the count of solves.
+                    tick += 1.0;
+                    h[0] = base[0] * (1.0 + 1e-9 * tick);
+                    black_box(solve_smooth((&z, h), grid, MU, &mut ws, &mut out));
+                }
+            });
+        });
+        group.bench_with_input(BenchmarkId::new("cached", g), &g, |b, _| {
+            let h = &weights[0];
+            solve_smooth((&z, h), grid, MU, &mut ws, &mut out);
+            solve_smooth((&z, h), grid, MU, &mut ws, &mut out);
+            b.iter(|| {
+                for _ in 0..SMOOTH_BATCH {
+                    black_box(solve_smooth((&z, h), grid, MU, &mut ws, &mut out));
+                }
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_grid, bench_smooth);
 criterion_main!(benches);

@@ -28,7 +28,11 @@ use crate::params::Grid;
 
 /// Buffers of [`solve_smooth`] (they grow to the largest grid solved), and the factors of
 /// its recent systems: a block's weights and `μ` stay the same through a fit of the squared
-/// loss, so each of its updates reuses the factor of the first.
+/// loss, so each of its updates from the second on reuses the factor of the second. A
+/// system met once is factored in a scratch band and only remembered by its key: the
+/// proximal-Newton losses give a block new weights at every update, and caching each of
+/// their factors (270 kB for 32 × 32 cells, a fresh allocation every time) cost more than
+/// the factorisation it never saved.
 #[derive(Debug, Clone, Default)]
 pub struct SmoothWorkspace {
     /// Factors by a hash of their system ([`system_key`]); each entry holds the system's
@@ -36,6 +40,11 @@ pub struct SmoothWorkspace {
     factors: std::collections::HashMap<u64, Vec<Factor>>,
     /// Cells held by `factors` (they are dropped together past [`MAX_CACHED_CELLS`]).
     cached_cells: usize,
+    /// The keys of the systems solved once and not cached (forgotten together past
+    /// [`MAX_SEEN`]).
+    seen: std::collections::HashSet<u64>,
+    /// The factor of a system solved for the first time.
+    scratch: Vec<f64>,
     /// The right-hand side, the solution and the residual, in band order.
     rhs: Vec<f64>,
     x: Vec<f64>,
@@ -53,13 +62,17 @@ struct Factor {
     grid: Grid,
     mu: f64,
     h: Vec<f64>,
-    /// The band of the factor, row by row: `side + 1` entries per cell.
+    /// The band of the factor ([`cholesky_band`]'s layout) and its transpose
+    /// ([`factor_system`]): `2 (side + 1)` entries per cell.
     band: Vec<f64>,
 }
 
-/// The cached factors hold at most this many cells in all (times `side + 1` entries each:
-/// about 70 MB for 32 × 32 grids).
-const MAX_CACHED_CELLS: usize = 1 << 18;
+/// The cached factors hold at most this many cells in all (times `2 (side + 1)` entries
+/// each: about 70 MB for 32 × 32 grids).
+const MAX_CACHED_CELLS: usize = 1 << 17;
+
+/// The keys of systems met once that [`SmoothWorkspace`] remembers at most.
+const MAX_SEEN: usize = 1 << 12;
 
 /// A hash of a system: its grid, `μ` and weights, bit for bit.
 fn system_key(grid: Grid, mu: f64, h: &[f64]) -> u64 {
@@ -138,37 +151,35 @@ pub fn solve_smooth(
         list.iter()
             .position(|f| f.grid == grid && f.mu.to_bits() == mu.to_bits() && f.h == ws.h)
     });
-    if cached.is_none() {
-        // The matrix `H + μ L` in band order: entry (i, i − d) at `band[i * width + d]`.
-        let mut band = vec![0.0; n * width];
-        for c in 0..n {
-            band[band_index(c, grid, transposed) * width] += ws.h[c];
+    // The factor: cached, or made (and cached where the system was met before).
+    let band: &[f64] = match cached {
+        Some(at) => &ws.factors[&key][at].band,
+        None if ws.seen.contains(&key) => {
+            let mut band = Vec::new();
+            factor_system(grid, mu, &ws.h, &mut band);
+            if ws.cached_cells + n > MAX_CACHED_CELLS {
+                ws.factors.clear();
+                ws.cached_cells = 0;
+            }
+            ws.cached_cells += n;
+            let list = ws.factors.entry(key).or_default();
+            list.push(Factor {
+                grid,
+                mu,
+                h: ws.h.clone(),
+                band,
+            });
+            &list[list.len() - 1].band
         }
-        grid.edges(|a, b| {
-            let (i, j) = (
-                band_index(a, grid, transposed),
-                band_index(b, grid, transposed),
-            );
-            let (hi, lo) = (i.max(j), i.min(j));
-            band[hi * width] += mu;
-            band[lo * width] += mu;
-            band[hi * width + (hi - lo)] -= mu;
-        });
-        cholesky_band(&mut band, n, width);
-        if ws.cached_cells + n > MAX_CACHED_CELLS {
-            ws.factors.clear();
-            ws.cached_cells = 0;
+        None => {
+            if ws.seen.len() >= MAX_SEEN {
+                ws.seen.clear();
+            }
+            ws.seen.insert(key);
+            factor_system(grid, mu, &ws.h, &mut ws.scratch);
+            &ws.scratch
         }
-        ws.cached_cells += n;
-        ws.factors.entry(key).or_default().push(Factor {
-            grid,
-            mu,
-            h: ws.h.clone(),
-            band,
-        });
-    }
-    let list = &ws.factors[&key];
-    let band = &list[cached.unwrap_or(list.len() - 1)].band;
+    };
     ws.rhs.clear();
     ws.rhs.resize(n, 0.0);
     for c in 0..n {
@@ -209,42 +220,93 @@ fn residual(grid: Grid, mu: f64, (h, z): (&[f64], &[f64]), x: &[f64], r: &mut Ve
     });
 }
 
-/// In place, the banded Cholesky factor `L` (`A = L Lᵀ`) of the symmetric positive definite
-/// `n × n` matrix held as its lower band (`width − 1` sub-diagonals).
-fn cholesky_band(band: &mut [f64], n: usize, width: usize) {
+/// The Cholesky factor `L` of `H + μ L_grid` (`h` the floored weights; `A = L Lᵀ`) in band
+/// order into `band`: its rows (entry `L[i][i − d]` at `i · width + d`), then its columns
+/// (entry `L[i + d][i]` at `n · width + i · width + d`), each with the diagonal's reciprocal
+/// `1 / L[i][i]` at `d = 0` (the solves multiply by it: a division sat on their chains of
+/// dependent steps). Both triangular solves then run along contiguous memory
+/// ([`solve_band`]).
+fn factor_system(grid: Grid, mu: f64, h: &[f64], band: &mut Vec<f64>) {
+    let n = grid.cells();
+    let transposed = grid.cols > grid.rows;
+    let width = grid.rows.min(grid.cols) + 1;
+    band.clear();
+    band.resize(2 * n * width, 0.0);
+    let (rows, cols) = band.split_at_mut(n * width);
+    // The lower band of `H + μ L_grid` by columns: entry (i + d, i) at `cols[i * width + d]`.
+    for c in 0..n {
+        cols[band_index(c, grid, transposed) * width] += h[c];
+    }
+    grid.edges(|a, b| {
+        let (i, j) = (
+            band_index(a, grid, transposed),
+            band_index(b, grid, transposed),
+        );
+        let (hi, lo) = (i.max(j), i.min(j));
+        cols[hi * width] += mu;
+        cols[lo * width] += mu;
+        cols[lo * width + (hi - lo)] -= mu;
+    });
+    cholesky_band(cols, n, width);
     for i in 0..n {
-        let lo = i.saturating_sub(width - 1);
-        for j in lo..=i {
-            let mut s = band[i * width + (i - j)];
-            let kl = lo.max(j.saturating_sub(width - 1));
-            for k in kl..j {
-                s -= band[i * width + (i - k)] * band[j * width + (j - k)];
-            }
-            if j == i {
-                band[i * width] = s.max(f64::MIN_POSITIVE).sqrt();
-            } else {
-                band[i * width + (i - j)] = s / band[j * width];
+        rows[i * width] = cols[i * width];
+        for d in 1..width.min(i + 1) {
+            rows[i * width + d] = cols[(i - d) * width + d];
+        }
+    }
+}
+
+/// In place, the banded Cholesky factor `L` (`A = L Lᵀ`) of the symmetric positive definite
+/// `n × n` matrix held as its lower band by columns (`width − 1` sub-diagonals; entry
+/// `(i + d, i)` at `band[i * width + d]`): `L[i + d][i]` for `d ≥ 1` and `1 / L[i][i]` at
+/// `d = 0`. Column by column, each finished column subtracted at once from the columns after
+/// it (contiguous multiply-adds that do not wait on one another, where a row-by-row order's
+/// dot products each wait on the entry before).
+fn cholesky_band(band: &mut [f64], n: usize, width: usize) {
+    for j in 0..n {
+        let inv = 1.0 / band[j * width].max(f64::MIN_POSITIVE).sqrt();
+        band[j * width] = inv;
+        let m = (width - 1).min(n - 1 - j);
+        band[j * width + 1..j * width + 1 + m]
+            .iter_mut()
+            .for_each(|l| *l *= inv);
+        let (done, rest) = band.split_at_mut((j + 1) * width);
+        let col = &done[j * width + 1..j * width + 1 + m];
+        // Column `j + f` loses `L[j + f + d][j] L[j + f][j]` at its entry `d`.
+        for f in 1..=m {
+            let a = col[f - 1];
+            let target = &mut rest[(f - 1) * width..(f - 1) * width + (m - f + 1)];
+            for (t, l) in target.iter_mut().zip(&col[f - 1..]) {
+                *t -= l * a;
             }
         }
     }
 }
 
-/// Solves `L Lᵀ x = b` in place (`x` holds `b`) with the factor of [`cholesky_band`].
+/// Solves `L Lᵀ x = b` in place (`x` holds `b`) with the factor of [`factor_system`]: both
+/// triangles by columns, each solved entry subtracted at once from the entries it enters (a
+/// contiguous multiply-add per entry, where a row's dot product would wait on the entry
+/// solved just before).
 fn solve_band(band: &[f64], n: usize, width: usize, x: &mut [f64]) {
+    let (rows, cols) = band.split_at(n * width);
+    // `L y = b`: `y_i`, then `y_{i + d} −= L[i + d][i] y_i`.
     for i in 0..n {
-        let lo = i.saturating_sub(width - 1);
-        let mut s = x[i];
-        for k in lo..i {
-            s -= band[i * width + (i - k)] * x[k];
+        x[i] *= cols[i * width];
+        let xi = x[i];
+        let m = (width - 1).min(n - 1 - i);
+        let col = &cols[i * width + 1..i * width + 1 + m];
+        for (xk, l) in x[i + 1..i + 1 + m].iter_mut().zip(col) {
+            *xk -= l * xi;
         }
-        x[i] = s / band[i * width];
     }
+    // `Lᵀ x = y`: `x_i`, then `x_k −= L[i][k] x_i` for `k` from `i − 1` down to `i − width + 1`.
     for i in (0..n).rev() {
-        x[i] /= band[i * width];
+        x[i] *= rows[i * width];
         let lo = i.saturating_sub(width - 1);
         let xi = x[i];
-        for k in lo..i {
-            x[k] -= band[i * width + (i - k)] * xi;
+        let row = &rows[i * width + 1..i * width + 1 + (i - lo)];
+        for (xk, l) in x[lo..i].iter_mut().rev().zip(row) {
+            *xk -= l * xi;
         }
     }
 }
@@ -359,6 +421,67 @@ mod tests {
                 assert!(max_d <= 1e-9 * scale, "violation {max_d}");
             }
         }
+    }
+
+    /// Grids as wide as the smooth parts' (bands of 14–18 cells) against the dense
+    /// elimination.
+    #[test]
+    fn wide_bands_agree_with_dense_elimination() {
+        let mut seed = 11;
+        let mut ws = SmoothWorkspace::default();
+        for (rows, cols, mr, mc) in [
+            (13, 16, true, false),
+            (18, 14, false, true),
+            (17, 17, true, true),
+        ] {
+            let grid = Grid {
+                rows,
+                cols,
+                missing_row: mr,
+                missing_col: mc,
+            };
+            let n = grid.cells();
+            for mu in [1e-3, 1.0] {
+                let z: Vec<f64> = (0..n).map(|_| lcg(&mut seed) * 4.0 - 2.0).collect();
+                let h: Vec<f64> = (0..n).map(|_| 0.05 + lcg(&mut seed)).collect();
+                let mut out = vec![0.0; n];
+                let solve = solve_smooth((&z, &h), grid, mu, &mut ws, &mut out);
+                let reference = dense(&z, &h, grid, mu);
+                for (a, b) in out.iter().zip(&reference) {
+                    assert!(
+                        (a - b).abs() <= 1e-9 * 3.0,
+                        "{rows}x{cols} mu {mu}: {a} vs {b}"
+                    );
+                }
+                assert!(solve.gap <= 1e-12 * 9.0, "gap {}", solve.gap);
+            }
+        }
+    }
+
+    /// A system met once is factored in the scratch band and not cached; met again, its
+    /// factor is cached and used from then on; every solve gives the same numbers.
+    #[test]
+    fn a_system_met_again_is_cached_and_solved_alike() {
+        let mut seed = 3;
+        let grid = Grid::new(9, 11);
+        let n = grid.cells();
+        let z: Vec<f64> = (0..n).map(|_| lcg(&mut seed) - 0.5).collect();
+        let h: Vec<f64> = (0..n).map(|_| 0.1 + lcg(&mut seed)).collect();
+        let mut ws = SmoothWorkspace::default();
+        let mut outs = vec![vec![0.0; n]; 3];
+        for (t, out) in outs.iter_mut().enumerate() {
+            solve_smooth((&z, &h), grid, 0.3, &mut ws, out);
+            assert_eq!(ws.factors.len(), usize::from(t > 0), "solve {t}");
+            assert_eq!(ws.seen.len(), 1);
+        }
+        assert_eq!(outs[0], outs[1]);
+        assert_eq!(outs[1], outs[2]);
+        // Other weights: a new system, met once.
+        let h2: Vec<f64> = h.iter().map(|v| v * 2.0).collect();
+        let mut other = vec![0.0; n];
+        solve_smooth((&z, &h2), grid, 0.3, &mut ws, &mut other);
+        assert_eq!((ws.factors.len(), ws.seen.len()), (1, 2));
+        assert_ne!(other, outs[0]);
     }
 
     #[test]
