@@ -31,6 +31,28 @@ fn accumulate<C: Code>(codes: &[C], vr: &[f64], out: &mut [f64]) {
     }
 }
 
+/// [`bin_sums_into`] of two row vectors for one feature in one pass over its codes, the same
+/// numbers: `outs.0[b] = Σ_{code(i)=b} a_i · inv_w` and `outs.1[b] = Σ_{code(i)=b} b_i · inv_w`
+/// (a proximal-Newton block's gradient and curvature sums; each code read once).
+pub fn bin_sums2_into(
+    feature: &BinnedFeature,
+    (a, b): (&[f64], &[f64]),
+    inv_w: f64,
+    (oa, ob): (&mut [f64], &mut [f64]),
+) {
+    oa.iter_mut().for_each(|o| *o = 0.0);
+    ob.iter_mut().for_each(|o| *o = 0.0);
+    with_codes!(&feature.codes, c => {
+        for ((&k, &x), &y) in c.iter().zip(a).zip(b) {
+            let k = k.idx();
+            oa[k] += x;
+            ob[k] += y;
+        }
+    });
+    oa.iter_mut().for_each(|o| *o *= inv_w);
+    ob.iter_mut().for_each(|o| *o *= inv_w);
+}
+
 /// [`bin_sums_into`] of two features in one pass over the rows, the same numbers: each
 /// feature's sums still take the rows in order, the residual is read once for both, and the
 /// two features' additions overlap.
@@ -421,7 +443,8 @@ mod tests {
 
     /// Two features summed in one pass get the numbers of each summed alone, for every
     /// mix of code widths, and every feature's sums from `all_bin_sums` are the one-feature
-    /// pass's, in parallel or not.
+    /// pass's, in parallel or not; two row vectors summed in one pass (`bin_sums2_into`) are
+    /// each summed alone.
     #[test]
     fn paired_bin_sums_are_each_alone() {
         use crate::data::binning::{bin_data, BinningParams};
@@ -461,6 +484,17 @@ mod tests {
         let mut all: Vec<Vec<f64>> = alone.iter().map(|o| vec![0.0; o.len()]).collect();
         all_bin_sums(&data, &vr, &mut all);
         assert_eq!(all, alone);
+        // Two row vectors of one feature in one pass: each the numbers of its own pass.
+        let curv: Vec<f64> = (0..n).map(|i| ((i as f64) * 0.11).cos().abs()).collect();
+        for f in &data.features {
+            let (mut r, mut h) = (vec![1.0; f.n_bins()], vec![1.0; f.n_bins()]);
+            bin_sums2_into(f, (&vr, &curv), 0.5, (&mut r, &mut h));
+            let mut h_alone = vec![0.0; f.n_bins()];
+            bin_sums_into(f, &curv, 0.5, &mut h_alone);
+            let mut r_alone = vec![0.0; f.n_bins()];
+            bin_sums_into(f, &vr, 0.5, &mut r_alone);
+            assert_eq!((r, h), (r_alone, h_alone));
+        }
     }
 
     #[test]

@@ -207,8 +207,13 @@ impl<D: Datafit> NewtonState<D> {
         if self.curvature == Curvature::Newton {
             let curv = &self.rows.curv;
             let inv_w = 1.0 / data.total_weight;
-            // The block's Hessian: its bins' sums of the rows' curvatures.
-            bin_sums_into(&data.features[k], curv, inv_w, &mut self.buf.h[..nb]);
+            // The block's Hessian: its bins' sums of the rows' curvatures (taken with its
+            // gradient sums where those were refreshed at the current rows).
+            if self.pre_h_of == Some((k, self.rows.version)) {
+                self.buf.h[..nb].copy_from_slice(&self.pre_h[..nb]);
+            } else {
+                bin_sums_into(&data.features[k], curv, inv_w, &mut self.buf.h[..nb]);
+            }
             if self.bin_form.is_some() {
                 self.h_sums.clear();
                 self.h_sums.extend_from_slice(&self.buf.h[..nb]);

@@ -46,6 +46,7 @@ use rayon::prelude::*;
 
 use crate::data::binning::{BinnedData, Code};
 use crate::descent::kinds::{block_smooth, block_step, block_tv, smooth_change, tv_delta};
+use crate::descent::selection::bin_sums2_into;
 use crate::descent::{DescentState, Leg};
 use crate::model::report::BinnedFit;
 use crate::params::{BlockKind, ChainShape, FitParams, GridSplits, ObjectiveTracking, Selection};
@@ -293,6 +294,9 @@ struct Rows {
     vresid: Vec<f64>,
     partials: Vec<f64>,
     partials2: Vec<[f64; 3]>,
+    // Counts the row passes that moved the rows: sums taken at one count are those of the
+    // current rows while it stays.
+    version: u64,
 }
 
 impl Rows {
@@ -406,6 +410,7 @@ impl Rows {
         s_of: S,
     ) -> [f64; 3] {
         let chunk = self.chunk();
+        self.version += 1;
         let Rows {
             y,
             eta,
@@ -508,6 +513,11 @@ pub(crate) struct NewtonState<D: Datafit> {
     // current state (kept only where `bin_form` reads them).
     h_sums: Vec<f64>,
     h_sums_of: Option<usize>,
+    // A block's curvature sums (before the floor) taken with its gradient sums by
+    // `refresh_sums`, the block and the rows' version they are of: the update that follows
+    // reads them instead of passing over the rows again.
+    pre_h: Vec<f64>,
+    pre_h_of: Option<(usize, u64)>,
     // How `objective` follows a step accepted by its bound.
     tracking: ObjectiveTracking,
     curvature: Curvature,
@@ -592,6 +602,7 @@ impl<D: Datafit> NewtonState<D> {
             vresid,
             partials: vec![0.0; n_chunks],
             partials2: vec![[0.0; 3]; n_chunks],
+            version: 0,
         };
         let grad_c = rows.vr().iter().sum::<f64>() / w_total;
         let mut st = Self {
@@ -610,6 +621,8 @@ impl<D: Datafit> NewtonState<D> {
             bin_form: BinForm::of(&d),
             h_sums: Vec::new(),
             h_sums_of: None,
+            pre_h: Vec::new(),
+            pre_h_of: None,
             tracking: ObjectiveTracking::Exact,
             curvature,
             lambda: 0.0,
@@ -749,6 +762,22 @@ impl<D: Datafit> DescentState for NewtonState<D> {
 
     fn sums_and_residual(&mut self) -> (&mut [Vec<f64>], Option<&[f64]>) {
         (&mut self.sums, Some(self.rows.vr()))
+    }
+
+    /// Block `k`'s gradient sums, and with them (the same pass over its codes) its curvature
+    /// sums, which its update reads while the rows stay as they are.
+    fn refresh_sums(&mut self, data: &BinnedData, k: usize) {
+        let feature = &data.features[k];
+        let nb = feature.n_bins();
+        let inv_w = 1.0 / data.total_weight;
+        self.pre_h.resize(nb, 0.0);
+        bin_sums2_into(
+            feature,
+            (self.rows.vr(), &self.rows.curv),
+            inv_w,
+            (&mut self.sums[k][..nb], &mut self.pre_h[..nb]),
+        );
+        self.pre_h_of = Some((k, self.rows.version));
     }
 
     fn n_chain(&self) -> &[usize] {
