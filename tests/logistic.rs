@@ -449,6 +449,25 @@ fn serial_equals_parallel_across_row_chunks() {
     assert!(a.model.missing_values[2] != 0.0);
 }
 
+/// Weights of one fit the model of no weights bit for bit: the row passes run a loop of their
+/// own for unit weights (`v = 1` a constant there, its divisions and products folded away),
+/// which must give the weighted loop's numbers.
+#[test]
+fn unit_weights_fit_what_no_weights_fit() {
+    let (x, y) = data(20_000, 4, 5, 200);
+    let ones = vec![1.0; 20_000];
+    let prm = FitParams {
+        lambda: Penalty::Relative(0.003),
+        ..Default::default()
+    };
+    let none = logistic(&x, &y, None, &prm);
+    let unit = logistic(&x, &y, Some(&ones), &prm);
+    assert_eq!(none.report.n_iter, unit.report.n_iter);
+    assert_eq!(none.report.objective, unit.report.objective);
+    assert_eq!(none.model.intercept, unit.model.intercept);
+    assert_eq!(none.model.values, unit.model.values);
+}
+
 /// A block step whose bound on its loss change passes the Armijo test is taken without the
 /// pass that measures it first ([`ObjectiveTracking`]): the same steps are taken either way,
 /// so exact and bounded tracking fit the same blocks in the same updates. Exact tracking

@@ -158,15 +158,39 @@ fn chunk_loss_change<D: Datafit, B: Fn(usize) -> usize>(
 /// and returns `[Σ v r, Σ v ℓ''(y, η), Σ v Δℓ]` over it, where `s_of(i)` gives row `i`'s
 /// `(s, factors, [expm1(s), expm1(−s)])` and the loss change `Δℓ` is summed only where `M`
 /// (as [`chunk_loss_change`] sums it: the same terms in the same order). `i0` is the chunk's
-/// first row.
+/// first row. Unit weights (`v` of `None`) run their own loop, where `v = 1` is a constant
+/// (its divisions and products fold away; the same numbers).
 #[inline]
 #[allow(clippy::too_many_arguments)]
 fn chunk_apply<const M: bool, D: Datafit, S: Fn(usize) -> (f64, [f64; 2], [f64; 2])>(
     d: D,
+    rows: (&mut [f64], &mut [f64], &mut [f64]),
+    vr: Option<&mut [f64]>,
+    y: &[f64],
+    v: Option<&[f64]>,
+    i0: usize,
+    s_of: &S,
+) -> [f64; 3] {
+    match v {
+        None => chunk_apply_rows::<M, false, D, S>(d, rows, vr, y, &[], i0, s_of),
+        Some(v) => chunk_apply_rows::<M, true, D, S>(d, rows, vr, y, v, i0, s_of),
+    }
+}
+
+/// [`chunk_apply`] with the weights `v` where `W` (else every weight 1 and `v` unread).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn chunk_apply_rows<
+    const M: bool,
+    const W: bool,
+    D: Datafit,
+    S: Fn(usize) -> (f64, [f64; 2], [f64; 2]),
+>(
+    d: D,
     (eta, r, curv): (&mut [f64], &mut [f64], &mut [f64]),
     mut vr: Option<&mut [f64]>,
     y: &[f64],
-    v: Option<&[f64]>,
+    v: &[f64],
     i0: usize,
     s_of: &S,
 ) -> [f64; 3] {
@@ -175,11 +199,11 @@ fn chunk_apply<const M: bool, D: Datafit, S: Fn(usize) -> (f64, [f64; 2], [f64; 
         let gi = i0 + i;
         let yi = y[gi];
         let (s, f, e) = s_of(gi);
+        let vi = if W { v[gi] } else { 1.0 };
         if M {
             let change = d.loss_change(yi, eta[i], r[i], s, e[0], e[1]);
-            sl += v.map_or(change, |v| v[gi] * change);
+            sl += if W { vi * change } else { change };
         }
-        let vi = v.map_or(1.0, |v| v[gi]);
         if s != 0.0 {
             eta[i] += s;
             let (ri, h) = if D::SCALES && vi > 0.0 && f[0].is_finite() && d.movable(vi, curv[i]) {
