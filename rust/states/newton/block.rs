@@ -115,7 +115,9 @@ impl<D: Datafit> NewtonState<D> {
             e1n: &self.e1n[..nb],
         };
         let penalty = penalty_change(lambda, dtv) + dsmooth;
-        let form = self.bin_form.filter(|_| self.h_sums_of == Some(k));
+        // Only the Newton rule reads the curvature sums (the plain rule's steps are measured).
+        let newton = self.curvature == Curvature::Newton;
+        let form = self.bin_form.filter(|_| newton && self.h_sums_fresh(k));
         let bound = match form {
             Some(BinForm::Bound) => self.passing_bound(k, nb, t, pred, penalty),
             _ => None,
@@ -199,26 +201,25 @@ impl<D: Datafit> NewtonState<D> {
         (passes && close).then_some(bound)
     }
 
+    /// Whether `h_sums` holds block `k`'s curvature sums at the current rows.
+    fn h_sums_fresh(&self, k: usize) -> bool {
+        self.h_sums_of == Some((k, self.rows.version))
+    }
+
     /// One update of block `k` (its sums must be fresh). Returns whether the state moved;
     /// every block's sums are stale if it did.
     pub(super) fn update_block(&mut self, data: &BinnedData, k: usize, lambda: f64) -> bool {
         let nb = data.features[k].n_bins();
-        self.h_sums_of = None;
         if self.curvature == Curvature::Newton {
-            let curv = &self.rows.curv;
-            let inv_w = 1.0 / data.total_weight;
             // The block's Hessian: its bins' sums of the rows' curvatures (taken with its
             // gradient sums where those were refreshed at the current rows).
-            if self.pre_h_of == Some((k, self.rows.version)) {
-                self.buf.h[..nb].copy_from_slice(&self.pre_h[..nb]);
-            } else {
-                bin_sums_into(&data.features[k], curv, inv_w, &mut self.buf.h[..nb]);
+            if !self.h_sums_fresh(k) {
+                let inv_w = 1.0 / data.total_weight;
+                self.h_sums.resize(nb, 0.0);
+                bin_sums_into(&data.features[k], &self.rows.curv, inv_w, &mut self.h_sums);
+                self.h_sums_of = Some((k, self.rows.version));
             }
-            if self.bin_form.is_some() {
-                self.h_sums.clear();
-                self.h_sums.extend_from_slice(&self.buf.h[..nb]);
-                self.h_sums_of = Some(k);
-            }
+            self.buf.h[..nb].copy_from_slice(&self.h_sums[..nb]);
             for (h, &w) in self.buf.h[..nb].iter_mut().zip(&self.wn[k]) {
                 *h = if w > 0.0 { h.max(self.floor * w) } else { 0.0 };
             }

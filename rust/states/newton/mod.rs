@@ -533,15 +533,11 @@ pub(crate) struct NewtonState<D: Datafit> {
     // What the datafit's bin form gives from a block's bins' sums (`None`: it has none, and
     // every step is measured on the rows); a property of `D`, found once.
     bin_form: Option<BinForm>,
-    // The block whose bins' curvature sums (before the floor) `h_sums` holds, at the
-    // current state (kept only where `bin_form` reads them).
+    // A block's bins' curvature sums (before the floor), and the block and the rows' version
+    // they are of: taken with its gradient sums by `refresh_sums` or by its update, read by
+    // the update and its step's bin form while the rows stay as they are.
     h_sums: Vec<f64>,
-    h_sums_of: Option<usize>,
-    // A block's curvature sums (before the floor) taken with its gradient sums by
-    // `refresh_sums`, the block and the rows' version they are of: the update that follows
-    // reads them instead of passing over the rows again.
-    pre_h: Vec<f64>,
-    pre_h_of: Option<(usize, u64)>,
+    h_sums_of: Option<(usize, u64)>,
     // How `objective` follows a step accepted by its bound.
     tracking: ObjectiveTracking,
     curvature: Curvature,
@@ -645,8 +641,6 @@ impl<D: Datafit> NewtonState<D> {
             bin_form: BinForm::of(&d),
             h_sums: Vec::new(),
             h_sums_of: None,
-            pre_h: Vec::new(),
-            pre_h_of: None,
             tracking: ObjectiveTracking::Exact,
             curvature,
             lambda: 0.0,
@@ -794,14 +788,14 @@ impl<D: Datafit> DescentState for NewtonState<D> {
         let feature = &data.features[k];
         let nb = feature.n_bins();
         let inv_w = 1.0 / data.total_weight;
-        self.pre_h.resize(nb, 0.0);
+        self.h_sums.resize(nb, 0.0);
         bin_sums2_into(
             feature,
             (self.rows.vr(), &self.rows.curv),
             inv_w,
-            (&mut self.sums[k][..nb], &mut self.pre_h[..nb]),
+            (&mut self.sums[k][..nb], &mut self.h_sums[..nb]),
         );
-        self.pre_h_of = Some((k, self.rows.version));
+        self.h_sums_of = Some((k, self.rows.version));
     }
 
     fn n_chain(&self) -> &[usize] {
