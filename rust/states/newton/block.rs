@@ -122,22 +122,24 @@ impl<D: Datafit> NewtonState<D> {
             Some(BinForm::Bound) => self.passing_bound(k, nb, t, pred, penalty),
             _ => None,
         };
-        let change = match (bound, self.tracking) {
+        let change = match bound {
             // The change is at most its bound, which passes: the step is taken, and its
-            // change measured as it is applied.
-            (Some(_), ObjectiveTracking::Exact) => {
+            // change measured as it is applied (one pass over the rows, where measuring it
+            // first took two; the same numbers), where the objective must follow the change
+            // (exact tracking, or a bound too far above it).
+            Some((_, close)) if self.tracking == ObjectiveTracking::Exact || !close => {
                 let (g, h, dloss) = self.rows.apply_measured(self.datafit, data, k, &step);
                 (self.grad_c, self.hess_c) = (g, h);
                 dloss + penalty
             }
             // Or not measured: the objective moves by the bound.
-            (Some(bound), ObjectiveTracking::Bounded) => {
+            Some((bound, _)) => {
                 (self.grad_c, self.hess_c) =
                     self.rows
                         .apply(self.datafit, data, Some(k), &self.buf.s[..nb]);
                 bound + penalty
             }
-            (None, _) => {
+            None => {
                 let dloss = match form {
                     Some(BinForm::Exact) => self.sums_loss_change(k, nb),
                     _ => self.rows.loss_change(self.datafit, data, Some(k), &step),
@@ -179,8 +181,17 @@ impl<D: Datafit> NewtonState<D> {
     /// change `penalty`) with a margin over rounding: the bound's linear part is the
     /// gradient's sums times the step, whose rounding the rows' own sum does not share, so
     /// the bound must clear [`BOUND_MARGIN`] of `Σ_b |s_b|·w_b/W` below zero. A step whose
-    /// gradient is at rounding level is measured on the rows as before.
-    fn passing_bound(&self, k: usize, nb: usize, t: f64, pred: f64, penalty: f64) -> Option<f64> {
+    /// gradient is at rounding level is measured on the rows as before. With the bound, whether
+    /// it is close to the change (its gap within [`BOUND_GAP`] of it): only then may the
+    /// objective move by the bound.
+    fn passing_bound(
+        &self,
+        k: usize,
+        nb: usize,
+        t: f64,
+        pred: f64,
+        penalty: f64,
+    ) -> Option<(f64, bool)> {
         let (d, r, wn) = (self.datafit, &self.sums[k], &self.wn[k]);
         let (mut bound, mut scale, mut gap) = (0.0, 0.0, 0.0);
         for b in 0..nb {
@@ -197,8 +208,8 @@ impl<D: Datafit> NewtonState<D> {
         // A step left unmeasured moves the objective by its bound: only where that is close
         // to the change, so that the objective's fall (which the stopping rule reads) is
         // followed to within BOUND_GAP of it.
-        let close = self.tracking == ObjectiveTracking::Exact || gap <= -BOUND_GAP * change;
-        (passes && close).then_some(bound)
+        let close = gap <= -BOUND_GAP * change;
+        passes.then_some((bound, close))
     }
 
     /// Whether `h_sums` holds block `k`'s curvature sums at the current rows.

@@ -321,6 +321,8 @@ struct Rows {
     // Counts the row passes that moved the rows: sums taken at one count are those of the
     // current rows while it stays.
     version: u64,
+    // Counts the passes that measured a step's loss change without moving the rows.
+    measures: u64,
 }
 
 impl Rows {
@@ -345,6 +347,7 @@ impl Rows {
         block: Option<usize>,
         step: &Step<'_>,
     ) -> f64 {
+        self.measures += 1;
         let (y, r, v) = (&self.y[..], &self.resid[..], data.weights.as_deref());
         let eta = &self.eta[..];
         let (n, chunk) = (y.len(), self.chunk());
@@ -623,6 +626,7 @@ impl<D: Datafit> NewtonState<D> {
             partials: vec![0.0; n_chunks],
             partials2: vec![[0.0; 3]; n_chunks],
             version: 0,
+            measures: 0,
         };
         let grad_c = rows.vr().iter().sum::<f64>() / w_total;
         let mut st = Self {
@@ -987,6 +991,49 @@ impl<D: Datafit> NewtonState<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::data::binning::{bin_data, BinningParams};
+    use crate::descent::DescentState;
+    use crate::states::datafit::Logistic;
+    use ndarray::{Array1, Array2};
+
+    /// A first step from the flat model on a strong feature (log-odds moves of about 2) has a
+    /// bound on its loss change that passes the Armijo test but lies too far above the change
+    /// for a held-out fit's objective to move by it ([`ObjectiveTracking::Bounded`]). It is
+    /// applied and measured in one pass over the rows, as under exact tracking: no pass
+    /// measures it first, and the objective is the exact one.
+    #[test]
+    fn a_step_whose_bound_is_far_from_its_change_is_measured_as_it_is_applied() {
+        let n = 4_000;
+        let x = Array2::from_shape_fn((n, 1), |(i, _)| (i as f64 + 0.5) / n as f64);
+        let y = Array1::from_shape_fn(n, |i| f64::from(u8::from((2 * i >= n) ^ (i % 19 == 0))));
+        let data = bin_data(x.view(), None, &BinningParams::default()).unwrap();
+        let mean = y.sum() / n as f64;
+        let mut st = NewtonState::<Logistic>::new(&data, y.view(), mean, Curvature::Newton);
+        st.set_objective_tracking(ObjectiveTracking::Bounded);
+        let lambda = 1e-4;
+        st.set_penalty(lambda);
+        let (passes, measures) = (st.rows.version, st.rows.measures);
+        assert!(DescentState::update_block(&mut st, &data, 0, lambda));
+        let beta = &st.beta[0];
+        let largest = beta.iter().fold(0.0_f64, |m, b| m.max(b.abs()));
+        assert!(largest > 1.5, "a far step: largest log-odds {largest}");
+        assert_eq!(st.rows.version - passes, 1, "one pass moved the rows");
+        assert_eq!(
+            st.rows.measures, measures,
+            "no pass measured the step first"
+        );
+        let loss: f64 = (0..n)
+            .map(|i| Logistic.loss(y[i], st.rows.eta[i]))
+            .sum::<f64>()
+            / n as f64;
+        let tv: f64 = beta.windows(2).map(|w| (w[1] - w[0]).abs()).sum();
+        let exact = loss + lambda * tv;
+        assert!(
+            (st.objective - exact).abs() <= 1e-12 * exact,
+            "objective {} against {exact}",
+            st.objective
+        );
+    }
 
     #[test]
     fn row_chunks_are_even_in_number_equal_in_size_and_bounded() {
