@@ -186,9 +186,10 @@ pub enum ObjectiveTracking {
     /// report show it.
     #[default]
     Exact,
-    /// The objective moves by the bound: an upper bound of the objective, above it by the
-    /// third-order terms of the steps taken this way (each `Σ ℓ''·(e^|s| − 1 − |s| − s²/2)`
-    /// at most). For the held-out fits, whose objective no one reads but their own stopping
+    /// The objective moves by the bound where that is within 1% of the change (a step whose
+    /// bound is further above it is measured as it is applied, as under `Exact`): an upper
+    /// bound of the objective, above it by the third-order terms of the steps taken this way
+    /// (each `Σ ℓ''·(e^|s| − 1 − |s| − s²/2)` at most). For the held-out fits, whose objective no one reads but their own stopping
     /// rule: a block update's loss is then one pass over the rows cheaper, 15–30% of a
     /// binary classifier's fit.
     Bounded,

@@ -24,8 +24,9 @@
 //! are still resolved. A datafit that bounds a step's loss change from its bins' sums (the
 //! log-loss, [`Datafit::bin_loss_bound`]) takes a step whose bound passes that test without
 //! measuring it first (the change is at most the bound): measured as the step is applied,
-//! or, in the held-out fits ([`ObjectiveTracking::Bounded`]), not at all, the objective then
-//! moving by the bound (an upper bound of `F`, still non-increasing). No single step moves a
+//! or, in the held-out fits ([`ObjectiveTracking::Bounded`]) where the bound is within 1% of
+//! the change, not at all, the objective then moving by the bound (an upper bound of `F`,
+//! still non-increasing). No single step moves a
 //! linear predictor by more than [`MAX_STEP`].
 //!
 //! **Extrapolation (pair fits).** The fits with pair blocks run in rounds, each followed by a
